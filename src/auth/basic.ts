@@ -1,0 +1,101 @@
+/**
+ * HTTP Basic authentication against the credentials file, with an LRU+TTL cache of successful
+ * bcrypt checks. Cache keys are HMACs of username and password under a per-process secret, so
+ * no plain-text password is kept, and a wrong password can never hit a cached success.
+ */
+import { createHmac, randomBytes } from 'node:crypto';
+import { stat } from 'node:fs/promises';
+import { resolve } from 'node:path';
+import bcrypt from 'bcrypt';
+import { LRUCache } from 'lru-cache';
+import type { Logger } from 'pino';
+import { type CredentialEntry, readCredentialsFile } from './credentials.ts';
+import type { AuthResult, Authenticator, AuthUser } from './types.ts';
+
+export interface BasicAuthOptions {
+  file: string;
+  cacheMaxSize: number;
+  cacheTtlSeconds: number;
+  logger: Logger;
+}
+
+const UNAUTHORIZED: AuthResult = {
+  ok: false,
+  status: 401,
+  body: { error: 'Invalid authentication credentials: the user is not authenticated' },
+  headers: { 'www-authenticate': 'Basic realm="lectern"' },
+};
+
+function toUser(e: CredentialEntry): AuthUser {
+  return { username: e.username, scopes: e.scopes, agent: { ...e.agent, objectType: 'Agent' }, target: e.target ?? '' };
+}
+
+export class BasicAuthenticator implements Authenticator {
+  private readonly path: string;
+  private readonly logger: Logger;
+  private readonly secret = randomBytes(32);
+  private readonly cache: LRUCache<string, string> | undefined;
+  private users = new Map<string, CredentialEntry>();
+  private fileStamp = '';
+  private fileError: string | undefined;
+
+  constructor(opts: BasicAuthOptions) {
+    this.path = resolve(opts.file);
+    this.logger = opts.logger;
+    this.cache =
+      opts.cacheMaxSize > 0 ? new LRUCache<string, string>({ max: opts.cacheMaxSize, ttl: Math.max(1, opts.cacheTtlSeconds * 1000) }) : undefined;
+  }
+
+  /** Re-reads the file when its size, mtime or inode changed since the last read. */
+  private async refresh(): Promise<void> {
+    let stamp: string;
+    try {
+      const s = await stat(this.path);
+      stamp = `${s.ino}:${s.size}:${s.mtimeMs}`;
+    } catch {
+      stamp = 'missing';
+    }
+    if (stamp === this.fileStamp) return;
+    this.fileStamp = stamp;
+    if (stamp === 'missing') {
+      this.users = new Map();
+      this.fileError = `credentials file ${this.path} does not exist: every request will get 401 (create it with \`lectern auth ... -w\`)`;
+      this.logger.error({ file: this.path }, this.fileError);
+      return;
+    }
+    try {
+      this.users = new Map(readCredentialsFile(this.path).map((e) => [e.username, e]));
+      this.fileError = undefined;
+      this.logger.info({ file: this.path, users: this.users.size }, 'credentials file loaded');
+    } catch (err) {
+      this.users = new Map();
+      this.fileError = (err as Error).message;
+      this.logger.error({ file: this.path, err: this.fileError }, 'credentials file is invalid: every request will get 401');
+    }
+  }
+
+  async authenticate(authorization: string | undefined): Promise<AuthResult> {
+    const m = authorization && /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
+    if (!m) return UNAUTHORIZED;
+    const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon < 0) return UNAUTHORIZED;
+    const username = decoded.slice(0, colon);
+    const password = decoded.slice(colon + 1);
+    await this.refresh();
+    const entry = this.users.get(username);
+    if (!entry) return UNAUTHORIZED;
+    const key = createHmac('sha256', this.secret).update(username).update('\0').update(password).digest('base64');
+    // The cached value is the hash it was checked against: a changed hash in the file invalidates it.
+    if (this.cache?.get(key) === entry.hash) return { ok: true, user: toUser(entry) };
+    let good = false;
+    try {
+      good = await bcrypt.compare(password, entry.hash);
+    } catch (err) {
+      this.logger.error({ username, err: (err as Error).message }, 'bcrypt check failed');
+    }
+    if (!good) return UNAUTHORIZED;
+    this.cache?.set(key, entry.hash);
+    return { ok: true, user: toUser(entry) };
+  }
+}

@@ -1,0 +1,82 @@
+/**
+ * The credentials file: a JSON list of `{username, hash, scopes, agent, target?}` exactly as Ralph
+ * writes it. Reading is lenient where Ralph is (nulls for absent optional fields); anything else
+ * malformed makes the whole file invalid, with a message saying where.
+ */
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, readFileSync, renameSync, writeFileSync, existsSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import type { ValidationIssue } from '../errors.ts';
+import type { Agent } from '../xapi/types.ts';
+import { validateAgentParam } from '../xapi/validate.ts';
+import { isScope } from './scopes.ts';
+
+export interface CredentialEntry {
+  username: string;
+  hash: string;
+  scopes: string[];
+  agent: Agent;
+  target?: string | null;
+}
+
+export class CredentialsFileError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'CredentialsFileError';
+  }
+}
+
+/** Drops nulls Ralph/pydantic write for absent optional agent fields. */
+function cleanAgent(agent: Record<string, unknown>): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(agent)) if (v !== null) out[k] = v;
+  return out;
+}
+
+/** Parses and checks the file's text; throws CredentialsFileError naming the bad entry. */
+export function parseCredentials(text: string, source: string): CredentialEntry[] {
+  let data: unknown;
+  try {
+    data = JSON.parse(text);
+  } catch (err) {
+    throw new CredentialsFileError(`${source} is not valid JSON: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(data)) throw new CredentialsFileError(`${source} must hold a JSON list of users`);
+  const seen = new Set<string>();
+  return data.map((e: unknown, i) => {
+    const where = `${source}: entry ${i}`;
+    if (typeof e !== 'object' || e === null || Array.isArray(e)) throw new CredentialsFileError(`${where} is not an object`);
+    const o = e as Record<string, unknown>;
+    if (typeof o.username !== 'string' || o.username === '') throw new CredentialsFileError(`${where} has no username`);
+    if (seen.has(o.username)) throw new CredentialsFileError(`${where} repeats the username ${JSON.stringify(o.username)}`);
+    seen.add(o.username);
+    if (typeof o.hash !== 'string' || !/^\$2[aby]\$\d\d\$/.test(o.hash)) throw new CredentialsFileError(`${where} (${o.username}) has no bcrypt hash`);
+    if (!Array.isArray(o.scopes) || !o.scopes.every((s) => typeof s === 'string' && isScope(s))) {
+      throw new CredentialsFileError(`${where} (${o.username}) has scopes that are not a list of known scope names`);
+    }
+    if (typeof o.agent !== 'object' || o.agent === null || Array.isArray(o.agent)) {
+      throw new CredentialsFileError(`${where} (${o.username}) has no agent`);
+    }
+    const agent = cleanAgent(o.agent as Record<string, unknown>);
+    const issues: ValidationIssue[] = [];
+    validateAgentParam(agent, ['agent'], issues);
+    if (issues.length) throw new CredentialsFileError(`${where} (${o.username}) has an invalid agent: ${issues.map((x) => x.msg).join('; ')}`);
+    if (o.target !== undefined && o.target !== null && typeof o.target !== 'string') {
+      throw new CredentialsFileError(`${where} (${o.username}) has a target that is not a string`);
+    }
+    return { username: o.username, hash: o.hash, scopes: o.scopes as string[], agent: agent as Agent, target: (o.target as string | null | undefined) ?? null };
+  });
+}
+
+export function readCredentialsFile(path: string): CredentialEntry[] {
+  return existsSync(path) ? parseCredentials(readFileSync(path, 'utf8'), path) : [];
+}
+
+/** Writes the list atomically: a temporary file in the same folder, then a rename. */
+export function writeCredentialsFile(path: string, entries: CredentialEntry[]): void {
+  const abs = resolve(path);
+  mkdirSync(dirname(abs), { recursive: true });
+  const tmp = `${abs}.${randomBytes(6).toString('hex')}.tmp`;
+  writeFileSync(tmp, `${JSON.stringify(entries, null, 2)}\n`, { mode: 0o600 });
+  renameSync(tmp, abs);
+}

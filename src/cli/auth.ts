@@ -1,0 +1,105 @@
+/**
+ * `lectern auth`: create or update a user in the credentials file (Ralph's options). Prints the
+ * entry, or with -w writes it (atomically), replacing a user of the same name.
+ */
+import { createInterface } from 'node:readline';
+import bcrypt from 'bcrypt';
+import { loadConfig } from '../config.ts';
+import { type CredentialEntry, readCredentialsFile, writeCredentialsFile } from '../auth/credentials.ts';
+import { isScope, SCOPES } from '../auth/scopes.ts';
+import type { ValidationIssue } from '../errors.ts';
+import type { Agent } from '../xapi/types.ts';
+import { validateAgentParam } from '../xapi/validate.ts';
+
+export class CliError extends Error {}
+
+export interface AuthOptions {
+  username?: string;
+  password?: string;
+  scope?: string[];
+  target?: string;
+  agentIfiMbox?: string;
+  agentIfiMboxSha1sum?: string;
+  agentIfiOpenid?: string;
+  agentIfiAccount?: string[];
+  agentName?: string;
+  writeToDisk?: boolean;
+  file?: string;
+}
+
+/** Reads a password from the terminal without echoing it. */
+async function promptPassword(): Promise<string> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
+  const out = rl as unknown as { _writeToOutput: (s: string) => void; output: NodeJS.WriteStream };
+  let prompted = false;
+  out._writeToOutput = (s: string) => {
+    if (!prompted) {
+      process.stderr.write(s);
+      prompted = true;
+    }
+  };
+  return new Promise((res) =>
+    rl.question('Password: ', (answer) => {
+      rl.close();
+      process.stderr.write('\n');
+      res(answer);
+    }),
+  );
+}
+
+export function buildAgent(o: AuthOptions): Agent {
+  const given = [
+    o.agentIfiMbox !== undefined && 'mbox',
+    o.agentIfiMboxSha1sum !== undefined && 'mbox_sha1sum',
+    o.agentIfiOpenid !== undefined && 'openid',
+    o.agentIfiAccount !== undefined && 'account',
+  ].filter(Boolean);
+  if (given.length !== 1) {
+    throw new CliError(
+      given.length === 0
+        ? 'give exactly one agent identifier: -M/--agent-ifi-mbox, -S/--agent-ifi-mbox-sha1sum, -O/--agent-ifi-openid or -A/--agent-ifi-account NAME HOMEPAGE'
+        : `give exactly one agent identifier, not ${given.join(' and ')}`,
+    );
+  }
+  const agent: Agent = { objectType: 'Agent' };
+  if (o.agentName !== undefined) agent.name = o.agentName;
+  if (o.agentIfiMbox !== undefined) agent.mbox = o.agentIfiMbox;
+  if (o.agentIfiMboxSha1sum !== undefined) agent.mbox_sha1sum = o.agentIfiMboxSha1sum;
+  if (o.agentIfiOpenid !== undefined) agent.openid = o.agentIfiOpenid;
+  if (o.agentIfiAccount !== undefined) {
+    const [name, homePage] = o.agentIfiAccount;
+    agent.account = { name, homePage };
+  }
+  const issues: ValidationIssue[] = [];
+  validateAgentParam(agent, ['agent'], issues);
+  if (issues.length) throw new CliError(`invalid agent: ${issues.map((i) => `${i.loc.slice(1).join('.') || 'agent'}: ${i.msg}`).join('; ')}`);
+  return agent;
+}
+
+export async function authCommand(o: AuthOptions): Promise<void> {
+  if (!o.username) throw new CliError('a username is required (-u/--username)');
+  const scopes = o.scope ?? [];
+  if (scopes.length === 0) throw new CliError(`give at least one scope (-s/--scope), among: ${SCOPES.join(', ')}`);
+  const bad = scopes.filter((s) => !isScope(s));
+  if (bad.length) throw new CliError(`unknown scope ${bad.map((s) => JSON.stringify(s)).join(', ')}: scopes are ${SCOPES.join(', ')}`);
+  const agent = buildAgent(o);
+  const file = o.file ?? loadConfig().authFile;
+  // Read (and so validate) the existing file before asking for anything: a corrupt file is left as is.
+  const existing = o.writeToDisk ? readCredentialsFile(file) : [];
+  let password = o.password;
+  if (password === undefined) {
+    if (!process.stdin.isTTY) throw new CliError('a password is required (-p/--password), or run in a terminal to be asked for it');
+    password = await promptPassword();
+  }
+  if (password === '') throw new CliError('the password cannot be empty');
+  const hash = await bcrypt.hash(password, await bcrypt.genSalt(12, 'b'));
+  const entry: CredentialEntry = { username: o.username, hash, scopes, agent, ...(o.target !== undefined && { target: o.target }) };
+  if (!o.writeToDisk) {
+    process.stdout.write(`${JSON.stringify(entry, null, 2)}\n`);
+    return;
+  }
+  const i = existing.findIndex((e) => e.username === o.username);
+  const updated = i >= 0 ? existing.map((e, j) => (j === i ? entry : e)) : [...existing, entry];
+  writeCredentialsFile(file, updated);
+  process.stderr.write(`${i >= 0 ? 'updated' : 'added'} user ${o.username} in ${file}\n`);
+}

@@ -1,0 +1,170 @@
+/**
+ * Every setting Lectern reads, declared once: name, default, meaning and parser. Values come from
+ * the environment, then from a `.env` file in the working directory (the real environment wins).
+ * `loadConfig` validates them all and throws a ConfigError naming the first bad variable.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
+import { parseEnv } from 'node:util';
+
+export class ConfigError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'ConfigError';
+  }
+}
+
+type Parser<T> = (raw: string, name: string) => T;
+
+interface Setting<T> {
+  name: string;
+  default: string;
+  help: string;
+  parse: Parser<T>;
+}
+
+const str: Parser<string> = (raw) => raw;
+
+const int =
+  (min: number, max = Number.MAX_SAFE_INTEGER): Parser<number> =>
+  (raw, name) => {
+    const n = Number(raw);
+    if (raw.trim() === '' || !Number.isInteger(n) || n < min || n > max) {
+      throw new ConfigError(`${name} must be an integer between ${min} and ${max}, got ${JSON.stringify(raw)}`);
+    }
+    return n;
+  };
+
+const num =
+  (min: number, max: number): Parser<number> =>
+  (raw, name) => {
+    const n = Number(raw);
+    if (raw.trim() === '' || !Number.isFinite(n) || n < min || n > max) {
+      throw new ConfigError(`${name} must be a number between ${min} and ${max}, got ${JSON.stringify(raw)}`);
+    }
+    return n;
+  };
+
+const oneOf =
+  <T extends string>(...values: T[]): Parser<T> =>
+  (raw, name) => {
+    if (!(values as string[]).includes(raw)) {
+      throw new ConfigError(`${name} must be one of ${values.join(', ')}, got ${JSON.stringify(raw)}`);
+    }
+    return raw as T;
+  };
+
+const bool: Parser<boolean> = (raw, name) => {
+  const v = raw.trim().toLowerCase();
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
+  throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+};
+
+const list: Parser<string[]> = (raw) =>
+  raw
+    .split(',')
+    .map((s) => s.trim())
+    .filter(Boolean);
+
+export const BACKENDS = ['sqlite', 'postgres'] as const;
+export type BackendName = (typeof BACKENDS)[number];
+
+const MiB = 1024 * 1024;
+
+/** The table of settings; the README's configuration table lists exactly these. */
+export const SETTINGS = {
+  backend: { name: 'LECTERN_RUNSERVER_BACKEND', default: 'sqlite', help: 'Storage backend: `sqlite` or `postgres`.', parse: oneOf(...BACKENDS) },
+  host: { name: 'LECTERN_RUNSERVER_HOST', default: '127.0.0.1', help: 'Address the server listens on.', parse: str },
+  port: { name: 'LECTERN_RUNSERVER_PORT', default: '8100', help: 'TCP port the server listens on (0 picks a free port).', parse: int(0, 65535) },
+  maxSearchHits: {
+    name: 'LECTERN_RUNSERVER_MAX_SEARCH_HITS_COUNT',
+    default: '100',
+    help: 'Largest page of statements a GET returns; `limit=0` and any larger `limit` get this many.',
+    parse: int(1, 100000),
+  },
+  sqlitePath: {
+    name: 'LECTERN_SQLITE_PATH',
+    default: 'lectern.sqlite',
+    help: 'SQLite database file (created with its schema on first start), relative to the working directory.',
+    parse: str,
+  },
+  authFile: { name: 'LECTERN_AUTH_FILE', default: 'auth.json', help: 'Credentials file (Ralph format, bcrypt hashes), re-read when it changes.', parse: str },
+  authCacheMaxSize: {
+    name: 'LECTERN_AUTH_CACHE_MAX_SIZE',
+    default: '100',
+    help: 'Entries in the cache of verified credentials (set above the number of distinct users).',
+    parse: int(0, 10_000_000),
+  },
+  authCacheTtl: { name: 'LECTERN_AUTH_CACHE_TTL', default: '3600', help: 'Seconds a verified credential stays cached.', parse: num(0, 31_536_000) },
+  maxRequestSize: {
+    name: 'LECTERN_MAX_REQUEST_SIZE',
+    default: String(64 * MiB),
+    help: 'Largest request body in bytes (statements with their attachments); larger requests get 413.',
+    parse: int(1024),
+  },
+  maxDocumentSize: {
+    name: 'LECTERN_MAX_DOCUMENT_SIZE',
+    default: String(16 * MiB),
+    help: 'Largest State/Activity Profile/Agent Profile document in bytes; larger ones get 413.',
+    parse: int(1),
+  },
+  corsAllowedOrigins: {
+    name: 'LECTERN_CORS_ALLOWED_ORIGINS',
+    default: '*',
+    help: 'Comma-separated origins allowed by CORS on the xAPI routes; `*` allows any.',
+    parse: list,
+  },
+  logLevel: {
+    name: 'LECTERN_LOG_LEVEL',
+    default: 'info',
+    help: 'Log level of the JSON logs on stdout: fatal, error, warn, info, debug, trace or silent.',
+    parse: oneOf('fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'),
+  },
+  shutdownTimeout: {
+    name: 'LECTERN_SHUTDOWN_TIMEOUT',
+    default: '10',
+    help: 'Seconds to let in-flight requests finish on SIGINT/SIGTERM before closing anyway.',
+    parse: num(0, 3600),
+  },
+  sqliteSynchronous: {
+    name: 'LECTERN_SQLITE_SYNCHRONOUS',
+    default: 'FULL',
+    help: 'SQLite `synchronous` pragma: FULL survives power loss; NORMAL (faster) survives process crashes only.',
+    parse: oneOf('FULL', 'NORMAL'),
+  },
+} satisfies Record<string, Setting<unknown>>;
+
+type Settings = typeof SETTINGS;
+export type Config = { [K in keyof Settings]: ReturnType<Settings[K]['parse']> };
+
+/** Reads `.env` from `cwd` (if present) under the real environment, which wins. */
+export function environment(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Record<string, string | undefined> {
+  const file = resolve(cwd, '.env');
+  let fromFile: Record<string, string> = {};
+  if (existsSync(file)) {
+    try {
+      fromFile = parseEnv(readFileSync(file, 'utf8')) as Record<string, string>;
+    } catch (err) {
+      throw new ConfigError(`cannot read ${file}: ${(err as Error).message}`);
+    }
+  }
+  return { ...fromFile, ...env };
+}
+
+/**
+ * Builds the configuration. `overrides` (from command-line options) win over the environment and
+ * are validated the same way, with the option's own name in the message.
+ */
+export function loadConfig(
+  env: Record<string, string | undefined> = environment(),
+  overrides: Partial<Record<keyof Settings, { value: string; source: string }>> = {},
+): Config {
+  const out: Record<string, unknown> = {};
+  for (const [key, setting] of Object.entries(SETTINGS) as [keyof Settings, Setting<unknown>][]) {
+    const override = overrides[key];
+    const raw = override?.value ?? env[setting.name] ?? setting.default;
+    out[key] = setting.parse(raw, override ? override.source : setting.name);
+  }
+  return out as Config;
+}

@@ -1,0 +1,83 @@
+/**
+ * The transport-neutral request/response the xAPI handlers work on. Building one from an HTTP
+ * request applies the Alternate Request Syntax (xAPI-Communication §1.3): a POST with `?method=`
+ * carries the real method, headers and parameters in a form body.
+ */
+import { LrsError } from '../errors.ts';
+import type { AuthUser } from '../auth/types.ts';
+
+export interface XapiRequest {
+  method: string;
+  /** Query parameters, each present once. */
+  query: Record<string, string>;
+  /** Lower-cased header names. */
+  headers: Record<string, string | undefined>;
+  body: Buffer | undefined;
+  /** Set once authenticated. */
+  user?: AuthUser;
+}
+
+export interface XapiResponse {
+  status: number;
+  headers?: Record<string, string>;
+  body?: string | Buffer;
+}
+
+/** Parses a query string into single-valued parameters; a repeated name is a 400. */
+export function parseQuery(qs: string): Record<string, string> {
+  const out: Record<string, string> = Object.create(null) as Record<string, string>;
+  for (const [k, v] of new URLSearchParams(qs)) {
+    if (k in out) throw new LrsError('bad_request', `query parameter ${k} is given more than once`);
+    out[k] = v;
+  }
+  return out;
+}
+
+/** Headers the alternate syntax may carry as form fields (§1.3.s3.b6), by lower-cased name. */
+const FORM_HEADERS = new Map(
+  ['Authorization', 'X-Experience-API-Version', 'Content-Type', 'Content-Length', 'If-Match', 'If-None-Match'].map((h) => [h.toLowerCase(), h]),
+);
+
+/**
+ * Builds the XapiRequest. With `?method=` it must be a POST whose only query parameter is
+ * `method`, with an `application/x-www-form-urlencoded` body.
+ */
+export function toXapiRequest(method: string, rawQuery: string, headers: Record<string, string | string[] | undefined>, body: Buffer | undefined): XapiRequest {
+  const query = parseQuery(rawQuery);
+  const flat: Record<string, string | undefined> = {};
+  for (const [k, v] of Object.entries(headers)) flat[k] = Array.isArray(v) ? v.join(', ') : v;
+  if (query.method === undefined) return { method, query, headers: flat, body };
+
+  if (method !== 'POST') throw new LrsError('bad_request', `the method parameter (alternate request syntax) is only allowed on POST, not ${method}`);
+  const others = Object.keys(query).filter((k) => k !== 'method');
+  if (others.length) throw new LrsError('bad_request', `with the method parameter, every other parameter must be a form field, not in the query string: ${others.join(', ')}`);
+  const target = query.method;
+  if (!['GET', 'PUT', 'POST', 'DELETE', 'HEAD'].includes(target)) throw new LrsError('bad_request', `method must be GET, PUT, POST, DELETE or HEAD, got ${JSON.stringify(target)}`);
+  const ct = (flat['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  if (ct !== 'application/x-www-form-urlencoded') {
+    throw new LrsError('bad_request', 'a request with the method parameter must have Content-Type application/x-www-form-urlencoded');
+  }
+  const form = parseQuery((body ?? Buffer.alloc(0)).toString('utf8'));
+  const outHeaders: Record<string, string | undefined> = { ...flat };
+  delete outHeaders['content-type'];
+  delete outHeaders['content-length'];
+  const outQuery: Record<string, string> = Object.create(null) as Record<string, string>;
+  let content: Buffer | undefined;
+  for (const [k, v] of Object.entries(form)) {
+    const lower = k.toLowerCase();
+    if (k === 'content') content = Buffer.from(v, 'utf8');
+    else if (FORM_HEADERS.has(lower)) outHeaders[lower] = v;
+    else outQuery[k] = v;
+  }
+  if (content !== undefined && outHeaders['content-type'] === undefined) outHeaders['content-type'] = 'application/json';
+  return { method: target, query: outQuery, headers: outHeaders, body: content };
+}
+
+/** The media type of a Content-Type value, lower-cased, without parameters. */
+export const mediaType = (ct: string | undefined): string => (ct ?? '').split(';')[0].trim().toLowerCase();
+
+export const json = (status: number, value: unknown, headers: Record<string, string> = {}): XapiResponse => ({
+  status,
+  headers: { 'content-type': 'application/json; charset=utf-8', ...headers },
+  body: JSON.stringify(value),
+});

@@ -1,0 +1,160 @@
+/**
+ * The HTTP server: Fastify for transport only. Each route turns the HTTP request into an
+ * XapiRequest (alternate syntax applied), authenticates, checks the xAPI version header and
+ * hands it to a resource handler; the reply is written back here, without a body for HEAD.
+ */
+import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import type { Authenticator } from '../auth/types.ts';
+import type { Config } from '../config.ts';
+import { LrsError } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { Store } from '../store/types.ts';
+import { XAPI_VERSION } from '../xapi/types.ts';
+import { errorResponse } from './errors.ts';
+import { json, toXapiRequest, type XapiRequest, type XapiResponse } from './request.ts';
+import { handleStatements } from './statements.ts';
+import { about, heartbeat, lbHeartbeat, whoami } from './system.ts';
+
+export interface ServerDeps {
+  config: Config;
+  store: Store;
+  auth: Authenticator;
+  logger: Logger;
+}
+
+type Handler = (req: XapiRequest) => Promise<XapiResponse>;
+
+const VERSION_RE = /^1\.0(\.\d+)?$/;
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language';
+const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through';
+const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
+
+/** Checks X-Experience-API-Version (xAPI-Communication §3.3): 1.0 and 1.0.x only. */
+function checkVersion(req: XapiRequest): void {
+  const v = req.headers['x-experience-api-version'];
+  if (v === undefined) throw new LrsError('bad_request', 'the X-Experience-API-Version header is required (this LRS speaks 1.0.3)');
+  if (!VERSION_RE.test(v.trim())) throw new LrsError('bad_request', `X-Experience-API-Version ${JSON.stringify(v)} is not supported: send 1.0.x (1.0.3)`);
+}
+
+export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
+  const { config, store, auth, logger } = deps;
+  const app = Fastify({
+    loggerInstance: logger as FastifyBaseLogger,
+    disableRequestLogging: true,
+    bodyLimit: config.maxRequestSize,
+    exposeHeadRoutes: false,
+    return503OnClosing: true,
+    forceCloseConnections: 'idle',
+    routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  // Bodies reach the handlers as raw bytes: JSON, multipart/mixed, forms and documents are all
+  // parsed by our own code, which knows the xAPI rules for each.
+  app.removeAllContentTypeParsers();
+  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+
+  const allowAll = config.corsAllowedOrigins.includes('*');
+  const corsOrigin = (origin: string | undefined): string | undefined => {
+    if (!origin) return undefined;
+    if (allowAll) return '*';
+    return config.corsAllowedOrigins.includes(origin) ? origin : undefined;
+  };
+
+  app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-experience-api-version', XAPI_VERSION);
+    if (request.url.startsWith('/xAPI')) {
+      const origin = corsOrigin(request.headers.origin);
+      if (origin) {
+        reply.header('access-control-allow-origin', origin);
+        reply.header('access-control-expose-headers', CORS_EXPOSE_HEADERS);
+        if (!allowAll) reply.header('vary', 'Origin');
+      }
+    }
+  });
+
+  app.addHook('onResponse', async (request, reply) => {
+    logger.info(
+      { method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      'request',
+    );
+  });
+
+  app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, request, reply) => {
+    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    if (status === 500) logger.error({ err, path: request.url.split('?')[0] }, 'unhandled error');
+    const detail =
+      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
+        ? `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`
+        : status === 500
+          ? 'internal server error'
+          : err.message;
+    return reply.status(status).type('application/json; charset=utf-8').send({ detail });
+  });
+
+  app.setNotFoundHandler(async (request, reply) =>
+    reply.status(404).type('application/json; charset=utf-8').send({ detail: `no resource at ${request.method} ${request.url.split('?')[0]}` }),
+  );
+
+  const send = (reply: FastifyReply, method: string, res: XapiResponse): FastifyReply => {
+    reply.status(res.status);
+    if (res.headers) reply.headers(res.headers);
+    return method === 'HEAD' || res.body === undefined ? reply.send() : reply.send(res.body);
+  };
+
+  /** An xAPI resource route: alternate syntax, auth, version header, then the handler. */
+  const xapi = (path: string, handler: Handler, opts: { versioned?: boolean; authenticated?: boolean } = {}) => {
+    const versioned = opts.versioned ?? true;
+    const authenticated = opts.authenticated ?? true;
+    app.route({
+      method: [...METHODS],
+      url: path,
+      handler: async (request: FastifyRequest, reply: FastifyReply) => {
+        let res: XapiResponse;
+        let method = request.method;
+        try {
+          const q = request.url.indexOf('?');
+          const xreq = toXapiRequest(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers, request.body as Buffer | undefined);
+          method = xreq.method;
+          if (authenticated) {
+            const result = await auth.authenticate(xreq.headers.authorization);
+            if (!result.ok) return send(reply, method, { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
+            xreq.user = result.user;
+          }
+          if (versioned) checkVersion(xreq);
+          res = await handler(xreq);
+        } catch (err) {
+          if (!(err instanceof LrsError)) throw err;
+          res = errorResponse(err);
+        }
+        return send(reply, method, res);
+      },
+    });
+    app.options(path, async (request, reply) => {
+      const origin = corsOrigin(request.headers.origin);
+      if (origin) {
+        reply.header('access-control-allow-methods', METHODS.join(', '));
+        reply.header('access-control-allow-headers', CORS_ALLOW_HEADERS);
+        reply.header('access-control-max-age', '86400');
+      }
+      return reply.status(204).send();
+    });
+  };
+
+  const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: '/xAPI/statements' };
+  xapi('/xAPI/statements', (req) => handleStatements(statementDeps, req));
+  xapi('/xAPI/about', async (req) => (req.method === 'GET' || req.method === 'HEAD' ? about() : errorResponse(new LrsError('bad_request', `method ${req.method} is not allowed on the about resource`))), {
+    versioned: false,
+    authenticated: false,
+  });
+
+  for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
+  for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store)));
+  app.get('/whoami', async (request, reply) => {
+    const result = await auth.authenticate(request.headers.authorization);
+    if (!result.ok) return send(reply, 'GET', { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
+    return send(reply, 'GET', whoami(result.user));
+  });
+
+  return app;
+}
+

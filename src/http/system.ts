@@ -1,0 +1,24 @@
+/** Non-xAPI endpoints: heartbeats (no auth), whoami (auth), and the xAPI About resource (no auth). */
+import type { Store } from '../store/types.ts';
+import type { AuthUser } from '../auth/types.ts';
+import { SUPPORTED_VERSIONS } from '../xapi/types.ts';
+import { json, type XapiResponse } from './request.ts';
+import { LECTERN_VERSION } from '../version.ts';
+
+export const lbHeartbeat = (): XapiResponse => json(200, { status: 'ok' });
+
+/** 200 when the database answers a real query, 500 naming the failed check otherwise. */
+export async function heartbeat(store: Store): Promise<XapiResponse> {
+  try {
+    await store.ping();
+    return json(200, { database: 'ok' });
+  } catch (err) {
+    return json(500, { database: 'error', detail: `the ${store.backend} database does not answer: ${(err as Error).message}` });
+  }
+}
+
+export const whoami = (user: AuthUser): XapiResponse =>
+  json(200, { username: user.username, scopes: ['authenticated', ...user.scopes], agent: user.agent });
+
+export const about = (): XapiResponse =>
+  json(200, { version: [...SUPPORTED_VERSIONS], extensions: { 'https://lectern.dev/extensions/version': LECTERN_VERSION } });

@@ -1,0 +1,84 @@
+/** Versioned SQLite schema. Append new versions; never edit an applied one. */
+export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'statements, index tables, attachments, activities, documents',
+    sql: `
+CREATE TABLE statements (
+  seq INTEGER PRIMARY KEY,            -- time-ordered key: keyset paging and stored order
+  tenant TEXT NOT NULL,
+  id TEXT NOT NULL,
+  stored_ms INTEGER NOT NULL,
+  verb TEXT NOT NULL,
+  registration TEXT,
+  ref_id TEXT,                        -- StatementRef object target
+  is_voiding INTEGER NOT NULL DEFAULT 0,
+  voided INTEGER NOT NULL DEFAULT 0,
+  authority_key TEXT,
+  full TEXT NOT NULL                  -- the statement as served
+);
+CREATE UNIQUE INDEX statements_id ON statements(tenant, id);
+CREATE INDEX statements_seq ON statements(tenant, seq);
+CREATE INDEX statements_stored ON statements(tenant, stored_ms);
+CREATE INDEX statements_verb ON statements(tenant, verb, seq);
+CREATE INDEX statements_registration ON statements(tenant, registration, seq) WHERE registration IS NOT NULL;
+CREATE INDEX statements_ref ON statements(tenant, ref_id) WHERE ref_id IS NOT NULL;
+CREATE INDEX statements_refs_by_seq ON statements(tenant, seq) WHERE ref_id IS NOT NULL;
+CREATE INDEX statements_authority ON statements(tenant, authority_key, seq);
+
+CREATE TABLE statement_agents (
+  tenant TEXT NOT NULL,
+  agent_key TEXT NOT NULL,
+  seq INTEGER NOT NULL REFERENCES statements(seq),
+  direct INTEGER NOT NULL,            -- 1: actor/object (agent filter); 0: other roles (related_agents)
+  PRIMARY KEY (tenant, agent_key, seq)
+) WITHOUT ROWID;
+CREATE INDEX statement_agents_seq ON statement_agents(seq, agent_key);
+
+CREATE TABLE statement_activities (
+  tenant TEXT NOT NULL,
+  activity_id TEXT NOT NULL,
+  seq INTEGER NOT NULL REFERENCES statements(seq),
+  direct INTEGER NOT NULL,            -- 1: object (activity filter); 0: context/substatement (related_activities)
+  PRIMARY KEY (tenant, activity_id, seq)
+) WITHOUT ROWID;
+CREATE INDEX statement_activities_seq ON statement_activities(seq, activity_id);
+
+CREATE TABLE activities (
+  tenant TEXT NOT NULL,
+  id TEXT NOT NULL,
+  definition TEXT NOT NULL,
+  PRIMARY KEY (tenant, id)
+) WITHOUT ROWID;
+
+CREATE TABLE attachments (
+  tenant TEXT NOT NULL,
+  sha2 TEXT NOT NULL,
+  content_type TEXT NOT NULL,
+  length INTEGER NOT NULL,
+  content BLOB NOT NULL,
+  PRIMARY KEY (tenant, sha2)
+);
+
+CREATE TABLE statement_attachments (
+  seq INTEGER NOT NULL REFERENCES statements(seq),
+  sha2 TEXT NOT NULL,
+  PRIMARY KEY (seq, sha2)
+) WITHOUT ROWID;
+
+CREATE TABLE documents (
+  tenant TEXT NOT NULL,
+  kind TEXT NOT NULL,                 -- state | activity_profile | agent_profile
+  activity_id TEXT NOT NULL,
+  agent_key TEXT NOT NULL,
+  registration TEXT NOT NULL,
+  doc_id TEXT NOT NULL,
+  content BLOB NOT NULL,
+  content_type TEXT NOT NULL,
+  etag TEXT NOT NULL,
+  updated_ms INTEGER NOT NULL,
+  PRIMARY KEY (tenant, kind, activity_id, agent_key, registration, doc_id)
+);
+`,
+  },
+];

@@ -1,0 +1,239 @@
+/**
+ * The SQLite backend on `node:sqlite` (no native addon): WAL mode, one write transaction per
+ * request, versioned migrations. The driver is synchronous, so a transaction never interleaves
+ * with another request's in this process.
+ */
+import { mkdirSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
+import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { LrsError } from '../../errors.ts';
+import { mergeDefinition } from '../../xapi/activity.ts';
+import type { StatementQuery } from '../../xapi/query.ts';
+import { type PreparedStatement, sameStatement, stamp } from '../../xapi/statement.ts';
+import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
+import { actorKeys } from '../../xapi/agents.ts';
+import { type SeqWindow, sqlitePlaceholder, statementPageSql } from '../sql.ts';
+import type {
+  AttachmentBlob,
+  DocumentKey,
+  DocumentPrecondition,
+  InsertOutcome,
+  QueryPage,
+  Store,
+  StoredDocument,
+  StoredRow,
+} from '../types.ts';
+import { MIGRATIONS } from './migrations.ts';
+
+export interface SqliteOptions {
+  path: string;
+  synchronous?: 'FULL' | 'NORMAL';
+}
+
+type Row = Record<string, unknown>;
+
+export class SqliteStore implements Store {
+  readonly backend = 'sqlite';
+  private readonly db: DatabaseSync;
+  private readonly cache = new Map<string, StatementSync>();
+
+  constructor(opts: SqliteOptions) {
+    const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
+    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
+    this.db = new DatabaseSync(path);
+    this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;`);
+  }
+
+  /** Prepared statements are cached by SQL text: the query builder emits few distinct shapes. */
+  private q(sql: string): StatementSync {
+    let st = this.cache.get(sql);
+    if (!st) {
+      st = this.db.prepare(sql);
+      st.setReadBigInts(false);
+      this.cache.set(sql, st);
+    }
+    return st;
+  }
+
+  private tx<T>(fn: () => T): T {
+    this.db.exec('BEGIN IMMEDIATE');
+    try {
+      const out = fn();
+      this.db.exec('COMMIT');
+      return out;
+    } catch (err) {
+      this.db.exec('ROLLBACK');
+      throw err;
+    }
+  }
+
+  async migrate(): Promise<void> {
+    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
+    const applied = new Set((this.db.prepare('SELECT version FROM schema_migrations').all() as Row[]).map((r) => Number(r.version)));
+    for (const m of MIGRATIONS) {
+      if (applied.has(m.version)) continue;
+      this.tx(() => {
+        this.db.exec(m.sql);
+        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+      });
+    }
+  }
+
+  async ping(): Promise<void> {
+    this.q('SELECT count(*) AS n FROM schema_migrations').get();
+  }
+
+  async close(): Promise<void> {
+    if (this.db.isOpen) this.db.close();
+  }
+
+  async insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
+    return this.tx(() => {
+      const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
+      // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
+      const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
+      const storedIso = new Date(storedMs).toISOString();
+      const byId = this.q('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?');
+      const voidingInBatch = new Set(batch.filter((p) => p.voids).map((p) => p.id));
+      let inserted = 0;
+      for (const p of batch) {
+        const existing = byId.get(tenant, p.id) as Row | undefined;
+        if (existing) {
+          if (!sameStatement(p.statement, JSON.parse(String(existing.full)) as Statement)) {
+            throw new LrsError('conflict', `a different statement with id ${p.id} is already stored`);
+          }
+          continue;
+        }
+        if (p.voids) {
+          const target = byId.get(tenant, p.voids) as Row | undefined;
+          if ((target && Number(target.is_voiding) === 1) || voidingInBatch.has(p.voids)) {
+            throw new LrsError('bad_request', `statement ${p.id} voids ${p.voids}, which is itself a voiding statement and cannot be voided`);
+          }
+        }
+        this.insertOne(tenant, p, storedMs, storedIso);
+        inserted++;
+      }
+      for (const a of attachments) {
+        this.q('INSERT OR IGNORE INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)').run(
+          tenant,
+          a.sha2,
+          a.contentType,
+          a.content.length,
+          a.content,
+        );
+      }
+      return { ids: batch.map((p) => p.id), inserted };
+    });
+  }
+
+  private insertOne(tenant: string, p: PreparedStatement, storedMs: number, storedIso: string): void {
+    const full = JSON.stringify(stamp(p, storedIso));
+    const authority = p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null;
+    // A voiding statement that arrived before its target voids it on arrival.
+    const alreadyVoided =
+      !p.voids && this.q('SELECT 1 FROM statements WHERE tenant = ? AND ref_id = ? AND is_voiding = 1 LIMIT 1').get(tenant, p.id) !== undefined;
+    const r = this.q(
+      'INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(tenant, p.id, storedMs, p.verb, p.registration, p.refId, p.voids ? 1 : 0, alreadyVoided ? 1 : 0, authority, full);
+    const seq = r.lastInsertRowid;
+    const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, direct) VALUES (?, ?, ?, ?)');
+    for (const a of p.agents) agent.run(tenant, a.key, seq, a.direct ? 1 : 0);
+    const activity = this.q('INSERT INTO statement_activities (tenant, activity_id, seq, direct) VALUES (?, ?, ?, ?)');
+    for (const a of p.activities) activity.run(tenant, a.id, seq, a.direct ? 1 : 0);
+    const link = this.q('INSERT OR IGNORE INTO statement_attachments (seq, sha2) VALUES (?, ?)');
+    for (const h of p.attachmentHashes) link.run(seq, h);
+    if (p.voids) this.q('UPDATE statements SET voided = 1 WHERE tenant = ? AND id = ? AND is_voiding = 0').run(tenant, p.voids);
+    for (const d of p.definitions) {
+      const kept = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenant, d.id) as Row | undefined;
+      const merged = mergeDefinition(kept ? (JSON.parse(String(kept.definition)) as ActivityDefinition) : undefined, d.definition);
+      this.q('INSERT INTO activities (tenant, id, definition) VALUES (?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition').run(
+        tenant,
+        d.id,
+        JSON.stringify(merged),
+      );
+    }
+  }
+
+  async getStatement(tenant: string, id: string, voided: boolean): Promise<StoredRow | undefined> {
+    const r = this.q('SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND id = ? AND voided = ?').get(tenant, id, voided ? 1 : 0) as
+      | Row
+      | undefined;
+    return r && toRow(r);
+  }
+
+  async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
+    const w: SeqWindow = {};
+    if (query.since !== undefined) {
+      const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND stored_ms > ? ORDER BY stored_ms, seq LIMIT 1').get(tenant, query.since) as Row | undefined;
+      if (!r) return { rows: [] };
+      w.from = BigInt(r.seq as number);
+    }
+    if (query.until !== undefined) {
+      const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND stored_ms <= ? ORDER BY stored_ms DESC, seq DESC LIMIT 1').get(tenant, query.until) as
+        | Row
+        | undefined;
+      if (!r) return { rows: [] };
+      w.to = BigInt(r.seq as number);
+    }
+    if (query.after !== undefined) {
+      if (query.ascending) w.after = BigInt(query.after);
+      else w.before = BigInt(query.after);
+    }
+    const { sql, params } = statementPageSql(tenant, query, w, sqlitePlaceholder);
+    const rows = (this.q(sql).all(...(params as (string | number | bigint)[])) as Row[]).map(toRow);
+    if (rows.length > query.limit) {
+      rows.length = query.limit;
+      return { rows, next: rows[rows.length - 1].position };
+    }
+    return { rows };
+  }
+
+  async getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
+    const st = this.q('SELECT sha2, content_type, content FROM attachments WHERE tenant = ? AND sha2 = ?');
+    const out: AttachmentBlob[] = [];
+    for (const h of new Set(sha2s)) {
+      const r = st.get(tenant, h) as Row | undefined;
+      if (r) out.push({ sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(r.content as Uint8Array) });
+    }
+    return out;
+  }
+
+  async consistentThrough(): Promise<Date> {
+    // Writes commit synchronously before they are acknowledged: everything stored is visible.
+    return new Date();
+  }
+
+  async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {
+    const r = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenant, activityId) as Row | undefined;
+    return r ? (JSON.parse(String(r.definition)) as ActivityDefinition) : undefined;
+  }
+
+  async getDocument(_tenant: string, _key: DocumentKey): Promise<StoredDocument | undefined> {
+    throw new LrsError('not_found', 'documents are not implemented yet');
+  }
+
+  async putDocument(
+    _tenant: string,
+    _key: DocumentKey,
+    _doc: { content: Buffer; contentType: string },
+    _opts: { merge: boolean; pre: DocumentPrecondition },
+  ): Promise<StoredDocument> {
+    throw new LrsError('not_found', 'documents are not implemented yet');
+  }
+
+  async deleteDocument(_tenant: string, _key: DocumentKey, _pre: DocumentPrecondition): Promise<void> {
+    throw new LrsError('not_found', 'documents are not implemented yet');
+  }
+
+  async listDocumentIds(_tenant: string, _key: Omit<DocumentKey, 'docId'>, _sinceMs?: number): Promise<string[]> {
+    throw new LrsError('not_found', 'documents are not implemented yet');
+  }
+
+  async deleteDocuments(_tenant: string, _key: Omit<DocumentKey, 'docId'>): Promise<void> {
+    throw new LrsError('not_found', 'documents are not implemented yet');
+  }
+}
+
+function toRow(r: Row): StoredRow {
+  return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
+}

@@ -1,0 +1,55 @@
+/**
+ * Agent and Group identity: inverse functional identifiers (IFIs) and the keys the store indexes
+ * them by. Two Agents/Groups are the same when they use the same IFI with the same value.
+ */
+import type { Actor, Agent, Group } from './types.ts';
+
+export type IfiName = 'mbox' | 'mbox_sha1sum' | 'openid' | 'account';
+export const IFI_NAMES: readonly IfiName[] = ['mbox', 'mbox_sha1sum', 'openid', 'account'];
+
+/** The IFIs an actor carries (a valid one carries exactly one, an anonymous Group none). */
+export function ifisOf(actor: Agent | Group): IfiName[] {
+  return IFI_NAMES.filter((k) => actor[k] !== undefined);
+}
+
+/**
+ * A stable string key for an actor's IFI, or undefined for an anonymous Group. The key keeps the
+ * IFI's name so an mbox never equals an openid with the same text.
+ */
+export function ifiKey(actor: Agent | Group): string | undefined {
+  if (actor.mbox !== undefined) return `mbox:${actor.mbox}`;
+  if (actor.mbox_sha1sum !== undefined) return `mbox_sha1sum:${actor.mbox_sha1sum.toLowerCase()}`;
+  if (actor.openid !== undefined) return `openid:${actor.openid}`;
+  if (actor.account !== undefined) return `account:${JSON.stringify([actor.account.homePage, actor.account.name])}`;
+  return undefined;
+}
+
+export const isGroup = (actor: Actor): actor is Group => actor.objectType === 'Group';
+
+/**
+ * Keys under which an actor is found by the `agent` filter: its own IFI, and for a Group the IFIs
+ * of its members too (the spec: a Group whose members match the Agent is a match).
+ */
+export function actorKeys(actor: Actor): string[] {
+  const keys: string[] = [];
+  const own = ifiKey(actor);
+  if (own) keys.push(own);
+  if (isGroup(actor) && actor.member) {
+    for (const m of actor.member) {
+      const k = ifiKey(m);
+      if (k) keys.push(k);
+    }
+  }
+  return keys;
+}
+
+/** Only the identifying part of an actor (the `ids` statement format). */
+export function idsOnlyActor(actor: Actor): Actor {
+  const out: Record<string, unknown> = {};
+  if (actor.objectType) out.objectType = actor.objectType;
+  for (const k of IFI_NAMES) if (actor[k] !== undefined) out[k] = actor[k];
+  if (isGroup(actor) && actor.member && ifiKey(actor) === undefined) {
+    out.member = actor.member.map((m) => idsOnlyActor(m));
+  }
+  return out as Actor;
+}
