@@ -1,5 +1,5 @@
 /** `lectern runserver`: validate settings, open the database, serve until SIGINT/SIGTERM. */
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { startLrs } from '../app.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
@@ -17,6 +17,9 @@ function checkSqlitePath(config: Config): void {
   const path = resolve(config.sqlitePath);
   let dir = existsSync(path) ? path : dirname(path);
   while (!existsSync(dir)) dir = dirname(dir);
+  if (dir !== path && !statSync(dir).isDirectory()) {
+    throw new ConfigError(`LECTERN_SQLITE_PATH ${path} cannot be created: ${dir} is not a folder`);
+  }
   try {
     accessSync(dir, constants.W_OK);
   } catch {

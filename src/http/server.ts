@@ -3,7 +3,7 @@
  * XapiRequest (alternate syntax applied), authenticates, checks the xAPI version header and
  * hands it to a resource handler; the reply is written back here, without a body for HEAD.
  */
-import Fastify, { type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
+import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/types.ts';
 import type { Config } from '../config.ts';
 import { LrsError } from '../errors.ts';
@@ -40,7 +40,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { config, store, auth, logger } = deps;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
-    disableRequestLogging: true,
+    logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.maxRequestSize,
     exposeHeadRoutes: false,
     return503OnClosing: true,

@@ -1,0 +1,473 @@
+/**
+ * `multipart/mixed` (RFC 2046 §5.1) for xAPI statement requests and responses carrying attachments
+ * (xAPI-Communication.md §1.5.2).
+ *
+ * Pure functions over buffers already read and size-limited by the server. Bodies are never turned
+ * into strings: parts are zero-copy views (`subarray`) into the request buffer, found with
+ * `Buffer.indexOf`. Only header blocks (ASCII by RFC 2045) are decoded, as latin1.
+ *
+ * Line endings: RFC 2046 requires CRLF. A bare LF is also accepted wherever a CRLF is expected (the
+ * delimiter search looks for `LF "--" boundary` and takes a CR just before it as part of the
+ * delimiter), which costs nothing for well-formed CRLF messages. The one ambiguity it introduces —
+ * an LF-only message whose part content really ends with a CR loses that CR — cannot arise from a
+ * conforming sender, which uses CRLF throughout.
+ */
+
+import { createHash, randomBytes } from 'node:crypto';
+import { LrsError } from '../errors.ts';
+import type { Attachment, Statement } from '../xapi/types.ts';
+
+/** One body part: header names lower-cased, values trimmed; `body` is a view into the request buffer. */
+export interface MultipartPart {
+  headers: Record<string, string>;
+  body: Buffer;
+}
+
+/** The raw data of one attachment, keyed by its lower-case hex SHA-2 in {@link StatementParts}. */
+export interface AttachmentPart {
+  /** The part's Content-Type header, or `application/octet-stream` when the part has none. */
+  contentType: string;
+  body: Buffer;
+}
+
+/** A multipart/mixed statement request split per xAPI-Communication §1.5.2. */
+export interface StatementParts {
+  /** The first part: the statement or the array of statements, still serialized. */
+  json: Buffer;
+  /** Every other part, by the lower-case hex SHA-2 of its content (verified against its header). */
+  attachments: Map<string, AttachmentPart>;
+}
+
+const bad = (message: string): LrsError => new LrsError('bad_request', message);
+
+const CR = 0x0d;
+const LF = 0x0a;
+const DASH = 0x2d;
+const SP = 0x20;
+const HTAB = 0x09;
+
+// ---------------------------------------------------------------------------------------------
+// Content-Type parsing
+// ---------------------------------------------------------------------------------------------
+
+/** RFC 2045 token characters (any visible ASCII except tspecials). */
+const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
+
+/**
+ * Splits a Content-Type value into its lower-cased `type/subtype` and its parameters (names
+ * lower-cased, quoted-string values unquoted). Lenient about whitespace; throws on a quoted string
+ * that never closes.
+ */
+export function parseContentType(value: string): { mediaType: string; params: Record<string, string> } {
+  const semi = value.indexOf(';');
+  const mediaType = (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
+  const params: Record<string, string> = {};
+  let i = semi === -1 ? value.length : semi + 1;
+  while (i < value.length) {
+    // name
+    while (i < value.length && (value[i] === ' ' || value[i] === '\t' || value[i] === ';')) i++;
+    const eq = value.indexOf('=', i);
+    const nextSemi = value.indexOf(';', i);
+    if (eq === -1 || (nextSemi !== -1 && nextSemi < eq)) {
+      // a parameter without a value: skip it
+      i = nextSemi === -1 ? value.length : nextSemi + 1;
+      continue;
+    }
+    const name = value.slice(i, eq).trim().toLowerCase();
+    i = eq + 1;
+    while (i < value.length && (value[i] === ' ' || value[i] === '\t')) i++;
+    let val: string;
+    if (value[i] === '"') {
+      val = '';
+      i++;
+      let closed = false;
+      while (i < value.length) {
+        const c = value[i];
+        if (c === '\\' && i + 1 < value.length) {
+          val += value[i + 1];
+          i += 2;
+        } else if (c === '"') {
+          closed = true;
+          i++;
+          break;
+        } else {
+          val += c;
+          i++;
+        }
+      }
+      if (!closed) throw bad(`Content-Type parameter "${name}" has an unterminated quoted string`);
+      const after = value.indexOf(';', i);
+      i = after === -1 ? value.length : after + 1;
+    } else {
+      const end = value.indexOf(';', i);
+      val = (end === -1 ? value.slice(i) : value.slice(i, end)).trim();
+      i = end === -1 ? value.length : end + 1;
+    }
+    if (name !== '' && !(name in params)) params[name] = val;
+  }
+  return { mediaType, params };
+}
+
+/** The lower-cased `type/subtype` of a Content-Type value, parameters dropped. */
+export function mediaTypeOf(contentType: string | undefined): string {
+  if (contentType === undefined) return '';
+  const semi = contentType.indexOf(';');
+  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+}
+
+// ---------------------------------------------------------------------------------------------
+// Parsing
+// ---------------------------------------------------------------------------------------------
+
+interface Delimiter {
+  /** Index of the first byte of the delimiter (its leading CRLF/LF, or the dashes at offset 0). */
+  start: number;
+  /** Index just past the whole delimiter line, including its line ending (or past `--` if close). */
+  end: number;
+  close: boolean;
+}
+
+/**
+ * Checks that `--boundary` at `afterDash - dash.length` is a real delimiter line: followed by `--`
+ * (close delimiter) or by optional transport padding (spaces/tabs) and a line ending. Returns where
+ * the delimiter ends, or undefined when the bytes only start with the boundary (not a delimiter).
+ */
+function delimiterTail(body: Buffer, afterDash: number): { end: number; close: boolean } | undefined {
+  if (body[afterDash] === DASH && body[afterDash + 1] === DASH) {
+    return { end: afterDash + 2, close: true };
+  }
+  let i = afterDash;
+  while (i < body.length && (body[i] === SP || body[i] === HTAB)) i++;
+  if (body[i] === CR && body[i + 1] === LF) return { end: i + 2, close: false };
+  if (body[i] === LF) return { end: i + 1, close: false };
+  return undefined;
+}
+
+/** The next delimiter (`[CR]LF --boundary ...`) at or after `from`. */
+function nextDelimiter(body: Buffer, lfDash: Buffer, from: number): Delimiter | undefined {
+  let at = from;
+  for (;;) {
+    const i = body.indexOf(lfDash, at);
+    if (i === -1) return undefined;
+    const tail = delimiterTail(body, i + lfDash.length);
+    if (tail !== undefined) {
+      const start = i > from && body[i - 1] === CR ? i - 1 : i;
+      return { start, end: tail.end, close: tail.close };
+    }
+    at = i + 1; // the boundary is only a prefix of longer text here: keep looking
+  }
+}
+
+function parseHeaders(block: string, partNumber: number): Record<string, string> {
+  const headers: Record<string, string> = {};
+  const lines = block.split(/\r?\n/);
+  let last: string | undefined;
+  for (const line of lines) {
+    if (line === '') continue;
+    if (line[0] === ' ' || line[0] === '\t') {
+      // obsolete line folding (RFC 5322 §2.2.3): continues the previous header's value
+      if (last === undefined) throw bad(`multipart part ${partNumber}: malformed headers (continuation line with no header)`);
+      headers[last] = `${headers[last]} ${line.trim()}`.trim();
+      continue;
+    }
+    const colon = line.indexOf(':');
+    const name = colon === -1 ? '' : line.slice(0, colon).trim();
+    if (colon === -1 || !TOKEN.test(name)) {
+      const shown = line.length > 60 ? `${line.slice(0, 60)}...` : line;
+      throw bad(`multipart part ${partNumber}: malformed header line ${JSON.stringify(shown)} (expected "Name: value")`);
+    }
+    const key = name.toLowerCase();
+    if (key in headers) throw bad(`multipart part ${partNumber}: duplicate ${name} header`);
+    headers[key] = line.slice(colon + 1).trim();
+    last = key;
+  }
+  return headers;
+}
+
+/** Splits a part (the bytes between two delimiters) into its headers and its body. */
+function parsePart(body: Buffer, start: number, end: number, partNumber: number): MultipartPart {
+  // No headers at all: the part begins with the blank line (RFC 2046: "MIME-part-headers [CRLF *OCTET]").
+  if (body[start] === CR && body[start + 1] === LF && start + 1 < end) {
+    return { headers: {}, body: body.subarray(start + 2, end) };
+  }
+  if (body[start] === LF && start < end) return { headers: {}, body: body.subarray(start + 1, end) };
+  const part = body.subarray(start, end);
+  // The header block ends at the first empty line: "\n\r\n" (CRLF) or "\n\n" (bare LF). The LF
+  // search is bounded by the CRLF match so that it never scans a large binary body.
+  const crlf = part.indexOf('\n\r\n', 0, 'latin1');
+  const lf = (crlf === -1 ? part : part.subarray(0, crlf + 1)).indexOf('\n\n', 0, 'latin1');
+  let headerEnd: number;
+  let bodyStart: number;
+  if (crlf !== -1 && lf === -1) {
+    headerEnd = part[crlf - 1] === CR ? crlf - 1 : crlf;
+    bodyStart = crlf + 3;
+  } else if (lf !== -1) {
+    headerEnd = lf;
+    bodyStart = lf + 2;
+  } else {
+    // Headers only, no body (allowed by RFC 2046).
+    headerEnd = part.length;
+    bodyStart = part.length;
+  }
+  const headers = parseHeaders(part.toString('latin1', 0, headerEnd), partNumber);
+  return { headers, body: part.subarray(bodyStart) };
+}
+
+/**
+ * Parses a `multipart/mixed` body (RFC 2046 §5.1.1). Accepts a quoted or unquoted boundary, a
+ * preamble before the first delimiter, transport padding after delimiters, and an epilogue after
+ * the close delimiter (both ignored). Throws `LrsError('bad_request')` when the Content-Type is not
+ * multipart/mixed or has no boundary, when no delimiter is found, when the close delimiter is
+ * missing, when a part's headers are malformed, and when there is no part.
+ */
+export function parseMultipartMixed(contentType: string, body: Buffer): MultipartPart[] {
+  const { mediaType, params } = parseContentType(contentType);
+  if (mediaType === 'multipart/form-data') {
+    throw bad('Content-Type multipart/form-data is not supported: xAPI attachments are sent as multipart/mixed');
+  }
+  if (mediaType !== 'multipart/mixed') {
+    throw bad(`expected Content-Type multipart/mixed, got ${JSON.stringify(mediaType)}`);
+  }
+  const boundary = params['boundary'];
+  if (boundary === undefined || boundary === '') {
+    throw bad('multipart/mixed Content-Type has no boundary parameter');
+  }
+  if (/[\r\n]/.test(boundary)) throw bad('multipart/mixed boundary contains a line break');
+
+  const dash = Buffer.from(`--${boundary}`, 'latin1');
+  const lfDash = Buffer.from(`\n--${boundary}`, 'latin1');
+
+  // First delimiter: at the very start (no preamble) or after a preamble and a line ending.
+  let current: Delimiter | undefined;
+  if (body.subarray(0, dash.length).equals(dash)) {
+    const tail = delimiterTail(body, dash.length);
+    if (tail !== undefined) current = { start: 0, end: tail.end, close: tail.close };
+  }
+  current ??= nextDelimiter(body, lfDash, 0);
+  if (current === undefined) {
+    throw bad(`multipart body does not contain the boundary delimiter "--${boundary}" declared in its Content-Type`);
+  }
+
+  const parts: MultipartPart[] = [];
+  while (!current.close) {
+    // A delimiter line directly followed by another one (sharing its line ending): an empty part.
+    if (body.subarray(current.end, current.end + dash.length).equals(dash)) {
+      const tail = delimiterTail(body, current.end + dash.length);
+      if (tail !== undefined) {
+        parts.push({ headers: {}, body: body.subarray(current.end, current.end) });
+        current = { start: current.end, end: tail.end, close: tail.close };
+        continue;
+      }
+    }
+    const next = nextDelimiter(body, lfDash, current.end);
+    if (next === undefined) {
+      throw bad(`multipart body has no closing delimiter "--${boundary}--"`);
+    }
+    parts.push(parsePart(body, current.end, next.start, parts.length + 1));
+    current = next;
+  }
+  if (parts.length === 0) throw bad('multipart body contains no parts');
+  return parts;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Writing
+// ---------------------------------------------------------------------------------------------
+
+const CRLF = Buffer.from('\r\n', 'latin1');
+
+function checkHeader(name: string, value: string): void {
+  if (!TOKEN.test(name)) throw new TypeError(`invalid multipart header name ${JSON.stringify(name)}`);
+  if (/[\r\n]/.test(value)) throw new TypeError(`multipart header ${name} contains a line break`);
+}
+
+/**
+ * Writes a `multipart/mixed` body with CRLF line endings. The boundary is random (`lectern-` and
+ * 24 base64url characters, so it never needs quoting) and checked not to occur in any part body;
+ * header names/values are checked (tokens, no line breaks) and throw `TypeError` if invalid.
+ */
+export function buildMultipartMixed(parts: { headers: Record<string, string>; body: Buffer }[]): {
+  boundary: string;
+  contentType: string;
+  body: Buffer;
+} {
+  const heads = parts.map((part) => {
+    let text = '';
+    for (const [name, value] of Object.entries(part.headers)) {
+      checkHeader(name, value);
+      text += `${name}: ${value}\r\n`;
+    }
+    return text;
+  });
+  let boundary = '';
+  for (let attempt = 0; ; attempt++) {
+    if (attempt === 8) throw new Error('could not find a multipart boundary absent from the parts');
+    boundary = `lectern-${randomBytes(18).toString('base64url')}`;
+    const needle = Buffer.from(`--${boundary}`, 'latin1');
+    if (parts.every((p) => p.body.indexOf(needle) === -1)) break;
+  }
+  const chunks: Buffer[] = [];
+  parts.forEach((part, i) => {
+    chunks.push(Buffer.from(`--${boundary}\r\n${heads[i]}\r\n`, 'latin1'), part.body, CRLF);
+  });
+  chunks.push(Buffer.from(`--${boundary}--\r\n`, 'latin1'));
+  return { boundary, contentType: `multipart/mixed; boundary=${boundary}`, body: Buffer.concat(chunks) };
+}
+
+/**
+ * The response to `GET statements?attachments=true` (xAPI-Communication §1.5.2, §2.1.3): the
+ * statement result as the first `application/json` part, then one part per attachment with its
+ * Content-Type, `Content-Transfer-Encoding: binary` and `X-Experience-API-Hash`.
+ */
+export function buildStatementsMultipart(
+  json: Buffer | string,
+  attachments: Iterable<{ sha2: string; contentType: string; body: Buffer }>,
+): { boundary: string; contentType: string; body: Buffer } {
+  const parts: { headers: Record<string, string>; body: Buffer }[] = [
+    {
+      headers: { 'Content-Type': 'application/json' },
+      body: typeof json === 'string' ? Buffer.from(json, 'utf8') : json,
+    },
+  ];
+  for (const a of attachments) {
+    parts.push({
+      headers: {
+        'Content-Type': a.contentType,
+        'Content-Transfer-Encoding': 'binary',
+        'X-Experience-API-Hash': a.sha2,
+      },
+      body: a.body,
+    });
+  }
+  return buildMultipartMixed(parts);
+}
+
+// ---------------------------------------------------------------------------------------------
+// xAPI rules (xAPI-Communication §1.5.2)
+// ---------------------------------------------------------------------------------------------
+
+/** SHA-2 variants by hex digest length (§1.5.2.s4.b4: SHA-256, SHA-384 or SHA-512 SHOULD be used). */
+const SHA2_BY_HEX_LENGTH: Record<number, string> = { 56: 'sha224', 64: 'sha256', 96: 'sha384', 128: 'sha512' };
+const HEX = /^[0-9a-f]+$/;
+
+/**
+ * Splits a `multipart/mixed` statement request per xAPI-Communication §1.5.2.s2.b2:
+ *
+ * - the first part MUST be `application/json` (parameters such as charset are allowed): it is the
+ *   statement or statements;
+ * - every other part MUST have an `X-Experience-API-Hash` header (a hex SHA-2 digest, checked
+ *   against the part's content: 400 on mismatch) and `Content-Transfer-Encoding: binary` (missing or
+ *   any other encoding is rejected: it is a MUST for the request, and the only encoding that keeps
+ *   the hash meaningful);
+ * - a Content-Type is only a SHOULD for attachment parts (§1.5.2.s2.b2.b6), so a part without one
+ *   is accepted and recorded as `application/octet-stream`;
+ * - a part's Content-Length header, when present, must equal its content length;
+ * - two parts with the same hash carry the same data (§1.5.2.s2.b2.b5 asks for one copy): kept once.
+ *
+ * `multipart/form-data` and any other media type are rejected (400). Cross-checking the parts
+ * against the statements' attachment objects is {@link matchAttachments}'s job.
+ */
+export function extractStatementParts(contentType: string, body: Buffer): StatementParts {
+  const parts = parseMultipartMixed(contentType, body);
+  const first = parts[0]!;
+  const firstType = first.headers['content-type'];
+  if (firstType === undefined) {
+    throw bad('the first multipart part (the statements) has no Content-Type; it must be application/json');
+  }
+  if (mediaTypeOf(firstType) !== 'application/json') {
+    throw bad(`the first multipart part (the statements) must be application/json, not ${JSON.stringify(firstType)}`);
+  }
+  const attachments = new Map<string, AttachmentPart>();
+  for (let i = 1; i < parts.length; i++) {
+    const { headers, body: data } = parts[i]!;
+    const n = i + 1;
+    const declared = headers['x-experience-api-hash'];
+    if (declared === undefined || declared === '') {
+      throw bad(`multipart part ${n} (an attachment) has no X-Experience-API-Hash header`);
+    }
+    const sha2 = declared.toLowerCase();
+    const algorithm = SHA2_BY_HEX_LENGTH[sha2.length];
+    if (algorithm === undefined || !HEX.test(sha2)) {
+      throw bad(`multipart part ${n}: X-Experience-API-Hash ${JSON.stringify(declared)} is not a hex SHA-256, SHA-384 or SHA-512 digest`);
+    }
+    const encoding = headers['content-transfer-encoding'];
+    if (encoding === undefined) {
+      throw bad(`multipart part ${n} (an attachment) has no Content-Transfer-Encoding header; it must be "binary"`);
+    }
+    if (encoding.toLowerCase() !== 'binary') {
+      throw bad(`multipart part ${n}: Content-Transfer-Encoding must be "binary", not ${JSON.stringify(encoding)}`);
+    }
+    const length = headers['content-length'];
+    if (length !== undefined && (!/^\d+$/.test(length) || Number(length) !== data.length)) {
+      throw bad(`multipart part ${n}: Content-Length ${JSON.stringify(length)} does not match its ${data.length} bytes of content`);
+    }
+    const actual = createHash(algorithm).update(data).digest('hex');
+    if (actual !== sha2) {
+      throw bad(`multipart part ${n}: X-Experience-API-Hash ${sha2} does not match the ${algorithm.toUpperCase()} of its content (${actual})`);
+    }
+    if (!attachments.has(sha2)) {
+      attachments.set(sha2, { contentType: headers['content-type'] || 'application/octet-stream', body: data });
+    }
+  }
+  return { json: first.body, attachments };
+}
+
+/**
+ * The attachment objects of one statement: its own, and those of its SubStatement object.
+ *
+ * A SubStatement "MUST be validated as a Statement" (xAPI-Data §2.4.4.3.s8.b2) and may carry
+ * attachments; the spec only *recommends* hoisting them to the containing statement
+ * (§2.4.11, after the table). So their raw data travels the same way: a part may match a
+ * SubStatement attachment, and a SubStatement attachment without fileUrl needs a part
+ * (§1.5.2.s3.b5 "Statements having Attachments that neither contain a fileUrl nor match a received
+ * Attachment part" MUST be rejected).
+ */
+function attachmentsOf(statement: Statement): { attachment: Attachment; loc: string }[] {
+  const out: { attachment: Attachment; loc: string }[] = [];
+  if (Array.isArray(statement.attachments)) {
+    statement.attachments.forEach((attachment, j) => out.push({ attachment, loc: `attachments[${j}]` }));
+  }
+  const object = statement.object;
+  if (object !== null && typeof object === 'object' && object.objectType === 'SubStatement' && Array.isArray(object.attachments)) {
+    object.attachments.forEach((attachment, j) => out.push({ attachment, loc: `object.attachments[${j}]` }));
+  }
+  return out;
+}
+
+/**
+ * Cross-checks validated statements against the attachment parts received with them
+ * (xAPI-Communication §1.5.2.s1.b4, §1.5.2.s3.b5, and the "excess multipart sections" rule):
+ *
+ * - every attachment object without a `fileUrl` must have a part whose hash equals its `sha2`
+ *   (compared case-insensitively);
+ * - every part must match the `sha2` of some attachment object.
+ *
+ * Attachments of SubStatements count like the statement's own (see `attachmentsOf`). For an
+ * `application/json` request, pass an empty Map: every attachment then needs a fileUrl
+ * (§1.5.1.s1.b2). Part Content-Type and attachment `contentType`/`length` are not compared: the
+ * part is identified by its hash only (§1.5.2.s1.b4 "It MUST not do so any other way"), and the
+ * statement's metadata is what gets stored and returned. Throws `LrsError('bad_request')`.
+ */
+export function matchAttachments(statements: Statement[], parts: Map<string, AttachmentPart>): void {
+  const declared = new Set<string>();
+  const single = statements.length === 1;
+  statements.forEach((statement, i) => {
+    for (const { attachment, loc } of attachmentsOf(statement)) {
+      const sha2 = typeof attachment.sha2 === 'string' ? attachment.sha2.toLowerCase() : '';
+      declared.add(sha2);
+      if (!parts.has(sha2) && (attachment.fileUrl === undefined || attachment.fileUrl === '')) {
+        const where = single ? loc : `statements[${i}].${loc}`;
+        throw bad(
+          parts.size === 0
+            ? `${where} has no fileUrl, so its data must be sent as a multipart/mixed part with X-Experience-API-Hash ${sha2}`
+            : `${where} has no fileUrl and no multipart part has X-Experience-API-Hash ${sha2}`,
+        );
+      }
+    }
+  });
+  for (const sha2 of parts.keys()) {
+    if (!declared.has(sha2)) {
+      throw bad(`multipart part with X-Experience-API-Hash ${sha2} does not match the sha2 of any attachment in the statements`);
+    }
+  }
+}

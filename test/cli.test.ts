@@ -1,0 +1,171 @@
+/** The `lectern` command line, run as a user would: the built CLI under plain node. */
+import assert from 'node:assert/strict';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import bcrypt from 'bcrypt';
+
+const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+let dir: string;
+
+function lectern(args: string[], env: Record<string, string> = {}) {
+  // A command that unexpectedly keeps running (a server that started) fails the test instead of hanging it.
+  const r = spawnSync(process.execPath, [CLI, ...args], { cwd: dir, env: { PATH: process.env.PATH, ...env }, encoding: 'utf8', input: '', timeout: 20_000 });
+  return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+before(() => {
+  assert.ok(existsSync(CLI), 'build first: npm run build');
+  dir = mkdtempSync(join(tmpdir(), 'lectern-cli-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('lectern --help / --version', () => {
+  test('help lists the commands; each command has --help', () => {
+    const r = lectern(['--help']);
+    assert.equal(r.code, 0);
+    assert.match(r.stdout, /runserver/);
+    assert.match(r.stdout, /auth/);
+    assert.match(lectern(['runserver', '--help']).stdout, /--backend/);
+    assert.match(lectern(['auth', '--help']).stdout, /--agent-ifi-account/);
+  });
+  test('--version prints the package version', () => {
+    const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
+    assert.equal(lectern(['--version']).stdout.trim(), pkg.version);
+  });
+});
+
+describe('lectern auth', () => {
+  const file = () => join(dir, 'creds', 'auth.json');
+  const env = () => ({ LECTERN_AUTH_FILE: file() });
+
+  test('without -w prints the entry and writes nothing', () => {
+    const r = lectern(['auth', '-u', 'jane', '-p', 's3cret', '-s', 'all', '-M', 'mailto:jane@example.com'], env());
+    assert.equal(r.code, 0, r.stderr);
+    const entry = JSON.parse(r.stdout);
+    assert.equal(entry.username, 'jane');
+    assert.match(entry.hash, /^\$2b\$12\$/);
+    assert.ok(bcrypt.compareSync('s3cret', entry.hash));
+    assert.deepEqual(entry.agent, { objectType: 'Agent', mbox: 'mailto:jane@example.com' });
+    assert.equal(existsSync(file()), false);
+  });
+
+  test('-w creates the file and its folder; a second user is appended; the same user is updated', () => {
+    let r = lectern(['auth', '--username', 'jane', '--password', 's3cret', '--scope', 'all', '--agent-mbox', 'mailto:jane@example.com', '-w'], env());
+    assert.equal(r.code, 0, r.stderr);
+    r = lectern(['auth', '-u', 'bob', '-p', 'pw', '-s', 'statements/read', '-s', 'statements/write', '-A', 'bob', 'http://example.com', '-N', 'Bob', '-t', 'tenant1', '-w'], env());
+    assert.equal(r.code, 0, r.stderr);
+    let entries = JSON.parse(readFileSync(file(), 'utf8'));
+    assert.deepEqual(entries.map((e: { username: string }) => e.username), ['jane', 'bob']);
+    assert.deepEqual(entries[1].scopes, ['statements/read', 'statements/write']);
+    assert.deepEqual(entries[1].agent, { objectType: 'Agent', name: 'Bob', account: { name: 'bob', homePage: 'http://example.com' } });
+    assert.equal(entries[1].target, 'tenant1');
+    const bobHash = entries[1].hash;
+    r = lectern(['auth', '-u', 'jane', '-p', 'changed', '-s', 'all/read', '-O', 'http://openid.example.com/jane', '-w'], env());
+    assert.equal(r.code, 0, r.stderr);
+    entries = JSON.parse(readFileSync(file(), 'utf8'));
+    assert.deepEqual(entries.map((e: { username: string }) => e.username), ['jane', 'bob']);
+    assert.ok(bcrypt.compareSync('changed', entries[0].hash));
+    assert.deepEqual(entries[0].scopes, ['all/read']);
+    assert.equal(entries[1].hash, bobHash, 'other entries untouched');
+  });
+
+  test('refuses bad input with a clear message, a non-zero exit and the file unchanged', () => {
+    writeFileSync(file(), JSON.stringify([]));
+    const before = readFileSync(file(), 'utf8');
+    const cases: [string[], RegExp][] = [
+      [['-u', 'x', '-p', 'p', '-s', 'everything', '-M', 'mailto:x@example.com'], /unknown scope "everything"/],
+      [['-u', 'x', '-p', 'p', '-s', 'all', '-M', 'x@example.com'], /mbox/],
+      [['-u', 'x', '-p', 'p', '-s', 'all'], /exactly one agent identifier/],
+      [['-u', 'x', '-p', 'p', '-s', 'all', '-M', 'mailto:x@example.com', '-O', 'http://o.example.com'], /exactly one agent identifier/],
+      [['-u', 'x', '-s', 'all', '-M', 'mailto:x@example.com'], /password/],
+      [['-p', 'p', '-s', 'all', '-M', 'mailto:x@example.com'], /username/],
+    ];
+    for (const [args, message] of cases) {
+      const r = lectern(['auth', ...args, '-w'], env());
+      assert.notEqual(r.code, 0, args.join(' '));
+      assert.match(r.stderr, message, args.join(' '));
+      assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+      assert.equal(readFileSync(file(), 'utf8'), before);
+    }
+    writeFileSync(file(), '{corrupt');
+    const r = lectern(['auth', '-u', 'x', '-p', 'p', '-s', 'all', '-M', 'mailto:x@example.com', '-w'], env());
+    assert.notEqual(r.code, 0);
+    assert.match(r.stderr, /not valid JSON/);
+    assert.equal(readFileSync(file(), 'utf8'), '{corrupt');
+  });
+});
+
+describe('lectern runserver', () => {
+  test('bad settings stop start-up with a one-line error naming the problem', () => {
+    const cases: [string[], Record<string, string>, RegExp][] = [
+      [['-p', '0', '-b', 'mongo'], {}, /--backend must be one of sqlite, postgres/],
+      [['-p', '99999'], {}, /--port must be an integer/],
+      [[], { LECTERN_RUNSERVER_PORT: 'abc' }, /LECTERN_RUNSERVER_PORT/],
+      [[], { LECTERN_RUNSERVER_BACKEND: 'nope' }, /LECTERN_RUNSERVER_BACKEND/],
+      [['-p', '0'], { LECTERN_AUTH_CACHE_TTL: '-1' }, /LECTERN_AUTH_CACHE_TTL/],
+      [['-p', '0'], { LECTERN_SQLITE_PATH: '/etc/hostname/lrs.sqlite' }, /LECTERN_SQLITE_PATH/],
+    ];
+    for (const [args, env, message] of cases) {
+      const r = lectern(['runserver', ...args], env);
+      assert.notEqual(r.code, 0, args.join(' '));
+      assert.match(r.stderr, message);
+      assert.equal(r.stderr.trim().split('\n').length, 1, r.stderr);
+    }
+  });
+
+  test('.env is read; a real environment variable wins over it', () => {
+    writeFileSync(join(dir, '.env'), 'LECTERN_RUNSERVER_PORT=notaport\n');
+    try {
+      assert.match(lectern(['runserver']).stderr, /LECTERN_RUNSERVER_PORT/);
+      const r = lectern(['runserver'], { LECTERN_RUNSERVER_BACKEND: 'bad' });
+      assert.match(r.stderr, /LECTERN_RUNSERVER_(PORT|BACKEND)/);
+    } finally {
+      rmSync(join(dir, '.env'));
+    }
+  });
+
+  test('starts on SQLite, answers, and stops cleanly on SIGTERM keeping its data', async () => {
+    const db = join(dir, 'data', 'lrs.sqlite');
+    const authFile = join(dir, 'srv-auth.json');
+    writeFileSync(authFile, JSON.stringify([{ username: 'u', hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: 'mailto:u@example.com' } }]));
+    const env = { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: db, LECTERN_AUTH_FILE: authFile };
+    const start = async () => {
+      const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
+      let out = '';
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /"url":"(http:[^"]+)"/.exec(out);
+          if (m) resolve(m[1]);
+        });
+        child.on('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
+      });
+      return { child, url };
+    };
+    const auth = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3' };
+    let { child, url } = await start();
+    assert.ok(existsSync(db), 'the database file is created on first start');
+    const res = await fetch(`${url}/xAPI/statements`, {
+      method: 'POST',
+      headers: { ...auth, 'content-type': 'application/json' },
+      body: JSON.stringify({ actor: { mbox: 'mailto:a@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/o' } }),
+    });
+    assert.equal(res.status, 200);
+    const [id] = await res.json();
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    child.kill('SIGTERM');
+    assert.equal(await exited, 0);
+    ({ child, url } = await start());
+    try {
+      const again = await fetch(`${url}/xAPI/statements?statementId=${id}`, { headers: auth });
+      assert.equal(again.status, 200);
+    } finally {
+      child.kill('SIGINT');
+      await new Promise((r) => child.on('exit', r));
+    }
+  });
+});

@@ -1,0 +1,48 @@
+/** Settings: parsing, validation, .env, and the README documenting every one. */
+import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import { ConfigError, environment, loadConfig, SETTINGS } from '../src/config.ts';
+
+test('defaults', () => {
+  const c = loadConfig({});
+  assert.equal(c.backend, 'sqlite');
+  assert.equal(c.host, '127.0.0.1');
+  assert.equal(c.port, 8100);
+  assert.equal(c.authFile, 'auth.json');
+  assert.equal(c.authCacheMaxSize, 100);
+  assert.equal(c.authCacheTtl, 3600);
+  assert.equal(c.maxSearchHits, 100);
+  assert.deepEqual(c.corsAllowedOrigins, ['*']);
+});
+
+test('invalid values name the variable; overrides name the option', () => {
+  assert.throws(() => loadConfig({ LECTERN_RUNSERVER_PORT: '80a' }), (e: Error) => e instanceof ConfigError && /LECTERN_RUNSERVER_PORT/.test(e.message));
+  assert.throws(() => loadConfig({ LECTERN_RUNSERVER_BACKEND: 'oracle' }), /LECTERN_RUNSERVER_BACKEND must be one of sqlite, postgres/);
+  assert.throws(() => loadConfig({}, { port: { value: '-3', source: '--port' } }), /--port/);
+  assert.equal(loadConfig({ LECTERN_RUNSERVER_PORT: '1' }, { port: { value: '2', source: '--port' } }).port, 2);
+});
+
+test('.env is read and the real environment wins', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lectern-env-'));
+  try {
+    writeFileSync(join(dir, '.env'), 'LECTERN_RUNSERVER_PORT=9001\nLECTERN_AUTH_FILE="/x/auth.json"\n');
+    const env = environment({ LECTERN_RUNSERVER_PORT: '9002' }, dir);
+    const c = loadConfig(env);
+    assert.equal(c.port, 9002);
+    assert.equal(c.authFile, '/x/auth.json');
+  } finally {
+    rmSync(dir, { recursive: true });
+  }
+});
+
+test('the README documents every setting with its default', () => {
+  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
+  for (const s of Object.values(SETTINGS)) {
+    const row = readme.split('\n').find((l) => l.startsWith(`| \`${s.name}\``));
+    assert.ok(row, `README lacks a row for ${s.name}`);
+    assert.ok(row.includes(`\`${s.default}\``) || (s.default === '' && row.includes('(empty)')), `README row of ${s.name} lacks its default ${s.default}`);
+  }
+});
