@@ -17,7 +17,7 @@ export interface RunningLrs {
 }
 
 export async function startLrs(config: Config, logger: Logger): Promise<RunningLrs> {
-  const store = await openStore(config);
+  const store = await openStore(config, logger);
   const auth = new BasicAuthenticator({
     file: config.authFile,
     cacheMaxSize: config.authCacheMaxSize,

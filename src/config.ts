@@ -67,6 +67,32 @@ const list: Parser<string[]> = (raw) =>
     .map((s) => s.trim())
     .filter(Boolean);
 
+/** A postgres:// or postgresql:// URL with a host and a database name. */
+const postgresUrl: Parser<string> = (raw, name) => {
+  let u: URL;
+  try {
+    u = new URL(raw);
+  } catch {
+    throw new ConfigError(`${name} must be a postgres://user[:password]@host[:port]/database URL, got ${JSON.stringify(redactUrl(raw))}`);
+  }
+  if (u.protocol !== 'postgres:' && u.protocol !== 'postgresql:') {
+    throw new ConfigError(`${name} must start with postgres:// or postgresql://, got ${JSON.stringify(redactUrl(raw))}`);
+  }
+  if (u.pathname.length < 2) throw new ConfigError(`${name} must name a database (postgres://host/database), got ${JSON.stringify(redactUrl(raw))}`);
+  return raw;
+};
+
+/** The URL with its password masked, for messages and logs. */
+export function redactUrl(raw: string): string {
+  try {
+    const u = new URL(raw);
+    if (u.password) u.password = '***';
+    return u.toString();
+  } catch {
+    return raw.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
+  }
+}
+
 export const BACKENDS = ['sqlite', 'postgres'] as const;
 export type BackendName = (typeof BACKENDS)[number];
 
@@ -132,6 +158,48 @@ export const SETTINGS = {
     default: 'FULL',
     help: 'SQLite `synchronous` pragma: FULL survives power loss; NORMAL (faster) survives process crashes only.',
     parse: oneOf('FULL', 'NORMAL'),
+  },
+  workers: {
+    name: 'LECTERN_RUNSERVER_WORKERS',
+    default: '1',
+    help: 'Server processes `lectern runserver` starts (node:cluster, one port); more than 1 needs the `postgres` backend.',
+    parse: int(1, 256),
+  },
+  postgresUrl: {
+    name: 'LECTERN_POSTGRES_URL',
+    default: 'postgres://postgres@127.0.0.1:5432/lectern',
+    help: 'PostgreSQL connection URL (`PGPASSWORD` and the other libpq variables fill in what it omits). The database is created on first start when missing and the user may create it.',
+    parse: postgresUrl,
+  },
+  postgresPoolSize: {
+    name: 'LECTERN_POSTGRES_POOL_SIZE',
+    default: '10',
+    help: 'Connections each server process keeps to PostgreSQL (processes × this must stay under the server\'s `max_connections`).',
+    parse: int(1, 1000),
+  },
+  postgresStatementTimeout: {
+    name: 'LECTERN_POSTGRES_STATEMENT_TIMEOUT',
+    default: '30000',
+    help: 'Milliseconds a PostgreSQL statement (lock waits included) may run before it is cancelled and the request gets 503; 0 disables.',
+    parse: int(0, 86_400_000),
+  },
+  postgresConnectTimeout: {
+    name: 'LECTERN_POSTGRES_CONNECT_TIMEOUT',
+    default: '5000',
+    help: 'Milliseconds to wait for a PostgreSQL connection (a new one, or a free one from the pool) before the request gets 503.',
+    parse: int(1, 600_000),
+  },
+  postgresConnectRetries: {
+    name: 'LECTERN_POSTGRES_CONNECT_RETRIES',
+    default: '10',
+    help: 'Start-up retries while PostgreSQL cannot be reached, before giving up with exit code 2.',
+    parse: int(0, 1000),
+  },
+  postgresConnectBackoff: {
+    name: 'LECTERN_POSTGRES_CONNECT_BACKOFF',
+    default: '500',
+    help: 'Milliseconds before the first start-up retry; each next wait doubles, up to 30 s.',
+    parse: int(0, 600_000),
   },
 } satisfies Record<string, Setting<unknown>>;
 

@@ -19,6 +19,7 @@ program
   .option('-b, --backend <backend>', 'storage backend: sqlite or postgres (LECTERN_RUNSERVER_BACKEND)')
   .option('-h, --host <host>', 'address to listen on (LECTERN_RUNSERVER_HOST)')
   .option('-p, --port <port>', 'port to listen on (LECTERN_RUNSERVER_PORT)')
+  .option('-w, --workers <n>', 'server processes sharing the port; more than 1 needs postgres (LECTERN_RUNSERVER_WORKERS)')
   .action(runserver);
 
 const collect = (v: string, prev: string[] = []) => [...prev, v];

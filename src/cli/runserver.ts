@@ -1,14 +1,19 @@
-/** `lectern runserver`: validate settings, open the database, serve until SIGINT/SIGTERM. */
+/**
+ * `lectern runserver`: validate settings, open the database, serve until SIGINT/SIGTERM; with
+ * LECTERN_RUNSERVER_WORKERS > 1, as that many node:cluster worker processes on one port.
+ */
+import cluster, { type Worker } from 'node:cluster';
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { startLrs } from '../app.ts';
+import { type RunningLrs, startLrs } from '../app.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
-import { createLogger } from '../log.ts';
+import { createLogger, type Logger } from '../log.ts';
 
 export interface RunserverOptions {
   backend?: string;
   host?: string;
   port?: string;
+  workers?: string;
 }
 
 /** Fails early, in one line, on a database path that cannot be created or written. */
@@ -32,16 +37,23 @@ export async function runserver(opts: RunserverOptions): Promise<void> {
     ...(opts.backend !== undefined && { backend: { value: opts.backend, source: '--backend' } }),
     ...(opts.host !== undefined && { host: { value: opts.host, source: '--host' } }),
     ...(opts.port !== undefined && { port: { value: opts.port, source: '--port' } }),
+    ...(opts.workers !== undefined && { workers: { value: opts.workers, source: '--workers' } }),
   });
   checkSqlitePath(config);
+  if (config.workers > 1 && config.backend !== 'postgres') {
+    // SQLite serialises writers on a file lock and this store's guarantees assume one process.
+    throw new ConfigError(`LECTERN_RUNSERVER_WORKERS=${config.workers} needs the postgres backend; the ${config.backend} backend runs in one process`);
+  }
   const logger = createLogger(config.logLevel);
-  let lrs;
+  if (config.workers > 1 && cluster.isPrimary) return supervise(config, logger);
+  let lrs: RunningLrs;
   try {
     lrs = await startLrs(config, logger);
   } catch (err) {
     throw new ConfigError(`cannot start the ${config.backend} LRS: ${(err as Error).message}`);
   }
   logger.info({ url: lrs.url, backend: config.backend }, `Lectern LRS listening on ${lrs.url}`);
+  process.send?.({ type: 'ready', url: lrs.url } satisfies ReadyMessage);
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     lrs.close().then(
@@ -57,4 +69,67 @@ export async function runserver(opts: RunserverOptions): Promise<void> {
   };
   process.once('SIGINT', stop);
   process.once('SIGTERM', stop);
+}
+
+interface ReadyMessage {
+  type: 'ready';
+  url: string;
+}
+
+const isReady = (m: unknown): m is ReadyMessage => typeof m === 'object' && m !== null && (m as ReadyMessage).type === 'ready';
+
+/**
+ * The cluster primary: forks the workers (each a full server sharing the listening socket) and
+ * keeps them running. The first worker starts alone, so that migrations and an unreachable
+ * database are dealt with, and reported, once; its failure is the command's failure (it has
+ * already printed the one-line reason). Workers that die later are replaced.
+ */
+async function supervise(config: Config, logger: Logger): Promise<void> {
+  let stopping = false;
+  const started = (w: Worker) =>
+    new Promise<string>((resolve, reject) => {
+      const onMessage = (m: unknown) => {
+        if (!isReady(m)) return;
+        w.off('exit', onExit);
+        resolve(m.url);
+      };
+      const onExit = (code: number | null) => {
+        w.off('message', onMessage);
+        reject(Object.assign(new Error(`worker exited with code ${code}`), { exitCode: code ?? 1 }));
+      };
+      w.on('message', onMessage);
+      w.once('exit', onExit);
+    });
+  let url: string;
+  try {
+    url = await started(cluster.fork());
+    await Promise.all(Array.from({ length: config.workers - 1 }, () => started(cluster.fork())));
+  } catch (err) {
+    for (const w of Object.values(cluster.workers ?? {})) w?.kill('SIGTERM');
+    process.exit((err as { exitCode?: number }).exitCode || 1);
+  }
+  logger.info({ url, backend: config.backend, workers: config.workers }, `Lectern LRS listening on ${url} with ${config.workers} worker processes`);
+  cluster.on('exit', (w, code, signal) => {
+    if (stopping) return;
+    logger.error({ worker: w.process.pid, code, signal }, 'a worker process died; starting a replacement');
+    setTimeout(() => stopping || cluster.fork(), 1000).unref();
+  });
+  const stop = (signal: string) => {
+    if (stopping) return;
+    stopping = true;
+    logger.info({ signal }, 'shutting down the worker processes');
+    const workers = Object.values(cluster.workers ?? {}).filter((w): w is Worker => !!w && !w.isDead());
+    let failed = false;
+    let left = workers.length;
+    if (!left) process.exit(0);
+    for (const w of workers) {
+      w.once('exit', (code) => {
+        failed ||= code !== 0;
+        if (--left === 0) process.exit(failed ? 1 : 0);
+      });
+      w.process.kill('SIGTERM');
+    }
+  };
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }

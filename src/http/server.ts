@@ -12,7 +12,9 @@ import type { Store } from '../store/types.ts';
 import { XAPI_VERSION } from '../xapi/types.ts';
 import { errorResponse } from './errors.ts';
 import { json, toXapiRequest, type XapiRequest, type XapiResponse } from './request.ts';
-import { handleStatements } from './statements.ts';
+import { handleActivities, handleAgents } from './activities.ts';
+import { handleDocuments } from './documents.ts';
+import { consistentThroughHeader, handleStatements } from './statements.ts';
 import { about, heartbeat, lbHeartbeat, whoami } from './system.ts';
 
 export interface ServerDeps {
@@ -28,6 +30,7 @@ const VERSION_RE = /^1\.0(\.\d+)?$/;
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language';
 const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
+const STATEMENTS_PATH = '/xAPI/statements';
 
 /** Checks X-Experience-API-Version (xAPI-Communication §3.3): 1.0 and 1.0.x only. */
 function checkVersion(req: XapiRequest): void {
@@ -67,9 +70,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       if (origin) {
         reply.header('access-control-allow-origin', origin);
         reply.header('access-control-expose-headers', CORS_EXPOSE_HEADERS);
-        if (!allowAll) reply.header('vary', 'Origin');
       }
+      // The answer depends on Origin whether or not this one is allowed: caches must know.
+      if (!allowAll) reply.header('vary', 'Origin');
     }
+  });
+
+  // Statements responses the handler never produced (401, version header, 413, alternate-syntax
+  // errors) carry X-Experience-API-Consistent-Through too (Communication §2.1.3.s2.b5).
+  app.addHook('onSend', async (request, reply, payload) => {
+    if (request.routeOptions.url === STATEMENTS_PATH && !reply.hasHeader('x-experience-api-consistent-through')) {
+      reply.headers(await consistentThroughHeader(store, ''));
+    }
+    return payload;
   });
 
   app.addHook('onResponse', async (request, reply) => {
@@ -98,7 +111,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const send = (reply: FastifyReply, method: string, res: XapiResponse): FastifyReply => {
     reply.status(res.status);
     if (res.headers) reply.headers(res.headers);
-    return method === 'HEAD' || res.body === undefined ? reply.send() : reply.send(res.body);
+    // HEAD gets the GET's body too: Node drops it from the wire and Content-Length stays right.
+    // An alternate-syntax HEAD (§1.3) travels as a POST, whose body Node would send: drop it here.
+    const bodyless = res.body === undefined || (method === 'HEAD' && reply.request.method !== 'HEAD');
+    return bodyless ? reply.send() : reply.send(res.body);
   };
 
   /** An xAPI resource route: alternate syntax, auth, version header, then the handler. */
@@ -140,8 +156,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     });
   };
 
-  const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: '/xAPI/statements' };
-  xapi('/xAPI/statements', (req) => handleStatements(statementDeps, req));
+  const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: STATEMENTS_PATH };
+  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req));
+  const documentDeps = { store, maxDocumentSize: config.maxDocumentSize };
+  xapi('/xAPI/activities/state', (req) => handleDocuments(documentDeps, 'state', req));
+  xapi('/xAPI/activities/profile', (req) => handleDocuments(documentDeps, 'activity_profile', req));
+  xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req));
+  xapi('/xAPI/activities', (req) => handleActivities({ store }, req));
+  xapi('/xAPI/agents', (req) => handleAgents({ store }, req));
   xapi('/xAPI/about', async (req) => (req.method === 'GET' || req.method === 'HEAD' ? about() : errorResponse(new LrsError('bad_request', `method ${req.method} is not allowed on the about resource`))), {
     versioned: false,
     authenticated: false,

@@ -1,17 +1,36 @@
-/** Opens the configured backend. */
+/** Opens the configured backend, its schema migrated. */
 import type { Config } from '../config.ts';
+import type { Logger } from '../log.ts';
+import { PostgresStore } from './postgres/store.ts';
 import { SqliteStore } from './sqlite/store.ts';
 import type { Store } from './types.ts';
 
-export async function openStore(config: Config): Promise<Store> {
+export async function openStore(config: Config, logger?: Logger): Promise<Store> {
   switch (config.backend) {
     case 'sqlite': {
       const store = new SqliteStore({ path: config.sqlitePath, synchronous: config.sqliteSynchronous });
       await store.migrate();
       return store;
     }
-    case 'postgres':
-      throw new Error('the postgres backend is not available yet');
+    case 'postgres': {
+      const store = new PostgresStore({
+        url: config.postgresUrl,
+        poolSize: config.postgresPoolSize,
+        statementTimeoutMs: config.postgresStatementTimeout,
+        connectTimeoutMs: config.postgresConnectTimeout,
+        connectRetries: config.postgresConnectRetries,
+        connectBackoffMs: config.postgresConnectBackoff,
+        logger,
+      });
+      try {
+        await store.waitForServer();
+        await store.migrate();
+      } catch (err) {
+        await store.close();
+        throw err;
+      }
+      return store;
+    }
   }
 }
 

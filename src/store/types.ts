@@ -56,10 +56,14 @@ export interface StoredDocument {
   updatedMs: number;
 }
 
-/** Preconditions checked in the same transaction as the write. */
+/** Preconditions checked in the same transaction as the write (by checkPrecondition in src/xapi/documents.ts). */
 export interface DocumentPrecondition {
   ifMatch?: string[];
   ifNoneMatchAny?: boolean;
+  /** If-None-Match entity tags other than `*`: 412 when the current ETag is one of them. */
+  ifNoneMatch?: string[];
+  /** Profile PUT with neither header (xAPI-Communication §3.1.s4.b13): 409 when the document exists. */
+  conflictIfExists?: boolean;
 }
 
 export interface Store {
@@ -100,8 +104,12 @@ export interface Store {
     opts: { merge: boolean; pre: DocumentPrecondition },
   ): Promise<StoredDocument>;
   deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void>;
-  /** Ids of the documents matching `key` with docId ignored, updated after `sinceMs`. */
+  /**
+   * Distinct ids of the documents matching `key` with docId ignored, updated after `sinceMs`, in id
+   * order. For these two scope methods `registration: ''` matches every registration (§2.3.s4,
+   * §2.3.s5: "Activity + Agent [+ registration if specified]").
+   */
   listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]>;
-  /** Deletes every document matching `key` with docId ignored (state resource multi-delete). */
+  /** Deletes every document matching `key` with docId ignored (state resource multi-delete); registration as above. */
   deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void>;
 }

@@ -1,10 +1,14 @@
 /**
- * Document resources' rules (xAPI-Communication §2.2, §3.1): ETags, JSON merging for POST, and
- * precondition checks. Pure: the store calls these inside its write transaction.
+ * Document resources' rules (xAPI-Communication §2.2, §2.3, §2.6, §2.7, §3.1): request parameters,
+ * ETags, JSON merging for POST, and precondition checks. Pure: the store calls `planDocumentWrite`
+ * and `checkPrecondition` inside its write transaction.
  */
 import { createHash } from 'node:crypto';
-import { LrsError } from '../errors.ts';
-import type { DocumentPrecondition } from '../store/types.ts';
+import { LrsError, ValidationFailed, type ValidationIssue } from '../errors.ts';
+import type { DocumentKey, DocumentKind, DocumentPrecondition, StoredDocument } from '../store/types.ts';
+import { ifiKey } from './agents.ts';
+import type { Actor } from './types.ts';
+import { isIri, isUuid, parseTimestamp, validateAgentParam } from './validate.ts';
 
 /** The quoted SHA-1 hex of the content. */
 export const etagOf = (content: Buffer): string => `"${createHash('sha1').update(content).digest('hex')}"`;
@@ -45,7 +49,7 @@ export function checkJsonDocument(doc: { content: Buffer; contentType: string })
   }
 }
 
-/** If-Match / If-None-Match against the current ETag (undefined: no document). 412 on failure. */
+/** If-Match / If-None-Match against the current ETag (undefined: no document). 412 (or 409) on failure. */
 export function checkPrecondition(current: string | undefined, pre: DocumentPrecondition): void {
   if (pre.ifMatch) {
     const ok = current !== undefined && (pre.ifMatch.includes('*') || pre.ifMatch.includes(current));
@@ -54,4 +58,198 @@ export function checkPrecondition(current: string | undefined, pre: DocumentPrec
   if (pre.ifNoneMatchAny && current !== undefined) {
     throw new LrsError('precondition_failed', 'If-None-Match: * given but the document already exists');
   }
+  if (pre.ifNoneMatch && current !== undefined && pre.ifNoneMatch.includes(current)) {
+    throw new LrsError('precondition_failed', `If-None-Match lists the current ETag ${current}`);
+  }
+  if (pre.conflictIfExists && current !== undefined) {
+    throw new LrsError(
+      'conflict',
+      'the document already exists and the PUT has neither If-Match nor If-None-Match: GET the document to check its current state, ' +
+        `then PUT again with If-Match set to its ETag (currently ${current})`,
+    );
+  }
 }
+
+/**
+ * The document a write leaves stored, given the current one: checks the preconditions, then for a
+ * merging POST onto an existing document merges (§2.2.s7; a POST onto no document stores it as a
+ * PUT would). `incoming` has already passed checkJsonDocument. Backends call this inside the
+ * transaction that read `current` and then store the result.
+ */
+export function planDocumentWrite(
+  current: StoredDocument | undefined,
+  incoming: { content: Buffer; contentType: string },
+  opts: { merge: boolean; pre: DocumentPrecondition },
+  nowMs: number,
+): StoredDocument {
+  checkPrecondition(current?.etag, opts.pre);
+  // A merge updates the stored document, which keeps its own (JSON) Content-Type.
+  if (opts.merge && current) {
+    const content = mergeJsonDocuments(current, incoming);
+    return { content, contentType: current.contentType, etag: etagOf(content), updatedMs: nowMs };
+  }
+  return { content: incoming.content, contentType: incoming.contentType, etag: etagOf(incoming.content), updatedMs: nowMs };
+}
+
+/**
+ * Splits an If-Match / If-None-Match value into entity tags. Tags sent without quotes are quoted,
+ * since some clients send the bare SHA-1; weak tags (W/"...") are kept as sent and so never match
+ * (§3.1 uses strong comparison). An empty value counts as no header.
+ */
+function entityTags(value: string | undefined): string[] | undefined {
+  if (value === undefined) return undefined;
+  const tags = value
+    .split(',')
+    .map((t) => t.trim())
+    .filter(Boolean)
+    .map((t) => (t === '*' || t.startsWith('"') || t.startsWith('W/') ? t : `"${t}"`));
+  return tags.length ? tags : undefined;
+}
+
+/**
+ * The preconditions of a request from its If-Match / If-None-Match headers. `requireHeader` is
+ * for PUT on the profile resources (§3.1.s4.b13): with neither header, the PUT may create a
+ * document but gets 409 when one exists.
+ */
+export function parsePreconditions(ifMatch: string | undefined, ifNoneMatch: string | undefined, requireHeader = false): DocumentPrecondition {
+  const pre: DocumentPrecondition = {};
+  const match = entityTags(ifMatch);
+  if (match) pre.ifMatch = match;
+  const noneMatch = entityTags(ifNoneMatch);
+  if (noneMatch?.includes('*')) pre.ifNoneMatchAny = true;
+  else if (noneMatch) pre.ifNoneMatch = noneMatch;
+  if (requireHeader && !match && !noneMatch) pre.conflictIfExists = true;
+  return pre;
+}
+
+export const hasPrecondition = (pre: DocumentPrecondition): boolean =>
+  pre.ifMatch !== undefined || pre.ifNoneMatchAny === true || pre.ifNoneMatch !== undefined;
+
+// ---------------------------------------------------------------------------------------------
+// Request parameters
+// ---------------------------------------------------------------------------------------------
+
+interface ResourceShape {
+  name: string;
+  idParam: 'stateId' | 'profileId';
+  activity: boolean;
+  agent: boolean;
+  registration: boolean;
+  /** The Agent Profile resource's agent is an Agent, never a Group (§2.6.s3 note). */
+  agentOnly: boolean;
+  /** DELETE without an id removes every document in the scope (State only, §2.3.s5). */
+  multiDelete: boolean;
+}
+
+const SHAPES: Record<DocumentKind, ResourceShape> = {
+  state: { name: 'State', idParam: 'stateId', activity: true, agent: true, registration: true, agentOnly: false, multiDelete: true },
+  activity_profile: { name: 'Activity Profile', idParam: 'profileId', activity: true, agent: false, registration: false, agentOnly: false, multiDelete: false },
+  agent_profile: { name: 'Agent Profile', idParam: 'profileId', activity: false, agent: true, registration: false, agentOnly: true, multiDelete: false },
+};
+
+/** What a document request addresses: one document (docId) or every document in a scope. */
+export interface DocumentTarget {
+  /** The document key without its id; registration '' when none was given. */
+  scope: Omit<DocumentKey, 'docId'>;
+  /** The stateId/profileId, when given. */
+  docId?: string;
+  /** `since` (GET), epoch ms, exclusive. */
+  since?: number;
+}
+
+/** Reports parameters that are not in `known` (names are case-sensitive, so miscasing is a 400 that says so). */
+export function unknownParams(params: Record<string, string>, known: readonly string[], issues: ValidationIssue[]): void {
+  for (const name of Object.keys(params)) {
+    if (known.includes(name)) continue;
+    const near = known.find((k) => k.toLowerCase() === name.toLowerCase());
+    issues.push({
+      loc: ['query', name],
+      msg: near ? `unknown parameter (parameter names are case-sensitive: did you mean ${near}?)` : 'unknown parameter',
+      type: 'value_error.extra',
+    });
+  }
+}
+
+export const missingParam = (name: string, issues: ValidationIssue[]): void => {
+  issues.push({ loc: ['query', name], msg: 'field required', type: 'value_error.missing' });
+};
+
+/**
+ * Parses the `agent` parameter: JSON, a valid Agent (or, unless `agentOnly`, an identified
+ * Group). Returns the agent, or undefined after reporting why not.
+ */
+export function parseAgentParam(raw: string, agentOnly: boolean, issues: ValidationIssue[]): Actor | undefined {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    issues.push({ loc: ['query', 'agent'], msg: `must be an Agent as JSON${agentOnly ? '' : ' (or an identified Group)'}`, type: 'value_error.json' });
+    return undefined;
+  }
+  const before = issues.length;
+  const actor = validateAgentParam(value, ['query', 'agent'], issues);
+  if (issues.length !== before || !actor) return undefined;
+  if (agentOnly && actor.objectType === 'Group') {
+    issues.push({ loc: ['query', 'agent', 'objectType'], msg: 'must be an Agent, not a Group (use the Group\'s identifier in an Agent object)', type: 'value_error.not_allowed' });
+    return undefined;
+  }
+  return actor;
+}
+
+/** Parses an activityId (or other IRI-valued) parameter. */
+export function parseIriParam(name: string, raw: string, issues: ValidationIssue[]): string | undefined {
+  if (isIri(raw)) return raw;
+  issues.push({ loc: ['query', name], msg: 'must be an absolute IRI', type: 'value_error.iri' });
+  return undefined;
+}
+
+/**
+ * Validates the parameters of a State / Activity Profile / Agent Profile request (§2.3-§2.7):
+ * required ones present, each well-formed, no unknown ones. `since` belongs to GET (and HEAD);
+ * with an id it is accepted and has no effect, as the ADL suite expects.
+ */
+export function parseDocumentParams(kind: DocumentKind, method: string, params: Record<string, string>): DocumentTarget {
+  const shape = SHAPES[kind];
+  const reading = method === 'GET' || method === 'HEAD';
+  const known: string[] = [shape.idParam];
+  if (shape.activity) known.push('activityId');
+  if (shape.agent) known.push('agent');
+  if (shape.registration) known.push('registration');
+  const issues: ValidationIssue[] = [];
+  if (reading) known.push('since');
+  else if (params.since !== undefined) issues.push({ loc: ['query', 'since'], msg: `only GET takes since, not ${method}`, type: 'value_error.extra' });
+  unknownParams(params, reading ? known : [...known, 'since'], issues);
+
+  const scope: Omit<DocumentKey, 'docId'> = { kind, activityId: '', agent: '', registration: '' };
+  if (shape.activity) {
+    if (params.activityId === undefined) missingParam('activityId', issues);
+    else scope.activityId = parseIriParam('activityId', params.activityId, issues) ?? '';
+  }
+  if (shape.agent) {
+    if (params.agent === undefined) missingParam('agent', issues);
+    else {
+      const actor = parseAgentParam(params.agent, shape.agentOnly, issues);
+      if (actor) scope.agent = ifiKey(actor) ?? '';
+    }
+  }
+  if (shape.registration && params.registration !== undefined) {
+    if (isUuid(params.registration)) scope.registration = params.registration.toLowerCase();
+    else issues.push({ loc: ['query', 'registration'], msg: 'must be a UUID', type: 'value_error.uuid' });
+  }
+  const docId = params[shape.idParam];
+  if (docId === undefined) {
+    const idRequired = method === 'PUT' || method === 'POST' || (method === 'DELETE' && !shape.multiDelete);
+    if (idRequired) missingParam(shape.idParam, issues);
+  } else if (docId === '') {
+    issues.push({ loc: ['query', shape.idParam], msg: 'must not be empty', type: 'value_error.empty' });
+  }
+  let since: number | undefined;
+  if (reading && params.since !== undefined) {
+    since = parseTimestamp(params.since);
+    if (since === undefined) issues.push({ loc: ['query', 'since'], msg: 'must be an ISO 8601 timestamp', type: 'value_error.datetime' });
+  }
+  if (issues.length) throw new ValidationFailed(issues);
+  return { scope, ...(docId !== undefined && { docId }), ...(since !== undefined && { since }) };
+}
+
+export const resourceName = (kind: DocumentKind): string => SHAPES[kind].name;

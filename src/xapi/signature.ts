@@ -38,9 +38,13 @@ import { X509Certificate, verify as cryptoVerify } from 'node:crypto';
 import { base64url, decodeProtectedHeader } from 'jose';
 import { LrsError } from '../errors.ts';
 import { mediaTypeOf } from '../http/multipart.ts';
-import { canonicalJson, jsonDifference } from './compare.ts';
+import { statementDifference } from './statement.ts';
+import { isUuid } from './validate.ts';
 import { SIGNATURE_USAGE_TYPE } from './types.ts';
 import type { Statement } from './types.ts';
+
+// The comparison lives with the other statement rules; re-exported for existing callers.
+export { statementDifference };
 
 const bad = (message: string): LrsError => new LrsError('bad_request', message);
 
@@ -54,7 +58,8 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
  * Verifies every signature attachment of `statement` (xAPI-Data §2.6), given the attachment parts
  * received with it (lower-case hex sha2 → part, as returned by `extractStatementParts`). Statements
  * without a signature attachment pass untouched. Throws `LrsError('bad_request')` naming what is
- * wrong.
+ * wrong. Returns the (lower-cased) id of the signed statement when a payload carries one, so that
+ * a statement received without an id is stored under the id it was signed with.
  *
  * `statement` should be the statement as received. It may already carry the id, authority, stored,
  * timestamp and version the LRS assigns; other rewriting is only tolerated where
@@ -63,7 +68,8 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 export async function verifySignedStatement(
   statement: Statement,
   parts: Map<string, { contentType: string; body: Buffer }>,
-): Promise<void> {
+): Promise<string | undefined> {
+  let signedId: string | undefined;
   const attachments = Array.isArray(statement.attachments) ? statement.attachments : [];
   for (let i = 0; i < attachments.length; i++) {
     const attachment = attachments[i]!;
@@ -79,11 +85,18 @@ export async function verifySignedStatement(
     if (part === undefined) {
       throw bad(`${where}: the signature must be sent as a multipart/mixed part (X-Experience-API-Hash ${sha2}) so that the LRS can verify it`);
     }
-    await verifyJws(part.body, statement, where);
+    const id = await verifyJws(part.body, statement, where);
+    // Two signatures of one statement without an id could name different ids: which one is it?
+    if (id !== undefined && signedId !== undefined && id !== signedId) {
+      throw bad(`${where}: signs the statement under the id ${id}, another signature of it under ${signedId}`);
+    }
+    signedId ??= id;
   }
+  return signedId;
 }
 
-async function verifyJws(data: Buffer, statement: Statement, where: string): Promise<void> {
+/** Verifies one JWS; returns the id of the statement in its payload, if it has one. */
+async function verifyJws(data: Buffer, statement: Statement, where: string): Promise<string | undefined> {
   // §2.6.s5.b3.b1: decode the JWS signature.
   const text = data.toString('latin1').trim();
   if (text.startsWith('{')) {
@@ -161,164 +174,9 @@ async function verifyJws(data: Buffer, statement: Statement, where: string): Pro
       throw bad(`${where}: the JWS signature does not verify with the public key of its x5c certificate`);
     }
   }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Statement comparison (xAPI-Data §2.3.1)
-// ---------------------------------------------------------------------------------------------
-
-type Json = Record<string, unknown>;
-
-/**
- * Where the statement signed in a JWS payload and the received statement differ, or `undefined`
- * when they are logically equivalent.
- *
- * xAPI-Data §2.3.1 "Statement Comparison Requirements": "Differences which could have been caused by
- * exceptions to Statement immutability MUST be ignored" and "Differences relating to a different
- * serialization of any properties not listed as exceptions MUST not be ignored". The exceptions
- * (§2.3.1.b1–b7), and how each is applied to both sides before a structural comparison:
- *
- * - b1 "Potential or required assignments of properties during LRS processing ('id', 'authority',
- *   'stored', 'timestamp', 'version')": `authority` and `stored` are ignored (the LRS overwrites
- *   them); `id`, `timestamp` and `version` are only assigned when absent, so they are ignored when
- *   either side lacks them and compared otherwise.
- * - b2 Activity Definitions are not part of the statement: `definition` is dropped from every
- *   Activity (object, context activities, SubStatement ones).
- * - b3 A Verb's `display` is not part of the statement: dropped.
- * - b4 Timestamps may be serialized in another timezone: `timestamp` (statement and SubStatement)
- *   is compared as a point in time.
- * - b5 A Group's `member` list is unordered: compared as a multiset.
- * - b6 Attachments are not part of the statement (and the payload predates the signature
- *   attachment): `attachments` is ignored.
- * - b7 Case-insensitive properties, e.g. the domain of an e-mail address: the `mailto:` IRI's scheme
- *   and domain, UUIDs (ids, registration) and the context language tag are compared
- *   case-insensitively.
- *
- * Also treated as equivalent: a defaulted `objectType` written or omitted (Activity for objects and
- * context activities, Agent for actors) and a single context Activity written as an object or as a
- * one-element array (the 0.95 form xAPI-Data §2.4.6.2 keeps for compatibility) — they denote the same
- * statement. Everything else, including Result `duration` (§2.3.1.b8), is compared as it is.
- */
-export function statementDifference(signed: Json, received: Json): string | undefined {
-  const a = normalizeStatement(signed, false);
-  const b = normalizeStatement(received, false);
-  // b1: id, timestamp and version may be assigned by the LRS when absent.
-  for (const key of ['id', 'timestamp', 'version']) {
-    if (a[key] === undefined || b[key] === undefined) {
-      delete a[key];
-      delete b[key];
-    }
-  }
-  return jsonDifference(a, b);
-}
-
-function isObject(value: unknown): value is Json {
-  return value !== null && typeof value === 'object' && !Array.isArray(value);
-}
-
-const lower = (value: unknown): unknown => (typeof value === 'string' ? value.toLowerCase() : value);
-
-function normalizeStatement(statement: Json, isSubStatement: boolean): Json {
-  const out: Json = { ...statement };
-  if (!isSubStatement) {
-    delete out['authority']; // b1
-    delete out['stored']; // b1
-    if (out['id'] !== undefined) out['id'] = lower(out['id']); // b7 (UUID)
-  }
-  delete out['attachments']; // b6
-  if (out['timestamp'] !== undefined) out['timestamp'] = instant(out['timestamp']); // b4
-  if (out['actor'] !== undefined) out['actor'] = normalizeActor(out['actor']);
-  if (isObject(out['verb'])) {
-    const verb: Json = { ...out['verb'] };
-    delete verb['display']; // b3
-    out['verb'] = verb;
-  }
-  if (out['object'] !== undefined) out['object'] = normalizeObject(out['object'], isSubStatement);
-  if (isObject(out['context'])) out['context'] = normalizeContext(out['context']);
-  return out;
-}
-
-function normalizeObject(object: unknown, insideSubStatement: boolean): unknown {
-  if (!isObject(object)) return object;
-  const type = object['objectType'];
-  if (type === undefined || type === 'Activity') return normalizeActivity(object);
-  if (type === 'Agent' || type === 'Group') return normalizeActor(object);
-  if (type === 'StatementRef') return { ...object, id: lower(object['id']) };
-  if (type === 'SubStatement' && !insideSubStatement) return normalizeStatement(object, true);
-  return object;
-}
-
-function normalizeActivity(activity: unknown): unknown {
-  if (!isObject(activity)) return activity;
-  const out: Json = { ...activity, objectType: 'Activity' };
-  delete out['definition']; // b2
-  return out;
-}
-
-function normalizeActor(actor: unknown): unknown {
-  if (!isObject(actor)) return actor;
-  const out: Json = { ...actor };
-  out['objectType'] ??= 'Agent';
-  if (typeof out['mbox'] === 'string') out['mbox'] = normalizeMbox(out['mbox']);
-  if (Array.isArray(out['member'])) {
-    // b5: members are unordered.
-    out['member'] = out['member']
-      .map(normalizeActor)
-      .map((m) => [canonicalJson(m), m] as const)
-      .sort(([x], [y]) => (x < y ? -1 : x > y ? 1 : 0))
-      .map(([, m]) => m);
-  }
-  return out;
-}
-
-/** b7: "the domain portion an e-mail address is case insensitive" (and so is the URI scheme). */
-function normalizeMbox(mbox: string): string {
-  const at = mbox.lastIndexOf('@');
-  const colon = mbox.indexOf(':');
-  const scheme = colon === -1 ? '' : mbox.slice(0, colon + 1).toLowerCase();
-  const local = mbox.slice(colon + 1, at === -1 ? mbox.length : at);
-  const domain = at === -1 ? '' : mbox.slice(at).toLowerCase();
-  return scheme + local + domain;
-}
-
-function normalizeContext(context: Json): Json {
-  const out: Json = { ...context };
-  if (out['registration'] !== undefined) out['registration'] = lower(out['registration']);
-  if (out['language'] !== undefined) out['language'] = lower(out['language']);
-  if (out['instructor'] !== undefined) out['instructor'] = normalizeActor(out['instructor']);
-  if (out['team'] !== undefined) out['team'] = normalizeActor(out['team']);
-  if (isObject(out['statement'])) out['statement'] = { ...out['statement'], id: lower(out['statement']['id']) };
-  if (isObject(out['contextActivities'])) {
-    const activities: Json = {};
-    for (const [kind, value] of Object.entries(out['contextActivities'])) {
-      const list = Array.isArray(value) ? value : value === undefined ? undefined : [value];
-      activities[kind] = list?.map(normalizeActivity);
-    }
-    out['contextActivities'] = activities;
-  }
-  return out;
-}
-
-const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}(?::?\d{2})?)?$/;
-
-/**
- * b4: an ISO 8601 timestamp as the point in time it denotes (whole UTC seconds since the epoch and
- * the fraction digits, trailing zeros dropped) — so that `2013-04-01T12:00:00Z`,
- * `2013-04-01T14:00:00.000+02:00` compare equal, at any sub-second precision. Anything else is
- * compared as it is.
- */
-function instant(value: unknown): unknown {
-  if (typeof value !== 'string') return value;
-  const m = TIMESTAMP.exec(value);
-  if (m === null) return value;
-  const [, y, mo, d, h, mi, s, fraction = '', zone = 'Z'] = m;
-  let offsetMinutes = 0;
-  if (zone !== 'Z' && zone !== 'z') {
-    const sign = zone[0] === '-' ? -1 : 1;
-    const digits = zone.slice(1).replace(':', '');
-    offsetMinutes = sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || '0'));
-  }
-  const seconds = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) / 1000 - offsetMinutes * 60;
-  const frac = fraction.replace(/0+$/, '');
-  return frac === '' ? `@${seconds}` : `@${seconds}.${frac}`;
+  // The payload's id becomes the statement's when it was sent without one: it must be usable.
+  const id = (original as Record<string, unknown>)['id'];
+  if (id === undefined) return undefined;
+  if (!isUuid(id)) throw bad(`${where}: the id of the statement in the JWS payload is not a UUID`);
+  return id.toLowerCase();
 }

@@ -5,7 +5,8 @@
 import { randomUUID } from 'node:crypto';
 import { LrsError } from '../errors.ts';
 import { actorKeys } from './agents.ts';
-import type { Activity, ActivityDefinition, Actor, Context, Statement, StatementObject, SubStatement } from './types.ts';
+import { canonicalJson, jsonDifference } from './compare.ts';
+import type { Activity, ActivityDefinition, Actor, Attachment, Context, Statement, StatementObject, SubStatement } from './types.ts';
 import { VOIDED_VERB } from './types.ts';
 
 export interface IndexedAgent {
@@ -34,7 +35,7 @@ export interface PreparedStatement {
   activities: IndexedActivity[];
   /** Activity definitions this statement carries, for the canonical Activity the LRS maintains. */
   definitions: { id: string; definition: ActivityDefinition }[];
-  /** sha2 of each attachment the statement declares. */
+  /** Lower-case sha2 of each attachment the statement (or its SubStatement) declares. */
   attachmentHashes: string[];
 }
 
@@ -97,11 +98,25 @@ class IndexCollector {
 }
 
 /**
- * Prepares a validated statement for storage: assigns an id when absent, sets `authority` (the
- * LRS overrides whatever the client sent) and `version` (1.0.0 when absent).
+ * The attachment objects of a statement: its own and its SubStatement's (which may carry raw data
+ * too, see `matchAttachments`).
+ */
+export function statementAttachments(s: Statement): Attachment[] {
+  const sub = s.object.objectType === 'SubStatement' ? (s.object.attachments ?? []) : [];
+  return [...(s.attachments ?? []), ...sub];
+}
+
+/** Distinct lower-case sha2 of a statement's attachments, in order. */
+export const attachmentHashes = (s: Statement): string[] => [...new Set(statementAttachments(s).map((a) => a.sha2.toLowerCase()))];
+
+/**
+ * Prepares a validated statement for storage: assigns an id when absent (lower-cased: UUIDs are
+ * case-insensitive and ids are looked up lower-cased) and sets `authority` (the LRS overrides
+ * whatever the client sent). `version` is left to `stamp`, so that statement comparison can tell
+ * a version the client sent from one the LRS assigns.
  */
 export function prepareStatement(input: Statement, authority: Actor): PreparedStatement {
-  const statement = { ...input, id: input.id ?? randomUUID(), authority, version: input.version ?? '1.0.0' };
+  const statement = { ...input, id: (input.id ?? randomUUID()).toLowerCase(), authority };
   const c = new IndexCollector();
   c.actor(statement.actor, true);
   c.object(statement.object, true);
@@ -109,7 +124,7 @@ export function prepareStatement(input: Statement, authority: Actor): PreparedSt
   c.context(statement.context);
   const ref = statement.object.objectType === 'StatementRef' ? statement.object.id : null;
   return {
-    id: statement.id.toLowerCase() === statement.id ? statement.id : statement.id.toLowerCase(),
+    id: statement.id,
     statement,
     verb: statement.verb.id,
     registration: statement.context?.registration?.toLowerCase() ?? null,
@@ -117,7 +132,7 @@ export function prepareStatement(input: Statement, authority: Actor): PreparedSt
     voids: isVoiding(statement) && ref ? ref.toLowerCase() : null,
     ...c.result(),
     definitions: c.definitions,
-    attachmentHashes: (statement.attachments ?? []).map((a) => a.sha2),
+    attachmentHashes: attachmentHashes(statement),
   };
 }
 
@@ -132,39 +147,176 @@ export function prepareBatch(statements: Statement[], authority: Actor): Prepare
   });
 }
 
-/** Sets the LRS-assigned time properties; returns the statement as the LRS will serve it. */
-export function stamp(p: PreparedStatement, stored: string): Statement & { id: string; stored: string; timestamp: string } {
-  return { ...p.statement, timestamp: p.statement.timestamp ?? stored, stored };
+/** Sets the remaining LRS-assigned properties; returns the statement as the LRS will serve it. */
+export function stamp(p: PreparedStatement, stored: string): Statement & { id: string; stored: string; timestamp: string; version: string } {
+  return { ...p.statement, timestamp: p.statement.timestamp ?? stored, stored, version: p.statement.version ?? '1.0.0' };
 }
 
-function deepEqual(a: unknown, b: unknown): boolean {
-  if (a === b) return true;
-  if (typeof a !== 'object' || typeof b !== 'object' || a === null || b === null) return false;
-  if (Array.isArray(a) !== Array.isArray(b)) return false;
-  if (Array.isArray(a)) {
-    const bb = b as unknown[];
-    return a.length === bb.length && a.every((v, i) => deepEqual(v, bb[i]));
-  }
-  const ak = Object.keys(a);
-  const bo = b as Record<string, unknown>;
-  if (ak.length !== Object.keys(bo).length) return false;
-  return ak.every((k) => Object.hasOwn(bo, k) && deepEqual((a as Record<string, unknown>)[k], bo[k]));
-}
-
-/** Properties the LRS may assign, so they never make two statements differ (xAPI-Data 2.3.1). */
-const LRS_ASSIGNED = ['id', 'authority', 'stored', 'timestamp', 'version'] as const;
+// ---------------------------------------------------------------------------------------------
+// Statement comparison (xAPI-Data §2.3.1): one implementation for re-sent statements (the store's
+// 409-or-no-op decision) and for signed statements (the JWS payload against the statement).
+// ---------------------------------------------------------------------------------------------
 
 /**
- * Statement comparison (xAPI-Data 2.3.1.s9): differences the immutability exceptions allow are
- * ignored — LRS-assigned properties (when the incoming statement leaves them to the LRS),
- * attachments, and the order of properties.
+ * True when a statement received again under a stored id is the stored statement
+ * (Communication §2.1.1.s2.b3, §2.1.2.s2.b5): no difference beyond those
+ * {@link statementDifference} ignores. `incoming` is the prepared statement (its `version` and
+ * `timestamp` only when the client sent them).
  */
-export function sameStatement(incoming: Statement, stored: Statement): boolean {
-  const strip = (s: Statement, keepGiven: Statement): Record<string, unknown> => {
-    const o: Record<string, unknown> = { ...s };
-    for (const k of LRS_ASSIGNED) if (k === 'authority' || k === 'stored' || keepGiven[k] === undefined) delete o[k];
-    delete o.attachments;
-    return o;
-  };
-  return deepEqual(strip(incoming, incoming), strip(stored, incoming));
+export const sameStatement = (incoming: Statement, stored: Statement): boolean =>
+  statementDifference(incoming as unknown as Json, stored as unknown as Json) === undefined;
+
+type Json = Record<string, unknown>;
+
+/**
+ * Where two statements differ, or `undefined` when they are logically equivalent.
+ *
+ * xAPI-Data §2.3.1 "Statement Comparison Requirements": "Differences which could have been caused by
+ * exceptions to Statement immutability MUST be ignored" and "Differences relating to a different
+ * serialization of any properties not listed as exceptions MUST not be ignored". The exceptions
+ * (§2.3.1.b1–b7), and how each is applied to both sides before a structural comparison:
+ *
+ * - b1 "Potential or required assignments of properties during LRS processing ('id', 'authority',
+ *   'stored', 'timestamp', 'version')": `authority` and `stored` are ignored (the LRS overwrites
+ *   them); `id`, `timestamp` and `version` are only assigned when absent, so they are ignored when
+ *   either side lacks them and compared otherwise.
+ * - b2 Activity Definitions are not part of the statement: `definition` is dropped from every
+ *   Activity (object, context activities, SubStatement ones).
+ * - b3 A Verb's `display` is not part of the statement: dropped.
+ * - b4 Timestamps may be serialized in another timezone: `timestamp` (statement and SubStatement)
+ *   is compared as a point in time.
+ * - b5 A Group's `member` list is unordered: compared as a multiset.
+ * - b6 Attachments are not part of the statement (and a signed payload predates the signature
+ *   attachment): `attachments` is ignored.
+ * - b7 Case-insensitive properties, e.g. the domain of an e-mail address: the `mailto:` IRI's scheme
+ *   and domain, UUIDs (ids, registration) and the context language tag are compared
+ *   case-insensitively.
+ *
+ * Also treated as equivalent: a defaulted `objectType` written or omitted (Activity for objects and
+ * context activities, Agent for actors) and a single context Activity written as an object or as a
+ * one-element array (the 0.95 form xAPI-Data §2.4.6.2 keeps for compatibility) — they denote the same
+ * statement. Everything else, including Result `duration` (§2.3.1.b8), is compared as it is.
+ */
+export function statementDifference(a: Json, b: Json): string | undefined {
+  const x = normalizeStatement(a, false);
+  const y = normalizeStatement(b, false);
+  // b1: id, timestamp and version may be assigned by the LRS when absent.
+  for (const key of ['id', 'timestamp', 'version']) {
+    if (x[key] === undefined || y[key] === undefined) {
+      delete x[key];
+      delete y[key];
+    }
+  }
+  return jsonDifference(x, y);
+}
+
+function isObject(value: unknown): value is Json {
+  return value !== null && typeof value === 'object' && !Array.isArray(value);
+}
+
+const lower = (value: unknown): unknown => (typeof value === 'string' ? value.toLowerCase() : value);
+
+function normalizeStatement(statement: Json, isSubStatement: boolean): Json {
+  const out: Json = { ...statement };
+  if (!isSubStatement) {
+    delete out['authority']; // b1
+    delete out['stored']; // b1
+    if (out['id'] !== undefined) out['id'] = lower(out['id']); // b7 (UUID)
+  }
+  delete out['attachments']; // b6
+  if (out['timestamp'] !== undefined) out['timestamp'] = instant(out['timestamp']); // b4
+  if (out['actor'] !== undefined) out['actor'] = normalizeActor(out['actor']);
+  if (isObject(out['verb'])) {
+    const verb: Json = { ...out['verb'] };
+    delete verb['display']; // b3
+    out['verb'] = verb;
+  }
+  if (out['object'] !== undefined) out['object'] = normalizeObject(out['object'], isSubStatement);
+  if (isObject(out['context'])) out['context'] = normalizeContext(out['context']);
+  return out;
+}
+
+function normalizeObject(object: unknown, insideSubStatement: boolean): unknown {
+  if (!isObject(object)) return object;
+  const type = object['objectType'];
+  if (type === undefined || type === 'Activity') return normalizeActivity(object);
+  if (type === 'Agent' || type === 'Group') return normalizeActor(object);
+  if (type === 'StatementRef') return { ...object, id: lower(object['id']) };
+  if (type === 'SubStatement' && !insideSubStatement) return normalizeStatement(object, true);
+  return object;
+}
+
+function normalizeActivity(activity: unknown): unknown {
+  if (!isObject(activity)) return activity;
+  const out: Json = { ...activity, objectType: 'Activity' };
+  delete out['definition']; // b2
+  return out;
+}
+
+function normalizeActor(actor: unknown): unknown {
+  if (!isObject(actor)) return actor;
+  const out: Json = { ...actor };
+  out['objectType'] ??= 'Agent';
+  if (typeof out['mbox'] === 'string') out['mbox'] = normalizeMbox(out['mbox']);
+  if (Array.isArray(out['member'])) {
+    // b5: members are unordered.
+    out['member'] = out['member']
+      .map(normalizeActor)
+      .map((m) => [canonicalJson(m), m] as const)
+      .sort(([p], [q]) => (p < q ? -1 : p > q ? 1 : 0))
+      .map(([, m]) => m);
+  }
+  return out;
+}
+
+/** b7: "the domain portion an e-mail address is case insensitive" (and so is the URI scheme). */
+function normalizeMbox(mbox: string): string {
+  const at = mbox.lastIndexOf('@');
+  const colon = mbox.indexOf(':');
+  const scheme = colon === -1 ? '' : mbox.slice(0, colon + 1).toLowerCase();
+  const local = mbox.slice(colon + 1, at === -1 ? mbox.length : at);
+  const domain = at === -1 ? '' : mbox.slice(at).toLowerCase();
+  return scheme + local + domain;
+}
+
+function normalizeContext(context: Json): Json {
+  const out: Json = { ...context };
+  if (out['registration'] !== undefined) out['registration'] = lower(out['registration']);
+  if (out['language'] !== undefined) out['language'] = lower(out['language']);
+  if (out['instructor'] !== undefined) out['instructor'] = normalizeActor(out['instructor']);
+  if (out['team'] !== undefined) out['team'] = normalizeActor(out['team']);
+  if (isObject(out['statement'])) out['statement'] = { ...out['statement'], id: lower(out['statement']['id']) };
+  if (isObject(out['contextActivities'])) {
+    const activities: Json = {};
+    for (const [kind, value] of Object.entries(out['contextActivities'])) {
+      const list = Array.isArray(value) ? value : value === undefined ? undefined : [value];
+      activities[kind] = list?.map(normalizeActivity);
+    }
+    out['contextActivities'] = activities;
+  }
+  return out;
+}
+
+const TIMESTAMP = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}(?::?\d{2})?)?$/;
+
+/**
+ * b4: an ISO 8601 timestamp as the point in time it denotes (whole UTC seconds since the epoch and
+ * the fraction digits, trailing zeros dropped) — so that `2013-04-01T12:00:00Z`,
+ * `2013-04-01T14:00:00.000+02:00` compare equal, at any sub-second precision. Anything else is
+ * compared as it is.
+ */
+function instant(value: unknown): unknown {
+  if (typeof value !== 'string') return value;
+  const m = TIMESTAMP.exec(value);
+  if (m === null) return value;
+  const [, y, mo, d, h, mi, s, fraction = '', zone = 'Z'] = m;
+  let offsetMinutes = 0;
+  if (zone !== 'Z' && zone !== 'z') {
+    const sign = zone[0] === '-' ? -1 : 1;
+    const digits = zone.slice(1).replace(':', '');
+    offsetMinutes = sign * (Number(digits.slice(0, 2)) * 60 + Number(digits.slice(2) || '0'));
+  }
+  const seconds = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) / 1000 - offsetMinutes * 60;
+  const frac = fraction.replace(/0+$/, '');
+  return frac === '' ? `@${seconds}` : `@${seconds}.${frac}`;
 }

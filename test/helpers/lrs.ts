@@ -2,13 +2,14 @@
  * Test harness: a real Lectern server on an ephemeral loopback port, on a real database, with a
  * temporary credentials file. `BACKENDS` lists every backend the contract suite runs against.
  */
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcrypt';
 import { startLrs, type RunningLrs } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
+import { createDatabase, dropDatabase, postgresSkipped } from './postgres.ts';
 
 export interface TestUser {
   username: string;
@@ -38,6 +39,8 @@ export interface Backend {
   name: string;
   /** Settings that point a server at a fresh, empty database of this backend. */
   settings(dir: string): Promise<Record<string, string>>;
+  /** Removes what `settings` created outside `dir`. */
+  dispose?(settings: Record<string, string>): Promise<void>;
 }
 
 export const sqliteBackend: Backend = {
@@ -47,7 +50,25 @@ export const sqliteBackend: Backend = {
   },
 };
 
-export const BACKENDS: Backend[] = [sqliteBackend];
+/** A fresh database per test server, on the test PostgreSQL (see ./postgres.ts). */
+export const postgresBackend: Backend = {
+  name: 'postgres',
+  async settings() {
+    return {
+      LECTERN_RUNSERVER_BACKEND: 'postgres',
+      LECTERN_POSTGRES_URL: await createDatabase(),
+      // Several servers per test process and two test processes share one PostgreSQL.
+      LECTERN_POSTGRES_POOL_SIZE: '4',
+      LECTERN_POSTGRES_CONNECT_RETRIES: '0',
+    };
+  },
+  async dispose(settings) {
+    await dropDatabase(settings.LECTERN_POSTGRES_URL);
+  },
+};
+
+/** Every backend the contract suite runs on; LECTERN_TEST_SKIP_POSTGRES=1 leaves PostgreSQL out. */
+export const BACKENDS: Backend[] = postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend];
 
 export interface TestLrs {
   lrs: RunningLrs;
@@ -64,24 +85,38 @@ export interface TestLrs {
 
 export const basic = (u: TestUser): string => `Basic ${Buffer.from(`${u.username}:${u.password}`).toString('base64')}`;
 
+/**
+ * Starts a test server on a fresh database of `backend`. With `shareWith`, it is a second server
+ * (another "process") on the same database and credentials as that one.
+ */
 export async function startTestLrs(
   backend: Backend = sqliteBackend,
-  opts: { users?: TestUser[]; env?: Record<string, string> } = {},
+  opts: { users?: TestUser[]; env?: Record<string, string>; shareWith?: TestLrs } = {},
 ): Promise<TestLrs> {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-test-'));
   const authFile = join(dir, 'auth.json');
-  writeFileSync(authFile, JSON.stringify(await credentialEntries(opts.users ?? [ADMIN, OTHER, TENANT_B])));
+  if (opts.shareWith) writeFileSync(authFile, readFileSync(opts.shareWith.env.LECTERN_AUTH_FILE));
+  else writeFileSync(authFile, JSON.stringify(await credentialEntries(opts.users ?? [ADMIN, OTHER, TENANT_B])));
+  const backendSettings = opts.shareWith ? {} : await backend.settings(dir);
   const env: Record<string, string> = {
     LECTERN_RUNSERVER_PORT: '0',
     LECTERN_AUTH_FILE: authFile,
     LECTERN_LOG_LEVEL: process.env.LECTERN_TEST_LOG_LEVEL ?? 'silent',
     LECTERN_SHUTDOWN_TIMEOUT: '2',
-    ...(await backend.settings(dir)),
+    ...(opts.shareWith && { ...opts.shareWith.env, LECTERN_RUNSERVER_PORT: '0', LECTERN_AUTH_FILE: authFile }),
+    ...backendSettings,
     ...opts.env,
   };
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
-  let lrs = await startLrs(config, logger);
+  let lrs: RunningLrs;
+  try {
+    lrs = await startLrs(config, logger);
+  } catch (err) {
+    rmSync(dir, { recursive: true, force: true });
+    if (!opts.shareWith) await backend.dispose?.(backendSettings);
+    throw err;
+  }
   const t: TestLrs = {
     lrs,
     url: lrs.url,
@@ -106,6 +141,7 @@ export async function startTestLrs(
     async close() {
       await lrs.close();
       rmSync(dir, { recursive: true, force: true });
+      if (!opts.shareWith) await backend.dispose?.(backendSettings);
     },
   };
   return t;

@@ -23,6 +23,7 @@ import type {
   StoredDocument,
   StoredRow,
 } from '../types.ts';
+import * as docs from './documents.ts';
 import { MIGRATIONS } from './migrations.ts';
 
 export interface SqliteOptions {
@@ -208,29 +209,32 @@ export class SqliteStore implements Store {
     return r ? (JSON.parse(String(r.definition)) as ActivityDefinition) : undefined;
   }
 
-  async getDocument(_tenant: string, _key: DocumentKey): Promise<StoredDocument | undefined> {
-    throw new LrsError('not_found', 'documents are not implemented yet');
+  /** The document SQL lives in ./documents.ts; it borrows the statement cache and the transaction helper. */
+  private readonly docs: docs.SqliteHandle = { q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) };
+
+  async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
+    return docs.getDocument(this.docs, tenant, key);
   }
 
   async putDocument(
-    _tenant: string,
-    _key: DocumentKey,
-    _doc: { content: Buffer; contentType: string },
-    _opts: { merge: boolean; pre: DocumentPrecondition },
+    tenant: string,
+    key: DocumentKey,
+    doc: { content: Buffer; contentType: string },
+    opts: { merge: boolean; pre: DocumentPrecondition },
   ): Promise<StoredDocument> {
-    throw new LrsError('not_found', 'documents are not implemented yet');
+    return docs.putDocument(this.docs, tenant, key, doc, opts);
   }
 
-  async deleteDocument(_tenant: string, _key: DocumentKey, _pre: DocumentPrecondition): Promise<void> {
-    throw new LrsError('not_found', 'documents are not implemented yet');
+  async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
+    docs.deleteDocument(this.docs, tenant, key, pre);
   }
 
-  async listDocumentIds(_tenant: string, _key: Omit<DocumentKey, 'docId'>, _sinceMs?: number): Promise<string[]> {
-    throw new LrsError('not_found', 'documents are not implemented yet');
+  async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
+    return docs.listDocumentIds(this.docs, tenant, key, sinceMs);
   }
 
-  async deleteDocuments(_tenant: string, _key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    throw new LrsError('not_found', 'documents are not implemented yet');
+  async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
+    docs.deleteDocuments(this.docs, tenant, key);
   }
 }
 

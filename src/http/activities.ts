@@ -1,0 +1,50 @@
+/**
+ * The Activities (§2.5) and Agents (§2.4) resources: read-only views the LRS assembles, the
+ * canonical Activity it keeps from statements and a Person object for an Agent.
+ */
+import { LrsError, ValidationFailed, type ValidationIssue } from '../errors.ts';
+import type { Store } from '../store/types.ts';
+import { canonicalActivity } from '../xapi/activity.ts';
+import { personOf } from '../xapi/person.ts';
+import { etagOf, missingParam, parseAgentParam, parseIriParam, unknownParams } from '../xapi/documents.ts';
+import type { Agent } from '../xapi/types.ts';
+import { json, type XapiRequest, type XapiResponse } from './request.ts';
+
+export interface ViewDeps {
+  store: Store;
+}
+
+function readOnly(req: XapiRequest, resource: string): void {
+  if (req.method !== 'GET' && req.method !== 'HEAD') throw new LrsError('bad_request', `method ${req.method} is not allowed on the ${resource} resource (GET or HEAD)`);
+}
+
+/** A JSON reply with an ETag of its body (§3.1.s4.b1: every GET carries one). */
+function jsonWithEtag(value: unknown): XapiResponse {
+  const res = json(200, value);
+  return { ...res, headers: { ...res.headers, etag: etagOf(Buffer.from(res.body as string, 'utf8')) } };
+}
+
+/** GET /activities?activityId=: the canonical definition, or a bare Activity when none is known (§2.5.s2.b1). */
+export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
+  readOnly(req, 'Activities');
+  const issues: ValidationIssue[] = [];
+  unknownParams(req.query, ['activityId'], issues);
+  let id: string | undefined;
+  if (req.query.activityId === undefined) missingParam('activityId', issues);
+  else id = parseIriParam('activityId', req.query.activityId, issues);
+  if (issues.length || id === undefined) throw new ValidationFailed(issues);
+  const definition = await deps.store.getActivityDefinition(req.user!.target, id);
+  return jsonWithEtag(canonicalActivity(id, definition));
+}
+
+/** GET /agents?agent=: a Person object for an Agent (not a Group, §2.4.s2), known or not (§2.4.s3.b3). */
+export async function handleAgents(_deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
+  readOnly(req, 'Agents');
+  const issues: ValidationIssue[] = [];
+  unknownParams(req.query, ['agent'], issues);
+  let agent: Agent | undefined;
+  if (req.query.agent === undefined) missingParam('agent', issues);
+  else agent = parseAgentParam(req.query.agent, true, issues) as Agent | undefined;
+  if (issues.length || agent === undefined) throw new ValidationFailed(issues);
+  return jsonWithEtag(personOf(agent));
+}

@@ -1,0 +1,95 @@
+/**
+ * Versioned PostgreSQL schema. Append new versions; never edit an applied one. Table and column
+ * names match the SQLite schema so src/store/sql.ts serves both; flags are smallint 0/1 for the
+ * same reason.
+ */
+export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
+  {
+    version: 1,
+    name: 'statements, index tables, attachments, activities, documents',
+    sql: `
+-- Taken under the tenant's advisory lock, so within a tenant seq order is commit order.
+CREATE SEQUENCE statements_seq AS bigint;
+
+CREATE TABLE statements (
+  seq bigint PRIMARY KEY,             -- time-ordered key: keyset paging and stored order
+  tenant text NOT NULL,
+  id uuid NOT NULL,
+  stored_ms bigint NOT NULL,          -- never decreases with seq within a tenant
+  verb text NOT NULL,
+  registration uuid,
+  ref_id uuid,                        -- StatementRef object target
+  is_voiding smallint NOT NULL DEFAULT 0,
+  voided smallint NOT NULL DEFAULT 0,
+  authority_key text,
+  -- The statement exactly as served. json (not jsonb) keeps the text byte for byte and accepts
+  -- \\u0000, which jsonb rejects; it is still queryable with ->, ->> and a cast to jsonb.
+  "full" json NOT NULL
+);
+CREATE UNIQUE INDEX statements_id ON statements (tenant, id);
+CREATE INDEX statements_seq_idx ON statements (tenant, seq);
+CREATE INDEX statements_stored ON statements (tenant, stored_ms, seq);
+CREATE INDEX statements_verb ON statements (tenant, verb, seq);
+CREATE INDEX statements_registration ON statements (tenant, registration, seq) WHERE registration IS NOT NULL;
+CREATE INDEX statements_ref ON statements (tenant, ref_id) WHERE ref_id IS NOT NULL;
+CREATE INDEX statements_refs_by_seq ON statements (tenant, seq) WHERE ref_id IS NOT NULL;
+CREATE INDEX statements_authority ON statements (tenant, authority_key, seq);
+
+-- No foreign keys: rows of one statement are written in one transaction, and per-row FK checks
+-- would cost every insert (and do not carry over to a sharded layout).
+CREATE TABLE statement_agents (
+  tenant text NOT NULL,
+  agent_key text NOT NULL,
+  seq bigint NOT NULL,
+  direct smallint NOT NULL,           -- 1: actor/object (agent filter); 0: other roles (related_agents)
+  PRIMARY KEY (tenant, agent_key, seq) INCLUDE (direct)
+);
+CREATE INDEX statement_agents_seq ON statement_agents (seq, agent_key) INCLUDE (direct);
+
+CREATE TABLE statement_activities (
+  tenant text NOT NULL,
+  activity_id text NOT NULL,
+  seq bigint NOT NULL,
+  direct smallint NOT NULL,           -- 1: object (activity filter); 0: context/substatement (related_activities)
+  PRIMARY KEY (tenant, activity_id, seq) INCLUDE (direct)
+);
+CREATE INDEX statement_activities_seq ON statement_activities (seq, activity_id) INCLUDE (direct);
+
+CREATE TABLE activities (
+  tenant text NOT NULL,
+  id text NOT NULL,
+  definition json NOT NULL,
+  PRIMARY KEY (tenant, id)
+);
+
+CREATE TABLE attachments (
+  tenant text NOT NULL,
+  sha2 text NOT NULL,
+  content_type text NOT NULL,
+  length bigint NOT NULL,
+  content bytea NOT NULL,
+  PRIMARY KEY (tenant, sha2)
+);
+
+CREATE TABLE statement_attachments (
+  seq bigint NOT NULL,
+  sha2 text NOT NULL,
+  PRIMARY KEY (seq, sha2)
+);
+
+CREATE TABLE documents (
+  tenant text NOT NULL,
+  kind text NOT NULL,                 -- state | activity_profile | agent_profile
+  activity_id text NOT NULL,
+  agent_key text NOT NULL,
+  registration text NOT NULL,
+  doc_id text NOT NULL,
+  content bytea NOT NULL,
+  content_type text NOT NULL,
+  etag text NOT NULL,
+  updated_ms bigint NOT NULL,
+  PRIMARY KEY (tenant, kind, activity_id, agent_key, registration, doc_id)
+);
+`,
+  },
+];

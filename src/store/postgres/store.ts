@@ -1,0 +1,652 @@
+/**
+ * The PostgreSQL backend on `pg`: a connection pool per process, versioned migrations under an
+ * advisory lock (many processes may start at once), one transaction per request.
+ *
+ * Ordering across processes: every statement insert takes its tenant's transaction-level advisory
+ * lock before it assigns `seq` and `stored`, so within a tenant seq order is commit order and
+ * `stored` never goes backwards. Keyset paging on seq therefore never skips a row committed later
+ * by another process, and consistent-through can be "now" except while an insert is in flight.
+ *
+ * Connection failures become LrsError 'unavailable' (503); the pool reconnects by itself when
+ * PostgreSQL returns.
+ */
+import { createHash } from 'node:crypto';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { redactUrl } from '../../config.ts';
+import { LrsError } from '../../errors.ts';
+import type { Logger } from '../../log.ts';
+import { mergeDefinition } from '../../xapi/activity.ts';
+import { actorKeys } from '../../xapi/agents.ts';
+import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
+import type { StatementQuery } from '../../xapi/query.ts';
+import { type PreparedStatement, sameStatement, stamp } from '../../xapi/statement.ts';
+import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
+import { postgresPlaceholder, type SeqWindow, statementPageSql } from '../sql.ts';
+import type {
+  AttachmentBlob,
+  DocumentKey,
+  DocumentPrecondition,
+  InsertOutcome,
+  QueryPage,
+  Store,
+  StoredDocument,
+  StoredRow,
+} from '../types.ts';
+import { describe, isRetryable, isUnavailable, toLrsError } from './errors.ts';
+import { MIGRATIONS } from './migrations.ts';
+
+export interface PostgresOptions {
+  url: string;
+  poolSize: number;
+  /** Server-side statement_timeout in ms (lock waits included); 0: none. */
+  statementTimeoutMs: number;
+  /** Wait for a connection (new, or free in the pool) in ms. */
+  connectTimeoutMs: number;
+  /** Start-up only: attempts after the first while the server cannot be reached. */
+  connectRetries: number;
+  /** Start-up only: first wait between attempts in ms; doubles, capped at 30 s. */
+  connectBackoffMs: number;
+  logger?: Logger;
+}
+
+/** Advisory lock namespaces (the first int4 of the two-key form; shows as pg_locks.classid). */
+const LOCK_MIGRATE = 0x4c450001;
+const LOCK_STATEMENTS = 0x4c450002;
+const LOCK_DOCUMENT = 0x4c450003;
+
+/** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
+const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
+
+/** json/jsonb come back as text (served as is, or parsed where needed); int8 stays a string. */
+const RAW = (v: string): string => v;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 114 || oid === 3802 ? RAW : pg.types.getTypeParser(oid, format ?? 'text')) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+const STMT_COLS = 'seq, stored_ms, "full"';
+const NOW_MS = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
+
+interface StatementRow {
+  seq: string;
+  stored_ms: string;
+  full: string;
+}
+
+interface DocumentRow {
+  content: Buffer;
+  content_type: string;
+  etag: string;
+  updated_ms: string;
+}
+
+const toRow = (r: StatementRow): StoredRow => ({ json: r.full, storedMs: Number(r.stored_ms), position: r.seq });
+const toDocument = (r: DocumentRow): StoredDocument => ({ content: r.content, contentType: r.content_type, etag: r.etag, updatedMs: Number(r.updated_ms) });
+
+const DOC_WHERE = 'tenant = $1 AND kind = $2 AND activity_id = $3 AND agent_key = $4 AND registration = $5';
+const docParams = (tenant: string, key: Omit<DocumentKey, 'docId'>): string[] => [tenant, key.kind, key.activityId, key.agent, key.registration];
+
+/** The documents of a scope; registration '' matches every registration (State multi-document calls). */
+function scopeWhere(tenant: string, key: Omit<DocumentKey, 'docId'>): { where: string; params: string[] } {
+  const params = [tenant, key.kind, key.activityId, key.agent];
+  if (key.registration === '') return { where: 'tenant = $1 AND kind = $2 AND activity_id = $3 AND agent_key = $4', params };
+  return { where: DOC_WHERE, params: [...params, key.registration] };
+}
+
+/**
+ * Every write of a statement batch in one statement (data-modifying CTEs), each table fed by
+ * unnest() of arrays: a fixed parameter count whatever the batch size. Voiding updates only rows
+ * stored earlier (the batch's own rows are inserted with their voided flag already set).
+ */
+const INSERT_WRITE = `WITH
+st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, "full")
+  SELECT s, $1, i, $2, v, r, ref, iv, vd, a, f
+  FROM unnest($3::bigint[], $4::uuid[], $5::text[], $6::uuid[], $7::uuid[], $8::smallint[], $9::smallint[], $10::text[], $11::json[]) AS t(s, i, v, r, ref, iv, vd, a, f)),
+ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, direct) SELECT $1, k, s, d FROM unnest($12::text[], $13::bigint[], $14::smallint[]) AS t(k, s, d)),
+ac AS (INSERT INTO statement_activities (tenant, activity_id, seq, direct) SELECT $1, k, s, d FROM unnest($15::text[], $16::bigint[], $17::smallint[]) AS t(k, s, d)),
+sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT s, h FROM unnest($18::bigint[], $19::text[]) AS t(s, h) ON CONFLICT DO NOTHING),
+vo AS (UPDATE statements SET voided = 1 WHERE tenant = $1 AND id = ANY($20::uuid[]) AND is_voiding = 0 AND voided = 0),
+de AS (INSERT INTO activities (tenant, id, definition) SELECT $1, i, d FROM unnest($21::text[], $22::json[]) AS t(i, d)
+  ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
+at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
+  SELECT $1, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) ON CONFLICT DO NOTHING)
+SELECT 1`;
+
+/** The parameters of INSERT_WRITE for the statements found new (in batch order). */
+function writeValues(
+  tenant: string,
+  fresh: PreparedStatement[],
+  seqs: string[],
+  storedMs: number,
+  voidedEarlier: Set<string>,
+  keptDefinitions: Map<string, ActivityDefinition>,
+  attachments: AttachmentBlob[],
+): unknown[] {
+  const storedIso = new Date(storedMs).toISOString();
+  const st = { seq: [] as string[], id: [] as string[], verb: [] as string[], reg: [] as (string | null)[], ref: [] as (string | null)[] };
+  const flags = { isVoiding: [] as number[], voided: [] as number[], authority: [] as (string | null)[], full: [] as string[] };
+  const agents: [string[], string[], number[]] = [[], [], []];
+  const activities: [string[], string[], number[]] = [[], [], []];
+  const links: [string[], string[]] = [[], []];
+  const voids = new Set(fresh.flatMap((p) => (p.voids ? [p.voids] : [])));
+  const merged = new Map<string, ActivityDefinition>();
+  fresh.forEach((p, i) => {
+    const seq = seqs[i];
+    st.seq.push(seq);
+    st.id.push(p.id);
+    st.verb.push(p.verb);
+    st.reg.push(p.registration);
+    st.ref.push(p.refId);
+    flags.isVoiding.push(p.voids ? 1 : 0);
+    flags.voided.push(!p.voids && (voidedEarlier.has(p.id) || voids.has(p.id)) ? 1 : 0);
+    flags.authority.push(p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null);
+    flags.full.push(JSON.stringify(stamp(p, storedIso)));
+    for (const a of p.agents) {
+      agents[0].push(a.key);
+      agents[1].push(seq);
+      agents[2].push(a.direct ? 1 : 0);
+    }
+    for (const a of p.activities) {
+      activities[0].push(a.id);
+      activities[1].push(seq);
+      activities[2].push(a.direct ? 1 : 0);
+    }
+    for (const h of new Set(p.attachmentHashes)) {
+      links[0].push(seq);
+      links[1].push(h);
+    }
+    // Definitions fold into the kept one in statement order (the tenant lock is held).
+    for (const d of p.definitions) merged.set(d.id, mergeDefinition(merged.get(d.id) ?? keptDefinitions.get(d.id), d.definition));
+  });
+  const blobs = [...new Map(attachments.map((a) => [a.sha2, a])).values()];
+  return [
+    tenant,
+    storedMs,
+    st.seq,
+    st.id,
+    st.verb,
+    st.reg,
+    st.ref,
+    flags.isVoiding,
+    flags.voided,
+    flags.authority,
+    flags.full,
+    ...agents,
+    ...activities,
+    ...links,
+    [...voids],
+    [...merged.keys()],
+    [...merged.values()].map((d) => JSON.stringify(d)),
+    blobs.map((a) => a.sha2),
+    blobs.map((a) => a.contentType),
+    blobs.map((a) => a.content),
+  ];
+}
+
+interface InsertJob {
+  batch: PreparedStatement[];
+  attachments: AttachmentBlob[];
+  resolve(outcome: InsertOutcome): void;
+  reject(err: unknown): void;
+}
+
+interface InsertQueue {
+  pending: InsertJob[];
+  running: boolean;
+}
+
+/** A group stops growing here (a single larger request still goes, alone). */
+const GROUP_MAX_STATEMENTS = 2000;
+
+export class PostgresStore implements Store {
+  readonly backend = 'postgres';
+  private readonly pool: pg.Pool;
+  private readonly opts: PostgresOptions;
+  private readonly queues = new Map<string, InsertQueue>();
+  private closed = false;
+
+  constructor(opts: PostgresOptions) {
+    this.opts = opts;
+    this.pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.poolSize,
+      connectionTimeoutMillis: opts.connectTimeoutMs,
+      idleTimeoutMillis: 30_000,
+      ...(opts.statementTimeoutMs > 0 && {
+        statement_timeout: opts.statementTimeoutMs,
+        // A server that stops answering without closing the socket: give up a little after it would have.
+        query_timeout: opts.statementTimeoutMs + opts.connectTimeoutMs,
+      }),
+      keepAlive: true,
+      application_name: 'lectern',
+      types,
+    });
+    // An idle connection that dies (server restart, fail-over) is dropped by the pool; the next
+    // request opens a fresh one. Without a listener the error would crash the process.
+    this.pool.on('error', (err) => opts.logger?.warn({ err: describe(err) }, 'an idle PostgreSQL connection was lost'));
+  }
+
+  /** Runs `fn`, turning connection failures into 503s (and logging their cause once here). */
+  private async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      const mapped = toLrsError(err);
+      if (mapped !== err) this.opts.logger?.warn({ err: describe(err) }, 'PostgreSQL is unavailable');
+      throw mapped;
+    }
+  }
+
+  private query<R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string): Promise<pg.QueryResult<R>> {
+    return this.guard(() => this.pool.query<R>(name ? { name, text, values } : { text, values }));
+  }
+
+  /**
+   * One transaction on one connection. Serialization failures, deadlocks and a unique violation
+   * from a racing writer run the whole transaction again (it re-reads what it depends on).
+   */
+  private tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+    return this.guard(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const c = await this.pool.connect();
+        let broken: Error | undefined;
+        // A checked-out client whose connection dies between queries emits 'error' (the pool
+        // only listens while it is idle): unhandled, that would crash the process.
+        const onError = (err: Error) => {
+          broken = err;
+        };
+        c.on('error', onError);
+        try {
+          await c.query('BEGIN');
+          const out = await fn(c);
+          await c.query('COMMIT');
+          return out;
+        } catch (err) {
+          await c.query('ROLLBACK').catch((e: Error) => {
+            broken = e; // the connection itself failed: do not give it back to the pool
+          });
+          if (!broken && attempt < 3 && isRetryable(err)) continue;
+          throw err;
+        } finally {
+          c.off('error', onError);
+          c.release(broken);
+        }
+      }
+    });
+  }
+
+  // ----- lifecycle -------------------------------------------------------------------------
+
+  /**
+   * Start-up: waits for the server (retrying with backoff while it cannot be reached), creates the
+   * database when it does not exist, then fails with one clear line if it never answers.
+   */
+  async waitForServer(): Promise<void> {
+    const where = redactUrl(this.opts.url);
+    let createdDb = false;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.pool.query('SELECT 1');
+        return;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === '3D000' && !createdDb) {
+          createdDb = true;
+          await this.createDatabase();
+          attempt--;
+          continue;
+        }
+        if (!isUnavailable(err)) throw new Error(`PostgreSQL at ${where} refused the connection: ${describe(err)}`);
+        if (attempt >= this.opts.connectRetries) {
+          throw new Error(`cannot reach PostgreSQL at ${where}: ${describe(err)} (gave up after ${attempt + 1} attempt${attempt ? 's' : ''})`);
+        }
+        const wait = Math.min(this.opts.connectBackoffMs * 2 ** attempt, 30_000);
+        this.opts.logger?.warn(
+          { attempt: attempt + 1, retries: this.opts.connectRetries, waitMs: wait, err: describe(err) },
+          `cannot reach PostgreSQL at ${where}; retrying in ${wait} ms`,
+        );
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** Creates the configured database through the `postgres` maintenance database. */
+  private async createDatabase(): Promise<void> {
+    const url = new URL(this.opts.url);
+    const name = decodeURIComponent(url.pathname.slice(1));
+    url.pathname = '/postgres';
+    const c = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: this.opts.connectTimeoutMs });
+    try {
+      await c.connect();
+      await c.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
+      this.opts.logger?.info({ database: name }, 'created the PostgreSQL database');
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === '42P04' || code === '23505') return; // another process created it first
+      throw new Error(`PostgreSQL database ${JSON.stringify(name)} does not exist and cannot be created: ${describe(err)}`);
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  }
+
+  /** Applies missing migrations; a session advisory lock makes concurrent start-ups take turns. */
+  async migrate(): Promise<void> {
+    const c = await this.guard(() => this.pool.connect());
+    let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    c.on('error', onError);
+    try {
+      await c.query('SET statement_timeout = 0'); // waiting for another process's migration is fine
+      await c.query('SELECT pg_advisory_lock($1, 0)', [LOCK_MIGRATE]);
+      await c.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+      );
+      const applied = new Set((await c.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+      for (const m of MIGRATIONS) {
+        if (applied.has(m.version)) continue;
+        await c.query('BEGIN');
+        try {
+          await c.query(m.sql);
+          await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+          await c.query('COMMIT');
+        } catch (err) {
+          await c.query('ROLLBACK');
+          throw new Error(`PostgreSQL migration ${m.version} (${m.name}) failed: ${describe(err)}`);
+        }
+        this.opts.logger?.info({ version: m.version, name: m.name }, 'applied PostgreSQL migration');
+      }
+    } catch (err) {
+      broken = err as Error;
+      throw /^PostgreSQL migration \d/.test(broken.message) ? err : new Error(`cannot migrate the PostgreSQL schema: ${describe(err)}`);
+    } finally {
+      // The session lock and the SET go away with the connection.
+      c.off('error', onError);
+      c.release(broken ?? true);
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.query('SELECT count(*) FROM schema_migrations', [], 'ping');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  // ----- statements ------------------------------------------------------------------------
+
+  /**
+   * Requests for one tenant are queued and written as groups: while one transaction holds the
+   * tenant lock (until its commit is flushed), the requests that arrive meanwhile gather and then
+   * go in one transaction: one lock wait and one WAL flush for all of them, each request still
+   * all-or-nothing. The first request of an idle tenant goes at once.
+   */
+  async insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
+    if (batch.length === 0 && attachments.length === 0) return { ids: [], inserted: 0 };
+    return new Promise<InsertOutcome>((resolve, reject) => {
+      let q = this.queues.get(tenant);
+      if (!q) this.queues.set(tenant, (q = { pending: [], running: false }));
+      q.pending.push({ batch, attachments, resolve, reject });
+      if (!q.running) void this.drain(tenant, q);
+    });
+  }
+
+  private async drain(tenant: string, q: InsertQueue): Promise<void> {
+    q.running = true;
+    while (q.pending.length) {
+      const group: InsertJob[] = [];
+      let size = 0;
+      while (q.pending.length && (group.length === 0 || size + q.pending[0].batch.length <= GROUP_MAX_STATEMENTS)) {
+        const job = q.pending.shift()!;
+        size += job.batch.length;
+        group.push(job);
+      }
+      await this.runGroup(tenant, group);
+      // Let the callers just answered send their next requests before deciding the queue is empty.
+      await new Promise<void>((resolve) => setImmediate(resolve));
+    }
+    q.running = false;
+    this.queues.delete(tenant);
+  }
+
+  private async runGroup(tenant: string, group: InsertJob[]): Promise<void> {
+    let results: (InsertOutcome | LrsError)[];
+    try {
+      results = await this.tx((c) => this.insertGroup(c, tenant, group));
+    } catch (err) {
+      // An unexpected failure of a group must not fail its other requests: retry them one by one.
+      if (group.length > 1 && !(toLrsError(err) instanceof LrsError)) {
+        for (const job of group) await this.runGroup(tenant, [job]);
+        return;
+      }
+      for (const job of group) job.reject(err);
+      return;
+    }
+    results.forEach((r, i) => (r instanceof LrsError ? group[i].reject(r) : group[i].resolve(r)));
+  }
+
+  /**
+   * One transaction for a group of requests, in four round trips: BEGIN + lock, one read of
+   * everything the decisions need, one write of everything, COMMIT. Requests are decided in
+   * order, each seeing the statements the earlier ones of the group store.
+   */
+  private async insertGroup(c: pg.PoolClient, tenant: string, group: InsertJob[]): Promise<(InsertOutcome | LrsError)[]> {
+    // Its own statement: the read below must take its snapshot after the lock is granted.
+    await c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, lockKey(tenant)] });
+    const all = group.flatMap((j) => j.batch);
+    const ids = [...new Set(all.map((p) => p.id))];
+    const voidTargets = all.flatMap((p) => (p.voids ? [p.voids] : []));
+    const defIds = [...new Set(all.flatMap((p) => p.definitions.map((d) => d.id)))];
+    const read = await c.query<{ stored_ms: string; seqs: string[]; voided_earlier: string[]; known: string | null; definitions: string | null }>({
+      name: 'insert_read',
+      text:
+        // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
+        `SELECT greatest(${NOW_MS}, coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY seq DESC LIMIT 1), 0)) AS stored_ms, ` +
+        `ARRAY(SELECT nextval('statements_seq') FROM generate_series(1, $2::int)) AS seqs, ` +
+        // A voiding statement that arrived before its target voids it on arrival.
+        'ARRAY(SELECT ref_id::text FROM statements WHERE tenant = $1 AND ref_id = ANY($3::uuid[]) AND is_voiding = 1) AS voided_earlier, ' +
+        '(SELECT json_agg(json_build_array(id, is_voiding, "full")) FROM statements WHERE tenant = $1 AND id = ANY($4::uuid[])) AS known, ' +
+        '(SELECT json_agg(json_build_array(id, definition)) FROM activities WHERE tenant = $1 AND id = ANY($5::text[])) AS definitions',
+      values: [tenant, all.length, ids, [...new Set([...ids, ...voidTargets])], defIds],
+    });
+    const head = read.rows[0];
+    const storedMs = Number(head.stored_ms);
+    const storedIso = new Date(storedMs).toISOString();
+    const known = new Map((JSON.parse(head.known ?? '[]') as [string, number, Statement][]).map(([id, isVoiding, full]) => [id, { isVoiding, full }]));
+    const fresh: PreparedStatement[] = [];
+    const results = group.map((job): InsertOutcome | LrsError => {
+      const voidingInBatch = new Set(job.batch.filter((p) => p.voids).map((p) => p.id));
+      const mine: PreparedStatement[] = [];
+      for (const p of job.batch) {
+        const existing = known.get(p.id);
+        if (existing) {
+          if (!sameStatement(p.statement, existing.full)) return new LrsError('conflict', `a different statement with id ${p.id} is already stored`);
+          continue;
+        }
+        if (p.voids) {
+          const target = known.get(p.voids);
+          if ((target && target.isVoiding === 1) || voidingInBatch.has(p.voids)) {
+            return new LrsError('bad_request', `statement ${p.id} voids ${p.voids}, which is itself a voiding statement and cannot be voided`);
+          }
+        }
+        mine.push(p);
+      }
+      // Accepted: later requests of the group see these as stored.
+      for (const p of mine) known.set(p.id, { isVoiding: p.voids ? 1 : 0, full: stamp(p, storedIso) });
+      fresh.push(...mine);
+      return { ids: job.batch.map((p) => p.id), inserted: mine.length };
+    });
+    const attachments = group.flatMap((job, i) => (results[i] instanceof LrsError ? [] : job.attachments));
+    if (fresh.length || attachments.length) {
+      const seqs = head.seqs.map(BigInt).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).map(String);
+      const kept = new Map((JSON.parse(head.definitions ?? '[]') as [string, ActivityDefinition][]).map(([id, d]) => [id, d]));
+      await c.query({ name: 'insert_write', text: INSERT_WRITE, values: writeValues(tenant, fresh, seqs, storedMs, new Set(head.voided_earlier), kept, attachments) });
+    }
+    return results;
+  }
+
+  async getStatement(tenant: string, id: string, voided: boolean): Promise<StoredRow | undefined> {
+    const r = await this.query<StatementRow>(
+      `SELECT ${STMT_COLS} FROM statements WHERE tenant = $1 AND id = $2::uuid AND voided = $3`,
+      [tenant, id, voided ? 1 : 0],
+      'get_statement',
+    );
+    return r.rows[0] && toRow(r.rows[0]);
+  }
+
+  async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
+    const w: SeqWindow = {};
+    if (query.since !== undefined) {
+      const r = await this.query<{ seq: string }>(
+        'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms > $2 ORDER BY stored_ms, seq LIMIT 1',
+        [tenant, query.since],
+        'since_seq',
+      );
+      if (!r.rows.length) return { rows: [] };
+      w.from = BigInt(r.rows[0].seq);
+    }
+    if (query.until !== undefined) {
+      const r = await this.query<{ seq: string }>(
+        'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms <= $2 ORDER BY stored_ms DESC, seq DESC LIMIT 1',
+        [tenant, query.until],
+        'until_seq',
+      );
+      if (!r.rows.length) return { rows: [] };
+      w.to = BigInt(r.rows[0].seq);
+    }
+    if (query.after !== undefined) {
+      if (query.ascending) w.after = BigInt(query.after);
+      else w.before = BigInt(query.after);
+    }
+    const { sql, params } = statementPageSql(tenant, query, w, postgresPlaceholder);
+    const rows = (await this.query<StatementRow>(sql, params)).rows.map(toRow);
+    if (rows.length > query.limit) {
+      rows.length = query.limit;
+      return { rows, next: rows[rows.length - 1].position };
+    }
+    return { rows };
+  }
+
+  async getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
+    if (!sha2s.length) return [];
+    const r = await this.query<{ sha2: string; content_type: string; content: Buffer }>(
+      'SELECT sha2, content_type, content FROM attachments WHERE tenant = $1 AND sha2 = ANY($2::text[])',
+      [tenant, [...new Set(sha2s)]],
+      'get_attachments',
+    );
+    const found = new Map(r.rows.map((row) => [row.sha2, row]));
+    return [...new Set(sha2s)].flatMap((h) => {
+      const row = found.get(h);
+      return row ? [{ sha2: row.sha2, contentType: row.content_type, content: row.content }] : [];
+    });
+  }
+
+  /**
+   * "Now", unless an insert of this tenant is in flight (it holds the tenant lock): then just before
+   * that transaction began, since its statements will carry a `stored` no earlier than that. Inserts
+   * that take the lock after this query read the clock later than now(). Needs the LRS processes to
+   * share one database role (pg_stat_activity shows xact_start only for one's own role).
+   */
+  async consistentThrough(tenant: string): Promise<Date> {
+    const r = await this.query<{ now_ms: string; busy_ms: string | null }>(
+      'SELECT floor(extract(epoch FROM now()) * 1000)::bigint AS now_ms, ' +
+        '(SELECT floor(extract(epoch FROM min(a.xact_start)) * 1000)::bigint FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid ' +
+        "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::oid AND l.objid = $2::oid AND l.objsubid = 2 " +
+        'AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS busy_ms',
+      [LOCK_STATEMENTS, lockKey(tenant)],
+      'consistent_through',
+    );
+    const now = Number(r.rows[0].now_ms);
+    const busy = r.rows[0].busy_ms === null ? now : Number(r.rows[0].busy_ms);
+    // One millisecond back: `since` is exclusive and stored has millisecond precision.
+    return new Date(Math.min(now, busy) - 1);
+  }
+
+  async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {
+    const r = await this.query<{ definition: string }>('SELECT definition FROM activities WHERE tenant = $1 AND id = $2', [tenant, activityId], 'get_activity');
+    return r.rows[0] ? (JSON.parse(r.rows[0].definition) as ActivityDefinition) : undefined;
+  }
+
+  // ----- documents -------------------------------------------------------------------------
+
+  async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
+    const r = await this.query<DocumentRow>(
+      `SELECT content, content_type, etag, updated_ms FROM documents WHERE ${DOC_WHERE} AND doc_id = $6`,
+      [...docParams(tenant, key), key.docId],
+      'get_document',
+    );
+    return r.rows[0] && toDocument(r.rows[0]);
+  }
+
+  /**
+   * Locks one document's key (present or not: a row lock could not cover a missing document), so
+   * the ETag check and the write cannot interleave with another process's; returns the current
+   * document and the database clock.
+   */
+  private async lockDocument(c: pg.PoolClient, tenant: string, key: DocumentKey): Promise<{ current?: StoredDocument; nowMs: number }> {
+    await c.query({
+      name: 'lock_document',
+      text: 'SELECT pg_advisory_xact_lock($1, $2)',
+      values: [LOCK_DOCUMENT, lockKey(tenant, key.kind, key.activityId, key.agent, key.registration, key.docId)],
+    });
+    const r = await c.query<DocumentRow & { now_ms: string }>({
+      name: 'current_document',
+      text: `SELECT ${NOW_MS} AS now_ms, d.* FROM (SELECT 1) one LEFT JOIN (SELECT content, content_type, etag, updated_ms FROM documents WHERE ${DOC_WHERE} AND doc_id = $6) d ON true`,
+      values: [...docParams(tenant, key), key.docId],
+    });
+    const row = r.rows[0];
+    return { current: row.etag === null ? undefined : toDocument(row), nowMs: Number(row.now_ms) };
+  }
+
+  async putDocument(
+    tenant: string,
+    key: DocumentKey,
+    doc: { content: Buffer; contentType: string },
+    opts: { merge: boolean; pre: DocumentPrecondition },
+  ): Promise<StoredDocument> {
+    return this.tx(async (c) => {
+      const { current, nowMs } = await this.lockDocument(c, tenant, key);
+      const next = planDocumentWrite(current, doc, opts, nowMs);
+      await c.query({
+        name: 'put_document',
+        text:
+          'INSERT INTO documents (tenant, kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms) ' +
+          'VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ' +
+          'ON CONFLICT (tenant, kind, activity_id, agent_key, registration, doc_id) DO UPDATE SET ' +
+          'content = excluded.content, content_type = excluded.content_type, etag = excluded.etag, updated_ms = excluded.updated_ms',
+        values: [...docParams(tenant, key), key.docId, next.content, next.contentType, next.etag, next.updatedMs],
+      });
+      return next;
+    });
+  }
+
+  async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
+    await this.tx(async (c) => {
+      const { current } = await this.lockDocument(c, tenant, key);
+      checkPrecondition(current?.etag, pre);
+      if (current) {
+        await c.query({ name: 'delete_document', text: `DELETE FROM documents WHERE ${DOC_WHERE} AND doc_id = $6`, values: [...docParams(tenant, key), key.docId] });
+      }
+    });
+  }
+
+  async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
+    const { where, params } = scopeWhere(tenant, key);
+    const since = sinceMs === undefined ? '' : ` AND updated_ms > $${params.length + 1}`;
+    const r = await this.query<{ doc_id: string }>(
+      `SELECT DISTINCT doc_id FROM documents WHERE ${where}${since} ORDER BY doc_id`,
+      sinceMs === undefined ? params : [...params, sinceMs],
+    );
+    return r.rows.map((row) => row.doc_id);
+  }
+
+  async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
+    const { where, params } = scopeWhere(tenant, key);
+    await this.query(`DELETE FROM documents WHERE ${where}`, params);
+  }
+}

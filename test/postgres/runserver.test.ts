@@ -1,0 +1,125 @@
+/**
+ * `lectern runserver` on PostgreSQL, as a user runs it (the built CLI): several worker processes
+ * on one port, and start-up against a server that cannot be reached.
+ */
+import assert from 'node:assert/strict';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import bcrypt from 'bcrypt';
+import { createDatabase, dropDatabase, postgresSkipped } from '../helpers/postgres.ts';
+
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+
+/** Runs the CLI to its end, or until `until` matches its stdout (then it keeps running). */
+function lectern(args: string[], env: Record<string, string>, until?: RegExp) {
+  const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let stdout = '';
+  let stderr = '';
+  child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const matched = new Promise<RegExpExecArray>((resolve, reject) => {
+    if (!until) return;
+    const check = () => {
+      const m = until.exec(stdout);
+      if (m) resolve(m);
+    };
+    child.stdout.on('data', check);
+    void exited.then((code) => reject(new Error(`exited ${code} before ${until}: ${stdout}${stderr}`)));
+  });
+  return { child, exited, matched, out: () => stdout, err: () => stderr };
+}
+
+const closedPort = () =>
+  new Promise<number>((resolve) => {
+    const srv = createServer().listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      srv.close(() => resolve(typeof addr === 'object' && addr ? addr.port : 1));
+    });
+  });
+
+const alive = (pid: number) => {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+};
+
+describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
+  let dir: string;
+  let authFile: string;
+  before(() => {
+    assert.ok(existsSync(CLI), 'build first: npm run build');
+    dir = mkdtempSync(join(tmpdir(), 'lectern-pg-cli-'));
+    authFile = join(dir, 'auth.json');
+    writeFileSync(authFile, JSON.stringify([{ username: 'u', hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: 'mailto:u@example.com' } }]));
+  });
+  after(() => rmSync(dir, { recursive: true, force: true }));
+
+  test('LECTERN_RUNSERVER_WORKERS=2: two worker processes serve one port and stop with the primary', async () => {
+    const url = await createDatabase();
+    const env = { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: url, LECTERN_AUTH_FILE: authFile, LECTERN_RUNSERVER_WORKERS: '2', LECTERN_POSTGRES_POOL_SIZE: '2' };
+    const srv = lectern(['runserver', '--port', '0'], env, /"url":"(http:[^"]+)","backend":"postgres","workers":2/);
+    let child: ChildProcess | undefined = srv.child;
+    try {
+      const base = (await srv.matched)[1];
+      const workers = new Set([...srv.out().matchAll(/"pid":(\d+),[^\n]*"msg":"Lectern LRS listening on http:\/\/[^" ]+"/g)].map((m) => Number(m[1])));
+      assert.equal(workers.size, 2, srv.out());
+      assert.ok(!workers.has(srv.child.pid!), 'the primary does not serve');
+      const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
+      const posted = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          fetch(`${base}/xAPI/statements`, {
+            method: 'POST',
+            headers,
+            body: JSON.stringify({ actor: { mbox: 'mailto:a@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/o' } }),
+          }),
+        ),
+      );
+      assert.deepEqual(new Set(posted.map((r) => r.status)), new Set([200]));
+      const [id] = (await posted[0].json()) as string[];
+      assert.equal((await fetch(`${base}/xAPI/statements?statementId=${id}`, { headers })).status, 200);
+      srv.child.kill('SIGTERM');
+      assert.equal(await srv.exited, 0, srv.err());
+      child = undefined;
+      for (const pid of workers) assert.ok(!alive(pid), `worker ${pid} outlived the primary`);
+    } finally {
+      child?.kill('SIGKILL');
+      await dropDatabase(url);
+    }
+  });
+
+  test('an unreachable PostgreSQL: retries with backoff, then exit code 2 and one line naming the server (password masked)', async () => {
+    const port = await closedPort();
+    const env = {
+      LECTERN_RUNSERVER_BACKEND: 'postgres',
+      LECTERN_POSTGRES_URL: `postgres://lectern:secret-pw@127.0.0.1:${port}/lrs`,
+      LECTERN_AUTH_FILE: authFile,
+      LECTERN_POSTGRES_CONNECT_RETRIES: '2',
+      LECTERN_POSTGRES_CONNECT_BACKOFF: '10',
+    };
+    for (const workers of ['1', '3']) {
+      const r = lectern(['runserver', '--port', '0'], { ...env, LECTERN_RUNSERVER_WORKERS: workers });
+      assert.equal(await r.exited, 2, `workers=${workers}`);
+      const lines = r.err().trim().split('\n');
+      assert.equal(lines.length, 1, r.err());
+      assert.match(lines[0], new RegExp(`cannot reach PostgreSQL at postgres://lectern:\\*\\*\\*@127\\.0\\.0\\.1:${port}/lrs.*ECONNREFUSED.*gave up after 3 attempts`));
+      assert.doesNotMatch(r.err() + r.out(), /secret-pw/);
+      assert.equal(r.out().match(/retrying in/g)?.length, 2, r.out());
+    }
+  });
+
+  test('more than one worker needs the postgres backend', async () => {
+    const r = lectern(['runserver', '--port', '0', '--workers', '2'], { LECTERN_SQLITE_PATH: join(dir, 'x.sqlite'), LECTERN_AUTH_FILE: authFile });
+    assert.equal(await r.exited, 2);
+    assert.match(r.err(), /LECTERN_RUNSERVER_WORKERS=2 needs the postgres backend/);
+    assert.equal(r.err().trim().split('\n').length, 1);
+  });
+});
