@@ -102,6 +102,22 @@ for (const backend of BACKENDS) {
       assert.equal((await getOne(fresh2)).status, 404, 'nothing from a rejected batch is stored');
     });
 
+    test('concurrent batches: a conflicting one fails alone, every other one is stored whole', async () => {
+      const taken = randomUUID();
+      assert.equal((await post([statement({ id: taken })])).status, 200);
+      const batches = Array.from({ length: 12 }, (_, i) =>
+        i === 5 ? [statement({ id: randomUUID() }), statement({ id: taken, result: { success: false } })] : [statement({ id: randomUUID() }), statement({ id: randomUUID() })],
+      );
+      const responses = await Promise.all(batches.map((b) => post(b)));
+      assert.deepEqual(responses.map((r) => r.status), batches.map((_, i) => (i === 5 ? 409 : 200)));
+      for (const [i, b] of batches.entries()) {
+        for (const s of b) {
+          if (s.id === taken) continue;
+          assert.equal((await getOne(String(s.id))).status, i === 5 ? 404 : 200, `batch ${i}`);
+        }
+      }
+    });
+
     test('a batch that repeats an id is a 400 and stores nothing', async () => {
       const id = randomUUID();
       const res = await post([statement({ id }), statement({ id })]);

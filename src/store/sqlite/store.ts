@@ -1,6 +1,6 @@
 /**
- * The SQLite backend on `node:sqlite` (no native addon): WAL mode, one write transaction per
- * request, versioned migrations. The driver is synchronous, so a transaction never interleaves
+ * The SQLite backend on `node:sqlite` (no native addon): WAL mode, group-committed statement
+ * writes, versioned migrations. The driver is synchronous, so a transaction never interleaves
  * with another request's in this process.
  */
 import { mkdirSync } from 'node:fs';
@@ -37,6 +37,13 @@ export class SqliteStore implements Store {
   readonly backend = 'sqlite';
   private readonly db: DatabaseSync;
   private readonly cache = new Map<string, StatementSync>();
+  private pending: {
+    tenant: string;
+    batch: PreparedStatement[];
+    attachments: AttachmentBlob[];
+    resolve: (o: InsertOutcome) => void;
+    reject: (e: unknown) => void;
+  }[] = [];
 
   constructor(opts: SqliteOptions) {
     const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
@@ -88,43 +95,77 @@ export class SqliteStore implements Store {
     if (this.db.isOpen) this.db.close();
   }
 
-  async insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
-    return this.tx(() => {
-      const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
-      // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
-      const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
-      const storedIso = new Date(storedMs).toISOString();
-      const byId = this.q('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?');
-      const voidingInBatch = new Set(batch.filter((p) => p.voids).map((p) => p.id));
-      let inserted = 0;
-      for (const p of batch) {
-        const existing = byId.get(tenant, p.id) as Row | undefined;
-        if (existing) {
-          if (!sameStatement(p.statement, JSON.parse(String(existing.full)) as Statement)) {
-            throw new LrsError('conflict', `a different statement with id ${p.id} is already stored`);
-          }
-          continue;
-        }
-        if (p.voids) {
-          const target = byId.get(tenant, p.voids) as Row | undefined;
-          if ((target && Number(target.is_voiding) === 1) || voidingInBatch.has(p.voids)) {
-            throw new LrsError('bad_request', `statement ${p.id} voids ${p.voids}, which is itself a voiding statement and cannot be voided`);
-          }
-        }
-        this.insertOne(tenant, p, storedMs, storedIso);
-        inserted++;
-      }
-      for (const a of attachments) {
-        this.q('INSERT OR IGNORE INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)').run(
-          tenant,
-          a.sha2,
-          a.contentType,
-          a.content.length,
-          a.content,
-        );
-      }
-      return { ids: batch.map((p) => p.id), inserted };
+  /**
+   * Group commit: batches that arrive while the event loop is busy are written in one
+   * transaction (one WAL sync for all of them), each inside its own SAVEPOINT so one request's
+   * conflict rolls back that request only. Every caller is answered after the COMMIT.
+   */
+  insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ tenant, batch, attachments, resolve, reject });
+      if (this.pending.length === 1) setImmediate(() => this.flush());
     });
+  }
+
+  private flush(): void {
+    const jobs = this.pending;
+    this.pending = [];
+    const outcomes: ({ ok: true; value: InsertOutcome } | { ok: false; error: unknown })[] = [];
+    try {
+      this.tx(() => {
+        const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
+        // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
+        const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
+        const storedIso = new Date(storedMs).toISOString();
+        for (const job of jobs) {
+          this.db.exec('SAVEPOINT request');
+          try {
+            outcomes.push({ ok: true, value: this.insertBatch(job.tenant, job.batch, job.attachments, storedMs, storedIso) });
+            this.db.exec('RELEASE request');
+          } catch (error) {
+            this.db.exec('ROLLBACK TO request; RELEASE request');
+            outcomes.push({ ok: false, error });
+          }
+        }
+      });
+    } catch (error) {
+      for (const job of jobs) job.reject(error);
+      return;
+    }
+    jobs.forEach((job, i) => {
+      const o = outcomes[i];
+      if (o.ok) job.resolve(o.value);
+      else job.reject(o.error);
+    });
+  }
+
+  private insertBatch(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[], storedMs: number, storedIso: string): InsertOutcome {
+    const byId = this.q('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?');
+    const voidingInBatch = new Set(batch.filter((p) => p.voids).map((p) => p.id));
+    const linked = new Set<string>();
+    let inserted = 0;
+    for (const p of batch) {
+      const existing = byId.get(tenant, p.id) as Row | undefined;
+      if (existing) {
+        if (!sameStatement(p.statement, JSON.parse(String(existing.full)) as Statement)) {
+          throw new LrsError('conflict', `a different statement with id ${p.id} is already stored`);
+        }
+        continue;
+      }
+      if (p.voids) {
+        const target = byId.get(tenant, p.voids) as Row | undefined;
+        if ((target && Number(target.is_voiding) === 1) || voidingInBatch.has(p.voids)) {
+          throw new LrsError('bad_request', `statement ${p.id} voids ${p.voids}, which is itself a voiding statement and cannot be voided`);
+        }
+      }
+      this.insertOne(tenant, p, storedMs, storedIso);
+      for (const h of p.attachmentHashes) linked.add(h);
+      inserted++;
+    }
+    // Only bytes a newly stored statement points to: a re-sent statement leaves no orphan.
+    const put = this.q('INSERT OR IGNORE INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)');
+    for (const a of attachments) if (linked.has(a.sha2)) put.run(tenant, a.sha2, a.contentType, a.content.length, a.content);
+    return { ids: batch.map((p) => p.id), inserted };
   }
 
   private insertOne(tenant: string, p: PreparedStatement, storedMs: number, storedIso: string): void {
