@@ -16,6 +16,7 @@
 import { createHash, randomBytes } from 'node:crypto';
 import { LrsError } from '../errors.ts';
 import type { Attachment, Statement } from '../xapi/types.ts';
+import { mediaTypeOf } from '../xapi/validate.ts';
 
 /** One body part: header names lower-cased, values trimmed; `body` is a view into the request buffer. */
 export interface MultipartPart {
@@ -108,12 +109,6 @@ export function parseContentType(value: string): { mediaType: string; params: Re
   return { mediaType, params };
 }
 
-/** The lower-cased `type/subtype` of a Content-Type value, parameters dropped. */
-export function mediaTypeOf(contentType: string | undefined): string {
-  if (contentType === undefined) return '';
-  const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
-}
 
 // ---------------------------------------------------------------------------------------------
 // Parsing

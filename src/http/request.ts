@@ -74,7 +74,6 @@ export function toXapiRequest(method: string, rawQuery: string, headers: Record<
 }
 
 /** The media type of a Content-Type value, lower-cased, without parameters. */
-export const mediaType = (ct: string | undefined): string => (ct ?? '').split(';')[0].trim().toLowerCase();
 
 export const json = (status: number, value: unknown, headers: Record<string, string> = {}): XapiResponse => ({
   status,

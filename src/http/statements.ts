@@ -6,10 +6,10 @@ import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/qu
 import { verifySignedStatement } from '../xapi/signature.ts';
 import { attachmentHashes, prepareBatch, statementAttachments } from '../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
-import { isUuid, validateStatements } from '../xapi/validate.ts';
+import { isUuid, mediaTypeOf, validateStatements } from '../xapi/validate.ts';
 import { errorResponse } from './errors.ts';
 import { type AttachmentPart, buildStatementsMultipart, extractStatementParts, matchAttachments } from './multipart.ts';
-import { json, mediaType, type XapiRequest, type XapiResponse } from './request.ts';
+import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface StatementDeps {
   store: Store;
@@ -40,7 +40,7 @@ interface Received {
  */
 function readBody(req: XapiRequest): Received {
   const contentType = req.headers['content-type'];
-  const ct = mediaType(contentType);
+  const ct = mediaTypeOf(contentType);
   if (ct === 'application/json') return { value: parseJsonBody(req.body), parts: new Map() };
   if (ct.startsWith('multipart/')) {
     const { json: first, attachments } = extractStatementParts(contentType!, req.body ?? Buffer.alloc(0));

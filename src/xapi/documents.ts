@@ -8,12 +8,12 @@ import { LrsError, ValidationFailed, type ValidationIssue } from '../errors.ts';
 import type { DocumentKey, DocumentKind, DocumentPrecondition, StoredDocument } from '../store/types.ts';
 import { ifiKey } from './agents.ts';
 import type { Actor } from './types.ts';
-import { isIri, isUuid, parseTimestamp, validateAgentParam } from './validate.ts';
+import { isIri, isUuid, mediaTypeOf, parseTimestamp, validateAgentParam } from './validate.ts';
 
 /** The quoted SHA-1 hex of the content. */
 export const etagOf = (content: Buffer): string => `"${createHash('sha1').update(content).digest('hex')}"`;
 
-export const isJsonType = (contentType: string): boolean => contentType.split(';')[0].trim().toLowerCase() === 'application/json';
+export const isJsonType = (contentType: string): boolean => mediaTypeOf(contentType) === 'application/json';
 
 function parseJsonObject(content: Buffer, what: string): Record<string, unknown> {
   let v: unknown;

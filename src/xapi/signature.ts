@@ -37,9 +37,8 @@
 import { X509Certificate, verify as cryptoVerify } from 'node:crypto';
 import { base64url, decodeProtectedHeader } from 'jose';
 import { LrsError } from '../errors.ts';
-import { mediaTypeOf } from '../http/multipart.ts';
 import { statementDifference } from './statement.ts';
-import { isUuid } from './validate.ts';
+import { isUuid, mediaTypeOf } from './validate.ts';
 import { SIGNATURE_USAGE_TYPE } from './types.ts';
 import type { Statement } from './types.ts';
 

@@ -1340,3 +1340,10 @@ export function validateAgentParam(value: unknown, loc: Loc, issues: ValidationI
   }
   return agentOrGroup(c, value, AS_PARAM) as Actor | undefined;
 }
+
+/** The lower-cased `type/subtype` of a Content-Type value, parameters dropped ('' when absent). */
+export function mediaTypeOf(contentType: string | undefined): string {
+  if (contentType === undefined) return '';
+  const semi = contentType.indexOf(';');
+  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
+}

@@ -7,11 +7,11 @@ import {
   buildStatementsMultipart,
   extractStatementParts,
   matchAttachments,
-  mediaTypeOf,
   parseContentType,
   parseMultipartMixed,
 } from '../../src/http/multipart.ts';
 import type { AttachmentPart } from '../../src/http/multipart.ts';
+import { mediaTypeOf } from '../../src/xapi/validate.ts';
 import type { Attachment, Statement } from '../../src/xapi/types.ts';
 
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
