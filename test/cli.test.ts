@@ -1,6 +1,7 @@
 /** The `lectern` command line, run as a user would: the built CLI under plain node. */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
+import { request } from 'node:http';
 import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -163,6 +164,29 @@ describe('lectern runserver', () => {
     try {
       const again = await fetch(`${url}/xAPI/statements?statementId=${id}`, { headers: auth });
       assert.equal(again.status, 200);
+      // SIGTERM while a request is in flight (its body half sent): it still completes and is stored.
+      const body = JSON.stringify({ actor: { mbox: 'mailto:late@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/late' } });
+      const { port } = new URL(url);
+      const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
+        const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/xAPI/statements', headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
+          let text = '';
+          res.on('data', (d: Buffer) => (text += d.toString()));
+          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+        });
+        req.on('error', reject);
+        req.write(body.slice(0, 20));
+        setTimeout(() => {
+          child.kill('SIGTERM');
+          setTimeout(() => req.end(body.slice(20)), 300);
+        }, 200);
+      });
+      const done = await answer;
+      assert.equal(done.status, 200, done.text);
+      const [lateId] = JSON.parse(done.text);
+      const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+      assert.equal(code, 0);
+      ({ child, url } = await start());
+      assert.equal((await fetch(`${url}/xAPI/statements?statementId=${lateId}`, { headers: auth })).status, 200);
     } finally {
       child.kill('SIGINT');
       await new Promise((r) => child.on('exit', r));
