@@ -12,7 +12,8 @@
  * comparison, ANALYZE, and EXPLAIN (ANALYZE, BUFFERS) of the page query of each filter, built by
  * src/store/sql.ts exactly as a request would build it. Deterministic data (seeded PRNG).
  */
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import pg from 'pg';
@@ -277,13 +278,43 @@ async function explain(pool: pg.Pool, tenant: string, c: Case): Promise<string> 
   return `### ${c.title}\n\n${c.why}\n\nRows returned: ${rows} (limit + 1 = ${q.limit + 1}).\n\n\`\`\`\n${pre}${plan}\n\`\`\`\n`;
 }
 
+/** The load, then the LRS's own write path on top of it; figures go to `out`. */
+async function loadAndMeasure(pool: pg.Pool, url: string, out: string[], version: string): Promise<void> {
+  const { seconds, rows } = await load(pool);
+  out.push(`# Load\n\nPostgreSQL ${version}; ${N.toLocaleString('en')} statements by COPY (indexes in place, ${CHUNK.toLocaleString('en')} per transaction): ` +
+    `${seconds.toFixed(1)} s, ${Math.round(N / seconds).toLocaleString('en')} statements/s ` +
+    `(${Object.entries(rows).map(([k, v]) => `${k}: ${v.toLocaleString('en')}`).join(', ')}).\n`);
+  const t0 = performance.now();
+  await pool.query('VACUUM ANALYZE');
+  out.push(`VACUUM ANALYZE: ${((performance.now() - t0) / 1000).toFixed(1)} s.\n`);
+  const sizes = await pool.query<{ name: string; size: string }>(
+    "SELECT relname AS name, pg_size_pretty(pg_total_relation_size(oid)) AS size FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace ORDER BY pg_total_relation_size(oid) DESC",
+  );
+  out.push(`Sizes (with indexes and TOAST): ${sizes.rows.map((r) => `${r.name} ${r.size}`).join(', ')}.\n`);
+  const storeRate = await viaStore(url, 50_000, 500, 4);
+  const storeSingle = await viaStore(url, 5_000, 1, 8);
+  out.push(
+    `The LRS's own write path (PostgresStore.insertStatements, into the loaded table, one tenant): ` +
+      `batches of 500 from 4 concurrent writers ${Math.round(storeRate).toLocaleString('en')} statements/s; ` +
+      `single statements from 8 concurrent writers ${Math.round(storeSingle).toLocaleString('en')} statements/s.\n`,
+  );
+
+}
+
 async function main(): Promise<void> {
   let cluster: PgCluster | undefined;
   let url = process.env.BENCH_POSTGRES_URL;
   if (!url) {
     cluster = await startCluster({
       durable: true,
-      settings: ['shared_buffers = 1GB', 'max_wal_size = 8GB', 'checkpoint_timeout = 30min', 'maintenance_work_mem = 512MB', 'work_mem = 16MB'],
+      settings: [
+        'shared_buffers = 1GB',
+        'max_wal_size = 8GB',
+        'checkpoint_timeout = 30min',
+        'maintenance_work_mem = 512MB',
+        'work_mem = 16MB',
+        ...(process.env.BENCH_PG_SETTINGS ?? '').split(';').filter(Boolean),
+      ],
     });
     url = cluster.url.replace(/\/postgres$/, '/lectern_bench');
   }
@@ -295,24 +326,8 @@ async function main(): Promise<void> {
     const pool = new pg.Pool({ connectionString: url, max: 4 });
     const out: string[] = [];
     const version = (await pool.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
-    const { seconds, rows } = await load(pool);
-    out.push(`# Load\n\nPostgreSQL ${version}; ${N.toLocaleString('en')} statements by COPY (indexes in place, ${CHUNK.toLocaleString('en')} per transaction): ` +
-      `${seconds.toFixed(1)} s, ${Math.round(N / seconds).toLocaleString('en')} statements/s ` +
-      `(${Object.entries(rows).map(([k, v]) => `${k}: ${v.toLocaleString('en')}`).join(', ')}).\n`);
-    const t0 = performance.now();
-    await pool.query('VACUUM ANALYZE');
-    out.push(`VACUUM ANALYZE: ${((performance.now() - t0) / 1000).toFixed(1)} s.\n`);
-    const sizes = await pool.query<{ name: string; size: string }>(
-      "SELECT relname AS name, pg_size_pretty(pg_total_relation_size(oid)) AS size FROM pg_class WHERE relkind = 'r' AND relnamespace = 'public'::regnamespace ORDER BY pg_total_relation_size(oid) DESC",
-    );
-    out.push(`Sizes (with indexes and TOAST): ${sizes.rows.map((r) => `${r.name} ${r.size}`).join(', ')}.\n`);
-    const storeRate = await viaStore(url, 50_000, 500, 4);
-    const storeSingle = await viaStore(url, 5_000, 1, 8);
-    out.push(
-      `The LRS's own write path (PostgresStore.insertStatements, into the loaded table, one tenant): ` +
-        `batches of 500 from 4 concurrent writers ${Math.round(storeRate).toLocaleString('en')} statements/s; ` +
-        `single statements from 8 concurrent writers ${Math.round(storeSingle).toLocaleString('en')} statements/s.\n`,
-    );
+    // BENCH_PLANS_ONLY=1 with BENCH_POSTGRES_URL: plans of an already loaded database.
+    if (!(process.env.BENCH_PLANS_ONLY === '1' && process.env.BENCH_POSTGRES_URL)) await loadAndMeasure(pool, url, out, version);
 
     // Parameters for the plans: real values from the data.
     const one = async (sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows[0] as Record<string, string>;
@@ -363,6 +378,8 @@ async function main(): Promise<void> {
     process.stderr.write(`wrote ${OUT}\n`);
     await pool.end();
   } finally {
+    // The server log (e.g. with BENCH_PG_SETTINGS='log_min_duration_statement = 5') outlives the cluster.
+    if (cluster && process.env.BENCH_SERVER_LOG) copyFileSync(join(cluster.dir, 'server.log'), process.env.BENCH_SERVER_LOG);
     cluster?.destroy();
   }
 }

@@ -98,21 +98,51 @@ function directMatches(tenant: string, q: StatementQuery, w: SeqWindow, p: Param
 }
 
 /**
- * Seqs of statements that target a matching statement through a StatementRef, recursively
- * (xAPI-Communication 2.1.3.s3): time bounds and `mine` apply to the targeting statement, the
- * other filters to the targeted one, which may itself be voided.
+ * StatementRef targeting (xAPI-Communication 2.1.3.s3): statements whose StatementRef points,
+ * directly or through other StatementRefs, at a statement matching the filter are results too.
+ * Time bounds, `mine` and "not voided" apply to the targeting statement; the other filters apply
+ * to the targeted one, which may itself be voided. Two ways to find them, both index-driven, of
+ * which the query runs one:
+ *
+ * - forward, from the StatementRef statements in the window through their chains to the
+ *   statements they target, bounded by the direct matches (`da`): when these already fill the
+ *   page, a StatementRef older (newer, ascending) than the last of them cannot make it into the
+ *   page, so only the refs between the page edge and that seq are walked. Used when the direct
+ *   matches fill the page and at most FORWARD_TARGETING_MAX StatementRefs lie within it, or when
+ *   the filter matches more than REVERSE_TARGETING_MAX statements;
+ * - backward, from the matching statements (`mt`, voided ones included, any time) to the
+ *   statements referring to them (`statements_ref` index), and on to those referring to these:
+ *   cheap because the filter matches few statements. Used otherwise.
+ *
+ * Either walk alone gives the right answer; the choice is only about cost.
  */
-function targetingMatches(tenant: string, q: StatementQuery, w: SeqWindow, p: Params, order: string): string {
-  const seed = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', 'r.voided = 0', ...windowConds('r', w, p)];
-  if (q.filter.authority !== undefined) seed.push(`r.authority_key = ${p.add(q.filter.authority)}`);
-  const cte =
-    `WITH RECURSIVE chain(seq, target) AS (SELECT r.seq, r.ref_id FROM statements r WHERE ${seed.join(' AND ')} ` +
-    `UNION SELECT c.seq, t.ref_id FROM chain c JOIN statements t ON t.tenant = ${p.add(tenant)} AND t.id = c.target ` +
-    `WHERE t.ref_id IS NOT NULL) `;
-  const join = `SELECT DISTINCT c.seq FROM chain c JOIN statements t ON t.tenant = ${p.add(tenant)} AND t.id = c.target `;
-  const where = `WHERE ${matchConds('t', q.filter, p).join(' AND ')} `;
-  // Placeholders are added in textual order: SQLite's `?` are positional.
-  return `${cte}${join}${where}ORDER BY c.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
+const REVERSE_TARGETING_MAX = 500;
+/** Above this many StatementRefs within a full page's span, walking back (if possible) is cheaper. */
+const FORWARD_TARGETING_MAX = 1000;
+
+/** Ids of statements matching the filter's conditions (voided too, any time), at most `cap`. */
+function allMatchIds(tenant: string, f: StatementFilter, p: Params, cap: number): string {
+  if (f.agent !== undefined) {
+    const head = [`m.tenant = ${p.add(tenant)}`, `m.agent_key = ${p.add(f.agent)}`];
+    if (!f.relatedAgents) head.push('m.direct = 1');
+    const conds = [...head, ...matchConds('t', f, p, 'agent')];
+    return `SELECT t.id FROM statement_agents m JOIN statements t ON t.seq = m.seq WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
+  }
+  if (f.activity !== undefined) {
+    const head = [`m.tenant = ${p.add(tenant)}`, `m.activity_id = ${p.add(f.activity)}`];
+    if (!f.relatedActivities) head.push('m.direct = 1');
+    const conds = [...head, ...matchConds('t', f, p, 'activity')];
+    return `SELECT t.id FROM statement_activities m JOIN statements t ON t.seq = m.seq WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
+  }
+  const conds = [`t.tenant = ${p.add(tenant)}`, ...matchConds('t', f, p)];
+  return `SELECT t.id FROM statements t WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
+}
+
+/** Conditions on a targeting statement `alias`: not voided, in the window, `mine`. */
+function targetingConds(alias: string, q: StatementQuery, w: SeqWindow, p: Params): string[] {
+  const c = [`${alias}.voided = 0`, ...windowConds(alias, w, p)];
+  if (q.filter.authority !== undefined) c.push(`${alias}.authority_key = ${p.add(q.filter.authority)}`);
+  return c;
 }
 
 /**
@@ -122,14 +152,50 @@ function targetingMatches(tenant: string, q: StatementQuery, w: SeqWindow, p: Pa
 export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow, ph: Placeholder): { sql: string; params: unknown[] } {
   const p = new Params(ph);
   const order = q.ascending ? 'ASC' : 'DESC';
-  let seqs: string;
-  if (hasTargetableFilter(q.filter)) {
-    const a = directMatches(tenant, q, w, p, order);
-    const b = targetingMatches(tenant, q, w, p, order);
-    seqs = `SELECT seq FROM (${a}) da UNION SELECT seq FROM (${b}) tb`;
-  } else {
-    seqs = directMatches(tenant, q, w, p, order);
+  if (!hasTargetableFilter(q.filter)) {
+    const seqs = directMatches(tenant, q, w, p, order);
+    const sql = `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN (${seqs}) ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
+    return { sql, params: p.values };
   }
-  const sql = `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN (${seqs}) ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
+  // Placeholders are added in textual order: SQLite's `?` are positional.
+  const da = directMatches(tenant, q, w, p, order);
+  const mt = allMatchIds(tenant, q.filter, p, REVERSE_TARGETING_MAX + 1);
+  const rev =
+    `SELECT r.seq, r.id FROM mt JOIN statements r ON r.tenant = ${p.add(tenant)} AND r.ref_id = mt.id ` +
+    `UNION SELECT r.seq, r.id FROM rev JOIN statements r ON r.tenant = ${p.add(tenant)} AND r.ref_id = rev.id`;
+  // No StatementRef beyond the last direct match of a full page can enter the page.
+  const bound = () =>
+    q.ascending
+      ? `r.seq <= (SELECT CASE WHEN count(*) > ${p.add(q.limit)} THEN max(seq) ELSE 9223372036854775807 END FROM da)`
+      : `r.seq >= (SELECT CASE WHEN count(*) > ${p.add(q.limit)} THEN min(seq) ELSE -1 END FROM da)`;
+  // The StatementRefs the forward walk would start from, counted up to FORWARD_TARGETING_MAX + 1.
+  const rsConds = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...windowConds('r', w, p)];
+  rsConds.push(bound());
+  const rs = `SELECT 1 FROM statements r WHERE ${rsConds.join(' AND ')} LIMIT ${p.add(FORWARD_TARGETING_MAX + 1)}`;
+  const seed = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...targetingConds('r', q, w, p)];
+  seed.push(bound());
+  // Each step follows one StatementRef by a correlated lookup (one index probe per chain, which
+  // no planner turns into a scan of every StatementRef); a chain ends with a NULL target.
+  const chain =
+    `SELECT r.seq, r.ref_id FROM statements r WHERE ${seed.join(' AND ')} ` +
+    `UNION SELECT c.seq, (SELECT t.ref_id FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target) FROM chain c WHERE c.target IS NOT NULL`;
+  // Forward when the page is full and few StatementRefs lie within it, or when the filter matches
+  // too many statements to walk back from; backward otherwise. Evaluated left to right and lazily
+  // (PostgreSQL), so `rs` and `mt` are only computed when the decision needs them.
+  const goForward = () =>
+    `(((SELECT count(*) FROM da) > ${p.add(q.limit)} AND (SELECT count(*) FROM rs) <= ${p.add(FORWARD_TARGETING_MAX)}) ` +
+    `OR (SELECT count(*) FROM mt) > ${p.add(REVERSE_TARGETING_MAX)})`;
+  const backward = `SELECT v.seq FROM rev v JOIN statements r ON r.seq = v.seq WHERE ${targetingConds('r', q, w, p).join(' AND ')} AND NOT ${goForward()}`;
+  // The target is checked by a correlated probe per chain (by id), never by joining every
+  // statement the filter matches.
+  const forward =
+    `SELECT DISTINCT c.seq FROM chain c WHERE (SELECT count(*) FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target ` +
+    `AND ${matchConds('t', q.filter, p).join(' AND ')}) > 0 AND ${goForward()} ` +
+    `ORDER BY c.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
+  const sql =
+    `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rev(seq, id) AS (${rev}), rs AS (${rs}), chain(seq, target) AS (${chain}) ` +
+    `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN ` +
+    `(SELECT seq FROM da UNION SELECT seq FROM (${backward}) tb UNION SELECT seq FROM (${forward}) tf) ` +
+    `ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   return { sql, params: p.values };
 }

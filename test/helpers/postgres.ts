@@ -49,8 +49,17 @@ function clusterUser(): { name: string; uid: number; gid: number } | undefined {
   throw new Error('running as root, and neither a postgres nor a nobody user exists to own the test cluster');
 }
 
+/** runuser lives in /usr/sbin, which a root PATH may lack; su is the fallback. */
+function asUser(user: string, argv: string[]): [string, string[]] {
+  const dirs = [...(process.env.PATH ?? '').split(delimiter), '/usr/sbin', '/sbin', '/usr/bin', '/bin'];
+  const runuser = dirs.map((d) => join(d, 'runuser')).find((f) => existsSync(f));
+  if (runuser) return [runuser, ['-u', user, '--', ...argv]];
+  const quoted = argv.map((a) => `'${a.replaceAll("'", "'\\''")}'`).join(' ');
+  return ['su', ['-s', '/bin/sh', user, '-c', quoted]];
+}
+
 function command(bin: string, tool: string, args: string[], user: ReturnType<typeof clusterUser>): [string, string[]] {
-  return user ? ['runuser', ['-u', user.name, '--', join(bin, tool), ...args]] : [join(bin, tool), args];
+  return user ? asUser(user.name, [join(bin, tool), ...args]) : [join(bin, tool), args];
 }
 
 async function freePort(): Promise<number> {

@@ -42,7 +42,8 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
   /** Every statement row has its index rows, and no index row exists twice. */
   async function assertIndexesWhole() {
     const orphans = await db.query(
-      "SELECT count(*)::int AS n FROM statements s WHERE NOT EXISTS (SELECT 1 FROM statement_agents x WHERE x.seq = s.seq) OR NOT EXISTS (SELECT 1 FROM statement_activities x WHERE x.seq = s.seq AND s.verb <> 'http://adlnet.gov/expapi/verbs/voided')",
+      'SELECT count(*)::int AS n FROM statements s WHERE NOT EXISTS (SELECT 1 FROM statement_agents x WHERE x.seq = s.seq) ' +
+        "OR (s.ref_id IS NULL AND NOT EXISTS (SELECT 1 FROM statement_activities x WHERE x.seq = s.seq))",
     );
     assert.equal(orphans.rows[0].n, 0, 'statements without their index rows');
     const dups = await db.query('SELECT count(*)::int AS n FROM (SELECT seq, agent_key FROM statement_agents GROUP BY 1, 2 HAVING count(*) > 1) d');
@@ -241,6 +242,50 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
       await db.query('SELECT pg_advisory_unlock_all()');
       await db.query('DROP TRIGGER IF EXISTS park_slow ON statements');
     }
+  });
+
+  test('a burst of requests to one server (written in shared transactions) keeps each request all-or-nothing', async () => {
+    const stored = randomUUID();
+    assert.equal((await put(a, stored, statement({ verb: VERB_A }))).status, 204);
+    const voided = randomUUID();
+    const voiding = randomUUID();
+    assert.equal((await put(a, voided, statement())).status, 204);
+    assert.equal((await put(a, voiding, statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id: voided } }))).status, 204);
+    const fresh = () => statement({ id: randomUUID() });
+    type Case = { body: Record<string, unknown>[]; expect: number[] };
+    const cases: Case[] = [];
+    for (let i = 0; i < 10; i++) cases.push({ body: [fresh(), fresh(), fresh()], expect: [200] });
+    // A stored id with other content: 409, and the request's other statements are not stored.
+    for (let i = 0; i < 5; i++) cases.push({ body: [fresh(), statement({ id: stored, verb: VERB_B }), fresh()], expect: [409] });
+    // Voiding a voiding statement: 400.
+    for (let i = 0; i < 3; i++) {
+      cases.push({ body: [fresh(), statement({ id: randomUUID(), verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id: voiding } })], expect: [400] });
+    }
+    // Two requests of the burst sharing an id: same content both 200, different content one 409.
+    const shared = randomUUID();
+    cases.push({ body: [statement({ id: shared }), fresh()], expect: [200] }, { body: [fresh(), statement({ id: shared })], expect: [200] });
+    const contested = randomUUID();
+    cases.push({ body: [statement({ id: contested, verb: VERB_A }), fresh()], expect: [200, 409] }, { body: [fresh(), statement({ id: contested, verb: VERB_B })], expect: [200, 409] });
+    // A voiding statement and its target in two requests of the burst.
+    const target = randomUUID();
+    cases.push(
+      { body: [statement({ id: target })], expect: [200] },
+      { body: [statement({ id: randomUUID(), verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id: target } })], expect: [200] },
+    );
+    const responses = await Promise.all(cases.map((c) => post(a, c.body)));
+    const statuses = responses.map((r) => r.status);
+    cases.forEach((c, i) => assert.ok(c.expect.includes(statuses[i]), `request ${i}: ${statuses[i]}, expected ${c.expect.join(' or ')}`));
+    const contestedStatuses = statuses.slice(-4, -2).sort();
+    assert.deepEqual(contestedStatuses, [200, 409]);
+    for (const [i, c] of cases.entries()) {
+      const ids = c.body.map((x) => x.id as string).filter((id) => id !== stored && id !== shared && id !== contested);
+      const rows = await rowsFor(ids);
+      assert.equal(rows.length, statuses[i] === 200 ? ids.length : 0, `request ${i} (${statuses[i]}) stored ${rows.length} of ${ids.length}`);
+    }
+    assert.equal((await rowsFor([shared])).length, 1);
+    assert.equal((await a.fetch(`/xAPI/statements?statementId=${target}`)).status, 404, 'voided within the burst');
+    assert.equal((await a.fetch(`/xAPI/statements?voidedStatementId=${target}`)).status, 200);
+    await assertIndexesWhole();
   });
 
   test('stored never goes backwards in seq order, whichever server stored the statement', async () => {

@@ -21,7 +21,7 @@ const NET_CODES = new Set(['ECONNREFUSED', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', '
 const SQLSTATE_UNAVAILABLE = /^(08...|57P0[1-4]|53300|57014|25006)$/;
 
 /** pg's own messages for a client whose socket died or that could not get a connection in time. */
-const PG_MESSAGES = /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|Connection terminated due to connection timeout|connection is not queryable|Query read timeout/i;
+const PG_MESSAGES = /Connection terminated|Client has encountered a connection error|timeout exceeded when trying to connect|is not queryable|Query read timeout/i;
 
 export function isUnavailable(err: unknown): boolean {
   if (typeof err !== 'object' || err === null) return false;

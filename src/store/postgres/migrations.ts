@@ -92,4 +92,18 @@ CREATE TABLE documents (
 );
 `,
   },
+  {
+    version: 2,
+    name: 'no planner statistics on tenant',
+    // With statistics, a tenant created since the last ANALYZE is estimated at one row, so every
+    // tenant-leading index looks as good as the one a query needs (an insert's id lookup walked a
+    // whole tenant through statements_authority). Without them every tenant is estimated alike.
+    // (Statistics gathered before this runs stay until a superuser deletes them from pg_statistic.)
+    sql: `
+ALTER TABLE statements ALTER COLUMN tenant SET STATISTICS 0;
+ALTER TABLE statement_agents ALTER COLUMN tenant SET STATISTICS 0;
+ALTER TABLE statement_activities ALTER COLUMN tenant SET STATISTICS 0;
+ALTER TABLE activities ALTER COLUMN tenant SET STATISTICS 0;
+`,
+  },
 ];

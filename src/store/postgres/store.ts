@@ -1,6 +1,7 @@
 /**
  * The PostgreSQL backend on `pg`: a connection pool per process, versioned migrations under an
- * advisory lock (many processes may start at once), one transaction per request.
+ * advisory lock (many processes may start at once), one transaction per write request (statement
+ * requests of one tenant arriving together share one, each still all-or-nothing).
  *
  * Ordering across processes: every statement insert takes its tenant's transaction-level advisory
  * lock before it assigns `seq` and `stored`, so within a tenant seq order is commit order and
@@ -220,6 +221,9 @@ export class PostgresStore implements Store {
       }),
       keepAlive: true,
       application_name: 'lectern',
+      // Plan every execution for its parameters: one tenant may hold most rows and another a few,
+      // and a generic plan picked for "any tenant" can walk the whole table for a small one.
+      options: '-c plan_cache_mode=force_custom_plan',
       types,
     });
     // An idle connection that dies (server restart, fail-over) is dropped by the pool; the next
@@ -263,8 +267,11 @@ export class PostgresStore implements Store {
           await c.query('COMMIT');
           return out;
         } catch (err) {
+          // A connection that failed, or that reached a server unable to take writes (a demoted
+          // primary after a fail-over), is not given back to the pool: the next one is fresh.
+          if (isUnavailable(err)) broken ??= err as Error;
           await c.query('ROLLBACK').catch((e: Error) => {
-            broken = e; // the connection itself failed: do not give it back to the pool
+            broken ??= e;
           });
           if (!broken && attempt < 3 && isRetryable(err)) continue;
           throw err;
@@ -356,7 +363,7 @@ export class PostgresStore implements Store {
           await c.query('ROLLBACK');
           throw new Error(`PostgreSQL migration ${m.version} (${m.name}) failed: ${describe(err)}`);
         }
-        this.opts.logger?.info({ version: m.version, name: m.name }, 'applied PostgreSQL migration');
+        this.opts.logger?.info({ version: m.version, migration: m.name }, 'applied PostgreSQL migration');
       }
     } catch (err) {
       broken = err as Error;
@@ -446,7 +453,7 @@ export class PostgresStore implements Store {
       name: 'insert_read',
       text:
         // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
-        `SELECT greatest(${NOW_MS}, coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY seq DESC LIMIT 1), 0)) AS stored_ms, ` +
+        `SELECT greatest(${NOW_MS}, coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1), 0)) AS stored_ms, ` +
         `ARRAY(SELECT nextval('statements_seq') FROM generate_series(1, $2::int)) AS seqs, ` +
         // A voiding statement that arrived before its target voids it on arrival.
         'ARRAY(SELECT ref_id::text FROM statements WHERE tenant = $1 AND ref_id = ANY($3::uuid[]) AND is_voiding = 1) AS voided_earlier, ' +
@@ -459,6 +466,7 @@ export class PostgresStore implements Store {
     const storedIso = new Date(storedMs).toISOString();
     const known = new Map((JSON.parse(head.known ?? '[]') as [string, number, Statement][]).map(([id, isVoiding, full]) => [id, { isVoiding, full }]));
     const fresh: PreparedStatement[] = [];
+    const attachments: AttachmentBlob[] = [];
     const results = group.map((job): InsertOutcome | LrsError => {
       const voidingInBatch = new Set(job.batch.filter((p) => p.voids).map((p) => p.id));
       const mine: PreparedStatement[] = [];
@@ -479,9 +487,11 @@ export class PostgresStore implements Store {
       // Accepted: later requests of the group see these as stored.
       for (const p of mine) known.set(p.id, { isVoiding: p.voids ? 1 : 0, full: stamp(p, storedIso) });
       fresh.push(...mine);
+      // Only bytes a newly stored statement points to: a re-sent statement leaves no orphan.
+      const linked = new Set(mine.flatMap((p) => p.attachmentHashes));
+      attachments.push(...job.attachments.filter((a) => linked.has(a.sha2)));
       return { ids: job.batch.map((p) => p.id), inserted: mine.length };
     });
-    const attachments = group.flatMap((job, i) => (results[i] instanceof LrsError ? [] : job.attachments));
     if (fresh.length || attachments.length) {
       const seqs = head.seqs.map(BigInt).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).map(String);
       const kept = new Map((JSON.parse(head.definitions ?? '[]') as [string, ActivityDefinition][]).map(([id, d]) => [id, d]));

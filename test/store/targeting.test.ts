@@ -1,0 +1,151 @@
+/**
+ * StatementRef targeting in the shared query (src/store/sql.ts) on every backend, at the store
+ * level: the backward walk (a filter matching few statements) and the forward walk (more than
+ * 500 matches, bounded by the page), with time windows and `mine`, which SQLite binds by
+ * position (a misplaced parameter would silently match nothing).
+ */
+import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { PostgresStore } from '../../src/store/postgres/store.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
+import type { Store } from '../../src/store/types.ts';
+import { actorKeys } from '../../src/xapi/agents.ts';
+import type { StatementQuery } from '../../src/xapi/query.ts';
+import { prepareBatch } from '../../src/xapi/statement.ts';
+import type { Actor, Statement } from '../../src/xapi/types.ts';
+import { createDatabase, dropDatabase, postgresSkipped } from '../helpers/postgres.ts';
+
+const ADMIN: Actor = { objectType: 'Agent', mbox: 'mailto:admin@example.com' };
+const MINE: Actor = { objectType: 'Agent', mbox: 'mailto:mine@example.com' };
+const A: Actor = { objectType: 'Agent', mbox: 'mailto:a@example.com' };
+const B: Actor = { objectType: 'Agent', mbox: 'mailto:b@example.com' };
+const C: Actor = { objectType: 'Agent', mbox: 'mailto:c@example.com' };
+const key = (a: Actor) => actorKeys(a)[0];
+const VERB = { id: 'http://example.com/verbs/did' };
+const VOIDED = { id: 'http://adlnet.gov/expapi/verbs/voided' };
+
+const made = (actor: Actor, object: Record<string, unknown> = { id: 'http://example.com/o' }, verb = VERB): Statement =>
+  ({ id: randomUUID(), actor, verb, object }) as Statement;
+const ref = (id: string) => ({ objectType: 'StatementRef', id });
+const pause = () => new Promise((r) => setTimeout(r, 3)); // distinct stored milliseconds
+
+interface Backend {
+  name: string;
+  open(): Promise<{ store: Store; dispose(): Promise<void> }>;
+}
+
+const backends: Backend[] = [
+  {
+    name: 'sqlite',
+    async open() {
+      const dir = mkdtempSync(join(tmpdir(), 'lectern-targeting-'));
+      const store = new SqliteStore({ path: join(dir, 'x.sqlite'), synchronous: 'NORMAL' });
+      await store.migrate();
+      return { store, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
+    },
+  },
+];
+if (!postgresSkipped()) {
+  backends.push({
+    name: 'postgres',
+    async open() {
+      const url = await createDatabase();
+      const store = new PostgresStore({ url, poolSize: 2, statementTimeoutMs: 0, connectTimeoutMs: 5000, connectRetries: 0, connectBackoffMs: 0 });
+      await store.waitForServer();
+      await store.migrate();
+      return { store, dispose: () => dropDatabase(url) };
+    },
+  });
+}
+
+for (const backend of backends) {
+  describe(`StatementRef targeting [${backend.name}]`, () => {
+    let store: Store;
+    let dispose: () => Promise<void>;
+    const s: Record<string, Statement> = {};
+    const as: Statement[] = [];
+    const put = async (authority: Actor, ...statements: Statement[]) => {
+      await store.insertStatements('', prepareBatch(statements, authority), []);
+      await pause();
+    };
+    const stored = async (st: Statement) => (await store.getStatement('', st.id!, false))!.storedMs;
+
+    before(async () => {
+      ({ store, dispose } = await backend.open());
+      for (let i = 0; i < 600; i++) as.push(made(A));
+      await put(ADMIN, ...as); // more than 500 matches: the forward walk
+      s.b1 = made(B);
+      s.b2 = made(B);
+      await put(ADMIN, s.b1, s.b2);
+      s.r1 = made(C, ref(s.b1.id!));
+      await put(ADMIN, s.r1);
+      s.r2 = made(C, ref(s.r1.id!)); // through r1
+      await put(ADMIN, s.r2);
+      s.v1 = made(ADMIN, ref(s.b2.id!), VOIDED); // voids b2, which still matches as a target
+      await put(ADMIN, s.v1);
+      s.m1 = made(C, ref(s.b1.id!));
+      await put(MINE, s.m1);
+      s.r3 = made(C, ref(as[0].id!)); // targets the oldest of A's statements
+      await put(ADMIN, s.r3);
+    });
+    after(async () => {
+      await store?.close();
+      await dispose?.();
+    });
+
+    const page = async (q: Partial<Omit<StatementQuery, 'filter'>> & { filter: Partial<StatementQuery['filter']> }) => {
+      const query: StatementQuery = {
+        limit: 100,
+        ascending: false,
+        format: 'exact',
+        attachments: false,
+        ...q,
+        filter: { relatedAgents: false, relatedActivities: false, ...q.filter },
+      };
+      const r = await store.queryStatements('', query);
+      return { ids: r.rows.map((row) => (JSON.parse(row.json) as Statement).id), next: r.next };
+    };
+    const all = async (q: Parameters<typeof page>[0]) => {
+      const ids: string[] = [];
+      let after: string | undefined;
+      for (;;) {
+        const r = await page({ ...q, after });
+        ids.push(...(r.ids as string[]));
+        if (!r.next) return ids;
+        after = r.next;
+      }
+    };
+
+    test('a rarely matched agent (backward walk): targeting statements, recursively, voided targets too', async () => {
+      assert.deepEqual((await page({ filter: { agent: key(B) } })).ids, [s.m1, s.v1, s.r2, s.r1, s.b1].map((x) => x.id));
+    });
+
+    test('mine and since apply to the targeting statement', async () => {
+      assert.deepEqual((await page({ filter: { agent: key(B), authority: key(MINE) } })).ids, [s.m1.id]);
+      assert.deepEqual((await page({ filter: { agent: key(B) }, since: await stored(s.r1) })).ids, [s.m1, s.v1, s.r2].map((x) => x.id));
+      assert.deepEqual((await page({ filter: { agent: key(B) }, since: await stored(s.b1), until: await stored(s.r2), ascending: true })).ids, [s.r1, s.r2].map((x) => x.id));
+    });
+
+    test('a broadly matched agent (forward walk): a new StatementRef to an old match leads the first page', async () => {
+      const first = await page({ filter: { agent: key(A) }, limit: 10 });
+      assert.deepEqual(first.ids, [s.r3.id, ...as.slice(-9).reverse().map((x) => x.id)]);
+      const everything = await all({ filter: { agent: key(A) }, limit: 70 });
+      assert.equal(everything.length, 601);
+      assert.equal(new Set(everything).size, 601);
+      const ascending = await all({ filter: { agent: key(A) }, limit: 70, ascending: true });
+      assert.deepEqual(ascending, [...everything].reverse());
+    });
+
+    test('a broadly matched agent with until before the StatementRef, or mine: no targeting statement', async () => {
+      const until = await page({ filter: { agent: key(A) }, limit: 5, until: await stored(as[599]) });
+      assert.deepEqual(until.ids, as.slice(-5).reverse().map((x) => x.id));
+      assert.deepEqual((await page({ filter: { agent: key(A), authority: key(MINE) } })).ids, []);
+      const since = await page({ filter: { agent: key(A) }, since: await stored(s.m1) });
+      assert.deepEqual(since.ids, [s.r3.id]);
+    });
+  });
+}
