@@ -504,9 +504,7 @@ for (const backend of BACKENDS) {
       const put = (p: Params, body: unknown) => t.fetch(url(p), { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
       // Store contract: listDocumentIds/deleteDocuments with registration '' match every registration.
-      // The PostgreSQL store still matches '' exactly; this marks it until it follows the contract.
-      const pending = backend.name === 'postgres' ? 'postgres store: registration "" must match every registration' : undefined;
-      test('registration scopes documents; without it, list and delete-all cover every registration', { todo: pending }, async () => {
+      test('registration scopes documents; without it, list and delete-all cover every registration', async () => {
         const scope = { activityId: newActivity(), agent: JSON.stringify(newAgent()) };
         const r1 = randomUUID();
         const r2 = randomUUID();
