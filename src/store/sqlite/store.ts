@@ -187,11 +187,14 @@ export class SqliteStore implements Store {
     if (p.voids) this.q('UPDATE statements SET voided = 1 WHERE tenant = ? AND id = ? AND is_voiding = 0').run(tenant, p.voids);
     for (const d of p.definitions) {
       const kept = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenant, d.id) as Row | undefined;
-      const merged = mergeDefinition(kept ? (JSON.parse(String(kept.definition)) as ActivityDefinition) : undefined, d.definition);
+      const keptText = kept ? String(kept.definition) : undefined;
+      const merged = JSON.stringify(mergeDefinition(keptText ? (JSON.parse(keptText) as ActivityDefinition) : undefined, d.definition));
+      // Most statements repeat a definition the LRS already has: skip the write then.
+      if (merged === keptText) continue;
       this.q('INSERT INTO activities (tenant, id, definition) VALUES (?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition').run(
         tenant,
         d.id,
-        JSON.stringify(merged),
+        merged,
       );
     }
   }
