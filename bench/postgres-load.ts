@@ -25,6 +25,7 @@ import type { StatementFilter, StatementQuery } from '../src/xapi/query.ts';
 import { type PreparedStatement, prepareStatement, stamp } from '../src/xapi/statement.ts';
 import type { Actor, Statement } from '../src/xapi/types.ts';
 import { startCluster, type PgCluster } from '../test/helpers/postgres.ts';
+import { questionActivity, SCORED_RESULT } from './fixtures.ts';
 
 const N = Number(process.env.BENCH_STATEMENTS ?? 1_000_000);
 const CHUNK = 50_000;
@@ -113,22 +114,8 @@ function makeStatement(i: number, ids: string[], tenants: string[], voidAt: Map<
       id,
       actor: learner(l),
       verb: { id: v, display: { 'en-US': v.slice(v.lastIndexOf('/') + 1) } },
-      object: {
-        objectType: 'Activity',
-        id: question(c, q),
-        definition: {
-          name: { 'en-US': `Question ${q} of course ${c}` },
-          description: { 'en-US': 'Which of the following is a learning record store?' },
-          type: 'http://adlnet.gov/expapi/activities/cmi.interaction',
-          interactionType: 'choice',
-          correctResponsesPattern: ['lrs'],
-          choices: [
-            { id: 'lrs', description: { 'en-US': 'An LRS' } },
-            { id: 'lms', description: { 'en-US': 'An LMS' } },
-          ],
-        },
-      },
-      result: { score: { scaled: 0.8, raw: 8, min: 0, max: 10 }, success: true, completion: true, response: 'lrs', duration: 'PT12.5S' },
+      object: questionActivity(question(c, q), `Question ${q} of course ${c}`),
+      result: SCORED_RESULT,
       context: {
         registration: keyedUuid(l * COURSES + c),
         ...(rand() < 0.1 && { instructor: { objectType: 'Agent', name: 'Teacher', mbox: `mailto:teacher${pick(200)}@example.com` } }),
@@ -336,7 +323,7 @@ async function main(): Promise<void> {
     const targeted = await one(
       "SELECT a.agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.seq = t.seq AND a.direct = 1 WHERE r.tenant = '' AND r.verb = 'http://example.com/verbs/commented' AND a.agent_key LIKE 'mbox:mailto:learner1%' ORDER BY r.seq DESC LIMIT 1",
     );
-    const reg = await one("SELECT registration::text AS r FROM statements WHERE tenant = '' AND registration IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET 5000");
+    const reg = await one("SELECT registration::text AS r FROM statements WHERE tenant = '' AND registration IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET $1", [Math.min(5000, Math.floor(N / 2))]);
     const mid = await one("SELECT seq FROM statements WHERE tenant = '' ORDER BY seq LIMIT 1 OFFSET $1", [Math.floor(N * 0.45)]);
     const sinceMs = START_MS + 180 * DAY;
     const cases: Case[] = [

@@ -17,6 +17,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
+import { questionActivity, SCORED_RESULT } from './fixtures.ts';
 
 const TOTAL = Number(process.env.BENCH_STATEMENTS ?? 20000);
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
@@ -29,22 +30,8 @@ function makeStatement(i: number): Record<string, unknown> {
     id: randomUUID(),
     actor: { objectType: 'Agent', name: `Learner ${i % 500}`, mbox: `mailto:learner${i % 500}@example.com` },
     verb: { id: 'http://adlnet.gov/expapi/verbs/answered', display: { 'en-US': 'answered' } },
-    object: {
-      objectType: 'Activity',
-      id: `http://example.com/course/q${i % 200}`,
-      definition: {
-        name: { 'en-US': `Question ${i % 200}` },
-        description: { 'en-US': 'Which of the following is a learning record store?' },
-        type: 'http://adlnet.gov/expapi/activities/cmi.interaction',
-        interactionType: 'choice',
-        correctResponsesPattern: ['lrs'],
-        choices: [
-          { id: 'lrs', description: { 'en-US': 'An LRS' } },
-          { id: 'lms', description: { 'en-US': 'An LMS' } },
-        ],
-      },
-    },
-    result: { score: { scaled: 0.8, raw: 8, min: 0, max: 10 }, success: true, completion: true, response: 'lrs', duration: 'PT12.5S' },
+    object: questionActivity(`http://example.com/course/q${i % 200}`, `Question ${i % 200}`),
+    result: SCORED_RESULT,
     context: {
       registration: randomUUID(),
       contextActivities: { parent: [{ id: 'http://example.com/course' }], grouping: [{ id: 'http://example.com/program' }] },
