@@ -1,8 +1,9 @@
 /**
  * The Activities (§2.5) and Agents (§2.4) resources: read-only views the LRS assembles, the
- * canonical Activity it keeps from statements and a Person object for an Agent.
+ * canonical Activity it keeps from statements and a Person object for an Agent. The server
+ * routes only GET and HEAD here (405 otherwise).
  */
-import { LrsError, ValidationFailed, type ValidationIssue } from '../errors.ts';
+import { ValidationFailed, type ValidationIssue } from '../errors.ts';
 import type { Store } from '../store/types.ts';
 import { canonicalActivity } from '../xapi/activity.ts';
 import { personOf } from '../xapi/person.ts';
@@ -14,10 +15,6 @@ export interface ViewDeps {
   store: Store;
 }
 
-function readOnly(req: XapiRequest, resource: string): void {
-  if (req.method !== 'GET' && req.method !== 'HEAD') throw new LrsError('bad_request', `method ${req.method} is not allowed on the ${resource} resource (GET or HEAD)`);
-}
-
 /** A JSON reply with an ETag of its body (§3.1.s4.b1: every GET carries one). */
 function jsonWithEtag(value: unknown): XapiResponse {
   const res = json(200, value);
@@ -26,7 +23,6 @@ function jsonWithEtag(value: unknown): XapiResponse {
 
 /** GET /activities?activityId=: the canonical definition, or a bare Activity when none is known (§2.5.s2.b1). */
 export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
-  readOnly(req, 'Activities');
   const issues: ValidationIssue[] = [];
   unknownParams(req.query, ['activityId'], issues);
   let id: string | undefined;
@@ -39,7 +35,6 @@ export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promis
 
 /** GET /agents?agent=: a Person object for an Agent (not a Group, §2.4.s2), known or not (§2.4.s3.b3). */
 export async function handleAgents(_deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
-  readOnly(req, 'Agents');
   const issues: ValidationIssue[] = [];
   unknownParams(req.query, ['agent'], issues);
   let agent: Agent | undefined;

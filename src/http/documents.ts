@@ -19,9 +19,6 @@ const DEFAULT_CONTENT_TYPE = 'application/octet-stream';
 
 export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, req: XapiRequest): Promise<XapiResponse> {
   const { method } = req;
-  if (!['GET', 'HEAD', 'PUT', 'POST', 'DELETE'].includes(method)) {
-    throw new LrsError('bad_request', `method ${method} is not allowed on the ${resourceName(kind)} resource`);
-  }
   const target = parseDocumentParams(kind, method, req.query);
   const tenant = req.user!.target;
   const ifMatch = req.headers['if-match'];
@@ -61,8 +58,8 @@ export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, re
   }
   const doc = { content, contentType: req.headers['content-type']?.trim() || DEFAULT_CONTENT_TYPE };
   checkJsonDocument(doc);
-  // §3.1: a profile PUT needs If-Match or If-None-Match once the document exists (409 otherwise);
-  // State PUTs and every POST honour the headers only when sent.
+  // §3.1: a profile PUT must carry If-Match or If-None-Match (409 when the document exists, 400
+  // when not); State PUTs and every POST honour the headers only when sent.
   const pre = parsePreconditions(ifMatch, ifNoneMatch, method === 'PUT' && kind !== 'state');
   const stored = await deps.store.putDocument(tenant, { ...target.scope, docId: target.docId! }, doc, { merge: method === 'POST', pre });
   return { status: 204, headers: { etag: stored.etag } };

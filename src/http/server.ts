@@ -30,6 +30,7 @@ const VERSION_RE = /^1\.0(\.\d+)?$/;
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language';
 const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
+const READ_ONLY = ['GET', 'HEAD'];
 const STATEMENTS_PATH = '/xAPI/statements';
 
 /** Checks X-Experience-API-Version (xAPI-Communication §3.3): 1.0 and 1.0.x only. */
@@ -93,14 +94,18 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
 
   app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, request, reply) => {
-    const status = err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
+    // A Content-Type that does not parse is a malformed request (Communication §3.2.s3.b6), not a 415.
+    const status =
+      err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 400 : err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
     if (status === 500) logger.error({ err, path: request.url.split('?')[0] }, 'unhandled error');
     const detail =
       err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
         ? `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`
-        : status === 500
-          ? 'internal server error'
-          : err.message;
+        : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
+          ? 'the Content-Type header is not a valid media type'
+          : status === 500
+            ? 'internal server error'
+            : err.message;
     return reply.status(status).type('application/json; charset=utf-8').send({ detail });
   });
 
@@ -117,10 +122,15 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     return bodyless ? reply.send() : reply.send(res.body);
   };
 
-  /** An xAPI resource route: alternate syntax, auth, version header, then the handler. */
-  const xapi = (path: string, handler: Handler, opts: { versioned?: boolean; authenticated?: boolean } = {}) => {
+  /**
+   * An xAPI resource route: alternate syntax, the method, auth, version header, then the handler.
+   * A method the resource does not define is a 405 before authentication, as HTTP servers answer
+   * it (Communication §3.2.s3.b1; the ADL suite sends such requests without credentials).
+   */
+  const xapi = (path: string, handler: Handler, opts: { allowed?: readonly string[]; versioned?: boolean; authenticated?: boolean } = {}) => {
     const versioned = opts.versioned ?? true;
     const authenticated = opts.authenticated ?? true;
+    const allowed = opts.allowed ?? METHODS;
     app.route({
       method: [...METHODS],
       url: path,
@@ -131,6 +141,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           const q = request.url.indexOf('?');
           const xreq = toXapiRequest(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers, request.body as Buffer | undefined);
           method = xreq.method;
+          if (!allowed.includes(method)) {
+            const detail = `method ${method} is not allowed on ${path} (${allowed.join(', ')})`;
+            return send(reply, method, json(405, { detail }, { allow: allowed.join(', ') }));
+          }
           if (authenticated) {
             const result = await auth.authenticate(xreq.headers.authorization);
             if (!result.ok) return send(reply, method, { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
@@ -157,17 +171,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   };
 
   const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: STATEMENTS_PATH };
-  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req));
+  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: ['GET', 'HEAD', 'PUT', 'POST'] });
   const documentDeps = { store, maxDocumentSize: config.maxDocumentSize };
   xapi('/xAPI/activities/state', (req) => handleDocuments(documentDeps, 'state', req));
   xapi('/xAPI/activities/profile', (req) => handleDocuments(documentDeps, 'activity_profile', req));
   xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req));
-  xapi('/xAPI/activities', (req) => handleActivities({ store }, req));
-  xapi('/xAPI/agents', (req) => handleAgents({ store }, req));
-  xapi('/xAPI/about', async (req) => (req.method === 'GET' || req.method === 'HEAD' ? about() : errorResponse(new LrsError('bad_request', `method ${req.method} is not allowed on the about resource`))), {
-    versioned: false,
-    authenticated: false,
-  });
+  xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: READ_ONLY });
+  xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: READ_ONLY });
+  xapi('/xAPI/about', async (req) => about(req), { allowed: READ_ONLY, versioned: false, authenticated: false });
 
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
   for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store)));

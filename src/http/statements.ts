@@ -18,11 +18,21 @@ export interface StatementDeps {
   basePath: string;
 }
 
-/** Parses a JSON body, turning syntax errors into a 400 that says where. */
+/** Strict UTF-8 (Communication §1.4: strings are UTF-8); a leading BOM is dropped (RFC 8259 §8.1). */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Parses a JSON body, turning invalid UTF-8 and syntax errors into a 400 that says where. */
 export function parseJsonBody(body: Buffer | undefined): unknown {
   if (!body || body.length === 0) throw new ValidationFailed([{ loc: ['body'], msg: 'a JSON body is required', type: 'value_error.missing' }]);
+  let text: string;
   try {
-    return JSON.parse(body.toString('utf8'));
+    text = UTF8.decode(body);
+  } catch {
+    // Decoding leniently would store U+FFFD in place of the client's bytes.
+    throw new ValidationFailed([{ loc: ['body'], msg: 'the body is not valid UTF-8', type: 'value_error.encoding' }]);
+  }
+  try {
+    return JSON.parse(text);
   } catch (err) {
     throw new ValidationFailed([{ loc: ['body'], msg: `malformed JSON: ${(err as Error).message}`, type: 'value_error.jsondecode' }]);
   }
@@ -82,6 +92,18 @@ async function acceptStatements(received: Received, id?: string): Promise<{ stat
   return { statements, blobs: [...blobs.values()] };
 }
 
+/**
+ * Statement results are `application/json` with no parameters: JSON is UTF-8 by definition
+ * (RFC 8259 §8.1, which defines no charset parameter), and the ADL suite compares the header
+ * exactly (XAPI-00161).
+ */
+const JSON_TYPE = 'application/json';
+/** As bytes: Fastify appends `; charset=utf-8` to a JSON media type sent with a string body. */
+const jsonBytes = (text: string): Buffer => Buffer.from(text, 'utf8');
+
+/** Methods of the Statement resource (Communication §2.1), for 405's Allow header. */
+const ALLOWED = 'GET, HEAD, PUT, POST';
+
 const unknownParams = (names: string[]): ValidationFailed =>
   new ValidationFailed(names.map((k) => ({ loc: ['query', k], msg: 'unknown parameter', type: 'value_error.extra' })));
 
@@ -105,7 +127,7 @@ async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse
   if (extra.length) throw unknownParams(extra);
   const { statements, blobs } = await acceptStatements(readBody(req));
   const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent), blobs);
-  return json(200, out.ids);
+  return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
 }
 
 /**
@@ -121,7 +143,7 @@ async function render(
   wrap: (jsons: string[]) => string,
 ): Promise<{ contentType: string; body: string | Buffer }> {
   let jsons = rows.map((r) => r.json);
-  if (opts.format === 'exact' && !opts.attachments) return { contentType: 'application/json; charset=utf-8', body: wrap(jsons) };
+  if (opts.format === 'exact' && !opts.attachments) return { contentType: JSON_TYPE, body: jsonBytes(wrap(jsons)) };
   const statements = jsons.map((j) => JSON.parse(j) as Statement);
   if (opts.format === 'ids') jsons = statements.map((s) => JSON.stringify(idsStatement(s)));
   if (opts.format === 'canonical') {
@@ -135,7 +157,7 @@ async function render(
     jsons = statements.map((s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
   }
   const body = wrap(jsons);
-  if (!opts.attachments) return { contentType: 'application/json; charset=utf-8', body };
+  if (!opts.attachments) return { contentType: JSON_TYPE, body: jsonBytes(body) };
   // Attachments with a fileUrl and no data received have no part.
   const blobs = await deps.store.getAttachments(req.user!.target, [...new Set(statements.flatMap(attachmentHashes))]);
   const multipart = buildStatementsMultipart(
@@ -182,7 +204,8 @@ export async function handleStatements(deps: StatementDeps, req: XapiRequest): P
         res = await get(deps, req);
         break;
       default:
-        throw new LrsError('bad_request', `method ${req.method} is not allowed on the statements resource`);
+        // Communication §3.2: a method the specification does not define for the resource is a 405.
+        res = json(405, { detail: `method ${req.method} is not allowed on the statements resource` }, { allow: ALLOWED });
     }
   } catch (err) {
     if (!(err instanceof LrsError)) throw err;

@@ -2,7 +2,9 @@
 import type { Store } from '../store/types.ts';
 import type { AuthUser } from '../auth/types.ts';
 import { SUPPORTED_VERSIONS } from '../xapi/types.ts';
-import { json, type XapiResponse } from './request.ts';
+import { ValidationFailed, type ValidationIssue } from '../errors.ts';
+import { etagOf, unknownParams } from '../xapi/documents.ts';
+import { json, type XapiRequest, type XapiResponse } from './request.ts';
 import { LECTERN_VERSION } from '../version.ts';
 
 export const lbHeartbeat = (): XapiResponse => json(200, { status: 'ok' });
@@ -20,5 +22,12 @@ export async function heartbeat(store: Store): Promise<XapiResponse> {
 export const whoami = (user: AuthUser): XapiResponse =>
   json(200, { username: user.username, scopes: ['authenticated', ...user.scopes], agent: user.agent });
 
-export const about = (): XapiResponse =>
-  json(200, { version: [...SUPPORTED_VERSIONS], extensions: { 'https://lectern.dev/extensions/version': LECTERN_VERSION } });
+/** The About resource (§2.8): it takes no parameters, so any is a 400 (§3.2.s3.b7). */
+export function about(req: XapiRequest): XapiResponse {
+  const issues: ValidationIssue[] = [];
+  unknownParams(req.query, [], issues);
+  if (issues.length) throw new ValidationFailed(issues);
+  const res = json(200, { version: [...SUPPORTED_VERSIONS], extensions: { 'https://lectern.dev/extensions/version': LECTERN_VERSION } });
+  // Every GET carries an ETag (§3.1.s4.b1).
+  return { ...res, headers: { ...res.headers, etag: etagOf(Buffer.from(res.body as string, 'utf8')) } };
+}

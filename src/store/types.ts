@@ -62,7 +62,7 @@ export interface DocumentPrecondition {
   ifNoneMatchAny?: boolean;
   /** If-None-Match entity tags other than `*`: 412 when the current ETag is one of them. */
   ifNoneMatch?: string[];
-  /** Profile PUT with neither header (xAPI-Communication §3.1.s4.b13): 409 when the document exists. */
+  /** Profile PUT with neither header (§3.1.s4.b13, §3.1.s3.b1): 409 when the document exists, 400 when it does not. */
   conflictIfExists?: boolean;
 }
 

@@ -61,6 +61,11 @@ export function checkPrecondition(current: string | undefined, pre: DocumentPrec
   if (pre.ifNoneMatch && current !== undefined && pre.ifNoneMatch.includes(current)) {
     throw new LrsError('precondition_failed', `If-None-Match lists the current ETag ${current}`);
   }
+  // A profile PUT with neither header: 409 on an existing document (§3.1.s4.b13); on a new one
+  // the request still lacks what the client MUST send (§3.1.s3.b1), a missing argument: 400.
+  if (pre.conflictIfExists && current === undefined) {
+    throw new LrsError('bad_request', 'a PUT to a profile resource needs If-None-Match: * to create a document (or If-Match with the ETag of the one to replace)');
+  }
   if (pre.conflictIfExists && current !== undefined) {
     throw new LrsError(
       'conflict',
@@ -108,8 +113,8 @@ function entityTags(value: string | undefined): string[] | undefined {
 
 /**
  * The preconditions of a request from its If-Match / If-None-Match headers. `requireHeader` is
- * for PUT on the profile resources (§3.1.s4.b13): with neither header, the PUT may create a
- * document but gets 409 when one exists.
+ * for PUT on the profile resources (§3.1.s3.b1, §3.1.s4.b13): with neither header, the PUT gets
+ * 409 when the document exists and 400 when it does not.
  */
 export function parsePreconditions(ifMatch: string | undefined, ifNoneMatch: string | undefined, requireHeader = false): DocumentPrecondition {
   const pre: DocumentPrecondition = {};

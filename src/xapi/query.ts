@@ -58,6 +58,9 @@ const FILTER_PARAMS = [
 ] as const;
 const KNOWN = new Set<string>(['statementId', 'voidedStatementId', 'format', 'attachments', ...FILTER_PARAMS]);
 
+/** A trailing ` hh`, ` hhmm` or ` hh:mm`: a `+hh:mm` offset whose `+` was not percent-encoded. */
+const OFFSET_AS_SPACE = / (\d\d(?::?\d\d)?)$/;
+
 function parseBool(name: string, v: string, issues: ValidationIssue[]): boolean {
   if (v === 'true') return true;
   if (v === 'false') return false;
@@ -139,8 +142,10 @@ export function parseStatementRequest(
     filter.authority = actorKeys(opts.mineAgent)[0];
   }
   const time = (name: 'since' | 'until'): number | undefined => {
-    if (params[name] === undefined) return undefined;
-    const t = parseTimestamp(params[name]);
+    const raw = params[name];
+    if (raw === undefined) return undefined;
+    // An offset's "+" sent unencoded arrives as a space (form decoding): no timestamp has a space there.
+    const t = parseTimestamp(raw) ?? (OFFSET_AS_SPACE.test(raw) ? parseTimestamp(raw.replace(OFFSET_AS_SPACE, '+$1')) : undefined);
     if (t === undefined) issues.push({ loc: ['query', name], msg: 'must be an ISO 8601 timestamp', type: 'value_error.datetime' });
     return t;
   };

@@ -334,12 +334,22 @@ for (const backend of BACKENDS) {
             assert.equal(await etagNow(p), current);
           });
 
-          test(`PUT without either header on a new document creates it (204)`, async () => {
-            const p = one();
-            const res = await send('PUT', p, '{"a": 1}');
-            assert.equal(res.status, 204);
-            assert.deepEqual(await (await get(p)).json(), { a: 1 });
-          });
+          if (r.guardedPut) {
+            test('PUT without either header on a new document is 400 and stores nothing (§3.1.s3.b1; ADL XAPI-00273, XAPI-00287)', async () => {
+              const p = one();
+              const res = await send('PUT', p, '{"a": 1}');
+              assert.equal(res.status, 400);
+              assert.match((await res.json()).detail, /If-None-Match/);
+              assert.equal((await get(p)).status, 404);
+            });
+          } else {
+            test('State: PUT without either header on a new document creates it (204)', async () => {
+              const p = one();
+              const res = await send('PUT', p, '{"a": 1}');
+              assert.equal(res.status, 204);
+              assert.deepEqual(await (await get(p)).json(), { a: 1 });
+            });
+          }
 
           if (r.guardedPut) {
             test('PUT without either header on an existing document is 409, explains what to do, and changes nothing', async () => {
@@ -483,7 +493,8 @@ for (const backend of BACKENDS) {
           assert.equal((await get(p, { user: TENANT_B })).status, 404);
           const { [r.idParam]: _id, ...scope } = p;
           assert.deepEqual(await (await get(scope, { user: TENANT_B })).json(), []);
-          assert.equal((await send('PUT', p, '{"owner": "b"}', {}, { user: TENANT_B })).status, 204, 'new in tenant b: no 409');
+          const fresh: Record<string, string> = r.guardedPut ? { 'if-none-match': '*' } : {};
+          assert.equal((await send('PUT', p, '{"owner": "b"}', fresh, { user: TENANT_B })).status, 204, 'new in tenant b: no 412');
           assert.deepEqual(await (await get(p, { user: TENANT_B })).json(), { owner: 'b' });
           assert.deepEqual(await (await get(p)).json(), { owner: 'default' });
           assert.deepEqual(await (await get(p, { user: OTHER })).json(), { owner: 'default' }, 'same tenant, other user');
@@ -583,7 +594,11 @@ for (const backend of BACKENDS) {
     test('documents survive a restart', async () => {
       const p = { activityId: newActivity(), profileId: 'kept' };
       const bytes = Buffer.from(Array.from({ length: 256 }, (_, i) => 255 - i));
-      const put = await t.fetch(`/xAPI/activities/profile?${qs(p)}`, { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: new Uint8Array(bytes) });
+      const put = await t.fetch(`/xAPI/activities/profile?${qs(p)}`, {
+        method: 'PUT',
+        headers: { 'content-type': 'application/octet-stream', 'if-none-match': '*' },
+        body: new Uint8Array(bytes),
+      });
       assert.equal(put.status, 204);
       await t.restart();
       const res = await t.fetch(`/xAPI/activities/profile?${qs(p)}`);

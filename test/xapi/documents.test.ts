@@ -85,7 +85,7 @@ describe('preconditions (§3.1)', () => {
     ['If-None-Match * on a document', E, { ifNoneMatchAny: true }, 'precondition_failed'],
     ['If-None-Match listing the ETag', E, { ifNoneMatch: [E] }, 'precondition_failed'],
     ['If-None-Match listing another ETag', E, { ifNoneMatch: ['"b"'] }, undefined],
-    ['no header, profile PUT, no document', undefined, { conflictIfExists: true }, undefined],
+    ['no header, profile PUT, no document', undefined, { conflictIfExists: true }, 'bad_request'],
     ['no header, profile PUT, a document', E, { conflictIfExists: true }, 'conflict'],
     ['nothing', E, {}, undefined],
   ];
