@@ -1,6 +1,6 @@
 /** Wires configuration, storage, authentication and the HTTP server into a running LRS. */
 import type { FastifyInstance } from 'fastify';
-import { BasicAuthenticator } from './auth/basic.ts';
+import { createAuthenticator } from './auth/index.ts';
 import type { Config } from './config.ts';
 import { buildServer } from './http/server.ts';
 import type { Logger } from './log.ts';
@@ -17,13 +17,9 @@ export interface RunningLrs {
 }
 
 export async function startLrs(config: Config, logger: Logger): Promise<RunningLrs> {
+  // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
+  const auth = await createAuthenticator(config, logger);
   const store = await openStore(config, logger);
-  const auth = new BasicAuthenticator({
-    file: config.authFile,
-    cacheMaxSize: config.authCacheMaxSize,
-    cacheTtlSeconds: config.authCacheTtl,
-    logger,
-  });
   let app: FastifyInstance;
   try {
     app = await buildServer({ config, store, auth, logger });

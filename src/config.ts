@@ -93,6 +93,36 @@ export function redactUrl(raw: string): string {
   }
 }
 
+/** The SETTINGS table below uses these parsers too. */
+const nonEmpty: Parser<string> = (raw, name) => {
+  if (raw.trim() === '') throw new ConfigError(`${name} cannot be empty`);
+  return raw.trim();
+};
+
+const httpUrlOrEmpty: Parser<string> = (raw, name) => {
+  if (raw === '') return raw;
+  let u: URL | undefined;
+  try {
+    u = new URL(raw);
+  } catch {
+    u = undefined;
+  }
+  if (!u || (u.protocol !== 'http:' && u.protocol !== 'https:')) throw new ConfigError(`${name} must be an http(s) URL, got ${JSON.stringify(raw)}`);
+  return raw;
+};
+
+/** A comma list of `basic`/`oidc`; `mayBeEmpty` for the single-backend name, unset by default. */
+const authBackendList =
+  (mayBeEmpty: boolean): Parser<('basic' | 'oidc')[]> =>
+  (raw, name) => {
+    const names = list(raw, name);
+    const bad = names.filter((n) => n !== 'basic' && n !== 'oidc');
+    if (bad.length || (!mayBeEmpty && !names.length)) {
+      throw new ConfigError(`${name} must be basic, oidc or basic,oidc, got ${JSON.stringify(raw)}`);
+    }
+    return [...new Set(names)] as ('basic' | 'oidc')[];
+  };
+
 export const BACKENDS = ['sqlite', 'postgres'] as const;
 export type BackendName = (typeof BACKENDS)[number];
 
@@ -201,6 +231,56 @@ export const SETTINGS = {
     help: 'Milliseconds before the first start-up retry; each next wait doubles, up to 30 s.',
     parse: int(0, 600_000),
   },
+  authBackend: {
+    name: 'LECTERN_RUNSERVER_AUTH_BACKEND',
+    default: '',
+    help: 'Authentication backend, `basic` or `oidc` (the service description\'s name); when set it wins over `LECTERN_RUNSERVER_AUTH_BACKENDS`.',
+    parse: authBackendList(true),
+  },
+  authBackends: {
+    name: 'LECTERN_RUNSERVER_AUTH_BACKENDS',
+    default: 'basic',
+    help: 'Comma-separated authentication backends: `basic`, `oidc`, or `basic,oidc` (each request uses the one its Authorization scheme names).',
+    parse: authBackendList(false),
+  },
+  oidcIssuerUri: {
+    name: 'LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI',
+    default: '',
+    help: 'Issuer identifier of the OpenID provider (required with `oidc`); its `/.well-known/openid-configuration` is read at start-up.',
+    parse: httpUrlOrEmpty,
+  },
+  oidcAudience: {
+    name: 'LECTERN_RUNSERVER_AUTH_OIDC_AUDIENCE',
+    default: '',
+    help: 'When set, a token\'s `aud` must contain it (strongly advised: the LRS\'s own address).',
+    parse: str,
+  },
+  oidcScopeClaim: { name: 'LECTERN_RUNSERVER_AUTH_OIDC_SCOPE_CLAIM', default: 'scope', help: 'Token claim holding the scopes.', parse: nonEmpty },
+  oidcTargetClaim: { name: 'LECTERN_RUNSERVER_AUTH_OIDC_TARGET_CLAIM', default: 'target', help: 'Token claim holding the store (tenant).', parse: nonEmpty },
+  oidcDiscoveryRetries: {
+    name: 'LECTERN_RUNSERVER_AUTH_OIDC_DISCOVERY_RETRIES',
+    default: '5',
+    help: 'Start-up retries while the OpenID provider cannot be reached, before giving up with exit code 2.',
+    parse: int(0, 100),
+  },
+  oidcJwksCooldown: {
+    name: 'LECTERN_RUNSERVER_AUTH_OIDC_JWKS_COOLDOWN',
+    default: '30',
+    help: 'Least seconds between two fetches of the provider\'s keys caused by a token naming an unknown key.',
+    parse: num(0, 3600),
+  },
+  restrictByScopes: {
+    name: 'LECTERN_LRS_RESTRICT_BY_SCOPES',
+    default: 'true',
+    help: 'Enforce scopes (403 when the needed one is missing); `false` lets any authenticated user do anything in its store.',
+    parse: bool,
+  },
+  restrictByAuthority: {
+    name: 'LECTERN_LRS_RESTRICT_BY_AUTHORITY',
+    default: 'false',
+    help: 'Every user reads only the statements it is the authority of, as with `statements/read/mine`.',
+    parse: bool,
+  },
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;
@@ -234,5 +314,10 @@ export function loadConfig(
     const raw = override?.value ?? env[setting.name] ?? setting.default;
     out[key] = setting.parse(raw, override ? override.source : setting.name);
   }
-  return out as Config;
+  const config = out as Config;
+  const backends = config.authBackend.length ? config.authBackend : config.authBackends;
+  if (backends.includes('oidc') && !config.oidcIssuerUri) {
+    throw new ConfigError('LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI is required when the oidc authentication backend is enabled');
+  }
+  return config;
 }

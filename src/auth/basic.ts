@@ -3,7 +3,7 @@
  * bcrypt checks. Cache keys are hashes of username and password under a per-process secret, so
  * no plain-text password is kept, and a wrong password can never hit a cached success.
  */
-import { createHash, randomBytes } from 'node:crypto';
+import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { statSync } from 'node:fs';
 import { resolve } from 'node:path';
 import bcrypt from 'bcrypt';
@@ -30,6 +30,16 @@ function toUser(e: CredentialEntry): AuthUser {
   return { username: e.username, scopes: e.scopes, agent: { ...e.agent, objectType: 'Agent' }, target: e.target ?? '' };
 }
 
+/** Compares without an early exit on the first differing byte. */
+function sameText(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+/** The bcrypt cost of a hash (`$2b$12$...` → 12). */
+const costOf = (hash: string): number => Number(hash.slice(4, 6));
+
 export class BasicAuthenticator implements Authenticator {
   private readonly path: string;
   private readonly logger: Logger;
@@ -38,6 +48,8 @@ export class BasicAuthenticator implements Authenticator {
   private users = new Map<string, CredentialEntry>();
   private fileStamp = '';
   private fileError: string | undefined;
+  /** A hash of a random password at the cost the file's users have: what an unknown user is checked against. */
+  private decoy: Promise<string> | undefined;
 
   constructor(opts: BasicAuthOptions) {
     this.path = resolve(opts.file);
@@ -64,12 +76,20 @@ export class BasicAuthenticator implements Authenticator {
     try {
       this.users = new Map(readCredentialsFile(this.path).map((e) => [e.username, e]));
       this.fileError = undefined;
+      this.decoy = undefined;
       this.logger.info({ file: this.path, users: this.users.size }, 'credentials file loaded');
     } catch (err) {
       this.users = new Map();
       this.fileError = (err as Error).message;
       this.logger.error({ file: this.path, err: this.fileError }, 'credentials file is invalid: every request will get 401');
     }
+  }
+
+  /** Made once per file version, at the highest cost among its users. */
+  private decoyHash(): Promise<string> {
+    const cost = Math.max(4, ...[...this.users.values()].map((e) => costOf(e.hash)).filter(Number.isFinite));
+    this.decoy ??= bcrypt.hash(randomBytes(16).toString('hex'), Math.min(cost, 31));
+    return this.decoy;
   }
 
   async authenticate(authorization: string | undefined): Promise<AuthResult> {
@@ -82,11 +102,17 @@ export class BasicAuthenticator implements Authenticator {
     const password = decoded.slice(colon + 1);
     this.refresh();
     const entry = this.users.get(username);
-    if (!entry) return UNAUTHORIZED;
+    if (!entry) {
+      // An unknown user costs a bcrypt check too: answer time does not tell which users exist
+      // (with no users at all there is nothing to tell).
+      if (this.users.size) await bcrypt.compare(password, await this.decoyHash()).catch(() => false);
+      return UNAUTHORIZED;
+    }
     // A keyed hash (secret prefix) of the credentials: never the password itself.
     const key = createHash('sha256').update(this.secret).update(username).update('\0').update(password).digest('base64');
     // The cached value is the hash it was checked against: a changed hash in the file invalidates it.
-    if (this.cache?.get(key) === entry.hash) return { ok: true, user: toUser(entry) };
+    const cached = this.cache?.get(key);
+    if (cached !== undefined && sameText(cached, entry.hash)) return { ok: true, user: toUser(entry) };
     let good = false;
     try {
       good = await bcrypt.compare(password, entry.hash);

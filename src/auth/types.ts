@@ -3,6 +3,7 @@ import type { Agent } from '../xapi/types.ts';
 /** Who a request is from, once authenticated. */
 export interface AuthUser {
   username: string;
+  /** The scope names the user holds as given (credentials entry or token), shown by /whoami. */
   scopes: string[];
   /** The user's agent, used as the `authority` of the statements they store. */
   agent: Agent;
@@ -10,9 +11,15 @@ export interface AuthUser {
   target: string;
 }
 
-export type AuthResult =
-  | { ok: true; user: AuthUser }
-  | { ok: false; status: 401; body: Record<string, string>; headers: Record<string, string> };
+/** A refusal: 401 (no valid credentials) or 503 (the identity provider cannot be reached). */
+export interface AuthFailure {
+  ok: false;
+  status: 401 | 503;
+  body: Record<string, string>;
+  headers: Record<string, string>;
+}
+
+export type AuthResult = { ok: true; user: AuthUser } | AuthFailure;
 
 export interface Authenticator {
   /** `authorization` is the raw header value (or the alternate-syntax form field). */

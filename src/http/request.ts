@@ -4,6 +4,7 @@
  * carries the real method, headers and parameters in a form body.
  */
 import { LrsError } from '../errors.ts';
+import type { Access } from '../auth/scopes.ts';
 import type { AuthUser } from '../auth/types.ts';
 
 export interface XapiRequest {
@@ -15,6 +16,8 @@ export interface XapiRequest {
   body: Buffer | undefined;
   /** Set once authenticated. */
   user?: AuthUser;
+  /** Set once authorised: what the user may do beyond the route itself. */
+  access?: Access;
 }
 
 export interface XapiResponse {

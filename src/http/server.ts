@@ -4,7 +4,8 @@
  * hands it to a resource handler; the reply is written back here, without a body for HEAD.
  */
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { Authenticator } from '../auth/types.ts';
+import { authorise, type RouteScopes } from '../auth/scopes.ts';
+import type { AuthFailure, Authenticator } from '../auth/types.ts';
 import type { Config } from '../config.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -127,9 +128,17 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
    * A method the resource does not define is a 405 before authentication, as HTTP servers answer
    * it (Communication §3.2.s3.b1; the ADL suite sends such requests without credentials).
    */
-  const xapi = (path: string, handler: Handler, opts: { allowed?: readonly string[]; versioned?: boolean; authenticated?: boolean } = {}) => {
+  const refused = (reply: FastifyReply, method: string, result: AuthFailure) =>
+    send(reply, method, { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
+  const policy = { restrictByScopes: config.restrictByScopes, restrictByAuthority: config.restrictByAuthority };
+
+  /**
+   * `scopes` is the route's authorisation, checked here and nowhere else: the scope a read and a
+   * write need (403 naming it, before the handler runs, so nothing is stored). Routes without it
+   * need no credentials.
+   */
+  const xapi = (path: string, handler: Handler, opts: { allowed?: readonly string[]; versioned?: boolean; scopes?: RouteScopes } = {}) => {
     const versioned = opts.versioned ?? true;
-    const authenticated = opts.authenticated ?? true;
     const allowed = opts.allowed ?? METHODS;
     app.route({
       method: [...METHODS],
@@ -145,10 +154,16 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
             const detail = `method ${method} is not allowed on ${path} (${allowed.join(', ')})`;
             return send(reply, method, json(405, { detail }, { allow: allowed.join(', ') }));
           }
-          if (authenticated) {
+          if (opts.scopes) {
             const result = await auth.authenticate(xreq.headers.authorization);
-            if (!result.ok) return send(reply, method, { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
+            if (!result.ok) return refused(reply, method, result);
             xreq.user = result.user;
+            const decision = authorise(result.user, method, opts.scopes, policy);
+            if (!decision.ok) {
+              const detail = `${method} ${path} needs the scope ${decision.needed}, which the user ${result.user.username} does not hold`;
+              return send(reply, method, json(403, { detail, scope: decision.needed }));
+            }
+            xreq.access = decision.access;
           }
           if (versioned) checkVersion(xreq);
           res = await handler(xreq);
@@ -171,20 +186,27 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   };
 
   const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: STATEMENTS_PATH };
-  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: ['GET', 'HEAD', 'PUT', 'POST'] });
+  // Scopes per resource (xAPI-Communication §4.2). `statements/read/mine` lets a user read
+  // statements at all; the handler then restricts reads to its own unless it holds `statements/read`.
+  const STATEMENTS: RouteScopes = { read: 'statements/read/mine', write: 'statements/write' };
+  const STATE: RouteScopes = { read: 'state/read', write: 'state/write' };
+  const PROFILE: RouteScopes = { read: 'profile/read', write: 'profile/write' };
+  // The canonical Activity is assembled from every statement of the store: a full statements read.
+  const VIEWS: RouteScopes = { read: 'statements/read', write: 'statements/read' };
+  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: ['GET', 'HEAD', 'PUT', 'POST'], scopes: STATEMENTS });
   const documentDeps = { store, maxDocumentSize: config.maxDocumentSize };
-  xapi('/xAPI/activities/state', (req) => handleDocuments(documentDeps, 'state', req));
-  xapi('/xAPI/activities/profile', (req) => handleDocuments(documentDeps, 'activity_profile', req));
-  xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req));
-  xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: READ_ONLY });
-  xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: READ_ONLY });
-  xapi('/xAPI/about', async (req) => about(req), { allowed: READ_ONLY, versioned: false, authenticated: false });
+  xapi('/xAPI/activities/state', (req) => handleDocuments(documentDeps, 'state', req), { scopes: STATE });
+  xapi('/xAPI/activities/profile', (req) => handleDocuments(documentDeps, 'activity_profile', req), { scopes: PROFILE });
+  xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req), { scopes: PROFILE });
+  xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: READ_ONLY, scopes: VIEWS });
+  xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: READ_ONLY, scopes: VIEWS });
+  xapi('/xAPI/about', async (req) => about(req), { allowed: READ_ONLY, versioned: false });
 
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
   for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store)));
   app.get('/whoami', async (request, reply) => {
     const result = await auth.authenticate(request.headers.authorization);
-    if (!result.ok) return send(reply, 'GET', { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
+    if (!result.ok) return refused(reply, 'GET', result);
     return send(reply, 'GET', whoami(result.user));
   });
 

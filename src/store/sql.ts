@@ -100,8 +100,9 @@ function directMatches(tenant: string, q: StatementQuery, w: SeqWindow, p: Param
 /**
  * StatementRef targeting (xAPI-Communication 2.1.3.s3): statements whose StatementRef points,
  * directly or through other StatementRefs, at a statement matching the filter are results too.
- * Time bounds, `mine` and "not voided" apply to the targeting statement; the other filters apply
- * to the targeted one, which may itself be voided. Two ways to find them, both index-driven, of
+ * Time bounds and "not voided" apply to the targeting statement; the other filters apply to the
+ * targeted one, which may itself be voided; `mine` applies to every statement of the chain (another
+ * authority's statement is invisible to a user restricted to its own, even as a target). Two ways to find them, both index-driven, of
  * which the query runs one:
  *
  * - forward, from the StatementRef statements in the window through their chains to the
@@ -120,21 +121,26 @@ const REVERSE_TARGETING_MAX = 500;
 /** Above this many StatementRefs within a full page's span, walking back (if possible) is cheaper. */
 const FORWARD_TARGETING_MAX = 1000;
 
-/** Ids of statements matching the filter's conditions (voided too, any time), at most `cap`. */
+/**
+ * Ids of statements matching the filter's conditions (voided too, any time), at most `cap`. With
+ * `mine`, only the caller's own statements can be targets: another authority's statement stays
+ * invisible, even as the reason a StatementRef matches.
+ */
 function allMatchIds(tenant: string, f: StatementFilter, p: Params, cap: number): string {
+  const mine = (alias: string) => (f.authority === undefined ? [] : [`${alias}.authority_key = ${p.add(f.authority)}`]);
   if (f.agent !== undefined) {
     const head = [`m.tenant = ${p.add(tenant)}`, `m.agent_key = ${p.add(f.agent)}`];
     if (!f.relatedAgents) head.push('m.direct = 1');
-    const conds = [...head, ...matchConds('t', f, p, 'agent')];
+    const conds = [...head, ...matchConds('t', f, p, 'agent'), ...mine('t')];
     return `SELECT t.id FROM statement_agents m JOIN statements t ON t.seq = m.seq WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
   }
   if (f.activity !== undefined) {
     const head = [`m.tenant = ${p.add(tenant)}`, `m.activity_id = ${p.add(f.activity)}`];
     if (!f.relatedActivities) head.push('m.direct = 1');
-    const conds = [...head, ...matchConds('t', f, p, 'activity')];
+    const conds = [...head, ...matchConds('t', f, p, 'activity'), ...mine('t')];
     return `SELECT t.id FROM statement_activities m JOIN statements t ON t.seq = m.seq WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
   }
-  const conds = [`t.tenant = ${p.add(tenant)}`, ...matchConds('t', f, p)];
+  const conds = [`t.tenant = ${p.add(tenant)}`, ...matchConds('t', f, p), ...mine('t')];
   return `SELECT t.id FROM statements t WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
 }
 
@@ -160,9 +166,11 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
   // Placeholders are added in textual order: SQLite's `?` are positional.
   const da = directMatches(tenant, q, w, p, order);
   const mt = allMatchIds(tenant, q.filter, p, REVERSE_TARGETING_MAX + 1);
+  // With `mine`, every link of a StatementRef chain must be the caller's own statement too.
+  const mine = (alias: string) => (q.filter.authority === undefined ? '' : ` AND ${alias}.authority_key = ${p.add(q.filter.authority)}`);
   const rev =
-    `SELECT r.seq, r.id FROM mt JOIN statements r ON r.tenant = ${p.add(tenant)} AND r.ref_id = mt.id ` +
-    `UNION SELECT r.seq, r.id FROM rev JOIN statements r ON r.tenant = ${p.add(tenant)} AND r.ref_id = rev.id`;
+    `SELECT r.seq, r.id FROM mt JOIN statements r ON r.tenant = ${p.add(tenant)} AND r.ref_id = mt.id${mine('r')} ` +
+    `UNION SELECT r.seq, r.id FROM rev JOIN statements r ON r.tenant = ${p.add(tenant)} AND r.ref_id = rev.id${mine('r')}`;
   // No StatementRef beyond the last direct match of a full page can enter the page.
   const bound = () =>
     q.ascending
@@ -178,7 +186,7 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
   // no planner turns into a scan of every StatementRef); a chain ends with a NULL target.
   const chain =
     `SELECT r.seq, r.ref_id FROM statements r WHERE ${seed.join(' AND ')} ` +
-    `UNION SELECT c.seq, (SELECT t.ref_id FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target) FROM chain c WHERE c.target IS NOT NULL`;
+    `UNION SELECT c.seq, (SELECT t.ref_id FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target${mine('t')}) FROM chain c WHERE c.target IS NOT NULL`;
   // Forward when the page is full and few StatementRefs lie within it, or when the filter matches
   // too many statements to walk back from; backward otherwise. Evaluated left to right and lazily
   // (PostgreSQL), so `rs` and `mt` are only computed when the decision needs them.
@@ -190,7 +198,7 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
   // statement the filter matches.
   const forward =
     `SELECT DISTINCT c.seq FROM chain c WHERE (SELECT count(*) FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target ` +
-    `AND ${matchConds('t', q.filter, p).join(' AND ')}) > 0 AND ${goForward()} ` +
+    `AND ${matchConds('t', q.filter, p).join(' AND ')}${mine('t')}) > 0 AND ${goForward()} ` +
     `ORDER BY c.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   const sql =
     `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rev(seq, id) AS (${rev}), rs AS (${rs}), chain(seq, target) AS (${chain}) ` +

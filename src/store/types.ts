@@ -81,8 +81,11 @@ export interface Store {
    * attachments, all in the same transaction.
    */
   insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome>;
-  /** One statement by id; `voided` selects voided ones only, otherwise voided ones are not found. */
-  getStatement(tenant: string, id: string, voided: boolean): Promise<StoredRow | undefined>;
+  /**
+   * One statement by id; `voided` selects voided ones only, otherwise voided ones are not found.
+   * With `authority` (an IFI key), only a statement of that authority is found.
+   */
+  getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined>;
   queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage>;
   /** Attachment contents by sha2 (those the store has). */
   getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]>;

@@ -39,7 +39,7 @@ export interface StatementQuery {
 }
 
 export type StatementRequest =
-  | { kind: 'single'; id: string; voided: boolean; format: StatementFormat; attachments: boolean }
+  | { kind: 'single'; id: string; voided: boolean; format: StatementFormat; attachments: boolean; authority?: string }
   | { kind: 'query'; query: StatementQuery; params: Record<string, string> };
 
 const FILTER_PARAMS = [
@@ -70,12 +70,14 @@ function parseBool(name: string, v: string, issues: ValidationIssue[]): boolean 
 
 /**
  * Parses GET statement parameters (a plain object: each name once). `mineAgent` is the caller's
- * own agent, used by `mine=true`.
+ * own agent, used by `mine=true`; `onlyMine` applies it whatever the parameters say (the user may
+ * only read statements it is the authority of).
  */
 export function parseStatementRequest(
   params: Record<string, string>,
-  opts: { maxLimit: number; mineAgent?: Actor },
+  opts: { maxLimit: number; mineAgent?: Actor; onlyMine?: boolean },
 ): StatementRequest {
+  const forced = opts.onlyMine && opts.mineAgent ? actorKeys(opts.mineAgent)[0] : undefined;
   const issues: ValidationIssue[] = [];
   for (const name of Object.keys(params)) {
     if (!KNOWN.has(name)) {
@@ -106,7 +108,7 @@ export function parseStatementRequest(
     const id = params[single];
     if (!isUuid(id)) issues.push({ loc: ['query', single], msg: 'must be a UUID', type: 'value_error.uuid' });
     if (issues.length) throw new ValidationFailed(issues);
-    return { kind: 'single', id: id.toLowerCase(), voided: single === 'voidedStatementId', format, attachments };
+    return { kind: 'single', id: id.toLowerCase(), voided: single === 'voidedStatementId', format, attachments, authority: forced };
   }
 
   const filter: StatementFilter = {
@@ -141,6 +143,7 @@ export function parseStatementRequest(
   if (params.mine !== undefined && parseBool('mine', params.mine, issues) && opts.mineAgent) {
     filter.authority = actorKeys(opts.mineAgent)[0];
   }
+  if (forced !== undefined) filter.authority = forced;
   const time = (name: 'since' | 'until'): number | undefined => {
     const raw = params[name];
     if (raw === undefined) return undefined;

@@ -136,11 +136,16 @@ export function prepareStatement(input: Statement, authority: Actor): PreparedSt
   };
 }
 
-/** Prepares a whole batch; two statements with one id reject the batch (spec 2.1.2.s2.b6). */
-export function prepareBatch(statements: Statement[], authority: Actor): PreparedStatement[] {
+/**
+ * Prepares a whole batch; two statements with one id reject the batch (spec 2.1.2.s2.b6). Without
+ * `define` (Communication §4.2) the statements are stored as sent but their activity definitions
+ * do not (re)define the canonical Activity.
+ */
+export function prepareBatch(statements: Statement[], authority: Actor, opts: { define: boolean } = { define: true }): PreparedStatement[] {
   const seen = new Set<string>();
   return statements.map((s, i) => {
     const p = prepareStatement(s, authority);
+    if (!opts.define) p.definitions = [];
     if (seen.has(p.id)) throw new LrsError('bad_request', `statement ${i} repeats the id ${p.id} of an earlier statement in the batch`);
     seen.add(p.id);
     return p;

@@ -24,6 +24,7 @@ const MINE: Actor = { objectType: 'Agent', mbox: 'mailto:mine@example.com' };
 const A: Actor = { objectType: 'Agent', mbox: 'mailto:a@example.com' };
 const B: Actor = { objectType: 'Agent', mbox: 'mailto:b@example.com' };
 const C: Actor = { objectType: 'Agent', mbox: 'mailto:c@example.com' };
+const D: Actor = { objectType: 'Agent', mbox: 'mailto:d@example.com' };
 const key = (a: Actor) => actorKeys(a)[0];
 const VERB = { id: 'http://example.com/verbs/did' };
 const VOIDED = { id: 'http://adlnet.gov/expapi/verbs/voided' };
@@ -91,6 +92,16 @@ for (const backend of backends) {
       await put(MINE, s.m1);
       s.r3 = made(C, ref(as[0].id!)); // targets the oldest of A's statements
       await put(ADMIN, s.r3);
+      s.d1 = made(D);
+      await put(MINE, s.d1);
+      s.m2 = made(C, ref(s.d1.id!));
+      await put(MINE, s.m2);
+      s.a2 = made(C, ref(s.d1.id!));
+      await put(ADMIN, s.a2);
+      s.m3 = made(C, ref(s.a2.id!)); // mine, but through another authority's StatementRef
+      await put(MINE, s.m3);
+      s.m4 = made(C, ref(as[1].id!)); // mine, targeting another authority's statement: the forward walk
+      await put(MINE, s.m4);
     });
     after(async () => {
       await store?.close();
@@ -124,18 +135,21 @@ for (const backend of backends) {
       assert.deepEqual((await page({ filter: { agent: key(B) } })).ids, [s.m1, s.v1, s.r2, s.r1, s.b1].map((x) => x.id));
     });
 
-    test('mine and since apply to the targeting statement', async () => {
-      assert.deepEqual((await page({ filter: { agent: key(B), authority: key(MINE) } })).ids, [s.m1.id]);
+    test('mine applies to every statement of a chain; since to the targeting statement', async () => {
+      // m1 is mine but targets b1, another authority's statement: invisible, so no reason to match.
+      assert.deepEqual((await page({ filter: { agent: key(B), authority: key(MINE) } })).ids, []);
+      assert.deepEqual((await page({ filter: { agent: key(D), authority: key(MINE) } })).ids, [s.m2, s.d1].map((x) => x.id));
+      assert.deepEqual((await page({ filter: { agent: key(D) } })).ids, [s.m3, s.a2, s.m2, s.d1].map((x) => x.id));
       assert.deepEqual((await page({ filter: { agent: key(B) }, since: await stored(s.r1) })).ids, [s.m1, s.v1, s.r2].map((x) => x.id));
       assert.deepEqual((await page({ filter: { agent: key(B) }, since: await stored(s.b1), until: await stored(s.r2), ascending: true })).ids, [s.r1, s.r2].map((x) => x.id));
     });
 
     test('a broadly matched agent (forward walk): a new StatementRef to an old match leads the first page', async () => {
       const first = await page({ filter: { agent: key(A) }, limit: 10 });
-      assert.deepEqual(first.ids, [s.r3.id, ...as.slice(-9).reverse().map((x) => x.id)]);
+      assert.deepEqual(first.ids, [s.m4.id, s.r3.id, ...as.slice(-8).reverse().map((x) => x.id)]);
       const everything = await all({ filter: { agent: key(A) }, limit: 70 });
-      assert.equal(everything.length, 601);
-      assert.equal(new Set(everything).size, 601);
+      assert.equal(everything.length, 602);
+      assert.equal(new Set(everything).size, 602);
       const ascending = await all({ filter: { agent: key(A) }, limit: 70, ascending: true });
       assert.deepEqual(ascending, [...everything].reverse());
     });
@@ -145,7 +159,7 @@ for (const backend of backends) {
       assert.deepEqual(until.ids, as.slice(-5).reverse().map((x) => x.id));
       assert.deepEqual((await page({ filter: { agent: key(A), authority: key(MINE) } })).ids, []);
       const since = await page({ filter: { agent: key(A) }, since: await stored(s.m1) });
-      assert.deepEqual(since.ids, [s.r3.id]);
+      assert.deepEqual(since.ids, [s.m4.id, s.r3.id]);
     });
   });
 }

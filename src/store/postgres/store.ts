@@ -500,13 +500,14 @@ export class PostgresStore implements Store {
     return results;
   }
 
-  async getStatement(tenant: string, id: string, voided: boolean): Promise<StoredRow | undefined> {
-    const r = await this.query<StatementRow>(
-      `SELECT ${STMT_COLS} FROM statements WHERE tenant = $1 AND id = $2::uuid AND voided = $3`,
+  async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
+    const r = await this.query<StatementRow & { authority_key: string | null }>(
+      `SELECT ${STMT_COLS}, authority_key FROM statements WHERE tenant = $1 AND id = $2::uuid AND voided = $3`,
       [tenant, id, voided ? 1 : 0],
       'get_statement',
     );
-    return r.rows[0] && toRow(r.rows[0]);
+    const row = r.rows[0];
+    return row && (authority === undefined || row.authority_key === authority) ? toRow(row) : undefined;
   }
 
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {

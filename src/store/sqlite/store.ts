@@ -199,11 +199,11 @@ export class SqliteStore implements Store {
     }
   }
 
-  async getStatement(tenant: string, id: string, voided: boolean): Promise<StoredRow | undefined> {
-    const r = this.q('SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND id = ? AND voided = ?').get(tenant, id, voided ? 1 : 0) as
+  async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
+    const r = this.q('SELECT seq, stored_ms, full, authority_key FROM statements WHERE tenant = ? AND id = ? AND voided = ?').get(tenant, id, voided ? 1 : 0) as
       | Row
       | undefined;
-    return r && toRow(r);
+    return r && (authority === undefined || r.authority_key === authority) ? toRow(r) : undefined;
   }
 
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
