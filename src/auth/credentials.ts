@@ -72,11 +72,74 @@ export function readCredentialsFile(path: string): CredentialEntry[] {
   return existsSync(path) ? parseCredentials(readFileSync(path, 'utf8'), path) : [];
 }
 
-/** Writes the list atomically: a temporary file in the same folder, then a rename. */
-export function writeCredentialsFile(path: string, entries: CredentialEntry[]): void {
+/**
+ * The text spans [start, end) of the top-level array's elements in a JSON text already known to
+ * be a valid array, and the offset of its closing bracket.
+ */
+function elementSpans(text: string): { spans: [number, number][]; close: number } {
+  const spans: [number, number][] = [];
+  let depth = 0;
+  let start = -1;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (inString) {
+      if (c === '\\') i++;
+      else if (c === '"') inString = false;
+      continue;
+    }
+    if (c === '"') inString = true;
+    if (c === '[' || c === '{') {
+      depth++;
+      if (depth === 1) continue;
+    } else if (c === ']' || c === '}') {
+      depth--;
+      if (depth === 0) {
+        if (start >= 0) spans.push([start, lastNonSpace(text, i)]);
+        return { spans, close: i };
+      }
+    }
+    if (depth === 1 && c === ',') {
+      spans.push([start, lastNonSpace(text, i)]);
+      start = -1;
+    } else if (depth >= 1 && start < 0 && !/\s/.test(c)) {
+      start = i;
+    }
+  }
+  throw new CredentialsFileError('the credentials file is not a JSON list');
+}
+
+/** One past the last non-space character before `i`. */
+function lastNonSpace(text: string, i: number): number {
+  let j = i;
+  while (j > 0 && /\s/.test(text[j - 1])) j--;
+  return j;
+}
+
+/**
+ * Adds or replaces the entry of `entry.username` in the file's text, leaving every other entry
+ * byte for byte as it was (whatever wrote it: Ralph, an editor, this command).
+ */
+export function upsertCredentialText(text: string | undefined, entry: CredentialEntry): { text: string; replaced: boolean } {
+  const json = JSON.stringify(entry, null, 2).replaceAll('\n', '\n  ');
+  if (text === undefined || text.trim() === '') return { text: `[\n  ${json}\n]\n`, replaced: false };
+  const entries = parseCredentials(text, 'the credentials file');
+  const { spans, close } = elementSpans(text);
+  const i = entries.findIndex((e) => e.username === entry.username);
+  if (i >= 0) {
+    const [a, b] = spans[i];
+    return { text: text.slice(0, a) + json + text.slice(b), replaced: true };
+  }
+  if (!spans.length) return { text: `${text.slice(0, close)}\n  ${json}\n${text.slice(close)}`, replaced: false };
+  const end = spans[spans.length - 1][1];
+  return { text: `${text.slice(0, end)},\n  ${json}${text.slice(end)}`, replaced: false };
+}
+
+/** Writes the text atomically: a temporary file in the same folder, then a rename. */
+export function writeCredentialsText(path: string, text: string): void {
   const abs = resolve(path);
   mkdirSync(dirname(abs), { recursive: true });
   const tmp = `${abs}.${randomBytes(6).toString('hex')}.tmp`;
-  writeFileSync(tmp, `${JSON.stringify(entries, null, 2)}\n`, { mode: 0o600 });
+  writeFileSync(tmp, text, { mode: 0o600 });
   renameSync(tmp, abs);
 }

@@ -5,7 +5,8 @@
 import { createInterface } from 'node:readline';
 import bcrypt from 'bcrypt';
 import { loadConfig } from '../config.ts';
-import { type CredentialEntry, readCredentialsFile, writeCredentialsFile } from '../auth/credentials.ts';
+import { existsSync, readFileSync } from 'node:fs';
+import { type CredentialEntry, parseCredentials, upsertCredentialText, writeCredentialsText } from '../auth/credentials.ts';
 import { isScope, SCOPES } from '../auth/scopes.ts';
 import type { ValidationIssue } from '../errors.ts';
 import type { Agent } from '../xapi/types.ts';
@@ -85,7 +86,8 @@ export async function authCommand(o: AuthOptions): Promise<void> {
   const agent = buildAgent(o);
   const file = o.file ?? loadConfig().authFile;
   // Read (and so validate) the existing file before asking for anything: a corrupt file is left as is.
-  const existing = o.writeToDisk ? readCredentialsFile(file) : [];
+  const existing = o.writeToDisk && existsSync(file) ? readFileSync(file, 'utf8') : undefined;
+  if (existing !== undefined && existing.trim() !== '') parseCredentials(existing, file);
   let password = o.password;
   if (password === undefined) {
     if (!process.stdin.isTTY) throw new CliError('a password is required (-p/--password), or run in a terminal to be asked for it');
@@ -98,8 +100,8 @@ export async function authCommand(o: AuthOptions): Promise<void> {
     process.stdout.write(`${JSON.stringify(entry, null, 2)}\n`);
     return;
   }
-  const i = existing.findIndex((e) => e.username === o.username);
-  const updated = i >= 0 ? existing.map((e, j) => (j === i ? entry : e)) : [...existing, entry];
-  writeCredentialsFile(file, updated);
-  process.stderr.write(`${i >= 0 ? 'updated' : 'added'} user ${o.username} in ${file}\n`);
+  // Only this user's entry changes: the others stay byte for byte as they were.
+  const { text, replaced } = upsertCredentialText(existing, entry);
+  writeCredentialsText(file, text);
+  process.stderr.write(`${replaced ? 'updated' : 'added'} user ${o.username} in ${file}\n`);
 }

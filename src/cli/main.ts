@@ -2,6 +2,7 @@
 /** The `lectern` command line. */
 import { Command, Option } from 'commander';
 import { CredentialsFileError } from '../auth/credentials.ts';
+import { SCOPES } from '../auth/scopes.ts';
 import { ConfigError } from '../config.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import { authCommand, CliError } from './auth.ts';
@@ -30,7 +31,7 @@ program
   .helpOption('--help', 'show help')
   .option('-u, --username <username>', 'the user name')
   .option('-p, --password <password>', 'the password (asked for, hidden, when omitted in a terminal)')
-  .option('-s, --scope <scope>', 'a scope (repeatable): all, all/read, statements/read, statements/read/mine, statements/write, state/read, state/write, define, profile/read, profile/write', collect)
+  .option('-s, --scope <scope>', `a scope (repeatable): ${SCOPES.join(', ')}`, collect)
   .option('-t, --target <target>', 'the store (tenant) the user works in')
   .option('-M, --agent-ifi-mbox <mbox>', 'agent identifier: a mailto: IRI')
   .addOption(new Option('--agent-mbox <mbox>', 'alias of --agent-ifi-mbox').hideHelp())

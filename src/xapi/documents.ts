@@ -8,7 +8,7 @@ import { LrsError, ValidationFailed, type ValidationIssue } from '../errors.ts';
 import type { DocumentKey, DocumentKind, DocumentPrecondition, StoredDocument } from '../store/types.ts';
 import { ifiKey } from './agents.ts';
 import type { Actor } from './types.ts';
-import { isIri, isUuid, mediaTypeOf, parseTimestamp, validateAgentParam } from './validate.ts';
+import { isIri, isUuid, MAX_JSON_DEPTH, mediaTypeOf, parseTimestamp, validateAgentParam } from './validate.ts';
 
 /** The quoted SHA-1 hex of the content. */
 export const etagOf = (content: Buffer): string => `"${createHash('sha1').update(content).digest('hex')}"`;
@@ -38,13 +38,37 @@ export function mergeJsonDocuments(stored: { content: Buffer; contentType: strin
   return Buffer.from(JSON.stringify(merged), 'utf8');
 }
 
-/** Checks a JSON document's syntax on write, so a stored JSON document always parses. */
+/** The deepest nesting of arrays/objects in a JSON text, found without recursion. */
+function nestingDepth(text: string): number {
+  let depth = 0;
+  let max = 0;
+  let inString = false;
+  for (let i = 0; i < text.length; i++) {
+    const c = text.charCodeAt(i);
+    if (inString) {
+      if (c === 0x5c) i++;
+      else if (c === 0x22) inString = false;
+    } else if (c === 0x22) inString = true;
+    else if (c === 0x5b || c === 0x7b) max = Math.max(max, ++depth);
+    else if (c === 0x5d || c === 0x7d) depth--;
+  }
+  return max;
+}
+
+/**
+ * Checks a JSON document's syntax on write, so a stored JSON document always parses, and its
+ * nesting, so merging it later cannot overflow the stack (a 400 now rather than a 500 then).
+ */
 export function checkJsonDocument(doc: { content: Buffer; contentType: string }): void {
   if (isJsonType(doc.contentType)) {
+    const text = doc.content.toString('utf8');
     try {
-      JSON.parse(doc.content.toString('utf8'));
+      JSON.parse(text);
     } catch {
       throw new LrsError('bad_request', 'the document is labelled application/json but is not valid JSON');
+    }
+    if (nestingDepth(text) > MAX_JSON_DEPTH) {
+      throw new LrsError('bad_request', `the JSON document is nested more than ${MAX_JSON_DEPTH} levels deep`);
     }
   }
 }

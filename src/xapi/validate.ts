@@ -425,7 +425,7 @@ function timestamp(c: Ctx, v: unknown): v is string {
  * (which the store needs) overflows the stack a few thousand levels down, so deeper values are
  * reported as a 400 here rather than failing later as a 500.
  */
-const MAX_JSON_DEPTH = 512;
+export const MAX_JSON_DEPTH = 512;
 const TOO_DEEP: unique symbol = Symbol('too deep');
 
 /** Deep copy of an arbitrary JSON value (extension values), safe against `__proto__` keys. */
