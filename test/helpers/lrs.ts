@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import bcrypt from 'bcrypt';
 import { startLrs, type RunningLrs } from '../../src/app.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
-import { createLogger } from '../../src/log.ts';
+import { createLogger, type Logger } from '../../src/log.ts';
 import { createDatabase, dropDatabase, postgresSkipped } from './postgres.ts';
 
 export interface TestUser {
@@ -91,7 +91,7 @@ export const basic = (u: TestUser): string => `Basic ${Buffer.from(`${u.username
  */
 export async function startTestLrs(
   backend: Backend = sqliteBackend,
-  opts: { users?: TestUser[]; env?: Record<string, string>; shareWith?: TestLrs } = {},
+  opts: { users?: TestUser[]; env?: Record<string, string>; shareWith?: TestLrs; logger?: Logger } = {},
 ): Promise<TestLrs> {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-test-'));
   const authFile = join(dir, 'auth.json');
@@ -108,7 +108,7 @@ export async function startTestLrs(
     ...opts.env,
   };
   const config = loadConfig(env);
-  const logger = createLogger(config.logLevel);
+  const logger = opts.logger ?? createLogger(config.logLevel);
   let lrs: RunningLrs;
   try {
     lrs = await startLrs(config, logger);
