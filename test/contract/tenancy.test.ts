@@ -5,7 +5,9 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
-import { after, before, describe, test } from 'node:test';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, mock, test } from 'node:test';
+import pg from 'pg';
 import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 
 const TENANT_C: TestUser = { username: 'tenant-c', password: 'c-pass', scopes: ['all'], agent: { mbox: 'mailto:c@example.com' }, target: 'c' };
@@ -131,6 +133,67 @@ for (const backend of BACKENDS) {
       assert.deepEqual(canonical.statements[0].object.definition, { name: { en: 'b' } });
       const agent = enc(JSON.stringify({ mbox: 'mailto:ben@example.com' }));
       assert.deepEqual(await (await t.fetch(`/xAPI/agents?agent=${agent}`, { user: TENANT_C })).json(), await (await t.fetch(`/xAPI/agents?agent=${agent}`)).json());
+    });
+  });
+}
+
+/** Data tables: every query touching one must name the tenant. */
+const DATA_TABLE = /\b(?:FROM|JOIN|INTO|UPDATE)\s+(?:statements|statement_agents|statement_activities|activities|attachments|documents)\b/i;
+/** The only exceptions, and why they are safe. */
+const TENANTLESS = [
+  // SQLite's clock guard: `stored` never goes backwards across the whole file; returns no row to a client.
+  /^SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1$/,
+  // Attachment links are keyed by the seq of a statement inserted in the same transaction, in the tenant's store.
+  /^INSERT OR IGNORE INTO statement_attachments \(seq, sha2\)/,
+];
+
+for (const backend of BACKENDS) {
+  describe(`every store query carries the tenant key [${backend.name}]`, () => {
+    test('all SQL run while every resource is used names the tenant', async () => {
+      const seen = new Set<string>();
+      const record = (sql: unknown) => {
+        const text = typeof sql === 'string' ? sql : (sql as { text?: string } | undefined)?.text;
+        if (text) seen.add(text.replace(/\s+/g, ' ').trim());
+      };
+      const originalPrepare = DatabaseSync.prototype.prepare;
+      const originalQuery = pg.Client.prototype.query as (...a: unknown[]) => unknown;
+      const prepare = mock.method(DatabaseSync.prototype, 'prepare', function (this: DatabaseSync, sql: string) {
+        record(sql);
+        return originalPrepare.call(this, sql);
+      });
+      const query = mock.method(pg.Client.prototype, 'query', function (this: pg.Client, ...args: unknown[]) {
+        record(args[0]);
+        return originalQuery.apply(this, args);
+      });
+      const t = await startTestLrs(backend, { users: [ADMIN, TENANT_B] });
+      try {
+        const agent = enc(JSON.stringify({ mbox: 'mailto:l@example.com' }));
+        const activity = enc('http://example.com/act');
+        const [id] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ object: { id: 'http://example.com/act', definition: { name: { en: 'x' } } } }), { user: TENANT_B }))).json();
+        await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id } }), { user: TENANT_B }));
+        for (const q of [`statementId=${id}`, `voidedStatementId=${id}`, `agent=${agent}`, `activity=${activity}&related_activities=true`, 'verb=http%3A%2F%2Fexample.com%2Fv&since=2020-01-01T00:00:00Z&until=2100-01-01T00:00:00Z', 'mine=true&format=canonical&attachments=true', 'limit=1']) {
+          await t.fetch(`/xAPI/statements?${q}`, { user: TENANT_B });
+        }
+        for (const base of [`/xAPI/activities/state?activityId=${activity}&agent=${agent}`, `/xAPI/activities/profile?activityId=${activity}`, `/xAPI/agents/profile?agent=${agent}`]) {
+          const one = `${base}&${base.includes('state') ? 'stateId' : 'profileId'}=d`;
+          await t.fetch(one, jsonInit('PUT', { a: 1 }, { user: TENANT_B, headers: { 'if-none-match': '*' } }));
+          await t.fetch(one, jsonInit('POST', { b: 1 }, { user: TENANT_B }));
+          await t.fetch(one, { user: TENANT_B });
+          await t.fetch(`${base}&since=2020-01-01T00:00:00Z`, { user: TENANT_B });
+          await t.fetch(base, { user: TENANT_B });
+          await t.fetch(one, { method: 'DELETE', user: TENANT_B });
+          if (base.includes('state')) await t.fetch(base, { method: 'DELETE', user: TENANT_B });
+        }
+        await t.fetch(`/xAPI/activities?activityId=${activity}`, { user: TENANT_B });
+      } finally {
+        prepare.mock.restore();
+        query.mock.restore();
+        await t.close();
+      }
+      const data = [...seen].filter((sql) => DATA_TABLE.test(sql) && !/^CREATE |schema_migrations/i.test(sql));
+      assert.ok(data.length >= 10, `the store ran its queries (${data.length} seen)`);
+      const missing = data.filter((sql) => !/\btenant\b/.test(sql) && !TENANTLESS.some((re) => re.test(sql)));
+      assert.deepEqual(missing, [], 'queries without the tenant key');
     });
   });
 }
