@@ -118,7 +118,7 @@ async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
     throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
   }
   const { statements, blobs } = await acceptStatements(received, id.toLowerCase());
-  await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, { define: req.access?.define ?? true }), blobs);
+  await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, { define: req.access?.define ?? false }), blobs);
   return { status: 204 };
 }
 
@@ -126,7 +126,7 @@ async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse
   const extra = Object.keys(req.query);
   if (extra.length) throw unknownParams(extra);
   const { statements, blobs } = await acceptStatements(readBody(req));
-  const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, { define: req.access?.define ?? true }), blobs);
+  const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, { define: req.access?.define ?? false }), blobs);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
 }
 
@@ -169,7 +169,7 @@ async function render(
 
 async function get(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   const user = req.user!;
-  const parsed = parseStatementRequest(req.query, { maxLimit: deps.maxSearchHits, mineAgent: user.agent, onlyMine: req.access?.mineOnly });
+  const parsed = parseStatementRequest(req.query, { maxLimit: deps.maxSearchHits, mineAgent: user.agent, onlyMine: req.access?.mineOnly ?? true });
   if (parsed.kind === 'single') {
     // Another authority's statement, for a user restricted to its own, is as absent as a missing one.
     const row = await deps.store.getStatement(user.target, parsed.id, parsed.voided, parsed.authority);
