@@ -191,7 +191,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const STATEMENTS: RouteScopes = { read: 'statements/read/mine', write: 'statements/write' };
   const STATE: RouteScopes = { read: 'state/read', write: 'state/write' };
   const PROFILE: RouteScopes = { read: 'profile/read', write: 'profile/write' };
-  // The canonical Activity is assembled from every statement of the store: a full statements read.
+  // The canonical Activity is assembled from every statement of the store: a full statements read
+  // (and the Agents view, the other read-only view, alike).
   const VIEWS: RouteScopes = { read: 'statements/read', write: 'statements/read' };
   xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: ['GET', 'HEAD', 'PUT', 'POST'], scopes: STATEMENTS });
   const documentDeps = { store, maxDocumentSize: config.maxDocumentSize };
