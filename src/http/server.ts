@@ -47,6 +47,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     loggerInstance: logger as FastifyBaseLogger,
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.maxRequestSize,
+    // Node's own default, which Fastify would turn off: a client trickling a body cannot hold a
+    // connection (and its buffered bytes) for ever.
+    requestTimeout: 300_000,
     exposeHeadRoutes: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
