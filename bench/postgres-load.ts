@@ -135,7 +135,7 @@ function makeStatement(i: number, ids: string[], tenants: string[], voidAt: Map<
     }
   }
   tenants[i] = tenant;
-  return { tenant, p: prepareStatement(s, authority), voided: voidedSet.has(i) };
+  return { tenant, p: prepareStatement(s, authority, '1.0.3'), voided: voidedSet.has(i) };
 }
 
 /** COPY text format: backslash is the only character JSON.stringify output needs escaped. */
