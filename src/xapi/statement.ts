@@ -12,10 +12,28 @@ import { VOIDED_VERB } from './types.ts';
 import { parseTimestamp } from './validate.ts';
 import { defaultStatementVersion, is2, type XapiVersion } from './versions.ts';
 
+/**
+ * Why an agent is linked to a statement (statement_agents.role): the plain `agent` filter matches
+ * DIRECT only, `related_agents=true` every role.
+ */
+export const AGENT_ROLE = {
+  /** Instructor, team, authority, anything inside a SubStatement, group members of those. */
+  related: 0,
+  /** The statement's actor or object (a Group's members too). */
+  direct: 1,
+  /** 2.0 context.contextAgents[].agent. */
+  contextAgent: 2,
+  /** 2.0 context.contextGroups[].group (and its members). */
+  contextGroup: 3,
+} as const;
+export type AgentRole = (typeof AGENT_ROLE)[keyof typeof AGENT_ROLE];
+
+/** When one agent plays several roles in a statement, the row keeps the first of these. */
+const ROLE_PRECEDENCE: readonly AgentRole[] = [AGENT_ROLE.direct, AGENT_ROLE.contextAgent, AGENT_ROLE.contextGroup, AGENT_ROLE.related];
+
 export interface IndexedAgent {
   key: string;
-  /** true when the agent is the actor or object (the plain `agent` filter); false for related roles. */
-  direct: boolean;
+  role: AgentRole;
 }
 
 export interface IndexedActivity {
@@ -46,15 +64,18 @@ export interface PreparedStatement {
 
 export const isVoiding = (s: Statement): boolean => s.verb.id === VOIDED_VERB && s.object.objectType === 'StatementRef';
 
-/** Collects index rows; a key seen both directly and indirectly is kept once, as direct. */
+/** Collects index rows; a key seen in several roles is kept once (agents: see ROLE_PRECEDENCE; activities: direct wins). */
 class IndexCollector {
-  private agents = new Map<string, boolean>();
+  private agents = new Map<string, AgentRole>();
   private activities = new Map<string, boolean>();
   readonly definitions: { id: string; definition: ActivityDefinition }[] = [];
 
-  actor(actor: Actor | undefined, direct: boolean): void {
+  actor(actor: Actor | undefined, role: AgentRole): void {
     if (!actor) return;
-    for (const k of actorKeys(actor)) this.agents.set(k, direct || (this.agents.get(k) ?? false));
+    for (const k of actorKeys(actor)) {
+      const had = this.agents.get(k);
+      if (had === undefined || ROLE_PRECEDENCE.indexOf(role) < ROLE_PRECEDENCE.indexOf(had)) this.agents.set(k, role);
+    }
   }
 
   activity(a: Activity, direct: boolean): void {
@@ -70,7 +91,7 @@ class IndexCollector {
         break;
       case 'Agent':
       case 'Group':
-        this.actor(o, direct);
+        this.actor(o, direct ? AGENT_ROLE.direct : AGENT_ROLE.related);
         break;
       case 'SubStatement':
         this.sub(o);
@@ -80,26 +101,26 @@ class IndexCollector {
     }
   }
 
-  context(c: Context | undefined): void {
+  context(c: Context | undefined, inSub: boolean): void {
     if (!c) return;
-    this.actor(c.instructor, false);
-    this.actor(c.team, false);
-    // 2.0: related agents (the validator only lets these through under 2.0).
-    for (const a of c.contextAgents ?? []) this.actor(a.agent, false);
-    for (const g of c.contextGroups ?? []) this.actor(g.group, false);
+    this.actor(c.instructor, AGENT_ROLE.related);
+    this.actor(c.team, AGENT_ROLE.related);
+    // 2.0 (the validator only lets these through under 2.0); inside a SubStatement, merely related.
+    for (const a of c.contextAgents ?? []) this.actor(a.agent, inSub ? AGENT_ROLE.related : AGENT_ROLE.contextAgent);
+    for (const g of c.contextGroups ?? []) this.actor(g.group, inSub ? AGENT_ROLE.related : AGENT_ROLE.contextGroup);
     const ca = c.contextActivities;
     if (ca) for (const list of [ca.parent, ca.grouping, ca.category, ca.other]) for (const a of list ?? []) this.activity(a, false);
   }
 
   sub(s: SubStatement): void {
-    this.actor(s.actor, false);
+    this.actor(s.actor, AGENT_ROLE.related);
     this.object(s.object, false);
-    this.context(s.context);
+    this.context(s.context, true);
   }
 
   result(): { agents: IndexedAgent[]; activities: IndexedActivity[] } {
     return {
-      agents: [...this.agents].map(([key, direct]) => ({ key, direct })),
+      agents: [...this.agents].map(([key, role]) => ({ key, role })),
       activities: [...this.activities].map(([id, direct]) => ({ id, direct })),
     };
   }
@@ -140,10 +161,10 @@ function utcTimestamps(s: Statement): Statement {
 export function prepareStatement(input: Statement, authority: Actor, version: XapiVersion): PreparedStatement {
   const statement = { ...(is2(version) ? utcTimestamps(input) : input), id: (input.id ?? randomUUID()).toLowerCase(), authority };
   const c = new IndexCollector();
-  c.actor(statement.actor, true);
+  c.actor(statement.actor, AGENT_ROLE.direct);
   c.object(statement.object, true);
-  c.actor(statement.authority, false);
-  c.context(statement.context);
+  c.actor(statement.authority, AGENT_ROLE.related);
+  c.context(statement.context, false);
   const ref = statement.object.objectType === 'StatementRef' ? statement.object.id : null;
   return {
     id: statement.id,

@@ -105,7 +105,7 @@ const INSERT_WRITE = `WITH
 st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, "full")
   SELECT s, $1, i, $2, v, r, ref, iv, vd, a, f
   FROM unnest($3::bigint[], $4::uuid[], $5::text[], $6::uuid[], $7::uuid[], $8::smallint[], $9::smallint[], $10::text[], $11::json[]) AS t(s, i, v, r, ref, iv, vd, a, f)),
-ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, direct) SELECT $1, k, s, d FROM unnest($12::text[], $13::bigint[], $14::smallint[]) AS t(k, s, d)),
+ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, role) SELECT $1, k, s, d FROM unnest($12::text[], $13::bigint[], $14::smallint[]) AS t(k, s, d)),
 ac AS (INSERT INTO statement_activities (tenant, activity_id, seq, direct) SELECT $1, k, s, d FROM unnest($15::text[], $16::bigint[], $17::smallint[]) AS t(k, s, d)),
 sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT s, h FROM unnest($18::bigint[], $19::text[]) AS t(s, h) ON CONFLICT DO NOTHING),
 vo AS (UPDATE statements SET voided = 1 WHERE tenant = $1 AND id = ANY($20::uuid[]) AND is_voiding = 0 AND voided = 0),
@@ -140,7 +140,7 @@ function writeValues(tenant: string, plans: InsertPlan[], seqs: string[], stored
     for (const a of p.agents) {
       agents[0].push(a.key);
       agents[1].push(seq);
-      agents[2].push(a.direct ? 1 : 0);
+      agents[2].push(a.role);
     }
     for (const a of p.activities) {
       activities[0].push(a.id);

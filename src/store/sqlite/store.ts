@@ -164,8 +164,8 @@ export class SqliteStore implements Store {
       'INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ).run(tenant, p.id, storedMs, p.verb, p.registration, p.refId, p.voids ? 1 : 0, voided ? 1 : 0, authority, full);
     const seq = r.lastInsertRowid;
-    const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, direct) VALUES (?, ?, ?, ?)');
-    for (const a of p.agents) agent.run(tenant, a.key, seq, a.direct ? 1 : 0);
+    const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, role) VALUES (?, ?, ?, ?)');
+    for (const a of p.agents) agent.run(tenant, a.key, seq, a.role);
     const activity = this.q('INSERT INTO statement_activities (tenant, activity_id, seq, direct) VALUES (?, ?, ?, ?)');
     for (const a of p.activities) activity.run(tenant, a.id, seq, a.direct ? 1 : 0);
     const link = this.q('INSERT OR IGNORE INTO statement_attachments (seq, sha2) VALUES (?, ?)');
