@@ -54,6 +54,12 @@ export interface Store {
   /** The instant up to which every acknowledged statement is visible to queries. */
   consistentThrough(tenant: string): Promise<Date>;
 
+  /**
+   * The newest `limit` statements (JSON, voided ones too) in which an agent with IFI key
+   * `agentKey` appears in any role: the Agents resource reads the names it was given there.
+   */
+  statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]>;
+
   /** The canonical definition the LRS keeps for an activity, if it has seen one. */
   getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined>;
 

@@ -4,7 +4,9 @@
  */
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
+import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { BACKENDS, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 
 const V1 = '1.0.3';
@@ -274,6 +276,39 @@ for (const backend of BACKENDS) {
         assert.equal((await read(url, v)).status, 404, v);
       }
     });
+  });
+
+  test(`an existing database is upgraded in place: statement_agents.direct becomes role [${backend.name}]`, async () => {
+    const t = await startTestLrs(backend);
+    try {
+      const act = `http://example.com/activities/${randomUUID()}`;
+      const instructor = { mbox: 'mailto:instructor@example.com' };
+      const [id] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ object: { id: act }, context: { instructor } }), { version: V1 }))).json();
+      await t.lrs.close();
+      // Back to the schema before this migration, as a database of the previous release has it.
+      const rewind = ['ALTER TABLE statement_agents RENAME COLUMN role TO direct', `DELETE FROM schema_migrations WHERE version = ${backend.name === 'sqlite' ? 3 : 4}`];
+      if (backend.name === 'sqlite') {
+        const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
+        for (const sql of rewind) db.exec(sql);
+        db.close();
+      } else {
+        const c = new pg.Client({ connectionString: t.env.LECTERN_POSTGRES_URL });
+        await c.connect();
+        for (const sql of rewind) await c.query(sql);
+        await c.end();
+      }
+      await t.restart();
+      const q = (who: unknown, related: boolean) =>
+        t.fetch(`/xAPI/statements?agent=${enc(JSON.stringify(who))}&activity=${enc(act)}${related ? '&related_agents=true' : ''}`, { version: V2 });
+      assert.deepEqual((await (await q(instructor, true)).json()).statements.map((s: { id: string }) => s.id), [id], 'the old related row');
+      assert.deepEqual((await (await q(instructor, false)).json()).statements, []);
+      assert.equal((await (await q({ mbox: 'mailto:ben@example.com' }, false)).json()).statements[0].id, id, 'the old direct row');
+      // New 2.0 statements are linked by role next to the old rows.
+      const [id2] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ object: { id: act }, context: { contextAgents: [{ objectType: 'contextAgent', agent: instructor }] } }), { version: V2 }))).json();
+      assert.deepEqual((await (await q(instructor, true)).json()).statements.map((s: { id: string }) => s.id), [id2, id]);
+    } finally {
+      await t.close();
+    }
   });
 
   describe(`version settings [${backend.name}]`, () => {

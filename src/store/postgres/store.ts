@@ -561,6 +561,15 @@ export class PostgresStore implements Store {
     return new Date(Math.min(now, busy) - 1);
   }
 
+  async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+    const r = await this.query<{ full: string }>(
+      'SELECT s."full" FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = $1 AND a.agent_key = $2 ORDER BY a.seq DESC LIMIT $3',
+      [tenant, agentKey, limit],
+      'statements_with_agent',
+    );
+    return r.rows.map((row) => row.full);
+  }
+
   async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {
     const r = await this.query<{ definition: string }>('SELECT definition FROM activities WHERE tenant = $1 AND id = $2', [tenant, activityId], 'get_activity');
     return r.rows[0] ? (JSON.parse(r.rows[0].definition) as ActivityDefinition) : undefined;

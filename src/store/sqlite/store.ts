@@ -233,6 +233,15 @@ export class SqliteStore implements Store {
     return new Date();
   }
 
+  async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+    const rows = this.q('SELECT s.full FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.agent_key = ? ORDER BY a.seq DESC LIMIT ?').all(
+      tenant,
+      agentKey,
+      limit,
+    ) as Row[];
+    return rows.map((r) => String(r.full));
+  }
+
   async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {
     const r = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenant, activityId) as Row | undefined;
     return r ? (JSON.parse(String(r.definition)) as ActivityDefinition) : undefined;
