@@ -101,18 +101,6 @@ for (const backend of BACKENDS) {
         assert.deepEqual((await (await activity(id)).json()).definition, { name: { 'en-US': 'kept' } });
       });
 
-      test('a Person carries every name the store has seen for the agent, newest first, in any role', async () => {
-        const mbox = `mailto:${randomUUID()}@example.com`;
-        await post([statement({ actor: { name: 'Ben', mbox } })]);
-        await post([statement({ context: { instructor: { name: 'B. Smith', mbox } } })]);
-        await post([statement({ actor: { objectType: 'Group', name: 'Team', member: [{ name: 'Benjamin', mbox }, { mbox: 'mailto:other@example.com', name: 'Other' }] } })]);
-        await post([statement({ actor: { name: 'Ben', mbox } })]);
-        assert.deepEqual(await (await agents({ mbox })).json(), { objectType: 'Person', name: ['Ben', 'Benjamin', 'B. Smith'], mbox: [mbox] });
-        assert.deepEqual((await (await agents({ name: 'Asked', mbox })).json()).name, ['Asked', 'Ben', 'Benjamin', 'B. Smith'], 'the request\'s own name first');
-        // Another tenant's statements are not seen.
-        assert.deepEqual(await (await agents({ mbox }, { user: TENANT_B })).json(), { objectType: 'Person', mbox: [mbox] });
-      });
-
       test('HEAD and the alternate syntax', async () => {
         const id = newActivity();
         await post(statement({ object: { id, definition: { name: { 'en-US': 'x' } } } }));
