@@ -55,20 +55,20 @@ export function duplicateKey(text: string): { key: string; path: (string | numbe
       if (top && !top.keys) top.index++;
     } else if (c === 0x22 /* " */) {
       const start = i;
-      let escaped = false;
-      for (i++; i < n; i++) {
-        const d = text.charCodeAt(i);
-        if (d === 0x5c) {
-          escaped = true;
-          i++;
-        } else if (d === 0x22) break;
+      // The closing quote: the next one not preceded by an odd run of backslashes.
+      for (;;) {
+        i = text.indexOf('"', i + 1);
+        let b = i - 1;
+        while (text.charCodeAt(b) === 0x5c) b--;
+        if ((i - 1 - b) % 2 === 0) break;
       }
       const top = stack[stack.length - 1];
       if (!top?.keys) continue;
       let j = i + 1;
       while (j < n && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
       if (text[j] !== ':') continue; // a value, not a key
-      const key = escaped ? (JSON.parse(text.slice(start, i + 1)) as string) : text.slice(start + 1, i);
+      const raw = text.slice(start + 1, i);
+      const key = raw.includes('\\') ? (JSON.parse(text.slice(start, i + 1)) as string) : raw;
       if (top.keys.has(key)) return { key, path: [...stack.slice(1).map((s) => s.at as string | number), key] };
       top.keys.add(key);
       pending = key;
