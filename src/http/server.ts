@@ -9,7 +9,7 @@ import type { Config } from '../config.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../store/types.ts';
-import { is2, negotiate, responseVersion, rulesFor, type XapiVersion } from '../xapi/versions.ts';
+import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
 import { json, toXapiRequest, type XapiRequest, type XapiResponse } from './request.ts';
 import { handleActivities, handleAgents } from './activities.ts';
@@ -146,8 +146,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           const xreq = toXapiRequest(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers, request.body as Buffer | undefined);
           method = xreq.method;
           // Every answer to a request naming a served version (405 and 401 included) says that version.
-          const named = rulesFor(xreq.headers['x-experience-api-version'] ?? '');
-          if (named && config.xapiVersions.includes(named)) reply.header('x-experience-api-version', named);
+          const named = namedVersion(xreq.headers['x-experience-api-version'], config.xapiVersions);
+          if (named) reply.header('x-experience-api-version', named);
           if (!allowed.includes(method)) {
             const detail = `method ${method} is not allowed on ${path} (${allowed.join(', ')})`;
             return send(reply, method, json(405, { detail }, { allow: allowed.join(', ') }));

@@ -25,6 +25,12 @@ export function rulesFor(value: string): XapiVersion | undefined {
   return undefined;
 }
 
+/** The served version a header names, if it names one. */
+export function namedVersion(header: string | undefined, served: readonly XapiVersion[]): XapiVersion | undefined {
+  const v = header === undefined ? undefined : rulesFor(header);
+  return v !== undefined && served.includes(v) ? v : undefined;
+}
+
 /**
  * The version a request is served under, from its X-Experience-API-Version header (Communication
  * §3.3 / 9274.1.1 §4.1.2): 400 when it is missing or names a version this server does not serve.
@@ -34,8 +40,8 @@ export function negotiate(header: string | undefined, served: readonly XapiVersi
   if (header === undefined || header.trim() === '') {
     throw new LrsError('bad_request', `the X-Experience-API-Version header is required (this LRS serves ${list})`);
   }
-  const v = rulesFor(header);
-  if (v === undefined || !served.includes(v)) {
+  const v = namedVersion(header, served);
+  if (v === undefined) {
     throw new LrsError('bad_request', `X-Experience-API-Version ${JSON.stringify(header)} is not supported: send one of ${list}`);
   }
   return v;
@@ -57,7 +63,7 @@ export function aboutVersions(served: readonly XapiVersion[]): string[] {
   return out;
 }
 
-/** Parses `LECTERN_XAPI_VERSIONS`-style lists; returns undefined naming nothing when a value is unknown. */
+/** Parses `LECTERN_XAPI_VERSIONS`-style lists: the versions named (newest first) and the values naming none. */
 export function parseServed(values: string[]): { served: XapiVersion[]; unknown: string[] } {
   const served = new Set<XapiVersion>();
   const unknown: string[] = [];
