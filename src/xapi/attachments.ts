@@ -43,7 +43,7 @@ function located(statement: Statement): { attachment: Attachment; loc: string }[
 }
 
 /** The attachment objects of a statement: its own and its SubStatement's. */
-export const statementAttachments = (s: Statement): Attachment[] => located(s).map((l) => l.attachment);
+const statementAttachments = (s: Statement): Attachment[] => located(s).map((l) => l.attachment);
 
 /** Distinct lower-case sha2 of a statement's attachments, in order. */
 export const attachmentHashes = (s: Statement): string[] => [...new Set(statementAttachments(s).map((a) => a.sha2.toLowerCase()))];

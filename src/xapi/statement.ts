@@ -16,7 +16,7 @@ import { defaultStatementVersion, is2, type XapiVersion } from './versions.ts';
  * Why an agent is linked to a statement (statement_agents.role): the plain `agent` filter matches
  * DIRECT only, `related_agents=true` every role.
  */
-export const AGENT_ROLE = {
+const AGENT_ROLE = {
   /** Instructor, team, authority, anything inside a SubStatement, group members of those. */
   related: 0,
   /** The statement's actor or object (a Group's members too). */

@@ -18,7 +18,7 @@ const HEADER_1_0 = /^1\.0(?:\.\d+)?$/;
 const HEADER_2_0 = /^2\.0(?:\.\d+)?$/;
 
 /** The rules a version string names (a header value or a configured version), if any. */
-export function rulesFor(value: string): XapiVersion | undefined {
+function rulesFor(value: string): XapiVersion | undefined {
   const v = value.trim();
   if (HEADER_2_0.test(v)) return '2.0.0';
   if (HEADER_1_0.test(v)) return '1.0.3';

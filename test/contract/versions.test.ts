@@ -110,6 +110,17 @@ for (const backend of BACKENDS) {
       assert.equal((await get(id, V1)).actor.mbox, 'mailto:b@example.com');
     });
 
+    test('properties outside extensions that the version does not define are a 400 under both', async () => {
+      for (const v of [V1, V2]) {
+        for (const extra of [{ foo: 1 }, { verb: { id: 'http://example.com/v', foo: 1 } }, { context: { contextActivities: { foo: [] } } }, { result: { score: { raw: 1, foo: 2 } } }]) {
+          const res = await post(statement(extra), v);
+          assert.equal(res.status, 400, `${v} ${JSON.stringify(extra)}`);
+          assert.equal((await res.json()).detail[0].type, 'value_error.extra');
+        }
+        assert.equal((await post(statement({ result: { extensions: { 'http://example.com/x': { anything: { goes: [null] } } } } }), v)).status, 200, v);
+      }
+    });
+
     test('a missing version becomes 2.0.0 under 2.0 and 1.0.0 under 1.0.3; version 2.0.x only under 2.0', async () => {
       const [a] = await (await post(statement(), V2)).json();
       const [b] = await (await post(statement(), V1)).json();
