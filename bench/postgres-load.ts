@@ -135,7 +135,7 @@ function makeStatement(i: number, ids: string[], tenants: string[], voidAt: Map<
     }
   }
   tenants[i] = tenant;
-  return { tenant, p: prepareStatement(s, authority), voided: voidedSet.has(i) };
+  return { tenant, p: prepareStatement(s, authority, '1.0.3'), voided: voidedSet.has(i) };
 }
 
 /** COPY text format: backslash is the only character JSON.stringify output needs escaped. */
@@ -167,7 +167,7 @@ async function load(pool: pg.Pool): Promise<{ seconds: number; rows: Record<stri
       const authority = p.statement.authority ? actorKeys(p.statement.authority)[0] : null;
       const full = JSON.stringify(stamp(p, new Date(storedMs).toISOString()));
       st += line([seq, tenant, p.id, storedMs, p.verb, p.registration, p.refId, p.voids ? 1 : 0, voided ? 1 : 0, authority, full]);
-      for (const a of p.agents) ag += line([tenant, a.key, seq, a.direct ? 1 : 0]);
+      for (const a of p.agents) ag += line([tenant, a.key, seq, a.role]);
       for (const a of p.activities) ac += line([tenant, a.id, seq, a.direct ? 1 : 0]);
       for (const d of p.definitions) definitions.set(`${tenant}\t${d.id}`, JSON.stringify(d.definition));
       rows.statements++;
@@ -321,7 +321,7 @@ async function main(): Promise<void> {
     const busyAgent = 'mbox:mailto:learner0@example.com';
     const quietAgent = 'mbox:mailto:learner15000@example.com';
     const targeted = await one(
-      "SELECT a.agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.seq = t.seq AND a.direct = 1 WHERE r.tenant = '' AND r.verb = 'http://example.com/verbs/commented' AND a.agent_key LIKE 'mbox:mailto:learner1%' ORDER BY r.seq DESC LIMIT 1",
+      "SELECT a.agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.seq = t.seq AND a.role = 1 WHERE r.tenant = '' AND r.verb = 'http://example.com/verbs/commented' AND a.agent_key LIKE 'mbox:mailto:learner1%' ORDER BY r.seq DESC LIMIT 1",
     );
     const reg = await one("SELECT registration::text AS r FROM statements WHERE tenant = '' AND registration IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET $1", [Math.min(5000, Math.floor(N / 2))]);
     const mid = await one("SELECT seq FROM statements WHERE tenant = '' ORDER BY seq LIMIT 1 OFFSET $1", [Math.floor(N * 0.45)]);

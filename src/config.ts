@@ -6,6 +6,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
+import { KNOWN_VERSIONS, parseServed, type XapiVersion } from './xapi/versions.ts';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -59,6 +60,15 @@ const bool: Parser<boolean> = (raw, name) => {
   if (['1', 'true', 'yes', 'on'].includes(v)) return true;
   if (['0', 'false', 'no', 'off', ''].includes(v)) return false;
   throw new ConfigError(`${name} must be true or false, got ${JSON.stringify(raw)}`);
+};
+
+/** A list of xAPI versions this build implements (any spelling a request header may use). */
+const xapiVersions: Parser<XapiVersion[]> = (raw, name) => {
+  const { served, unknown } = parseServed(list(raw, name));
+  if (unknown.length || served.length === 0) {
+    throw new ConfigError(`${name} must list one or more of ${KNOWN_VERSIONS.join(', ')} (comma-separated), got ${JSON.stringify(raw)}`);
+  }
+  return served;
 };
 
 const list: Parser<string[]> = (raw) =>
@@ -279,6 +289,18 @@ export const SETTINGS = {
     name: 'LECTERN_LRS_RESTRICT_BY_AUTHORITY',
     default: 'false',
     help: 'Every user reads only the statements it is the authority of, as with `statements/read/mine`.',
+    parse: bool,
+  },
+  xapiVersions: {
+    name: 'LECTERN_XAPI_VERSIONS',
+    default: '1.0.3,2.0.0',
+    help: 'xAPI versions served, comma-separated (`1.0.3`, `2.0.0`); each request picks one with its `X-Experience-API-Version` header.',
+    parse: xapiVersions,
+  },
+  xapiStrictVersion: {
+    name: 'LECTERN_XAPI_STRICT_VERSION',
+    default: 'false',
+    help: 'When true, statements stored under 2.0 are served to 1.0.3 clients converted (no `contextAgents`/`contextGroups`, `version` 1.0.0); when false, as stored.',
     parse: bool,
   },
 } satisfies Record<string, Setting<unknown>>;

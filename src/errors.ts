@@ -12,24 +12,20 @@ export interface ValidationIssue {
 
 export type LrsErrorKind =
   | 'bad_request'
-  | 'unauthorized'
   | 'forbidden'
   | 'not_found'
   | 'conflict'
   | 'precondition_failed'
   | 'too_large'
-  | 'unsupported_media_type'
   | 'unavailable';
 
 const STATUS: Record<LrsErrorKind, number> = {
   bad_request: 400,
-  unauthorized: 401,
   forbidden: 403,
   not_found: 404,
   conflict: 409,
   precondition_failed: 412,
   too_large: 413,
-  unsupported_media_type: 415,
   unavailable: 503,
 };
 
@@ -53,11 +49,4 @@ export class ValidationFailed extends LrsError {
     super('bad_request', issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '), issues);
     this.name = 'ValidationFailed';
   }
-}
-
-export const badRequest = (message: string): LrsError => new LrsError('bad_request', message);
-
-/** Shorthand for a single-issue validation failure. */
-export function invalid(loc: (string | number)[], msg: string, type = 'value_error'): ValidationFailed {
-  return new ValidationFailed([{ loc, msg, type }]);
 }

@@ -8,7 +8,8 @@ import type { Store } from '../store/types.ts';
 import { canonicalActivity } from '../xapi/activity.ts';
 import { personOf } from '../xapi/person.ts';
 import { etagOf, missingParam, parseAgentParam, parseIriParam, unknownParams } from '../xapi/documents.ts';
-import type { Agent } from '../xapi/types.ts';
+import { ifiKey } from '../xapi/agents.ts';
+import type { Agent, Statement } from '../xapi/types.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface ViewDeps {
@@ -33,13 +34,18 @@ export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promis
   return jsonWithEtag(canonicalActivity(id, definition));
 }
 
+/** Statements read for the names of an agent: enough for every name a real agent goes by. */
+const PERSON_STATEMENTS = 200;
+
 /** GET /agents?agent=: a Person object for an Agent (not a Group, §2.4.s2), known or not (§2.4.s3.b3). */
-export async function handleAgents(_deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
+export async function handleAgents(deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
   const issues: ValidationIssue[] = [];
   unknownParams(req.query, ['agent'], issues);
   let agent: Agent | undefined;
   if (req.query.agent === undefined) missingParam('agent', issues);
   else agent = parseAgentParam(req.query.agent, true, issues) as Agent | undefined;
   if (issues.length || agent === undefined) throw new ValidationFailed(issues);
-  return jsonWithEtag(personOf(agent));
+  const key = ifiKey(agent);
+  const seen = key === undefined ? [] : await deps.store.statementsWithAgent(req.user!.target, key, PERSON_STATEMENTS);
+  return jsonWithEtag(personOf(agent, seen.map((j) => JSON.parse(j) as Statement)));
 }

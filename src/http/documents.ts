@@ -5,7 +5,7 @@
  */
 import { LrsError } from '../errors.ts';
 import type { DocumentKind, Store } from '../store/types.ts';
-import { checkJsonDocument, etagOf, hasPrecondition, parseDocumentParams, parsePreconditions, resourceName } from '../xapi/documents.ts';
+import { checkJsonDocument, etagOf, hasPrecondition, headerlessPut, parseDocumentParams, parsePreconditions, resourceName } from '../xapi/documents.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface DocumentDeps {
@@ -58,9 +58,8 @@ export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, re
   }
   const doc = { content, contentType: req.headers['content-type']?.trim() || DEFAULT_CONTENT_TYPE };
   checkJsonDocument(doc);
-  // §3.1: a profile PUT must carry If-Match or If-None-Match (409 when the document exists, 400
-  // when not); State PUTs and every POST honour the headers only when sent.
-  const pre = parsePreconditions(ifMatch, ifNoneMatch, method === 'PUT' && kind !== 'state');
+  // What a PUT without If-Match/If-None-Match gets depends on the version; POST honours them when sent.
+  const pre = parsePreconditions(ifMatch, ifNoneMatch, method === 'PUT' ? headerlessPut(kind, req.version!) : 'allowed');
   const stored = await deps.store.putDocument(tenant, { ...target.scope, docId: target.docId! }, doc, { merge: method === 'POST', pre });
   return { status: 204, headers: { etag: stored.etag } };
 }

@@ -9,5 +9,3 @@ export function errorResponse(err: unknown): XapiResponse {
   }
   return json(500, { detail: 'internal server error' });
 }
-
-export const isClientError = (err: unknown): boolean => err instanceof LrsError && err.status < 500;

@@ -15,19 +15,12 @@
 
 import { createHash, randomBytes } from 'node:crypto';
 import { LrsError } from '../errors.ts';
-import type { Attachment, Statement } from '../xapi/types.ts';
-import { mediaTypeOf } from '../xapi/validate.ts';
+import type { AttachmentPart } from '../xapi/attachments.ts';
+import { mediaTypeOf, parseContentType } from '../xapi/media.ts';
 
 /** One body part: header names lower-cased, values trimmed; `body` is a view into the request buffer. */
 export interface MultipartPart {
   headers: Record<string, string>;
-  body: Buffer;
-}
-
-/** The raw data of one attachment, keyed by its lower-case hex SHA-2 in {@link StatementParts}. */
-export interface AttachmentPart {
-  /** The part's Content-Type header, or `application/octet-stream` when the part has none. */
-  contentType: string;
   body: Buffer;
 }
 
@@ -47,68 +40,8 @@ const DASH = 0x2d;
 const SP = 0x20;
 const HTAB = 0x09;
 
-// ---------------------------------------------------------------------------------------------
-// Content-Type parsing
-// ---------------------------------------------------------------------------------------------
-
 /** RFC 2045 token characters (any visible ASCII except tspecials). */
 const TOKEN = /^[!#$%&'*+\-.^_`|~0-9A-Za-z]+$/;
-
-/**
- * Splits a Content-Type value into its lower-cased `type/subtype` and its parameters (names
- * lower-cased, quoted-string values unquoted). Lenient about whitespace; throws on a quoted string
- * that never closes.
- */
-export function parseContentType(value: string): { mediaType: string; params: Record<string, string> } {
-  const semi = value.indexOf(';');
-  const mediaType = (semi === -1 ? value : value.slice(0, semi)).trim().toLowerCase();
-  const params: Record<string, string> = {};
-  let i = semi === -1 ? value.length : semi + 1;
-  while (i < value.length) {
-    // name
-    while (i < value.length && (value[i] === ' ' || value[i] === '\t' || value[i] === ';')) i++;
-    const eq = value.indexOf('=', i);
-    const nextSemi = value.indexOf(';', i);
-    if (eq === -1 || (nextSemi !== -1 && nextSemi < eq)) {
-      // a parameter without a value: skip it
-      i = nextSemi === -1 ? value.length : nextSemi + 1;
-      continue;
-    }
-    const name = value.slice(i, eq).trim().toLowerCase();
-    i = eq + 1;
-    while (i < value.length && (value[i] === ' ' || value[i] === '\t')) i++;
-    let val: string;
-    if (value[i] === '"') {
-      val = '';
-      i++;
-      let closed = false;
-      while (i < value.length) {
-        const c = value[i];
-        if (c === '\\' && i + 1 < value.length) {
-          val += value[i + 1];
-          i += 2;
-        } else if (c === '"') {
-          closed = true;
-          i++;
-          break;
-        } else {
-          val += c;
-          i++;
-        }
-      }
-      if (!closed) throw bad(`Content-Type parameter "${name}" has an unterminated quoted string`);
-      const after = value.indexOf(';', i);
-      i = after === -1 ? value.length : after + 1;
-    } else {
-      const end = value.indexOf(';', i);
-      val = (end === -1 ? value.slice(i) : value.slice(i, end)).trim();
-      i = end === -1 ? value.length : end + 1;
-    }
-    if (name !== '' && !(name in params)) params[name] = val;
-  }
-  return { mediaType, params };
-}
-
 
 // ---------------------------------------------------------------------------------------------
 // Parsing
@@ -405,64 +338,4 @@ export function extractStatementParts(contentType: string, body: Buffer): Statem
     }
   }
   return { json: first.body, attachments };
-}
-
-/**
- * The attachment objects of one statement: its own, and those of its SubStatement object.
- *
- * A SubStatement "MUST be validated as a Statement" (xAPI-Data §2.4.4.3.s8.b2) and may carry
- * attachments; the spec only *recommends* hoisting them to the containing statement
- * (§2.4.11, after the table). So their raw data travels the same way: a part may match a
- * SubStatement attachment, and a SubStatement attachment without fileUrl needs a part
- * (§1.5.2.s3.b5 "Statements having Attachments that neither contain a fileUrl nor match a received
- * Attachment part" MUST be rejected).
- */
-function attachmentsOf(statement: Statement): { attachment: Attachment; loc: string }[] {
-  const out: { attachment: Attachment; loc: string }[] = [];
-  if (Array.isArray(statement.attachments)) {
-    statement.attachments.forEach((attachment, j) => out.push({ attachment, loc: `attachments[${j}]` }));
-  }
-  const object = statement.object;
-  if (object !== null && typeof object === 'object' && object.objectType === 'SubStatement' && Array.isArray(object.attachments)) {
-    object.attachments.forEach((attachment, j) => out.push({ attachment, loc: `object.attachments[${j}]` }));
-  }
-  return out;
-}
-
-/**
- * Cross-checks validated statements against the attachment parts received with them
- * (xAPI-Communication §1.5.2.s1.b4, §1.5.2.s3.b5, and the "excess multipart sections" rule):
- *
- * - every attachment object without a `fileUrl` must have a part whose hash equals its `sha2`
- *   (compared case-insensitively);
- * - every part must match the `sha2` of some attachment object.
- *
- * Attachments of SubStatements count like the statement's own (see `attachmentsOf`). For an
- * `application/json` request, pass an empty Map: every attachment then needs a fileUrl
- * (§1.5.1.s1.b2). Part Content-Type and attachment `contentType`/`length` are not compared: the
- * part is identified by its hash only (§1.5.2.s1.b4 "It MUST not do so any other way"), and the
- * statement's metadata is what gets stored and returned. Throws `LrsError('bad_request')`.
- */
-export function matchAttachments(statements: Statement[], parts: Map<string, AttachmentPart>): void {
-  const declared = new Set<string>();
-  const single = statements.length === 1;
-  statements.forEach((statement, i) => {
-    for (const { attachment, loc } of attachmentsOf(statement)) {
-      const sha2 = typeof attachment.sha2 === 'string' ? attachment.sha2.toLowerCase() : '';
-      declared.add(sha2);
-      if (!parts.has(sha2) && (attachment.fileUrl === undefined || attachment.fileUrl === '')) {
-        const where = single ? loc : `statements[${i}].${loc}`;
-        throw bad(
-          parts.size === 0
-            ? `${where} has no fileUrl, so its data must be sent as a multipart/mixed part with X-Experience-API-Hash ${sha2}`
-            : `${where} has no fileUrl and no multipart part has X-Experience-API-Hash ${sha2}`,
-        );
-      }
-    }
-  });
-  for (const sha2 of parts.keys()) {
-    if (!declared.has(sha2)) {
-      throw bad(`multipart part with X-Experience-API-Hash ${sha2} does not match the sha2 of any attachment in the statements`);
-    }
-  }
 }

@@ -6,6 +6,8 @@
 import { LrsError } from '../errors.ts';
 import type { Access } from '../auth/scopes.ts';
 import type { AuthUser } from '../auth/types.ts';
+import { mediaTypeOf } from '../xapi/media.ts';
+import type { XapiVersion } from '../xapi/versions.ts';
 
 export interface XapiRequest {
   method: string;
@@ -18,6 +20,10 @@ export interface XapiRequest {
   user?: AuthUser;
   /** Set once authorised: what the user may do beyond the route itself. */
   access?: Access;
+  /** The negotiated xAPI version (set for versioned resources before the handler runs). */
+  version?: XapiVersion;
+  /** True when the request came in the alternate request syntax (`?method=`). */
+  alternate?: boolean;
 }
 
 export interface XapiResponse {
@@ -56,7 +62,7 @@ export function toXapiRequest(method: string, rawQuery: string, headers: Record<
   if (others.length) throw new LrsError('bad_request', `with the method parameter, every other parameter must be a form field, not in the query string: ${others.join(', ')}`);
   const target = query.method;
   if (!['GET', 'PUT', 'POST', 'DELETE', 'HEAD'].includes(target)) throw new LrsError('bad_request', `method must be GET, PUT, POST, DELETE or HEAD, got ${JSON.stringify(target)}`);
-  const ct = (flat['content-type'] ?? '').split(';')[0].trim().toLowerCase();
+  const ct = mediaTypeOf(flat['content-type']);
   if (ct !== 'application/x-www-form-urlencoded') {
     throw new LrsError('bad_request', 'a request with the method parameter must have Content-Type application/x-www-form-urlencoded');
   }
@@ -73,10 +79,8 @@ export function toXapiRequest(method: string, rawQuery: string, headers: Record<
     else outQuery[k] = v;
   }
   if (content !== undefined && outHeaders['content-type'] === undefined) outHeaders['content-type'] = 'application/json';
-  return { method: target, query: outQuery, headers: outHeaders, body: content };
+  return { method: target, query: outQuery, headers: outHeaders, body: content, alternate: true };
 }
-
-/** The media type of a Content-Type value, lower-cased, without parameters. */
 
 export const json = (status: number, value: unknown, headers: Record<string, string> = {}): XapiResponse => ({
   status,

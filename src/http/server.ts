@@ -10,7 +10,7 @@ import type { Config } from '../config.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../store/types.ts';
-import { XAPI_VERSION } from '../xapi/types.ts';
+import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
 import { json, toXapiRequest, type XapiRequest, type XapiResponse } from './request.ts';
 import { handleActivities, handleAgents } from './activities.ts';
@@ -27,18 +27,22 @@ export interface ServerDeps {
 
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
 
-const VERSION_RE = /^1\.0(\.\d+)?$/;
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language';
 const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
 const READ_ONLY = ['GET', 'HEAD'];
 const STATEMENTS_PATH = '/xAPI/statements';
 
-/** Checks X-Experience-API-Version (xAPI-Communication §3.3): 1.0 and 1.0.x only. */
-function checkVersion(req: XapiRequest): void {
-  const v = req.headers['x-experience-api-version'];
-  if (v === undefined) throw new LrsError('bad_request', 'the X-Experience-API-Version header is required (this LRS speaks 1.0.3)');
-  if (!VERSION_RE.test(v.trim())) throw new LrsError('bad_request', `X-Experience-API-Version ${JSON.stringify(v)} is not supported: send 1.0.x (1.0.3)`);
+/**
+ * The version a request is served under (X-Experience-API-Version, Communication §3.3); 2.0 drops
+ * the alternate request syntax (9274.1.1 ChangeLog), so such a request is a 400 there.
+ */
+function checkVersion(req: XapiRequest, served: readonly XapiVersion[]): XapiVersion {
+  const v = negotiate(req.headers['x-experience-api-version'], served);
+  if (req.alternate && is2(v)) {
+    throw new LrsError('bad_request', 'xAPI 2.0 has no alternate request syntax (the method parameter): send the request with its own method, headers and body');
+  }
+  return v;
 }
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
@@ -69,7 +73,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   };
 
   app.addHook('onRequest', async (request, reply) => {
-    reply.header('x-experience-api-version', XAPI_VERSION);
+    reply.header('x-experience-api-version', responseVersion(undefined, config.xapiVersions));
     if (request.url.startsWith('/xAPI')) {
       const origin = corsOrigin(request.headers.origin);
       if (origin) {
@@ -153,6 +157,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           const q = request.url.indexOf('?');
           const xreq = toXapiRequest(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers, request.body as Buffer | undefined);
           method = xreq.method;
+          // Every answer to a request naming a served version (405 and 401 included) says that version.
+          const named = namedVersion(xreq.headers['x-experience-api-version'], config.xapiVersions);
+          if (named) reply.header('x-experience-api-version', named);
           if (!allowed.includes(method)) {
             const detail = `method ${method} is not allowed on ${path} (${allowed.join(', ')})`;
             return send(reply, method, json(405, { detail }, { allow: allowed.join(', ') }));
@@ -168,7 +175,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
             }
             xreq.access = decision.access;
           }
-          if (versioned) checkVersion(xreq);
+          if (versioned) xreq.version = checkVersion(xreq, config.xapiVersions);
           res = await handler(xreq);
         } catch (err) {
           if (!(err instanceof LrsError)) throw err;
@@ -188,7 +195,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     });
   };
 
-  const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: STATEMENTS_PATH };
+  const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: STATEMENTS_PATH, strictVersion: config.xapiStrictVersion };
   // Scopes per resource (xAPI-Communication §4.2). `statements/read/mine` lets a user read
   // statements at all; the handler then restricts reads to its own unless it holds `statements/read`.
   const STATEMENTS: RouteScopes = { read: 'statements/read/mine', write: 'statements/write' };
@@ -204,7 +211,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req), { scopes: PROFILE });
   xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: READ_ONLY, scopes: VIEWS });
   xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: READ_ONLY, scopes: VIEWS });
-  xapi('/xAPI/about', async (req) => about(req), { allowed: READ_ONLY, versioned: false });
+  xapi('/xAPI/about', async (req) => about(req, config.xapiVersions), { allowed: READ_ONLY, versioned: false });
 
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
   for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store)));

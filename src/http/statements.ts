@@ -1,14 +1,18 @@
 /** The Statement resource (xAPI-Communication §2.1): parse, call the store, reply. */
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
-import { activityIdsOf, canonicalStatement, idsStatement, parseAcceptLanguage } from '../xapi/formats.ts';
+import { type AttachmentPart, attachmentBlobs, attachmentHashes, matchAttachments } from '../xapi/attachments.ts';
+import { activityIdsOf, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
+import { parseJson } from '../xapi/json.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
 import { verifySignedStatement } from '../xapi/signature.ts';
-import { attachmentHashes, prepareBatch, statementAttachments } from '../xapi/statement.ts';
+import { prepareBatch } from '../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
-import { isUuid, mediaTypeOf, validateStatements } from '../xapi/validate.ts';
+import { mediaTypeOf } from '../xapi/media.ts';
+import { isUuid, validateStatements } from '../xapi/validate.ts';
+import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
-import { type AttachmentPart, buildStatementsMultipart, extractStatementParts, matchAttachments } from './multipart.ts';
+import { buildStatementsMultipart, extractStatementParts } from './multipart.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface StatementDeps {
@@ -16,26 +20,8 @@ export interface StatementDeps {
   maxSearchHits: number;
   /** Path the `more` links point at. */
   basePath: string;
-}
-
-/** Strict UTF-8 (Communication §1.4: strings are UTF-8); a leading BOM is dropped (RFC 8259 §8.1). */
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-/** Parses a JSON body, turning invalid UTF-8 and syntax errors into a 400 that says where. */
-export function parseJsonBody(body: Buffer | undefined): unknown {
-  if (!body || body.length === 0) throw new ValidationFailed([{ loc: ['body'], msg: 'a JSON body is required', type: 'value_error.missing' }]);
-  let text: string;
-  try {
-    text = UTF8.decode(body);
-  } catch {
-    // Decoding leniently would store U+FFFD in place of the client's bytes.
-    throw new ValidationFailed([{ loc: ['body'], msg: 'the body is not valid UTF-8', type: 'value_error.encoding' }]);
-  }
-  try {
-    return JSON.parse(text);
-  } catch (err) {
-    throw new ValidationFailed([{ loc: ['body'], msg: `malformed JSON: ${(err as Error).message}`, type: 'value_error.jsondecode' }]);
-  }
+  /** LECTERN_XAPI_STRICT_VERSION: convert 2.0 statements for 1.0.3 readers. */
+  strictVersion: boolean;
 }
 
 /** What a PUT/POST carries: the statements as sent and the attachment data, by lower-case sha2. */
@@ -48,13 +34,13 @@ interface Received {
  * Reads a PUT/POST body (Communication §1.5): application/json, whose attachments must all have a
  * fileUrl, or multipart/mixed with the statements first and one part per attachment's data.
  */
-function readBody(req: XapiRequest): Received {
+function readBody(req: XapiRequest, version: XapiVersion): Received {
   const contentType = req.headers['content-type'];
   const ct = mediaTypeOf(contentType);
-  if (ct === 'application/json') return { value: parseJsonBody(req.body), parts: new Map() };
+  if (ct === 'application/json') return { value: parseJson(req.body, version), parts: new Map() };
   if (ct.startsWith('multipart/')) {
     const { json: first, attachments } = extractStatementParts(contentType!, req.body ?? Buffer.alloc(0));
-    return { value: parseJsonBody(first), parts: attachments };
+    return { value: parseJson(first, version), parts: attachments };
   }
   throw new LrsError('bad_request', `statements must be sent as application/json or multipart/mixed, not ${ct || 'without a Content-Type'}`);
 }
@@ -64,8 +50,8 @@ function readBody(req: XapiRequest): Received {
  * signed statements (xAPI-Data §2.6). `id` is PUT's statementId. Returns the statements to store
  * and the attachment data to keep with them.
  */
-async function acceptStatements(received: Received, id?: string): Promise<{ statements: Statement[]; blobs: AttachmentBlob[] }> {
-  const { statements, issues } = validateStatements(received.value);
+async function acceptStatements(received: Received, version: XapiVersion, id?: string): Promise<{ statements: Statement[]; blobs: AttachmentBlob[] }> {
+  const { statements, issues } = validateStatements(received.value, version);
   if (issues.length) throw new ValidationFailed(issues);
   if (id !== undefined) {
     const given = statements[0].id;
@@ -76,20 +62,11 @@ async function acceptStatements(received: Received, id?: string): Promise<{ stat
   }
   matchAttachments(statements, received.parts);
   for (let i = 0; i < statements.length; i++) {
-    const signedId = await verifySignedStatement(statements[i], received.parts);
+    const signedId = await verifySignedStatement(statements[i], received.parts, version);
     // Sent without an id, a signed statement is stored under the id it was signed with.
     if (signedId !== undefined && statements[i].id === undefined) statements[i] = { ...statements[i], id: signedId };
   }
-  // Every part matches an attachment (matchAttachments checked): keep each once, typed as declared.
-  const blobs = new Map<string, AttachmentBlob>();
-  for (const s of statements) {
-    for (const a of statementAttachments(s)) {
-      const sha2 = a.sha2.toLowerCase();
-      const part = received.parts.get(sha2);
-      if (part && !blobs.has(sha2)) blobs.set(sha2, { sha2, contentType: a.contentType, content: part.body });
-    }
-  }
-  return { statements, blobs: [...blobs.values()] };
+  return { statements, blobs: attachmentBlobs(statements, received.parts) };
 }
 
 /**
@@ -113,20 +90,22 @@ async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
   if (extra.length) throw unknownParams(extra);
   if (id === undefined) throw new ValidationFailed([{ loc: ['query', 'statementId'], msg: 'field required', type: 'value_error.missing' }]);
   if (!isUuid(id)) throw new ValidationFailed([{ loc: ['query', 'statementId'], msg: 'must be a UUID', type: 'value_error.uuid' }]);
-  const received = readBody(req);
+  const version = req.version!;
+  const received = readBody(req, version);
   if (Array.isArray(received.value)) {
     throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
   }
-  const { statements, blobs } = await acceptStatements(received, id.toLowerCase());
-  await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, { define: req.access?.define ?? false }), blobs);
+  const { statements, blobs } = await acceptStatements(received, version, id.toLowerCase());
+  await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, { define: req.access?.define ?? false }), blobs);
   return { status: 204 };
 }
 
 async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   const extra = Object.keys(req.query);
   if (extra.length) throw unknownParams(extra);
-  const { statements, blobs } = await acceptStatements(readBody(req));
-  const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, { define: req.access?.define ?? false }), blobs);
+  const version = req.version!;
+  const { statements, blobs } = await acceptStatements(readBody(req, version), version);
+  const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, { define: req.access?.define ?? false }), blobs);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
 }
 
@@ -143,8 +122,11 @@ async function render(
   wrap: (jsons: string[]) => string,
 ): Promise<{ contentType: string; body: string | Buffer }> {
   let jsons = rows.map((r) => r.json);
-  if (opts.format === 'exact' && !opts.attachments) return { contentType: JSON_TYPE, body: jsonBytes(wrap(jsons)) };
-  const statements = jsons.map((j) => JSON.parse(j) as Statement);
+  // A 1.0.3 reader of 2.0 statements under LECTERN_XAPI_STRICT_VERSION gets them converted.
+  const convert = deps.strictVersion && jsons.some((j) => needsConversion(j, req.version!));
+  if (opts.format === 'exact' && !opts.attachments && !convert) return { contentType: JSON_TYPE, body: jsonBytes(wrap(jsons)) };
+  const statements = jsons.map((j) => forReader(JSON.parse(j) as Statement, req.version!, deps.strictVersion));
+  if (opts.format === 'exact') jsons = statements.map((s) => JSON.stringify(s));
   if (opts.format === 'ids') jsons = statements.map((s) => JSON.stringify(idsStatement(s)));
   if (opts.format === 'canonical') {
     const tenant = req.user!.target;
@@ -180,7 +162,10 @@ async function get(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
   const page = await deps.store.queryStatements(user.target, parsed.query);
   const more = page.next ? moreUrl(deps.basePath, parsed.params, page.next) : '';
   const out = await render(deps, req, page.rows, parsed.query, (j) => `{"statements":[${j.join(',')}],"more":${JSON.stringify(more)}}`);
-  return { status: 200, headers: { 'content-type': out.contentType }, body: out.body };
+  const headers: Record<string, string> = { 'content-type': out.contentType };
+  // The newest `stored` among the statements returned (9274.1.1 §4.1.6.1).
+  if (page.rows.length) headers['last-modified'] = new Date(Math.max(...page.rows.map((r) => r.storedMs))).toUTCString();
+  return { status: 200, headers, body: out.body };
 }
 
 /** Every statements response carries this (Communication §2.1.3.s2.b5), errors included. */

@@ -1,7 +1,7 @@
 /** Non-xAPI endpoints: heartbeats (no auth), whoami (auth), and the xAPI About resource (no auth). */
 import type { Store } from '../store/types.ts';
 import type { AuthUser } from '../auth/types.ts';
-import { SUPPORTED_VERSIONS } from '../xapi/types.ts';
+import { aboutVersions, type XapiVersion } from '../xapi/versions.ts';
 import { ValidationFailed, type ValidationIssue } from '../errors.ts';
 import { etagOf, unknownParams } from '../xapi/documents.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
@@ -23,11 +23,11 @@ export const whoami = (user: AuthUser): XapiResponse =>
   json(200, { username: user.username, scopes: ['authenticated', ...user.scopes], agent: user.agent });
 
 /** The About resource (§2.8): it takes no parameters, so any is a 400 (§3.2.s3.b7). */
-export function about(req: XapiRequest): XapiResponse {
+export function about(req: XapiRequest, served: readonly XapiVersion[]): XapiResponse {
   const issues: ValidationIssue[] = [];
   unknownParams(req.query, [], issues);
   if (issues.length) throw new ValidationFailed(issues);
-  const res = json(200, { version: [...SUPPORTED_VERSIONS], extensions: { 'https://lectern.dev/extensions/version': LECTERN_VERSION } });
+  const res = json(200, { version: aboutVersions(served), extensions: { 'https://lectern.dev/extensions/version': LECTERN_VERSION } });
   // Every GET carries an ETag (§3.1.s4.b1).
   return { ...res, headers: { ...res.headers, etag: etagOf(Buffer.from(res.body as string, 'utf8')) } };
 }

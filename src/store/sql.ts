@@ -54,7 +54,7 @@ function matchConds(alias: string, f: StatementFilter, p: Params, skip?: 'agent'
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
       `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.seq = ${alias}.seq AND xa.agent_key = ${p.add(f.agent)}` +
-        `${f.relatedAgents ? '' : ' AND xa.direct = 1'})`,
+        `${f.relatedAgents ? '' : ' AND xa.role = 1'})`,
     );
   }
   if (f.activity !== undefined && skip !== 'activity') {
@@ -80,7 +80,7 @@ function directMatches(tenant: string, q: StatementQuery, w: SeqWindow, p: Param
   };
   if (f.agent !== undefined) {
     const head = [`d.tenant = ${p.add(tenant)}`, `d.agent_key = ${p.add(f.agent)}`];
-    if (!f.relatedAgents) head.push('d.direct = 1');
+    if (!f.relatedAgents) head.push('d.role = 1');
     head.push(...windowConds('d', w, p));
     const { c } = common('s', 'agent');
     return `SELECT d.seq FROM statement_agents d JOIN statements s ON s.seq = d.seq ${tail([...head, ...c], 'd.seq')}`;
@@ -130,7 +130,7 @@ function allMatchIds(tenant: string, f: StatementFilter, p: Params, cap: number)
   const mine = (alias: string) => (f.authority === undefined ? [] : [`${alias}.authority_key = ${p.add(f.authority)}`]);
   if (f.agent !== undefined) {
     const head = [`m.tenant = ${p.add(tenant)}`, `m.agent_key = ${p.add(f.agent)}`];
-    if (!f.relatedAgents) head.push('m.direct = 1');
+    if (!f.relatedAgents) head.push('m.role = 1');
     const conds = [...head, ...matchConds('t', f, p, 'agent'), ...mine('t')];
     return `SELECT t.id FROM statement_agents m JOIN statements t ON t.seq = m.seq WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
   }

@@ -6,6 +6,14 @@
 import type { PreparedStatement } from '../xapi/statement.ts';
 import type { StatementQuery } from '../xapi/query.ts';
 import type { ActivityDefinition } from '../xapi/types.ts';
+import type { AttachmentBlob } from '../xapi/attachments.ts';
+import type { DocumentKey, DocumentPrecondition, StoredDocument } from '../xapi/documents.ts';
+import type { InsertOutcome } from '../xapi/insert.ts';
+
+// These types belong to the xAPI layer; re-exported for the backends.
+export type { AttachmentBlob } from '../xapi/attachments.ts';
+export type { InsertOutcome } from '../xapi/insert.ts';
+export type { DocumentKey, DocumentKind, DocumentPrecondition, StoredDocument } from '../xapi/documents.ts';
 
 /** A statement as stored: the JSON the LRS serves, and its position in stored order. */
 export interface StoredRow {
@@ -17,53 +25,10 @@ export interface StoredRow {
   position: string;
 }
 
-export interface InsertOutcome {
-  /** Ids in input order; each was inserted now or was already stored with the same content. */
-  ids: string[];
-  /** How many of them were new. */
-  inserted: number;
-}
-
-export interface AttachmentBlob {
-  sha2: string;
-  contentType: string;
-  content: Buffer;
-}
-
 export interface QueryPage {
   rows: StoredRow[];
   /** Position to continue after, when more matching statements exist. */
   next?: string;
-}
-
-export type DocumentKind = 'state' | 'activity_profile' | 'agent_profile';
-
-/** Identifies one document. Unused parts are ''. */
-export interface DocumentKey {
-  kind: DocumentKind;
-  activityId: string;
-  /** IFI key of the agent (state, agent profile). */
-  agent: string;
-  registration: string;
-  docId: string;
-}
-
-export interface StoredDocument {
-  content: Buffer;
-  contentType: string;
-  /** Quoted SHA-1 of the content. */
-  etag: string;
-  updatedMs: number;
-}
-
-/** Preconditions checked in the same transaction as the write (by checkPrecondition in src/xapi/documents.ts). */
-export interface DocumentPrecondition {
-  ifMatch?: string[];
-  ifNoneMatchAny?: boolean;
-  /** If-None-Match entity tags other than `*`: 412 when the current ETag is one of them. */
-  ifNoneMatch?: string[];
-  /** Profile PUT with neither header (§3.1.s4.b13, §3.1.s3.b1): 409 when the document exists, 400 when it does not. */
-  conflictIfExists?: boolean;
 }
 
 export interface Store {
@@ -91,6 +56,12 @@ export interface Store {
   getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]>;
   /** The instant up to which every acknowledged statement is visible to queries. */
   consistentThrough(tenant: string): Promise<Date>;
+
+  /**
+   * The newest `limit` statements (JSON, voided ones too) in which an agent with IFI key
+   * `agentKey` appears in any role: the Agents resource reads the names it was given there.
+   */
+  statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]>;
 
   /** The canonical definition the LRS keeps for an activity, if it has seen one. */
   getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined>;

@@ -5,15 +5,46 @@
  */
 import { createHash } from 'node:crypto';
 import { LrsError, ValidationFailed, type ValidationIssue } from '../errors.ts';
-import type { DocumentKey, DocumentKind, DocumentPrecondition, StoredDocument } from '../store/types.ts';
 import { ifiKey } from './agents.ts';
 import type { Actor } from './types.ts';
-import { isIri, isUuid, MAX_JSON_DEPTH, mediaTypeOf, parseTimestamp, validateAgentParam } from './validate.ts';
+import { is2, type XapiVersion } from './versions.ts';
+import { isJsonType } from './media.ts';
+import { isIri, isUuid, MAX_JSON_DEPTH, parseTimestamp, validateAgentParam } from './validate.ts';
+
+export type DocumentKind = 'state' | 'activity_profile' | 'agent_profile';
+
+/** Identifies one document. Unused parts are ''. */
+export interface DocumentKey {
+  kind: DocumentKind;
+  activityId: string;
+  /** IFI key of the agent (state, agent profile). */
+  agent: string;
+  registration: string;
+  docId: string;
+}
+
+export interface StoredDocument {
+  content: Buffer;
+  contentType: string;
+  /** Quoted SHA-1 of the content. */
+  etag: string;
+  updatedMs: number;
+}
+
+/** Preconditions checked in the same transaction as the write (by checkPrecondition below). */
+export interface DocumentPrecondition {
+  ifMatch?: string[];
+  ifNoneMatchAny?: boolean;
+  /** If-None-Match entity tags other than `*`: 412 when the current ETag is one of them. */
+  ifNoneMatch?: string[];
+  /** PUT with neither header where the version requires one: 409 when the document exists. */
+  conflictIfExists?: boolean;
+  /** 1.0.3 profile PUT with neither header (§3.1.s3.b1): also 400 when it does not exist. */
+  headerRequiredIfNew?: boolean;
+}
 
 /** The quoted SHA-1 hex of the content. */
 export const etagOf = (content: Buffer): string => `"${createHash('sha1').update(content).digest('hex')}"`;
-
-export const isJsonType = (contentType: string): boolean => mediaTypeOf(contentType) === 'application/json';
 
 function parseJsonObject(content: Buffer, what: string): Record<string, unknown> {
   let v: unknown;
@@ -85,9 +116,9 @@ export function checkPrecondition(current: string | undefined, pre: DocumentPrec
   if (pre.ifNoneMatch && current !== undefined && pre.ifNoneMatch.includes(current)) {
     throw new LrsError('precondition_failed', `If-None-Match lists the current ETag ${current}`);
   }
-  // A profile PUT with neither header: 409 on an existing document (§3.1.s4.b13); on a new one
-  // the request still lacks what the client MUST send (§3.1.s3.b1), a missing argument: 400.
-  if (pre.conflictIfExists && current === undefined) {
+  // A PUT with neither header: 409 on an existing document (§3.1.s4.b13); under 1.0.3 a profile
+  // PUT of a new one still lacks what the client MUST send (§3.1.s3.b1), a missing argument: 400.
+  if (pre.headerRequiredIfNew && current === undefined) {
     throw new LrsError('bad_request', 'a PUT to a profile resource needs If-None-Match: * to create a document (or If-Match with the ETag of the one to replace)');
   }
   if (pre.conflictIfExists && current !== undefined) {
@@ -136,18 +167,32 @@ function entityTags(value: string | undefined): string[] | undefined {
 }
 
 /**
- * The preconditions of a request from its If-Match / If-None-Match headers. `requireHeader` is
- * for PUT on the profile resources (§3.1.s3.b1, §3.1.s4.b13): with neither header, the PUT gets
- * 409 when the document exists and 400 when it does not.
+ * Whether a PUT of `kind` sent with neither If-Match nor If-None-Match is refused under `version`:
+ * 1.0.3 (§3.1.s3.b1, §3.1.s4.b13) refuses it on the profile resources, 409 when the document
+ * exists and 400 when it does not; 2.0 (9274.1.1 §4.1.4) on every document resource, State
+ * included, with 409 when the document exists only.
  */
-export function parsePreconditions(ifMatch: string | undefined, ifNoneMatch: string | undefined, requireHeader = false): DocumentPrecondition {
+export function headerlessPut(kind: DocumentKind, version: XapiVersion): 'allowed' | 'conflict' | 'conflict-or-missing' {
+  if (is2(version)) return 'conflict';
+  return kind === 'state' ? 'allowed' : 'conflict-or-missing';
+}
+
+/** The preconditions of a request from its If-Match / If-None-Match headers, and what a PUT without either gets. */
+export function parsePreconditions(
+  ifMatch: string | undefined,
+  ifNoneMatch: string | undefined,
+  headerless: ReturnType<typeof headerlessPut> = 'allowed',
+): DocumentPrecondition {
   const pre: DocumentPrecondition = {};
   const match = entityTags(ifMatch);
   if (match) pre.ifMatch = match;
   const noneMatch = entityTags(ifNoneMatch);
   if (noneMatch?.includes('*')) pre.ifNoneMatchAny = true;
   else if (noneMatch) pre.ifNoneMatch = noneMatch;
-  if (requireHeader && !match && !noneMatch) pre.conflictIfExists = true;
+  if (headerless !== 'allowed' && !match && !noneMatch) {
+    pre.conflictIfExists = true;
+    if (headerless === 'conflict-or-missing') pre.headerRequiredIfNew = true;
+  }
   return pre;
 }
 

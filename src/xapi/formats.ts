@@ -6,11 +6,14 @@
  * `exact` is the stored statement itself and never goes through this module.
  */
 import { idsOnlyActor } from './agents.ts';
+import { is2, isVersion2Statement, type XapiVersion } from './versions.ts';
 import type {
   Activity,
   ActivityDefinition,
   Actor,
+  Agent,
   Attachment,
+  Group,
   Context,
   InteractionComponent,
   LanguageMap,
@@ -47,6 +50,8 @@ function rewriteContext(c: Context, r: Rewriter): Context {
   const out: Context = { ...c };
   if (c.instructor) out.instructor = r.actor(c.instructor);
   if (c.team) out.team = r.actor(c.team) as Context['team'];
+  if (c.contextAgents) out.contextAgents = c.contextAgents.map((a) => ({ ...a, agent: r.actor(a.agent) as Agent }));
+  if (c.contextGroups) out.contextGroups = c.contextGroups.map((g) => ({ ...g, group: r.actor(g.group) as Group }));
   if (c.contextActivities) {
     const ca: Record<string, Activity[]> = {};
     for (const [kind, list] of Object.entries(c.contextActivities)) ca[kind] = (list as Activity[]).map((a) => r.activity(a));
@@ -72,13 +77,14 @@ const keep = <T>(x: T): T => x;
 const IDS: Rewriter = {
   actor: idsOnlyActor,
   verb: (v) => ({ id: v.id }),
-  activity: (a) => (a.objectType ? { objectType: a.objectType, id: a.id } : { id: a.id }),
+  activity: (a) => ({ id: a.id }),
   attachment: keep,
 };
 
 /**
  * `format=ids`: Agents and Groups reduced to their IFI (an anonymous Group to its members' IFIs),
- * Activities to `{objectType?, id}`, Verbs to `{id}`; everything else as stored.
+ * Activities to `{id}` ("Activity Objects contain only the id property", SubStatement ones
+ * included), Verbs to `{id}`; everything else as stored.
  */
 export function idsStatement(s: Statement): Statement {
   return rewriteBody(s, IDS);
@@ -246,4 +252,30 @@ export function canonicalStatement(
       return out;
     },
   });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Statements across versions
+// ---------------------------------------------------------------------------------------------
+
+/** Cheap test on the stored text: could this statement need converting for a `reader`? */
+export const needsConversion = (json: string, reader: XapiVersion): boolean => !is2(reader) && json.includes('"version":"2.0');
+
+/**
+ * A stored statement as served to a client of version `reader`. By default every statement is
+ * served as stored. With `strict` (LECTERN_XAPI_STRICT_VERSION), a 1.0.3 reader gets a 2.0
+ * statement in 1.0.3 form: without contextAgents/contextGroups (statement and SubStatement) and
+ * with version 1.0.0, as SQL LRS does. A 1.0.3 statement is valid 2.0 and never converted.
+ */
+export function forReader(s: Statement, reader: XapiVersion, strict: boolean): Statement {
+  if (!strict || is2(reader) || !isVersion2Statement(s.version)) return s;
+  const out: Statement = { ...s, version: '1.0.0' };
+  const strip = (c: Context | undefined): Context | undefined => {
+    if (!c || (!c.contextAgents && !c.contextGroups)) return c;
+    const { contextAgents: _a, contextGroups: _g, ...rest } = c;
+    return rest;
+  };
+  if (s.context) out.context = strip(s.context);
+  if (s.object.objectType === 'SubStatement' && s.object.context) out.object = { ...s.object, context: strip(s.object.context) };
+  return out;
 }

@@ -55,6 +55,9 @@ const FILTER_PARAMS = [
   'ascending',
   'mine',
   'search_after',
+  // Ralph's point-in-time id: accepted and ignored, since `more` links page on the immutable
+  // stored order (keyset on seq) and are consistent without a snapshot.
+  'pit_id',
 ] as const;
 const KNOWN = new Set<string>(['statementId', 'voidedStatementId', 'format', 'attachments', ...FILTER_PARAMS]);
 

@@ -38,9 +38,11 @@ import { X509Certificate, verify as cryptoVerify } from 'node:crypto';
 import { base64url, decodeProtectedHeader } from 'jose';
 import { LrsError } from '../errors.ts';
 import { statementDifference } from './statement.ts';
-import { isUuid, mediaTypeOf } from './validate.ts';
+import { mediaTypeOf } from './media.ts';
+import { isUuid } from './validate.ts';
 import { SIGNATURE_USAGE_TYPE } from './types.ts';
 import type { Statement } from './types.ts';
+import type { XapiVersion } from './versions.ts';
 
 // The comparison lives with the other statement rules; re-exported for existing callers.
 export { statementDifference };
@@ -67,6 +69,7 @@ const BASE64 = /^[A-Za-z0-9+/]+={0,2}$/;
 export async function verifySignedStatement(
   statement: Statement,
   parts: Map<string, { contentType: string; body: Buffer }>,
+  version: XapiVersion,
 ): Promise<string | undefined> {
   let signedId: string | undefined;
   const attachments = Array.isArray(statement.attachments) ? statement.attachments : [];
@@ -84,7 +87,7 @@ export async function verifySignedStatement(
     if (part === undefined) {
       throw bad(`${where}: the signature must be sent as a multipart/mixed part (X-Experience-API-Hash ${sha2}) so that the LRS can verify it`);
     }
-    const id = await verifyJws(part.body, statement, where);
+    const id = await verifyJws(part.body, statement, where, version);
     // Two signatures of one statement without an id could name different ids: which one is it?
     if (id !== undefined && signedId !== undefined && id !== signedId) {
       throw bad(`${where}: signs the statement under the id ${id}, another signature of it under ${signedId}`);
@@ -95,7 +98,7 @@ export async function verifySignedStatement(
 }
 
 /** Verifies one JWS; returns the id of the statement in its payload, if it has one. */
-async function verifyJws(data: Buffer, statement: Statement, where: string): Promise<string | undefined> {
+async function verifyJws(data: Buffer, statement: Statement, where: string, version: XapiVersion): Promise<string | undefined> {
   // §2.6.s5.b3.b1: decode the JWS signature.
   const text = data.toString('latin1').trim();
   if (text.startsWith('{')) {
@@ -136,7 +139,7 @@ async function verifyJws(data: Buffer, statement: Statement, where: string): Pro
   }
 
   // §2.6.s5.b3.b2: the original statement must be logically equivalent to the received one.
-  const difference = statementDifference(original as Record<string, unknown>, statement as unknown as Record<string, unknown>);
+  const difference = statementDifference(original as Record<string, unknown>, statement as unknown as Record<string, unknown>, version);
   if (difference !== undefined) {
     throw bad(`${where}: the statement in the JWS payload does not match the received statement (they differ at ${difference})`);
   }

@@ -5,14 +5,35 @@
 import { randomUUID } from 'node:crypto';
 import { LrsError } from '../errors.ts';
 import { actorKeys } from './agents.ts';
+import { attachmentHashes } from './attachments.ts';
 import { canonicalJson, jsonDifference } from './compare.ts';
-import type { Activity, ActivityDefinition, Actor, Attachment, Context, Statement, StatementObject, SubStatement } from './types.ts';
+import type { Activity, ActivityDefinition, Actor, Context, Statement, StatementObject, SubStatement } from './types.ts';
 import { VOIDED_VERB } from './types.ts';
+import { parseTimestamp } from './validate.ts';
+import { defaultStatementVersion, is2, type XapiVersion } from './versions.ts';
+
+/**
+ * Why an agent is linked to a statement (statement_agents.role): the plain `agent` filter matches
+ * DIRECT only, `related_agents=true` every role.
+ */
+const AGENT_ROLE = {
+  /** Instructor, team, authority, anything inside a SubStatement, group members of those. */
+  related: 0,
+  /** The statement's actor or object (a Group's members too). */
+  direct: 1,
+  /** 2.0 context.contextAgents[].agent. */
+  contextAgent: 2,
+  /** 2.0 context.contextGroups[].group (and its members). */
+  contextGroup: 3,
+} as const;
+export type AgentRole = (typeof AGENT_ROLE)[keyof typeof AGENT_ROLE];
+
+/** When one agent plays several roles in a statement, the row keeps the first of these. */
+const ROLE_PRECEDENCE: readonly AgentRole[] = [AGENT_ROLE.direct, AGENT_ROLE.contextAgent, AGENT_ROLE.contextGroup, AGENT_ROLE.related];
 
 export interface IndexedAgent {
   key: string;
-  /** true when the agent is the actor or object (the plain `agent` filter); false for related roles. */
-  direct: boolean;
+  role: AgentRole;
 }
 
 export interface IndexedActivity {
@@ -24,6 +45,8 @@ export interface IndexedActivity {
 /** A validated statement with everything the store needs; `stored`/`timestamp` are set by the store. */
 export interface PreparedStatement {
   id: string;
+  /** The version of the request that brought it: its insert, default-version and comparison rules. */
+  xapiVersion: XapiVersion;
   statement: Statement & { id: string };
   verb: string;
   registration: string | null;
@@ -41,15 +64,18 @@ export interface PreparedStatement {
 
 export const isVoiding = (s: Statement): boolean => s.verb.id === VOIDED_VERB && s.object.objectType === 'StatementRef';
 
-/** Collects index rows; a key seen both directly and indirectly is kept once, as direct. */
+/** Collects index rows; a key seen in several roles is kept once (agents: see ROLE_PRECEDENCE; activities: direct wins). */
 class IndexCollector {
-  private agents = new Map<string, boolean>();
+  private agents = new Map<string, AgentRole>();
   private activities = new Map<string, boolean>();
   readonly definitions: { id: string; definition: ActivityDefinition }[] = [];
 
-  actor(actor: Actor | undefined, direct: boolean): void {
+  actor(actor: Actor | undefined, role: AgentRole): void {
     if (!actor) return;
-    for (const k of actorKeys(actor)) this.agents.set(k, direct || (this.agents.get(k) ?? false));
+    for (const k of actorKeys(actor)) {
+      const had = this.agents.get(k);
+      if (had === undefined || ROLE_PRECEDENCE.indexOf(role) < ROLE_PRECEDENCE.indexOf(had)) this.agents.set(k, role);
+    }
   }
 
   activity(a: Activity, direct: boolean): void {
@@ -65,7 +91,7 @@ class IndexCollector {
         break;
       case 'Agent':
       case 'Group':
-        this.actor(o, direct);
+        this.actor(o, direct ? AGENT_ROLE.direct : AGENT_ROLE.related);
         break;
       case 'SubStatement':
         this.sub(o);
@@ -75,56 +101,74 @@ class IndexCollector {
     }
   }
 
-  context(c: Context | undefined): void {
+  context(c: Context | undefined, inSub: boolean): void {
     if (!c) return;
-    this.actor(c.instructor, false);
-    this.actor(c.team, false);
+    this.actor(c.instructor, AGENT_ROLE.related);
+    this.actor(c.team, AGENT_ROLE.related);
+    // 2.0 (the validator only lets these through under 2.0); inside a SubStatement, merely related.
+    for (const a of c.contextAgents ?? []) this.actor(a.agent, inSub ? AGENT_ROLE.related : AGENT_ROLE.contextAgent);
+    for (const g of c.contextGroups ?? []) this.actor(g.group, inSub ? AGENT_ROLE.related : AGENT_ROLE.contextGroup);
     const ca = c.contextActivities;
     if (ca) for (const list of [ca.parent, ca.grouping, ca.category, ca.other]) for (const a of list ?? []) this.activity(a, false);
   }
 
   sub(s: SubStatement): void {
-    this.actor(s.actor, false);
+    this.actor(s.actor, AGENT_ROLE.related);
     this.object(s.object, false);
-    this.context(s.context);
+    this.context(s.context, true);
   }
 
   result(): { agents: IndexedAgent[]; activities: IndexedActivity[] } {
     return {
-      agents: [...this.agents].map(([key, direct]) => ({ key, direct })),
+      agents: [...this.agents].map(([key, role]) => ({ key, role })),
       activities: [...this.activities].map(([id, direct]) => ({ id, direct })),
     };
   }
 }
 
 /**
- * The attachment objects of a statement: its own and its SubStatement's (which may carry raw data
- * too, see `matchAttachments`).
+ * A timestamp with an offset as the same instant in UTC (`Z`), its fraction digits kept (2.0:
+ * "the LRS SHOULD convert timestamps to UTC"); undefined when it is already UTC.
  */
-export function statementAttachments(s: Statement): Attachment[] {
-  const sub = s.object.objectType === 'SubStatement' ? (s.object.attachments ?? []) : [];
-  return [...(s.attachments ?? []), ...sub];
+export function toUtc(ts: string): string | undefined {
+  if (/[Zz]$/.test(ts)) return undefined;
+  const ms = parseTimestamp(ts);
+  if (ms === undefined) return undefined;
+  const fraction = /[.,](\d+)/.exec(ts.slice(ts.search(/[Tt]/)))?.[1] ?? '';
+  const base = new Date(Math.floor(ms / 1000) * 1000).toISOString().slice(0, 19);
+  return `${base}${fraction ? `.${fraction.padEnd(3, '0')}` : ''}Z`;
 }
 
-/** Distinct lower-case sha2 of a statement's attachments, in order. */
-export const attachmentHashes = (s: Statement): string[] => [...new Set(statementAttachments(s).map((a) => a.sha2.toLowerCase()))];
+/** 2.0: the statement's (and its SubStatement's) timestamps in UTC. */
+function utcTimestamps(s: Statement): Statement {
+  let out = s;
+  const ts = s.timestamp && toUtc(s.timestamp);
+  if (ts) out = { ...out, timestamp: ts };
+  if (s.object.objectType === 'SubStatement' && s.object.timestamp) {
+    const sub = toUtc(s.object.timestamp);
+    if (sub) out = { ...out, object: { ...s.object, timestamp: sub } };
+  }
+  return out;
+}
 
 /**
- * Prepares a validated statement for storage: assigns an id when absent (lower-cased: UUIDs are
- * case-insensitive and ids are looked up lower-cased) and sets `authority` (the LRS overrides
- * whatever the client sent). `version` is left to `stamp`, so that statement comparison can tell
- * a version the client sent from one the LRS assigns.
+ * Prepares a validated statement for storage under request version `version`: assigns an id when
+ * absent (lower-cased: UUIDs are case-insensitive and ids are looked up lower-cased), sets
+ * `authority` (the LRS overrides whatever the client sent) and, under 2.0, converts timestamps to
+ * UTC. `version` is left to `stamp`, so that statement comparison can tell a version the client
+ * sent from one the LRS assigns.
  */
-export function prepareStatement(input: Statement, authority: Actor): PreparedStatement {
-  const statement = { ...input, id: (input.id ?? randomUUID()).toLowerCase(), authority };
+export function prepareStatement(input: Statement, authority: Actor, version: XapiVersion): PreparedStatement {
+  const statement = { ...(is2(version) ? utcTimestamps(input) : input), id: (input.id ?? randomUUID()).toLowerCase(), authority };
   const c = new IndexCollector();
-  c.actor(statement.actor, true);
+  c.actor(statement.actor, AGENT_ROLE.direct);
   c.object(statement.object, true);
-  c.actor(statement.authority, false);
-  c.context(statement.context);
+  c.actor(statement.authority, AGENT_ROLE.related);
+  c.context(statement.context, false);
   const ref = statement.object.objectType === 'StatementRef' ? statement.object.id : null;
   return {
     id: statement.id,
+    xapiVersion: version,
     statement,
     verb: statement.verb.id,
     registration: statement.context?.registration?.toLowerCase() ?? null,
@@ -141,10 +185,10 @@ export function prepareStatement(input: Statement, authority: Actor): PreparedSt
  * `define` (Communication §4.2) the statements are stored as sent but their activity definitions
  * do not (re)define the canonical Activity.
  */
-export function prepareBatch(statements: Statement[], authority: Actor, opts: { define: boolean } = { define: true }): PreparedStatement[] {
+export function prepareBatch(statements: Statement[], authority: Actor, version: XapiVersion, opts: { define: boolean } = { define: true }): PreparedStatement[] {
   const seen = new Set<string>();
   return statements.map((s, i) => {
-    const p = prepareStatement(s, authority);
+    const p = prepareStatement(s, authority, version);
     if (!opts.define) p.definitions = [];
     if (seen.has(p.id)) throw new LrsError('bad_request', `statement ${i} repeats the id ${p.id} of an earlier statement in the batch`);
     seen.add(p.id);
@@ -152,9 +196,11 @@ export function prepareBatch(statements: Statement[], authority: Actor, opts: { 
   });
 }
 
+export type StampedStatement = Statement & { id: string; stored: string; timestamp: string; version: string };
+
 /** Sets the remaining LRS-assigned properties; returns the statement as the LRS will serve it. */
-export function stamp(p: PreparedStatement, stored: string): Statement & { id: string; stored: string; timestamp: string; version: string } {
-  return { ...p.statement, timestamp: p.statement.timestamp ?? stored, stored, version: p.statement.version ?? '1.0.0' };
+export function stamp(p: PreparedStatement, stored: string): StampedStatement {
+  return { ...p.statement, timestamp: p.statement.timestamp ?? stored, stored, version: p.statement.version ?? defaultStatementVersion(p.xapiVersion) };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -168,8 +214,8 @@ export function stamp(p: PreparedStatement, stored: string): Statement & { id: s
  * {@link statementDifference} ignores. `incoming` is the prepared statement (its `version` and
  * `timestamp` only when the client sent them).
  */
-export const sameStatement = (incoming: Statement, stored: Statement): boolean =>
-  statementDifference(incoming as unknown as Json, stored as unknown as Json) === undefined;
+export const sameStatement = (incoming: Statement, stored: Statement, version: XapiVersion): boolean =>
+  statementDifference(incoming as unknown as Json, stored as unknown as Json, version) === undefined;
 
 type Json = Record<string, unknown>;
 
@@ -200,11 +246,13 @@ type Json = Record<string, unknown>;
  * Also treated as equivalent: a defaulted `objectType` written or omitted (Activity for objects and
  * context activities, Agent for actors) and a single context Activity written as an object or as a
  * one-element array (the 0.95 form xAPI-Data §2.4.6.2 keeps for compatibility) — they denote the same
- * statement. Everything else, including Result `duration` (§2.3.1.b8), is compared as it is.
+ * statement. Everything else is compared as it is, including Result `duration` under 1.0.3
+ * (§2.3.1.b8); under 2.0 durations are compared at 0.01 s precision (9274.1.1: an LRS may truncate
+ * finer durations, so a statement re-sent or signed with more digits is the same statement).
  */
-export function statementDifference(a: Json, b: Json): string | undefined {
-  const x = normalizeStatement(a, false);
-  const y = normalizeStatement(b, false);
+export function statementDifference(a: Json, b: Json, version: XapiVersion): string | undefined {
+  const x = normalizeStatement(a, false, version);
+  const y = normalizeStatement(b, false, version);
   // b1: id, timestamp and version may be assigned by the LRS when absent.
   for (const key of ['id', 'timestamp', 'version']) {
     if (x[key] === undefined || y[key] === undefined) {
@@ -221,8 +269,11 @@ function isObject(value: unknown): value is Json {
 
 const lower = (value: unknown): unknown => (typeof value === 'string' ? value.toLowerCase() : value);
 
-function normalizeStatement(statement: Json, isSubStatement: boolean): Json {
+function normalizeStatement(statement: Json, isSubStatement: boolean, version: XapiVersion): Json {
   const out: Json = { ...statement };
+  if (is2(version) && isObject(out['result']) && typeof out['result']['duration'] === 'string') {
+    out['result'] = { ...out['result'], duration: centiseconds(out['result']['duration']) };
+  }
   if (!isSubStatement) {
     delete out['authority']; // b1
     delete out['stored']; // b1
@@ -236,18 +287,18 @@ function normalizeStatement(statement: Json, isSubStatement: boolean): Json {
     delete verb['display']; // b3
     out['verb'] = verb;
   }
-  if (out['object'] !== undefined) out['object'] = normalizeObject(out['object'], isSubStatement);
+  if (out['object'] !== undefined) out['object'] = normalizeObject(out['object'], isSubStatement, version);
   if (isObject(out['context'])) out['context'] = normalizeContext(out['context']);
   return out;
 }
 
-function normalizeObject(object: unknown, insideSubStatement: boolean): unknown {
+function normalizeObject(object: unknown, insideSubStatement: boolean, version: XapiVersion): unknown {
   if (!isObject(object)) return object;
   const type = object['objectType'];
   if (type === undefined || type === 'Activity') return normalizeActivity(object);
   if (type === 'Agent' || type === 'Group') return normalizeActor(object);
   if (type === 'StatementRef') return { ...object, id: lower(object['id']) };
-  if (type === 'SubStatement' && !insideSubStatement) return normalizeStatement(object, true);
+  if (type === 'SubStatement' && !insideSubStatement) return normalizeStatement(object, true, version);
   return object;
 }
 
@@ -290,6 +341,9 @@ function normalizeContext(context: Json): Json {
   if (out['language'] !== undefined) out['language'] = lower(out['language']);
   if (out['instructor'] !== undefined) out['instructor'] = normalizeActor(out['instructor']);
   if (out['team'] !== undefined) out['team'] = normalizeActor(out['team']);
+  for (const [list, key] of [['contextAgents', 'agent'], ['contextGroups', 'group']] as const) {
+    if (Array.isArray(out[list])) out[list] = (out[list] as unknown[]).map((e) => (isObject(e) ? { ...e, [key]: normalizeActor(e[key]) } : e));
+  }
   if (isObject(out['statement'])) out['statement'] = { ...out['statement'], id: lower(out['statement']['id']) };
   if (isObject(out['contextActivities'])) {
     const activities: Json = {};
@@ -324,4 +378,12 @@ function instant(value: unknown): unknown {
   const seconds = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) / 1000 - offsetMinutes * 60;
   const frac = fraction.replace(/0+$/, '');
   return frac === '' ? `@${seconds}` : `@${seconds}.${frac}`;
+}
+
+/** A duration's seconds truncated to 0.01 s (`PT1.2345S` → `PT1.23S`); other components as they are. */
+export function centiseconds(duration: string): string {
+  return duration.replace(/(\d+)[.,](\d+)S$/, (_m, whole: string, frac: string) => {
+    const f = frac.slice(0, 2).replace(/0+$/, '');
+    return f ? `${whole}.${f}S` : `${whole}S`;
+  });
 }

@@ -1,4 +1,7 @@
-/** The xAPI 1.0.3 data model as TypeScript types. Validation (validate.ts) guarantees these shapes. */
+/**
+ * The xAPI data model (1.0.3, and what 2.0 adds: contextAgents/contextGroups) as TypeScript types.
+ * Validation (validate.ts) guarantees these shapes for the request's version.
+ */
 
 export type JsonPrimitive = string | number | boolean | null;
 export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
@@ -105,11 +108,27 @@ export interface ContextActivities {
   other?: Activity[];
 }
 
+/** 2.0: an Agent the statement relates to beyond its actor, with why (relevantTypes). */
+export interface ContextAgent {
+  objectType: 'contextAgent';
+  agent: Agent;
+  relevantTypes?: string[];
+}
+
+/** 2.0: a Group the statement relates to, with why (relevantTypes). */
+export interface ContextGroup {
+  objectType: 'contextGroup';
+  group: Group;
+  relevantTypes?: string[];
+}
+
 export interface Context {
   registration?: string;
   instructor?: Actor;
   team?: Group;
   contextActivities?: ContextActivities;
+  contextAgents?: ContextAgent[];
+  contextGroups?: ContextGroup[];
   revision?: string;
   platform?: string;
   language?: string;
@@ -152,5 +171,3 @@ export interface StoredStatement extends Statement {
 
 export const VOIDED_VERB = 'http://adlnet.gov/expapi/verbs/voided';
 export const SIGNATURE_USAGE_TYPE = 'http://adlnet.gov/expapi/attachments/signature';
-export const XAPI_VERSION = '1.0.3';
-export const SUPPORTED_VERSIONS = ['1.0.3', '1.0.2', '1.0.1', '1.0.0'] as const;

@@ -1,5 +1,6 @@
 /**
- * The xAPI 1.0.3 statement validator (xAPI-Data §2.2, §2.4, §4): a hand-written recursive
+ * The xAPI statement validator (xAPI-Data §2.2, §2.4, §4; 9274.1.1 §4.2), for the request's
+ * version (the only differences: 2.0's contextAgents/contextGroups and statement versions): a hand-written recursive
  * validator that reports every problem it finds with a precise location, and returns deep,
  * normalised copies of the statements (a single context activity becomes a one-element array,
  * §2.4.6.2.s4.b3).
@@ -20,6 +21,7 @@ import type { ValidationIssue } from '../errors.ts';
 import { isLanguageTag } from './langtag.ts';
 import type { Actor, Statement } from './types.ts';
 import { VOIDED_VERB } from './types.ts';
+import { acceptsStatementVersion, is2, statementVersionHint, type XapiVersion } from './versions.ts';
 
 export { isLanguageTag };
 
@@ -31,6 +33,8 @@ interface Ctx {
   /** Path of the value being validated; pushed/popped as the validator descends. */
   path: Loc;
   issues: ValidationIssue[];
+  /** The request's xAPI version. */
+  version: XapiVersion;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -146,8 +150,6 @@ const MEDIA_TYPE_RE = new RegExp(
   `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[^"\\\\\\r\\n]|\\\\.)*"))*[ \\t]*$`,
 );
 const isMediaType = (s: string): boolean => MEDIA_TYPE_RE.test(s);
-
-const VERSION_RE = /^1\.0(?:\.\d+)?$/;
 
 /** Two ASCII digits at `i` as a number, or -1. */
 function d2(s: string, i: number): number {
@@ -502,6 +504,7 @@ const AS_TEAM = 2; // context.team: a Group
 const AS_MEMBER = 3; // group member: an Agent
 const AS_AUTHORITY = 4; // authority: Agent, or anonymous Group of exactly two Agents
 const AS_PARAM = 5; // `agent` query parameter: Agent or identified Group
+const AS_CONTEXT_GROUP = 6; // 2.0 contextGroups[].group: a Group (objectType required)
 
 const IFI_HINT = 'mbox, mbox_sha1sum, openid or account';
 
@@ -556,13 +559,15 @@ function agentOrGroup(c: Ctx, v: unknown, as: number): J | undefined {
     return undefined;
   }
   const t = v.objectType;
+  const groupOnly = as === AS_TEAM || as === AS_CONTEXT_GROUP;
+  const what = as === AS_TEAM ? 'a team' : 'a context group';
   let group: boolean;
   if (t === undefined) {
-    if (as === AS_TEAM) missing(c, 'objectType', 'a team must be a Group with "objectType": "Group"');
-    group = as === AS_TEAM;
+    if (groupOnly) missing(c, 'objectType', `${what} must be a Group with "objectType": "Group"`);
+    group = groupOnly;
   } else if (t === 'Agent') {
-    if (as === AS_TEAM) {
-      reportAt(c, 'objectType', 'a team must be a Group, not an Agent', 'value_error.not_allowed');
+    if (groupOnly) {
+      reportAt(c, 'objectType', `${what} must be a Group, not an Agent`, 'value_error.not_allowed');
       return undefined;
     }
     group = false;
@@ -576,7 +581,7 @@ function agentOrGroup(c: Ctx, v: unknown, as: number): J | undefined {
     c.path.push('objectType');
     if (typeof t !== 'string') wrongType(c, t, 'string');
     else if (as === AS_MEMBER) report(c, 'must be "Agent"', 'value_error.enum');
-    else if (as === AS_TEAM) report(c, 'must be "Group"', 'value_error.enum');
+    else if (groupOnly) report(c, 'must be "Group"', 'value_error.enum');
     else report(c, 'must be "Agent" or "Group"', 'value_error.enum');
     c.path.pop();
     return undefined;
@@ -1117,8 +1122,61 @@ function context(c: Ctx, v: unknown, objectIsNotActivity: boolean): J | undefine
       case 'extensions':
         out.extensions = extensions(c, x);
         break;
+      case 'contextAgents':
+      case 'contextGroups':
+        if (is2(c.version)) out[k] = contextActors(c, x, k === 'contextAgents');
+        else report(c, `extra field not permitted ("${k}" is xAPI 2.0: send X-Experience-API-Version: 2.0.0)`, 'value_error.extra');
+        break;
       default:
         extra(c);
+    }
+    c.path.pop();
+  }
+  return out;
+}
+
+/** 2.0 contextAgents / contextGroups (9274.1.1 §4.2.2.5): arrays of {objectType, agent|group, relevantTypes?}. */
+function contextActors(c: Ctx, v: unknown, agents: boolean): unknown[] | undefined {
+  const objectType = agents ? 'contextAgent' : 'contextGroup';
+  const member = agents ? 'agent' : 'group';
+  if (!Array.isArray(v)) {
+    wrongType(c, v, 'array', `an array of ${objectType} objects`);
+    return undefined;
+  }
+  const out = new Array<unknown>(v.length);
+  for (let i = 0; i < v.length; i++) {
+    const x = v[i];
+    c.path.push(i);
+    if (!isObject(x)) wrongType(c, x, 'object', `a ${objectType} object`);
+    else {
+      const o: J = {};
+      for (const k in x) {
+        const y = x[k];
+        c.path.push(k);
+        if (k === 'objectType') {
+          if (y === objectType) o.objectType = y;
+          else if (typeof y !== 'string') wrongType(c, y, 'string');
+          else report(c, `must be "${objectType}"`, 'value_error.enum');
+        } else if (k === member) {
+          o[k] = agentOrGroup(c, y, agents ? AS_MEMBER : AS_CONTEXT_GROUP);
+        } else if (k === 'relevantTypes') {
+          if (!Array.isArray(y)) wrongType(c, y, 'array', 'an array of IRIs');
+          else if (y.length === 0) report(c, 'relevantTypes, when present, must list at least one IRI', 'value_error.empty');
+          else {
+            const types: unknown[] = [];
+            y.forEach((t, j) => {
+              c.path.push(j);
+              if (iri(c, t)) types.push(t);
+              c.path.pop();
+            });
+            o.relevantTypes = types;
+          }
+        } else extra(c);
+        c.path.pop();
+      }
+      if (x.objectType === undefined) missing(c, 'objectType', `must be "${objectType}"`);
+      if (x[member] === undefined) missing(c, member);
+      out[i] = o;
     }
     c.path.pop();
   }
@@ -1246,8 +1304,8 @@ function statementBody(c: Ctx, s: J, sub: boolean): J {
       case 'version':
         if (sub) report(c, 'a SubStatement must not have a "version"', 'value_error.not_allowed');
         else if (str(c, x)) {
-          if (VERSION_RE.test(x)) out.version = x;
-          else report(c, 'must be a 1.0.x version such as "1.0.0"', 'value_error.version');
+          if (acceptsStatementVersion(c.version, x)) out.version = x;
+          else report(c, `must be a ${statementVersionHint(c.version)} version such as "1.0.0"`, 'value_error.version');
         }
         break;
       case 'attachments':
@@ -1280,8 +1338,8 @@ function statementBody(c: Ctx, s: J, sub: boolean): J {
  * Returns a normalised deep copy (meaningful only when no issue was added), or undefined when
  * `value` is not an object.
  */
-export function validateStatement(value: unknown, loc: Loc, issues: ValidationIssue[]): Statement | undefined {
-  const c: Ctx = { path: loc.slice(), issues };
+export function validateStatement(value: unknown, loc: Loc, issues: ValidationIssue[], version: XapiVersion): Statement | undefined {
+  const c: Ctx = { path: loc.slice(), issues, version };
   if (!isObject(value)) {
     wrongType(c, value, 'object', 'a Statement object');
     return undefined;
@@ -1296,13 +1354,13 @@ export function validateStatement(value: unknown, loc: Loc, issues: ValidationIs
  * statement). Two statements of a batch with the same id are reported too (Communication
  * §2.1.2.s2.b6). When there are issues, `statements` is not meaningful.
  */
-export function validateStatements(body: unknown): { statements: Statement[]; issues: ValidationIssue[] } {
+export function validateStatements(body: unknown, version: XapiVersion): { statements: Statement[]; issues: ValidationIssue[] } {
   const issues: ValidationIssue[] = [];
   if (Array.isArray(body)) {
     const statements = new Array<Statement>(body.length);
     let ids: Map<string, number> | undefined;
     for (let i = 0; i < body.length; i++) {
-      const s = validateStatement(body[i], [i], issues);
+      const s = validateStatement(body[i], [i], issues, version);
       statements[i] = s as Statement;
       const id = s?.id;
       if (id !== undefined && body.length > 1) {
@@ -1316,7 +1374,7 @@ export function validateStatements(body: unknown): { statements: Statement[]; is
     return { statements, issues };
   }
   if (isObject(body)) {
-    const s = validateStatement(body, [0], issues);
+    const s = validateStatement(body, [0], issues, version);
     return { statements: s ? [s] : [], issues };
   }
   issues.push({
@@ -1333,17 +1391,11 @@ export function validateStatements(body: unknown): { statements: Statement[]; is
  * when no issue was added).
  */
 export function validateAgentParam(value: unknown, loc: Loc, issues: ValidationIssue[]): Actor | undefined {
-  const c: Ctx = { path: loc.slice(), issues };
+  // An agent parameter is the same under every version.
+  const c: Ctx = { path: loc.slice(), issues, version: '1.0.3' };
   if (!isObject(value)) {
     wrongType(c, value, 'object', 'an Agent or identified Group JSON object');
     return undefined;
   }
   return agentOrGroup(c, value, AS_PARAM) as Actor | undefined;
-}
-
-/** The lower-cased `type/subtype` of a Content-Type value, parameters dropped ('' when absent). */
-export function mediaTypeOf(contentType: string | undefined): string {
-  if (contentType === undefined) return '';
-  const semi = contentType.indexOf(';');
-  return (semi === -1 ? contentType : contentType.slice(0, semi)).trim().toLowerCase();
 }

@@ -174,6 +174,18 @@ for (const backend of BACKENDS) {
         }
       });
 
+      test('a Person carries every name the store has seen for the agent, newest first, in any role', async () => {
+        const mbox = `mailto:${randomUUID()}@example.com`;
+        await post([statement({ actor: { name: 'Ben', mbox } })]);
+        await post([statement({ context: { instructor: { name: 'B. Smith', mbox } } })]);
+        await post([statement({ actor: { objectType: 'Group', name: 'Team', member: [{ name: 'Benjamin', mbox }, { mbox: 'mailto:other@example.com', name: 'Other' }] } })]);
+        await post([statement({ actor: { name: 'Ben', mbox } })]);
+        assert.deepEqual(await (await agents({ mbox })).json(), { objectType: 'Person', name: ['Ben', 'Benjamin', 'B. Smith'], mbox: [mbox] });
+        assert.deepEqual((await (await agents({ name: 'Asked', mbox })).json()).name, ['Asked', 'Ben', 'Benjamin', 'B. Smith'], 'the request\'s own name first');
+        // Another tenant's statements are not seen.
+        assert.deepEqual(await (await agents({ mbox }, { user: TENANT_B })).json(), { objectType: 'Person', mbox: [mbox] });
+      });
+
       test('HEAD and the alternate syntax', async () => {
         const agent = { mbox: 'mailto:head@example.com' };
         const head = await agents(agent, { method: 'HEAD' });
@@ -212,13 +224,13 @@ for (const backend of BACKENDS) {
       test('GET needs no credentials nor version header: versions and extensions only', async () => {
         const res = await t.fetch('/xAPI/about', { user: null, version: null });
         assert.equal(res.status, 200);
-        assert.equal(res.headers.get('x-experience-api-version'), '1.0.3');
+        assert.equal(res.headers.get('x-experience-api-version'), '2.0.0', 'no header: the newest version served');
         const body = await res.json();
         assert.deepEqual(Object.keys(body).sort(), ['extensions', 'version']);
         assert.ok(Array.isArray(body.version));
         assert.ok(body.version.includes('1.0.3'));
         assert.ok(body.version.includes('1.0.0'));
-        for (const v of body.version) assert.match(v, /^1\.0\.\d+$/);
+        for (const v of body.version) assert.match(v, /^(?:1|2)\.0\.\d+$/);
         assert.equal(typeof body.extensions, 'object');
       });
 

@@ -70,25 +70,28 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('About: version is an array of 1.0.x strings with 1.0.3, ETag on GET, parameters are 400', async () => {
+    test('About: version lists 2.0.0 and the 1.0.x versions, ETag on GET, parameters are 400', async () => {
       const res = await t.fetch('/xAPI/about', { user: null, version: null });
       assert.equal(res.status, 200);
       assert.match(res.headers.get('etag') ?? '', /^"[0-9a-f]{40}"$/);
       const body = await res.json();
-      assert.ok(body.version.includes('1.0.3'));
-      for (const v of body.version) assert.ok(['1.0.0', '1.0.1', '1.0.2', '1.0.3'].includes(v), v);
+      assert.deepEqual(body.version, ['2.0.0', '1.0.3', '1.0.2', '1.0.1', '1.0.0']);
       const extra = await t.fetch('/xAPI/about?foo=bar', { user: null });
       assert.equal(extra.status, 400);
       assert.deepEqual((await extra.json()).detail[0].loc, ['query', 'foo']);
     });
 
-    test('version header: 1.0 and 1.0.x accepted; missing, pre-1.0, 1.1+ and garbage are 400 on every resource (§3.3)', async () => {
+    test('version header: 1.0, 1.0.x, 2.0 and 2.0.x accepted and answered in kind; missing, pre-1.0, 1.1+ and garbage are 400 on every resource (§3.3)', async () => {
       for (const [name, path] of RESOURCES) {
-        for (const v of ['1.0', '1.0.0', '1.0.3', '1.0.9']) assert.equal((await t.fetch(path(), { version: v })).status, 200, `${name} ${v}`);
-        for (const v of [null, '', '0.9', '0.95', '1.1', '1.1.0', '2.0.0', '1.0.', 'garbage']) {
+        for (const v of ['1.0', '1.0.0', '1.0.3', '1.0.9', '2.0', '2.0.0']) {
+          const res = await t.fetch(path(), { version: v });
+          assert.equal(res.status, 200, `${name} ${v}`);
+          assert.equal(res.headers.get('x-experience-api-version'), v.startsWith('2') ? '2.0.0' : '1.0.3', `${name} ${v}`);
+        }
+        for (const v of [null, '', '0.9', '0.95', '1.1', '1.1.0', '3.0.0', '2.1', '1.0.', 'garbage']) {
           const res = await t.fetch(path(), { version: v });
           assert.equal(res.status, 400, `${name} ${v}`);
-          assert.equal(res.headers.get('x-experience-api-version'), '1.0.3');
+          assert.equal(res.headers.get('x-experience-api-version'), '2.0.0', 'a request naming no served version: the newest');
           assert.ok((await res.json()).detail, `${name} ${v}`);
         }
       }

@@ -151,11 +151,11 @@ for (const backend of BACKENDS) {
       assert.equal(empty.status, 400);
     });
 
-    test('the X-Experience-API-Version header is required on xAPI resources and must be 1.0.x', async () => {
+    test('the X-Experience-API-Version header is required on xAPI resources and must be 1.0.x or 2.0.x', async () => {
       const none = await t.fetch('/xAPI/statements', { version: null });
       assert.equal(none.status, 400);
       assert.match((await none.json()).detail, /X-Experience-API-Version/);
-      assert.equal(none.headers.get('x-experience-api-version'), '1.0.3');
+      assert.equal(none.headers.get('x-experience-api-version'), '2.0.0');
       assert.equal((await t.fetch('/xAPI/statements', { version: '1.1.0' })).status, 400);
       assert.equal((await t.fetch('/xAPI/statements', { version: '0.95' })).status, 400);
       assert.equal((await t.fetch('/xAPI/statements', { version: '1.0' })).status, 200);

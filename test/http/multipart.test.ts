@@ -6,12 +6,10 @@ import {
   buildMultipartMixed,
   buildStatementsMultipart,
   extractStatementParts,
-  matchAttachments,
-  parseContentType,
   parseMultipartMixed,
 } from '../../src/http/multipart.ts';
-import type { AttachmentPart } from '../../src/http/multipart.ts';
-import { mediaTypeOf } from '../../src/xapi/validate.ts';
+import { type AttachmentPart, matchAttachments } from '../../src/xapi/attachments.ts';
+import { mediaTypeOf, parseContentType } from '../../src/xapi/media.ts';
 import type { Attachment, Statement } from '../../src/xapi/types.ts';
 
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');

@@ -70,7 +70,7 @@ for (const backend of backends) {
     const s: Record<string, Statement> = {};
     const as: Statement[] = [];
     const put = async (authority: Actor, ...statements: Statement[]) => {
-      await store.insertStatements('', prepareBatch(statements, authority), []);
+      await store.insertStatements('', prepareBatch(statements, authority, '1.0.3'), []);
       await pause();
     };
     const stored = async (st: Statement) => (await store.getStatement('', st.id!, false))!.storedMs;

@@ -8,13 +8,13 @@ import {
   checkJsonDocument,
   checkPrecondition,
   etagOf,
-  isJsonType,
   mergeJsonDocuments,
   parseDocumentParams,
   parsePreconditions,
   planDocumentWrite,
 } from '../../src/xapi/documents.ts';
 import { personOf } from '../../src/xapi/person.ts';
+import { isJsonType } from '../../src/xapi/media.ts';
 
 const jsonDoc = (v: unknown, contentType = 'application/json') => ({ content: Buffer.from(JSON.stringify(v)), contentType });
 const kindOf = (fn: () => unknown): string | undefined => {
@@ -85,7 +85,8 @@ describe('preconditions (§3.1)', () => {
     ['If-None-Match * on a document', E, { ifNoneMatchAny: true }, 'precondition_failed'],
     ['If-None-Match listing the ETag', E, { ifNoneMatch: [E] }, 'precondition_failed'],
     ['If-None-Match listing another ETag', E, { ifNoneMatch: ['"b"'] }, undefined],
-    ['no header, profile PUT, no document', undefined, { conflictIfExists: true }, 'bad_request'],
+    ['no header, profile PUT, no document', undefined, { conflictIfExists: true, headerRequiredIfNew: true }, 'bad_request'],
+    ['no header, 2.0 PUT, no document', undefined, { conflictIfExists: true }, undefined],
     ['no header, profile PUT, a document', E, { conflictIfExists: true }, 'conflict'],
     ['nothing', E, {}, undefined],
   ];
@@ -105,13 +106,14 @@ describe('preconditions (§3.1)', () => {
 
   test('headers parse into preconditions; bare tags are quoted; the 409 rule only without either header', () => {
     assert.deepEqual(parsePreconditions(undefined, undefined), {});
-    assert.deepEqual(parsePreconditions(undefined, undefined, true), { conflictIfExists: true });
-    assert.deepEqual(parsePreconditions('"a", "b"', undefined, true), { ifMatch: ['"a"', '"b"'] });
+    assert.deepEqual(parsePreconditions(undefined, undefined, 'conflict-or-missing'), { conflictIfExists: true, headerRequiredIfNew: true });
+    assert.deepEqual(parsePreconditions(undefined, undefined, 'conflict'), { conflictIfExists: true });
+    assert.deepEqual(parsePreconditions('"a", "b"', undefined, 'conflict'), { ifMatch: ['"a"', '"b"'] });
     assert.deepEqual(parsePreconditions('abc', undefined), { ifMatch: ['"abc"'] });
     assert.deepEqual(parsePreconditions('W/"a"', undefined), { ifMatch: ['W/"a"'] });
-    assert.deepEqual(parsePreconditions(undefined, '*', true), { ifNoneMatchAny: true });
+    assert.deepEqual(parsePreconditions(undefined, '*', 'conflict'), { ifNoneMatchAny: true });
     assert.deepEqual(parsePreconditions(undefined, '"a"'), { ifNoneMatch: ['"a"'] });
-    assert.deepEqual(parsePreconditions('', ' ', true), { conflictIfExists: true }, 'empty values count as absent');
+    assert.deepEqual(parsePreconditions('', ' ', 'conflict-or-missing'), { conflictIfExists: true, headerRequiredIfNew: true }, 'empty values count as absent');
   });
 });
 

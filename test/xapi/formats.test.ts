@@ -118,10 +118,10 @@ describe('idsStatement (format=ids)', () => {
     const out = idsStatement(structuredClone(FULL));
     assert.deepEqual(out.actor, { objectType: 'Agent', mbox: 'mailto:ben@example.com' });
     assert.deepEqual(out.verb, { id: 'http://adlnet.gov/expapi/verbs/answered' });
-    assert.deepEqual(out.object, { objectType: 'Activity', id: 'http://example.com/q1' });
+    assert.deepEqual(out.object, { id: 'http://example.com/q1' });
     assert.deepEqual(out.context?.instructor, { account: { homePage: 'http://example.com', name: 'smith' } });
     assert.deepEqual(out.context?.team, { objectType: 'Group', member: [{ mbox: 'mailto:a@example.com' }, { openid: 'http://example.com/b' }] }, 'anonymous group: its members’ IFIs');
-    assert.deepEqual(out.context?.contextActivities, { parent: [{ id: 'http://example.com/quiz' }], category: [{ objectType: 'Activity', id: 'http://example.com/cat' }] });
+    assert.deepEqual(out.context?.contextActivities, { parent: [{ id: 'http://example.com/quiz' }], category: [{ id: 'http://example.com/cat' }] });
     assert.deepEqual(out.authority, {
       objectType: 'Group',
       member: [{ account: { homePage: 'http://example.com/oauth', name: 'app' } }, { mbox: 'mailto:boss@example.com' }],

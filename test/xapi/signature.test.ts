@@ -96,14 +96,14 @@ describe('verifySignedStatement', () => {
         const key = await importPKCS8(fixture('signer-key.pem'), alg);
         const jws = await sign(STATEMENT, key, { alg, x5c });
         const { statement, parts } = signedRequest(STATEMENT, jws);
-        await verifySignedStatement(statement, parts);
+        await verifySignedStatement(statement, parts, '1.0.3');
       });
     }
 
     it('a signature without x5c (structure and payload only; the key is unknown)', async () => {
       const jws = await sign(STATEMENT, otherKeys.privateKey, {});
       const { statement, parts } = signedRequest(STATEMENT, jws);
-      await verifySignedStatement(statement, parts);
+      await verifySignedStatement(statement, parts, '1.0.3');
     });
 
     it('the example signed statement of xAPI-Data Appendix D (1024-bit key, expired certificate)', async () => {
@@ -128,14 +128,14 @@ describe('verifySignedStatement', () => {
         length: 4235,
       });
       assert.equal(statement.attachments![0]!.sha2, '672fa5fa658017f1b72d65036f13379c6ab05d4ab3b6664908d8acf0b6a0c634');
-      await verifySignedStatement(statement, parts);
+      await verifySignedStatement(statement, parts, '1.0.3');
 
       const altered = signedRequest({ ...appendixD, actor: { ...appendixD.actor, name: 'Someone Else' } }, jws);
-      await rejects400(verifySignedStatement(altered.statement, altered.parts), /differ at \$\.actor\.name/);
+      await rejects400(verifySignedStatement(altered.statement, altered.parts, '1.0.3'), /differ at \$\.actor\.name/);
     });
 
     it('a statement without signature attachment, whatever its other attachments', async () => {
-      await verifySignedStatement(clone(STATEMENT), new Map());
+      await verifySignedStatement(clone(STATEMENT), new Map(), '1.0.3');
       const other: Attachment = {
         usageType: 'http://example.com/usage/certificate',
         display: { en: 'Certificate' },
@@ -143,7 +143,7 @@ describe('verifySignedStatement', () => {
         length: 3,
         sha2: sha256(Buffer.from('pdf')),
       };
-      await verifySignedStatement({ ...clone(STATEMENT), attachments: [other] }, new Map());
+      await verifySignedStatement({ ...clone(STATEMENT), attachments: [other] }, new Map(), '1.0.3');
     });
 
     it('a payload that already listed other (non-signature) attachments', async () => {
@@ -155,13 +155,13 @@ describe('verifySignedStatement', () => {
       };
       const jws = await sign(withFile, signerKey, { x5c });
       const { statement, parts } = signedRequest(withFile, jws);
-      await verifySignedStatement(statement, parts);
+      await verifySignedStatement(statement, parts, '1.0.3');
     });
 
     it('a contentType with parameters or in another case, and trailing whitespace after the JWS', async () => {
       const jws = await sign(STATEMENT, signerKey, { x5c });
       const { statement, parts } = signedRequest(STATEMENT, `${jws}\r\n`, { contentType: 'Application/Octet-Stream; x=1' });
-      await verifySignedStatement(statement, parts);
+      await verifySignedStatement(statement, parts, '1.0.3');
     });
 
     it('differences the spec says to ignore (xAPI-Data 2.3.1)', async () => {
@@ -193,7 +193,7 @@ describe('verifySignedStatement', () => {
         timestamp: '2024-05-01T12:00:00+02:00', // same instant, other timezone
       };
       const { statement, parts } = signedRequest(received, jws);
-      await verifySignedStatement(statement, parts);
+      await verifySignedStatement(statement, parts, '1.0.3');
     });
   });
 
@@ -201,13 +201,13 @@ describe('verifySignedStatement', () => {
     it('a signature attachment whose contentType is not application/octet-stream', async () => {
       const jws = await sign(STATEMENT, signerKey, { x5c });
       const { statement, parts } = signedRequest(STATEMENT, jws, { contentType: 'text/plain; charset=ascii' });
-      await rejects400(verifySignedStatement(statement, parts), /attachments\[0\] \(signature\): a signature attachment must have contentType application\/octet-stream, not "text\/plain; charset=ascii"/);
+      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /attachments\[0\] \(signature\): a signature attachment must have contentType application\/octet-stream, not "text\/plain; charset=ascii"/);
     });
 
     it('a signature attachment whose data was not sent', async () => {
       const jws = await sign(STATEMENT, signerKey, { x5c });
       const { statement } = signedRequest(STATEMENT, jws, { fileUrl: 'http://example.com/sig' });
-      await rejects400(verifySignedStatement(statement, new Map()), /signature must be sent as a multipart\/mixed part/);
+      await rejects400(verifySignedStatement(statement, new Map(), '1.0.3'), /signature must be sent as a multipart\/mixed part/);
     });
 
     for (const alg of ['HS256', 'HS512']) {
@@ -216,7 +216,7 @@ describe('verifySignedStatement', () => {
           .setProtectedHeader({ alg })
           .sign(new TextEncoder().encode(fixture('signer-key.pem'))); // the ADL suite uses the PEM as HMAC secret
         const { statement, parts } = signedRequest(STATEMENT, jws);
-        await rejects400(verifySignedStatement(statement, parts), new RegExp(`JWS algorithm "${alg}" is not allowed; a signed statement must use RS256, RS384 or RS512`));
+        await rejects400(verifySignedStatement(statement, parts, '1.0.3'), new RegExp(`JWS algorithm "${alg}" is not allowed; a signed statement must use RS256, RS384 or RS512`));
       });
     }
 
@@ -225,7 +225,7 @@ describe('verifySignedStatement', () => {
         const { privateKey } = await generateKeyPair(alg);
         const jws = await new CompactSign(new TextEncoder().encode(JSON.stringify(STATEMENT))).setProtectedHeader({ alg }).sign(privateKey);
         const { statement, parts } = signedRequest(STATEMENT, jws);
-        await rejects400(verifySignedStatement(statement, parts), new RegExp(`JWS algorithm "${alg}" is not allowed`));
+        await rejects400(verifySignedStatement(statement, parts, '1.0.3'), new RegExp(`JWS algorithm "${alg}" is not allowed`));
       });
     }
 
@@ -234,7 +234,7 @@ describe('verifySignedStatement', () => {
       for (const [header, shown] of [[{ alg: 'none' }, '"none"'], [{}, 'null']] as const) {
         const jws = `${base64url.encode(JSON.stringify(header))}.${payload}.AAAA`;
         const { statement, parts } = signedRequest(STATEMENT, jws);
-        await rejects400(verifySignedStatement(statement, parts), new RegExp(`JWS algorithm ${shown} is not allowed`));
+        await rejects400(verifySignedStatement(statement, parts, '1.0.3'), new RegExp(`JWS algorithm ${shown} is not allowed`));
       }
     });
 
@@ -244,7 +244,7 @@ describe('verifySignedStatement', () => {
       const [h, , s] = jws.split('.');
       const tampered = `${h}.${base64url.encode(JSON.stringify(changed))}.${s}`;
       const { statement, parts } = signedRequest(changed, tampered);
-      await rejects400(verifySignedStatement(statement, parts), /the JWS signature does not verify with the public key of its x5c certificate/);
+      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /the JWS signature does not verify with the public key of its x5c certificate/);
     });
 
     it('a tampered signature', async () => {
@@ -253,51 +253,51 @@ describe('verifySignedStatement', () => {
       const bytes = Buffer.from(s, 'base64url');
       bytes[10] ^= 1;
       const { statement, parts } = signedRequest(STATEMENT, `${h}.${p}.${bytes.toString('base64url')}`);
-      await rejects400(verifySignedStatement(statement, parts), /does not verify/);
+      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /does not verify/);
     });
 
     it('a signature made with another key than the x5c certificate’s', async () => {
       const jws = await sign(STATEMENT, otherKeys.privateKey, { x5c });
       const { statement, parts } = signedRequest(STATEMENT, jws);
-      await rejects400(verifySignedStatement(statement, parts), /does not verify with the public key of its x5c certificate/);
+      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /does not verify with the public key of its x5c certificate/);
     });
 
     it('a received statement that differs from the signed one (no x5c)', async () => {
       const jws = await sign(STATEMENT, otherKeys.privateKey, {});
       const changed = { ...clone(STATEMENT), result: { completion: false, duration: 'PT1H', score: { scaled: 0.9 } } };
       const { statement, parts } = signedRequest(changed, jws);
-      await rejects400(verifySignedStatement(statement, parts), /the statement in the JWS payload does not match the received statement \(they differ at \$\.result\.completion\)/);
+      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /the statement in the JWS payload does not match the received statement \(they differ at \$\.result\.completion\)/);
     });
 
     it('a non-JSON payload, a JSON payload that is not an object, a non-UTF-8 payload', async () => {
       for (const payload of ["{'actor': 'broken'}", 'not json at all']) {
         const jws = await sign(payload, signerKey, { x5c });
         const { statement, parts } = signedRequest(STATEMENT, jws);
-        await rejects400(verifySignedStatement(statement, parts), /the JWS payload is not a JSON serialization of a statement$/);
+        await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /the JWS payload is not a JSON serialization of a statement$/);
       }
       const array = await sign([STATEMENT], signerKey, { x5c });
       const r1 = signedRequest(STATEMENT, array);
-      await rejects400(verifySignedStatement(r1.statement, r1.parts), /expected a JSON object/);
+      await rejects400(verifySignedStatement(r1.statement, r1.parts, '1.0.3'), /expected a JSON object/);
       const latin1 = await new CompactSign(Buffer.from('{"a":"\xe9"}', 'latin1')).setProtectedHeader({ alg: 'RS256' }).sign(signerKey);
       const r2 = signedRequest(STATEMENT, latin1);
-      await rejects400(verifySignedStatement(r2.statement, r2.parts), /not a JSON serialization/);
+      await rejects400(verifySignedStatement(r2.statement, r2.parts, '1.0.3'), /not a JSON serialization/);
     });
 
     it('data that is not a compact JWS', async () => {
       for (const body of ['garbage', 'a.b', 'a..c', 'a.b.c.d.e', '']) {
         const { statement, parts } = signedRequest(STATEMENT, body);
-        await rejects400(verifySignedStatement(statement, parts), /not a JWS in Compact Serialization/);
+        await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /not a JWS in Compact Serialization/);
       }
       const header = base64url.encode('not json');
       const { statement, parts } = signedRequest(STATEMENT, `${header}.${base64url.encode('{}')}.AAAA`);
-      await rejects400(verifySignedStatement(statement, parts), /protected header is not base64url-encoded JSON/);
+      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /protected header is not base64url-encoded JSON/);
     });
 
     it('JWS JSON Serialization', async () => {
       const jws = await sign(STATEMENT, signerKey, {});
       const [h, p, s] = jws.split('.');
       const { statement, parts } = signedRequest(STATEMENT, JSON.stringify({ protected: h, payload: p, signature: s }));
-      await rejects400(verifySignedStatement(statement, parts), /JWS JSON Serialization is not supported/);
+      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /JWS JSON Serialization is not supported/);
     });
 
     it('a crit header', async () => {
@@ -305,7 +305,7 @@ describe('verifySignedStatement', () => {
         .setProtectedHeader({ alg: 'RS256', crit: ['b64'], b64: true })
         .sign(signerKey);
       const { statement, parts } = signedRequest(STATEMENT, jws);
-      await rejects400(verifySignedStatement(statement, parts), /critical extensions/);
+      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /critical extensions/);
     });
 
     it('a malformed x5c', async () => {
@@ -313,7 +313,7 @@ describe('verifySignedStatement', () => {
         const jws = await sign(STATEMENT, signerKey, { x5c: bad });
         const { statement, parts } = signedRequest(STATEMENT, jws);
         await rejects400(
-          verifySignedStatement(statement, parts),
+          verifySignedStatement(statement, parts, '1.0.3'),
           /x5c header must be a non-empty array of base64-encoded DER certificates|first certificate of the JWS x5c header is not a valid X\.509 certificate/,
         );
       }
@@ -325,7 +325,7 @@ describe('verifySignedStatement', () => {
       const first = signedRequest(STATEMENT, good);
       const second = signedRequest(first.statement, bad);
       for (const [k, v] of first.parts) second.parts.set(k, v);
-      await rejects400(verifySignedStatement(second.statement, second.parts), /attachments\[1\] \(signature\).*does not verify/);
+      await rejects400(verifySignedStatement(second.statement, second.parts, '1.0.3'), /attachments\[1\] \(signature\).*does not verify/);
     });
   });
 });
@@ -336,35 +336,35 @@ describe('statementDifference (xAPI-Data 2.3.1 comparison)', () => {
   it('ignores authority, stored and attachments always; id, timestamp and version when one side lacks them', () => {
     const a = base();
     const b = { ...base(), authority: { mbox: 'mailto:x@example.com' }, stored: 'x', attachments: [] };
-    assert.equal(statementDifference(a, b), undefined);
+    assert.equal(statementDifference(a, b, '1.0.3'), undefined);
     for (const key of ['id', 'timestamp', 'version']) {
       const without = base();
       delete without[key];
-      assert.equal(statementDifference(without, { ...base(), version: '1.0.0' }), undefined, key);
-      assert.equal(statementDifference({ ...base(), version: '1.0.0' }, without), undefined, key);
+      assert.equal(statementDifference(without, { ...base(), version: '1.0.0' }, '1.0.3'), undefined, key);
+      assert.equal(statementDifference({ ...base(), version: '1.0.0' }, without, '1.0.3'), undefined, key);
     }
   });
 
   it('compares id, timestamp and version when both sides have them', () => {
-    assert.equal(statementDifference(base(), { ...base(), id: '00000000-0000-4000-8000-000000000000' }), '$.id');
-    assert.equal(statementDifference(base(), { ...base(), id: STATEMENT.id!.toUpperCase() }), undefined);
-    assert.equal(statementDifference(base(), { ...base(), timestamp: '2024-05-01T10:00:00.001Z' }), '$.timestamp');
-    assert.equal(statementDifference(base(), { ...base(), timestamp: '2024-05-01T10:00:00Z' }), undefined);
-    assert.equal(statementDifference(base(), { ...base(), timestamp: '2024-05-01T05:30:00.0000-04:30' }), undefined);
-    assert.equal(statementDifference({ ...base(), version: '1.0.0' }, { ...base(), version: '1.0.3' }), '$.version');
+    assert.equal(statementDifference(base(), { ...base(), id: '00000000-0000-4000-8000-000000000000' }, '1.0.3'), '$.id');
+    assert.equal(statementDifference(base(), { ...base(), id: STATEMENT.id!.toUpperCase() }, '1.0.3'), undefined);
+    assert.equal(statementDifference(base(), { ...base(), timestamp: '2024-05-01T10:00:00.001Z' }, '1.0.3'), '$.timestamp');
+    assert.equal(statementDifference(base(), { ...base(), timestamp: '2024-05-01T10:00:00Z' }, '1.0.3'), undefined);
+    assert.equal(statementDifference(base(), { ...base(), timestamp: '2024-05-01T05:30:00.0000-04:30' }, '1.0.3'), undefined);
+    assert.equal(statementDifference({ ...base(), version: '1.0.0' }, { ...base(), version: '1.0.3' }, '1.0.3'), '$.version');
   });
 
   it('does not ignore other differences, including the serialization of a duration', () => {
     const b = base();
     (b['result'] as Record<string, unknown>)['duration'] = 'PT60M';
-    assert.equal(statementDifference(base(), b), '$.result.duration');
+    assert.equal(statementDifference(base(), b, '1.0.3'), '$.result.duration');
     const c = base();
     (c['actor'] as Record<string, unknown>)['mbox'] = 'mailto:ADA@example.com'; // the local part is case-sensitive
-    assert.equal(statementDifference(base(), c), '$.actor.mbox');
-    assert.equal(statementDifference(base(), { ...base(), verb: { id: 'http://example.com/other' } }), '$.verb.id');
+    assert.equal(statementDifference(base(), c, '1.0.3'), '$.actor.mbox');
+    assert.equal(statementDifference(base(), { ...base(), verb: { id: 'http://example.com/other' } }, '1.0.3'), '$.verb.id');
     const d = base();
     delete d['result'];
-    assert.equal(statementDifference(base(), d), '$.result');
+    assert.equal(statementDifference(base(), d, '1.0.3'), '$.result');
   });
 
   it('applies the exceptions inside a SubStatement', () => {
@@ -382,8 +382,8 @@ describe('statementDifference (xAPI-Data 2.3.1 comparison)', () => {
         },
       };
     };
-    assert.equal(statementDifference(sub('2024-01-01T00:00:00Z', 'will', [0, 1]), sub('2024-01-01T01:00:00+01:00', 'shall', [1, 0])), undefined);
-    assert.equal(statementDifference(sub('2024-01-01T00:00:00Z', 'will', [0, 1]), sub('2024-01-01T00:00:01Z', 'will', [0, 1])), '$.object.timestamp');
+    assert.equal(statementDifference(sub('2024-01-01T00:00:00Z', 'will', [0, 1]), sub('2024-01-01T01:00:00+01:00', 'shall', [1, 0]), '1.0.3'), undefined);
+    assert.equal(statementDifference(sub('2024-01-01T00:00:00Z', 'will', [0, 1]), sub('2024-01-01T00:00:01Z', 'will', [0, 1]), '1.0.3'), '$.object.timestamp');
   });
 });
 

@@ -555,7 +555,7 @@ for (const [group, cases] of Object.entries(CASES)) {
         const replaced = c.build(s);
         const body = replaced === undefined ? s : replaced;
         const input = structuredClone(body);
-        const { statements, issues } = validateStatements(body);
+        const { statements, issues } = validateStatements(body, '1.0.3');
         assert.deepEqual(issuesOf(issues), c.issues, JSON.stringify(issues, null, 1));
         for (const i of issues) assert.ok(i.msg.length > 0);
         assert.deepEqual(body, input, 'the input must not be modified');
@@ -567,18 +567,18 @@ for (const [group, cases] of Object.entries(CASES)) {
 
 describe('validateStatements: batches and copies', () => {
   test('an empty array is accepted with no statements', () => {
-    assert.deepEqual(validateStatements([]), { statements: [], issues: [] });
+    assert.deepEqual(validateStatements([], '1.0.3'), { statements: [], issues: [] });
   });
   test('a non-object, non-array body is an issue at loc []', () => {
     for (const body of ['x', 1, null, true]) {
-      const { issues } = validateStatements(body);
+      const { issues } = validateStatements(body, '1.0.3');
       assert.deepEqual(issuesOf(issues), [[[], 'type_error.object']]);
     }
   });
   test('issue locations start with the index in the batch', () => {
     const second = base();
     second.actor.mbox = 'nope';
-    const { issues, statements } = validateStatements([base(), second, 'x']);
+    const { issues, statements } = validateStatements([base(), second, 'x'], '1.0.3');
     assert.deepEqual(issuesOf(issues), [
       [[1, 'actor', 'mbox'], 'value_error.mbox'],
       [[2], 'type_error.object'],
@@ -588,13 +588,13 @@ describe('validateStatements: batches and copies', () => {
   test('two statements of a batch with the same id are rejected', () => {
     const a = { ...base(), id: UUID };
     const b = { ...base(), id: UUID.toUpperCase() };
-    const { issues } = validateStatements([a, b]);
+    const { issues } = validateStatements([a, b], '1.0.3');
     assert.deepEqual(issuesOf(issues), [[[1, 'id'], 'value_error.duplicate']]);
   });
   test('a single context activity is normalised into a one-element array (2.4.6.2.s4.b3)', () => {
     const s = base();
     s.context = { contextActivities: { parent: { id: 'http://example.com/p' }, other: [{ id: 'http://example.com/o' }] } };
-    const { statements, issues } = validateStatements(s);
+    const { statements, issues } = validateStatements(s, '1.0.3');
     assert.deepEqual(issues, []);
     assert.deepEqual(statements[0].context?.contextActivities, {
       parent: [{ id: 'http://example.com/p' }],
@@ -604,7 +604,7 @@ describe('validateStatements: batches and copies', () => {
   });
   test('returned statements are deep copies equal to valid input', () => {
     const input = structuredClone(APPENDIX_A_LONG);
-    const { statements, issues } = validateStatements(input);
+    const { statements, issues } = validateStatements(input, '1.0.3');
     assert.deepEqual(issues, []);
     assert.deepEqual(statements[0], APPENDIX_A_LONG);
     const out = statements[0] as Any;
@@ -617,7 +617,7 @@ describe('validateStatements: batches and copies', () => {
       '{"actor":{"mbox":"mailto:a@example.com"},"verb":{"id":"http://example.com/v"},"object":{"id":"http://example.com/a"},' +
         '"result":{"extensions":{"http://example.com/e":{"__proto__":{"polluted":true}}}}}',
     );
-    const { statements, issues } = validateStatements(s);
+    const { statements, issues } = validateStatements(s, '1.0.3');
     assert.deepEqual(issues, []);
     const ext = (statements[0].result?.extensions as Any)['http://example.com/e'];
     assert.equal(Object.getPrototypeOf(ext), Object.prototype);
@@ -628,17 +628,17 @@ describe('validateStatements: batches and copies', () => {
     const deep = (n: number) => JSON.parse('['.repeat(n) + ']'.repeat(n));
     const s = base();
     s.result = { extensions: { 'http://example.com/ok': deep(500), 'http://example.com/deep': deep(100_000) } };
-    assert.deepEqual(issuesOf(validateStatements(s).issues), [[[0, 'result', 'extensions', 'http://example.com/deep'], 'value_error.too_deep']]);
+    assert.deepEqual(issuesOf(validateStatements(s, '1.0.3').issues), [[[0, 'result', 'extensions', 'http://example.com/deep'], 'value_error.too_deep']]);
   });
   test('a __proto__ key in a statement is an extra field', () => {
     const s = JSON.parse('{"actor":{"mbox":"mailto:a@example.com"},"verb":{"id":"http://example.com/v"},"object":{"id":"http://example.com/a"},"__proto__":{}}');
-    assert.deepEqual(issuesOf(validateStatements(s).issues), [[[0, '__proto__'], EXTRA]]);
+    assert.deepEqual(issuesOf(validateStatements(s, '1.0.3').issues), [[[0, '__proto__'], EXTRA]]);
   });
   test('validateStatement reports at the given loc', () => {
     const issues: ValidationIssue[] = [];
     const s = base();
     delete s.verb;
-    const out = validateStatement(s, [7], issues);
+    const out = validateStatement(s, [7], issues, '1.0.3');
     assert.deepEqual(issuesOf(issues), [[[7, 'verb'], MISSING]]);
     assert.ok(out);
   });
@@ -647,7 +647,7 @@ describe('validateStatements: batches and copies', () => {
     s.actor.openid = 'http://openid.example.org/1';
     s.extra = 1;
     delete s.verb;
-    const { issues } = validateStatements(s);
+    const { issues } = validateStatements(s, '1.0.3');
     assert.deepEqual(
       issues.map((i) => i.msg),
       [

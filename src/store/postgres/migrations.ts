@@ -106,4 +106,14 @@ ALTER TABLE statement_activities ALTER COLUMN tenant SET STATISTICS 0;
 ALTER TABLE activities ALTER COLUMN tenant SET STATISTICS 0;
 `,
   },
+  {
+    version: 4,
+    name: 'statement_agents.direct becomes role (xAPI 2.0 contextAgents/contextGroups)',
+    // Existing rows keep their meaning (1 and 0); 2.0 statements add 2 and 3. The INCLUDE
+    // columns of the indexes follow the rename.
+    sql: `
+ALTER TABLE statement_agents RENAME COLUMN direct TO role;
+COMMENT ON COLUMN statement_agents.role IS '1: actor/object (agent filter); 0: instructor, team, authority, SubStatement; 2: contextAgents; 3: contextGroups (all related_agents)';
+`,
+  },
 ];

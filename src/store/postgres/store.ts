@@ -21,7 +21,8 @@ import { mergeDefinition } from '../../xapi/activity.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
-import { type PreparedStatement, sameStatement, stamp } from '../../xapi/statement.ts';
+import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
+import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { postgresPlaceholder, type SeqWindow, statementPageSql } from '../sql.ts';
 import type {
@@ -104,7 +105,7 @@ const INSERT_WRITE = `WITH
 st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, "full")
   SELECT s, $1, i, $2, v, r, ref, iv, vd, a, f
   FROM unnest($3::bigint[], $4::uuid[], $5::text[], $6::uuid[], $7::uuid[], $8::smallint[], $9::smallint[], $10::text[], $11::json[]) AS t(s, i, v, r, ref, iv, vd, a, f)),
-ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, direct) SELECT $1, k, s, d FROM unnest($12::text[], $13::bigint[], $14::smallint[]) AS t(k, s, d)),
+ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, role) SELECT $1, k, s, d FROM unnest($12::text[], $13::bigint[], $14::smallint[]) AS t(k, s, d)),
 ac AS (INSERT INTO statement_activities (tenant, activity_id, seq, direct) SELECT $1, k, s, d FROM unnest($15::text[], $16::bigint[], $17::smallint[]) AS t(k, s, d)),
 sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT s, h FROM unnest($18::bigint[], $19::text[]) AS t(s, h) ON CONFLICT DO NOTHING),
 vo AS (UPDATE statements SET voided = 1 WHERE tenant = $1 AND id = ANY($20::uuid[]) AND is_voiding = 0 AND voided = 0),
@@ -114,25 +115,18 @@ at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
   SELECT $1, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) ON CONFLICT DO NOTHING)
 SELECT 1`;
 
-/** The parameters of INSERT_WRITE for the statements found new (in batch order). */
-function writeValues(
-  tenant: string,
-  fresh: PreparedStatement[],
-  seqs: string[],
-  storedMs: number,
-  voidedEarlier: Set<string>,
-  keptDefinitions: Map<string, ActivityDefinition>,
-  attachments: AttachmentBlob[],
-): unknown[] {
-  const storedIso = new Date(storedMs).toISOString();
+/** The parameters of INSERT_WRITE for the plans of a group (their new statements in order). */
+function writeValues(tenant: string, plans: InsertPlan[], seqs: string[], storedMs: number, keptDefinitions: Map<string, ActivityDefinition>): unknown[] {
   const st = { seq: [] as string[], id: [] as string[], verb: [] as string[], reg: [] as (string | null)[], ref: [] as (string | null)[] };
   const flags = { isVoiding: [] as number[], voided: [] as number[], authority: [] as (string | null)[], full: [] as string[] };
   const agents: [string[], string[], number[]] = [[], [], []];
   const activities: [string[], string[], number[]] = [[], [], []];
   const links: [string[], string[]] = [[], []];
-  const voids = new Set(fresh.flatMap((p) => (p.voids ? [p.voids] : [])));
+  // One statement writes the group: its UPDATE cannot see the rows it inserts, so a statement
+  // another request of the group voids is inserted already voided.
+  const voids = new Set(plans.flatMap((p) => p.voids));
   const merged = new Map<string, ActivityDefinition>();
-  fresh.forEach((p, i) => {
+  plans.flatMap((plan) => plan.fresh).forEach(({ p, full, voided }, i) => {
     const seq = seqs[i];
     st.seq.push(seq);
     st.id.push(p.id);
@@ -140,13 +134,13 @@ function writeValues(
     st.reg.push(p.registration);
     st.ref.push(p.refId);
     flags.isVoiding.push(p.voids ? 1 : 0);
-    flags.voided.push(!p.voids && (voidedEarlier.has(p.id) || voids.has(p.id)) ? 1 : 0);
+    flags.voided.push(voided || (!p.voids && voids.has(p.id)) ? 1 : 0);
     flags.authority.push(p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null);
-    flags.full.push(JSON.stringify(stamp(p, storedIso)));
+    flags.full.push(JSON.stringify(full));
     for (const a of p.agents) {
       agents[0].push(a.key);
       agents[1].push(seq);
-      agents[2].push(a.direct ? 1 : 0);
+      agents[2].push(a.role);
     }
     for (const a of p.activities) {
       activities[0].push(a.id);
@@ -160,7 +154,7 @@ function writeValues(
     // Definitions fold into the kept one in statement order (the tenant lock is held).
     for (const d of p.definitions) merged.set(d.id, mergeDefinition(merged.get(d.id) ?? keptDefinitions.get(d.id), d.definition));
   });
-  const blobs = [...new Map(attachments.map((a) => [a.sha2, a])).values()];
+  const blobs = [...new Map(plans.flatMap((p) => p.attachments).map((a) => [a.sha2, a])).values()];
   return [
     tenant,
     storedMs,
@@ -464,38 +458,28 @@ export class PostgresStore implements Store {
     const head = read.rows[0];
     const storedMs = Number(head.stored_ms);
     const storedIso = new Date(storedMs).toISOString();
-    const known = new Map((JSON.parse(head.known ?? '[]') as [string, number, Statement][]).map(([id, isVoiding, full]) => [id, { isVoiding, full }]));
-    const fresh: PreparedStatement[] = [];
-    const attachments: AttachmentBlob[] = [];
+    const known = new Map(
+      (JSON.parse(head.known ?? '[]') as [string, number, Statement][]).map(([id, isVoiding, full]): [string, KnownStatement] => [id, { isVoiding: isVoiding === 1, statement: full }]),
+    );
+    const voidedEarlier = new Set<string>(head.voided_earlier);
+    const plans: InsertPlan[] = [];
     const results = group.map((job): InsertOutcome | LrsError => {
-      const voidingInBatch = new Set(job.batch.filter((p) => p.voids).map((p) => p.id));
-      const mine: PreparedStatement[] = [];
-      for (const p of job.batch) {
-        const existing = known.get(p.id);
-        if (existing) {
-          if (!sameStatement(p.statement, existing.full)) return new LrsError('conflict', `a different statement with id ${p.id} is already stored`);
-          continue;
-        }
-        if (p.voids) {
-          const target = known.get(p.voids);
-          if ((target && target.isVoiding === 1) || voidingInBatch.has(p.voids)) {
-            return new LrsError('bad_request', `statement ${p.id} voids ${p.voids}, which is itself a voiding statement and cannot be voided`);
-          }
-        }
-        mine.push(p);
+      let plan: InsertPlan;
+      try {
+        plan = planInsert(job.batch, job.attachments, known, voidedEarlier, storedIso);
+      } catch (err) {
+        if (err instanceof LrsError) return err;
+        throw err;
       }
       // Accepted: later requests of the group see these as stored.
-      for (const p of mine) known.set(p.id, { isVoiding: p.voids ? 1 : 0, full: stamp(p, storedIso) });
-      fresh.push(...mine);
-      // Only bytes a newly stored statement points to: a re-sent statement leaves no orphan.
-      const linked = new Set(mine.flatMap((p) => p.attachmentHashes));
-      attachments.push(...job.attachments.filter((a) => linked.has(a.sha2)));
-      return { ids: job.batch.map((p) => p.id), inserted: mine.length };
+      for (const f of plan.fresh) known.set(f.p.id, { isVoiding: f.p.voids !== null, statement: f.full });
+      plans.push(plan);
+      return plan.outcome;
     });
-    if (fresh.length || attachments.length) {
+    if (plans.some((p) => p.fresh.length || p.attachments.length)) {
       const seqs = head.seqs.map(BigInt).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).map(String);
       const kept = new Map((JSON.parse(head.definitions ?? '[]') as [string, ActivityDefinition][]).map(([id, d]) => [id, d]));
-      await c.query({ name: 'insert_write', text: INSERT_WRITE, values: writeValues(tenant, fresh, seqs, storedMs, new Set(head.voided_earlier), kept, attachments) });
+      await c.query({ name: 'insert_write', text: INSERT_WRITE, values: writeValues(tenant, plans, seqs, storedMs, kept) });
     }
     return results;
   }
@@ -576,6 +560,15 @@ export class PostgresStore implements Store {
     const busy = r.rows[0].busy_ms === null ? now : Number(r.rows[0].busy_ms);
     // One millisecond back: `since` is exclusive and stored has millisecond precision.
     return new Date(Math.min(now, busy) - 1);
+  }
+
+  async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+    const r = await this.query<{ full: string }>(
+      'SELECT s."full" FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = $1 AND a.agent_key = $2 ORDER BY a.seq DESC LIMIT $3',
+      [tenant, agentKey, limit],
+      'statements_with_agent',
+    );
+    return r.rows.map((row) => row.full);
   }
 
   async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {

@@ -81,4 +81,12 @@ CREATE TABLE documents (
 );
 `,
   },
+  {
+    version: 3,
+    name: 'statement_agents.direct becomes role (xAPI 2.0 contextAgents/contextGroups)',
+    // Existing rows keep their meaning (1 and 0); 2.0 statements add 2 and 3.
+    sql: `
+ALTER TABLE statement_agents RENAME COLUMN direct TO role; -- 1: actor/object (agent filter); 0: instructor, team, authority, SubStatement; 2: contextAgents; 3: contextGroups (all related_agents)
+`,
+  },
 ];

@@ -6,10 +6,10 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
-import { LrsError } from '../../errors.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
-import { type PreparedStatement, sameStatement, stamp } from '../../xapi/statement.ts';
+import { type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
+import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { type SeqWindow, sqlitePlaceholder, statementPageSql } from '../sql.ts';
@@ -140,51 +140,36 @@ export class SqliteStore implements Store {
   }
 
   private insertBatch(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[], storedMs: number, storedIso: string): InsertOutcome {
+    // Read what the rules need, then write what they decide (earlier requests of this group are visible).
     const byId = this.q('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?');
-    const voidingInBatch = new Set(batch.filter((p) => p.voids).map((p) => p.id));
-    const linked = new Set<string>();
-    let inserted = 0;
-    for (const p of batch) {
-      const existing = byId.get(tenant, p.id) as Row | undefined;
-      if (existing) {
-        if (!sameStatement(p.statement, JSON.parse(String(existing.full)) as Statement)) {
-          throw new LrsError('conflict', `a different statement with id ${p.id} is already stored`);
-        }
-        continue;
-      }
-      if (p.voids) {
-        const target = byId.get(tenant, p.voids) as Row | undefined;
-        if ((target && Number(target.is_voiding) === 1) || voidingInBatch.has(p.voids)) {
-          throw new LrsError('bad_request', `statement ${p.id} voids ${p.voids}, which is itself a voiding statement and cannot be voided`);
-        }
-      }
-      this.insertOne(tenant, p, storedMs, storedIso);
-      for (const h of p.attachmentHashes) linked.add(h);
-      inserted++;
+    const known = new Map<string, KnownStatement>();
+    for (const id of rowsToRead(batch)) {
+      const r = byId.get(tenant, id) as Row | undefined;
+      if (r) known.set(id, { isVoiding: Number(r.is_voiding) === 1, statement: JSON.parse(String(r.full)) as Statement });
     }
-    // Only bytes a newly stored statement points to: a re-sent statement leaves no orphan.
+    const voidedBy = this.q('SELECT 1 FROM statements WHERE tenant = ? AND ref_id = ? AND is_voiding = 1 LIMIT 1');
+    const voidedEarlier = new Set(batch.filter((p) => !known.has(p.id) && voidedBy.get(tenant, p.id) !== undefined).map((p) => p.id));
+    const plan = planInsert(batch, attachments, known, voidedEarlier, storedIso);
+    for (const f of plan.fresh) this.insertOne(tenant, f.p, JSON.stringify(f.full), f.voided, storedMs);
+    const voids = this.q('UPDATE statements SET voided = 1 WHERE tenant = ? AND id = ? AND is_voiding = 0');
+    for (const id of plan.voids) voids.run(tenant, id);
     const put = this.q('INSERT OR IGNORE INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)');
-    for (const a of attachments) if (linked.has(a.sha2)) put.run(tenant, a.sha2, a.contentType, a.content.length, a.content);
-    return { ids: batch.map((p) => p.id), inserted };
+    for (const a of plan.attachments) put.run(tenant, a.sha2, a.contentType, a.content.length, a.content);
+    return plan.outcome;
   }
 
-  private insertOne(tenant: string, p: PreparedStatement, storedMs: number, storedIso: string): void {
-    const full = JSON.stringify(stamp(p, storedIso));
+  private insertOne(tenant: string, p: PreparedStatement, full: string, voided: boolean, storedMs: number): void {
     const authority = p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null;
-    // A voiding statement that arrived before its target voids it on arrival.
-    const alreadyVoided =
-      !p.voids && this.q('SELECT 1 FROM statements WHERE tenant = ? AND ref_id = ? AND is_voiding = 1 LIMIT 1').get(tenant, p.id) !== undefined;
     const r = this.q(
       'INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ).run(tenant, p.id, storedMs, p.verb, p.registration, p.refId, p.voids ? 1 : 0, alreadyVoided ? 1 : 0, authority, full);
+    ).run(tenant, p.id, storedMs, p.verb, p.registration, p.refId, p.voids ? 1 : 0, voided ? 1 : 0, authority, full);
     const seq = r.lastInsertRowid;
-    const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, direct) VALUES (?, ?, ?, ?)');
-    for (const a of p.agents) agent.run(tenant, a.key, seq, a.direct ? 1 : 0);
+    const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, role) VALUES (?, ?, ?, ?)');
+    for (const a of p.agents) agent.run(tenant, a.key, seq, a.role);
     const activity = this.q('INSERT INTO statement_activities (tenant, activity_id, seq, direct) VALUES (?, ?, ?, ?)');
     for (const a of p.activities) activity.run(tenant, a.id, seq, a.direct ? 1 : 0);
     const link = this.q('INSERT OR IGNORE INTO statement_attachments (seq, sha2) VALUES (?, ?)');
     for (const h of p.attachmentHashes) link.run(seq, h);
-    if (p.voids) this.q('UPDATE statements SET voided = 1 WHERE tenant = ? AND id = ? AND is_voiding = 0').run(tenant, p.voids);
     for (const d of p.definitions) {
       const kept = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenant, d.id) as Row | undefined;
       const keptText = kept ? String(kept.definition) : undefined;
@@ -246,6 +231,15 @@ export class SqliteStore implements Store {
   async consistentThrough(): Promise<Date> {
     // Writes commit synchronously before they are acknowledged: everything stored is visible.
     return new Date();
+  }
+
+  async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+    const rows = this.q('SELECT s.full FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.agent_key = ? ORDER BY a.seq DESC LIMIT ?').all(
+      tenant,
+      agentKey,
+      limit,
+    ) as Row[];
+    return rows.map((r) => String(r.full));
   }
 
   async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {

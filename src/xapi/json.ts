@@ -1,0 +1,78 @@
+/**
+ * Statement bodies as JSON: strict UTF-8 (Communication §1.4; a leading BOM is dropped, RFC 8259
+ * §8.1) and, under 2.0, no property twice in one object (9274.1.1 §4.2.1: "a Statement MUST NOT
+ * contain the same property more than once"). JSON.parse keeps the last of duplicate keys
+ * silently, so they are found by a scan of the text that JSON.parse has just accepted.
+ */
+import { ValidationFailed } from '../errors.ts';
+import { is2, type XapiVersion } from './versions.ts';
+
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Parses a JSON body, turning invalid UTF-8, syntax errors and (2.0) duplicate keys into a 400 that says where. */
+export function parseJson(body: Buffer | undefined, version: XapiVersion): unknown {
+  if (!body || body.length === 0) throw new ValidationFailed([{ loc: ['body'], msg: 'a JSON body is required', type: 'value_error.missing' }]);
+  let text: string;
+  try {
+    text = UTF8.decode(body);
+  } catch {
+    // Decoding leniently would store U+FFFD in place of the client's bytes.
+    throw new ValidationFailed([{ loc: ['body'], msg: 'the body is not valid UTF-8', type: 'value_error.encoding' }]);
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch (err) {
+    throw new ValidationFailed([{ loc: ['body'], msg: `malformed JSON: ${(err as Error).message}`, type: 'value_error.jsondecode' }]);
+  }
+  if (is2(version)) {
+    const dup = duplicateKey(text);
+    if (dup) throw new ValidationFailed([{ loc: ['body', ...dup.path], msg: `the property "${dup.key}" appears more than once in one object`, type: 'value_error.duplicate_key' }]);
+  }
+  return value;
+}
+
+/**
+ * The first key repeated within one object of `text` (valid JSON), with the path of that object;
+ * undefined when there is none. One pass, no allocation beyond one key set per open object.
+ */
+export function duplicateKey(text: string): { key: string; path: (string | number)[] } | undefined {
+  // Per open container: its keys (objects) or next index (arrays), and the key/index it sits under.
+  const stack: { keys?: Set<string>; index: number; at: string | number | undefined }[] = [];
+  let pending: string | number | undefined;
+  const n = text.length;
+  for (let i = 0; i < n; i++) {
+    const c = text.charCodeAt(i);
+    if (c === 0x7b /* { */ || c === 0x5b /* [ */) {
+      const top = stack[stack.length - 1];
+      const at = top && !top.keys ? top.index : pending;
+      stack.push(c === 0x7b ? { keys: new Set(), index: 0, at } : { index: 0, at });
+      pending = undefined;
+    } else if (c === 0x7d /* } */ || c === 0x5d /* ] */) {
+      stack.pop();
+    } else if (c === 0x2c /* , */) {
+      const top = stack[stack.length - 1];
+      if (top && !top.keys) top.index++;
+    } else if (c === 0x22 /* " */) {
+      const start = i;
+      // The closing quote: the next one not preceded by an odd run of backslashes.
+      for (;;) {
+        i = text.indexOf('"', i + 1);
+        let b = i - 1;
+        while (text.charCodeAt(b) === 0x5c) b--;
+        if ((i - 1 - b) % 2 === 0) break;
+      }
+      const top = stack[stack.length - 1];
+      if (!top?.keys) continue;
+      let j = i + 1;
+      while (j < n && (text[j] === ' ' || text[j] === '\t' || text[j] === '\n' || text[j] === '\r')) j++;
+      if (text[j] !== ':') continue; // a value, not a key
+      const raw = text.slice(start + 1, i);
+      const key = raw.includes('\\') ? (JSON.parse(text.slice(start, i + 1)) as string) : raw;
+      if (top.keys.has(key)) return { key, path: [...stack.slice(1).map((s) => s.at as string | number), key] };
+      top.keys.add(key);
+      pending = key;
+    }
+  }
+  return undefined;
+}

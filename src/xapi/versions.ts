@@ -1,0 +1,92 @@
+/**
+ * xAPI versions: which ones Lectern speaks, how a request's `X-Experience-API-Version` maps to the
+ * rules it is served under, what the response says, and what differs between them. Every other
+ * module receives the negotiated version as an argument and asks here (or branches on it); there is
+ * no copy of any rule set per version.
+ *
+ * - `1.0.3`: xAPI 1.0.3 (the ADL text); requests saying `1.0`, `1.0.0` … `1.0.3` (any `1.0.x`).
+ * - `2.0.0`: IEEE 9274.1.1-2023 (xAPI 2.0); requests saying `2.0` or `2.0.0` (any `2.0.x`).
+ */
+import { LrsError } from '../errors.ts';
+
+export type XapiVersion = '1.0.3' | '2.0.0';
+
+/** Every version Lectern implements, newest first. */
+export const KNOWN_VERSIONS: readonly XapiVersion[] = ['2.0.0', '1.0.3'];
+
+const HEADER_1_0 = /^1\.0(?:\.\d+)?$/;
+const HEADER_2_0 = /^2\.0(?:\.\d+)?$/;
+
+/** The rules a version string names (a header value or a configured version), if any. */
+function rulesFor(value: string): XapiVersion | undefined {
+  const v = value.trim();
+  if (HEADER_2_0.test(v)) return '2.0.0';
+  if (HEADER_1_0.test(v)) return '1.0.3';
+  return undefined;
+}
+
+/** The served version a header names, if it names one. */
+export function namedVersion(header: string | undefined, served: readonly XapiVersion[]): XapiVersion | undefined {
+  const v = header === undefined ? undefined : rulesFor(header);
+  return v !== undefined && served.includes(v) ? v : undefined;
+}
+
+/**
+ * The version a request is served under, from its X-Experience-API-Version header (Communication
+ * §3.3 / 9274.1.1 §4.1.2): 400 when it is missing or names a version this server does not serve.
+ */
+export function negotiate(header: string | undefined, served: readonly XapiVersion[]): XapiVersion {
+  const list = served.join(', ');
+  if (header === undefined || header.trim() === '') {
+    throw new LrsError('bad_request', `the X-Experience-API-Version header is required (this LRS serves ${list})`);
+  }
+  const v = namedVersion(header, served);
+  if (v === undefined) {
+    throw new LrsError('bad_request', `X-Experience-API-Version ${JSON.stringify(header)} is not supported: send one of ${list}`);
+  }
+  return v;
+}
+
+/**
+ * The X-Experience-API-Version of a response: the negotiated version; for a request that named
+ * none this server serves (an error, /about, heartbeats) the newest one served. The two ADL suites
+ * disagree here (each expects its own version): see docs/conformance.md.
+ */
+export const responseVersion = (negotiated: XapiVersion | undefined, served: readonly XapiVersion[]): XapiVersion =>
+  negotiated ?? served[0] ?? '1.0.3';
+
+/** The About resource's `version` list (every version string the server accepts), newest first. */
+export function aboutVersions(served: readonly XapiVersion[]): string[] {
+  const out: string[] = [];
+  if (served.includes('2.0.0')) out.push('2.0.0');
+  if (served.includes('1.0.3')) out.push('1.0.3', '1.0.2', '1.0.1', '1.0.0');
+  return out;
+}
+
+/** Parses `LECTERN_XAPI_VERSIONS`-style lists: the versions named (newest first) and the values naming none. */
+export function parseServed(values: string[]): { served: XapiVersion[]; unknown: string[] } {
+  const served = new Set<XapiVersion>();
+  const unknown: string[] = [];
+  for (const v of values) {
+    const r = rulesFor(v);
+    if (r) served.add(r);
+    else unknown.push(v);
+  }
+  // Newest first, whatever order the setting lists them in.
+  return { served: KNOWN_VERSIONS.filter((v) => served.has(v)), unknown };
+}
+
+export const is2 = (v: XapiVersion): boolean => v === '2.0.0';
+
+/** The statement `version` the LRS sets when a statement arrives without one. */
+export const defaultStatementVersion = (v: XapiVersion): string => (is2(v) ? '2.0.0' : '1.0.0');
+
+/** Whether a statement's own `version` property is acceptable under request version `v`. */
+export const acceptsStatementVersion = (v: XapiVersion, value: string): boolean =>
+  HEADER_1_0.test(value) || (is2(v) && HEADER_2_0.test(value));
+
+/** The `version` values a statement may carry under `v`, for error messages. */
+export const statementVersionHint = (v: XapiVersion): string => (is2(v) ? '1.0.x or 2.0.x' : '1.0.x');
+
+/** True for a statement `version` written by a 2.0 client (or set by this LRS under 2.0). */
+export const isVersion2Statement = (value: string | undefined): boolean => value !== undefined && HEADER_2_0.test(value);
