@@ -4,6 +4,8 @@
  * version header, and the classification of what came back.
  */
 import { Agent, request } from 'undici';
+import { buildStatementsMultipart } from '../http/multipart.ts';
+import type { AttachmentBlob } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import { XAPI_VERSION } from '../xapi/types.ts';
 import type { ForwardingTarget } from './config.ts';
@@ -35,8 +37,15 @@ export class TargetClient {
     this.timeoutSeconds = target.timeoutSeconds;
   }
 
-  /** POSTs the statements (stored JSON texts) as one xAPI batch. Never throws. */
-  async post(statements: string[], signal: AbortSignal): Promise<Outcome> {
+  /**
+   * POSTs the statements (stored JSON texts) as one xAPI batch: application/json, or
+   * multipart/mixed when the LRS holds data of their attachments (the target needs it). Never throws.
+   */
+  async post(statements: string[], attachments: AttachmentBlob[], signal: AbortSignal): Promise<Outcome> {
+    const json = `[${statements.join(',')}]`;
+    const body = attachments.length
+      ? buildStatementsMultipart(json, attachments.map((a) => ({ sha2: a.sha2, contentType: a.contentType, body: a.content })))
+      : { contentType: 'application/json', body: json };
     try {
       const res = await request(this.url, {
         method: 'POST',
@@ -44,11 +53,11 @@ export class TargetClient {
         signal,
         headers: {
           authorization: this.authorization,
-          'content-type': 'application/json',
+          'content-type': body.contentType,
           'x-experience-api-version': XAPI_VERSION,
           'user-agent': `lectern/${LECTERN_VERSION}`,
         },
-        body: `[${statements.join(',')}]`,
+        body: body.body,
       });
       const status = res.statusCode;
       if (status >= 200 && status < 300) {

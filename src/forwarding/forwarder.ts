@@ -8,7 +8,9 @@
 import { randomUUID } from 'node:crypto';
 import { hostname } from 'node:os';
 import type { Logger } from '../log.ts';
-import type { ForwardingStats, OutboxItem, OutboxSettlement, Store } from '../store/types.ts';
+import type { AttachmentBlob, ForwardingStats, OutboxItem, OutboxSettlement, Store } from '../store/types.ts';
+import { attachmentHashes } from '../xapi/statement.ts';
+import type { Statement } from '../xapi/types.ts';
 import { type Outcome, TargetClient } from './client.ts';
 import type { ForwardingTarget } from './config.ts';
 
@@ -169,10 +171,14 @@ class TargetWorker {
     const settlement: Required<OutboxSettlement> = { delivered: [], retry: [], dead: [], release: [] };
     let failed = false;
     try {
-      const outcome = await this.client.post(
-        items.map((i) => i.json),
-        this.abort.signal,
-      );
+      const blobs = await this.attachmentsOf(items);
+      const send = (batch: OutboxItem[]) =>
+        this.client.post(
+          batch.map((i) => i.json),
+          [...new Map(batch.flatMap((i) => blobs.get(i.id) ?? []).map((b) => [b.sha2, b])).values()],
+          this.abort.signal,
+        );
+      const outcome = await send(items);
       if (outcome.kind === 'split') {
         // One by one: the statements the target takes arrive; the offending ones become dead letters.
         for (const [n, item] of items.entries()) {
@@ -180,11 +186,16 @@ class TargetWorker {
             settlement.release.push(...items.slice(n).map((i) => i.id));
             break;
           }
-          failed = this.apply(await this.client.post([item.json], this.abort.signal), [item], settlement);
+          failed = this.apply(await send([item]), [item], settlement);
         }
       } else {
         failed = this.apply(outcome, items, settlement);
       }
+    } catch (err) {
+      // Attachment data could not be read (before anything was sent): try again later, nothing counted.
+      logger.warn({ target: this.url, err: (err as Error).message }, 'forwarding: cannot read attachments');
+      settlement.release.push(...ids);
+      failed = true;
     } finally {
       clearInterval(renew);
     }
@@ -198,6 +209,17 @@ class TargetWorker {
       logger.error({ target: this.url, count: settlement.dead.length, error: settlement.dead[0].error }, 'forwarding: statements moved to dead letters');
     }
     return failed;
+  }
+
+  /** The attachment data the LRS holds for each item's statement (most statements have none). */
+  private async attachmentsOf(items: OutboxItem[]): Promise<Map<string, AttachmentBlob[]>> {
+    const out = new Map<string, AttachmentBlob[]>();
+    for (const item of items) {
+      if (!item.json.includes('"attachments"')) continue;
+      const hashes = attachmentHashes(JSON.parse(item.json) as Statement);
+      if (hashes.length) out.set(item.id, await this.opts.store.getAttachments(item.tenant, hashes));
+    }
+    return out;
   }
 
   /** Records one request's outcome for its items; true when it was a retryable failure. */

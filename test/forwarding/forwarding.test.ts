@@ -7,6 +7,8 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { createHash } from 'node:crypto';
+import { buildStatementsMultipart } from '../../src/http/multipart.ts';
 import type { TargetStats } from '../../src/forwarding/forwarder.ts';
 import type { ForwardingStats } from '../../src/store/types.ts';
 import { ADMIN, BACKENDS, jsonInit, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
@@ -26,6 +28,8 @@ const entry = (url: string, over: Record<string, unknown> = {}) => ({
   timeout: 2,
   ...over,
 });
+
+const sha256 = (data: string): string => createHash('sha256').update(data).digest('hex');
 
 const FAST = { LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_XAPI_FORWARDING_LEASE: '2' };
 
@@ -96,9 +100,18 @@ for (const backend of BACKENDS) {
       await post(src, batch.map((s, i) => ({ ...s, id: ids[i] })));
       const conflict = await src.fetch(`/xAPI/statements?statementId=${putId}`, jsonInit('PUT', statement({ verb: { id: 'http://example.com/other' } })));
       assert.equal(conflict.status, 409);
-      const all = [...ids, putId].sort();
+      // A statement with its attachment's data (multipart): the data goes along.
+      const data = 'the attachment bytes';
+      const withData = statement({
+        attachments: [{ usageType: 'http://example.com/usage', display: { 'en-US': 'a file' }, contentType: 'text/plain', length: data.length, sha2: sha256(data) }],
+      });
+      const mp = buildStatementsMultipart(JSON.stringify(withData), [{ sha2: sha256(data), contentType: 'text/plain', body: Buffer.from(data) }]);
+      const res = await src.fetch('/xAPI/statements', { method: 'POST', headers: { 'content-type': mp.contentType }, body: new Uint8Array(mp.body) });
+      assert.equal(res.status, 200, await res.clone().text());
+      const [attId] = (await res.json()) as string[];
+      const all = [...ids, putId, attId].sort();
 
-      await figures(src, targetUrl, 'delivery to the Lectern target', (s) => s.delivered === 4);
+      await figures(src, targetUrl, 'delivery to the Lectern target', (s) => s.delivered === 5);
       const arrived = (await storedIds(target)).sort();
       assert.deepEqual(arrived, all);
       // The target stored them as its forwarder user's statements.
@@ -106,14 +119,22 @@ for (const backend of BACKENDS) {
       assert.equal(one.authority.mbox, 'mailto:forwarder@example.com');
       assert.equal(one.verb.id, 'http://adlnet.gov/expapi/verbs/passed');
 
-      const s = await figures(src, rec.url, 'delivery to the receiver', (x) => x.delivered === 4);
-      assert.deepEqual(s, { target: rec.url, queued: 0, delivered: 4, retried: 0, dead: 0 });
+      const withAttachment = await target.fetch(`/xAPI/statements?statementId=${attId}&attachments=true`);
+      assert.match(withAttachment.headers.get('content-type') ?? '', /^multipart\/mixed/);
+      assert.ok(Buffer.from(await withAttachment.arrayBuffer()).includes(data), 'the target has the attachment data');
+
+      const s = await figures(src, rec.url, 'delivery to the receiver', (x) => x.delivered === 5);
+      assert.deepEqual(s, { target: rec.url, queued: 0, delivered: 5, retried: 0, dead: 0 });
       assert.deepEqual(rec.ids().sort(), all, 'each statement once');
       for (const r of rec.requests) {
         assert.equal(r.headers.authorization, `Basic ${Buffer.from('forwarder:fw-secret-pw').toString('base64')}`);
         assert.equal(r.headers['x-experience-api-version'], '1.0.3');
-        assert.match(String(r.headers['content-type']), /^application\/json/);
+        assert.match(String(r.headers['content-type']), r.parts.length ? /^multipart\/mixed/ : /^application\/json/);
       }
+      assert.deepEqual(
+        rec.requests.flatMap((r) => r.parts.map((p) => [p.headers['x-experience-api-hash'], p.body.toString()])),
+        [[sha256(data), data]],
+      );
       // The stored statement is what is sent: its id, stored and authority.
       const sent = rec.requests[0].statements[0] as { id: string; stored: string; authority: { mbox: string } };
       assert.equal(sent.id, ids[0]);
@@ -138,7 +159,7 @@ for (const backend of BACKENDS) {
     test('a slow target times out and the batch is sent again', async () => {
       const rec = await receiver();
       // The first request gets its answer long after the 0.2 s of inactivity the target is allowed.
-      rec.respond = (_r, n) => (n === 1 ? { status: 200, delayMs: 2000 } : { status: 200 });
+      rec.respond = (_r, n) => (n === 1 ? { status: 200, delayMs: 1000 } : { status: 200 });
       const src = await source([entry(rec.url, { timeout: 0.2 })]);
       const ids = await post(src, [statement(), statement()]);
       const s = await figures(src, rec.url, 'delivery after a timeout', (x) => x.delivered === 2);

@@ -4,10 +4,13 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import { parseMultipartMixed } from '../../src/http/multipart.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;
   statements: { id: string; [k: string]: unknown }[];
+  /** Attachment parts of a multipart/mixed request (after the statements). */
+  parts: { headers: Record<string, string>; body: Buffer }[];
 }
 
 /** `hang`: never answer (until the receiver closes); `delayMs`: answer after that long. */
@@ -25,7 +28,10 @@ export class Receiver {
       const chunks: Buffer[] = [];
       req.on('data', (c: Buffer) => chunks.push(c));
       req.on('end', () => {
-        const r: Received = { headers: req.headers, statements: JSON.parse(Buffer.concat(chunks).toString('utf8')) };
+        const body = Buffer.concat(chunks);
+        const type = req.headers['content-type'] ?? '';
+        const [first, ...parts] = type.startsWith('multipart/') ? parseMultipartMixed(type, body) : [{ headers: {}, body }];
+        const r: Received = { headers: req.headers, statements: JSON.parse(first.body.toString('utf8')), parts };
         this.requests.push(r);
         const reply = this.respond(r, this.requests.length);
         if ('hang' in reply) {
