@@ -14,7 +14,7 @@ import type { ForwardingTarget } from './config.ts';
  * - delivered: the target has the statements (2xx, or 409 for a single statement: it already has it)
  * - split: the target refused the batch for its content (400, 409, 413); sent one by one, the
  *   others still arrive and only the offending statement becomes a dead letter
- * - retry: connection error, timeout, 429, 5xx
+ * - retry: connection error, timeout, 408, 429, 5xx
  * - reject: any other 4xx (bad credentials, missing scope, wrong url): a dead letter
  */
 export type Outcome = { kind: 'delivered' } | { kind: 'split' | 'retry' | 'reject'; error: string };
@@ -68,7 +68,7 @@ export class TargetClient {
       const error = `HTTP ${status}${text ? `: ${text}` : ''}`;
       if (status === 409 && statements.length === 1) return { kind: 'delivered' };
       if (SPLIT.has(status) && statements.length > 1) return { kind: 'split', error };
-      if (status === 429 || status >= 500) return { kind: 'retry', error };
+      if (status === 408 || status === 429 || status >= 500) return { kind: 'retry', error };
       return { kind: 'reject', error };
     } catch (err) {
       return { kind: 'retry', error: this.describe(err) };
