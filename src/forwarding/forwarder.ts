@@ -154,7 +154,14 @@ class TargetWorker {
         await this.sleep(this.pollMs, true);
         continue;
       }
-      const failed = await this.deliver(items);
+      let failed: boolean;
+      try {
+        failed = await this.deliver(items);
+      } catch (err) {
+        // Not expected (deliver settles every outcome); the leases run out and the items go again.
+        logger.error({ target: this.url, err }, 'forwarding: delivery failed');
+        failed = true;
+      }
       this.failures = failed ? this.failures + 1 : 0;
       // A failing target is not hammered by each new item: the loop itself backs off.
       if (failed) await this.sleep(backoffDelay(this.opts.backoffMs, this.failures), false);
