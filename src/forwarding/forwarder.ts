@@ -95,6 +95,7 @@ class TargetWorker {
   private woken = false;
   /** Consecutive failed requests: the pause before the next claim. */
   private failures = 0;
+  private outboxDown = false;
 
   constructor(target: ForwardingTarget, owner: string, opts: ForwarderOptions) {
     this.target = target;
@@ -146,10 +147,14 @@ class TargetWorker {
         this.woken = false;
         items = await store.outbox.claim(this.url, this.owner, batchSize, leaseMs);
       } catch (err) {
-        logger.warn({ target: this.url, err: (err as Error).message }, 'forwarding: cannot read the outbox');
+        // Once per outage, not once per poll.
+        if (!this.outboxDown) logger.warn({ target: this.url, err: (err as Error).message }, 'forwarding: cannot read the outbox; retrying every second');
+        this.outboxDown = true;
         await this.sleep(Math.max(this.pollMs, 1000), false);
         continue;
       }
+      if (this.outboxDown) logger.info({ target: this.url }, 'forwarding: the outbox can be read again');
+      this.outboxDown = false;
       if (!items.length) {
         await this.sleep(this.pollMs, true);
         continue;
