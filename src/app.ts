@@ -2,6 +2,7 @@
 import type { FastifyInstance } from 'fastify';
 import { createAuthenticator } from './auth/index.ts';
 import type { Config } from './config.ts';
+import { Forwarder } from './forwarding/forwarder.ts';
 import { buildServer } from './http/server.ts';
 import type { Logger } from './log.ts';
 import { openStore } from './store/index.ts';
@@ -10,6 +11,8 @@ import type { Store } from './store/types.ts';
 export interface RunningLrs {
   app: FastifyInstance;
   store: Store;
+  /** Statement forwarding (its per-target figures: `forwarder.stats()`). */
+  forwarder: Forwarder;
   /** The address actually listened on (port 0 resolved). */
   url: string;
   /** Stops accepting, lets in-flight requests finish (up to the timeout), closes the database. */
@@ -20,9 +23,17 @@ export async function startLrs(config: Config, logger: Logger): Promise<RunningL
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
   const auth = await createAuthenticator(config, logger);
   const store = await openStore(config, logger);
+  const forwarder = new Forwarder({
+    store,
+    targets: config.xapiForwardings,
+    batchSize: config.forwardingBatchSize,
+    backoffMs: config.forwardingBackoff,
+    leaseMs: config.forwardingLease * 1000,
+    logger,
+  });
   let app: FastifyInstance;
   try {
-    app = await buildServer({ config, store, auth, logger });
+    app = await buildServer({ config, store, auth, logger, forwarder });
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     await store.close();
@@ -31,16 +42,19 @@ export async function startLrs(config: Config, logger: Logger): Promise<RunningL
   const addr = app.server.address();
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
+  forwarder.start();
   let closing: Promise<void> | undefined;
   return {
     app,
     store,
+    forwarder,
     url: `http://${host}:${port}`,
     close() {
       closing ??= (async () => {
         const timeout = new Promise<void>((res) => setTimeout(res, config.shutdownTimeout * 1000).unref());
         await Promise.race([app.close(), timeout]);
         app.server.closeAllConnections();
+        await forwarder.stop();
         await store.close();
       })();
       return closing;

@@ -7,6 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { KNOWN_VERSIONS, parseServed, type XapiVersion } from './xapi/versions.ts';
+import { ForwardingConfigError, parseForwardings } from './forwarding/config.ts';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -302,6 +303,36 @@ export const SETTINGS = {
     default: 'false',
     help: 'When true, statements stored under 2.0 are served to 1.0.3 clients converted (no `contextAgents`/`contextGroups`, `version` 1.0.0); when false, as stored.',
     parse: bool,
+  },
+  xapiForwardings: {
+    name: 'LECTERN_XAPI_FORWARDINGS',
+    default: '[]',
+    help: 'Statement forwarding targets: a JSON list of `{"is_active", "url", "basic_username", "basic_password", "max_retries", "timeout"}` (all six required).',
+    parse: (raw, name) => {
+      try {
+        return parseForwardings(raw, name);
+      } catch (err) {
+        throw err instanceof ForwardingConfigError ? new ConfigError(err.message) : err;
+      }
+    },
+  },
+  forwardingBackoff: {
+    name: 'LECTERN_XAPI_FORWARDING_BACKOFF',
+    default: '1000',
+    help: 'Milliseconds before the first retry of a failed forwarding; each next wait doubles (with jitter), up to 5 minutes.',
+    parse: int(1, 300_000),
+  },
+  forwardingBatchSize: {
+    name: 'LECTERN_XAPI_FORWARDING_BATCH_SIZE',
+    default: '100',
+    help: 'Most statements sent to a forwarding target in one POST.',
+    parse: int(1, 10_000),
+  },
+  forwardingLease: {
+    name: 'LECTERN_XAPI_FORWARDING_LEASE',
+    default: '60',
+    help: 'Seconds a process holds the forwarding items it is sending (renewed while it sends); items of a process that died are sent again after this.',
+    parse: num(1, 3600),
   },
 } satisfies Record<string, Setting<unknown>>;
 

@@ -6,6 +6,7 @@ import { SCOPES } from '../auth/scopes.ts';
 import { ConfigError } from '../config.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import { authCommand, CliError } from './auth.ts';
+import { forwardingRetry, forwardingStatus } from './forwarding.ts';
 import { runserver } from './runserver.ts';
 
 const program = new Command('lectern')
@@ -46,6 +47,23 @@ program
     if (account !== undefined && account.length !== 2) throw new CliError('-A/--agent-ifi-account takes two values: NAME HOMEPAGE');
     await authCommand(o);
   });
+
+const forwarding = program
+  .command('forwarding')
+  .description('statement forwarding (LECTERN_XAPI_FORWARDINGS): outbox figures and dead letters')
+  .helpOption('--help', 'show help');
+forwarding
+  .command('status')
+  .description('queued, delivered, retried and dead-lettered statements per target')
+  .helpOption('--help', 'show help')
+  .option('--json', 'print JSON')
+  .action(forwardingStatus);
+forwarding
+  .command('retry')
+  .description('put dead letters back into the queue (of every target, or of one)')
+  .helpOption('--help', 'show help')
+  .option('-t, --target <url>', 'only the dead letters of this target url')
+  .action(forwardingRetry);
 
 try {
   await program.parseAsync(process.argv);

@@ -7,6 +7,7 @@ import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, t
 import { authorise, type RouteScopes } from '../auth/scopes.ts';
 import type { AuthFailure, Authenticator } from '../auth/types.ts';
 import type { Config } from '../config.ts';
+import type { Forwarder } from '../forwarding/forwarder.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from '../store/types.ts';
@@ -23,6 +24,8 @@ export interface ServerDeps {
   store: Store;
   auth: Authenticator;
   logger: Logger;
+  /** Its per-target figures go into /heartbeat. */
+  forwarder?: Pick<Forwarder, 'active' | 'stats'>;
 }
 
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
@@ -214,7 +217,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   xapi('/xAPI/about', async (req) => about(req, config.xapiVersions), { allowed: READ_ONLY, versioned: false });
 
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
-  for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store)));
+  for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store, deps.forwarder)));
   app.get('/whoami', async (request, reply) => {
     const result = await auth.authenticate(request.headers.authorization);
     if (!result.ok) return refused(reply, 'GET', result);

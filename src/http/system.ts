@@ -1,5 +1,6 @@
 /** Non-xAPI endpoints: heartbeats (no auth), whoami (auth), and the xAPI About resource (no auth). */
 import type { Store } from '../store/types.ts';
+import type { Forwarder } from '../forwarding/forwarder.ts';
 import type { AuthUser } from '../auth/types.ts';
 import { aboutVersions, type XapiVersion } from '../xapi/versions.ts';
 import { ValidationFailed, type ValidationIssue } from '../errors.ts';
@@ -9,11 +10,15 @@ import { LECTERN_VERSION } from '../version.ts';
 
 export const lbHeartbeat = (): XapiResponse => json(200, { status: 'ok' });
 
-/** 200 when the database answers a real query, 500 naming the failed check otherwise. */
-export async function heartbeat(store: Store): Promise<XapiResponse> {
+/**
+ * 200 when the database answers a real query, 500 naming the failed check otherwise. With
+ * forwarding targets, their figures too (informational: a failing target does not fail it).
+ */
+export async function heartbeat(store: Store, forwarder?: Pick<Forwarder, 'active' | 'stats'>): Promise<XapiResponse> {
   try {
     await store.ping();
-    return json(200, { database: 'ok' });
+    if (!forwarder?.active) return json(200, { database: 'ok' });
+    return json(200, { database: 'ok', forwarding: await forwarder.stats() });
   } catch (err) {
     return json(500, { database: 'error', detail: `the ${store.backend} database does not answer: ${(err as Error).message}` });
   }

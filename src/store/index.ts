@@ -1,5 +1,6 @@
 /** Opens the configured backend, its schema migrated. */
 import type { Config } from '../config.ts';
+import { activeTargets } from '../forwarding/config.ts';
 import type { Logger } from '../log.ts';
 import { PostgresStore } from './postgres/store.ts';
 import { SqliteStore } from './sqlite/store.ts';
@@ -8,7 +9,7 @@ import type { Store } from './types.ts';
 export async function openStore(config: Config, logger?: Logger): Promise<Store> {
   switch (config.backend) {
     case 'sqlite': {
-      const store = new SqliteStore({ path: config.sqlitePath, synchronous: config.sqliteSynchronous });
+      const store = new SqliteStore({ path: config.sqlitePath, synchronous: config.sqliteSynchronous, forwardTargets: activeTargets(config.xapiForwardings) });
       await store.migrate();
       return store;
     }
@@ -21,6 +22,7 @@ export async function openStore(config: Config, logger?: Logger): Promise<Store>
         connectRetries: config.postgresConnectRetries,
         connectBackoffMs: config.postgresConnectBackoff,
         logger,
+        forwardTargets: activeTargets(config.xapiForwardings),
       });
       try {
         await store.waitForServer();

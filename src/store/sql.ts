@@ -1,8 +1,9 @@
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
- * paging). Both schemas use the same table and column names; only placeholders differ.
+ * paging) and the forwarding figures. Both schemas use the same table and column names; only placeholders differ.
  */
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
+import type { ForwardingStats } from './types.ts';
 
 export type Placeholder = (index: number) => string;
 export const sqlitePlaceholder: Placeholder = () => '?';
@@ -206,4 +207,24 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
     `(SELECT seq FROM da UNION SELECT seq FROM (${backward}) tb UNION SELECT seq FROM (${forward}) tf) ` +
     `ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   return { sql, params: p.values };
+}
+
+type OutboxRow = Record<string, unknown>;
+
+/**
+ * Per-target forwarding figures (both backends) from the outbox counts by target (`queued`,
+ * `dead`), the counters table (`delivered`, `retried`) and one dead letter's `last_error` per target.
+ */
+export function mergeStats(counts: OutboxRow[], counters: OutboxRow[], lastErrors: OutboxRow[]): ForwardingStats[] {
+  const out = new Map<string, ForwardingStats>();
+  const of = (target: unknown) => {
+    const key = String(target);
+    let s = out.get(key);
+    if (!s) out.set(key, (s = { target: key, queued: 0, delivered: 0, retried: 0, dead: 0 }));
+    return s;
+  };
+  for (const r of counts) Object.assign(of(r.target), { queued: Number(r.queued), dead: Number(r.dead) });
+  for (const r of counters) Object.assign(of(r.target), { delivered: Number(r.delivered), retried: Number(r.retried) });
+  for (const r of lastErrors) if (r.last_error != null) of(r.target).lastError = String(r.last_error);
+  return [...out.values()].sort((a, b) => a.target.localeCompare(b.target));
 }

@@ -31,8 +31,68 @@ export interface QueryPage {
   next?: string;
 }
 
+/** A statement queued for a forwarding target, claimed by one process (see Outbox). */
+export interface OutboxItem {
+  id: string;
+  /** Failed attempts so far. */
+  attempts: number;
+  tenant: string;
+  /** The statement JSON as stored (what the LRS serves). */
+  json: string;
+}
+
+/** One target's forwarding figures: what a metrics exporter, /heartbeat and the CLI show. */
+export interface ForwardingStats {
+  /** The target's url (never credentials). */
+  target: string;
+  /** Items waiting to be sent (including those being sent or waiting for a retry). */
+  queued: number;
+  /** Items delivered since the database was created (a counter). */
+  delivered: number;
+  /** Failed attempts that were scheduled for a retry (a counter). */
+  retried: number;
+  /** Dead letters now (`lectern forwarding retry` re-queues them). */
+  dead: number;
+  /** The error of the newest dead letter. */
+  lastError?: string;
+}
+
+/** What became of claimed items; applied in one transaction, only to items the owner still holds. */
+export interface OutboxSettlement {
+  delivered?: string[];
+  /** Back in the queue after `delayMs`, one attempt more. */
+  retry?: { id: string; delayMs: number; error: string }[];
+  /** Dead letters, one attempt more. */
+  dead?: { id: string; error: string }[];
+  /** Given back untried (shutdown). */
+  release?: string[];
+}
+
+/**
+ * The forwarding outbox. Rows are written by insertStatements, in its transaction, one per newly
+ * stored statement and active target (StoreOptions.forwardTargets). Delivery workers claim rows
+ * with a lease: a claimed row is not claimed again until its lease expires, so processes sharing
+ * a database never send the same item at once, and the items of a process that died are sent
+ * again once their lease runs out.
+ */
+export interface Outbox {
+  /** Claims up to `limit` due, unleased items of `target` for `leaseMs`, oldest due first. */
+  claim(target: string, owner: string, limit: number, leaseMs: number): Promise<OutboxItem[]>;
+  /** Extends the lease of items `owner` still holds. */
+  renew(owner: string, ids: string[], leaseMs: number): Promise<void>;
+  settle(target: string, owner: string, settlement: OutboxSettlement): Promise<void>;
+  /** Dead letters (of one target, or all) back into the queue, due now, attempts reset; returns how many. */
+  requeueDead(target?: string): Promise<number>;
+  /** Figures of every target that has items or counters. */
+  stats(): Promise<ForwardingStats[]>;
+}
+
 export interface Store {
   readonly backend: string;
+  /** The forwarding outbox (src/forwarding/ delivers it). */
+  readonly outbox: Outbox;
+  /** Calls `listener` after a commit that queued forwarding items (this process's writes only). */
+  onOutboxWrite(listener: () => void): void;
   /** Creates or migrates the schema. */
   migrate(): Promise<void>;
   /** Runs a real query; throws when the database does not answer. */

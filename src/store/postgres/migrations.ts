@@ -107,6 +107,33 @@ ALTER TABLE activities ALTER COLUMN tenant SET STATISTICS 0;
 `,
   },
   {
+    version: 3,
+    name: 'statement forwarding outbox',
+    sql: `
+-- One row per stored statement and forwarding target, written in the statement's transaction;
+-- deleted once delivered. A lease (owner, until; database clock) marks the rows a process is
+-- sending: claims skip leased rows and lock candidates with FOR UPDATE SKIP LOCKED.
+CREATE TABLE forward_outbox (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  target text NOT NULL,               -- the target's url
+  seq bigint NOT NULL,                -- statements.seq
+  state smallint NOT NULL DEFAULT 0,  -- 0: queued; 1: dead letter
+  attempts integer NOT NULL DEFAULT 0,
+  due_ms bigint NOT NULL DEFAULT 0,   -- not sent before (retry backoff)
+  lease_owner text,
+  lease_until_ms bigint NOT NULL DEFAULT 0,
+  last_error text
+);
+CREATE INDEX forward_outbox_due ON forward_outbox (target, state, due_ms, id);
+
+CREATE TABLE forward_counters (
+  target text PRIMARY KEY,
+  delivered bigint NOT NULL DEFAULT 0,
+  retried bigint NOT NULL DEFAULT 0
+);
+`,
+  },
+  {
     version: 4,
     name: 'statement_agents.direct becomes role (xAPI 2.0 contextAgents/contextGroups)',
     // Existing rows keep their meaning (1 and 0); 2.0 statements add 2 and 3. The INCLUDE

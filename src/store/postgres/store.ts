@@ -37,6 +37,7 @@ import type {
 } from '../types.ts';
 import { describe, isRetryable, isUnavailable, toLrsError } from './errors.ts';
 import { MIGRATIONS } from './migrations.ts';
+import { PostgresOutbox } from './outbox.ts';
 
 export interface PostgresOptions {
   url: string;
@@ -50,6 +51,8 @@ export interface PostgresOptions {
   /** Start-up only: first wait between attempts in ms; doubles, capped at 30 s. */
   connectBackoffMs: number;
   logger?: Logger;
+  /** Urls of the active forwarding targets: each new statement is queued for each. */
+  forwardTargets?: string[];
 }
 
 /** Advisory lock namespaces (the first int4 of the two-key form; shows as pg_locks.classid). */
@@ -196,6 +199,8 @@ const GROUP_MAX_STATEMENTS = 2000;
 
 export class PostgresStore implements Store {
   readonly backend = 'postgres';
+  readonly outbox: PostgresOutbox;
+  private readonly outboxListeners: (() => void)[] = [];
   private readonly pool: pg.Pool;
   private readonly opts: PostgresOptions;
   private readonly queues = new Map<string, InsertQueue>();
@@ -223,6 +228,11 @@ export class PostgresStore implements Store {
     // An idle connection that dies (server restart, fail-over) is dropped by the pool; the next
     // request opens a fresh one. Without a listener the error would crash the process.
     this.pool.on('error', (err) => opts.logger?.warn({ err: describe(err) }, 'an idle PostgreSQL connection was lost'));
+    this.outbox = new PostgresOutbox({ query: (text, values, name) => this.query(text, values, name), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
+  }
+
+  onOutboxWrite(listener: () => void): void {
+    this.outboxListeners.push(listener);
   }
 
   /** Runs `fn`, turning connection failures into 503s (and logging their cause once here). */
@@ -429,6 +439,7 @@ export class PostgresStore implements Store {
       return;
     }
     results.forEach((r, i) => (r instanceof LrsError ? group[i].reject(r) : group[i].resolve(r)));
+    if (this.outbox.enabled && results.some((r) => !(r instanceof LrsError) && r.inserted > 0)) for (const listener of this.outboxListeners) listener();
   }
 
   /**
@@ -480,6 +491,8 @@ export class PostgresStore implements Store {
       const seqs = head.seqs.map(BigInt).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).map(String);
       const kept = new Map((JSON.parse(head.definitions ?? '[]') as [string, ActivityDefinition][]).map(([id, d]) => [id, d]));
       await c.query({ name: 'insert_write', text: INSERT_WRITE, values: writeValues(tenant, plans, seqs, storedMs, kept) });
+      // Forwarding: the new statements (in plan order they took seqs[0..]) are queued in this transaction.
+      await this.outbox.enqueue(c, seqs.slice(0, plans.reduce((n, p) => n + p.fresh.length, 0)));
     }
     return results;
   }

@@ -82,6 +82,32 @@ CREATE TABLE documents (
 `,
   },
   {
+    version: 2,
+    name: 'statement forwarding outbox',
+    sql: `
+-- One row per stored statement and forwarding target, written in the statement's transaction;
+-- deleted once delivered. A lease (owner, until) marks the rows a process is sending.
+CREATE TABLE forward_outbox (
+  id INTEGER PRIMARY KEY,
+  target TEXT NOT NULL,               -- the target's url
+  seq INTEGER NOT NULL,               -- statements.seq
+  state INTEGER NOT NULL DEFAULT 0,   -- 0: queued; 1: dead letter
+  attempts INTEGER NOT NULL DEFAULT 0,
+  due_ms INTEGER NOT NULL DEFAULT 0,  -- not sent before (retry backoff)
+  lease_owner TEXT,
+  lease_until_ms INTEGER NOT NULL DEFAULT 0,
+  last_error TEXT
+);
+CREATE INDEX forward_outbox_due ON forward_outbox (target, state, due_ms, id);
+
+CREATE TABLE forward_counters (
+  target TEXT PRIMARY KEY,
+  delivered INTEGER NOT NULL DEFAULT 0,
+  retried INTEGER NOT NULL DEFAULT 0
+) WITHOUT ROWID;
+`,
+  },
+  {
     version: 3,
     name: 'statement_agents.direct becomes role (xAPI 2.0 contextAgents/contextGroups)',
     // Existing rows keep their meaning (1 and 0); 2.0 statements add 2 and 3.

@@ -25,16 +25,21 @@ import type {
 } from '../types.ts';
 import * as docs from './documents.ts';
 import { MIGRATIONS } from './migrations.ts';
+import { SqliteOutbox } from './outbox.ts';
 
 export interface SqliteOptions {
   path: string;
   synchronous?: 'FULL' | 'NORMAL';
+  /** Urls of the active forwarding targets: each new statement is queued for each. */
+  forwardTargets?: string[];
 }
 
 type Row = Record<string, unknown>;
 
 export class SqliteStore implements Store {
   readonly backend = 'sqlite';
+  readonly outbox: SqliteOutbox;
+  private readonly outboxListeners: (() => void)[] = [];
   private readonly db: DatabaseSync;
   private readonly cache = new Map<string, StatementSync>();
   private pending: {
@@ -50,6 +55,11 @@ export class SqliteStore implements Store {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new DatabaseSync(path);
     this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;`);
+    this.outbox = new SqliteOutbox({ q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
+  }
+
+  onOutboxWrite(listener: () => void): void {
+    this.outboxListeners.push(listener);
   }
 
   /** Prepared statements are cached by SQL text: the query builder emits few distinct shapes. */
@@ -111,8 +121,10 @@ export class SqliteStore implements Store {
     const jobs = this.pending;
     this.pending = [];
     const outcomes: ({ ok: true; value: InsertOutcome } | { ok: false; error: unknown })[] = [];
+    let queued = 0;
     try {
       this.tx(() => {
+        const seqBefore = this.outbox.enabled ? this.outbox.lastSeq() : 0;
         const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
         // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
         const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
@@ -127,6 +139,8 @@ export class SqliteStore implements Store {
             outcomes.push({ ok: false, error });
           }
         }
+        // Forwarding: the statements this transaction stored (rolled-back requests left none).
+        if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
       });
     } catch (error) {
       for (const job of jobs) job.reject(error);
@@ -137,6 +151,7 @@ export class SqliteStore implements Store {
       if (o.ok) job.resolve(o.value);
       else job.reject(o.error);
     });
+    if (queued) for (const listener of this.outboxListeners) listener();
   }
 
   private insertBatch(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[], storedMs: number, storedIso: string): InsertOutcome {
