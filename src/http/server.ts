@@ -3,11 +3,14 @@
  * XapiRequest (alternate syntax applied), authenticates, checks the xAPI version header and
  * hands it to a resource handler; the reply is written back here, without a body for HEAD.
  */
+import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import type { Authenticator } from '../auth/types.ts';
 import type { Config } from '../config.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../monitoring/metrics.ts';
+import type { Monitoring } from '../monitoring/sentry.ts';
 import type { Store } from '../store/types.ts';
 import { XAPI_VERSION } from '../xapi/types.ts';
 import { errorResponse } from './errors.ts';
@@ -22,7 +25,14 @@ export interface ServerDeps {
   store: Store;
   auth: Authenticator;
   logger: Logger;
+  /** Counts requests, statements, documents, auth failures; serves GET /metrics (LECTERN_METRICS_ACCESS). */
+  metrics?: Metrics;
+  /** Receives unhandled errors (500s). */
+  monitoring?: Monitoring;
 }
+
+/** A client's X-Request-Id is kept when it is a plain token, so logs join across services. */
+const REQUEST_ID_RE = /^[\w.:@-]{1,128}$/;
 
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
 
@@ -41,9 +51,14 @@ function checkVersion(req: XapiRequest): void {
 }
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
-  const { config, store, auth, logger } = deps;
+  const { config, store, auth, logger, metrics, monitoring } = deps;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    // Every log line of a request carries its id (pino child logger: `reqId`).
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
+    },
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.maxRequestSize,
     exposeHeadRoutes: false,
@@ -64,7 +79,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     return config.corsAllowedOrigins.includes(origin) ? origin : undefined;
   };
 
+  /** The method an xAPI request really had (the alternate syntax sends it as a POST form field). */
+  const xapiMethods = new WeakMap<FastifyRequest, string>();
+
   app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
     reply.header('x-experience-api-version', XAPI_VERSION);
     if (request.url.startsWith('/xAPI')) {
       const origin = corsOrigin(request.headers.origin);
@@ -87,17 +106,23 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    logger.info(
+    // The path only: query strings carry agents and the alternate syntax's form carries credentials.
+    request.log.info(
       { method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
       'request',
     );
+    metrics?.observeRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000, xapiMethods.get(request) ?? request.method);
   });
 
   app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, request, reply) => {
     // A Content-Type that does not parse is a malformed request (Communication §3.2.s3.b6), not a 415.
     const status =
       err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 400 : err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-    if (status === 500) logger.error({ err, path: request.url.split('?')[0] }, 'unhandled error');
+    if (status === 500) {
+      request.log.error({ err, path: request.url.split('?')[0] }, 'unhandled error');
+      // The SDK's Fastify integration usually reports it first; the duplicate is then dropped.
+      monitoring?.captureException(err, { route: request.routeOptions.url ?? 'unmatched' });
+    }
     const detail =
       err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
         ? `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`
@@ -141,6 +166,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           const q = request.url.indexOf('?');
           const xreq = toXapiRequest(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers, request.body as Buffer | undefined);
           method = xreq.method;
+          xapiMethods.set(request, method);
           if (!allowed.includes(method)) {
             const detail = `method ${method} is not allowed on ${path} (${allowed.join(', ')})`;
             return send(reply, method, json(405, { detail }, { allow: allowed.join(', ') }));
@@ -187,6 +213,17 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (!result.ok) return send(reply, 'GET', { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
     return send(reply, 'GET', whoami(result.user));
   });
+
+  if (metrics && config.metricsAccess !== 'off') {
+    app.get('/metrics', async (request, reply) => {
+      if (config.metricsAccess === 'scope') {
+        const result = await auth.authenticate(request.headers.authorization);
+        if (!result.ok) return send(reply, 'GET', { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
+        if (!result.user.scopes.includes('all')) return send(reply, 'GET', json(403, { detail: 'reading /metrics needs the all scope (or LECTERN_METRICS_ACCESS=open)' }));
+      }
+      return reply.type(metrics.contentType).send(await metrics.render());
+    });
+  }
 
   return app;
 }

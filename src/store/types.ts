@@ -73,6 +73,8 @@ export interface Store {
   /** Runs a real query; throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** Connection pool figures, for backends that keep a pool (for /metrics). */
+  poolStats?(): { total: number; idle: number; waiting: number; max: number };
 
   /**
    * Stores a batch in one transaction: all or nothing. Rejects with LrsError 'conflict' when an id

@@ -231,6 +231,10 @@ export class PostgresStore implements Store {
     this.pool.on('error', (err) => opts.logger?.warn({ err: describe(err) }, 'an idle PostgreSQL connection was lost'));
   }
 
+  poolStats(): { total: number; idle: number; waiting: number; max: number } {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
+  }
+
   /** Runs `fn`, turning connection failures into 503s (and logging their cause once here). */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     try {
