@@ -4,7 +4,7 @@
  * the forwarding queues of whichever module registers a stats provider (see `registerForwarding`).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { Store } from '../store/types.ts';
+import type { PoolStats, Store } from '../store/types.ts';
 
 /** One forwarding target's state, as the forwarding module reports it. */
 export interface ForwardingStats {
@@ -19,16 +19,6 @@ export interface ForwardingStats {
 
 /** Called at each scrape; may be async (e.g. a queue kept in the database). */
 export type ForwardingStatsProvider = () => ForwardingStats[] | Promise<ForwardingStats[]>;
-
-/** Connection pool figures of a backend that has a pool. */
-export interface PoolStats {
-  /** Connections open (busy + idle). */
-  total: number;
-  idle: number;
-  /** Requests waiting for a free connection. */
-  waiting: number;
-  max: number;
-}
 
 /** Why a statement write was refused, from the response status. */
 const REJECTION: Record<number, string> = {
@@ -50,7 +40,6 @@ export class Metrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
   private readonly forwarding: ForwardingStatsProvider[] = [];
-  private pool: (() => PoolStats | undefined) | undefined;
 
   private readonly requests = new Counter({
     name: 'lectern_http_requests_total',
@@ -98,23 +87,6 @@ export class Metrics {
 
   constructor() {
     collectDefaultMetrics({ register: this.registry });
-    const self = this;
-    for (const [field, help] of [
-      ['total', 'Connections open to the database (busy and idle)'],
-      ['idle', 'Idle connections in the pool'],
-      ['waiting', 'Requests waiting for a free connection'],
-      ['max', 'Largest number of connections the pool opens'],
-    ] as const) {
-      new Gauge({
-        name: `lectern_db_pool_${field === 'total' ? 'connections' : field}`,
-        help,
-        registers: [this.registry],
-        collect() {
-          const stats = self.pool?.();
-          if (stats) this.set(stats[field]);
-        },
-      });
-    }
     // Forwarding figures are read from the providers once per scrape, then spread over the metrics.
     let scrape: Promise<ForwardingStats[]> | undefined;
     const read = () => (scrape ??= Promise.all(this.forwarding.map((p) => p())).then((lists) => lists.flat()).finally(() => setImmediate(() => (scrape = undefined))));
@@ -176,7 +148,7 @@ export class Metrics {
    * store calls on itself are not seen (they run on the unwrapped object).
    */
   instrument(store: Store): Store {
-    this.pool = () => store.poolStats?.();
+    if (store.poolStats) this.poolGauges(() => store.poolStats!());
     const wrapped = new Map<PropertyKey, unknown>();
     return new Proxy(store, {
       get: (target, prop) => {
@@ -209,6 +181,25 @@ export class Metrics {
         return fn;
       },
     });
+  }
+
+  /** Gauges of a backend's connection pool (PostgreSQL; SQLite has none). */
+  private poolGauges(read: () => PoolStats): void {
+    for (const [field, help] of [
+      ['total', 'Connections open to the database (busy and idle)'],
+      ['idle', 'Idle connections in the pool'],
+      ['waiting', 'Requests waiting for a free connection'],
+      ['max', 'Largest number of connections the pool opens'],
+    ] as const) {
+      new Gauge({
+        name: `lectern_db_pool_${field === 'total' ? 'connections' : field}`,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read()[field]);
+        },
+      });
+    }
   }
 
   /** The exposition text. */

@@ -66,6 +66,16 @@ export interface DocumentPrecondition {
   conflictIfExists?: boolean;
 }
 
+/** A connection pool's state. */
+export interface PoolStats {
+  /** Connections open (busy and idle). */
+  total: number;
+  idle: number;
+  /** Requests waiting for a free connection. */
+  waiting: number;
+  max: number;
+}
+
 export interface Store {
   readonly backend: string;
   /** Creates or migrates the schema. */
@@ -74,7 +84,7 @@ export interface Store {
   ping(): Promise<void>;
   close(): Promise<void>;
   /** Connection pool figures, for backends that keep a pool (for /metrics). */
-  poolStats?(): { total: number; idle: number; waiting: number; max: number };
+  poolStats?(): PoolStats;
 
   /**
    * Stores a batch in one transaction: all or nothing. Rejects with LrsError 'conflict' when an id

@@ -30,6 +30,7 @@ import type {
   DocumentPrecondition,
   InsertOutcome,
   QueryPage,
+  PoolStats,
   Store,
   StoredDocument,
   StoredRow,
@@ -231,7 +232,7 @@ export class PostgresStore implements Store {
     this.pool.on('error', (err) => opts.logger?.warn({ err: describe(err) }, 'an idle PostgreSQL connection was lost'));
   }
 
-  poolStats(): { total: number; idle: number; waiting: number; max: number } {
+  poolStats(): PoolStats {
     return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
   }
 
