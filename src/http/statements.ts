@@ -2,11 +2,12 @@
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
 import { activityIdsOf, canonicalStatement, idsStatement, parseAcceptLanguage } from '../xapi/formats.ts';
+import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
 import { verifySignedStatement } from '../xapi/signature.ts';
 import { attachmentHashes, prepareBatch, statementAttachments } from '../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
-import { isUuid, mediaTypeOf, validateStatements } from '../xapi/validate.ts';
+import { mediaTypeOf, validateStatements } from '../xapi/validate.ts';
 import { errorResponse } from './errors.ts';
 import { type AttachmentPart, buildStatementsMultipart, extractStatementParts, matchAttachments } from './multipart.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
@@ -104,27 +105,19 @@ const jsonBytes = (text: string): Buffer => Buffer.from(text, 'utf8');
 /** Methods of the Statement resource (Communication §2.1), for 405's Allow header. */
 const ALLOWED = 'GET, HEAD, PUT, POST';
 
-const unknownParams = (names: string[]): ValidationFailed =>
-  new ValidationFailed(names.map((k) => ({ loc: ['query', k], msg: 'unknown parameter', type: 'value_error.extra' })));
-
 async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
-  const id = req.query.statementId;
-  const extra = Object.keys(req.query).filter((k) => k !== 'statementId');
-  if (extra.length) throw unknownParams(extra);
-  if (id === undefined) throw new ValidationFailed([{ loc: ['query', 'statementId'], msg: 'field required', type: 'value_error.missing' }]);
-  if (!isUuid(id)) throw new ValidationFailed([{ loc: ['query', 'statementId'], msg: 'must be a UUID', type: 'value_error.uuid' }]);
+  const id = parseParams('statements', 'PUT', req.query).statementId as string;
   const received = readBody(req);
   if (Array.isArray(received.value)) {
     throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
   }
-  const { statements, blobs } = await acceptStatements(received, id.toLowerCase());
+  const { statements, blobs } = await acceptStatements(received, id);
   await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent), blobs);
   return { status: 204 };
 }
 
 async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
-  const extra = Object.keys(req.query);
-  if (extra.length) throw unknownParams(extra);
+  parseParams('statements', 'POST', req.query);
   const { statements, blobs } = await acceptStatements(readBody(req));
   const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent), blobs);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };

@@ -38,8 +38,8 @@ async function runserver(env: Record<string, string>, db = join(dir, `lrs-${Math
     stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
   });
   let out = '';
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
   const url = await new Promise<string>((resolve, reject) => {
     child.on('message', (m: { type?: string; url?: string }) => m.type === 'ready' && resolve(m.url!));
