@@ -12,8 +12,11 @@ import type { Logger } from '../log.ts';
 import type { Metrics } from '../monitoring/metrics.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
 import type { Store } from '../store/types.ts';
+import { RESOURCES } from '../xapi/params.ts';
 import { XAPI_VERSION } from '../xapi/types.ts';
+import { LECTERN_VERSION } from '../version.ts';
 import { errorResponse } from './errors.ts';
+import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
 import { json, toXapiRequest, type XapiRequest, type XapiResponse } from './request.ts';
 import { handleActivities, handleAgents } from './activities.ts';
 import { handleDocuments } from './documents.ts';
@@ -40,7 +43,6 @@ const VERSION_RE = /^1\.0(\.\d+)?$/;
 const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language';
 const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
-const READ_ONLY = ['GET', 'HEAD'];
 const STATEMENTS_PATH = '/xAPI/statements';
 
 /** Checks X-Experience-API-Version (xAPI-Communication §3.3): 1.0 and 1.0.x only. */
@@ -65,6 +67,13 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  // Every route, for the OpenAPI description (which must describe each one).
+  const routes: RegisteredRoute[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat().filter((m) => m !== 'OPTIONS');
+    if (methods.length) routes.push({ url: route.url, methods });
   });
 
   // Bodies reach the handlers as raw bytes: JSON, multipart/mixed, forms and documents are all
@@ -197,14 +206,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   };
 
   const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: STATEMENTS_PATH };
-  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: ['GET', 'HEAD', 'PUT', 'POST'] });
+  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: RESOURCES.statements.methods });
   const documentDeps = { store, maxDocumentSize: config.maxDocumentSize };
   xapi('/xAPI/activities/state', (req) => handleDocuments(documentDeps, 'state', req));
   xapi('/xAPI/activities/profile', (req) => handleDocuments(documentDeps, 'activity_profile', req));
   xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req));
-  xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: READ_ONLY });
-  xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: READ_ONLY });
-  xapi('/xAPI/about', async (req) => about(req), { allowed: READ_ONLY, versioned: false, authenticated: false });
+  xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: RESOURCES.activities.methods });
+  xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: RESOURCES.agents.methods });
+  xapi('/xAPI/about', async (req) => about(req), { allowed: RESOURCES.about.methods, versioned: false, authenticated: false });
 
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
   for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store)));
@@ -224,6 +233,17 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       return reply.type(metrics.contentType).send(await metrics.render());
     });
   }
+
+  // The API description and its interactive page: public, they hold no data.
+  let openapi = '';
+  app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapi));
+  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_PAGE));
+  app.get('/docs/assets/*', async (request, reply) => {
+    const asset = docsAsset((request.params as { '*': string })['*']);
+    if (!asset) return reply.status(404).type('application/json; charset=utf-8').send({ detail: 'no such documentation file' });
+    return reply.type(asset.contentType).header('cache-control', 'public, max-age=86400').send(asset.body);
+  });
+  openapi = JSON.stringify(buildOpenApi(routes, LECTERN_VERSION));
 
   return app;
 }

@@ -119,7 +119,7 @@ export const RESOURCES = {
   },
   activities: { path: '/xAPI/activities', name: 'Activities', methods: READ, params: [activityId('to describe')] },
   agents: { path: '/xAPI/agents', name: 'Agents', methods: READ, params: [agent('The Agent to describe', true)] },
-  about: { path: '/xAPI/about', name: 'About', methods: ['GET'], params: [] },
+  about: { path: '/xAPI/about', name: 'About', methods: READ, params: [] },
 } satisfies Record<string, ResourceSpec>;
 
 export type ResourceName = keyof typeof RESOURCES;
