@@ -35,7 +35,8 @@ function checkSqlitePath(config: Config): void {
 
 /**
  * First run: with no user in the credentials file every request gets 401, so say how to create
- * one, in a line the user can paste. (A file that does not parse is reported by the authenticator.)
+ * one, in a line the user can paste. (A file that does not parse is reported by the authenticator.
+ * Once OpenID Connect can be configured, a server using it alone needs no file: skip the hint then.)
  */
 export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.env): string | undefined {
   const path = resolve(config.authFile);

@@ -40,8 +40,8 @@ const REQUEST_ID_RE = /^[\w.:@-]{1,128}$/;
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
 
 const VERSION_RE = /^1\.0(\.\d+)?$/;
-const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language';
-const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through';
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language, X-Request-Id';
+const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through, X-Request-Id';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
 const STATEMENTS_PATH = '/xAPI/statements';
 
