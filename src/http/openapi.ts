@@ -78,7 +78,7 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
     HEAD: { summary: 'As GET, headers only', responses: { '200': { description: 'The headers a GET would send' }, '404': { $ref: '#/components/responses/NotFound' } } },
     PUT: {
       summary: 'Store one statement under the given id',
-      requestBody: { required: true, content: { 'application/json': { schema: ref('Statement') }, 'multipart/mixed': { schema: { type: 'string', format: 'binary' }, description: 'The statement, then each attachment\'s data in a part with X-Experience-API-Hash' } } },
+      requestBody: { required: true, content: { 'application/json': { schema: ref('Statement') }, 'multipart/mixed': { schema: { type: 'string', format: 'binary', description: 'The statement, then each attachment\'s data in a part with X-Experience-API-Hash' } } } },
       responses: { '204': { description: 'Stored (or already stored, identical)' }, '409': { $ref: '#/components/responses/Conflict' }, '413': { $ref: '#/components/responses/TooLarge' } },
     },
     POST: {
@@ -87,7 +87,7 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
         required: true,
         content: {
           'application/json': { schema: { oneOf: [ref('Statement'), { type: 'array', items: ref('Statement') }] } },
-          'multipart/mixed': { schema: { type: 'string', format: 'binary' }, description: 'The statements, then each attachment\'s data in a part with X-Experience-API-Hash' },
+          'multipart/mixed': { schema: { type: 'string', format: 'binary', description: 'The statements, then each attachment\'s data in a part with X-Experience-API-Hash' } },
         },
       },
       responses: {

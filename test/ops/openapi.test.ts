@@ -4,6 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
+import { Validator } from '@seriousme/openapi-schema-validator';
 import { chromium } from 'playwright-core';
 import { acceptedBy, RESOURCES, type ParamSpec } from '../../src/xapi/params.ts';
 import { startTestLrs, type TestLrs } from '../helpers/lrs.ts';
@@ -22,6 +23,12 @@ before(async () => {
 after(() => t.close());
 
 describe('GET /openapi.json', () => {
+  test('is a valid OpenAPI 3.1 document', async () => {
+    const result = await new Validator().validate(doc as unknown as Record<string, unknown>);
+    assert.deepEqual(result.errors ?? [], []);
+    assert.equal(result.valid, true);
+  });
+
   test('describes every route the server answers, with its methods', async () => {
     assert.equal(doc.openapi, '3.1.0');
     for (const r of Object.values(RESOURCES)) {
