@@ -1,8 +1,9 @@
 /**
  * The OpenAPI 3.1 description of every route the server registers (GET /openapi.json) and the
  * interactive documentation page (GET /docs, Swagger UI served from the npm package: no CDN).
- * Query parameters come from the table the server parses with (src/xapi/params.ts); a route
- * without a description here stops the server from starting, so nothing goes undocumented.
+ * Query parameters come from the table the server parses with (src/xapi/params.ts). A route
+ * without a description here is listed under `x-undescribed` (and logged at start-up); the test
+ * suite requires that list to be empty.
  */
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
@@ -325,7 +326,7 @@ export interface RegisteredRoute {
 
 /**
  * The document for `routes`. xAPI paths get their parameters from the table, the others their
- * entry in OTHER_PATHS; throws naming any route that has no description.
+ * entry in OTHER_PATHS; routes with neither are listed in `x-undescribed`.
  */
 export function buildOpenApi(routes: readonly RegisteredRoute[], version: string): Json {
   const paths: Record<string, Json> = {};
@@ -335,8 +336,11 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], version: string
     const resource = Object.values(RESOURCES).find((r) => r.path === url);
     if (!resource) {
       const other = OTHER_PATHS[url];
-      if (!other) missing.push(`${route.methods.join('/')} ${url}`);
-      else paths[url] = other;
+      if (other) paths[url] = other;
+      else {
+        missing.push(`${route.methods.join('/')} ${url}`);
+        paths[url] = Object.fromEntries(route.methods.map((m) => [m.toLowerCase(), { summary: 'Not described yet', responses: { default: { description: 'See the README' } } }]));
+      }
       continue;
     }
     const item: Json = {};
@@ -360,8 +364,8 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], version: string
     }
     paths[url] = item;
   }
-  if (missing.length) throw new Error(`routes without an OpenAPI description (src/http/openapi.ts): ${missing.join(', ')}`);
   return {
+    ...(missing.length && { 'x-undescribed': missing }),
     openapi: '3.1.0',
     info: {
       title: 'Lectern LRS',

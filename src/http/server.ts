@@ -243,7 +243,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (!asset) return reply.status(404).type('application/json; charset=utf-8').send({ detail: 'no such documentation file' });
     return reply.type(asset.contentType).header('cache-control', 'public, max-age=86400').send(asset.body);
   });
-  openapi = JSON.stringify(buildOpenApi(routes, LECTERN_VERSION));
+  const description = buildOpenApi(routes, LECTERN_VERSION);
+  if (description['x-undescribed']) logger.warn({ routes: description['x-undescribed'] }, 'routes without an OpenAPI description in src/http/openapi.ts');
+  openapi = JSON.stringify(description);
 
   return app;
 }
