@@ -5,6 +5,8 @@ import type { Config } from './config.ts';
 import { Forwarder } from './forwarding/forwarder.ts';
 import { buildServer } from './http/server.ts';
 import type { Logger } from './log.ts';
+import { Metrics } from './monitoring/metrics.ts';
+import type { Monitoring } from './monitoring/sentry.ts';
 import { openStore } from './store/index.ts';
 import type { Store } from './store/types.ts';
 
@@ -13,16 +15,23 @@ export interface RunningLrs {
   store: Store;
   /** Statement forwarding (its per-target figures: `forwarder.stats()`). */
   forwarder: Forwarder;
+  /**
+   * This server's Prometheus metrics (GET /metrics). Other modules add their figures here, e.g.
+   * forwarding: `lrs.metrics.registerForwarding(() => forwarder.stats())`.
+   */
+  metrics: Metrics;
   /** The address actually listened on (port 0 resolved). */
   url: string;
   /** Stops accepting, lets in-flight requests finish (up to the timeout), closes the database. */
   close(): Promise<void>;
 }
 
-export async function startLrs(config: Config, logger: Logger): Promise<RunningLrs> {
+/** `monitoring`: error reporting when LECTERN_MONITORING_DSN is set (see src/monitoring/sentry.ts). */
+export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring): Promise<RunningLrs> {
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
   const auth = await createAuthenticator(config, logger);
-  const store = await openStore(config, logger);
+  const metrics = new Metrics();
+  const store = metrics.instrument(await openStore(config, logger));
   const forwarder = new Forwarder({
     store,
     targets: config.xapiForwardings,
@@ -31,9 +40,10 @@ export async function startLrs(config: Config, logger: Logger): Promise<RunningL
     leaseMs: config.forwardingLease * 1000,
     logger,
   });
+  metrics.registerForwarding(() => forwarder.stats());
   let app: FastifyInstance;
   try {
-    app = await buildServer({ config, store, auth, logger, forwarder });
+    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring });
     await app.listen({ host: config.host, port: config.port });
   } catch (err) {
     await store.close();
@@ -48,6 +58,7 @@ export async function startLrs(config: Config, logger: Logger): Promise<RunningL
     app,
     store,
     forwarder,
+    metrics,
     url: `http://${host}:${port}`,
     close() {
       closing ??= (async () => {

@@ -134,6 +134,26 @@ const authBackendList =
     return [...new Set(names)] as ('basic' | 'oidc')[];
   };
 
+/**
+ * A monitoring DSN, `{PROTOCOL}://{PUBLIC_KEY}[:{SECRET_KEY}]@{HOST}[:{PORT}]{PATH}/{PROJECT_ID}`,
+ * or '' (monitoring off). Messages never repeat the keys.
+ */
+const dsn: Parser<string> = (raw, name) => {
+  if (raw.trim() === '') return '';
+  const shape = `${name} must look like https://PUBLIC_KEY@HOST/PROJECT_ID ({PROTOCOL}://{PUBLIC_KEY}:{SECRET_KEY}@{HOST}{PATH}/{PROJECT_ID})`;
+  let u: URL;
+  try {
+    u = new URL(raw.trim());
+  } catch {
+    throw new ConfigError(`${shape}; it is not a URL`);
+  }
+  if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ConfigError(`${shape}; its protocol is ${u.protocol.slice(0, -1)}, not http or https`);
+  if (!u.username) throw new ConfigError(`${shape}; it has no PUBLIC_KEY before the @`);
+  if (!/^\/(.*\/)?[\w-]+$/.test(u.pathname)) throw new ConfigError(`${shape}; it does not end with a PROJECT_ID`);
+  if (u.search || u.hash) throw new ConfigError(`${shape}; it has a query string or fragment`);
+  return raw.trim();
+};
+
 export const BACKENDS = ['sqlite', 'postgres'] as const;
 export type BackendName = (typeof BACKENDS)[number];
 
@@ -333,6 +353,42 @@ export const SETTINGS = {
     default: '60',
     help: 'Seconds a process holds the forwarding items it is sending (renewed while it sends); items of a process that died are sent again after this.',
     parse: num(1, 3600),
+  },
+  monitoringDsn: {
+    name: 'LECTERN_MONITORING_DSN',
+    default: '',
+    help: 'Sentry-compatible DSN, `{PROTOCOL}://{PUBLIC_KEY}:{SECRET_KEY}@{HOST}{PATH}/{PROJECT_ID}`: reports errors and performance of the server and of the command line. Empty: off (the SDK is not loaded).',
+    parse: dsn,
+  },
+  executionEnvironment: {
+    name: 'LECTERN_EXECUTION_ENVIRONMENT',
+    default: 'development',
+    help: 'Environment name attached to monitoring events (e.g. production, staging).',
+    parse: str,
+  },
+  monitoringLrsTracesSampleRate: {
+    name: 'LECTERN_MONITORING_LRS_TRACES_SAMPLE_RATE',
+    default: '0.1',
+    help: 'Share of server requests sent as performance transactions, 0.0 to 1.0.',
+    parse: num(0, 1),
+  },
+  monitoringCliTracesSampleRate: {
+    name: 'LECTERN_MONITORING_CLI_TRACES_SAMPLE_RATE',
+    default: '1.0',
+    help: 'Share of command-line runs sent as performance transactions, 0.0 to 1.0.',
+    parse: num(0, 1),
+  },
+  monitoringIgnoreHealthChecks: {
+    name: 'LECTERN_MONITORING_IGNORE_HEALTH_CHECKS',
+    default: 'false',
+    help: 'When true, `/lbheartbeat` and `/heartbeat` requests send no transactions.',
+    parse: bool,
+  },
+  metricsAccess: {
+    name: 'LECTERN_METRICS_ACCESS',
+    default: 'scope',
+    help: '`GET /metrics`: `scope` (credentials holding the `all` scope), `open` (no credentials: for a scraper on a private network) or `off` (no route).',
+    parse: oneOf('scope', 'open', 'off'),
   },
 } satisfies Record<string, Setting<unknown>>;
 

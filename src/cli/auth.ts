@@ -12,7 +12,10 @@ import type { ValidationIssue } from '../errors.ts';
 import type { Agent } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
 
-export class CliError extends Error {}
+/** A mistake of the user's: one line on stderr, exit code 2. */
+export class CliError extends Error {
+  override name = 'CliError';
+}
 
 export interface AuthOptions {
   username?: string;

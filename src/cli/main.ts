@@ -1,76 +1,30 @@
 #!/usr/bin/env node
-/** The `lectern` command line. */
-import { Command, Option } from 'commander';
-import { CredentialsFileError } from '../auth/credentials.ts';
-import { SCOPES } from '../auth/scopes.ts';
-import { ConfigError } from '../config.ts';
-import { LECTERN_VERSION } from '../version.ts';
-import { authCommand, CliError } from './auth.ts';
-import { forwardingRetry, forwardingStatus } from './forwarding.ts';
-import { runserver } from './runserver.ts';
+/**
+ * The `lectern` entry point. Deliberately plain: it must parse and run on any Node, so that on
+ * one older than package.json's `engines` it says in one line which Node it needs and how to get
+ * it, instead of a stack trace from a module that needs a newer Node. Nothing else is imported
+ * before that check.
+ */
+import { readFileSync } from 'node:fs';
 
-const program = new Command('lectern')
-  .description('Lectern: an xAPI 1.0.3 Learning Record Store')
-  .version(LECTERN_VERSION, '-v, --version')
-  .helpOption('--help', 'show help');
-
-program
-  .command('runserver')
-  .description('serve the LRS (settings: LECTERN_* environment variables and .env)')
-  .helpOption('--help', 'show help')
-  .option('-b, --backend <backend>', 'storage backend: sqlite or postgres (LECTERN_RUNSERVER_BACKEND)')
-  .option('-h, --host <host>', 'address to listen on (LECTERN_RUNSERVER_HOST)')
-  .option('-p, --port <port>', 'port to listen on (LECTERN_RUNSERVER_PORT)')
-  .option('-w, --workers <n>', 'server processes sharing the port; more than 1 needs postgres (LECTERN_RUNSERVER_WORKERS)')
-  .action(runserver);
-
-const collect = (v: string, prev: string[] = []) => [...prev, v];
-
-program
-  .command('auth')
-  .description('create or update a user in the credentials file (LECTERN_AUTH_FILE)')
-  .helpOption('--help', 'show help')
-  .option('-u, --username <username>', 'the user name')
-  .option('-p, --password <password>', 'the password (asked for, hidden, when omitted in a terminal)')
-  .option('-s, --scope <scope>', `a scope (repeatable): ${SCOPES.join(', ')}`, collect)
-  .option('-t, --target <target>', 'the store (tenant) the user works in')
-  .option('-M, --agent-ifi-mbox <mbox>', 'agent identifier: a mailto: IRI')
-  .addOption(new Option('--agent-mbox <mbox>', 'alias of --agent-ifi-mbox').hideHelp())
-  .option('-S, --agent-ifi-mbox-sha1sum <sha1>', 'agent identifier: SHA-1 of a mailto: IRI')
-  .option('-O, --agent-ifi-openid <openid>', 'agent identifier: an OpenID URI')
-  .option('-A, --agent-ifi-account <name_homepage...>', 'agent identifier: account NAME HOMEPAGE')
-  .option('-N, --agent-name <name>', 'the agent name')
-  .option('-w, --write-to-disk', 'write the user to the credentials file instead of printing it')
-  .action(async (o: Record<string, unknown>) => {
-    if (o.agentMbox !== undefined && o.agentIfiMbox === undefined) o.agentIfiMbox = o.agentMbox;
-    const account = o.agentIfiAccount as string[] | undefined;
-    if (account !== undefined && account.length !== 2) throw new CliError('-A/--agent-ifi-account takes two values: NAME HOMEPAGE');
-    await authCommand(o);
-  });
-
-const forwarding = program
-  .command('forwarding')
-  .description('statement forwarding (LECTERN_XAPI_FORWARDINGS): outbox figures and dead letters')
-  .helpOption('--help', 'show help');
-forwarding
-  .command('status')
-  .description('queued, delivered, retried and dead-lettered statements per target')
-  .helpOption('--help', 'show help')
-  .option('--json', 'print JSON')
-  .action(forwardingStatus);
-forwarding
-  .command('retry')
-  .description('put dead letters back into the queue (of every target, or of one)')
-  .helpOption('--help', 'show help')
-  .option('-t, --target <url>', 'only the dead letters of this target url')
-  .action(forwardingRetry);
-
-try {
-  await program.parseAsync(process.argv);
-} catch (err) {
-  if (err instanceof ConfigError || err instanceof CliError || err instanceof CredentialsFileError) {
-    process.stderr.write(`lectern: error: ${err.message}\n`);
-    process.exit(2);
+const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
+const wanted = /(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(String(pkg.engines && pkg.engines.node) || '') || ['', '0'];
+const have = process.versions.node.split('.');
+let older = false;
+for (let i = 1; i <= 3; i++) {
+  const a = Number(have[i - 1] || 0);
+  const b = Number(wanted[i] || 0);
+  if (a !== b) {
+    older = a < b;
+    break;
   }
-  throw err;
 }
+if (older) {
+  process.stderr.write(
+    'lectern: error: Lectern needs Node.js ' + pkg.engines.node + ', this is ' + process.version + ' (' + process.execPath + '): ' +
+      'in the Lectern folder run `npm ci` then `npm run lectern -- <command>` (npm brings Node 24 from the `node` package), ' +
+      'or install a newer Node, e.g. `npm install -g node@24`\n',
+  );
+  process.exit(2);
+}
+import('./program.ts');

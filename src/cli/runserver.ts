@@ -3,11 +3,13 @@
  * LECTERN_RUNSERVER_WORKERS > 1, as that many node:cluster worker processes on one port.
  */
 import cluster, { type Worker } from 'node:cluster';
-import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
+import { authBackends } from '../auth/index.ts';
 import { type RunningLrs, startLrs } from '../app.ts';
 import { ConfigError, loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
+import type { Monitoring } from '../monitoring/sentry.ts';
 
 export interface RunserverOptions {
   backend?: string;
@@ -32,7 +34,38 @@ function checkSqlitePath(config: Config): void {
   }
 }
 
-export async function runserver(opts: RunserverOptions): Promise<void> {
+/**
+ * First run: with no user in the credentials file every request gets 401, so say how to create
+ * one, in a line the user can paste. (A file that does not parse is reported by the authenticator.
+ * A server using OpenID Connect alone needs no file: no hint then.)
+ */
+export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.env): string | undefined {
+  if (!authBackends(config).includes('basic')) return undefined;
+  const path = resolve(config.authFile);
+  let text = '';
+  try {
+    text = readFileSync(path, 'utf8');
+  } catch {
+    // missing or unreadable: no user either way
+  }
+  if (text.trim() !== '') {
+    try {
+      const users: unknown = JSON.parse(text);
+      if (!Array.isArray(users) || users.length > 0) return undefined;
+    } catch {
+      return undefined;
+    }
+  }
+  // Run through `npm start`: the same folder's `npm run lectern`; otherwise the installed command.
+  const lectern = env.npm_lifecycle_event ? 'npm run lectern --' : 'lectern';
+  const file = env.LECTERN_AUTH_FILE ? `LECTERN_AUTH_FILE=${JSON.stringify(config.authFile)} ` : '';
+  return (
+    `no user in the credentials file ${path}: every request will get 401 until you create one, e.g. ` +
+    `${file}${lectern} auth --username admin --scope all --agent-mbox mailto:admin@example.com -w`
+  );
+}
+
+export async function runserver(opts: RunserverOptions, monitoring?: Monitoring): Promise<void> {
   const config = loadConfig(undefined, {
     ...(opts.backend !== undefined && { backend: { value: opts.backend, source: '--backend' } }),
     ...(opts.host !== undefined && { host: { value: opts.host, source: '--host' } }),
@@ -45,10 +78,14 @@ export async function runserver(opts: RunserverOptions): Promise<void> {
     throw new ConfigError(`LECTERN_RUNSERVER_WORKERS=${config.workers} needs the postgres backend; the ${config.backend} backend runs in one process`);
   }
   const logger = createLogger(config.logLevel);
+  if (cluster.isPrimary) {
+    const hint = firstRunHint(config);
+    if (hint) logger.warn({ file: resolve(config.authFile) }, hint);
+  }
   if (config.workers > 1 && cluster.isPrimary) return supervise(config, logger);
   let lrs: RunningLrs;
   try {
-    lrs = await startLrs(config, logger);
+    lrs = await startLrs(config, logger, monitoring);
   } catch (err) {
     throw new ConfigError(`cannot start the ${config.backend} LRS: ${(err as Error).message}`);
   }
@@ -57,7 +94,8 @@ export async function runserver(opts: RunserverOptions): Promise<void> {
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     lrs.close().then(
-      () => {
+      async () => {
+        await monitoring?.flush();
         logger.info('stopped');
         process.exit(0);
       },

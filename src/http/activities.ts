@@ -3,12 +3,12 @@
  * canonical Activity it keeps from statements and a Person object for an Agent. The server
  * routes only GET and HEAD here (405 otherwise).
  */
-import { ValidationFailed, type ValidationIssue } from '../errors.ts';
 import type { Store } from '../store/types.ts';
 import { canonicalActivity } from '../xapi/activity.ts';
 import { personOf } from '../xapi/person.ts';
-import { etagOf, missingParam, parseAgentParam, parseIriParam, unknownParams } from '../xapi/documents.ts';
+import { etagOf } from '../xapi/documents.ts';
 import { ifiKey } from '../xapi/agents.ts';
+import { parseParams } from '../xapi/params.ts';
 import type { Agent, Statement } from '../xapi/types.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
@@ -24,12 +24,7 @@ function jsonWithEtag(value: unknown): XapiResponse {
 
 /** GET /activities?activityId=: the canonical definition, or a bare Activity when none is known (§2.5.s2.b1). */
 export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
-  const issues: ValidationIssue[] = [];
-  unknownParams(req.query, ['activityId'], issues);
-  let id: string | undefined;
-  if (req.query.activityId === undefined) missingParam('activityId', issues);
-  else id = parseIriParam('activityId', req.query.activityId, issues);
-  if (issues.length || id === undefined) throw new ValidationFailed(issues);
+  const id = parseParams('activities', req.method, req.query).activityId as string;
   const definition = await deps.store.getActivityDefinition(req.user!.target, id);
   return jsonWithEtag(canonicalActivity(id, definition));
 }
@@ -39,12 +34,7 @@ const PERSON_STATEMENTS = 200;
 
 /** GET /agents?agent=: a Person object for an Agent (not a Group, §2.4.s2), known or not (§2.4.s3.b3). */
 export async function handleAgents(deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
-  const issues: ValidationIssue[] = [];
-  unknownParams(req.query, ['agent'], issues);
-  let agent: Agent | undefined;
-  if (req.query.agent === undefined) missingParam('agent', issues);
-  else agent = parseAgentParam(req.query.agent, true, issues) as Agent | undefined;
-  if (issues.length || agent === undefined) throw new ValidationFailed(issues);
+  const agent = parseParams('agents', req.method, req.query).agent as Agent;
   const key = ifiKey(agent);
   const seen = key === undefined ? [] : await deps.store.statementsWithAgent(req.user!.target, key, PERSON_STATEMENTS);
   return jsonWithEtag(personOf(agent, seen.map((j) => JSON.parse(j) as Statement)));

@@ -3,6 +3,7 @@
  * XapiRequest (alternate syntax applied), authenticates, checks the xAPI version header and
  * hands it to a resource handler; the reply is written back here, without a body for HEAD.
  */
+import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { authorise, type RouteScopes } from '../auth/scopes.ts';
 import type { AuthFailure, Authenticator } from '../auth/types.ts';
@@ -10,9 +11,14 @@ import type { Config } from '../config.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
+import type { Metrics } from '../monitoring/metrics.ts';
+import type { Monitoring } from '../monitoring/sentry.ts';
 import type { Store } from '../store/types.ts';
 import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
+import { RESOURCES } from '../xapi/params.ts';
+import { LECTERN_VERSION } from '../version.ts';
 import { errorResponse } from './errors.ts';
+import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
 import { json, toXapiRequest, type XapiRequest, type XapiResponse } from './request.ts';
 import { handleActivities, handleAgents } from './activities.ts';
 import { handleDocuments } from './documents.ts';
@@ -26,14 +32,20 @@ export interface ServerDeps {
   logger: Logger;
   /** Its per-target figures go into /heartbeat. */
   forwarder?: Pick<Forwarder, 'active' | 'stats'>;
+  /** Counts requests, statements, documents, auth failures; serves GET /metrics (LECTERN_METRICS_ACCESS). */
+  metrics?: Metrics;
+  /** Receives unhandled errors (500s). */
+  monitoring?: Monitoring;
 }
+
+/** A client's X-Request-Id is kept when it is a plain token, so logs join across services. */
+const REQUEST_ID_RE = /^[\w.:@-]{1,128}$/;
 
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
 
-const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language';
-const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through';
+const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Version, If-Match, If-None-Match, Accept-Language, X-Request-Id';
+const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through, X-Request-Id';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
-const READ_ONLY = ['GET', 'HEAD'];
 const STATEMENTS_PATH = '/xAPI/statements';
 
 /**
@@ -49,9 +61,14 @@ function checkVersion(req: XapiRequest, served: readonly XapiVersion[]): XapiVer
 }
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
-  const { config, store, auth, logger } = deps;
+  const { config, store, auth, logger, metrics, monitoring } = deps;
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
+    // Every log line of a request carries its id (pino child logger: `reqId`).
+    genReqId: (req) => {
+      const given = req.headers['x-request-id'];
+      return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
+    },
     logController: new LogController({ disableRequestLogging: true }),
     bodyLimit: config.maxRequestSize,
     // Node's own default, which Fastify would turn off: a client trickling a body cannot hold a
@@ -61,6 +78,13 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
+  });
+
+  // Every route, for the OpenAPI description (which must describe each one).
+  const routes: RegisteredRoute[] = [];
+  app.addHook('onRoute', (route) => {
+    const methods = [route.method].flat().filter((m) => m !== 'OPTIONS');
+    if (methods.length) routes.push({ url: route.url, methods });
   });
 
   // Bodies reach the handlers as raw bytes: JSON, multipart/mixed, forms and documents are all
@@ -75,7 +99,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     return config.corsAllowedOrigins.includes(origin) ? origin : undefined;
   };
 
+  /** The method an xAPI request really had (the alternate syntax sends it as a POST form field). */
+  const xapiMethods = new WeakMap<FastifyRequest, string>();
+
   app.addHook('onRequest', async (request, reply) => {
+    reply.header('x-request-id', request.id);
     reply.header('x-experience-api-version', responseVersion(undefined, config.xapiVersions));
     if (request.url.startsWith('/xAPI')) {
       const origin = corsOrigin(request.headers.origin);
@@ -98,17 +126,23 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   });
 
   app.addHook('onResponse', async (request, reply) => {
-    logger.info(
+    // The path only: query strings carry agents and the alternate syntax's form carries credentials.
+    request.log.info(
       { method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
       'request',
     );
+    metrics?.observeRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000, xapiMethods.get(request) ?? request.method);
   });
 
   app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, request, reply) => {
     // A Content-Type that does not parse is a malformed request (Communication §3.2.s3.b6), not a 415.
     const status =
       err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 400 : err.statusCode && err.statusCode >= 400 && err.statusCode < 500 ? err.statusCode : 500;
-    if (status === 500) logger.error({ err, path: request.url.split('?')[0] }, 'unhandled error');
+    if (status === 500) {
+      request.log.error({ err, path: request.url.split('?')[0] }, 'unhandled error');
+      // The SDK's Fastify integration usually reports it first; the duplicate is then dropped.
+      monitoring?.captureException(err, { route: request.routeOptions.url ?? 'unmatched' });
+    }
     const detail =
       err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
         ? `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`
@@ -160,6 +194,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           const q = request.url.indexOf('?');
           const xreq = toXapiRequest(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers, request.body as Buffer | undefined);
           method = xreq.method;
+          xapiMethods.set(request, method);
           // Every answer to a request naming a served version (405 and 401 included) says that version.
           const named = namedVersion(xreq.headers['x-experience-api-version'], config.xapiVersions);
           if (named) reply.header('x-experience-api-version', named);
@@ -207,14 +242,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // The canonical Activity is assembled from every statement of the store: a full statements read
   // (and the Agents view, the other read-only view, alike).
   const VIEWS: RouteScopes = { read: 'statements/read', write: 'statements/read' };
-  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: ['GET', 'HEAD', 'PUT', 'POST'], scopes: STATEMENTS });
+  xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: RESOURCES.statements.methods, scopes: STATEMENTS });
   const documentDeps = { store, maxDocumentSize: config.maxDocumentSize };
   xapi('/xAPI/activities/state', (req) => handleDocuments(documentDeps, 'state', req), { scopes: STATE });
   xapi('/xAPI/activities/profile', (req) => handleDocuments(documentDeps, 'activity_profile', req), { scopes: PROFILE });
   xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req), { scopes: PROFILE });
-  xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: READ_ONLY, scopes: VIEWS });
-  xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: READ_ONLY, scopes: VIEWS });
-  xapi('/xAPI/about', async (req) => about(req, config.xapiVersions), { allowed: READ_ONLY, versioned: false });
+  xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: RESOURCES.activities.methods, scopes: VIEWS });
+  xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: RESOURCES.agents.methods, scopes: VIEWS });
+  xapi('/xAPI/about', async (req) => about(req, config.xapiVersions), { allowed: RESOURCES.about.methods, versioned: false });
 
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
   for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store, deps.forwarder)));
@@ -223,6 +258,30 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (!result.ok) return refused(reply, 'GET', result);
     return send(reply, 'GET', whoami(result.user));
   });
+
+  if (metrics && config.metricsAccess !== 'off') {
+    app.get('/metrics', async (request, reply) => {
+      if (config.metricsAccess === 'scope') {
+        const result = await auth.authenticate(request.headers.authorization);
+        if (!result.ok) return refused(reply, 'GET', result);
+        if (!result.user.scopes.includes('all')) return send(reply, 'GET', json(403, { detail: 'reading /metrics needs the all scope (or LECTERN_METRICS_ACCESS=open)' }));
+      }
+      return reply.type(metrics.contentType).send(await metrics.render());
+    });
+  }
+
+  // The API description and its interactive page: public, they hold no data.
+  let openapi = '';
+  app.get('/openapi.json', async (_request, reply) => reply.type('application/json; charset=utf-8').send(openapi));
+  app.get('/docs', async (_request, reply) => reply.type('text/html; charset=utf-8').send(DOCS_PAGE));
+  app.get('/docs/assets/*', async (request, reply) => {
+    const asset = docsAsset((request.params as { '*': string })['*']);
+    if (!asset) return reply.status(404).type('application/json; charset=utf-8').send({ detail: 'no such documentation file' });
+    return reply.type(asset.contentType).header('cache-control', 'public, max-age=86400').send(asset.body);
+  });
+  const description = buildOpenApi(routes, LECTERN_VERSION);
+  if (description['x-undescribed']) logger.warn({ routes: description['x-undescribed'] }, 'routes without an OpenAPI description in src/http/openapi.ts');
+  openapi = JSON.stringify(description);
 
   return app;
 }

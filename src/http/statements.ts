@@ -4,12 +4,13 @@ import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
 import { type AttachmentPart, attachmentBlobs, attachmentHashes, matchAttachments } from '../xapi/attachments.ts';
 import { activityIdsOf, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
 import { parseJson } from '../xapi/json.ts';
+import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
 import { verifySignedStatement } from '../xapi/signature.ts';
 import { prepareBatch } from '../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
-import { isUuid, validateStatements } from '../xapi/validate.ts';
+import { validateStatements } from '../xapi/validate.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
 import { buildStatementsMultipart, extractStatementParts } from './multipart.ts';
@@ -81,28 +82,20 @@ const jsonBytes = (text: string): Buffer => Buffer.from(text, 'utf8');
 /** Methods of the Statement resource (Communication §2.1), for 405's Allow header. */
 const ALLOWED = 'GET, HEAD, PUT, POST';
 
-const unknownParams = (names: string[]): ValidationFailed =>
-  new ValidationFailed(names.map((k) => ({ loc: ['query', k], msg: 'unknown parameter', type: 'value_error.extra' })));
-
 async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
-  const id = req.query.statementId;
-  const extra = Object.keys(req.query).filter((k) => k !== 'statementId');
-  if (extra.length) throw unknownParams(extra);
-  if (id === undefined) throw new ValidationFailed([{ loc: ['query', 'statementId'], msg: 'field required', type: 'value_error.missing' }]);
-  if (!isUuid(id)) throw new ValidationFailed([{ loc: ['query', 'statementId'], msg: 'must be a UUID', type: 'value_error.uuid' }]);
+  const id = parseParams('statements', 'PUT', req.query).statementId as string;
   const version = req.version!;
   const received = readBody(req, version);
   if (Array.isArray(received.value)) {
     throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
   }
-  const { statements, blobs } = await acceptStatements(received, version, id.toLowerCase());
+  const { statements, blobs } = await acceptStatements(received, version, id);
   await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, { define: req.access?.define ?? false }), blobs);
   return { status: 204 };
 }
 
 async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
-  const extra = Object.keys(req.query);
-  if (extra.length) throw unknownParams(extra);
+  parseParams('statements', 'POST', req.query);
   const version = req.version!;
   const { statements, blobs } = await acceptStatements(readBody(req, version), version);
   const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, { define: req.access?.define ?? false }), blobs);

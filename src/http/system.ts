@@ -3,8 +3,8 @@ import type { Store } from '../store/types.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
 import type { AuthUser } from '../auth/types.ts';
 import { aboutVersions, type XapiVersion } from '../xapi/versions.ts';
-import { ValidationFailed, type ValidationIssue } from '../errors.ts';
-import { etagOf, unknownParams } from '../xapi/documents.ts';
+import { etagOf } from '../xapi/documents.ts';
+import { parseParams } from '../xapi/params.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 import { LECTERN_VERSION } from '../version.ts';
 
@@ -29,9 +29,7 @@ export const whoami = (user: AuthUser): XapiResponse =>
 
 /** The About resource (§2.8): it takes no parameters, so any is a 400 (§3.2.s3.b7). */
 export function about(req: XapiRequest, served: readonly XapiVersion[]): XapiResponse {
-  const issues: ValidationIssue[] = [];
-  unknownParams(req.query, [], issues);
-  if (issues.length) throw new ValidationFailed(issues);
+  parseParams('about', 'GET', req.query);
   const res = json(200, { version: aboutVersions(served), extensions: { 'https://lectern.dev/extensions/version': LECTERN_VERSION } });
   // Every GET carries an ETag (§3.1.s4.b1).
   return { ...res, headers: { ...res.headers, etag: etagOf(Buffer.from(res.body as string, 'utf8')) } };

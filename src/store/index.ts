@@ -1,19 +1,19 @@
-/** Opens the configured backend, its schema migrated. */
+/** Opens the configured backend, its schema migrated. Only that backend's driver is loaded. */
 import type { Config } from '../config.ts';
 import { activeTargets } from '../forwarding/config.ts';
 import type { Logger } from '../log.ts';
-import { PostgresStore } from './postgres/store.ts';
-import { SqliteStore } from './sqlite/store.ts';
 import type { Store } from './types.ts';
 
 export async function openStore(config: Config, logger?: Logger): Promise<Store> {
   switch (config.backend) {
     case 'sqlite': {
+      const { SqliteStore } = await import('./sqlite/store.ts');
       const store = new SqliteStore({ path: config.sqlitePath, synchronous: config.sqliteSynchronous, forwardTargets: activeTargets(config.xapiForwardings) });
       await store.migrate();
       return store;
     }
     case 'postgres': {
+      const { PostgresStore } = await import('./postgres/store.ts');
       const store = new PostgresStore({
         url: config.postgresUrl,
         poolSize: config.postgresPoolSize,

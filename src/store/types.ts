@@ -87,6 +87,16 @@ export interface Outbox {
   stats(): Promise<ForwardingStats[]>;
 }
 
+/** A connection pool's state. */
+export interface PoolStats {
+  /** Connections open (busy and idle). */
+  total: number;
+  idle: number;
+  /** Requests waiting for a free connection. */
+  waiting: number;
+  max: number;
+}
+
 export interface Store {
   readonly backend: string;
   /** The forwarding outbox (src/forwarding/ delivers it). */
@@ -98,6 +108,8 @@ export interface Store {
   /** Runs a real query; throws when the database does not answer. */
   ping(): Promise<void>;
   close(): Promise<void>;
+  /** Connection pool figures, for backends that keep a pool (for /metrics). */
+  poolStats?(): PoolStats;
 
   /**
    * Stores a batch in one transaction: all or nothing. Rejects with LrsError 'conflict' when an id

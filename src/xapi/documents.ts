@@ -4,12 +4,13 @@
  * and `checkPrecondition` inside its write transaction.
  */
 import { createHash } from 'node:crypto';
-import { LrsError, ValidationFailed, type ValidationIssue } from '../errors.ts';
+import { LrsError } from '../errors.ts';
 import { ifiKey } from './agents.ts';
 import type { Actor } from './types.ts';
 import { is2, type XapiVersion } from './versions.ts';
 import { isJsonType } from './media.ts';
-import { isIri, isUuid, MAX_JSON_DEPTH, parseTimestamp, validateAgentParam } from './validate.ts';
+import { parseParams, type ResourceName } from './params.ts';
+import { MAX_JSON_DEPTH } from './validate.ts';
 
 export type DocumentKind = 'state' | 'activity_profile' | 'agent_profile';
 
@@ -203,22 +204,11 @@ export const hasPrecondition = (pre: DocumentPrecondition): boolean =>
 // Request parameters
 // ---------------------------------------------------------------------------------------------
 
-interface ResourceShape {
-  name: string;
-  idParam: 'stateId' | 'profileId';
-  activity: boolean;
-  agent: boolean;
-  registration: boolean;
-  /** The Agent Profile resource's agent is an Agent, never a Group (§2.6.s3 note). */
-  agentOnly: boolean;
-  /** DELETE without an id removes every document in the scope (State only, §2.3.s5). */
-  multiDelete: boolean;
-}
-
-const SHAPES: Record<DocumentKind, ResourceShape> = {
-  state: { name: 'State', idParam: 'stateId', activity: true, agent: true, registration: true, agentOnly: false, multiDelete: true },
-  activity_profile: { name: 'Activity Profile', idParam: 'profileId', activity: true, agent: false, registration: false, agentOnly: false, multiDelete: false },
-  agent_profile: { name: 'Agent Profile', idParam: 'profileId', activity: false, agent: true, registration: false, agentOnly: true, multiDelete: false },
+/** Per resource: its name, the parameter naming a document, and the table entry of its parameters. */
+const SHAPES: Record<DocumentKind, { name: string; idParam: 'stateId' | 'profileId'; params: ResourceName }> = {
+  state: { name: 'State', idParam: 'stateId', params: 'state' },
+  activity_profile: { name: 'Activity Profile', idParam: 'profileId', params: 'activityProfile' },
+  agent_profile: { name: 'Agent Profile', idParam: 'profileId', params: 'agentProfile' },
 };
 
 /** What a document request addresses: one document (docId) or every document in a scope. */
@@ -231,98 +221,24 @@ export interface DocumentTarget {
   since?: number;
 }
 
-/** Reports parameters that are not in `known` (names are case-sensitive, so miscasing is a 400 that says so). */
-export function unknownParams(params: Record<string, string>, known: readonly string[], issues: ValidationIssue[]): void {
-  for (const name of Object.keys(params)) {
-    if (known.includes(name)) continue;
-    const near = known.find((k) => k.toLowerCase() === name.toLowerCase());
-    issues.push({
-      loc: ['query', name],
-      msg: near ? `unknown parameter (parameter names are case-sensitive: did you mean ${near}?)` : 'unknown parameter',
-      type: 'value_error.extra',
-    });
-  }
-}
-
-export const missingParam = (name: string, issues: ValidationIssue[]): void => {
-  issues.push({ loc: ['query', name], msg: 'field required', type: 'value_error.missing' });
-};
-
 /**
- * Parses the `agent` parameter: JSON, a valid Agent (or, unless `agentOnly`, an identified
- * Group). Returns the agent, or undefined after reporting why not.
- */
-export function parseAgentParam(raw: string, agentOnly: boolean, issues: ValidationIssue[]): Actor | undefined {
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    issues.push({ loc: ['query', 'agent'], msg: `must be an Agent as JSON${agentOnly ? '' : ' (or an identified Group)'}`, type: 'value_error.json' });
-    return undefined;
-  }
-  const before = issues.length;
-  const actor = validateAgentParam(value, ['query', 'agent'], issues);
-  if (issues.length !== before || !actor) return undefined;
-  if (agentOnly && actor.objectType === 'Group') {
-    issues.push({ loc: ['query', 'agent', 'objectType'], msg: 'must be an Agent, not a Group (use the Group\'s identifier in an Agent object)', type: 'value_error.not_allowed' });
-    return undefined;
-  }
-  return actor;
-}
-
-/** Parses an activityId (or other IRI-valued) parameter. */
-export function parseIriParam(name: string, raw: string, issues: ValidationIssue[]): string | undefined {
-  if (isIri(raw)) return raw;
-  issues.push({ loc: ['query', name], msg: 'must be an absolute IRI', type: 'value_error.iri' });
-  return undefined;
-}
-
-/**
- * Validates the parameters of a State / Activity Profile / Agent Profile request (§2.3-§2.7):
- * required ones present, each well-formed, no unknown ones. `since` belongs to GET (and HEAD);
- * with an id it is accepted and has no effect, as the ADL suite expects.
+ * Validates the parameters of a State / Activity Profile / Agent Profile request (§2.3-§2.7) as
+ * params.ts declares them. `since` belongs to GET (and HEAD); with an id it is accepted and has no
+ * effect, as the ADL suite expects. DELETE without an id (State only, §2.3.s5) removes every
+ * document in the scope.
  */
 export function parseDocumentParams(kind: DocumentKind, method: string, params: Record<string, string>): DocumentTarget {
   const shape = SHAPES[kind];
-  const reading = method === 'GET' || method === 'HEAD';
-  const known: string[] = [shape.idParam];
-  if (shape.activity) known.push('activityId');
-  if (shape.agent) known.push('agent');
-  if (shape.registration) known.push('registration');
-  const issues: ValidationIssue[] = [];
-  if (reading) known.push('since');
-  else if (params.since !== undefined) issues.push({ loc: ['query', 'since'], msg: `only GET takes since, not ${method}`, type: 'value_error.extra' });
-  unknownParams(params, reading ? known : [...known, 'since'], issues);
-
-  const scope: Omit<DocumentKey, 'docId'> = { kind, activityId: '', agent: '', registration: '' };
-  if (shape.activity) {
-    if (params.activityId === undefined) missingParam('activityId', issues);
-    else scope.activityId = parseIriParam('activityId', params.activityId, issues) ?? '';
-  }
-  if (shape.agent) {
-    if (params.agent === undefined) missingParam('agent', issues);
-    else {
-      const actor = parseAgentParam(params.agent, shape.agentOnly, issues);
-      if (actor) scope.agent = ifiKey(actor) ?? '';
-    }
-  }
-  if (shape.registration && params.registration !== undefined) {
-    if (isUuid(params.registration)) scope.registration = params.registration.toLowerCase();
-    else issues.push({ loc: ['query', 'registration'], msg: 'must be a UUID', type: 'value_error.uuid' });
-  }
-  const docId = params[shape.idParam];
-  if (docId === undefined) {
-    const idRequired = method === 'PUT' || method === 'POST' || (method === 'DELETE' && !shape.multiDelete);
-    if (idRequired) missingParam(shape.idParam, issues);
-  } else if (docId === '') {
-    issues.push({ loc: ['query', shape.idParam], msg: 'must not be empty', type: 'value_error.empty' });
-  }
-  let since: number | undefined;
-  if (reading && params.since !== undefined) {
-    since = parseTimestamp(params.since);
-    if (since === undefined) issues.push({ loc: ['query', 'since'], msg: 'must be an ISO 8601 timestamp', type: 'value_error.datetime' });
-  }
-  if (issues.length) throw new ValidationFailed(issues);
+  const p = parseParams(shape.params, method, params);
+  const agent = p.agent as Actor | undefined;
+  const scope: Omit<DocumentKey, 'docId'> = {
+    kind,
+    activityId: (p.activityId as string | undefined) ?? '',
+    agent: agent ? (ifiKey(agent) ?? '') : '',
+    registration: (p.registration as string | undefined) ?? '',
+  };
+  const docId = p[shape.idParam] as string | undefined;
+  const since = p.since as number | undefined;
   return { scope, ...(docId !== undefined && { docId }), ...(since !== undefined && { since }) };
 }
 

@@ -31,6 +31,7 @@ import type {
   DocumentPrecondition,
   InsertOutcome,
   QueryPage,
+  PoolStats,
   Store,
   StoredDocument,
   StoredRow,
@@ -233,6 +234,10 @@ export class PostgresStore implements Store {
 
   onOutboxWrite(listener: () => void): void {
     this.outboxListeners.push(listener);
+  }
+
+  poolStats(): PoolStats {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
   }
 
   /** Runs `fn`, turning connection failures into 503s (and logging their cause once here). */

@@ -1,0 +1,212 @@
+/**
+ * Prometheus metrics (prom-client), one registry per running LRS: HTTP requests, statements,
+ * documents, authentication failures, storage latency and connection pool, process metrics, and
+ * the forwarding queues of whichever module registers a stats provider (see `registerForwarding`).
+ */
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+import type { ForwardingStats, PoolStats, Store } from '../store/types.ts';
+
+
+/** Called at each scrape; may be async (e.g. a queue kept in the database). */
+export type ForwardingStatsProvider = () => ForwardingStats[] | Promise<ForwardingStats[]>;
+
+/** Why a statement write was refused, from the response status. */
+const REJECTION: Record<number, string> = {
+  400: 'invalid',
+  401: 'unauthenticated',
+  403: 'forbidden',
+  409: 'conflict',
+  412: 'precondition_failed',
+  413: 'too_large',
+  415: 'unsupported_media_type',
+  503: 'unavailable',
+};
+
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+/** Store methods that are not queries. */
+const NOT_TIMED = new Set(['migrate', 'close', 'waitForServer', 'poolStats']);
+
+export class Metrics {
+  readonly registry = new Registry();
+  readonly contentType = this.registry.contentType;
+  private readonly forwarding: ForwardingStatsProvider[] = [];
+
+  private readonly requests = new Counter({
+    name: 'lectern_http_requests_total',
+    help: 'HTTP requests answered, by route template, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    registers: [this.registry],
+  });
+  private readonly requestDuration = new Histogram({
+    name: 'lectern_http_request_duration_seconds',
+    help: 'Time from request received to response sent, by route template, method and status',
+    labelNames: ['route', 'method', 'status'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+  private readonly statementsStored = new Counter({
+    name: 'lectern_statements_stored_total',
+    help: 'Statements newly stored (a repeated identical statement is not counted again)',
+    registers: [this.registry],
+  });
+  private readonly statementsRejected = new Counter({
+    name: 'lectern_statements_rejected_total',
+    help: 'Statement write requests (PUT/POST) refused, by reason',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
+  private readonly documents = new Counter({
+    name: 'lectern_documents_total',
+    help: 'Successful document operations, by resource (state, activity_profile, agent_profile) and operation (read, write, delete)',
+    labelNames: ['resource', 'operation'] as const,
+    registers: [this.registry],
+  });
+  private readonly authFailures = new Counter({
+    name: 'lectern_auth_failures_total',
+    help: 'Requests refused for their credentials: 401 (missing or wrong) or 403 (not allowed)',
+    labelNames: ['status'] as const,
+    registers: [this.registry],
+  });
+  private readonly dbDuration = new Histogram({
+    name: 'lectern_db_query_duration_seconds',
+    help: 'Storage operations (each one or a few SQL statements), by operation and outcome',
+    labelNames: ['backend', 'operation', 'outcome'] as const,
+    buckets: LATENCY_BUCKETS,
+    registers: [this.registry],
+  });
+
+  constructor() {
+    collectDefaultMetrics({ register: this.registry });
+    // Forwarding figures are read from the providers once per scrape, then spread over the metrics.
+    let scrape: Promise<ForwardingStats[]> | undefined;
+    const read = () => (scrape ??= Promise.all(this.forwarding.map((p) => p())).then((lists) => lists.flat()).finally(() => setImmediate(() => (scrape = undefined))));
+    // queued and dead are levels (dead letters go back to the queue with `lectern forwarding retry`);
+    // delivered and retried only grow.
+    for (const [field, help] of [
+      ['queued', 'Statements waiting to be forwarded, by target'],
+      ['dead', 'Dead letters (given up on until `lectern forwarding retry`), by target'],
+    ] as const) {
+      new Gauge({
+        name: `lectern_forwarding_${field}`,
+        help,
+        labelNames: ['target'] as const,
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          for (const s of await read()) this.set({ target: s.target }, s[field]);
+        },
+      });
+    }
+    for (const field of ['delivered', 'retried'] as const) {
+      new Counter({
+        name: `lectern_forwarding_${field}_total`,
+        help: `Statements ${field === 'retried' ? 'sent again after a failure' : 'accepted by the target'}, by target`,
+        labelNames: ['target'] as const,
+        registers: [this.registry],
+        async collect() {
+          this.reset();
+          for (const s of await read()) this.inc({ target: s.target }, s[field]);
+        },
+      });
+    }
+  }
+
+  /**
+   * Registers a source of forwarding figures, read at each scrape. The forwarding module (or
+   * whoever starts it) calls this once per forwarder: `lrs.metrics.registerForwarding(() => forwarder.stats())`.
+   * Returns a function that unregisters it.
+   */
+  registerForwarding(provider: ForwardingStatsProvider): () => void {
+    this.forwarding.push(provider);
+    return () => {
+      const i = this.forwarding.indexOf(provider);
+      if (i >= 0) this.forwarding.splice(i, 1);
+    };
+  }
+
+  /** Records one answered request. `route` is the route template ('unmatched' for a 404 outside any route). */
+  observeRequest(route: string, method: string, status: number, seconds: number, xapiMethod: string): void {
+    const labels = { route, method, status: String(status) };
+    this.requests.inc(labels);
+    this.requestDuration.observe(labels, seconds);
+    if (status === 401 || status === 403) this.authFailures.inc({ status: String(status) });
+    if (route === '/xAPI/statements' && (xapiMethod === 'PUT' || xapiMethod === 'POST') && status >= 400) {
+      this.statementsRejected.inc({ reason: REJECTION[status] ?? (status >= 500 ? 'error' : 'other') });
+    }
+    const resource = DOCUMENT_ROUTES[route];
+    if (resource && status < 300) {
+      const operation = xapiMethod === 'GET' || xapiMethod === 'HEAD' ? 'read' : xapiMethod === 'DELETE' ? 'delete' : 'write';
+      this.documents.inc({ resource, operation });
+    }
+  }
+
+  /**
+   * The store, with every query method timed and newly stored statements counted. Methods the
+   * store calls on itself are not seen (they run on the unwrapped object).
+   */
+  instrument(store: Store): Store {
+    if (store.poolStats) this.poolGauges(() => store.poolStats!());
+    const wrapped = new Map<PropertyKey, unknown>();
+    return new Proxy(store, {
+      get: (target, prop) => {
+        const value: unknown = Reflect.get(target, prop, target);
+        if (typeof value !== 'function' || typeof prop !== 'string' || NOT_TIMED.has(prop) || prop === 'constructor') return value;
+        let fn = wrapped.get(prop);
+        if (!fn) {
+          const method = value as (...args: unknown[]) => unknown;
+          fn = (...args: unknown[]) => {
+            const end = this.dbDuration.startTimer({ backend: target.backend, operation: prop });
+            const result = method.apply(target, args);
+            if (!(result instanceof Promise)) {
+              end({ outcome: 'ok' });
+              return result;
+            }
+            return result.then(
+              (v: unknown) => {
+                end({ outcome: 'ok' });
+                if (prop === 'insertStatements') this.statementsStored.inc((v as { inserted: number }).inserted);
+                return v;
+              },
+              (err: unknown) => {
+                end({ outcome: 'error' });
+                throw err;
+              },
+            );
+          };
+          wrapped.set(prop, fn);
+        }
+        return fn;
+      },
+    });
+  }
+
+  /** Gauges of a backend's connection pool (PostgreSQL; SQLite has none). */
+  private poolGauges(read: () => PoolStats): void {
+    for (const [field, help] of [
+      ['total', 'Connections open to the database (busy and idle)'],
+      ['idle', 'Idle connections in the pool'],
+      ['waiting', 'Requests waiting for a free connection'],
+      ['max', 'Largest number of connections the pool opens'],
+    ] as const) {
+      new Gauge({
+        name: `lectern_db_pool_${field === 'total' ? 'connections' : field}`,
+        help,
+        registers: [this.registry],
+        collect() {
+          this.set(read()[field]);
+        },
+      });
+    }
+  }
+
+  /** The exposition text. */
+  render(): Promise<string> {
+    return this.registry.metrics();
+  }
+}
+
+const DOCUMENT_ROUTES: Record<string, string> = {
+  '/xAPI/activities/state': 'state',
+  '/xAPI/activities/profile': 'activity_profile',
+  '/xAPI/agents/profile': 'agent_profile',
+};

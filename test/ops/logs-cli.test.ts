@@ -1,0 +1,207 @@
+/**
+ * Logs and the command line, run as a user would: the built CLI, its stdout, a terminal, the
+ * machine's own (older) Node.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+import { credentialEntries, statement, type TestUser } from '../helpers/lrs.ts';
+
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const USER: TestUser = { username: 'logger', password: 'pw-Log-5521', scopes: ['all'], agent: { mbox: 'mailto:logger@example.com' } };
+const AUTH = `Basic ${Buffer.from(`${USER.username}:${USER.password}`).toString('base64')}`;
+const MARKER = 'statement-body-in-logs-9c1d';
+let dir: string;
+
+before(() => {
+  dir = mkdtempSync(join(tmpdir(), 'lectern-logs-'));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+interface Server {
+  url: string;
+  output: () => string;
+  stop: () => Promise<number | null>;
+}
+
+/** `lectern runserver` with stdout piped (not a terminal: JSON lines). */
+async function runserver(env: Record<string, string>, db = join(dir, `lrs-${Math.random().toString(36).slice(2)}.sqlite`)): Promise<Server & { db: string }> {
+  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: db, ...env },
+    // The IPC channel carries the server's "ready" message, whatever the log level.
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
+  let out = '';
+  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
+  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.on('message', (m: { type?: string; url?: string }) => m.type === 'ready' && resolve(m.url!));
+    void exited.then((code) => reject(new Error(`exited ${code}: ${out}`)));
+  });
+  return {
+    url,
+    db,
+    output: () => out,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+const lines = (text: string) =>
+  text
+    .split('\n')
+    .filter((l) => l.startsWith('{'))
+    .map((l) => JSON.parse(l) as Record<string, unknown>);
+
+describe('logs', () => {
+  test('JSON lines; every line of a request carries its id, echoed as X-Request-Id; no credentials or bodies', async () => {
+    const authFile = join(dir, 'auth-logs.json');
+    writeFileSync(authFile, JSON.stringify(await credentialEntries([USER])));
+    const s = await runserver({ LECTERN_AUTH_FILE: authFile });
+    try {
+      const headers = { authorization: AUTH, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
+      const posted = await fetch(`${s.url}/xAPI/statements`, { method: 'POST', headers: { ...headers, 'x-request-id': 'client-id-42' }, body: JSON.stringify(statement({ result: { response: MARKER } })) });
+      assert.equal(posted.status, 200);
+      assert.equal(posted.headers.get('x-request-id'), 'client-id-42');
+      const sqlite = new DatabaseSync(s.db);
+      sqlite.exec('DROP TABLE documents');
+      sqlite.close();
+      const failed = await fetch(`${s.url}/xAPI/activities/state?activityId=http://example.com/a&stateId=s&agent=${encodeURIComponent('{"mbox":"mailto:ben@example.com"}')}`, { headers });
+      assert.equal(failed.status, 500);
+      const id = failed.headers.get('x-request-id') ?? '';
+      assert.match(id, /^[0-9a-f-]{36}$/);
+      // An id that is not a plain token is replaced.
+      const odd = await fetch(`${s.url}/lbheartbeat`, { headers: { 'x-request-id': 'a b\u00e9' } });
+      assert.match(odd.headers.get('x-request-id') ?? '', /^[0-9a-f-]{36}$/);
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+    const out = s.output();
+    const all = lines(out);
+    const ofPost = all.filter((l) => l.reqId === 'client-id-42');
+    assert.equal(ofPost.length, 1);
+    assert.equal(ofPost[0].msg, 'request');
+    assert.equal(ofPost[0].status, 200);
+    const ofFailure = all.filter((l) => l.reqId !== undefined && l.reqId !== 'client-id-42' && l.path === '/xAPI/activities/state');
+    assert.deepEqual(ofFailure.map((l) => l.msg).sort(), ['request', 'unhandled error']);
+    assert.equal(new Set(ofFailure.map((l) => l.reqId)).size, 1);
+    for (const secret of [USER.password, AUTH.slice(6), MARKER]) assert.ok(!out.includes(secret), `${secret} in the logs`);
+  });
+
+  test('LECTERN_LOG_LEVEL=warn keeps request lines out', async () => {
+    const authFile = join(dir, 'auth-level.json');
+    writeFileSync(authFile, JSON.stringify(await credentialEntries([USER])));
+    const s = await runserver({ LECTERN_AUTH_FILE: authFile, LECTERN_LOG_LEVEL: 'warn' });
+    try {
+      assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
+    } finally {
+      await s.stop();
+    }
+    assert.ok(!lines(s.output()).some((l) => l.msg === 'request'));
+  });
+
+  test('human-readable in a terminal', async () => {
+    // `script` gives the server a pseudo-terminal as stdout.
+    const child = spawn('script', ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} runserver --port 0`, '/dev/null'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: join(dir, 'tty.sqlite'), LECTERN_AUTH_FILE: join(dir, 'none.json'), TERM: 'xterm' },
+      stdio: ['pipe', 'pipe', 'pipe'],
+      detached: true,
+    });
+    let out = '';
+    const exited = new Promise((r) => child.on('exit', r));
+    await new Promise<void>((resolve, reject) => {
+      const timer = setTimeout(() => reject(new Error(`no start-up line: ${out}`)), 20_000);
+      child.stdout.on('data', (d: Buffer) => {
+        out += d.toString();
+        if (/Lectern LRS listening/.test(out)) {
+          clearTimeout(timer);
+          resolve();
+        }
+      });
+    });
+    process.kill(-child.pid!, 'SIGTERM');
+    await exited;
+    const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
+    assert.match(plain, /INFO.*Lectern LRS listening on http:/);
+    assert.match(plain, /WARN.*no user in the credentials file/);
+    assert.doesNotMatch(plain, /^\{"level"/m);
+  });
+
+  test('first run: with no user, start-up says in one line how to create one; that command works', async () => {
+    const authFile = join(dir, 'first', 'auth.json');
+    const s = await runserver({ LECTERN_AUTH_FILE: authFile });
+    await s.stop();
+    const hints = lines(s.output()).filter((l) => /no user in the credentials file/.test(String(l.msg)));
+    assert.equal(hints.length, 1);
+    const msg = String(hints[0].msg);
+    const command = `LECTERN_AUTH_FILE=${JSON.stringify(authFile)} lectern auth --username admin --scope all --agent-mbox mailto:admin@example.com -w`;
+    assert.ok(msg.endsWith(command), msg);
+    // The command as printed (plus a password: there is no terminal to ask in) creates the user.
+    const r = spawnSync(process.execPath, [CLI, 'auth', '--username', 'admin', '--scope', 'all', '--agent-mbox', 'mailto:admin@example.com', '-w', '-p', 'pw'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: authFile },
+      encoding: 'utf8',
+    });
+    assert.equal(r.status, 0, r.stderr);
+    assert.ok(existsSync(authFile));
+    // An empty list is no user either; a user silences the hint.
+    const again = await runserver({ LECTERN_AUTH_FILE: authFile });
+    await again.stop();
+    assert.ok(!again.output().includes('no user in the credentials file'));
+    writeFileSync(authFile, '[]');
+    const empty = await runserver({ LECTERN_AUTH_FILE: authFile });
+    await empty.stop();
+    assert.ok(empty.output().includes('no user in the credentials file'));
+  });
+});
+
+describe('the command line on any Node', () => {
+  test('auth loads no database driver, HTTP server or monitoring SDK', () => {
+    // Records every module the process resolves (builtins included).
+    const hook = `data:text/javascript,${encodeURIComponent(
+      "import { registerHooks } from 'node:module'; const seen = new Set(); registerHooks({ resolve(s, c, next) { seen.add(s); return next(s, c); } }); process.on('exit', () => process.stderr.write('RESOLVED ' + JSON.stringify([...seen]) + '\\n'));",
+    )}`;
+    const r = spawnSync(process.execPath, ['--import', hook, CLI, 'auth', '-u', 'x', '-p', 'p', '-s', 'all', '-M', 'mailto:x@example.com'], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' });
+    assert.equal(r.status, 0, r.stderr);
+    const resolved = JSON.parse(/RESOLVED (.*)/.exec(r.stderr)![1]) as string[];
+    assert.ok(resolved.includes('bcrypt') && resolved.includes('commander'), resolved.join(' '));
+    for (const unwanted of ['node:sqlite', 'pg', 'fastify', '@sentry/node', 'prom-client', './runserver.js', '../store/index.js']) {
+      assert.ok(!resolved.includes(unwanted), `${unwanted} was loaded`);
+    }
+  });
+
+  test("the machine's own Node, when older than the engines field, gets one line saying what to do, exit code 2", () => {
+    const engines = (JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { engines: { node: string } }).engines.node;
+    const systemNodes = execFileSync('which', ['-a', 'node'], { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } })
+      .split('\n')
+      .filter(Boolean);
+    assert.ok(systemNodes.length > 0, 'no system node');
+    for (const node of systemNodes) {
+      const version = execFileSync(node, ['--version'], { encoding: 'utf8' }).trim();
+      const major = Number(/^v(\d+)/.exec(version)![1]);
+      const r = spawnSync(node, [CLI, 'auth', '-u', 'x', '-p', 'p', '-s', 'all', '-M', 'mailto:x@example.com'], { cwd: dir, env: { PATH: '/usr/bin:/bin' }, encoding: 'utf8' });
+      if (major >= 22) {
+        // Newer than the minimum: the command itself runs (this machine's Node may be new enough).
+        assert.notEqual(r.status, 2, r.stderr);
+        continue;
+      }
+      assert.equal(r.status, 2, `${node} ${version}: ${r.stderr}`);
+      assert.equal(r.stdout, '');
+      const line = r.stderr.trim();
+      assert.equal(line.split('\n').length, 1, line);
+      assert.ok(line.includes(`Node.js ${engines}`) && line.includes(version), line);
+      assert.match(line, /npm ci.*npm run lectern -- <command>/);
+      assert.doesNotMatch(line, /\bat \S+:\d+|ERR_/);
+    }
+  });
+});
