@@ -178,7 +178,7 @@ async function load(pool: pg.Pool): Promise<{ seconds: number; rows: Record<stri
     try {
       await c.query('BEGIN');
       await copy(c, 'COPY statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, "full") FROM STDIN', st);
-      await copy(c, 'COPY statement_agents (tenant, agent_key, seq, direct) FROM STDIN', ag);
+      await copy(c, 'COPY statement_agents (tenant, agent_key, seq, role) FROM STDIN', ag);
       await copy(c, 'COPY statement_activities (tenant, activity_id, seq, direct) FROM STDIN', ac);
       await c.query('COMMIT');
     } finally {
@@ -330,7 +330,7 @@ async function main(): Promise<void> {
       { title: 'No filter (newest first)', why: 'The most common request: the latest page.', query: {} },
       { title: 'agent (a very active learner)', why: 'Drives from statement_agents (tenant, agent_key, seq) backwards; each hit joins statements by seq. StatementRef targeting runs alongside.', query: { filter: { agent: busyAgent } } },
       { title: 'agent (a rare learner)', why: 'Few matches: the scans stop at the end of the agent\'s index range.', query: { filter: { agent: quietAgent } } },
-      { title: 'agent + related_agents=true', why: 'Same index range, without the direct = 1 condition (authority, instructor, team, SubStatement).', query: { filter: { agent: quietAgent, relatedAgents: true } } },
+      { title: 'agent + related_agents=true', why: 'Same index range, without the role = 1 condition (authority, instructor, team, SubStatement).', query: { filter: { agent: quietAgent, relatedAgents: true } } },
       { title: 'agent whose statements are targeted by StatementRefs', why: 'Checks that statements referring to this agent\'s statements are found.', query: { filter: { agent: targeted?.agent_key ?? busyAgent } } },
       { title: 'verb (50% of statements)', why: 'statements (tenant, verb, seq) backwards; stops after 101 rows.', query: { filter: { verb: 'http://adlnet.gov/expapi/verbs/answered' } } },
       { title: 'verb (a rare verb, 0.3%)', why: 'Same index, a longer range walk.', query: { filter: { verb: 'http://example.com/verbs/rare-3' } } },

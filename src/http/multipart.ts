@@ -1,6 +1,6 @@
 /**
- * `multipart/mixed` (RFC 2046 §5.1) for xAPI statement requests and responses carrying attachments
- * (xAPI-Communication.md §1.5.2).
+ * The `multipart/mixed` codec (RFC 2046 §5.1) for statement requests and responses carrying
+ * attachments (xAPI-Communication §1.5.2); the xAPI rules of the parts are src/xapi/attachments.ts.
  *
  * Pure functions over buffers already read and size-limited by the server. Bodies are never turned
  * into strings: parts are zero-copy views (`subarray`) into the request buffer, found with
@@ -13,10 +13,9 @@
  * conforming sender, which uses CRLF throughout.
  */
 
-import { createHash, randomBytes } from 'node:crypto';
+import { randomBytes } from 'node:crypto';
 import { LrsError } from '../errors.ts';
-import type { AttachmentPart } from '../xapi/attachments.ts';
-import { mediaTypeOf, parseContentType } from '../xapi/media.ts';
+import { parseContentType } from '../xapi/media.ts';
 
 /** One body part: header names lower-cased, values trimmed; `body` is a view into the request buffer. */
 export interface MultipartPart {
@@ -24,13 +23,6 @@ export interface MultipartPart {
   body: Buffer;
 }
 
-/** A multipart/mixed statement request split per xAPI-Communication §1.5.2. */
-export interface StatementParts {
-  /** The first part: the statement or the array of statements, still serialized. */
-  json: Buffer;
-  /** Every other part, by the lower-case hex SHA-2 of its content (verified against its header). */
-  attachments: Map<string, AttachmentPart>;
-}
 
 const bad = (message: string): LrsError => new LrsError('bad_request', message);
 
@@ -268,74 +260,4 @@ export function buildStatementsMultipart(
     });
   }
   return buildMultipartMixed(parts);
-}
-
-// ---------------------------------------------------------------------------------------------
-// xAPI rules (xAPI-Communication §1.5.2)
-// ---------------------------------------------------------------------------------------------
-
-/** SHA-2 variants by hex digest length (§1.5.2.s4.b4: SHA-256, SHA-384 or SHA-512 SHOULD be used). */
-const SHA2_BY_HEX_LENGTH: Record<number, string> = { 56: 'sha224', 64: 'sha256', 96: 'sha384', 128: 'sha512' };
-const HEX = /^[0-9a-f]+$/;
-
-/**
- * Splits a `multipart/mixed` statement request per xAPI-Communication §1.5.2.s2.b2:
- *
- * - the first part MUST be `application/json` (parameters such as charset are allowed): it is the
- *   statement or statements;
- * - every other part MUST have an `X-Experience-API-Hash` header (a hex SHA-2 digest, checked
- *   against the part's content: 400 on mismatch) and `Content-Transfer-Encoding: binary` (missing or
- *   any other encoding is rejected: it is a MUST for the request, and the only encoding that keeps
- *   the hash meaningful);
- * - a Content-Type is only a SHOULD for attachment parts (§1.5.2.s2.b2.b6), so a part without one
- *   is accepted and recorded as `application/octet-stream`;
- * - a part's Content-Length header, when present, must equal its content length;
- * - two parts with the same hash carry the same data (§1.5.2.s2.b2.b5 asks for one copy): kept once.
- *
- * `multipart/form-data` and any other media type are rejected (400). Cross-checking the parts
- * against the statements' attachment objects is {@link matchAttachments}'s job.
- */
-export function extractStatementParts(contentType: string, body: Buffer): StatementParts {
-  const parts = parseMultipartMixed(contentType, body);
-  const first = parts[0]!;
-  const firstType = first.headers['content-type'];
-  if (firstType === undefined) {
-    throw bad('the first multipart part (the statements) has no Content-Type; it must be application/json');
-  }
-  if (mediaTypeOf(firstType) !== 'application/json') {
-    throw bad(`the first multipart part (the statements) must be application/json, not ${JSON.stringify(firstType)}`);
-  }
-  const attachments = new Map<string, AttachmentPart>();
-  for (let i = 1; i < parts.length; i++) {
-    const { headers, body: data } = parts[i]!;
-    const n = i + 1;
-    const declared = headers['x-experience-api-hash'];
-    if (declared === undefined || declared === '') {
-      throw bad(`multipart part ${n} (an attachment) has no X-Experience-API-Hash header`);
-    }
-    const sha2 = declared.toLowerCase();
-    const algorithm = SHA2_BY_HEX_LENGTH[sha2.length];
-    if (algorithm === undefined || !HEX.test(sha2)) {
-      throw bad(`multipart part ${n}: X-Experience-API-Hash ${JSON.stringify(declared)} is not a hex SHA-256, SHA-384 or SHA-512 digest`);
-    }
-    const encoding = headers['content-transfer-encoding'];
-    if (encoding === undefined) {
-      throw bad(`multipart part ${n} (an attachment) has no Content-Transfer-Encoding header; it must be "binary"`);
-    }
-    if (encoding.toLowerCase() !== 'binary') {
-      throw bad(`multipart part ${n}: Content-Transfer-Encoding must be "binary", not ${JSON.stringify(encoding)}`);
-    }
-    const length = headers['content-length'];
-    if (length !== undefined && (!/^\d+$/.test(length) || Number(length) !== data.length)) {
-      throw bad(`multipart part ${n}: Content-Length ${JSON.stringify(length)} does not match its ${data.length} bytes of content`);
-    }
-    const actual = createHash(algorithm).update(data).digest('hex');
-    if (actual !== sha2) {
-      throw bad(`multipart part ${n}: X-Experience-API-Hash ${sha2} does not match the ${algorithm.toUpperCase()} of its content (${actual})`);
-    }
-    if (!attachments.has(sha2)) {
-      attachments.set(sha2, { contentType: headers['content-type'] || 'application/octet-stream', body: data });
-    }
-  }
-  return { json: first.body, attachments };
 }

@@ -1,7 +1,7 @@
 /** The Statement resource (xAPI-Communication §2.1): parse, call the store, reply. */
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
-import { type AttachmentPart, attachmentBlobs, attachmentHashes, matchAttachments } from '../xapi/attachments.ts';
+import { type AttachmentPart, attachmentBlobs, attachmentHashes, matchAttachments, statementParts } from '../xapi/attachments.ts';
 import { activityIdsOf, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
 import { parseJson } from '../xapi/json.ts';
 import { parseParams } from '../xapi/params.ts';
@@ -13,7 +13,7 @@ import { mediaTypeOf } from '../xapi/media.ts';
 import { validateStatements } from '../xapi/validate.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
-import { buildStatementsMultipart, extractStatementParts } from './multipart.ts';
+import { buildStatementsMultipart, parseMultipartMixed } from './multipart.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface StatementDeps {
@@ -40,7 +40,7 @@ function readBody(req: XapiRequest, version: XapiVersion): Received {
   const ct = mediaTypeOf(contentType);
   if (ct === 'application/json') return { value: parseJson(req.body, version), parts: new Map() };
   if (ct.startsWith('multipart/')) {
-    const { json: first, attachments } = extractStatementParts(contentType!, req.body ?? Buffer.alloc(0));
+    const { json: first, attachments } = statementParts(parseMultipartMixed(contentType!, req.body ?? Buffer.alloc(0)));
     return { value: parseJson(first, version), parts: attachments };
   }
   throw new LrsError('bad_request', `statements must be sent as application/json or multipart/mixed, not ${ct || 'without a Content-Type'}`);

@@ -115,7 +115,8 @@ export interface Store {
    * Stores a batch in one transaction: all or nothing. Rejects with LrsError 'conflict' when an id
    * is stored with different content (nothing from the batch is stored), 'bad_request' when a
    * statement voids a voiding statement. Applies voiding, keeps activity definitions and
-   * attachments, all in the same transaction.
+   * attachments, all in the same transaction. The decisions are planInsert's (src/xapi/insert.ts):
+   * a backend reads the rows of rowsToRead and writes the plan.
    */
   insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome>;
   /**

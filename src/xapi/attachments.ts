@@ -1,9 +1,12 @@
 /**
- * Attachments (xAPI-Data §2.4.11, Communication §1.5.2): which attachment objects a statement
- * declares, the cross-check of those objects against the multipart parts received, and the data
- * the store keeps. The multipart codec itself is src/http/multipart.ts.
+ * Attachments (xAPI-Data §2.4.11, Communication §1.5.2): the xAPI rules of a multipart statement
+ * request's parts (hash headers, encoding), which attachment objects a statement declares, the
+ * cross-check of those objects against the parts received, and the data the store keeps. The
+ * multipart codec itself is src/http/multipart.ts.
  */
+import { createHash } from 'node:crypto';
 import { LrsError } from '../errors.ts';
+import { mediaTypeOf } from './media.ts';
 import type { Attachment, Statement } from './types.ts';
 
 /** The raw data of one attachment, keyed by its lower-case hex SHA-2. */
@@ -11,6 +14,14 @@ export interface AttachmentPart {
   /** The part's Content-Type header, or `application/octet-stream` when the part has none. */
   contentType: string;
   body: Buffer;
+}
+
+/** A multipart/mixed statement request split per xAPI-Communication §1.5.2. */
+export interface StatementParts {
+  /** The first part: the statement or the array of statements, still serialized. */
+  json: Buffer;
+  /** Every other part, by the lower-case hex SHA-2 of its content (verified against its header). */
+  attachments: Map<string, AttachmentPart>;
 }
 
 /** Attachment data as the store keeps it: once per tenant and sha2, typed as the statement declared it. */
@@ -21,6 +32,71 @@ export interface AttachmentBlob {
 }
 
 const bad = (message: string): LrsError => new LrsError('bad_request', message);
+
+/** SHA-2 variants by hex digest length (§1.5.2.s4.b4: SHA-256, SHA-384 or SHA-512 SHOULD be used). */
+const SHA2_BY_HEX_LENGTH: Record<number, string> = { 56: 'sha224', 64: 'sha256', 96: 'sha384', 128: 'sha512' };
+const HEX = /^[0-9a-f]+$/;
+
+/**
+ * Splits the parts of a `multipart/mixed` statement request (decoded by src/http/multipart.ts) per
+ * xAPI-Communication §1.5.2.s2.b2:
+ *
+ * - the first part MUST be `application/json` (parameters such as charset are allowed): it is the
+ *   statement or statements;
+ * - every other part MUST have an `X-Experience-API-Hash` header (a hex SHA-2 digest, checked
+ *   against the part's content: 400 on mismatch) and `Content-Transfer-Encoding: binary` (missing or
+ *   any other encoding is rejected: it is a MUST for the request, and the only encoding that keeps
+ *   the hash meaningful);
+ * - a Content-Type is only a SHOULD for attachment parts (§1.5.2.s2.b2.b6), so a part without one
+ *   is accepted and recorded as `application/octet-stream`;
+ * - a part's Content-Length header, when present, must equal its content length;
+ * - two parts with the same hash carry the same data (§1.5.2.s2.b2.b5 asks for one copy): kept once.
+ *
+ * Cross-checking the parts against the statements' attachment objects is {@link matchAttachments}'s job.
+ */
+export function statementParts(parts: { headers: Record<string, string>; body: Buffer }[]): StatementParts {
+  const first = parts[0]!;
+  const firstType = first.headers['content-type'];
+  if (firstType === undefined) {
+    throw bad('the first multipart part (the statements) has no Content-Type; it must be application/json');
+  }
+  if (mediaTypeOf(firstType) !== 'application/json') {
+    throw bad(`the first multipart part (the statements) must be application/json, not ${JSON.stringify(firstType)}`);
+  }
+  const attachments = new Map<string, AttachmentPart>();
+  for (let i = 1; i < parts.length; i++) {
+    const { headers, body: data } = parts[i]!;
+    const n = i + 1;
+    const declared = headers['x-experience-api-hash'];
+    if (declared === undefined || declared === '') {
+      throw bad(`multipart part ${n} (an attachment) has no X-Experience-API-Hash header`);
+    }
+    const sha2 = declared.toLowerCase();
+    const algorithm = SHA2_BY_HEX_LENGTH[sha2.length];
+    if (algorithm === undefined || !HEX.test(sha2)) {
+      throw bad(`multipart part ${n}: X-Experience-API-Hash ${JSON.stringify(declared)} is not a hex SHA-256, SHA-384 or SHA-512 digest`);
+    }
+    const encoding = headers['content-transfer-encoding'];
+    if (encoding === undefined) {
+      throw bad(`multipart part ${n} (an attachment) has no Content-Transfer-Encoding header; it must be "binary"`);
+    }
+    if (encoding.toLowerCase() !== 'binary') {
+      throw bad(`multipart part ${n}: Content-Transfer-Encoding must be "binary", not ${JSON.stringify(encoding)}`);
+    }
+    const length = headers['content-length'];
+    if (length !== undefined && (!/^\d+$/.test(length) || Number(length) !== data.length)) {
+      throw bad(`multipart part ${n}: Content-Length ${JSON.stringify(length)} does not match its ${data.length} bytes of content`);
+    }
+    const actual = createHash(algorithm).update(data).digest('hex');
+    if (actual !== sha2) {
+      throw bad(`multipart part ${n}: X-Experience-API-Hash ${sha2} does not match the ${algorithm.toUpperCase()} of its content (${actual})`);
+    }
+    if (!attachments.has(sha2)) {
+      attachments.set(sha2, { contentType: headers['content-type'] || 'application/octet-stream', body: data });
+    }
+  }
+  return { json: first.body, attachments };
+}
 
 /**
  * The attachment objects of a statement with where each is: its own, and those of its

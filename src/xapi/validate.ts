@@ -505,6 +505,7 @@ const AS_MEMBER = 3; // group member: an Agent
 const AS_AUTHORITY = 4; // authority: Agent, or anonymous Group of exactly two Agents
 const AS_PARAM = 5; // `agent` query parameter: Agent or identified Group
 const AS_CONTEXT_GROUP = 6; // 2.0 contextGroups[].group: a Group (objectType required)
+const AS_CONTEXT_AGENT = 7; // 2.0 contextAgents[].agent: an Agent
 
 const IFI_HINT = 'mbox, mbox_sha1sum, openid or account';
 
@@ -572,15 +573,16 @@ function agentOrGroup(c: Ctx, v: unknown, as: number): J | undefined {
     }
     group = false;
   } else if (t === 'Group') {
-    if (as === AS_MEMBER) {
-      reportAt(c, 'objectType', 'a Group member must be an Agent; Groups cannot contain Groups', 'value_error.not_allowed');
+    if (as === AS_MEMBER || as === AS_CONTEXT_AGENT) {
+      const msg = as === AS_MEMBER ? 'a Group member must be an Agent; Groups cannot contain Groups' : 'a contextAgent\'s agent must be an Agent (a Group goes in contextGroups)';
+      reportAt(c, 'objectType', msg, 'value_error.not_allowed');
       return undefined;
     }
     group = true;
   } else {
     c.path.push('objectType');
     if (typeof t !== 'string') wrongType(c, t, 'string');
-    else if (as === AS_MEMBER) report(c, 'must be "Agent"', 'value_error.enum');
+    else if (as === AS_MEMBER || as === AS_CONTEXT_AGENT) report(c, 'must be "Agent"', 'value_error.enum');
     else if (groupOnly) report(c, 'must be "Group"', 'value_error.enum');
     else report(c, 'must be "Agent" or "Group"', 'value_error.enum');
     c.path.pop();
@@ -1158,7 +1160,7 @@ function contextActors(c: Ctx, v: unknown, agents: boolean): unknown[] | undefin
           else if (typeof y !== 'string') wrongType(c, y, 'string');
           else report(c, `must be "${objectType}"`, 'value_error.enum');
         } else if (k === member) {
-          o[k] = agentOrGroup(c, y, agents ? AS_MEMBER : AS_CONTEXT_GROUP);
+          o[k] = agentOrGroup(c, y, agents ? AS_CONTEXT_AGENT : AS_CONTEXT_GROUP);
         } else if (k === 'relevantTypes') {
           if (!Array.isArray(y)) wrongType(c, y, 'array', 'an array of IRIs');
           else if (y.length === 0) report(c, 'relevantTypes, when present, must list at least one IRI', 'value_error.empty');

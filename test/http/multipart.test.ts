@@ -5,13 +5,14 @@ import { LrsError } from '../../src/errors.ts';
 import {
   buildMultipartMixed,
   buildStatementsMultipart,
-  extractStatementParts,
   parseMultipartMixed,
 } from '../../src/http/multipart.ts';
-import { type AttachmentPart, matchAttachments } from '../../src/xapi/attachments.ts';
+import { type AttachmentPart, matchAttachments, statementParts } from '../../src/xapi/attachments.ts';
 import { mediaTypeOf, parseContentType } from '../../src/xapi/media.ts';
 import type { Attachment, Statement } from '../../src/xapi/types.ts';
 
+/** The request path: the codec decodes, the xAPI layer splits. */
+const extractStatementParts = (contentType: string, body: Buffer) => statementParts(parseMultipartMixed(contentType, body));
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
 
 /** Asserts that `fn` throws a 400 LrsError whose message matches `pattern`. */

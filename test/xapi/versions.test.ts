@@ -6,6 +6,7 @@ import { forReader } from '../../src/xapi/formats.ts';
 import { duplicateKey, parseJson } from '../../src/xapi/json.ts';
 import { centiseconds, statementDifference, toUtc } from '../../src/xapi/statement.ts';
 import type { Statement } from '../../src/xapi/types.ts';
+import { validateStatements } from '../../src/xapi/validate.ts';
 import { aboutVersions, acceptsStatementVersion, negotiate, parseServed, responseVersion } from '../../src/xapi/versions.ts';
 
 const BOTH = ['2.0.0', '1.0.3'] as const;
@@ -33,6 +34,21 @@ describe('versions', () => {
     assert.ok(acceptsStatementVersion('2.0.0', '2.0.0'));
     assert.ok(acceptsStatementVersion('2.0.0', '1.0.3'));
     assert.ok(!acceptsStatementVersion('2.0.0', '2.1.0'));
+  });
+});
+
+describe('the validator takes the version', () => {
+  const base = { actor: { mbox: 'mailto:a@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/o' } };
+  const issues = (context: unknown, v: '1.0.3' | '2.0.0') => validateStatements({ ...base, context }, v).issues.map((i) => [i.loc.join('.'), i.type]);
+  test('contextAgents/contextGroups: 2.0 only, each part checked', () => {
+    const ok = { contextAgents: [{ objectType: 'contextAgent', agent: { mbox: 'mailto:b@example.com' }, relevantTypes: ['http://example.com/t'] }] };
+    assert.deepEqual(issues(ok, '2.0.0'), []);
+    assert.deepEqual(issues(ok, '1.0.3'), [['0.context.contextAgents', 'value_error.extra']]);
+    const group = { objectType: 'Group', mbox: 'mailto:g@example.com' };
+    assert.deepEqual(issues({ contextAgents: [{ objectType: 'contextAgent', agent: group }] }, '2.0.0'), [['0.context.contextAgents.0.agent.objectType', 'value_error.not_allowed']]);
+    assert.deepEqual(issues({ contextGroups: [{ objectType: 'contextGroup', group }] }, '2.0.0'), []);
+    assert.deepEqual(issues({ contextGroups: [{ objectType: 'contextGroup', group: { mbox: 'mailto:g@example.com' } }] }, '2.0.0'), [['0.context.contextGroups.0.group.objectType', 'value_error.missing']]);
+    assert.deepEqual(issues({ contextGroups: [{ objectType: 'contextGroup', group, relevantTypes: [] }] }, '2.0.0'), [['0.context.contextGroups.0.relevantTypes', 'value_error.empty']]);
   });
 });
 
