@@ -25,8 +25,12 @@ export interface ForwarderOptions {
   logger: Logger;
 }
 
-/** The figures a metrics exporter and /heartbeat read: one entry per active target. */
-export type TargetStats = Omit<ForwardingStats, 'lastError'>;
+/**
+ * The figures a metrics exporter and /heartbeat read: one entry per active target. `entry` is its
+ * position in LECTERN_XAPI_FORWARDINGS (as configuration errors name it): the unauthenticated
+ * /heartbeat shows that instead of the url.
+ */
+export type TargetStats = Omit<ForwardingStats, 'lastError'> & { entry: number };
 
 const MAX_BACKOFF_MS = 300_000;
 
@@ -75,14 +79,14 @@ export class Forwarder {
     const rows = new Map((await this.opts.store.outbox.stats()).map((s) => [s.target, s]));
     return this.workers.map((w) => {
       const s = rows.get(w.url);
-      return { target: w.url, queued: s?.queued ?? 0, delivered: s?.delivered ?? 0, retried: s?.retried ?? 0, dead: s?.dead ?? 0 };
+      return { target: w.url, entry: this.opts.targets.indexOf(w.target), queued: s?.queued ?? 0, delivered: s?.delivered ?? 0, retried: s?.retried ?? 0, dead: s?.dead ?? 0 };
     });
   }
 }
 
 class TargetWorker {
   readonly url: string;
-  private readonly target: ForwardingTarget;
+  readonly target: ForwardingTarget;
   private readonly owner: string;
   private readonly opts: ForwarderOptions;
   private readonly client: TargetClient;

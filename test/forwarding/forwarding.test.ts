@@ -34,15 +34,19 @@ const sha256 = (data: string): string => createHash('sha256').update(data).diges
 
 const FAST = { LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_XAPI_FORWARDING_LEASE: '2' };
 
-async function stats(lrs: TestLrs): Promise<Map<string, TargetStats>> {
+/** Per target url, from the forwarder; /heartbeat shows the same figures by configuration entry. */
+async function stats(lrs: TestLrs): Promise<Map<string, Omit<TargetStats, 'entry'>>> {
   const res = await fetch(`${lrs.url}/heartbeat`);
   assert.equal(res.status, 200);
-  const body = (await res.json()) as { database: string; forwarding: TargetStats[] };
-  return new Map(body.forwarding.map((s) => [s.target, s]));
+  const body = (await res.json()) as { database: string; forwarding: Omit<TargetStats, 'target'>[] };
+  const byUrl = await lrs.lrs.forwarder.stats();
+  assert.deepEqual(body.forwarding.map((s) => s.entry), byUrl.map((s) => s.entry), 'the heartbeat lists every active target by entry');
+  assert.doesNotMatch(JSON.stringify(body), /http:/, 'no target url on the unauthenticated heartbeat');
+  return new Map(byUrl.map(({ entry: _, ...s }) => [s.target, s]));
 }
 
 /** Waits until `target`'s figures satisfy `ok`; returns them. */
-const figures = (lrs: TestLrs, target: string, what: string, ok: (s: TargetStats) => boolean) =>
+const figures = (lrs: TestLrs, target: string, what: string, ok: (s: Omit<TargetStats, 'entry'>) => boolean) =>
   eventually(what, async () => {
     const s = (await stats(lrs)).get(target);
     return s && ok(s) ? s : undefined;
