@@ -201,6 +201,21 @@ export const SETTINGS = {
     help: 'Milliseconds before the first start-up retry; each next wait doubles, up to 30 s.',
     parse: int(0, 600_000),
   },
+  auditFile: {
+    name: 'LECTERN_AUDIT_FILE',
+    default: 'lectern-audit.log',
+    help: '`lectern erase` appends one JSON line per run here (what, when, how many; never the data), relative to the working directory.',
+    parse: str,
+  },
+  pseudonymizeKey: {
+    name: 'LECTERN_PSEUDONYMIZE_KEY',
+    default: '',
+    help: 'Secret of `lectern erase --pseudonymize` (HMAC-SHA256 key, at least 16 characters): the same key gives the same pseudonym. Keep it like a password.',
+    parse: (raw: string, name: string) => {
+      if (raw !== '' && raw.length < 16) throw new ConfigError(`${name} must be at least 16 characters long (it keys the pseudonyms)`);
+      return raw;
+    },
+  },
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;

@@ -39,7 +39,7 @@ export function parseJsonBody(body: Buffer | undefined): unknown {
 }
 
 /** What a PUT/POST carries: the statements as sent and the attachment data, by lower-case sha2. */
-interface Received {
+export interface Received {
   value: unknown;
   parts: Map<string, AttachmentPart>;
 }
@@ -64,7 +64,7 @@ function readBody(req: XapiRequest): Received {
  * signed statements (xAPI-Data §2.6). `id` is PUT's statementId. Returns the statements to store
  * and the attachment data to keep with them.
  */
-async function acceptStatements(received: Received, id?: string): Promise<{ statements: Statement[]; blobs: AttachmentBlob[] }> {
+export async function acceptStatements(received: Received, id?: string): Promise<{ statements: Statement[]; blobs: AttachmentBlob[] }> {
   const { statements, issues } = validateStatements(received.value);
   if (issues.length) throw new ValidationFailed(issues);
   if (id !== undefined) {

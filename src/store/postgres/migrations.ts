@@ -106,4 +106,10 @@ ALTER TABLE statement_activities ALTER COLUMN tenant SET STATISTICS 0;
 ALTER TABLE activities ALTER COLUMN tenant SET STATISTICS 0;
 `,
   },
+  {
+    version: 5,
+    name: 'attachment links by hash',
+    // Erasure deletes an attachment once no statement of its tenant links it: found by hash.
+    sql: 'CREATE INDEX statement_attachments_sha2 ON statement_attachments (sha2);',
+  },
 ];

@@ -81,4 +81,10 @@ CREATE TABLE documents (
 );
 `,
   },
+  {
+    version: 4,
+    name: 'attachment links by hash',
+    // Erasure deletes an attachment once no statement of its tenant links it: found by hash.
+    sql: 'CREATE INDEX statement_attachments_sha2 ON statement_attachments(sha2);',
+  },
 ];

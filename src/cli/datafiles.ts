@@ -1,0 +1,85 @@
+/**
+ * What `lectern export`, `import` and `erase` share: the store opened with runserver's settings,
+ * and the files of an export — the statements (NDJSON, `.gz` compressed), the attachments folder
+ * and the documents file beside it.
+ */
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, existsSync, statSync } from 'node:fs';
+import { type Readable, type Writable } from 'node:stream';
+import { createGunzip, createGzip } from 'node:zlib';
+import { loadConfig, type Config } from '../config.ts';
+import { createLogger } from '../log.ts';
+import { openStore, type Store } from '../store/index.ts';
+import { CliError } from './auth.ts';
+
+/** The settings runserver uses, `--backend` overriding LECTERN_RUNSERVER_BACKEND; logs go to stderr. */
+export async function openCliStore(backend: string | undefined): Promise<{ config: Config; store: Store }> {
+  const config = loadConfig(undefined, backend === undefined ? {} : { backend: { value: backend, source: '--backend' } });
+  // Warnings only: stdout may be the export itself, and progress is shown on stderr.
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
+  try {
+    return { config, store: await openStore(config, logger) };
+  } catch (err) {
+    throw new CliError(`cannot open the ${config.backend} store: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * The sibling paths of an export: `backup.ndjson.gz` → `backup.attachments/` and
+ * `backup.documents.ndjson.gz` (compressed when the statements are); an import's `backup.rejects.ndjson`.
+ */
+export function siblings(file: string): { attachments: string; documents: string; rejects: string } {
+  const gz = file.endsWith('.gz');
+  const base = file.replace(/\.gz$/, '').replace(/\.(ndjson|jsonl|json)$/, '');
+  return { attachments: `${base}.attachments`, documents: `${base}.documents.ndjson${gz ? '.gz' : ''}`, rejects: `${base}.rejects.ndjson` };
+}
+
+/** A writer with backpressure; `.gz` files are gzip compressed; '-' is stdout. */
+export class OutputFile {
+  private readonly sink: Writable;
+  private readonly file: Writable | undefined;
+  readonly path: string;
+
+  constructor(path: string, opts: { append?: boolean } = {}) {
+    this.path = path;
+    this.file = path === '-' ? undefined : createWriteStream(path, { flags: opts.append ? 'a' : 'w' });
+    const target = this.file ?? process.stdout;
+    if (path.endsWith('.gz')) {
+      const gz = createGzip();
+      gz.pipe(target);
+      this.sink = gz;
+    } else {
+      this.sink = target;
+    }
+  }
+
+  async write(text: string): Promise<void> {
+    if (!this.sink.write(text)) await once(this.sink, 'drain');
+  }
+
+  /** Ends the stream (the gzip trailer included) and waits until it is on disk. */
+  async close(): Promise<void> {
+    if (this.sink === process.stdout) return;
+    const done = this.file ? once(this.file, 'close') : Promise.resolve();
+    this.sink.end();
+    await done;
+  }
+}
+
+/** A readable of a file's content (gunzipped for `.gz`), its size, and how many bytes were read. */
+export function openInput(path: string): { stream: Readable; size?: number; bytesRead(): number } {
+  let read = 0;
+  let raw: Readable;
+  let size: number | undefined;
+  if (path === '-') {
+    raw = process.stdin;
+  } else {
+    if (!existsSync(path)) throw new CliError(`${path} does not exist`);
+    size = statSync(path).size;
+    raw = createReadStream(path);
+  }
+  raw.on('data', (chunk: Buffer) => (read += chunk.length));
+  const stream = path.endsWith('.gz') ? raw.pipe(createGunzip()) : raw;
+  if (stream !== raw) raw.on('error', (err) => stream.destroy(err));
+  return { stream, size, bytesRead: () => read };
+}

@@ -1,0 +1,531 @@
+/**
+ * `lectern import`: statements from an export (NDJSON or a JSON array, `.gz` too) or pulled from
+ * another LRS's Statement resource, stored through exactly what POST /statements runs — the same
+ * validation, attachment and signature checks (acceptStatements), the same preparation and the
+ * same store insert with its conflict and voiding rules — in batches. Statement ids make it
+ * idempotent: a re-run (after a crash, Ctrl-C, or on purpose) stores nothing twice. Every refused
+ * statement is reported with its line and reason in the rejects file; the rest go in.
+ */
+import { createHash } from 'node:crypto';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Readable } from 'node:stream';
+import { StringDecoder } from 'node:string_decoder';
+import { LrsError, type ValidationIssue } from '../errors.ts';
+import { acceptStatements } from '../http/statements.ts';
+import { type AttachmentPart, extractStatementParts } from '../http/multipart.ts';
+import type { Store } from '../store/types.ts';
+import { ifiKey } from '../xapi/agents.ts';
+import { type PreparedStatement, prepareStatement, sameStatement } from '../xapi/statement.ts';
+import type { Actor, Statement } from '../xapi/types.ts';
+import { VOIDED_VERB, XAPI_VERSION } from '../xapi/types.ts';
+import { mediaTypeOf, validateAgentParam } from '../xapi/validate.ts';
+import { CliError } from './auth.ts';
+import { OutputFile, openCliStore, openInput, siblings } from './datafiles.ts';
+import { interruptible, Progress } from './progress.ts';
+
+export interface ImportOptions {
+  backend?: string;
+  target?: string;
+  fromLrs?: string;
+  user?: string;
+  password?: string;
+  token?: string;
+  attachments?: boolean | string;
+  documents?: boolean | string;
+  rejects?: string;
+  skip?: string;
+  batchSize?: string;
+  pageSize?: string;
+  authority?: string;
+  more?: string;
+  progressInterval?: string;
+}
+
+/** The authority of imported statements that carry none (an export from an LRS always has one). */
+export const IMPORT_AUTHORITY: Actor = { objectType: 'Agent', name: 'lectern import', account: { homePage: 'https://lectern.invalid', name: 'import' } };
+
+/** One statement to import: its line (file) or number (pull), the parsed JSON or why it is not JSON. */
+interface Item {
+  n: number;
+  value?: unknown;
+  malformed?: string;
+  /** Attachment data that came with it (a pull with attachments=true). */
+  parts?: Map<string, AttachmentPart>;
+  /** For a pull: the page it came from, to resume at. */
+  page?: string;
+}
+
+// ----- reading files -------------------------------------------------------------------------
+
+const parseItem = (n: number, text: string): Item => {
+  try {
+    return { n, value: JSON.parse(text) };
+  } catch (err) {
+    return { n, malformed: `malformed JSON: ${(err as Error).message}` };
+  }
+};
+
+/**
+ * The statements of a file: NDJSON (one per line, blank lines ignored) or, when its first
+ * non-blank character is `[`, a JSON array split into its elements as it streams in.
+ */
+async function* fileItems(stream: Readable): AsyncGenerator<Item> {
+  const decoder = new StringDecoder('utf8');
+  let buf = '';
+  let mode: 'ndjson' | 'array' | undefined;
+  let line = 0;
+  // Array scanner state: nesting depth, inside a string, after a backslash, element start.
+  let depth = 0;
+  let inString = false;
+  let escaped = false;
+  let scanned = 0;
+  let element = 0;
+  for await (const chunk of stream) {
+    buf += decoder.write(chunk as Buffer);
+    if (mode === undefined) {
+      const first = buf.trimStart()[0];
+      if (first === undefined) continue;
+      mode = first === '[' ? 'array' : 'ndjson';
+      if (mode === 'array') {
+        buf = buf.trimStart().slice(1);
+        depth = 1;
+      }
+    }
+    if (mode === 'ndjson') {
+      let nl: number;
+      while ((nl = buf.indexOf('\n')) !== -1) {
+        const text = buf.slice(0, nl).trim();
+        buf = buf.slice(nl + 1);
+        line++;
+        if (text) yield parseItem(line, text);
+      }
+      continue;
+    }
+    let start = 0;
+    for (let i = scanned; i < buf.length; i++) {
+      const c = buf[i];
+      if (inString) {
+        if (escaped) escaped = false;
+        else if (c === '\\') escaped = true;
+        else if (c === '"') inString = false;
+      } else if (c === '"') inString = true;
+      else if (c === '{' || c === '[') depth++;
+      else if (c === '}' || c === ']' || c === ',') {
+        if (c !== ',') depth--;
+        if (depth === 1 && c === ',') {
+          element++;
+          yield parseItem(element, buf.slice(start, i));
+          start = i + 1;
+        } else if (depth === 0) {
+          const text = buf.slice(start, i).trim();
+          if (text) yield parseItem(++element, text);
+          return;
+        }
+      }
+    }
+    buf = buf.slice(start);
+    scanned = buf.length;
+  }
+  buf += decoder.end();
+  if (mode === 'ndjson' && buf.trim()) yield parseItem(line + 1, buf.trim());
+  if (mode === 'array') yield { n: element + 1, malformed: 'the JSON array is not closed (truncated file?)' };
+}
+
+/** The attachment data an export folder holds for a statement's attachments. */
+function partsFromFolder(value: unknown, dir: string | undefined): Map<string, AttachmentPart> {
+  const parts = new Map<string, AttachmentPart>();
+  if (!dir || value === null || typeof value !== 'object') return parts;
+  const s = value as { attachments?: unknown; object?: { objectType?: unknown; attachments?: unknown } };
+  const lists = [s.attachments, s.object?.objectType === 'SubStatement' ? s.object.attachments : undefined];
+  for (const list of lists) {
+    if (!Array.isArray(list)) continue;
+    for (const a of list as { sha2?: unknown; contentType?: unknown }[]) {
+      if (typeof a?.sha2 !== 'string') continue;
+      const sha2 = a.sha2.toLowerCase();
+      const file = join(dir, sha2);
+      if (/^[0-9a-f]+$/.test(sha2) && !parts.has(sha2) && existsSync(file)) {
+        parts.set(sha2, { contentType: typeof a.contentType === 'string' ? a.contentType : 'application/octet-stream', body: readFileSync(file) });
+      }
+    }
+  }
+  return parts;
+}
+
+// ----- pulling from another LRS ----------------------------------------------------------------
+
+interface Pull {
+  base: URL;
+  headers: Record<string, string>;
+  attachments: boolean;
+  /** The page being read, for the resume hint. */
+  current?: string;
+}
+
+async function getJson(pull: Pull, url: URL): Promise<{ status: number; value?: unknown; parts: Map<string, AttachmentPart> }> {
+  for (let attempt = 1; ; attempt++) {
+    let res: Response;
+    try {
+      res = await fetch(url, { headers: pull.headers });
+    } catch (err) {
+      if (attempt < 4) {
+        await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+        continue;
+      }
+      throw new CliError(`cannot reach ${url.origin}: ${(err as Error).message}`);
+    }
+    const body = Buffer.from(await res.arrayBuffer());
+    if (res.status >= 500 && attempt < 4) {
+      await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
+      continue;
+    }
+    if (res.status === 404) return { status: 404, parts: new Map() };
+    if (res.status !== 200) {
+      throw new CliError(`${url.pathname} answered ${res.status}: ${body.toString('utf8').slice(0, 300)}`);
+    }
+    const ct = res.headers.get('content-type') ?? '';
+    try {
+      if (mediaTypeOf(ct).startsWith('multipart/')) {
+        const { json, attachments } = extractStatementParts(ct, body);
+        return { status: 200, value: JSON.parse(json.toString('utf8')), parts: attachments };
+      }
+      return { status: 200, value: JSON.parse(body.toString('utf8')), parts: new Map() };
+    } catch (err) {
+      throw new CliError(`${url.pathname} did not answer with statements: ${(err as Error).message}`);
+    }
+  }
+}
+
+/**
+ * Every statement of the other LRS, oldest first, following `more` links. The Statement resource
+ * leaves voided statements out: each voiding statement's target is fetched by voidedStatementId
+ * and imported just before it, so the voided statement arrives too.
+ */
+async function* lrsItems(pull: Pull, first: URL): AsyncGenerator<Item> {
+  let url: URL | undefined = first;
+  let n = 0;
+  while (url) {
+    pull.current = url.toString();
+    const page = await getJson(pull, url);
+    const result = page.value as { statements?: unknown; more?: unknown };
+    if (!result || !Array.isArray(result.statements)) throw new CliError(`${url.pathname} answered without a statements array`);
+    for (const s of result.statements as Record<string, unknown>[]) {
+      const object = s?.object as { objectType?: unknown; id?: unknown } | undefined;
+      if ((s?.verb as { id?: unknown })?.id === VOIDED_VERB && object?.objectType === 'StatementRef' && typeof object.id === 'string') {
+        const voided = new URL(`${pull.base.pathname}/statements`, pull.base);
+        voided.searchParams.set('voidedStatementId', object.id);
+        if (pull.attachments) voided.searchParams.set('attachments', 'true');
+        const v = await getJson(pull, voided);
+        if (v.status === 200) yield { n: ++n, value: v.value, parts: v.parts, page: pull.current };
+      }
+      yield { n: ++n, value: s, parts: page.parts, page: pull.current };
+    }
+    // `more` is a path on the same server ("relative IRL"), or absolute on some LRSs.
+    url = typeof result.more === 'string' && result.more !== '' ? new URL(result.more, pull.base) : undefined;
+  }
+  pull.current = undefined;
+}
+
+// ----- storing -----------------------------------------------------------------------------
+
+interface Counts {
+  read: number;
+  inserted: number;
+  existing: number;
+  rejected: number;
+}
+
+class Importer {
+  readonly counts: Counts = { read: 0, inserted: 0, existing: 0, rejected: 0 };
+  private readonly store: Store;
+  private readonly tenant: string;
+  private readonly authority: Actor;
+  private readonly rejects: () => OutputFile;
+  private readonly attachmentsDir: string | undefined;
+
+  constructor(opts: { store: Store; tenant: string; authority: Actor; rejects: () => OutputFile; attachmentsDir?: string }) {
+    this.store = opts.store;
+    this.tenant = opts.tenant;
+    this.authority = opts.authority;
+    this.rejects = opts.rejects;
+    this.attachmentsDir = opts.attachmentsDir;
+  }
+
+  private async reject(item: Item, err: { message: string; status?: number; issues?: ValidationIssue[] }, id?: string): Promise<void> {
+    this.counts.rejected++;
+    // Validation locations start with the index in a batch of one: drop it.
+    const issues = err.issues?.map((i) => ({ ...i, loc: typeof i.loc[0] === 'number' ? i.loc.slice(1) : i.loc }));
+    const error = issues ? issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; ') : err.message;
+    const line = { line: item.n, id, status: err.status ?? 400, error, issues };
+    await this.rejects().write(`${JSON.stringify(line)}\n`);
+  }
+
+  /** Validates, prepares and stores one batch; refused statements go to the rejects file. */
+  async batch(items: Item[]): Promise<void> {
+    this.counts.read += items.length;
+    const ready: { item: Item; p: PreparedStatement; blobs: { sha2: string; contentType: string; content: Buffer }[] }[] = [];
+    const byId = new Map<string, PreparedStatement>();
+    for (const item of items) {
+      if (item.malformed !== undefined) {
+        await this.reject(item, { message: item.malformed });
+        continue;
+      }
+      if (item.value === null || typeof item.value !== 'object' || Array.isArray(item.value)) {
+        await this.reject(item, { message: 'each line must be one statement (a JSON object)' });
+        continue;
+      }
+      // Without an id, a statement gets one derived from its content, not a random one: a re-run
+      // then finds it stored instead of storing it twice.
+      if ((item.value as Statement).id === undefined) (item.value as Statement).id = contentId(item.value);
+      const id = typeof (item.value as Statement).id === 'string' ? (item.value as Statement).id : undefined;
+      try {
+        const parts = item.parts ? narrow(item.value, item.parts) : partsFromFolder(item.value, this.attachmentsDir);
+        const { statements, blobs } = await acceptStatements({ value: item.value, parts });
+        const s = statements[0];
+        // The authority the source LRS recorded is kept (see README, "Import").
+        const p = prepareStatement(s, s.authority ?? this.authority);
+        const twin = byId.get(p.id);
+        if (twin) {
+          if (sameStatement(p.statement, twin.statement)) this.counts.existing++;
+          else await this.reject(item, { status: 409, message: `a different statement with id ${p.id} comes earlier in the input` }, p.id);
+          continue;
+        }
+        byId.set(p.id, p);
+        ready.push({ item, p, blobs });
+      } catch (err) {
+        if (!(err instanceof LrsError)) throw err;
+        await this.reject(item, err, id);
+      }
+    }
+    if (!ready.length) return;
+    try {
+      const out = await this.store.insertStatements(
+        this.tenant,
+        ready.map((r) => r.p),
+        ready.flatMap((r) => r.blobs),
+      );
+      this.counts.inserted += out.inserted;
+      this.counts.existing += ready.length - out.inserted;
+    } catch (err) {
+      if (!(err instanceof LrsError) || err.kind === 'unavailable') throw err;
+      // One statement spoiled the batch (a conflict, voiding a voiding statement): one by one.
+      for (const r of ready) {
+        try {
+          const out = await this.store.insertStatements(this.tenant, [r.p], r.blobs);
+          this.counts.inserted += out.inserted;
+          this.counts.existing += 1 - out.inserted;
+        } catch (e) {
+          if (!(e instanceof LrsError) || e.kind === 'unavailable') throw e;
+          await this.reject(r.item, e, r.p.id);
+        }
+      }
+    }
+  }
+}
+
+/** A UUID (version 8, RFC 9562) from the SHA-256 of a statement's JSON. */
+function contentId(value: unknown): string {
+  const h = createHash('sha256').update(JSON.stringify(value)).digest('hex');
+  const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
+
+/** The parts of a pulled page that belong to this statement (matchAttachments refuses extra parts). */
+function narrow(value: unknown, parts: Map<string, AttachmentPart>): Map<string, AttachmentPart> {
+  const out = new Map<string, AttachmentPart>();
+  const s = value as { attachments?: unknown; object?: { objectType?: unknown; attachments?: unknown } };
+  for (const list of [s.attachments, s.object?.objectType === 'SubStatement' ? s.object.attachments : undefined]) {
+    if (!Array.isArray(list)) continue;
+    for (const a of list as { sha2?: unknown }[]) {
+      const sha2 = typeof a?.sha2 === 'string' ? a.sha2.toLowerCase() : '';
+      const part = parts.get(sha2);
+      if (part) out.set(sha2, part);
+    }
+  }
+  return out;
+}
+
+/** One line of the documents file written by `lectern export --documents`. */
+interface DocumentLine {
+  kind?: unknown;
+  activityId?: unknown;
+  agent?: unknown;
+  registration?: unknown;
+  id?: unknown;
+  contentType?: unknown;
+  content?: unknown;
+}
+
+async function importDocuments(store: Store, tenant: string, file: string, rejects: () => OutputFile): Promise<{ stored: number; rejected: number }> {
+  const input = openInput(file);
+  let stored = 0;
+  let rejected = 0;
+  for await (const item of fileItems(input.stream)) {
+    const d = item.value as DocumentLine | undefined;
+    let problem = item.malformed;
+    let agentKey = '';
+    if (!problem) {
+      const kinds = ['state', 'activity_profile', 'agent_profile'];
+      if (!d || typeof d !== 'object' || !kinds.includes(d.kind as string)) problem = `kind must be one of ${kinds.join(', ')}`;
+      else if (typeof d.id !== 'string' || typeof d.contentType !== 'string' || typeof d.content !== 'string') problem = 'id, contentType and content (base64) are required';
+      else if (d.kind !== 'agent_profile' && typeof d.activityId !== 'string') problem = 'activityId is required';
+      else if (d.kind !== 'activity_profile') {
+        const issues: { loc: (string | number)[]; msg: string; type: string }[] = [];
+        const agent = validateAgentParam(d.agent, ['agent'], issues);
+        if (issues.length || !agent) problem = `agent: ${issues.map((i) => i.msg).join('; ') || 'required'}`;
+        else agentKey = ifiKey(agent) ?? '';
+      }
+    }
+    if (problem) {
+      rejected++;
+      await rejects().write(`${JSON.stringify({ document: item.n, file, status: 400, error: problem })}\n`);
+      continue;
+    }
+    const key = {
+      kind: d!.kind as 'state' | 'activity_profile' | 'agent_profile',
+      activityId: typeof d!.activityId === 'string' ? d!.activityId : '',
+      agent: agentKey,
+      registration: typeof d!.registration === 'string' ? d!.registration.toLowerCase() : '',
+      docId: d!.id as string,
+    };
+    await store.putDocument(tenant, key, { content: Buffer.from(d!.content as string, 'base64'), contentType: d!.contentType as string }, { merge: false, pre: {} });
+    stored++;
+  }
+  return { stored, rejected };
+}
+
+// ----- the command -------------------------------------------------------------------------
+
+function parseAuthority(raw: string | undefined): Actor {
+  if (raw === undefined) return IMPORT_AUTHORITY;
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new CliError('--authority must be an Agent as JSON');
+  }
+  const issues: { loc: (string | number)[]; msg: string; type: string }[] = [];
+  const agent = validateAgentParam(value, ['authority'], issues);
+  if (issues.length || !agent) throw new CliError(`--authority: ${issues.map((i) => i.msg).join('; ')}`);
+  return agent;
+}
+
+const positive = (raw: string | undefined, name: string, dflt: number): number => {
+  if (raw === undefined) return dflt;
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 0) throw new CliError(`${name} must be a non-negative integer, got ${JSON.stringify(raw)}`);
+  return n;
+};
+
+export async function importCommand(file: string | undefined, opts: ImportOptions): Promise<void> {
+  if ((file === undefined) === (opts.fromLrs === undefined)) throw new CliError('give either FILE or --from-lrs URL');
+  const batchSize = Math.max(1, positive(opts.batchSize, '--batch-size', 500));
+  const skip = positive(opts.skip, '--skip', 0);
+  const authority = parseAuthority(opts.authority);
+  const side = file !== undefined && file !== '-' ? siblings(file) : undefined;
+  // Sibling attachments/documents of an export are used when present; a path names them explicitly.
+  const pick = (v: boolean | string | undefined, sibling: string | undefined) =>
+    typeof v === 'string' ? v : sibling && (v === true || existsSync(sibling)) ? sibling : undefined;
+  const attachmentsDir = opts.fromLrs ? undefined : pick(opts.attachments, side?.attachments);
+  const documentsFile = opts.fromLrs ? undefined : pick(opts.documents, side?.documents);
+  for (const [path, what] of [[attachmentsDir, 'attachments folder'], [documentsFile, 'documents file']] as const) {
+    if (path && !existsSync(path)) throw new CliError(`the ${what} ${path} does not exist`);
+  }
+  const rejectsPath = opts.rejects ?? (side ? side.rejects : 'lectern-import.rejects.ndjson');
+
+  let pull: Pull | undefined;
+  let items: AsyncIterable<Item>;
+  let input: ReturnType<typeof openInput> | undefined;
+  if (opts.fromLrs !== undefined) {
+    let base: URL;
+    try {
+      base = new URL(opts.fromLrs.replace(/\/+$/, ''));
+    } catch {
+      throw new CliError(`--from-lrs must be the other LRS's xAPI base URL, got ${JSON.stringify(opts.fromLrs)}`);
+    }
+    const headers: Record<string, string> = { 'x-experience-api-version': XAPI_VERSION, accept: 'application/json, multipart/mixed' };
+    if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
+    else if (opts.user !== undefined) headers.authorization = `Basic ${Buffer.from(`${opts.user}:${opts.password ?? ''}`).toString('base64')}`;
+    pull = { base, headers, attachments: opts.attachments !== undefined && opts.attachments !== false };
+    let first: URL;
+    if (opts.more !== undefined) {
+      first = new URL(opts.more, base);
+    } else {
+      first = new URL(`${base.pathname}/statements`, base);
+      first.searchParams.set('ascending', 'true');
+      first.searchParams.set('limit', String(positive(opts.pageSize, '--page-size', 500)));
+      if (pull.attachments) first.searchParams.set('attachments', 'true');
+    }
+    items = lrsItems(pull, first);
+  } else {
+    input = openInput(file!);
+    items = fileItems(input.stream);
+  }
+
+  const { store } = await openCliStore(opts.backend);
+  const tenant = opts.target ?? '';
+  let rejectsFile: OutputFile | undefined;
+  const rejects = () => (rejectsFile ??= new OutputFile(rejectsPath, { append: skip > 0 || opts.more !== undefined }));
+  const importer = new Importer({ store, tenant, authority, rejects, attachmentsDir });
+  const progress = new Progress({ label: 'import', unit: 'statements', total: input?.size, intervalMs: Number(opts.progressInterval ?? 10) * 1000 });
+  const stop = interruptible();
+  let done = skip;
+  let resumePage: string | undefined;
+  const show = () =>
+    progress.update(importer.counts.read, {
+      measure: input?.bytesRead(),
+      extra: `${importer.counts.inserted} new, ${importer.counts.existing} already stored, ${importer.counts.rejected} rejected`,
+    });
+  try {
+    let batch: Item[] = [];
+    let interrupted = false;
+    const flush = async () => {
+      await importer.batch(batch);
+      done = batch[batch.length - 1].n;
+      batch = [];
+      show();
+    };
+    for await (const item of items) {
+      if (item.n <= skip && !pull) continue;
+      if (batch.length === 0) resumePage = item.page;
+      batch.push(item);
+      if (batch.length >= batchSize) {
+        await flush();
+        if (stop.signal.aborted) {
+          interrupted = true;
+          break;
+        }
+      }
+    }
+    if (!interrupted && batch.length) await flush();
+    progress.finish();
+    if (interrupted) {
+      const args = process.argv.slice(2).filter((a, i, all) => !['--skip', '--more'].includes(a) && !['--skip', '--more'].includes(all[i - 1]));
+      const next = pull ? (pull.current && ` --more '${pull.current}'`) || '' : ` --skip ${done}`;
+      progress.say(
+        `import interrupted: everything up to ${pull ? `statement ${done}` : `line ${done}`} is stored or in ${rejectsPath}. ` +
+          `To resume: lectern ${args.join(' ')}${next} (statements already stored are skipped either way)`,
+      );
+      process.exitCode = 130;
+      return;
+    }
+    let docs: { stored: number; rejected: number } | undefined;
+    if (documentsFile) docs = await importDocuments(store, tenant, documentsFile, rejects);
+    const c = importer.counts;
+    process.stderr.write(
+      `imported ${c.read} statements: ${c.inserted} stored, ${c.existing} already stored, ${c.rejected} rejected` +
+        (docs ? `; ${docs.stored} documents stored, ${docs.rejected} rejected` : '') +
+        (c.rejected || docs?.rejected ? ` (reasons in ${rejectsPath})` : '') +
+        '\n',
+    );
+    if (c.rejected || docs?.rejected) process.exitCode = 1;
+  } catch (err) {
+    if (err instanceof CliError) throw err;
+    const where = pull ? (resumePage ? ` --more '${resumePage}'` : '') : ` --skip ${done}`;
+    throw new CliError(`import stopped: ${(err as Error).message}. Everything before ${pull ? 'that page' : `line ${done + 1}`} is stored; resume with${where || ' the same command'}`);
+  } finally {
+    stop.dispose();
+    await rejectsFile?.close();
+    await store.close();
+  }
+}
