@@ -235,6 +235,8 @@ interface Counts {
   rejected: number;
 }
 
+type Ready = { item: Item; p: PreparedStatement; blobs: { sha2: string; contentType: string; content: Buffer }[] };
+
 class Importer {
   readonly counts: Counts = { read: 0, inserted: 0, existing: 0, rejected: 0 };
   private readonly store: Store;
@@ -260,10 +262,10 @@ class Importer {
     await this.rejects().write(`${JSON.stringify(line)}\n`);
   }
 
-  /** Validates, prepares and stores one batch; refused statements go to the rejects file. */
-  async batch(items: Item[]): Promise<void> {
+  /** Validates and prepares one batch; refused statements go to the rejects file. */
+  async prepare(items: Item[]): Promise<Ready[]> {
     this.counts.read += items.length;
-    const ready: { item: Item; p: PreparedStatement; blobs: { sha2: string; contentType: string; content: Buffer }[] }[] = [];
+    const ready: Ready[] = [];
     const byId = new Map<string, PreparedStatement>();
     for (const item of items) {
       if (item.malformed !== undefined) {
@@ -297,6 +299,11 @@ class Importer {
         await this.reject(item, err, id);
       }
     }
+    return ready;
+  }
+
+  /** Stores a prepared batch in one transaction; when one statement spoils it, one by one. */
+  async insert(ready: Ready[]): Promise<void> {
     if (!ready.length) return;
     try {
       const out = await this.store.insertStatements(
@@ -479,11 +486,19 @@ export async function importCommand(file: string | undefined, opts: ImportOption
   try {
     let batch: Item[] = [];
     let interrupted = false;
+    // One batch is written while the next is read and validated.
+    let writing: Promise<void> | undefined;
     const flush = async () => {
-      await importer.batch(batch);
-      done = batch[batch.length - 1].n;
+      const last = batch[batch.length - 1].n;
+      const ready = await importer.prepare(batch);
       batch = [];
-      show();
+      await writing;
+      writing = importer.insert(ready).then(() => {
+        done = last;
+        show();
+      });
+      // Surfaces a failure now rather than at the next batch, and keeps it handled.
+      writing.catch(() => undefined);
     };
     for await (const item of items) {
       if (item.n <= skip && !pull) continue;
@@ -492,12 +507,14 @@ export async function importCommand(file: string | undefined, opts: ImportOption
       if (batch.length >= batchSize) {
         await flush();
         if (stop.signal.aborted) {
+          await writing;
           interrupted = true;
           break;
         }
       }
     }
     if (!interrupted && batch.length) await flush();
+    await writing;
     progress.finish();
     if (interrupted) {
       const args = process.argv.slice(2).filter((a, i, all) => !['--skip', '--more'].includes(a) && !['--skip', '--more'].includes(all[i - 1]));

@@ -1,0 +1,194 @@
+/**
+ * Data lifecycle benchmark: `lectern export` and `lectern import` of BENCH_LIFECYCLE_STATEMENTS
+ * (default 100,000) statements on SQLite, beside the LRS's own batch ingest (POST batches of 500)
+ * and paging (GET pages of 500) of the same statements, measured in the same run. The ratios
+ * (CLI / HTTP) are the figures to compare across machines.
+ *
+ *   npm run build && node bench/lifecycle.ts
+ *
+ * `measureLifecycle` is exported for the benchmark harness; run directly, it prints a table.
+ */
+import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { cpus, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+import bcrypt from 'bcrypt';
+
+const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
+
+export interface LifecycleRow {
+  workload: string;
+  /** Statements per second. */
+  rate: number;
+  /** The HTTP figure it is compared with, and which. */
+  baseline?: { workload: string; rate: number };
+  /** Wall-clock seconds, for the record. */
+  seconds: number;
+}
+
+/** A ≈ 1 KB statement like those of bench/run.ts: an interaction with a scored result and context. */
+function makeStatement(i: number): Record<string, unknown> {
+  return {
+    id: randomUUID(),
+    actor: { objectType: 'Agent', name: `Learner ${i % 500}`, mbox: `mailto:learner${i % 500}@example.com` },
+    verb: { id: 'http://adlnet.gov/expapi/verbs/answered', display: { 'en-US': 'answered' } },
+    object: {
+      objectType: 'Activity',
+      id: `http://example.com/course/q${i % 200}`,
+      definition: {
+        name: { 'en-US': `Question ${i % 200}` },
+        type: 'http://adlnet.gov/expapi/activities/cmi.interaction',
+        interactionType: 'choice',
+        correctResponsesPattern: ['lrs'],
+        choices: [
+          { id: 'lrs', description: { 'en-US': 'An LRS' } },
+          { id: 'lms', description: { 'en-US': 'An LMS' } },
+        ],
+      },
+    },
+    result: { score: { scaled: 0.8, raw: 8, min: 0, max: 10 }, success: true, completion: true, response: 'lrs', duration: 'PT12.5S' },
+    context: {
+      registration: randomUUID(),
+      contextActivities: { parent: [{ id: 'http://example.com/course' }], grouping: [{ id: 'http://example.com/program' }] },
+      platform: 'bench',
+      language: 'en-US',
+    },
+    timestamp: new Date(1_700_000_000_000 + i * 1000).toISOString(),
+  };
+}
+
+function envFor(dir: string, db: string): Record<string, string> {
+  return {
+    PATH: process.env.PATH ?? '',
+    LECTERN_SQLITE_PATH: join(dir, db),
+    LECTERN_AUTH_FILE: join(dir, 'auth.json'),
+    LECTERN_LOG_LEVEL: 'warn',
+    LECTERN_RUNSERVER_MAX_SEARCH_HITS_COUNT: '500',
+  };
+}
+
+async function startServer(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
+  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], { env: { ...env, LECTERN_LOG_LEVEL: 'info' }, stdio: ['ignore', 'pipe', 'inherit'] });
+  let out = '';
+  const port = await new Promise<number>((resolve, reject) => {
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
+      if (m) resolve(Number(m[1]));
+      if (out.length > 1e5) out = out.slice(-1e4);
+    });
+    child.on('exit', (c) => reject(new Error(`server exited ${c}`)));
+  });
+  return {
+    url: `http://127.0.0.1:${port}`,
+    stop: () =>
+      new Promise((resolve) => {
+        child.once('exit', () => resolve());
+        child.kill('SIGTERM');
+      }),
+  };
+}
+
+/** Runs the CLI to the end; seconds taken. */
+async function cli(args: string[], env: Record<string, string>): Promise<number> {
+  const t0 = performance.now();
+  const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  let err = '';
+  child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
+  const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
+  if (code !== 0) throw new Error(`lectern ${args[0]} failed (${code}): ${err}`);
+  return (performance.now() - t0) / 1000;
+}
+
+async function postAll(url: string, statements: Record<string, unknown>[], batch: number, concurrency: number): Promise<number> {
+  const bodies: string[] = [];
+  for (let i = 0; i < statements.length; i += batch) bodies.push(JSON.stringify(statements.slice(i, i + batch)));
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: concurrency }, async () => {
+      while (next < bodies.length) {
+        const body = bodies[next++];
+        const res = await fetch(`${url}/xAPI/statements`, {
+          method: 'POST',
+          headers: { authorization: AUTH, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' },
+          body,
+        });
+        if (res.status !== 200) throw new Error(`POST ${res.status}: ${await res.text()}`);
+        await res.arrayBuffer();
+      }
+    }),
+  );
+  return (performance.now() - t0) / 1000;
+}
+
+async function readAll(url: string): Promise<{ seconds: number; count: number }> {
+  let next = '/xAPI/statements?limit=500&ascending=true';
+  let count = 0;
+  const t0 = performance.now();
+  while (next) {
+    const res = await fetch(`${url}${next}`, { headers: { authorization: AUTH, 'x-experience-api-version': '1.0.3' } });
+    const body = (await res.json()) as { statements: unknown[]; more: string };
+    count += body.statements.length;
+    next = body.more;
+  }
+  return { seconds: (performance.now() - t0) / 1000, count };
+}
+
+/**
+ * Loads `statements` statements into a fresh SQLite LRS by batch POST, pages through them, exports
+ * them (plain and gzipped) and imports each export into an empty store; returns one row per workload.
+ */
+export async function measureLifecycle(opts: { statements?: number; concurrency?: number } = {}): Promise<LifecycleRow[]> {
+  const n = opts.statements ?? 100_000;
+  const dir = mkdtempSync(join(tmpdir(), 'lectern-bench-lifecycle-'));
+  try {
+    writeFileSync(join(dir, 'auth.json'), JSON.stringify([{ username: 'bench', hash: bcrypt.hashSync('bench', 4), scopes: ['all'], agent: { mbox: 'mailto:bench@example.com' } }]));
+    const source = envFor(dir, 'source.sqlite');
+    const statements = Array.from({ length: n }, (_, i) => makeStatement(i));
+    const server = await startServer(source);
+    let post: number;
+    let read: { seconds: number; count: number };
+    try {
+      post = await postAll(server.url, statements, 500, opts.concurrency ?? 4);
+      read = await readAll(server.url);
+    } finally {
+      await server.stop();
+    }
+    if (read.count !== n) throw new Error(`paged ${read.count} statements, expected ${n}`);
+    const postRow = { workload: 'POST batches of 500', rate: n / post };
+    const getRow = { workload: 'GET pages of 500', rate: n / read.seconds };
+    const rows: LifecycleRow[] = [
+      { ...postRow, seconds: post },
+      { ...getRow, seconds: read.seconds },
+    ];
+    for (const file of ['export.ndjson', 'export.ndjson.gz']) {
+      const secs = await cli(['export', '-o', join(dir, file)], source);
+      rows.push({ workload: `lectern export → ${file} (${(statSync(join(dir, file)).size / 1e6).toFixed(0)} MB)`, rate: n / secs, baseline: getRow, seconds: secs });
+    }
+    for (const file of ['export.ndjson', 'export.ndjson.gz']) {
+      const target = envFor(dir, `import-${file}.sqlite`);
+      const secs = await cli(['import', join(dir, file)], target);
+      rows.push({ workload: `lectern import ← ${file}, batches of 500`, rate: n / secs, baseline: postRow, seconds: secs });
+    }
+    return rows;
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
+  const n = Number(process.env.BENCH_LIFECYCLE_STATEMENTS ?? 100_000);
+  console.log(`Lectern lifecycle benchmark: ${n} statements, SQLite; ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}\n`);
+  const rows = await measureLifecycle({ statements: n });
+  const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
+  console.log('| workload | statements/s | seconds | compared with | its statements/s | ratio |');
+  console.log('|---|---|---|---|---|---|');
+  for (const r of rows) {
+    const b = r.baseline;
+    console.log(`| ${r.workload} | ${fmt(r.rate)} | ${r.seconds.toFixed(1)} | ${b ? b.workload : ''} | ${b ? fmt(b.rate) : ''} | ${b ? (r.rate / b.rate).toFixed(2) : ''} |`);
+  }
+}
