@@ -15,6 +15,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import bcrypt from 'bcrypt';
+import { questionActivity, SCORED_RESULT } from './fixtures.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
@@ -29,27 +30,14 @@ export interface LifecycleRow {
   seconds: number;
 }
 
-/** A ≈ 1 KB statement like those of bench/run.ts: an interaction with a scored result and context. */
+/** A ≈ 1 KB statement like those of bench/run.ts (same fixtures): an interaction with a scored result and context. */
 function makeStatement(i: number): Record<string, unknown> {
   return {
     id: randomUUID(),
     actor: { objectType: 'Agent', name: `Learner ${i % 500}`, mbox: `mailto:learner${i % 500}@example.com` },
     verb: { id: 'http://adlnet.gov/expapi/verbs/answered', display: { 'en-US': 'answered' } },
-    object: {
-      objectType: 'Activity',
-      id: `http://example.com/course/q${i % 200}`,
-      definition: {
-        name: { 'en-US': `Question ${i % 200}` },
-        type: 'http://adlnet.gov/expapi/activities/cmi.interaction',
-        interactionType: 'choice',
-        correctResponsesPattern: ['lrs'],
-        choices: [
-          { id: 'lrs', description: { 'en-US': 'An LRS' } },
-          { id: 'lms', description: { 'en-US': 'An LMS' } },
-        ],
-      },
-    },
-    result: { score: { scaled: 0.8, raw: 8, min: 0, max: 10 }, success: true, completion: true, response: 'lrs', duration: 'PT12.5S' },
+    object: questionActivity(`http://example.com/course/q${i % 200}`, `Question ${i % 200}`),
+    result: SCORED_RESULT,
     context: {
       registration: randomUUID(),
       contextActivities: { parent: [{ id: 'http://example.com/course' }], grouping: [{ id: 'http://example.com/program' }] },

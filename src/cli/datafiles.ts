@@ -10,6 +10,9 @@ import { createGunzip, createGzip } from 'node:zlib';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
 import { openStore, type Store } from '../store/index.ts';
+import type { ValidationIssue } from '../errors.ts';
+import type { Actor } from '../xapi/types.ts';
+import { validateAgentParam } from '../xapi/validate.ts';
 import { CliError } from './auth.ts';
 
 /** The settings runserver uses, `--backend` overriding LECTERN_RUNSERVER_BACKEND; logs go to stderr. */
@@ -22,6 +25,20 @@ export async function openCliStore(backend: string | undefined): Promise<{ confi
   } catch (err) {
     throw new CliError(`cannot open the ${config.backend} store: ${(err as Error).message}`);
   }
+}
+
+/** An Agent (or identified Group) option given as JSON, validated as the `agent` query parameter is. */
+export function parseAgentOption(raw: string, option: string): Actor {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new CliError(`${option} must be an Agent as JSON, e.g. '{"mbox":"mailto:ben@example.com"}'`);
+  }
+  const issues: ValidationIssue[] = [];
+  const actor = validateAgentParam(value, [option], issues);
+  if (issues.length || !actor) throw new CliError(issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
+  return actor;
 }
 
 /**
@@ -43,6 +60,8 @@ export class OutputFile {
   constructor(path: string, opts: { append?: boolean } = {}) {
     this.path = path;
     this.file = path === '-' ? undefined : createWriteStream(path, { flags: opts.append ? 'a' : 'w' });
+    // A reader that stops early (`| head`): end quietly with the shell's SIGPIPE status.
+    if (!this.file) process.stdout.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' ? process.exit(141) : undefined));
     const target = this.file ?? process.stdout;
     if (path.endsWith('.gz')) {
       const gz = createGzip();

@@ -13,9 +13,8 @@ import { actorFromKey, actorKeys, ifiKey } from '../xapi/agents.ts';
 import { mentionsPerson, personKey, pseudonymFor, pseudonymizeStatement } from '../xapi/erasure.ts';
 import { prepareStatement } from '../xapi/statement.ts';
 import type { Actor, Statement } from '../xapi/types.ts';
-import { validateAgentParam } from '../xapi/validate.ts';
 import { CliError } from './auth.ts';
-import { openCliStore } from './datafiles.ts';
+import { openCliStore, parseAgentOption } from './datafiles.ts';
 import { interruptible, Progress } from './progress.ts';
 
 export interface EraseOptions {
@@ -32,15 +31,7 @@ const CHUNK = 500;
 
 function parseAgent(raw: string | undefined): { actor: Actor; key: string } {
   if (raw === undefined) throw new CliError('--agent is required: the Agent (or identified Group) as JSON, e.g. \'{"mbox":"mailto:ben@example.com"}\'');
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    throw new CliError('--agent must be an Agent as JSON, e.g. \'{"mbox":"mailto:ben@example.com"}\'');
-  }
-  const issues: { loc: (string | number)[]; msg: string; type: string }[] = [];
-  const actor = validateAgentParam(value, ['agent'], issues);
-  if (issues.length || !actor) throw new CliError(`--agent: ${issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; ')}`);
+  const actor = parseAgentOption(raw, '--agent');
   return { actor, key: personKey(actor)! };
 }
 

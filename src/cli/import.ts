@@ -21,7 +21,7 @@ import type { Actor, Statement } from '../xapi/types.ts';
 import { VOIDED_VERB, XAPI_VERSION } from '../xapi/types.ts';
 import { mediaTypeOf, validateAgentParam } from '../xapi/validate.ts';
 import { CliError } from './auth.ts';
-import { OutputFile, openCliStore, openInput, siblings } from './datafiles.ts';
+import { OutputFile, openCliStore, openInput, parseAgentOption, siblings } from './datafiles.ts';
 import { interruptible, Progress } from './progress.ts';
 
 export interface ImportOptions {
@@ -403,20 +403,6 @@ async function importDocuments(store: Store, tenant: string, file: string, rejec
 
 // ----- the command -------------------------------------------------------------------------
 
-function parseAuthority(raw: string | undefined): Actor {
-  if (raw === undefined) return IMPORT_AUTHORITY;
-  let value: unknown;
-  try {
-    value = JSON.parse(raw);
-  } catch {
-    throw new CliError('--authority must be an Agent as JSON');
-  }
-  const issues: { loc: (string | number)[]; msg: string; type: string }[] = [];
-  const agent = validateAgentParam(value, ['authority'], issues);
-  if (issues.length || !agent) throw new CliError(`--authority: ${issues.map((i) => i.msg).join('; ')}`);
-  return agent;
-}
-
 const positive = (raw: string | undefined, name: string, dflt: number): number => {
   if (raw === undefined) return dflt;
   const n = Number(raw);
@@ -428,7 +414,7 @@ export async function importCommand(file: string | undefined, opts: ImportOption
   if ((file === undefined) === (opts.fromLrs === undefined)) throw new CliError('give either FILE or --from-lrs URL');
   const batchSize = Math.max(1, positive(opts.batchSize, '--batch-size', 500));
   const skip = positive(opts.skip, '--skip', 0);
-  const authority = parseAuthority(opts.authority);
+  const authority = opts.authority === undefined ? IMPORT_AUTHORITY : parseAgentOption(opts.authority, '--authority');
   const side = file !== undefined && file !== '-' ? siblings(file) : undefined;
   // Sibling attachments/documents of an export are used when present; a path names them explicitly.
   const pick = (v: boolean | string | undefined, sibling: string | undefined) =>
