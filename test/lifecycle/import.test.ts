@@ -67,20 +67,20 @@ describe('lectern import (files)', () => {
   });
 
   test('a gzipped JSON array, with progress lines when stderr is not a terminal', async () => {
-    const body = many(1200, 'array');
+    const body = many(600, 'array');
     const file = join(lrs.dir, 'array.json.gz');
     writeFileSync(file, gzipSync(`[\n${body.join(',\n')}\n]`));
-    const r = await runCli(lrs, ['import', file, '--batch-size', '200', '--progress-interval', '0']);
+    const r = await runCli(lrs, ['import', file, '--batch-size', '100', '--progress-interval', '0']);
     assert.equal(r.code, 0, r.stderr);
     const progress = r.stderr.split('\n').filter((l) => l.startsWith('import: '));
     assert.ok(progress.length >= 6, r.stderr);
     for (const line of progress) assert.match(line, /^import: [\d,]+ statements \(\d+%\), [\d,]+\/s(, ETA \d+:\d\d)?, \d+ new, \d+ already stored, \d+ rejected$/);
     assert.ok(!r.stderr.includes('\r'), 'no terminal control characters');
-    assert.match(r.stderr, /imported 1200 statements: 1200 stored/);
+    assert.match(r.stderr, /imported 600 statements: 600 stored/);
   });
 
   test('killed mid-import, then run again: every statement stored exactly once', async () => {
-    const body = many(6000, 'crash');
+    const body = many(2500, 'crash');
     const file = join(lrs.dir, 'crash.ndjson');
     writeFileSync(file, `${body.join('\n')}\n`);
     const run = startCli(lrs, ['import', file, '--batch-size', '100', '--progress-interval', '0'], {
@@ -94,16 +94,16 @@ describe('lectern import (files)', () => {
     assert.ok(partial <= 1);
     const r = await runCli(lrs, ['import', file]);
     assert.equal(r.code, 0, r.stderr);
-    const m = /imported 6000 statements: (\d+) stored, (\d+) already stored, 0 rejected/.exec(r.stderr);
+    const m = /imported 2500 statements: (\d+) stored, (\d+) already stored, 0 rejected/.exec(r.stderr);
     assert.ok(m, r.stderr);
     assert.ok(Number(m[2]) > 0, 'the killed run had stored some');
     const ids = new Set(body.map((l) => JSON.parse(l).id as string));
     const stored = (await allStatements(lrs, '', 500)).filter((s) => ids.has(s.id as string));
-    assert.equal(stored.length, 6000);
+    assert.equal(stored.length, 2500);
   });
 
   test('Ctrl-C stops after the batch in hand and says how to resume; the resume completes', async () => {
-    const body = many(6000, 'sigint');
+    const body = many(2500, 'sigint');
     const file = join(lrs.dir, 'sigint.ndjson');
     writeFileSync(file, `${body.join('\n')}\n`);
     const run = startCli(lrs, ['import', file, '--batch-size', '100', '--progress-interval', '0'], {
@@ -116,11 +116,11 @@ describe('lectern import (files)', () => {
     const m = /To resume: lectern import (.*) --skip (\d+) /.exec(stopped.stderr);
     assert.ok(m, stopped.stderr);
     const skip = Number(m[2]);
-    assert.ok(skip > 0 && skip < 6000 && skip % 100 === 0, `skip ${skip}`);
+    assert.ok(skip > 0 && skip < 2500 && skip % 100 === 0, `skip ${skip}`);
     const r = await runCli(lrs, ['import', file, '--skip', String(skip)]);
     assert.equal(r.code, 0, r.stderr);
-    assert.match(r.stderr, new RegExp(`imported ${6000 - skip} statements: ${6000 - skip} stored, 0 already stored`));
+    assert.match(r.stderr, new RegExp(`imported ${2500 - skip} statements: ${2500 - skip} stored, 0 already stored`));
     const ids = new Set(body.map((l) => JSON.parse(l).id as string));
-    assert.equal((await allStatements(lrs, '', 500)).filter((s) => ids.has(s.id as string)).length, 6000);
+    assert.equal((await allStatements(lrs, '', 500)).filter((s) => ids.has(s.id as string)).length, 2500);
   });
 });
