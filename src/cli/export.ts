@@ -37,7 +37,7 @@ export interface ExportOptions {
 
 const PAGE = 1000;
 
-/** One line of the documents file (the inverse is parseDocumentLine in ./import.ts). */
+/** One line of the documents file (read back by importDocuments in ./import.ts). */
 export function documentLine(d: KeyedDocument): string {
   const agent = d.key.agent ? actorFromKey(d.key.agent) : undefined;
   return `${JSON.stringify({

@@ -276,14 +276,14 @@ class Importer {
         await this.reject(item, { message: 'each line must be one statement (a JSON object)' });
         continue;
       }
-      // Without an id, a statement gets one derived from its content, not a random one: a re-run
-      // then finds it stored instead of storing it twice.
-      if ((item.value as Statement).id === undefined) (item.value as Statement).id = contentId(item.value);
       const id = typeof (item.value as Statement).id === 'string' ? (item.value as Statement).id : undefined;
       try {
         const parts = item.parts ? narrow(item.value, item.parts) : partsFromFolder(item.value, this.attachmentsDir);
         const { statements, blobs } = await acceptStatements({ value: item.value, parts });
         const s = statements[0];
+        // Without an id (and no signed one), a statement gets one derived from its content, not a
+        // random one: a re-run then finds it stored instead of storing it twice.
+        s.id ??= contentId(item.value);
         // The authority the source LRS recorded is kept (see README, "Import").
         const p = prepareStatement(s, s.authority ?? this.authority);
         const twin = byId.get(p.id);
