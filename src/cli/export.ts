@@ -15,7 +15,7 @@ import { attachmentHashes } from '../xapi/statement.ts';
 import type { Statement } from '../xapi/types.ts';
 import { CliError } from './auth.ts';
 import { OutputFile, openCliStore, siblings } from './datafiles.ts';
-import { interruptible, Progress } from './progress.ts';
+import { interruptible, Progress, rerun } from './progress.ts';
 
 export interface ExportOptions {
   output?: string;
@@ -95,10 +95,9 @@ export async function exportCommand(opts: ExportOptions): Promise<void> {
       if (stop.signal.aborted) {
         progress.finish();
         await out.close();
-        const again = process.argv.slice(2).filter((a, i, all) => a !== '--append' && a !== '--after' && all[i - 1] !== '--after');
         progress.say(
           `export interrupted: ${written} statements written${output === '-' ? '' : ` to ${output}`}, each line complete. ` +
-            `To continue: lectern ${again.join(' ')}${after ? ` --after ${after}` : ''} --append`,
+            `To continue: ${rerun({ '--append': false, '--after': true }, [...(after ? ['--after', after] : []), '--append'])}`,
         );
         process.exitCode = 130;
         return;

@@ -20,9 +20,9 @@ import { type PreparedStatement, prepareStatement, sameStatement } from '../xapi
 import type { Actor, Statement } from '../xapi/types.ts';
 import { VOIDED_VERB, XAPI_VERSION } from '../xapi/types.ts';
 import { mediaTypeOf, validateAgentParam } from '../xapi/validate.ts';
-import { CliError } from './auth.ts';
+import { CliError, promptPassword } from './auth.ts';
 import { OutputFile, openCliStore, openInput, parseAgentOption, siblings } from './datafiles.ts';
-import { interruptible, Progress } from './progress.ts';
+import { interruptible, Progress, rerun } from './progress.ts';
 
 export interface ImportOptions {
   backend?: string;
@@ -436,9 +436,22 @@ export async function importCommand(file: string | undefined, opts: ImportOption
     } catch {
       throw new CliError(`--from-lrs must be the other LRS's xAPI base URL, got ${JSON.stringify(opts.fromLrs)}`);
     }
+    // Credentials in the URL become the Basic credentials (fetch refuses URLs that carry them).
+    let user = opts.user;
+    let password = opts.password;
+    if (base.username) {
+      user ??= decodeURIComponent(base.username);
+      password ??= decodeURIComponent(base.password);
+      base.username = '';
+      base.password = '';
+    }
+    if (user !== undefined && password === undefined) {
+      if (!process.stdin.isTTY) throw new CliError('--from-lrs with --user needs --password, or run in a terminal to be asked for it');
+      password = await promptPassword();
+    }
     const headers: Record<string, string> = { 'x-experience-api-version': XAPI_VERSION, accept: 'application/json, multipart/mixed' };
     if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-    else if (opts.user !== undefined) headers.authorization = `Basic ${Buffer.from(`${opts.user}:${opts.password ?? ''}`).toString('base64')}`;
+    else if (user !== undefined) headers.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
     pull = { base, headers, attachments: opts.attachments !== undefined && opts.attachments !== false };
     let first: URL;
     if (opts.more !== undefined) {
@@ -463,7 +476,8 @@ export async function importCommand(file: string | undefined, opts: ImportOption
   const progress = new Progress({ label: 'import', unit: 'statements', total: input?.size, intervalMs: Number(opts.progressInterval ?? 10) * 1000 });
   const stop = interruptible();
   let done = skip;
-  let resumePage: string | undefined;
+  // For a pull: the page of the first statement of each batch not yet stored (where to resume).
+  const unfinished: (string | undefined)[] = [];
   const show = () =>
     progress.update(importer.counts.read, {
       measure: input?.bytesRead(),
@@ -476,19 +490,20 @@ export async function importCommand(file: string | undefined, opts: ImportOption
     let writing: Promise<void> | undefined;
     const flush = async () => {
       const last = batch[batch.length - 1].n;
+      unfinished.push(batch[0].page);
       const ready = await importer.prepare(batch);
       batch = [];
       await writing;
       writing = importer.insert(ready).then(() => {
         done = last;
+        unfinished.shift();
         show();
       });
-      // Surfaces a failure now rather than at the next batch, and keeps it handled.
+      // A failure is seen at the next `await writing`; until then it must not count as unhandled.
       writing.catch(() => undefined);
     };
     for await (const item of items) {
       if (item.n <= skip && !pull) continue;
-      if (batch.length === 0) resumePage = item.page;
       batch.push(item);
       if (batch.length >= batchSize) {
         await flush();
@@ -503,11 +518,10 @@ export async function importCommand(file: string | undefined, opts: ImportOption
     await writing;
     progress.finish();
     if (interrupted) {
-      const args = process.argv.slice(2).filter((a, i, all) => !['--skip', '--more'].includes(a) && !['--skip', '--more'].includes(all[i - 1]));
-      const next = pull ? (pull.current && ` --more '${pull.current}'`) || '' : ` --skip ${done}`;
+      const next = pull ? (pull.current ? ['--more', pull.current] : []) : ['--skip', String(done)];
       progress.say(
         `import interrupted: everything up to ${pull ? `statement ${done}` : `line ${done}`} is stored or in ${rejectsPath}. ` +
-          `To resume: lectern ${args.join(' ')}${next} (statements already stored are skipped either way)`,
+          `To resume: ${rerun({ '--skip': true, '--more': true }, next)} (statements already stored are skipped either way)`,
       );
       process.exitCode = 130;
       return;
@@ -524,8 +538,12 @@ export async function importCommand(file: string | undefined, opts: ImportOption
     if (c.rejected || docs?.rejected) process.exitCode = 1;
   } catch (err) {
     if (err instanceof CliError) throw err;
-    const where = pull ? (resumePage ? ` --more '${resumePage}'` : '') : ` --skip ${done}`;
-    throw new CliError(`import stopped: ${(err as Error).message}. Everything before ${pull ? 'that page' : `line ${done + 1}`} is stored; resume with${where || ' the same command'}`);
+    const page = unfinished[0] ?? pull?.current;
+    const next = pull ? (page ? ['--more', page] : []) : ['--skip', String(done)];
+    throw new CliError(
+      `import stopped: ${(err as Error).message}. Everything before ${pull ? 'that page' : `line ${done + 1}`} is stored; ` +
+        `to resume: ${rerun({ '--skip': true, '--more': true }, next)}`,
+    );
   } finally {
     stop.dispose();
     await rejectsFile?.close();

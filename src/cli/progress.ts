@@ -118,3 +118,28 @@ export function interruptible(): { signal: AbortSignal; dispose(): void } {
     },
   };
 }
+
+/**
+ * The command line that was run, for "to resume, run ..." messages: without the options in `drop`
+ * (true: the option takes a value), secrets replaced by placeholders, `add` appended.
+ */
+export function rerun(drop: Record<string, boolean>, add: string[]): string {
+  const secret = new Set(['--password', '-p', '--token']);
+  const args = process.argv.slice(2);
+  const out: string[] = [];
+  for (let i = 0; i < args.length; i++) {
+    const a = args[i];
+    const [name] = a.split('=', 1);
+    if (name in drop) {
+      if (drop[name] && !a.includes('=')) i++;
+      continue;
+    }
+    if (secret.has(name)) {
+      out.push(name, `<${name.replace(/^-+/, '') === 'p' ? 'password' : name.replace(/^-+/, '')}>`);
+      if (!a.includes('=')) i++;
+      continue;
+    }
+    out.push(/^[\w@%+=:,./-]+$/.test(a) ? a : `'${a.replaceAll("'", "'\\''")}'`);
+  }
+  return ['lectern', ...out, ...add].join(' ');
+}

@@ -10,7 +10,7 @@ import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
 import { buildStatementsMultipart } from '../../src/http/multipart.ts';
 import { ADMIN, BACKENDS, sqliteBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
-import { allStatements, attachmentOf, runCli, seed, sha256, withoutStored } from './helpers.ts';
+import { allStatements, attachmentOf, runCli, seed, sha256, startCli, withoutStored } from './helpers.ts';
 
 describe('lectern import --from-lrs (a second Lectern)', () => {
   let source: TestLrs;
@@ -34,7 +34,11 @@ describe('lectern import --from-lrs (a second Lectern)', () => {
     const voided = await copy.fetch(`/xAPI/statements?voidedStatementId=${seeded.voidedId}`);
     assert.equal(voided.status, 200);
     // Without attachments=true the attachment's data cannot come: that statement is refused, as POST would.
-    const again = await runCli(copy, args.filter((a) => a !== '--attachments'));
+    // (Credentials may also come in the URL.)
+    const withCredentials = new URL('/xAPI', source.url);
+    withCredentials.username = ADMIN.username;
+    withCredentials.password = ADMIN.password;
+    const again = await runCli(copy, ['import', '--from-lrs', withCredentials.toString(), '--page-size', '3']);
     assert.match(again.stderr, /imported 8 statements: 0 stored, 7 already stored, 1 rejected/);
     assert.equal(again.code, 1);
   });
@@ -43,6 +47,7 @@ describe('lectern import --from-lrs (a second Lectern)', () => {
     const r = await runCli(copy, ['import', '--from-lrs', `${source.url}/xAPI`, '--user', ADMIN.username, '--password', 'nope']);
     assert.equal(r.code, 2);
     assert.match(r.stderr, /\/xAPI\/statements answered 401/);
+    assert.ok(!r.stderr.includes('nope'), 'the password is not repeated');
   });
 });
 
@@ -67,11 +72,17 @@ describe('lectern import --from-lrs (an LRS paging its own way)', () => {
     server = createServer((req, res) => {
       seen.push({ url: req.url!, headers: req.headers });
       const url = new URL(req.url!, base);
-      if (req.headers['x-experience-api-version'] !== '1.0.3' || req.headers.authorization !== 'Bearer t0ken') {
+      const auth = url.pathname.startsWith('/endless') ? `Basic ${Buffer.from('u:s3cret-pw').toString('base64')}` : 'Bearer t0ken';
+      if (req.headers['x-experience-api-version'] !== '1.0.3' || req.headers.authorization !== auth) {
         res.writeHead(401).end('{"error":"unauthorized"}');
         return;
       }
       const json = (body: unknown) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(body));
+      if (url.pathname === '/endless/statements') {
+        // Page after page of fresh statements, to interrupt.
+        const page = Number(url.searchParams.get('page') ?? 0);
+        return json({ statements: Array.from({ length: 50 }, () => served(statement({ id: randomUUID() }))), more: `/endless/statements?page=${page + 1}` });
+      }
       if (url.searchParams.get('voidedStatementId') === voidedId) return json(served(statements.voided));
       switch (url.searchParams.get('cursor')) {
         case null:
@@ -117,5 +128,19 @@ describe('lectern import --from-lrs (an LRS paging its own way)', () => {
     assert.ok(text.includes('"authority":{"mbox":"mailto:lrs@example.com"}'));
     assert.equal((await copy.fetch(`/xAPI/statements?voidedStatementId=${voidedId}`)).status, 200);
     assert.equal((await allStatements(copy)).length, 4);
+  });
+
+  test('Ctrl-C stops after the batch in hand and prints the --more link to resume, without the password', async () => {
+    const run = startCli(copy, ['import', '--from-lrs', `${base}/endless`, '-u', 'u', '-p', 's3cret-pw', '--batch-size', '50', '--progress-interval', '0'], {
+      onStderr: (text, child) => {
+        if (/import: [\d,]+ statements/.test(text) && !child.killed) child.kill('SIGINT');
+      },
+    });
+    const r = await run.done;
+    assert.equal(r.code, 130, r.stderr);
+    const m = /To resume: (lectern import --from-lrs \S+ -u u -p <password> .*--more (\S+)) \(/.exec(r.stderr);
+    assert.ok(m, r.stderr);
+    assert.ok(!r.stderr.includes('s3cret-pw'));
+    assert.match(m[2], new RegExp(`^${base}/endless/statements\\?page=\\d+$`));
   });
 });
