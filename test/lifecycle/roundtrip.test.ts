@@ -92,10 +92,18 @@ for (const backend of BACKENDS) {
     });
 
     test('filters and stdout', async () => {
-      const exp = await runCli(source, ['export', '-o', '-', '--agent', JSON.stringify(BEN)]);
+      const docs = join(source.dir, 'ben-documents.ndjson');
+      const exp = await runCli(source, ['export', '-o', '-', '--agent', JSON.stringify(BEN), '--documents', docs]);
       assert.equal(exp.code, 0, exp.stderr);
       const viaApi = await allStatements(source, `&agent=${encodeURIComponent(JSON.stringify(BEN))}`);
       assert.deepEqual(exp.stdout.trim().split('\n').map((l) => JSON.parse(l).id), viaApi.map((s) => s.id));
+      // With --agent, the documents are that agent's: State and Agent Profile.
+      const lines = readFileSync(docs, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      assert.deepEqual(lines.map((d) => `${d.kind}/${d.id}`).sort(), ['agent_profile/prefs', 'state/bookmark', 'state/photo']);
+      const photo = lines.find((d) => d.id === 'photo');
+      assert.equal(photo.contentType, 'image/png');
+      assert.deepEqual(Buffer.from(photo.content, 'base64'), seeded.photo);
+      assert.deepEqual(photo.agent, { objectType: 'Agent', mbox: BEN.mbox });
       const bad = await runCli(source, ['export', '-o', '-', '--verb', 'not an iri']);
       assert.equal(bad.code, 2);
       assert.match(bad.stderr, /--verb must be an absolute IRI/);
