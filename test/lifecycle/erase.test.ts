@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BACKENDS, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
+import { BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
 import { allStatements, ANN, attachmentOf, BEN, countRows, danglingRows, multipartPost, post, runCli, seed } from './helpers.ts';
 
 const KEY = 'a-secret-of-sixteen-chars-or-more';
@@ -44,6 +44,9 @@ for (const backend of BACKENDS) {
 
     test('--dry-run reports and changes nothing; erase removes the person everywhere and nothing else', async () => {
       const { benStatement } = await seedForErase(lrs);
+      // Ben in another store (tenant): not this erasure's business.
+      const inB = await lrs.fetch('/xAPI/statements', jsonInit('POST', statement({ actor: BEN }), { user: TENANT_B }));
+      assert.equal(inB.status, 200);
       const before = await allStatements(lrs);
       const attachmentsBefore = await countRows(lrs, 'attachments');
       const dry = await runCli(lrs, ['erase', '--agent', JSON.stringify({ mbox: 'mailto:ben@example.com' }), '--dry-run']);
@@ -94,6 +97,9 @@ for (const backend of BACKENDS) {
       assert.equal(line.statements, 8);
       assert.ok(Date.now() - Date.parse(line.time) < 60_000);
       assert.ok(!/ben|Ben/.test(audit[0]), audit[0]);
+
+      const otherStore = await lrs.fetch(`/xAPI/statements?agent=${q(BEN)}`, { user: TENANT_B });
+      assert.equal(((await otherStore.json()) as { statements: unknown[] }).statements.length, 1);
 
       // Erasing again finds nothing.
       const again = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN)]);
