@@ -10,7 +10,6 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Readable } from 'node:stream';
-import { StringDecoder } from 'node:string_decoder';
 import { LrsError, type ValidationIssue } from '../errors.ts';
 import { acceptStatements } from '../http/statements.ts';
 import { type AttachmentPart, extractStatementParts } from '../http/multipart.ts';
@@ -58,48 +57,64 @@ interface Item {
 
 // ----- reading files -------------------------------------------------------------------------
 
-const parseItem = (n: number, text: string): Item => {
+/** Strict UTF-8, as POST decodes bodies: a line with invalid bytes is refused, not patched with U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
+
+function parseItem(n: number, bytes: Buffer): Item | undefined {
+  let text: string;
+  try {
+    text = UTF8.decode(bytes).trim();
+  } catch {
+    return { n, malformed: 'not valid UTF-8' };
+  }
+  if (!text) return undefined;
   try {
     return { n, value: JSON.parse(text) };
   } catch (err) {
     return { n, malformed: `malformed JSON: ${(err as Error).message}` };
   }
-};
+}
+
+const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d, 0xef, 0xbb, 0xbf]); // and a UTF-8 BOM
 
 /**
  * The statements of a file: NDJSON (one per line, blank lines ignored) or, when its first
- * non-blank character is `[`, a JSON array split into its elements as it streams in.
+ * non-blank character is `[`, a JSON array split into its elements as it streams in. Works on
+ * bytes: every character it looks for is ASCII, which never occurs inside a multi-byte UTF-8
+ * sequence.
  */
 async function* fileItems(stream: Readable): AsyncGenerator<Item> {
-  const decoder = new StringDecoder('utf8');
-  let buf = '';
+  let buf: Buffer = Buffer.alloc(0);
   let mode: 'ndjson' | 'array' | undefined;
   let line = 0;
-  // Array scanner state: nesting depth, inside a string, after a backslash, element start.
+  // Array scanner state: nesting depth, inside a string, after a backslash, bytes already scanned.
   let depth = 0;
   let inString = false;
   let escaped = false;
   let scanned = 0;
   let element = 0;
   for await (const chunk of stream) {
-    buf += decoder.write(chunk as Buffer);
+    buf = buf.length ? Buffer.concat([buf, chunk as Buffer]) : (chunk as Buffer);
     if (mode === undefined) {
-      const first = buf.trimStart()[0];
-      if (first === undefined) continue;
-      mode = first === '[' ? 'array' : 'ndjson';
+      let i = 0;
+      while (i < buf.length && WHITESPACE.has(buf[i])) i++;
+      if (i === buf.length) continue;
+      mode = buf[i] === 0x5b ? 'array' : 'ndjson';
       if (mode === 'array') {
-        buf = buf.trimStart().slice(1);
+        buf = buf.subarray(i + 1);
         depth = 1;
       }
     }
     if (mode === 'ndjson') {
+      let from = 0;
       let nl: number;
-      while ((nl = buf.indexOf('\n')) !== -1) {
-        const text = buf.slice(0, nl).trim();
-        buf = buf.slice(nl + 1);
+      while ((nl = buf.indexOf(0x0a, from)) !== -1) {
         line++;
-        if (text) yield parseItem(line, text);
+        const item = parseItem(line, buf.subarray(from, nl));
+        from = nl + 1;
+        if (item) yield item;
       }
+      buf = Buffer.from(buf.subarray(from));
       continue;
     }
     let start = 0;
@@ -107,28 +122,32 @@ async function* fileItems(stream: Readable): AsyncGenerator<Item> {
       const c = buf[i];
       if (inString) {
         if (escaped) escaped = false;
-        else if (c === '\\') escaped = true;
-        else if (c === '"') inString = false;
-      } else if (c === '"') inString = true;
-      else if (c === '{' || c === '[') depth++;
-      else if (c === '}' || c === ']' || c === ',') {
-        if (c !== ',') depth--;
-        if (depth === 1 && c === ',') {
-          element++;
-          yield parseItem(element, buf.slice(start, i));
+        else if (c === 0x5c) escaped = true;
+        else if (c === 0x22) inString = false;
+      } else if (c === 0x22) inString = true;
+      else if (c === 0x7b || c === 0x5b) depth++;
+      else if (c === 0x7d || c === 0x5d || c === 0x2c) {
+        if (c !== 0x2c) depth--;
+        if ((depth === 1 && c === 0x2c) || depth === 0) {
+          const item = parseItem(element + 1, buf.subarray(start, i));
+          if (item) {
+            element++;
+            yield item;
+          } else if (c === 0x2c) {
+            yield { n: ++element, malformed: 'an empty element in the JSON array' };
+          }
           start = i + 1;
-        } else if (depth === 0) {
-          const text = buf.slice(start, i).trim();
-          if (text) yield parseItem(++element, text);
-          return;
+          if (depth === 0) return;
         }
       }
     }
-    buf = buf.slice(start);
+    buf = Buffer.from(buf.subarray(start));
     scanned = buf.length;
   }
-  buf += decoder.end();
-  if (mode === 'ndjson' && buf.trim()) yield parseItem(line + 1, buf.trim());
+  if (mode === 'ndjson' && buf.length) {
+    const item = parseItem(line + 1, buf);
+    if (item) yield item;
+  }
   if (mode === 'array') yield { n: element + 1, malformed: 'the JSON array is not closed (truncated file?)' };
 }
 
@@ -236,6 +255,8 @@ interface Counts {
 }
 
 type Ready = { item: Item; p: PreparedStatement; blobs: { sha2: string; contentType: string; content: Buffer }[] };
+/** A validated batch: what to store, and the rejects-file lines of what was refused. */
+type Batch = { ready: Ready[]; refused: { n: number; line: string }[] };
 
 class Importer {
   readonly counts: Counts = { read: 0, inserted: 0, existing: 0, rejected: 0 };
@@ -253,27 +274,29 @@ class Importer {
     this.attachmentsDir = opts.attachmentsDir;
   }
 
-  private async reject(item: Item, err: { message: string; status?: number; issues?: ValidationIssue[] }, id?: string): Promise<void> {
+  /** One line of the rejects file. */
+  private refusal(item: Item, err: { message: string; status?: number; issues?: ValidationIssue[] }, id?: string): string {
     this.counts.rejected++;
     // Validation locations start with the index in a batch of one: drop it.
     const issues = err.issues?.map((i) => ({ ...i, loc: typeof i.loc[0] === 'number' ? i.loc.slice(1) : i.loc }));
     const error = issues ? issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; ') : err.message;
-    const line = { line: item.n, id, status: err.status ?? 400, error, issues };
-    await this.rejects().write(`${JSON.stringify(line)}\n`);
+    return `${JSON.stringify({ line: item.n, id, status: err.status ?? 400, error, issues })}\n`;
   }
 
   /** Validates and prepares one batch; refused statements go to the rejects file. */
-  async prepare(items: Item[]): Promise<Ready[]> {
+  async prepare(items: Item[]): Promise<Batch> {
     this.counts.read += items.length;
     const ready: Ready[] = [];
+    // Written with the batch, so that the rejects file follows the input's order batch by batch.
+    const refused: { n: number; line: string }[] = [];
     const byId = new Map<string, PreparedStatement>();
     for (const item of items) {
       if (item.malformed !== undefined) {
-        await this.reject(item, { message: item.malformed });
+        refused.push({ n: item.n, line: this.refusal(item, { message: item.malformed }) });
         continue;
       }
       if (item.value === null || typeof item.value !== 'object' || Array.isArray(item.value)) {
-        await this.reject(item, { message: 'each line must be one statement (a JSON object)' });
+        refused.push({ n: item.n, line: this.refusal(item, { message: 'each line must be one statement (a JSON object)' }) });
         continue;
       }
       const id = typeof (item.value as Statement).id === 'string' ? (item.value as Statement).id : undefined;
@@ -289,21 +312,26 @@ class Importer {
         const twin = byId.get(p.id);
         if (twin) {
           if (sameStatement(p.statement, twin.statement)) this.counts.existing++;
-          else await this.reject(item, { status: 409, message: `a different statement with id ${p.id} comes earlier in the input` }, p.id);
+          else refused.push({ n: item.n, line: this.refusal(item, { status: 409, message: `a different statement with id ${p.id} comes earlier in the input` }, p.id) });
           continue;
         }
         byId.set(p.id, p);
         ready.push({ item, p, blobs });
       } catch (err) {
         if (!(err instanceof LrsError)) throw err;
-        await this.reject(item, err, id);
+        refused.push({ n: item.n, line: this.refusal(item, err, id) });
       }
     }
-    return ready;
+    return { ready, refused };
   }
 
   /** Stores a prepared batch in one transaction; when one statement spoils it, one by one. */
-  async insert(ready: Ready[]): Promise<void> {
+  async insert({ ready, refused }: Batch): Promise<void> {
+    await this.storeReady(ready, refused);
+    if (refused.length) await this.rejects().write(refused.sort((a, b) => a.n - b.n).map((r) => r.line).join(''));
+  }
+
+  private async storeReady(ready: Ready[], refused: Batch['refused']): Promise<void> {
     if (!ready.length) return;
     try {
       const out = await this.store.insertStatements(
@@ -323,7 +351,7 @@ class Importer {
           this.counts.existing += 1 - out.inserted;
         } catch (e) {
           if (!(e instanceof LrsError) || e.kind === 'unavailable') throw e;
-          await this.reject(r.item, e, r.p.id);
+          refused.push({ n: r.item.n, line: this.refusal(r.item, e, r.p.id) });
         }
       }
     }

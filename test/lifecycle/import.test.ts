@@ -40,10 +40,13 @@ describe('lectern import (files)', () => {
       JSON.stringify(statement({ actor: { mbox: 'mailto:no-id@example.com' } })),
     ];
     const file = join(lrs.dir, 'mixed.ndjson');
-    writeFileSync(file, `${lines.join('\n')}\n`);
+    // A BOM first, and a last line with a byte that is not UTF-8 (POST refuses those too).
+    const invalid = Buffer.from(JSON.stringify(statement({ actor: { name: 'Zoé', mbox: 'mailto:z@example.com' } })).replace('é', '\u0000'));
+    invalid[invalid.indexOf(0)] = 0xe9;
+    writeFileSync(file, Buffer.concat([Buffer.from(`\ufeff${lines.join('\n')}\n`), invalid, Buffer.from('\n')]));
     const r = await runCli(lrs, ['import', file, '--batch-size', '3']);
     assert.equal(r.code, 1, 'rejects make the exit code 1');
-    assert.match(r.stderr, /imported 8 statements: 3 stored, 0 already stored, 5 rejected \(reasons in .*mixed\.rejects\.ndjson\)/);
+    assert.match(r.stderr, /imported 9 statements: 3 stored, 0 already stored, 6 rejected \(reasons in .*mixed\.rejects\.ndjson\)/);
     const rejects = readFileSync(join(lrs.dir, 'mixed.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.deepEqual(
       rejects.map((x) => [x.line, x.status]),
@@ -53,8 +56,10 @@ describe('lectern import (files)', () => {
         [5, 400],
         [6, 409],
         [8, 400],
+        [10, 400],
       ],
     );
+    assert.equal(rejects[5].error, 'not valid UTF-8');
     assert.match(rejects[0].error, /malformed JSON/);
     assert.match(rejects[1].error, /^actor\.mbox: must be a "mailto:" IRI/);
     assert.deepEqual(rejects[1].issues[0].loc, ['actor', 'mbox']);
@@ -63,7 +68,7 @@ describe('lectern import (files)', () => {
     // The voided statement is voided; the one without an id got one, and a re-run stores it once.
     assert.equal((await lrs.fetch(`/xAPI/statements?voidedStatementId=${conflictId}`)).status, 200);
     const again = await runCli(lrs, ['import', file]);
-    assert.match(again.stderr, /imported 8 statements: 0 stored, 3 already stored, 5 rejected/);
+    assert.match(again.stderr, /imported 9 statements: 0 stored, 3 already stored, 6 rejected/);
   });
 
   test('a gzipped JSON array, with progress lines when stderr is not a terminal', async () => {
