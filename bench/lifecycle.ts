@@ -1,6 +1,7 @@
 /**
  * Data lifecycle benchmark: `lectern export` and `lectern import` of BENCH_LIFECYCLE_STATEMENTS
- * (default 100,000) statements on SQLite, beside the LRS's own batch ingest (POST batches of 500)
+ * (default 100,000) statements on SQLite (or on PostgreSQL: BENCH_POSTGRES_URL, a server where the
+ * user may create databases; the run creates and drops its own), beside the LRS's own batch ingest (POST batches of 500)
  * and paging (GET pages of 500) of the same statements, measured in the same run. The ratios
  * (CLI / HTTP) are the figures to compare across machines.
  *
@@ -48,14 +49,35 @@ function makeStatement(i: number): Record<string, unknown> {
   };
 }
 
-function envFor(dir: string, db: string): Record<string, string> {
+/** Settings of one store: a SQLite file in `dir`, or with `postgresUrl` a database beside that URL's. */
+function envFor(dir: string, db: string, postgresUrl?: string): Record<string, string> {
+  const backend: Record<string, string> = { LECTERN_SQLITE_PATH: join(dir, `${db}.sqlite`) };
+  if (postgresUrl) {
+    const u = new URL(postgresUrl);
+    u.pathname = `/${pgName(db)}`;
+    Object.assign(backend, { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: u.toString() });
+  }
   return {
     PATH: process.env.PATH ?? '',
-    LECTERN_SQLITE_PATH: join(dir, db),
+    ...backend,
     LECTERN_AUTH_FILE: join(dir, 'auth.json'),
     LECTERN_LOG_LEVEL: 'warn',
     LECTERN_RUNSERVER_MAX_SEARCH_HITS_COUNT: '500',
   };
+}
+
+const pgName = (db: string) => `lectern_bench_${db.replace(/\W/g, '_')}_${process.pid}`;
+
+/** Drops the databases a PostgreSQL run created. */
+async function dropDatabases(postgresUrl: string, dbs: string[]): Promise<void> {
+  const { default: pg } = await import('pg');
+  const c = new pg.Client({ connectionString: postgresUrl });
+  await c.connect();
+  try {
+    for (const db of dbs) await c.query(`DROP DATABASE IF EXISTS ${pgName(db)}`);
+  } finally {
+    await c.end();
+  }
 }
 
 async function startServer(env: Record<string, string>): Promise<{ url: string; stop(): Promise<void> }> {
@@ -130,12 +152,13 @@ async function readAll(url: string): Promise<{ seconds: number; count: number }>
  * Loads `statements` statements into a fresh SQLite LRS by batch POST, pages through them, exports
  * them (plain and gzipped) and imports each export into an empty store; returns one row per workload.
  */
-export async function measureLifecycle(opts: { statements?: number; concurrency?: number } = {}): Promise<LifecycleRow[]> {
+export async function measureLifecycle(opts: { statements?: number; concurrency?: number; postgresUrl?: string } = {}): Promise<LifecycleRow[]> {
   const n = opts.statements ?? 100_000;
   const dir = mkdtempSync(join(tmpdir(), 'lectern-bench-lifecycle-'));
+  const dbs = ['source', 'import-plain', 'import-gz'];
   try {
     writeFileSync(join(dir, 'auth.json'), JSON.stringify([{ username: 'bench', hash: bcrypt.hashSync('bench', 4), scopes: ['all'], agent: { mbox: 'mailto:bench@example.com' } }]));
-    const source = envFor(dir, 'source.sqlite');
+    const source = envFor(dir, 'source', opts.postgresUrl);
     const statements = Array.from({ length: n }, (_, i) => makeStatement(i));
     const server = await startServer(source);
     let post: number;
@@ -157,21 +180,24 @@ export async function measureLifecycle(opts: { statements?: number; concurrency?
       const secs = await cli(['export', '-o', join(dir, file)], source);
       rows.push({ workload: `lectern export → ${file} (${(statSync(join(dir, file)).size / 1e6).toFixed(0)} MB)`, rate: n / secs, baseline: getRow, seconds: secs });
     }
-    for (const file of ['export.ndjson', 'export.ndjson.gz']) {
-      const target = envFor(dir, `import-${file}.sqlite`);
+    for (const [i, file] of ['export.ndjson', 'export.ndjson.gz'].entries()) {
+      const target = envFor(dir, dbs[i + 1], opts.postgresUrl);
       const secs = await cli(['import', join(dir, file)], target);
       rows.push({ workload: `lectern import ← ${file}, batches of 500`, rate: n / secs, baseline: postRow, seconds: secs });
     }
     return rows;
   } finally {
     rmSync(dir, { recursive: true, force: true });
+    if (opts.postgresUrl) await dropDatabases(opts.postgresUrl, dbs);
   }
 }
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const n = Number(process.env.BENCH_LIFECYCLE_STATEMENTS ?? 100_000);
-  console.log(`Lectern lifecycle benchmark: ${n} statements, SQLite; ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}\n`);
-  const rows = await measureLifecycle({ statements: n });
+  const postgresUrl = process.env.BENCH_POSTGRES_URL;
+  const backend = postgresUrl ? 'PostgreSQL' : 'SQLite';
+  console.log(`Lectern lifecycle benchmark: ${n} statements, ${backend}; ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}\n`);
+  const rows = await measureLifecycle({ statements: n, postgresUrl });
   const fmt = (x: number) => Math.round(x).toLocaleString('en-US');
   console.log('| workload | statements/s | seconds | compared with | its statements/s | ratio |');
   console.log('|---|---|---|---|---|---|');
