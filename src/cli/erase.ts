@@ -23,6 +23,8 @@ export interface EraseOptions {
   backend?: string;
   dryRun?: boolean;
   pseudonymize?: boolean;
+  /** Also print each statement id and document key. */
+  list?: boolean;
   progressInterval?: string;
 }
 
@@ -72,6 +74,7 @@ export async function eraseCommand(opts: EraseOptions): Promise<void> {
   const stop = interruptible();
   const report: Report = { action: opts.pseudonymize ? 'pseudonymize' : 'erase', dryRun, target: tenant, statements: 0, documents: 0, complete: false };
   const ids: string[] = [];
+  const listed: string[] = [];
   try {
     const total = await store.countStatements(tenant, {});
     const progress = new Progress({ label: opts.pseudonymize ? 'pseudonymize: scan' : 'erase: scan', unit: 'statements', total, intervalMs: Number(opts.progressInterval ?? 10) * 1000 });
@@ -88,6 +91,7 @@ export async function eraseCommand(opts: EraseOptions): Promise<void> {
         const s = JSON.parse(row.json) as Statement & { id: string };
         if (!mentionsPerson(s, key)) continue;
         report.statements++;
+        if (opts.list && pseudonym) listed.push(`statement ${s.id}`);
         if (!pseudonym) {
           ids.push(s.id);
           continue;
@@ -111,11 +115,16 @@ export async function eraseCommand(opts: EraseOptions): Promise<void> {
       for (let layer = ids; layer.length; ) {
         const next: string[] = [];
         for (let i = 0; i < layer.length; i += CHUNK) {
-          for (const id of await store.referringStatements(tenant, layer.slice(i, i + CHUNK))) if (!seen.has(id)) (seen.add(id), next.push(id));
+          for (const id of await store.referringStatements(tenant, layer.slice(i, i + CHUNK))) {
+            if (seen.has(id)) continue;
+            seen.add(id);
+            next.push(id);
+          }
         }
         if (next.length) layers.push(next);
         layer = next;
       }
+      if (opts.list) for (const id of seen) listed.push(`statement ${id}`);
       report.referring = seen.size - ids.length;
       report.statements = seen.size;
       report.attachments = 0;
@@ -132,11 +141,13 @@ export async function eraseCommand(opts: EraseOptions): Promise<void> {
           }
         }
         del.finish();
+        report.statements = deleted;
       }
     }
     if (!stop.signal.aborted) {
       const docs = await documentsOf(store, tenant, key);
       report.documents = docs.length;
+      if (opts.list) for (const d of docs) listed.push(`document ${JSON.stringify({ kind: d.kind, activityId: d.activityId || undefined, registration: d.registration || undefined, id: d.docId })}`);
       if (!dryRun && docs.length) {
         if (pseudonym) await store.moveDocuments(tenant, docs, ifiKey(pseudonym)!);
         else for (const d of docs) await store.deleteDocument(tenant, d, {});
@@ -156,7 +167,7 @@ export async function eraseCommand(opts: EraseOptions): Promise<void> {
         `${dryRun ? 'their attachments no other statement uses' : `${report.attachments} attachments no other statement used`}, and ${report.documents} State/Agent Profile documents`,
   ];
   if (!report.complete) lines.push('interrupted before the end: run the same command again to finish (what is done stays done)');
-  process.stdout.write(`${lines.join('\n')}\n${JSON.stringify(report)}\n`);
+  process.stdout.write(`${[...listed, ...lines].join('\n')}\n${JSON.stringify(report)}\n`);
   if (!dryRun) {
     // The audit trail: what, when, where, how many. Never the agent or any statement content.
     const audit = { time: new Date().toISOString(), command: `erase${opts.pseudonymize ? ' --pseudonymize' : ''}`, user: safeUser(), host: hostname(), ...report };

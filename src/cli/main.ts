@@ -102,6 +102,7 @@ program
   .option('-t, --target <target>', 'the store (tenant)')
   .option('--dry-run', 'print what would be removed; change nothing')
   .option('--pseudonymize', 'replace the agent by a keyed pseudonym (LECTERN_PSEUDONYMIZE_KEY) instead of erasing')
+  .option('--list', 'also print the id of each statement and the key of each document concerned')
   .addOption(progressOption())
   .action(eraseCommand);
 

@@ -49,10 +49,14 @@ for (const backend of BACKENDS) {
       assert.equal(inB.status, 200);
       const before = await allStatements(lrs);
       const attachmentsBefore = await countRows(lrs, 'attachments');
-      const dry = await runCli(lrs, ['erase', '--agent', JSON.stringify({ mbox: 'mailto:ben@example.com' }), '--dry-run']);
+      const dry = await runCli(lrs, ['erase', '--agent', JSON.stringify({ mbox: 'mailto:ben@example.com' }), '--dry-run', '--list']);
       assert.equal(dry.code, 0, dry.stderr);
       const dryReport = JSON.parse(dry.stdout.trim().split('\n').at(-1)!);
-      assert.match(dry.stdout, /^would erase 8 statements \(1 of them voiding or targeting/);
+      assert.match(dry.stdout, /^would erase 8 statements \(1 of them voiding or targeting/m);
+      const listed = dry.stdout.split('\n').filter((l) => /^statement [0-9a-f-]{36}$/.test(l)).map((l) => l.slice(10));
+      assert.equal(listed.length, 8);
+      assert.ok(listed.includes(benStatement));
+      assert.equal(dry.stdout.split('\n').filter((l) => l.startsWith('document {')).length, 3);
       assert.equal(dryReport.documents, 3);
       assert.deepEqual(await allStatements(lrs), before);
 
