@@ -506,10 +506,11 @@ export async function importCommand(file: string | undefined, opts: ImportOption
   let done = skip;
   // For a pull: the page of the first statement of each batch not yet stored (where to resume).
   const unfinished: (string | undefined)[] = [];
+  const n = (x: number) => x.toLocaleString('en-US');
   const show = () =>
     progress.update(importer.counts.read, {
       measure: input?.bytesRead(),
-      extra: `${importer.counts.inserted} new, ${importer.counts.existing} already stored, ${importer.counts.rejected} rejected`,
+      extra: `${n(importer.counts.inserted)} new, ${n(importer.counts.existing)} already stored, ${n(importer.counts.rejected)} rejected`,
     });
   try {
     let batch: Item[] = [];
