@@ -91,7 +91,7 @@ for (const backend of BACKENDS) {
       assert.equal((await allStatements(copy)).length, (await allStatements(source)).length);
     });
 
-    test('filters and stdout', async () => {
+    test('filters (agent, stored window), stdout, documents of one agent', async () => {
       const docs = join(source.dir, 'ben-documents.ndjson');
       const exp = await runCli(source, ['export', '-o', '-', '--agent', JSON.stringify(BEN), '--documents', docs]);
       assert.equal(exp.code, 0, exp.stderr);
@@ -104,6 +104,16 @@ for (const backend of BACKENDS) {
       assert.equal(photo.contentType, 'image/png');
       assert.deepEqual(Buffer.from(photo.content, 'base64'), seeded.photo);
       assert.deepEqual(photo.agent, { objectType: 'Agent', mbox: BEN.mbox });
+      // --since/--until bound `stored` (exclusive/inclusive), voided statements included.
+      const all = (await runCli(source, ['export', '-o', '-'])).stdout.trim().split('\n');
+      const storedOf = (l: string) => Date.parse(JSON.parse(l).stored);
+      const since = new Date(storedOf(all[0])).toISOString();
+      const until = new Date(storedOf(all[all.length - 2])).toISOString();
+      const window = await runCli(source, ['export', '-o', '-', '--since', since, '--until', until]);
+      assert.equal(window.code, 0, window.stderr);
+      const expected = all.filter((l) => storedOf(l) > Date.parse(since) && storedOf(l) <= Date.parse(until));
+      assert.ok(expected.length > 0 && expected.length < all.length);
+      assert.deepEqual(window.stdout.trim().split('\n'), expected);
       const bad = await runCli(source, ['export', '-o', '-', '--verb', 'not an iri']);
       assert.equal(bad.code, 2);
       assert.match(bad.stderr, /--verb must be an absolute IRI/);
