@@ -12,14 +12,14 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { LrsError, type ValidationIssue } from '../errors.ts';
 import { acceptStatements } from '../http/statements.ts';
-import { type AttachmentPart, extractStatementParts } from '../http/multipart.ts';
+import type { AttachmentPart } from '../http/multipart.ts';
 import type { Store } from '../store/types.ts';
 import { ifiKey } from '../xapi/agents.ts';
 import { type PreparedStatement, prepareStatement, sameStatement } from '../xapi/statement.ts';
 import type { Actor, Statement } from '../xapi/types.ts';
-import { VOIDED_VERB, XAPI_VERSION } from '../xapi/types.ts';
-import { mediaTypeOf, validateAgentParam } from '../xapi/validate.ts';
-import { CliError, promptPassword } from './auth.ts';
+import { validateAgentParam } from '../xapi/validate.ts';
+import { CliError } from './auth.ts';
+import { openPull, type Pull, type PulledStatement } from './from-lrs.ts';
 import { OutputFile, openCliStore, openInput, parseAgentOption, siblings } from './datafiles.ts';
 import { interruptible, Progress, rerun } from './progress.ts';
 
@@ -45,14 +45,9 @@ export interface ImportOptions {
 export const IMPORT_AUTHORITY: Actor = { objectType: 'Agent', name: 'lectern import', account: { homePage: 'https://lectern.invalid', name: 'import' } };
 
 /** One statement to import: its line (file) or number (pull), the parsed JSON or why it is not JSON. */
-interface Item {
+interface Item extends Partial<PulledStatement> {
   n: number;
-  value?: unknown;
   malformed?: string;
-  /** Attachment data that came with it (a pull with attachments=true). */
-  parts?: Map<string, AttachmentPart>;
-  /** For a pull: the page it came from, to resume at. */
-  page?: string;
 }
 
 // ----- reading files -------------------------------------------------------------------------
@@ -169,80 +164,6 @@ function partsFromFolder(value: unknown, dir: string | undefined): Map<string, A
     }
   }
   return parts;
-}
-
-// ----- pulling from another LRS ----------------------------------------------------------------
-
-interface Pull {
-  base: URL;
-  headers: Record<string, string>;
-  attachments: boolean;
-  /** The page being read, for the resume hint. */
-  current?: string;
-}
-
-async function getJson(pull: Pull, url: URL): Promise<{ status: number; value?: unknown; parts: Map<string, AttachmentPart> }> {
-  for (let attempt = 1; ; attempt++) {
-    let res: Response;
-    try {
-      res = await fetch(url, { headers: pull.headers });
-    } catch (err) {
-      if (attempt < 4) {
-        await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
-        continue;
-      }
-      throw new CliError(`cannot reach ${url.origin}: ${(err as Error).message}`);
-    }
-    const body = Buffer.from(await res.arrayBuffer());
-    if (res.status >= 500 && attempt < 4) {
-      await new Promise((r) => setTimeout(r, 500 * 2 ** attempt));
-      continue;
-    }
-    if (res.status === 404) return { status: 404, parts: new Map() };
-    if (res.status !== 200) {
-      throw new CliError(`${url.pathname} answered ${res.status}: ${body.toString('utf8').slice(0, 300)}`);
-    }
-    const ct = res.headers.get('content-type') ?? '';
-    try {
-      if (mediaTypeOf(ct).startsWith('multipart/')) {
-        const { json, attachments } = extractStatementParts(ct, body);
-        return { status: 200, value: JSON.parse(json.toString('utf8')), parts: attachments };
-      }
-      return { status: 200, value: JSON.parse(body.toString('utf8')), parts: new Map() };
-    } catch (err) {
-      throw new CliError(`${url.pathname} did not answer with statements: ${(err as Error).message}`);
-    }
-  }
-}
-
-/**
- * Every statement of the other LRS, oldest first, following `more` links. The Statement resource
- * leaves voided statements out: each voiding statement's target is fetched by voidedStatementId
- * and imported just before it, so the voided statement arrives too.
- */
-async function* lrsItems(pull: Pull, first: URL): AsyncGenerator<Item> {
-  let url: URL | undefined = first;
-  let n = 0;
-  while (url) {
-    pull.current = url.toString();
-    const page = await getJson(pull, url);
-    const result = page.value as { statements?: unknown; more?: unknown };
-    if (!result || !Array.isArray(result.statements)) throw new CliError(`${url.pathname} answered without a statements array`);
-    for (const s of result.statements as Record<string, unknown>[]) {
-      const object = s?.object as { objectType?: unknown; id?: unknown } | undefined;
-      if ((s?.verb as { id?: unknown })?.id === VOIDED_VERB && object?.objectType === 'StatementRef' && typeof object.id === 'string') {
-        const voided = new URL(`${pull.base.pathname}/statements`, pull.base);
-        voided.searchParams.set('voidedStatementId', object.id);
-        if (pull.attachments) voided.searchParams.set('attachments', 'true');
-        const v = await getJson(pull, voided);
-        if (v.status === 200) yield { n: ++n, value: v.value, parts: v.parts, page: pull.current };
-      }
-      yield { n: ++n, value: s, parts: page.parts, page: pull.current };
-    }
-    // `more` is a path on the same server ("relative IRL"), or absolute on some LRSs.
-    url = typeof result.more === 'string' && result.more !== '' ? new URL(result.more, pull.base) : undefined;
-  }
-  pull.current = undefined;
 }
 
 // ----- storing -----------------------------------------------------------------------------
@@ -458,39 +379,8 @@ export async function importCommand(file: string | undefined, opts: ImportOption
   let items: AsyncIterable<Item>;
   let input: ReturnType<typeof openInput> | undefined;
   if (opts.fromLrs !== undefined) {
-    let base: URL;
-    try {
-      base = new URL(opts.fromLrs.replace(/\/+$/, ''));
-    } catch {
-      throw new CliError(`--from-lrs must be the other LRS's xAPI base URL, got ${JSON.stringify(opts.fromLrs)}`);
-    }
-    // Credentials in the URL become the Basic credentials (fetch refuses URLs that carry them).
-    let user = opts.user;
-    let password = opts.password;
-    if (base.username) {
-      user ??= decodeURIComponent(base.username);
-      password ??= decodeURIComponent(base.password);
-      base.username = '';
-      base.password = '';
-    }
-    if (user !== undefined && password === undefined) {
-      if (!process.stdin.isTTY) throw new CliError('--from-lrs with --user needs --password, or run in a terminal to be asked for it');
-      password = await promptPassword();
-    }
-    const headers: Record<string, string> = { 'x-experience-api-version': XAPI_VERSION, accept: 'application/json, multipart/mixed' };
-    if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
-    else if (user !== undefined) headers.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
-    pull = { base, headers, attachments: opts.attachments !== undefined && opts.attachments !== false };
-    let first: URL;
-    if (opts.more !== undefined) {
-      first = new URL(opts.more, base);
-    } else {
-      first = new URL(`${base.pathname}/statements`, base);
-      first.searchParams.set('ascending', 'true');
-      first.searchParams.set('limit', String(positive(opts.pageSize, '--page-size', 500)));
-      if (pull.attachments) first.searchParams.set('attachments', 'true');
-    }
-    items = lrsItems(pull, first);
+    pull = await openPull({ ...opts, fromLrs: opts.fromLrs, pageSize: positive(opts.pageSize, '--page-size', 500) });
+    items = pull.items;
   } else {
     input = openInput(file!);
     items = fileItems(input.stream);
