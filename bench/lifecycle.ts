@@ -183,7 +183,7 @@ export async function measureLifecycle(opts: { statements?: number; concurrency?
     for (const [i, file] of ['export.ndjson', 'export.ndjson.gz'].entries()) {
       const target = envFor(dir, dbs[i + 1], opts.postgresUrl);
       const secs = await cli(['import', join(dir, file)], target);
-      rows.push({ workload: `lectern import ← ${file}, batches of 500`, rate: n / secs, baseline: postRow, seconds: secs });
+      rows.push({ workload: `lectern import ← ${file}, batches of 1,000`, rate: n / secs, baseline: postRow, seconds: secs });
     }
     return rows;
   } finally {

@@ -55,6 +55,7 @@ export function siblings(file: string): { attachments: string; documents: string
 export class OutputFile {
   private readonly sink: Writable;
   private readonly file: Writable | undefined;
+  private closed = false;
   readonly path: string;
 
   constructor(path: string, opts: { append?: boolean } = {}) {
@@ -76,9 +77,10 @@ export class OutputFile {
     if (!this.sink.write(text)) await once(this.sink, 'drain');
   }
 
-  /** Ends the stream (the gzip trailer included) and waits until it is on disk. */
+  /** Ends the stream (the gzip trailer included) and waits until it is on disk; again: nothing. */
   async close(): Promise<void> {
-    if (this.sink === process.stdout) return;
+    if (this.sink === process.stdout || this.closed) return;
+    this.closed = true;
     const done = this.file ? once(this.file, 'close') : Promise.resolve();
     this.sink.end();
     await done;

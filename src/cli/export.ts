@@ -78,6 +78,7 @@ export async function exportCommand(opts: ExportOptions): Promise<void> {
   };
   const attachmentsDir = pick(opts.attachments, side?.attachments, 'attachments');
   const documentsFile = pick(opts.documents, side?.documents, 'documents');
+  if (opts.after !== undefined && !/^\d{1,19}$/.test(opts.after)) throw new CliError(`--after takes the position an interrupted export printed, not ${JSON.stringify(opts.after)}`);
   const query = parseFilters(opts);
   const tenant = opts.target ?? '';
   const { store } = await openCliStore(opts.backend);
@@ -97,7 +98,7 @@ export async function exportCommand(opts: ExportOptions): Promise<void> {
         await out.close();
         progress.say(
           `export interrupted: ${written} statements written${output === '-' ? '' : ` to ${output}`}, each line complete. ` +
-            `To continue: ${rerun({ '--append': false, '--after': true }, [...(after ? ['--after', after] : []), '--append'])}`,
+            `To continue: ${rerun({ '--append': false, '--after': true }, [...(after ? ['--after', after] : []), output === '-' ? '>> FILE' : '--append'])}`,
         );
         process.exitCode = 130;
         return;
@@ -126,6 +127,8 @@ export async function exportCommand(opts: ExportOptions): Promise<void> {
     );
   } finally {
     stop.dispose();
+    // After a failure too: the lines written so far are complete and the gzip stream is closed.
+    await out.close();
     await store.close();
   }
 }

@@ -361,7 +361,7 @@ const positive = (raw: string | undefined, name: string, dflt: number): number =
 
 export async function importCommand(file: string | undefined, opts: ImportOptions): Promise<void> {
   if ((file === undefined) === (opts.fromLrs === undefined)) throw new CliError('give either FILE or --from-lrs URL');
-  const batchSize = Math.max(1, positive(opts.batchSize, '--batch-size', 500));
+  const batchSize = Math.max(1, positive(opts.batchSize, '--batch-size', 1000));
   const skip = positive(opts.skip, '--skip', 0);
   const authority = opts.authority === undefined ? IMPORT_AUTHORITY : parseAgentOption(opts.authority, '--authority');
   const side = file !== undefined && file !== '-' ? siblings(file) : undefined;

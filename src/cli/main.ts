@@ -85,7 +85,7 @@ program
   .option('--attachments [dir]', 'attachment contents: a folder of files named by SHA-2 (default: the export\'s, backup.attachments/, when present); with --from-lrs: pull them too')
   .option('--documents [file]', 'documents file to import (default: the export\'s, backup.documents.ndjson[.gz], when present)')
   .option('--rejects <file>', 'where refused statements are reported, one JSON line each (default: backup.rejects.ndjson beside the file)')
-  .option('--batch-size <n>', 'statements per transaction', '500')
+  .option('--batch-size <n>', 'statements per transaction', '1000')
   .option('--page-size <n>', 'statements per page asked of the other LRS', '500')
   .option('--skip <n>', 'skip the first N lines (resume; printed on Ctrl-C)')
   .option('--more <url>', 'with --from-lrs: start at this more link (resume; printed on Ctrl-C)')
