@@ -102,15 +102,15 @@ async function startServer(env: Record<string, string>): Promise<{ url: string; 
   };
 }
 
-/** Runs the CLI to the end; seconds taken. */
-async function cli(args: string[], env: Record<string, string>): Promise<number> {
+/** Runs the CLI to the end; seconds taken and what it said on stderr. */
+async function cli(args: string[], env: Record<string, string>): Promise<{ seconds: number; stderr: string }> {
   const t0 = performance.now();
   const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let err = '';
   child.stderr!.on('data', (d: Buffer) => (err += d.toString()));
   const code = await new Promise<number | null>((resolve) => child.on('close', resolve));
   if (code !== 0) throw new Error(`lectern ${args[0]} failed (${code}): ${err}`);
-  return (performance.now() - t0) / 1000;
+  return { seconds: (performance.now() - t0) / 1000, stderr: err };
 }
 
 async function postAll(url: string, statements: Record<string, unknown>[], batch: number, concurrency: number): Promise<number> {
@@ -177,12 +177,14 @@ export async function measureLifecycle(opts: { statements?: number; concurrency?
       { ...getRow, seconds: read.seconds },
     ];
     for (const file of ['export.ndjson', 'export.ndjson.gz']) {
-      const secs = await cli(['export', '-o', join(dir, file)], source);
+      const { seconds: secs, stderr } = await cli(['export', '-o', join(dir, file)], source);
+      if (!stderr.includes(`exported ${n} statements`)) throw new Error(`export did not write ${n} statements: ${stderr}`);
       rows.push({ workload: `lectern export → ${file} (${(statSync(join(dir, file)).size / 1e6).toFixed(0)} MB)`, rate: n / secs, baseline: getRow, seconds: secs });
     }
     for (const [i, file] of ['export.ndjson', 'export.ndjson.gz'].entries()) {
       const target = envFor(dir, dbs[i + 1], opts.postgresUrl);
-      const secs = await cli(['import', join(dir, file)], target);
+      const { seconds: secs, stderr } = await cli(['import', join(dir, file)], target);
+      if (!stderr.includes(`imported ${n} statements: ${n} stored`)) throw new Error(`import did not store ${n} statements: ${stderr}`);
       rows.push({ workload: `lectern import ← ${file}, batches of 1,000`, rate: n / secs, baseline: postRow, seconds: secs });
     }
     return rows;

@@ -4,7 +4,7 @@
  * and the documents file beside it.
  */
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, existsSync, statSync } from 'node:fs';
+import { createReadStream, createWriteStream, existsSync, type ReadStream, statSync } from 'node:fs';
 import { type Readable, type Writable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { loadConfig, type Config } from '../config.ts';
@@ -89,18 +89,16 @@ export class OutputFile {
 
 /** A readable of a file's content (gunzipped for `.gz`), its size, and how many bytes were read. */
 export function openInput(path: string): { stream: Readable; size?: number; bytesRead(): number } {
-  let read = 0;
   let raw: Readable;
-  let size: number | undefined;
+  let file: ReadStream | undefined;
   if (path === '-') {
     raw = process.stdin;
   } else {
     if (!existsSync(path)) throw new CliError(`${path} does not exist`);
-    size = statSync(path).size;
-    raw = createReadStream(path);
+    raw = file = createReadStream(path);
   }
-  raw.on('data', (chunk: Buffer) => (read += chunk.length));
+  // No 'data' listener here: it would start the flow before the reader is there, losing data.
   const stream = path.endsWith('.gz') ? raw.pipe(createGunzip()) : raw;
   if (stream !== raw) raw.on('error', (err) => stream.destroy(err));
-  return { stream, size, bytesRead: () => read };
+  return { stream, size: file ? statSync(path).size : undefined, bytesRead: () => file?.bytesRead ?? 0 };
 }

@@ -88,6 +88,9 @@ for (const backend of BACKENDS) {
       const imp = await runCli(copy, ['import', file]);
       assert.equal(imp.code, 0, imp.stderr);
       assert.match(imp.stderr, /imported 8 statements: 0 stored, 8 already stored, 0 rejected/);
+      // A plain file too (read while the store is still being opened: nothing may be lost).
+      const plain = await runCli(copy, ['import', join(copy.dir, 'again.ndjson')]);
+      assert.match(plain.stderr, /imported 8 statements: 0 stored, 8 already stored, 0 rejected/);
       assert.equal((await allStatements(copy)).length, (await allStatements(source)).length);
     });
 
