@@ -88,9 +88,12 @@ for (const backend of BACKENDS) {
       const imp = await runCli(copy, ['import', file]);
       assert.equal(imp.code, 0, imp.stderr);
       assert.match(imp.stderr, /imported 8 statements: 0 stored, 8 already stored, 0 rejected/);
-      // A plain file too (read while the store is still being opened: nothing may be lost).
+      // A plain file too (read while the store is still being opened: nothing may be lost),
+      // exported without --attachments: the statement whose attachment has no data is refused, as POST would.
       const plain = await runCli(copy, ['import', join(copy.dir, 'again.ndjson')]);
-      assert.match(plain.stderr, /imported 8 statements: 0 stored, 8 already stored, 0 rejected/);
+      assert.match(plain.stderr, /imported 8 statements: 0 stored, 7 already stored, 1 rejected/);
+      const reject = JSON.parse(readFileSync(join(copy.dir, 'again.rejects.ndjson'), 'utf8'));
+      assert.match(reject.error, /attachments\[0\] has no fileUrl, so its data must be sent/);
       assert.equal((await allStatements(copy)).length, (await allStatements(source)).length);
     });
 
