@@ -390,6 +390,21 @@ export const SETTINGS = {
     help: '`GET /metrics`: `scope` (credentials holding the `all` scope), `open` (no credentials: for a scraper on a private network) or `off` (no route).',
     parse: oneOf('scope', 'open', 'off'),
   },
+  auditFile: {
+    name: 'LECTERN_AUDIT_FILE',
+    default: 'lectern-audit.log',
+    help: '`lectern erase` appends one JSON line per run here (what, when, how many; never the data), relative to the working directory.',
+    parse: str,
+  },
+  pseudonymizeKey: {
+    name: 'LECTERN_PSEUDONYMIZE_KEY',
+    default: '',
+    help: 'Secret of `lectern erase --pseudonymize` (HMAC-SHA256 key, at least 16 characters): the same key gives the same pseudonym. Keep it like a password.',
+    parse: (raw: string, name: string) => {
+      if (raw !== '' && raw.length < 16) throw new ConfigError(`${name} must be at least 16 characters long (it keys the pseudonyms)`);
+      return raw;
+    },
+  },
 } satisfies Record<string, Setting<unknown>>;
 
 type Settings = typeof SETTINGS;

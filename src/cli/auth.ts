@@ -32,7 +32,7 @@ export interface AuthOptions {
 }
 
 /** Reads a password from the terminal without echoing it. */
-async function promptPassword(): Promise<string> {
+export async function promptPassword(): Promise<string> {
   const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
   const out = rl as unknown as { _writeToOutput: (s: string) => void; output: NodeJS.WriteStream };
   let prompted = false;

@@ -26,8 +26,15 @@ async function monitor(kind: 'lrs' | 'cli'): Promise<void> {
   monitoring = await startMonitoring(kind, config);
 }
 
+/** Runs a command under monitoring (when configured), loading its module only then. */
+async function monitored(name: string, run: () => Promise<void>, secrets: (string | undefined)[] = []): Promise<void> {
+  await monitor('cli');
+  for (const secret of secrets) if (secret) monitoring?.addSecret(secret);
+  await (monitoring ? monitoring.command(name, run) : run());
+}
+
 const program = new Command('lectern')
-  .description('Lectern: an xAPI 1.0.3 Learning Record Store')
+  .description('Lectern: an xAPI 1.0.3 and 2.0 Learning Record Store')
   .version(LECTERN_VERSION, '-v, --version')
   .helpOption('--help', 'show help');
 
@@ -63,18 +70,78 @@ program
   .option('-A, --agent-ifi-account <name_homepage...>', 'agent identifier: account NAME HOMEPAGE')
   .option('-N, --agent-name <name>', 'the agent name')
   .option('-w, --write-to-disk', 'write the user to the credentials file instead of printing it')
-  .action(async (o: Record<string, unknown>) => {
-    await monitor('cli');
-    if (typeof o.password === 'string') monitoring?.addSecret(o.password);
-    const run = async () => {
-      const { authCommand, CliError } = await import('./auth.ts');
-      if (o.agentMbox !== undefined && o.agentIfiMbox === undefined) o.agentIfiMbox = o.agentMbox;
-      const account = o.agentIfiAccount as string[] | undefined;
-      if (account !== undefined && account.length !== 2) throw new CliError('-A/--agent-ifi-account takes two values: NAME HOMEPAGE');
-      await authCommand(o);
-    };
-    await (monitoring ? monitoring.command('auth', run) : run());
-  });
+  .action((o: Record<string, unknown>) =>
+    monitored(
+      'auth',
+      async () => {
+        const { authCommand, CliError } = await import('./auth.ts');
+        if (o.agentMbox !== undefined && o.agentIfiMbox === undefined) o.agentIfiMbox = o.agentMbox;
+        const account = o.agentIfiAccount as string[] | undefined;
+        if (account !== undefined && account.length !== 2) throw new CliError('-A/--agent-ifi-account takes two values: NAME HOMEPAGE');
+        await authCommand(o);
+      },
+      [typeof o.password === 'string' ? o.password : undefined],
+    ),
+  );
+
+const backendOption = () => new Option('-b, --backend <backend>', 'storage backend: sqlite or postgres (LECTERN_RUNSERVER_BACKEND; other settings as for runserver)');
+const progressOption = () => new Option('--progress-interval <seconds>', 'seconds between progress lines when stderr is not a terminal').default('10');
+
+program
+  .command('export')
+  .description("write a store's statements as NDJSON in stored order (and optionally attachments and documents)")
+  .helpOption('--help', 'show help')
+  .requiredOption('-o, --output <file>', 'the statements file (- for stdout; .gz compresses)')
+  .addOption(backendOption())
+  .option('-t, --target <target>', 'the store (tenant) to export; default: the default store')
+  .option('--since <timestamp>', 'only statements stored after this instant')
+  .option('--until <timestamp>', 'only statements stored at or before this instant')
+  .option('--agent <json>', 'only statements about this Agent (as GET /statements?agent=)')
+  .option('--verb <iri>', 'only statements with this verb')
+  .option('--activity <iri>', 'only statements about this activity')
+  .option('--attachments [dir]', 'also write attachment contents, one file per SHA-2 (default: beside the output, backup.ndjson.gz → backup.attachments/)')
+  .option('--documents [file]', 'also write State, Activity Profile and Agent Profile documents (default: backup.ndjson.gz → backup.documents.ndjson.gz)')
+  .option('--after <position>', 'continue an interrupted export after this position (printed on Ctrl-C)')
+  .option('--append', 'append to the output file (with --after)')
+  .addOption(progressOption())
+  .action((o: Parameters<typeof import('./export.ts').exportCommand>[0]) => monitored('export', async () => (await import('./export.ts')).exportCommand(o)));
+
+program
+  .command('import')
+  .description('store statements from an export file (NDJSON or JSON array, .gz too) or from another LRS, as POST would')
+  .helpOption('--help', 'show help')
+  .argument('[file]', 'the statements file (- for stdin)')
+  .addOption(backendOption())
+  .option('-t, --target <target>', 'the store (tenant) to import into')
+  .option('--from-lrs <url>', "pull from another LRS: its xAPI base URL (where 'statements' lives)")
+  .option('-u, --user <user>', 'user name for --from-lrs (HTTP Basic)')
+  .option('-p, --password <password>', 'password for --from-lrs')
+  .option('--token <token>', 'bearer token for --from-lrs')
+  .option('--attachments [dir]', 'attachment contents: a folder of files named by SHA-2 (default: the export\'s, backup.attachments/, when present); with --from-lrs: pull them too')
+  .option('--documents [file]', 'documents file to import (default: the export\'s, backup.documents.ndjson[.gz], when present)')
+  .option('--rejects <file>', 'where refused statements are reported, one JSON line each (default: backup.rejects.ndjson beside the file)')
+  .option('--batch-size <n>', 'statements per transaction', '1000')
+  .option('--page-size <n>', 'statements per page asked of the other LRS', '500')
+  .option('--skip <n>', 'skip the first N lines (resume; printed on Ctrl-C)')
+  .option('--more <url>', 'with --from-lrs: start at this more link (resume; printed on Ctrl-C)')
+  .option('--authority <json>', 'authority for imported statements that have none')
+  .addOption(progressOption())
+  .action((file: string | undefined, o: Parameters<typeof import('./import.ts').importCommand>[1]) =>
+    monitored('import', async () => (await import('./import.ts')).importCommand(file, o), [o.password, o.token]),
+  );
+
+program
+  .command('erase')
+  .description("remove (or pseudonymize) one agent's statements, attachments and documents from a store")
+  .helpOption('--help', 'show help')
+  .requiredOption('--agent <json>', 'the Agent, e.g. \'{"mbox":"mailto:ben@example.com"}\'')
+  .addOption(backendOption())
+  .option('-t, --target <target>', 'the store (tenant)')
+  .option('--dry-run', 'print what would be removed; change nothing')
+  .option('--pseudonymize', 'replace the agent by a keyed pseudonym (LECTERN_PSEUDONYMIZE_KEY) instead of erasing')
+  .option('--list', 'also print the id of each statement and the key of each document concerned')
+  .addOption(progressOption())
+  .action((o: Parameters<typeof import('./erase.ts').eraseCommand>[0]) => monitored('erase', async () => (await import('./erase.ts')).eraseCommand(o)));
 
 const forwarding = program
   .command('forwarding')
@@ -85,21 +152,13 @@ forwarding
   .description('queued, delivered, retried and dead-lettered statements per target')
   .helpOption('--help', 'show help')
   .option('--json', 'print JSON')
-  .action(async (o: { json?: boolean }) => {
-    await monitor('cli');
-    const run = async () => (await import('./forwarding.ts')).forwardingStatus(o);
-    await (monitoring ? monitoring.command('forwarding status', run) : run());
-  });
+  .action((o: { json?: boolean }) => monitored('forwarding status', async () => (await import('./forwarding.ts')).forwardingStatus(o)));
 forwarding
   .command('retry')
   .description('put dead letters back into the queue (of every target, or of one)')
   .helpOption('--help', 'show help')
   .option('-t, --target <url>', 'only the dead letters of this target url')
-  .action(async (o: { target?: string }) => {
-    await monitor('cli');
-    const run = async () => (await import('./forwarding.ts')).forwardingRetry(o);
-    await (monitoring ? monitoring.command('forwarding retry', run) : run());
-  });
+  .action((o: { target?: string }) => monitored('forwarding retry', async () => (await import('./forwarding.ts')).forwardingRetry(o)));
 
 try {
   await program.parseAsync(process.argv);

@@ -1,16 +1,15 @@
 /** The Statement resource (xAPI-Communication §2.1): parse, call the store, reply. */
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
-import { type AttachmentPart, attachmentBlobs, attachmentHashes, matchAttachments, statementParts } from '../xapi/attachments.ts';
+import { acceptStatements, type Received } from '../xapi/accept.ts';
+import { attachmentHashes, statementParts } from '../xapi/attachments.ts';
 import { activityIdsOf, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
 import { parseJson } from '../xapi/json.ts';
 import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
-import { verifySignedStatement } from '../xapi/signature.ts';
 import { prepareBatch } from '../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
-import { validateStatements } from '../xapi/validate.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
 import { buildStatementsMultipart, parseMultipartMixed } from './multipart.ts';
@@ -23,12 +22,6 @@ export interface StatementDeps {
   basePath: string;
   /** LECTERN_XAPI_STRICT_VERSION: convert 2.0 statements for 1.0.3 readers. */
   strictVersion: boolean;
-}
-
-/** What a PUT/POST carries: the statements as sent and the attachment data, by lower-case sha2. */
-interface Received {
-  value: unknown;
-  parts: Map<string, AttachmentPart>;
 }
 
 /**
@@ -44,30 +37,6 @@ function readBody(req: XapiRequest, version: XapiVersion): Received {
     return { value: parseJson(first, version), parts: attachments };
   }
   throw new LrsError('bad_request', `statements must be sent as application/json or multipart/mixed, not ${ct || 'without a Content-Type'}`);
-}
-
-/**
- * Validates the statements, checks their attachments against the parts received and verifies
- * signed statements (xAPI-Data §2.6). `id` is PUT's statementId. Returns the statements to store
- * and the attachment data to keep with them.
- */
-async function acceptStatements(received: Received, version: XapiVersion, id?: string): Promise<{ statements: Statement[]; blobs: AttachmentBlob[] }> {
-  const { statements, issues } = validateStatements(received.value, version);
-  if (issues.length) throw new ValidationFailed(issues);
-  if (id !== undefined) {
-    const given = statements[0].id;
-    if (given !== undefined && given.toLowerCase() !== id) {
-      throw new ValidationFailed([{ loc: [0, 'id'], msg: `the statement id ${given} differs from the statementId parameter ${id}`, type: 'value_error.id_mismatch' }]);
-    }
-    statements[0] = { ...statements[0], id };
-  }
-  matchAttachments(statements, received.parts);
-  for (let i = 0; i < statements.length; i++) {
-    const signedId = await verifySignedStatement(statements[i], received.parts, version);
-    // Sent without an id, a signed statement is stored under the id it was signed with.
-    if (signedId !== undefined && statements[i].id === undefined) statements[i] = { ...statements[i], id: signedId };
-  }
-  return { statements, blobs: attachmentBlobs(statements, received.parts) };
 }
 
 /**

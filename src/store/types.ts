@@ -3,7 +3,7 @@
  * store key of the authenticated user: its `target`, '' for the default store). Backends write
  * SQL; nothing above this layer does.
  */
-import type { PreparedStatement } from '../xapi/statement.ts';
+import type { IndexedAgent, PreparedStatement } from '../xapi/statement.ts';
 import type { StatementQuery } from '../xapi/query.ts';
 import type { ActivityDefinition } from '../xapi/types.ts';
 import type { AttachmentBlob } from '../xapi/attachments.ts';
@@ -97,6 +97,19 @@ export interface PoolStats {
   max: number;
 }
 
+/** A stored document with its key (bulk export, erasure). */
+export interface KeyedDocument extends StoredDocument {
+  key: DocumentKey;
+}
+
+/** A stored statement's new JSON and agent index rows (pseudonymisation): id, position and `stored` stay. */
+export interface StatementRewrite {
+  id: string;
+  json: string;
+  agents: IndexedAgent[];
+  authorityKey: string | null;
+}
+
 export interface Store {
   readonly backend: string;
   /** The forwarding outbox (src/forwarding/ delivers it). */
@@ -159,4 +172,27 @@ export interface Store {
   listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]>;
   /** Deletes every document matching `key` with docId ignored (state resource multi-delete); registration as above. */
   deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void>;
+
+  // ----- data lifecycle (lectern export / import / erase) ------------------------------------
+
+  /**
+   * Every stored statement (voided ones included) in stored order after position `after`, at most
+   * `limit`; `sinceMs` (exclusive) and `untilMs` (inclusive) bound `stored`. `next` as for queries.
+   */
+  scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage>;
+  /** How many statements scanStatements would return from the start (for progress). */
+  countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number>;
+  /** Ids of the statements whose StatementRef object targets one of `ids` (voiding ones included). */
+  referringStatements(tenant: string, ids: string[]): Promise<string[]>;
+  /**
+   * Deletes statements by id in one transaction, with their agent/activity/attachment link rows
+   * and the attachments no remaining statement of the tenant links; returns how many of each.
+   */
+  deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }>;
+  /** Replaces statements' JSON and agent index rows in one transaction. */
+  rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void>;
+  /** Documents of every kind in key order after `after`, at most `limit`, content included. */
+  scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]>;
+  /** Moves documents to another agent key in one transaction, replacing what is there. */
+  moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void>;
 }

@@ -24,6 +24,23 @@ export function ifiKey(actor: Agent | Group): string | undefined {
   return undefined;
 }
 
+/** The actor an IFI key stands for (its identifier only): the inverse of ifiKey. */
+export function actorFromKey(key: string): Agent | undefined {
+  const colon = key.indexOf(':');
+  const name = key.slice(0, colon);
+  const value = key.slice(colon + 1);
+  if (name === 'mbox' || name === 'mbox_sha1sum' || name === 'openid') return { objectType: 'Agent', [name]: value };
+  if (name === 'account') {
+    try {
+      const [homePage, accountName] = JSON.parse(value) as [string, string];
+      return { objectType: 'Agent', account: { homePage, name: accountName } };
+    } catch {
+      return undefined;
+    }
+  }
+  return undefined;
+}
+
 export const isGroup = (actor: Actor): actor is Group => actor.objectType === 'Group';
 
 /**

@@ -90,3 +90,12 @@ export const statementVersionHint = (v: XapiVersion): string => (is2(v) ? '1.0.x
 
 /** True for a statement `version` written by a 2.0 client (or set by this LRS under 2.0). */
 export const isVersion2Statement = (value: string | undefined): boolean => value !== undefined && HEADER_2_0.test(value);
+
+/**
+ * The rules a statement that arrives without a request (an import, a rewrite) is read under: those
+ * of the version it says it was written in (2.0.x: 2.0; otherwise 1.0.3).
+ */
+export const statementRules = (statement: unknown): XapiVersion => {
+  const v = typeof statement === 'object' && statement !== null ? (statement as { version?: unknown }).version : undefined;
+  return typeof v === 'string' && isVersion2Statement(v) ? '2.0.0' : '1.0.3';
+};

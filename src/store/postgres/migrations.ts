@@ -143,4 +143,10 @@ ALTER TABLE statement_agents RENAME COLUMN direct TO role;
 COMMENT ON COLUMN statement_agents.role IS '1: actor/object (agent filter); 0: instructor, team, authority, SubStatement; 2: contextAgents; 3: contextGroups (all related_agents)';
 `,
   },
+  {
+    version: 5,
+    name: 'attachment links by hash',
+    // Erasure deletes an attachment once no statement of its tenant links it: found by hash.
+    sql: 'CREATE INDEX statement_attachments_sha2 ON statement_attachments (sha2);',
+  },
 ];

@@ -30,8 +30,10 @@ import type {
   DocumentKey,
   DocumentPrecondition,
   InsertOutcome,
+  KeyedDocument,
   QueryPage,
   PoolStats,
+  StatementRewrite,
   Store,
   StoredDocument,
   StoredRow,
@@ -670,5 +672,155 @@ export class PostgresStore implements Store {
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     const { where, params } = scopeWhere(tenant, key);
     await this.query(`DELETE FROM documents WHERE ${where}`, params);
+  }
+
+  // ----- data lifecycle ----------------------------------------------------------------------
+
+  /** The seq range of a stored-time window: within a tenant stored order and seq order agree. */
+  private async seqWindow(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<{ from: string; to: string } | undefined> {
+    let from = '0';
+    let to = '9223372036854775807';
+    if (opts.sinceMs !== undefined) {
+      const r = await this.query<{ seq: string }>('SELECT seq FROM statements WHERE tenant = $1 AND stored_ms > $2 ORDER BY stored_ms, seq LIMIT 1', [tenant, opts.sinceMs], 'since_seq');
+      if (!r.rows.length) return undefined;
+      from = r.rows[0].seq;
+    }
+    if (opts.untilMs !== undefined) {
+      const r = await this.query<{ seq: string }>(
+        'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms <= $2 ORDER BY stored_ms DESC, seq DESC LIMIT 1',
+        [tenant, opts.untilMs],
+        'until_seq',
+      );
+      if (!r.rows.length) return undefined;
+      to = r.rows[0].seq;
+    }
+    return { from, to };
+  }
+
+  async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
+    const w = await this.seqWindow(tenant, opts);
+    if (!w) return { rows: [] };
+    const from = opts.after === undefined ? BigInt(w.from) : [BigInt(w.from), BigInt(opts.after) + 1n].reduce((x, y) => (x > y ? x : y));
+    const r = await this.query<StatementRow>(
+      `SELECT ${STMT_COLS} FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3 ORDER BY tenant, seq LIMIT $4`,
+      [tenant, String(from), w.to, opts.limit + 1],
+      'scan_statements',
+    );
+    const rows = r.rows.map(toRow);
+    if (rows.length <= opts.limit) return { rows };
+    rows.length = opts.limit;
+    return { rows, next: rows[rows.length - 1].position };
+  }
+
+  async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
+    const w = await this.seqWindow(tenant, opts);
+    if (!w) return 0;
+    const r = await this.query<{ n: string }>('SELECT count(*) AS n FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3', [tenant, w.from, w.to]);
+    return Number(r.rows[0].n);
+  }
+
+  async referringStatements(tenant: string, ids: string[]): Promise<string[]> {
+    if (!ids.length) return [];
+    const r = await this.query<{ id: string }>('SELECT id FROM statements WHERE tenant = $1 AND ref_id = ANY($2::uuid[])', [tenant, ids], 'referring_statements');
+    return r.rows.map((row) => row.id);
+  }
+
+  /** Erasure and pseudonymisation take the tenant's statement lock: no insert decides on rows they change. */
+  private lockTenant(c: pg.PoolClient, tenant: string): Promise<unknown> {
+    return c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, lockKey(tenant)] });
+  }
+
+  async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
+    if (!ids.length) return { statements: 0, attachments: 0 };
+    return this.tx(async (c) => {
+      await this.lockTenant(c, tenant);
+      const r = await c.query<{ statements: string; hashes: string[] }>({
+        name: 'delete_statements',
+        text: `WITH
+s AS (DELETE FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[]) RETURNING seq),
+ag AS (DELETE FROM statement_agents WHERE seq IN (SELECT seq FROM s)),
+ac AS (DELETE FROM statement_activities WHERE seq IN (SELECT seq FROM s)),
+sa AS (DELETE FROM statement_attachments WHERE seq IN (SELECT seq FROM s) RETURNING sha2)
+SELECT (SELECT count(*) FROM s) AS statements, ARRAY(SELECT DISTINCT sha2 FROM sa) AS hashes`,
+        values: [tenant, ids],
+      });
+      const head = r.rows[0];
+      // The CTE's deletions are not visible to its own reads: the orphan check runs after it.
+      const orphans = await c.query({
+        name: 'delete_orphan_attachments',
+        text:
+          'DELETE FROM attachments a WHERE a.tenant = $1 AND a.sha2 = ANY($2::text[]) AND NOT EXISTS ' +
+          '(SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = a.sha2 AND s.tenant = $1)',
+        values: [tenant, head.hashes],
+      });
+      return { statements: Number(head.statements), attachments: orphans.rowCount ?? 0 };
+    });
+  }
+
+  async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
+    if (!rows.length) return;
+    await this.tx(async (c) => {
+      await this.lockTenant(c, tenant);
+      const seqs = await c.query<{ id: string; seq: string }>({
+        name: 'rewrite_seqs',
+        text: 'SELECT id::text AS id, seq FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[])',
+        values: [tenant, rows.map((r) => r.id)],
+      });
+      const seqOf = new Map(seqs.rows.map((r) => [r.id, r.seq]));
+      const found = rows.filter((r) => seqOf.has(r.id));
+      const agents = found.flatMap((r) => r.agents.map((a) => [a.key, seqOf.get(r.id)!, a.role] as const));
+      await c.query({
+        name: 'rewrite_statements',
+        text: `WITH
+u AS (UPDATE statements s SET "full" = t.f, authority_key = t.a FROM unnest($2::bigint[], $3::json[], $4::text[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1),
+d AS (DELETE FROM statement_agents WHERE seq = ANY($2::bigint[]))
+SELECT 1`,
+        values: [tenant, found.map((r) => seqOf.get(r.id)), found.map((r) => r.json), found.map((r) => r.authorityKey)],
+      });
+      await c.query({
+        name: 'rewrite_agents',
+        text: 'INSERT INTO statement_agents (tenant, agent_key, seq, direct) SELECT $1, k, s, d FROM unnest($2::text[], $3::bigint[], $4::smallint[]) AS t(k, s, d)',
+        values: [tenant, agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
+      });
+    });
+  }
+
+  async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
+    const cols = 'kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms';
+    const order = 'ORDER BY tenant, kind, activity_id, agent_key, registration, doc_id';
+    const a = opts.after;
+    const r = a
+      ? await this.query<DocumentRow & { kind: string; activity_id: string; agent_key: string; registration: string; doc_id: string }>(
+          `SELECT ${cols} FROM documents WHERE tenant = $1 AND (kind, activity_id, agent_key, registration, doc_id) > ($2, $3, $4, $5, $6) ${order} LIMIT $7`,
+          [tenant, a.kind, a.activityId, a.agent, a.registration, a.docId, opts.limit],
+          'scan_documents_after',
+        )
+      : await this.query<DocumentRow & { kind: string; activity_id: string; agent_key: string; registration: string; doc_id: string }>(
+          `SELECT ${cols} FROM documents WHERE tenant = $1 ${order} LIMIT $2`,
+          [tenant, opts.limit],
+          'scan_documents',
+        );
+    return r.rows.map((row) => ({
+      key: { kind: row.kind as DocumentKey['kind'], activityId: row.activity_id, agent: row.agent_key, registration: row.registration, docId: row.doc_id },
+      ...toDocument(row),
+    }));
+  }
+
+  async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
+    if (!keys.length) return;
+    await this.tx(async (c) => {
+      for (const k of keys) {
+        // The same lock as a document write, on both keys: no PUT interleaves with the move.
+        for (const agent of [k.agent, agentKey]) {
+          await c.query({
+            name: 'lock_document',
+            text: 'SELECT pg_advisory_xact_lock($1, $2)',
+            values: [LOCK_DOCUMENT, lockKey(tenant, k.kind, k.activityId, agent, k.registration, k.docId)],
+          });
+        }
+        await c.query(`DELETE FROM documents WHERE ${DOC_WHERE} AND doc_id = $6`, [tenant, k.kind, k.activityId, agentKey, k.registration, k.docId]);
+        await c.query(`UPDATE documents SET agent_key = $7 WHERE ${DOC_WHERE} AND doc_id = $6`, [...docParams(tenant, k), k.docId, agentKey]);
+      }
+    });
   }
 }

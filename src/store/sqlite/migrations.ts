@@ -115,4 +115,10 @@ CREATE TABLE forward_counters (
 ALTER TABLE statement_agents RENAME COLUMN direct TO role; -- 1: actor/object (agent filter); 0: instructor, team, authority, SubStatement; 2: contextAgents; 3: contextGroups (all related_agents)
 `,
   },
+  {
+    version: 4,
+    name: 'attachment links by hash',
+    // Erasure deletes an attachment once no statement of its tenant links it: found by hash.
+    sql: 'CREATE INDEX statement_attachments_sha2 ON statement_attachments(sha2);',
+  },
 ];

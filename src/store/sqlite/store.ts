@@ -18,7 +18,9 @@ import type {
   DocumentKey,
   DocumentPrecondition,
   InsertOutcome,
+  KeyedDocument,
   QueryPage,
+  StatementRewrite,
   Store,
   StoredDocument,
   StoredRow,
@@ -288,6 +290,117 @@ export class SqliteStore implements Store {
 
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     docs.deleteDocuments(this.docs, tenant, key);
+  }
+
+  // ----- data lifecycle ----------------------------------------------------------------------
+
+  /** The seq range of a stored-time window: stored order and seq order agree. */
+  private seqWindow(tenant: string, opts: { sinceMs?: number; untilMs?: number }): { from: number; to: number } | undefined {
+    let from = 0;
+    let to = Number.MAX_SAFE_INTEGER;
+    if (opts.sinceMs !== undefined) {
+      const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND stored_ms > ? ORDER BY stored_ms, seq LIMIT 1').get(tenant, opts.sinceMs) as Row | undefined;
+      if (!r) return undefined;
+      from = Number(r.seq);
+    }
+    if (opts.untilMs !== undefined) {
+      const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND stored_ms <= ? ORDER BY stored_ms DESC, seq DESC LIMIT 1').get(tenant, opts.untilMs) as
+        | Row
+        | undefined;
+      if (!r) return undefined;
+      to = Number(r.seq);
+    }
+    return { from, to };
+  }
+
+  async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
+    const w = this.seqWindow(tenant, opts);
+    if (!w) return { rows: [] };
+    const from = Math.max(w.from, opts.after === undefined ? 0 : Number(opts.after) + 1);
+    const rows = (
+      this.q('SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?').all(tenant, from, w.to, opts.limit + 1) as Row[]
+    ).map(toRow);
+    if (rows.length <= opts.limit) return { rows };
+    rows.length = opts.limit;
+    return { rows, next: rows[rows.length - 1].position };
+  }
+
+  async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
+    const w = this.seqWindow(tenant, opts);
+    if (!w) return 0;
+    return Number((this.q('SELECT count(*) AS n FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ?').get(tenant, w.from, w.to) as Row).n);
+  }
+
+  async referringStatements(tenant: string, ids: string[]): Promise<string[]> {
+    const st = this.q('SELECT id FROM statements WHERE tenant = ? AND ref_id = ?');
+    return ids.flatMap((id) => (st.all(tenant, id) as Row[]).map((r) => String(r.id)));
+  }
+
+  async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
+    return this.tx(() => {
+      const hashes = new Set<string>();
+      let statements = 0;
+      for (const id of ids) {
+        const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND id = ?').get(tenant, id) as Row | undefined;
+        if (!r) continue;
+        const seq = Number(r.seq);
+        for (const a of this.q('SELECT sha2 FROM statement_attachments WHERE seq = ?').all(seq) as Row[]) hashes.add(String(a.sha2));
+        this.q('DELETE FROM statement_agents WHERE seq = ?').run(seq);
+        this.q('DELETE FROM statement_activities WHERE seq = ?').run(seq);
+        this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
+        this.q('DELETE FROM statements WHERE seq = ?').run(seq);
+        statements++;
+      }
+      let attachments = 0;
+      for (const h of hashes) {
+        const linked = this.q('SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND s.tenant = ? LIMIT 1').get(h, tenant);
+        if (!linked) attachments += Number(this.q('DELETE FROM attachments WHERE tenant = ? AND sha2 = ?').run(tenant, h).changes);
+      }
+      return { statements, attachments };
+    });
+  }
+
+  async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
+    this.tx(() => {
+      const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, direct) VALUES (?, ?, ?, ?)');
+      for (const row of rows) {
+        const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND id = ?').get(tenant, row.id) as Row | undefined;
+        if (!r) continue;
+        const seq = Number(r.seq);
+        this.q('UPDATE statements SET full = ?, authority_key = ? WHERE seq = ?').run(row.json, row.authorityKey, seq);
+        this.q('DELETE FROM statement_agents WHERE seq = ?').run(seq);
+        for (const a of row.agents) agent.run(tenant, a.key, seq, a.role);
+      }
+    });
+  }
+
+  async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
+    const cols = 'kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms';
+    const a = opts.after;
+    const rows = (
+      a
+        ? this.q(`SELECT ${cols} FROM documents WHERE tenant = ? AND (kind, activity_id, agent_key, registration, doc_id) > (?, ?, ?, ?, ?) ORDER BY kind, activity_id, agent_key, registration, doc_id LIMIT ?`).all(
+            tenant, a.kind, a.activityId, a.agent, a.registration, a.docId, opts.limit,
+          )
+        : this.q(`SELECT ${cols} FROM documents WHERE tenant = ? ORDER BY kind, activity_id, agent_key, registration, doc_id LIMIT ?`).all(tenant, opts.limit)
+    ) as Row[];
+    return rows.map((r) => ({
+      key: { kind: String(r.kind) as DocumentKey['kind'], activityId: String(r.activity_id), agent: String(r.agent_key), registration: String(r.registration), docId: String(r.doc_id) },
+      content: Buffer.from(r.content as Uint8Array),
+      contentType: String(r.content_type),
+      etag: String(r.etag),
+      updatedMs: Number(r.updated_ms),
+    }));
+  }
+
+  async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
+    const where = 'tenant = ? AND kind = ? AND activity_id = ? AND agent_key = ? AND registration = ? AND doc_id = ?';
+    this.tx(() => {
+      for (const k of keys) {
+        this.q(`DELETE FROM documents WHERE ${where}`).run(tenant, k.kind, k.activityId, agentKey, k.registration, k.docId);
+        this.q(`UPDATE documents SET agent_key = ? WHERE ${where}`).run(agentKey, tenant, k.kind, k.activityId, k.agent, k.registration, k.docId);
+      }
+    });
   }
 }
 

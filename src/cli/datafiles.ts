@@ -1,0 +1,104 @@
+/**
+ * What `lectern export`, `import` and `erase` share: the store opened with runserver's settings,
+ * and the files of an export — the statements (NDJSON, `.gz` compressed), the attachments folder
+ * and the documents file beside it.
+ */
+import { once } from 'node:events';
+import { createReadStream, createWriteStream, existsSync, type ReadStream, statSync } from 'node:fs';
+import { type Readable, type Writable } from 'node:stream';
+import { createGunzip, createGzip } from 'node:zlib';
+import { loadConfig, type Config } from '../config.ts';
+import { createLogger } from '../log.ts';
+import { openStore, type Store } from '../store/index.ts';
+import type { ValidationIssue } from '../errors.ts';
+import type { Actor } from '../xapi/types.ts';
+import { validateAgentParam } from '../xapi/validate.ts';
+import { CliError } from './auth.ts';
+
+/** The settings runserver uses, `--backend` overriding LECTERN_RUNSERVER_BACKEND; logs go to stderr. */
+export async function openCliStore(backend: string | undefined): Promise<{ config: Config; store: Store }> {
+  const config = loadConfig(undefined, backend === undefined ? {} : { backend: { value: backend, source: '--backend' } });
+  // Warnings only: stdout may be the export itself, and progress is shown on stderr.
+  const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
+  try {
+    return { config, store: await openStore(config, logger) };
+  } catch (err) {
+    throw new CliError(`cannot open the ${config.backend} store: ${(err as Error).message}`);
+  }
+}
+
+/** An Agent (or identified Group) option given as JSON, validated as the `agent` query parameter is. */
+export function parseAgentOption(raw: string, option: string): Actor {
+  let value: unknown;
+  try {
+    value = JSON.parse(raw);
+  } catch {
+    throw new CliError(`${option} must be an Agent as JSON, e.g. '{"mbox":"mailto:ben@example.com"}'`);
+  }
+  const issues: ValidationIssue[] = [];
+  const actor = validateAgentParam(value, [option], issues);
+  if (issues.length || !actor) throw new CliError(issues.map((i) => `${i.loc.join('.')}: ${i.msg}`).join('; '));
+  return actor;
+}
+
+/**
+ * The sibling paths of an export: `backup.ndjson.gz` → `backup.attachments/` and
+ * `backup.documents.ndjson.gz` (compressed when the statements are); an import's `backup.rejects.ndjson`.
+ */
+export function siblings(file: string): { attachments: string; documents: string; rejects: string } {
+  const gz = file.endsWith('.gz');
+  const base = file.replace(/\.gz$/, '').replace(/\.(ndjson|jsonl|json)$/, '');
+  return { attachments: `${base}.attachments`, documents: `${base}.documents.ndjson${gz ? '.gz' : ''}`, rejects: `${base}.rejects.ndjson` };
+}
+
+/** A writer with backpressure; `.gz` files are gzip compressed; '-' is stdout. */
+export class OutputFile {
+  private readonly sink: Writable;
+  private readonly file: Writable | undefined;
+  private closed = false;
+  readonly path: string;
+
+  constructor(path: string, opts: { append?: boolean } = {}) {
+    this.path = path;
+    this.file = path === '-' ? undefined : createWriteStream(path, { flags: opts.append ? 'a' : 'w' });
+    // A reader that stops early (`| head`): end quietly with the shell's SIGPIPE status.
+    if (!this.file) process.stdout.on('error', (err: NodeJS.ErrnoException) => (err.code === 'EPIPE' ? process.exit(141) : undefined));
+    const target = this.file ?? process.stdout;
+    if (path.endsWith('.gz')) {
+      const gz = createGzip();
+      gz.pipe(target);
+      this.sink = gz;
+    } else {
+      this.sink = target;
+    }
+  }
+
+  async write(text: string): Promise<void> {
+    if (!this.sink.write(text)) await once(this.sink, 'drain');
+  }
+
+  /** Ends the stream (the gzip trailer included) and waits until it is on disk; again: nothing. */
+  async close(): Promise<void> {
+    if (this.sink === process.stdout || this.closed) return;
+    this.closed = true;
+    const done = this.file ? once(this.file, 'close') : Promise.resolve();
+    this.sink.end();
+    await done;
+  }
+}
+
+/** A readable of a file's content (gunzipped for `.gz`), its size, and how many bytes were read. */
+export function openInput(path: string): { stream: Readable; size?: number; bytesRead(): number } {
+  let raw: Readable;
+  let file: ReadStream | undefined;
+  if (path === '-') {
+    raw = process.stdin;
+  } else {
+    if (!existsSync(path)) throw new CliError(`${path} does not exist`);
+    raw = file = createReadStream(path);
+  }
+  // No 'data' listener here: it would start the flow before the reader is there, losing data.
+  const stream = path.endsWith('.gz') ? raw.pipe(createGunzip()) : raw;
+  if (stream !== raw) raw.on('error', (err) => stream.destroy(err));
+  return { stream, size: file ? statSync(path).size : undefined, bytesRead: () => file?.bytesRead ?? 0 };
+}

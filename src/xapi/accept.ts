@@ -1,0 +1,41 @@
+/**
+ * What the Statement resource accepts from a PUT or POST — and `lectern import` from a file, by
+ * the same rules: the statements validated under the request's version, their attachments matched
+ * with the data received (xAPI-Data §2.4.11), signed statements verified (§2.6).
+ */
+import { ValidationFailed } from '../errors.ts';
+import { type AttachmentBlob, type AttachmentPart, attachmentBlobs, matchAttachments } from './attachments.ts';
+import { verifySignedStatement } from './signature.ts';
+import type { Statement } from './types.ts';
+import { validateStatements } from './validate.ts';
+import type { XapiVersion } from './versions.ts';
+
+/** What a PUT/POST carries: the statements as sent and the attachment data, by lower-case sha2. */
+export interface Received {
+  value: unknown;
+  parts: Map<string, AttachmentPart>;
+}
+
+/**
+ * Validates the statements, checks their attachments against the parts received and verifies
+ * signed statements (xAPI-Data §2.6). `id` is PUT's statementId (lower-case). Returns the statements to store
+ * and the attachment data to keep with them.
+ */
+export async function acceptStatements(received: Received, version: XapiVersion, id?: string): Promise<{ statements: Statement[]; blobs: AttachmentBlob[] }> {
+  const { statements, issues } = validateStatements(received.value, version);
+  if (issues.length) throw new ValidationFailed(issues);
+  if (id !== undefined) {
+    const given = statements[0].id;
+    if (given !== undefined && given.toLowerCase() !== id) {
+      throw new ValidationFailed([{ loc: [0, 'id'], msg: `the statement id ${given} differs from the statementId parameter ${id}`, type: 'value_error.id_mismatch' }]);
+    }
+    statements[0] = { ...statements[0], id };
+  }
+  matchAttachments(statements, received.parts);
+  for (let i = 0; i < statements.length; i++) {
+    const signedId = await verifySignedStatement(statements[i], received.parts, version);
+    // Sent without an id, a signed statement is stored under the id it was signed with.
+    if (signedId !== undefined && statements[i].id === undefined) statements[i] = { ...statements[i], id: signedId };
+  }
+  return { statements, blobs: attachmentBlobs(statements, received.parts) };
+}
