@@ -779,7 +779,7 @@ SELECT 1`,
       });
       await c.query({
         name: 'rewrite_agents',
-        text: 'INSERT INTO statement_agents (tenant, agent_key, seq, direct) SELECT $1, k, s, d FROM unnest($2::text[], $3::bigint[], $4::smallint[]) AS t(k, s, d)',
+        text: 'INSERT INTO statement_agents (tenant, agent_key, seq, role) SELECT $1, k, s, d FROM unnest($2::text[], $3::bigint[], $4::smallint[]) AS t(k, s, d)',
         values: [tenant, agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
       });
     });

@@ -362,7 +362,7 @@ export class SqliteStore implements Store {
 
   async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
     this.tx(() => {
-      const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, direct) VALUES (?, ?, ?, ?)');
+      const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, role) VALUES (?, ?, ?, ?)');
       for (const row of rows) {
         const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND id = ?').get(tenant, row.id) as Row | undefined;
         if (!r) continue;
