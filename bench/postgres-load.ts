@@ -27,14 +27,14 @@ import type { Actor, Statement } from '../src/xapi/types.ts';
 import { startCluster, type PgCluster } from '../test/helpers/postgres.ts';
 import { questionActivity, SCORED_RESULT } from './fixtures.ts';
 
-const N = Number(process.env.BENCH_STATEMENTS ?? 1_000_000);
+export const N = Number(process.env.BENCH_STATEMENTS ?? 1_000_000);
 const CHUNK = 50_000;
 const OUT = process.env.BENCH_OUT ?? 'bench/postgres-plans.out.md';
 const LEARNERS = 20_000;
 const COURSES = 50;
 const QUESTIONS_PER_COURSE = 100;
-const DAY = 86_400_000;
-const START_MS = Date.UTC(2025, 0, 1);
+export const DAY = 86_400_000;
+export const START_MS = Date.UTC(2025, 0, 1);
 const STEP_MS = (365 * DAY) / N;
 
 // ----- deterministic data ------------------------------------------------------------------
@@ -73,10 +73,10 @@ function verb(): string {
 }
 
 const ADMIN: Actor = { objectType: 'Agent', mbox: 'mailto:admin@example.com' };
-const MINE: Actor = { objectType: 'Agent', mbox: 'mailto:mine@example.com' };
+export const MINE: Actor = { objectType: 'Agent', mbox: 'mailto:mine@example.com' };
 const learner = (n: number): Actor => ({ objectType: 'Agent', name: `Learner ${n}`, mbox: `mailto:learner${n}@example.com` });
-const question = (c: number, q: number) => `http://example.com/courses/${c}/questions/${q}`;
-const course = (c: number) => `http://example.com/courses/${c}`;
+export const question = (c: number, q: number) => `http://example.com/courses/${c}/questions/${q}`;
+export const course = (c: number) => `http://example.com/courses/${c}`;
 
 interface Made {
   tenant: string;
@@ -85,7 +85,7 @@ interface Made {
 }
 
 /** Statement i. Some are StatementRefs: 0.5% void an earlier statement, 0.5% comment on one. */
-function makeStatement(i: number, ids: string[], tenants: string[], voidAt: Map<number, number>, voidedSet: Set<number>): Made {
+export function makeStatement(i: number, ids: string[], tenants: string[], voidAt: Map<number, number>, voidedSet: Set<number>): Made {
   const id = uuid();
   ids[i] = id;
   const target = voidAt.get(i);
@@ -310,7 +310,7 @@ async function main(): Promise<void> {
     await store.waitForServer();
     await store.migrate();
     await store.close();
-    const pool = new pg.Pool({ connectionString: url, max: 4 });
+    const pool = new pg.Pool({ connectionString: url, max: 4, options: '-c plan_cache_mode=force_custom_plan -c jit=off' }); // as PostgresStore
     const out: string[] = [];
     const version = (await pool.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
     // BENCH_PLANS_ONLY=1 with BENCH_POSTGRES_URL: plans of an already loaded database.
@@ -371,4 +371,5 @@ async function main(): Promise<void> {
   }
 }
 
-await main();
+// bench/sqlite-plans.ts loads the same statements into SQLite.
+if (import.meta.main) await main();

@@ -109,40 +109,48 @@ function directMatches(tenant: string, q: StatementQuery, w: SeqWindow, p: Param
  * - forward, from the StatementRef statements in the window through their chains to the
  *   statements they target, bounded by the direct matches (`da`): when these already fill the
  *   page, a StatementRef older (newer, ascending) than the last of them cannot make it into the
- *   page, so only the refs between the page edge and that seq are walked. Used when the direct
- *   matches fill the page and at most FORWARD_TARGETING_MAX StatementRefs lie within it, or when
- *   the filter matches more than REVERSE_TARGETING_MAX statements;
+ *   page, so only the refs between the page edge and that seq are walked (a few row reads and
+ *   `statements_id` probes each). Used when the filter matches more than REVERSE_TARGETING_MAX
+ *   statements, or when it costs less than walking back: fewer than 1/FORWARD_STEP_COST
+ *   StatementRefs per matching statement lie within the page;
  * - backward, from the matching statements (`mt`, voided ones included, any time) to the
- *   statements referring to them (`statements_ref` index), and on to those referring to these:
- *   cheap because the filter matches few statements. Used otherwise.
+ *   statements referring to them (one `statements_ref` probe per statement), and on to those
+ *   referring to these: cheap because the filter matches few statements. Used otherwise.
  *
- * Either walk alone gives the right answer; the choice is only about cost.
+ * Either walk alone gives the right answer; the choice is only about cost, and each is bounded
+ * by the page or by REVERSE_TARGETING_MAX, never by the number of StatementRefs in the store
+ * (except a forward walk over a window the filter's many matches leave short of a page).
  */
 const REVERSE_TARGETING_MAX = 500;
-/** Above this many StatementRefs within a full page's span, walking back (if possible) is cheaper. */
-const FORWARD_TARGETING_MAX = 1000;
+/** What one StatementRef costs the forward walk, in backward steps (row reads and probes). */
+const FORWARD_STEP_COST = 3;
 
 /**
- * Ids of statements matching the filter's conditions (voided too, any time), at most `cap`. With
- * `mine`, only the caller's own statements can be targets: another authority's statement stays
- * invisible, even as the reason a StatementRef matches.
+ * Seqs of statements matching the filter's conditions (voided too, any time), at most `cap`;
+ * from the driving index alone when it holds every condition (no row reads: the decision only
+ * counts them, and only the backward walk reads their ids). With `mine`, only the caller's own
+ * statements can be targets: another authority's statement stays invisible, even as the reason
+ * a StatementRef matches.
  */
-function allMatchIds(tenant: string, f: StatementFilter, p: Params, cap: number): string {
+function allMatchSeqs(tenant: string, f: StatementFilter, p: Params, cap: number): string {
   const mine = (alias: string) => (f.authority === undefined ? [] : [`${alias}.authority_key = ${p.add(f.authority)}`]);
+  const viaLinks = (table: string, head: string[], skip: 'agent' | 'activity') => {
+    const conds = [...matchConds('t', f, p, skip), ...mine('t')];
+    const join = conds.length === 0 ? '' : ' JOIN statements t ON t.seq = m.seq';
+    return `SELECT m.seq FROM ${table} m${join} WHERE ${[...head, ...conds].join(' AND ')} LIMIT ${p.add(cap)}`;
+  };
   if (f.agent !== undefined) {
     const head = [`m.tenant = ${p.add(tenant)}`, `m.agent_key = ${p.add(f.agent)}`];
     if (!f.relatedAgents) head.push('m.role = 1');
-    const conds = [...head, ...matchConds('t', f, p, 'agent'), ...mine('t')];
-    return `SELECT t.id FROM statement_agents m JOIN statements t ON t.seq = m.seq WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
+    return viaLinks('statement_agents', head, 'agent');
   }
   if (f.activity !== undefined) {
     const head = [`m.tenant = ${p.add(tenant)}`, `m.activity_id = ${p.add(f.activity)}`];
     if (!f.relatedActivities) head.push('m.direct = 1');
-    const conds = [...head, ...matchConds('t', f, p, 'activity'), ...mine('t')];
-    return `SELECT t.id FROM statement_activities m JOIN statements t ON t.seq = m.seq WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
+    return viaLinks('statement_activities', head, 'activity');
   }
   const conds = [`t.tenant = ${p.add(tenant)}`, ...matchConds('t', f, p), ...mine('t')];
-  return `SELECT t.id FROM statements t WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
+  return `SELECT t.seq FROM statements t WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
 }
 
 /** Conditions on a targeting statement `alias`: not voided, in the window, `mine`. */
@@ -158,6 +166,7 @@ function targetingConds(alias: string, q: StatementQuery, w: SeqWindow, p: Param
  */
 export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow, ph: Placeholder): { sql: string; params: unknown[] } {
   const p = new Params(ph);
+  const postgres = ph === postgresPlaceholder;
   const order = q.ascending ? 'ASC' : 'DESC';
   if (!hasTargetableFilter(q.filter)) {
     const seqs = directMatches(tenant, q, w, p, order);
@@ -166,46 +175,63 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
   }
   // Placeholders are added in textual order: SQLite's `?` are positional.
   const da = directMatches(tenant, q, w, p, order);
-  const mt = allMatchIds(tenant, q.filter, p, REVERSE_TARGETING_MAX + 1);
+  const mt = allMatchSeqs(tenant, q.filter, p, REVERSE_TARGETING_MAX + 1);
   // With `mine`, every link of a StatementRef chain must be the caller's own statement too.
   const mine = (alias: string) => (q.filter.authority === undefined ? '' : ` AND ${alias}.authority_key = ${p.add(q.filter.authority)}`);
-  const rev =
-    `SELECT r.seq, r.id FROM mt JOIN statements r ON r.tenant = ${p.add(tenant)} AND r.ref_id = mt.id${mine('r')} ` +
-    `UNION SELECT r.seq, r.id FROM rev JOIN statements r ON r.tenant = ${p.add(tenant)} AND r.ref_id = rev.id${mine('r')}`;
   // No StatementRef beyond the last direct match of a full page can enter the page.
   const bound = () =>
     q.ascending
       ? `r.seq <= (SELECT CASE WHEN count(*) > ${p.add(q.limit)} THEN max(seq) ELSE 9223372036854775807 END FROM da)`
       : `r.seq >= (SELECT CASE WHEN count(*) > ${p.add(q.limit)} THEN min(seq) ELSE -1 END FROM da)`;
-  // The StatementRefs the forward walk would start from, counted up to FORWARD_TARGETING_MAX + 1.
+  // The StatementRefs the forward walk would start from, counted as far as the decision needs.
   const rsConds = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...windowConds('r', w, p)];
   rsConds.push(bound());
-  const rs = `SELECT 1 FROM statements r WHERE ${rsConds.join(' AND ')} LIMIT ${p.add(FORWARD_TARGETING_MAX + 1)}`;
+  const rs = `SELECT 1 FROM statements r WHERE ${rsConds.join(' AND ')} LIMIT ${p.add(Math.ceil(REVERSE_TARGETING_MAX / FORWARD_STEP_COST) + 1)}`;
+  // Forward when the filter matches too many statements to walk back from, or when fewer
+  // StatementRefs lie within the page than it costs to walk back; backward otherwise. The
+  // decision is uncorrelated, so both planners evaluate it once, before the walk it guards (SQLite
+  // computes every CTE: this is what keeps the other walk from running), and `rs` only if needed.
+  const goForward = () =>
+    `((SELECT count(*) FROM mt) > ${p.add(REVERSE_TARGETING_MAX)} ` +
+    `OR (SELECT count(*) FROM rs) * ${p.add(FORWARD_STEP_COST)} < (SELECT count(*) FROM mt))`;
+  // One `statements_ref (tenant, ref_id)` probe per statement, forced (CROSS JOIN orders SQLite's
+  // joins; LATERAL with OFFSET 0 parameterises PostgreSQL's, the id read by a scalar subquery so
+  // no join is left to plan): left to cost, SQLite scans every StatementRef of the tenant against
+  // an automatic index on the ids, and PostgreSQL merge-joins the whole `statements_ref` range of
+  // the tenant. `hit`: the referring statement is a result (not voided, in the window, `mine`);
+  // chains go on through the others.
+  const referrers = (from: 'mt' | 'rev', cond: () => string) => {
+    const hit = `CASE WHEN ${targetingConds('r', q, w, p).join(' AND ')} THEN 1 ELSE 0 END`;
+    const id = from === 'mt' ? '(SELECT t.id FROM statements t WHERE t.seq = mt.seq)' : 'rev.id';
+    const on = `r.tenant = ${p.add(tenant)} AND r.ref_id = ${id}${mine('r')}`;
+    return postgres
+      ? `SELECT r.seq, r.id, r.hit FROM ${from} CROSS JOIN LATERAL (SELECT r.seq, r.id, ${hit} AS hit FROM statements r WHERE ${on} OFFSET 0) r${cond()}`
+      : `SELECT r.seq, r.id, ${hit} FROM ${from} CROSS JOIN statements r ON ${on}${cond()}`;
+  };
+  const rev = `${referrers('mt', () => ` WHERE NOT ${goForward()}`)} UNION ${referrers('rev', () => '')}`;
   const seed = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...targetingConds('r', q, w, p)];
-  seed.push(bound());
+  seed.push(bound(), goForward());
+  // One `statements_id` probe for the statement a chain has reached, behind a LIMIT that keeps
+  // other conditions out of the lookup: PostgreSQL, estimating the filter's index at one row (no
+  // statistics on tenant), otherwise walks that index with `Filter: id = target`.
+  const byId = () =>
+    `SELECT t.seq, t.ref_id, t.verb, t.registration, t.authority_key FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target LIMIT 1`;
   // Each step follows one StatementRef by a correlated lookup (one index probe per chain, which
   // no planner turns into a scan of every StatementRef); a chain ends with a NULL target.
+  const mineOnly = () => (q.filter.authority === undefined ? '' : ` WHERE t.authority_key = ${p.add(q.filter.authority)}`);
   const chain =
     `SELECT r.seq, r.ref_id FROM statements r WHERE ${seed.join(' AND ')} ` +
-    `UNION SELECT c.seq, (SELECT t.ref_id FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target${mine('t')}) FROM chain c WHERE c.target IS NOT NULL`;
-  // Forward when the page is full and few StatementRefs lie within it, or when the filter matches
-  // too many statements to walk back from; backward otherwise. Evaluated left to right and lazily
-  // (PostgreSQL), so `rs` and `mt` are only computed when the decision needs them.
-  const goForward = () =>
-    `(((SELECT count(*) FROM da) > ${p.add(q.limit)} AND (SELECT count(*) FROM rs) <= ${p.add(FORWARD_TARGETING_MAX)}) ` +
-    `OR (SELECT count(*) FROM mt) > ${p.add(REVERSE_TARGETING_MAX)})`;
-  const backward = `SELECT v.seq FROM rev v JOIN statements r ON r.seq = v.seq WHERE ${targetingConds('r', q, w, p).join(' AND ')} AND NOT ${goForward()}`;
-  // The target is checked by a correlated probe per chain (by id), never by joining every
-  // statement the filter matches.
+    `UNION SELECT c.seq, (SELECT t.ref_id FROM (${byId()}) t${mineOnly()}) FROM chain c WHERE c.target IS NOT NULL`;
   const forward =
-    `SELECT DISTINCT c.seq FROM chain c WHERE (SELECT count(*) FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target ` +
-    `AND ${matchConds('t', q.filter, p).join(' AND ')}${mine('t')}) > 0 AND ${goForward()} ` +
+    `SELECT DISTINCT c.seq FROM chain c WHERE EXISTS (SELECT 1 FROM (${byId()}) t WHERE ${matchConds('t', q.filter, p).join(' AND ')}${mine('t')}) ` +
     `ORDER BY c.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   const sql =
-    `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rev(seq, id) AS (${rev}), rs AS (${rs}), chain(seq, target) AS (${chain}) ` +
-    `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN ` +
-    `(SELECT seq FROM da UNION SELECT seq FROM (${backward}) tb UNION SELECT seq FROM (${forward}) tf) ` +
-    `ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
+    `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rs AS (${rs}), rev(seq, id, hit) AS (${rev}), chain(seq, target) AS (${chain}) ` +
+    `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN (SELECT seq FROM ` +
+    `(SELECT seq FROM da UNION SELECT seq FROM rev WHERE hit = 1 UNION SELECT seq FROM (${forward}) tf) u ` +
+    // The page's seqs first: a known small set, which PostgreSQL then probes by primary key
+    // (estimating the union large, it merge-joined the whole table).
+    `ORDER BY seq ${order} LIMIT ${p.add(q.limit + 1)}) ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   return { sql, params: p.values };
 }
 

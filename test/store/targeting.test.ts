@@ -28,6 +28,8 @@ const D: Actor = { objectType: 'Agent', mbox: 'mailto:d@example.com' };
 const key = (a: Actor) => actorKeys(a)[0];
 const VERB = { id: 'http://example.com/verbs/did' };
 const VOIDED = { id: 'http://adlnet.gov/expapi/verbs/voided' };
+const RARE = { id: 'http://example.com/verbs/rare' };
+const E: Actor = { objectType: 'Agent', mbox: 'mailto:e@example.com' };
 
 const made = (actor: Actor, object: Record<string, unknown> = { id: 'http://example.com/o' }, verb = VERB): Statement =>
   ({ id: randomUUID(), actor, verb, object }) as Statement;
@@ -69,6 +71,7 @@ for (const backend of backends) {
     let dispose: () => Promise<void>;
     const s: Record<string, Statement> = {};
     const as: Statement[] = [];
+    const es: Statement[] = [];
     const put = async (authority: Actor, ...statements: Statement[]) => {
       await store.insertStatements('', prepareBatch(statements, authority, '1.0.3'), []);
       await pause();
@@ -102,6 +105,12 @@ for (const backend of backends) {
       await put(MINE, s.m3);
       s.m4 = made(C, ref(as[1].id!)); // mine, targeting another authority's statement: the forward walk
       await put(MINE, s.m4);
+      for (let i = 0; i < 40; i++) es.push(made(E, undefined, RARE));
+      await put(ADMIN, ...es); // 40 matches and 2 StatementRefs: walking forward costs less than back
+      s.e1 = made(C, ref(es[3].id!));
+      await put(ADMIN, s.e1);
+      s.e2 = made(C, ref(s.e1.id!));
+      await put(ADMIN, s.e2);
     });
     after(async () => {
       await store?.close();
@@ -152,6 +161,14 @@ for (const backend of backends) {
       assert.equal(new Set(everything).size, 602);
       const ascending = await all({ filter: { agent: key(A) }, limit: 70, ascending: true });
       assert.deepEqual(ascending, [...everything].reverse());
+    });
+
+    test('a verb with few StatementRefs among its matches (forward walk, chosen by cost): chains, pages, since', async () => {
+      const first = await page({ filter: { verb: RARE.id }, limit: 10 });
+      assert.deepEqual(first.ids, [s.e2.id, s.e1.id, ...es.slice(-8).reverse().map((x) => x.id)]);
+      assert.deepEqual(await all({ filter: { verb: RARE.id }, limit: 7 }), [s.e2, s.e1, ...[...es].reverse()].map((x) => x.id));
+      assert.deepEqual((await page({ filter: { verb: RARE.id }, since: await stored(es[39]) })).ids, [s.e2.id, s.e1.id]);
+      assert.deepEqual((await page({ filter: { verb: RARE.id }, until: await stored(s.e1), limit: 3 })).ids, [s.e1.id, es[39].id, es[38].id]);
     });
 
     test('a broadly matched agent with until before the StatementRef, or mine: no targeting statement', async () => {

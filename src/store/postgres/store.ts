@@ -225,7 +225,9 @@ export class PostgresStore implements Store {
       application_name: 'lectern',
       // Plan every execution for its parameters: one tenant may hold most rows and another a few,
       // and a generic plan picked for "any tenant" can walk the whole table for a small one.
-      options: '-c plan_cache_mode=force_custom_plan',
+      // No JIT: every query is a short index walk, but the cost estimates of the recursive
+      // StatementRef walks pass jit_above_cost, and compiling took 70-170 ms of a 2 ms query.
+      options: '-c plan_cache_mode=force_custom_plan -c jit=off',
       types,
     });
     // An idle connection that dies (server restart, fail-over) is dropped by the pool; the next
