@@ -19,7 +19,7 @@ import { Readable } from 'node:stream';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { PostgresStore } from '../src/store/postgres/store.ts';
-import { postgresPlaceholder, type SeqWindow, statementPageSql } from '../src/store/sql.ts';
+import { postgresPlaceholder, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import type { StatementFilter, StatementQuery } from '../src/xapi/query.ts';
 import { type PreparedStatement, prepareStatement, stamp } from '../src/xapi/statement.ts';
@@ -245,14 +245,14 @@ async function explain(pool: pg.Pool, tenant: string, c: Case): Promise<string> 
     (await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n');
   // since/until become seq bounds first (PostgresStore.queryStatements does the same).
   if (q.since !== undefined) {
-    const sql = 'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms > $2 ORDER BY stored_ms, seq LIMIT 1';
-    pre += `-- since → first seq\n${await run(sql, [tenant, q.since])}\n\n`;
-    w.from = BigInt((await pool.query(sql, [tenant, q.since])).rows[0].seq);
+    const { sql, params } = storedSeqSql(tenant, q.since, 'since', postgresPlaceholder);
+    pre += `-- since → first seq\n${await run(sql, params)}\n\n`;
+    w.from = BigInt((await pool.query(sql, params)).rows[0].seq);
   }
   if (q.until !== undefined) {
-    const sql = 'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms <= $2 ORDER BY stored_ms DESC, seq DESC LIMIT 1';
-    pre += `-- until → last seq\n${await run(sql, [tenant, q.until])}\n\n`;
-    w.to = BigInt((await pool.query(sql, [tenant, q.until])).rows[0].seq);
+    const { sql, params } = storedSeqSql(tenant, q.until, 'until', postgresPlaceholder);
+    pre += `-- until → last seq\n${await run(sql, params)}\n\n`;
+    w.to = BigInt((await pool.query(sql, params)).rows[0].seq);
   }
   if (q.after !== undefined) {
     if (q.ascending) w.after = BigInt(q.after);

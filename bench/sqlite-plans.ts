@@ -7,12 +7,12 @@
  *
  * An existing file is reused (only the plans are made again), so the same data can be explained
  * before and after a change to the query. Rows are made by the LRS's own prepareStatement and
- * stamp, and inserted in a tight loop (no HTTP); the store's own since/until → seq lookups.
+ * stamp, and inserted in a tight loop (no HTTP); since/until → seq as the store does it.
  */
 import { existsSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
-import { type SeqWindow, sqlitePlaceholder, statementPageSql } from '../src/store/sql.ts';
+import { type SeqWindow, sqlitePlaceholder, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import type { StatementFilter, StatementQuery } from '../src/xapi/query.ts';
 import { stamp } from '../src/xapi/statement.ts';
@@ -97,8 +97,12 @@ function main(): void {
     const q: StatementQuery = { limit: 100, ascending: false, format: 'exact', attachments: false, ...c.query, filter: { relatedAgents: false, relatedActivities: false, ...c.query.filter } };
     const w: SeqWindow = {};
     // As SqliteStore.queryStatements: since/until become seq bounds first.
-    if (q.since !== undefined) w.from = BigInt(one("SELECT seq FROM statements WHERE tenant = '' AND stored_ms > ? ORDER BY stored_ms, seq LIMIT 1", q.since).seq);
-    if (q.until !== undefined) w.to = BigInt(one("SELECT seq FROM statements WHERE tenant = '' AND stored_ms <= ? ORDER BY stored_ms DESC, seq DESC LIMIT 1", q.until).seq);
+    const bound = (ms: number, which: 'since' | 'until') => {
+      const b = storedSeqSql('', ms, which, sqlitePlaceholder);
+      return BigInt(one(b.sql, ...(b.params as (string | number)[])).seq);
+    };
+    if (q.since !== undefined) w.from = bound(q.since, 'since');
+    if (q.until !== undefined) w.to = bound(q.until, 'until');
     if (q.after !== undefined) w[q.ascending ? 'after' : 'before'] = BigInt(q.after);
     const { sql, params } = statementPageSql('', q, w, sqlitePlaceholder);
     const stmt = db.prepare(sql);
@@ -121,6 +125,22 @@ function main(): void {
     out.push(`### ${c.title}\n\nRows: ${rows}; ${ms.toFixed(2)} ms (median of 5).\n\n\`\`\`\n${lines.join('\n')}\n\`\`\`\n`);
     summary.push(`| ${c.title} | ${rows} | ${ms.toFixed(2)} |`);
     process.stderr.write(`${c.title}: ${ms.toFixed(2)} ms\n`);
+  }
+  // since → seq, as SqliteStore does it (the page query above only sees the seq bounds).
+  for (const which of ['since', 'until'] as const) {
+    const { sql, params } = storedSeqSql('', sinceMs, which, sqlitePlaceholder);
+    const bind = params as (string | number)[];
+    const stmt = db.prepare(sql);
+    const times: number[] = [];
+    for (let i = 0; i < 5; i++) {
+      const t0 = performance.now();
+      stmt.get(...bind);
+      times.push(performance.now() - t0);
+    }
+    const ms = times.sort((a, b) => a - b)[2];
+    const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...bind) as { detail: string }[]).map((r) => r.detail).join('\n');
+    out.push(`### ${which} → seq (bisecting seq)\n\n${ms.toFixed(3)} ms (median of 5).\n\n\`\`\`\n${plan}\n\`\`\`\n`);
+    summary.push(`| ${which} → seq | 1 | ${ms.toFixed(3)} |`);
   }
   writeFileSync(OUT, [out[0], summary.join('\n'), '', ...out.slice(1)].join('\n'));
   process.stderr.write(`wrote ${OUT}\n`);

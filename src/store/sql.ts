@@ -34,6 +34,29 @@ export interface SeqWindow {
   to?: bigint;
 }
 
+/**
+ * since/until as a seq bound: the tenant's first statement stored after `ms` (`since`) or its last
+ * stored at or before it (`until`), as one row `seq`, none if there is no such statement. Found by
+ * bisecting `seq` through `statements (tenant, seq)`, ≈ 2·log2(seq range) probes: `stored` never
+ * decreases with `seq` within a tenant on both backends (each write takes the greater of now and
+ * the last `stored`, in seq order), so no index on `stored` is needed.
+ */
+export function storedSeqSql(tenant: string, ms: number, bound: 'since' | 'until', ph: Placeholder): { sql: string; params: unknown[] } {
+  const p = new Params(ph);
+  // The stored time of the tenant's first statement at or after seq `x`: never decreases with x.
+  const storedAt = (x: string) => `(SELECT stored_ms FROM statements WHERE tenant = ${p.add(tenant)} AND seq >= ${x} ORDER BY seq LIMIT 1)`;
+  // Invariant: the first x in [lo, hi] with storedAt(x) > ms is the answer (hi = max + 1: none).
+  const init = `SELECT (SELECT min(seq) FROM statements WHERE tenant = ${p.add(tenant)}), (SELECT max(seq) FROM statements WHERE tenant = ${p.add(tenant)}) + 1`;
+  const step =
+    `SELECT CASE WHEN ${storedAt('(lo + hi) / 2')} > ${p.add(ms)} THEN lo ELSE (lo + hi) / 2 + 1 END, ` +
+    `CASE WHEN ${storedAt('(lo + hi) / 2')} > ${p.add(ms)} THEN (lo + hi) / 2 ELSE hi END FROM b WHERE lo < hi`;
+  const pick =
+    bound === 'since'
+      ? `SELECT seq FROM statements WHERE tenant = ${p.add(tenant)} AND seq >= (SELECT max(lo) FROM b) ORDER BY seq LIMIT 1`
+      : `SELECT seq FROM statements WHERE tenant = ${p.add(tenant)} AND seq < (SELECT max(lo) FROM b) ORDER BY seq DESC LIMIT 1`;
+  return { sql: `WITH RECURSIVE b(lo, hi) AS (${init} UNION ALL ${step}) ${pick}`, params: p.values };
+}
+
 /** True when the filter has conditions that StatementRef targeting applies to. */
 export const hasTargetableFilter = (f: StatementFilter): boolean =>
   f.agent !== undefined || f.verb !== undefined || f.activity !== undefined || f.registration !== undefined;
@@ -47,21 +70,26 @@ function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
   return c;
 }
 
-/** The spec's filter conditions on statement `alias` (not time, not voided, not `mine`). */
-function matchConds(alias: string, f: StatementFilter, p: Params, skip?: 'agent' | 'activity'): string[] {
+/**
+ * The spec's filter conditions on statement `alias` (not time, not voided, not `mine`). The link
+ * probes carry the tenant, so the link tables' primary keys (tenant, key, seq) answer them. The
+ * OFFSET keeps each one probe per statement: PostgreSQL would make some a join that scans the
+ * key's whole range for every statement, filtering on seq (it ignores a LIMIT alone in EXISTS).
+ */
+function matchConds(alias: string, tenant: string, f: StatementFilter, p: Params, skip?: 'agent' | 'activity'): string[] {
   const c: string[] = [];
   if (f.verb !== undefined) c.push(`${alias}.verb = ${p.add(f.verb)}`);
   if (f.registration !== undefined) c.push(`${alias}.registration = ${p.add(f.registration)}`);
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
-      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.seq = ${alias}.seq AND xa.agent_key = ${p.add(f.agent)}` +
-        `${f.relatedAgents ? '' : ' AND xa.role = 1'})`,
+      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)} AND xa.agent_key = ${p.add(f.agent)} AND xa.seq = ${alias}.seq` +
+        `${f.relatedAgents ? '' : ' AND xa.role = 1'} LIMIT 1 OFFSET 0)`,
     );
   }
   if (f.activity !== undefined && skip !== 'activity') {
     c.push(
-      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.seq = ${alias}.seq AND xc.activity_id = ${p.add(f.activity)}` +
-        `${f.relatedActivities ? '' : ' AND xc.direct = 1'})`,
+      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)} AND xc.activity_id = ${p.add(f.activity)} AND xc.seq = ${alias}.seq` +
+        `${f.relatedActivities ? '' : ' AND xc.direct = 1'} LIMIT 1 OFFSET 0)`,
     );
   }
   return c;
@@ -75,7 +103,7 @@ function directMatches(tenant: string, q: StatementQuery, w: SeqWindow, p: Param
   const f = q.filter;
   const tail = (conds: string[], seqCol: string) => `WHERE ${conds.join(' AND ')} ORDER BY ${seqCol} ${order} LIMIT ${p.add(q.limit + 1)}`;
   const common = (alias: string, skip?: 'agent' | 'activity') => {
-    const c = [`s.voided = 0`, ...matchConds('s', f, p, skip)];
+    const c = [`s.voided = 0`, ...matchConds('s', tenant, f, p, skip)];
     if (f.authority !== undefined) c.push(`s.authority_key = ${p.add(f.authority)}`);
     return { c, alias };
   };
@@ -135,7 +163,7 @@ const FORWARD_STEP_COST = 3;
 function allMatchSeqs(tenant: string, f: StatementFilter, p: Params, cap: number): string {
   const mine = (alias: string) => (f.authority === undefined ? [] : [`${alias}.authority_key = ${p.add(f.authority)}`]);
   const viaLinks = (table: string, head: string[], skip: 'agent' | 'activity') => {
-    const conds = [...matchConds('t', f, p, skip), ...mine('t')];
+    const conds = [...matchConds('t', tenant, f, p, skip), ...mine('t')];
     const join = conds.length === 0 ? '' : ' JOIN statements t ON t.seq = m.seq';
     return `SELECT m.seq FROM ${table} m${join} WHERE ${[...head, ...conds].join(' AND ')} LIMIT ${p.add(cap)}`;
   };
@@ -149,7 +177,7 @@ function allMatchSeqs(tenant: string, f: StatementFilter, p: Params, cap: number
     if (!f.relatedActivities) head.push('m.direct = 1');
     return viaLinks('statement_activities', head, 'activity');
   }
-  const conds = [`t.tenant = ${p.add(tenant)}`, ...matchConds('t', f, p), ...mine('t')];
+  const conds = [`t.tenant = ${p.add(tenant)}`, ...matchConds('t', tenant, f, p), ...mine('t')];
   return `SELECT t.seq FROM statements t WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
 }
 
@@ -223,7 +251,7 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
     `SELECT r.seq, r.ref_id FROM statements r WHERE ${seed.join(' AND ')} ` +
     `UNION SELECT c.seq, (SELECT t.ref_id FROM (${byId()}) t${mineOnly()}) FROM chain c WHERE c.target IS NOT NULL`;
   const forward =
-    `SELECT DISTINCT c.seq FROM chain c WHERE EXISTS (SELECT 1 FROM (${byId()}) t WHERE ${matchConds('t', q.filter, p).join(' AND ')}${mine('t')}) ` +
+    `SELECT DISTINCT c.seq FROM chain c WHERE EXISTS (SELECT 1 FROM (${byId()}) t WHERE ${matchConds('t', tenant, q.filter, p).join(' AND ')}${mine('t')}) ` +
     `ORDER BY c.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   const sql =
     `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rs AS (${rs}), rev(seq, id, hit) AS (${rev}), chain(seq, target) AS (${chain}) ` +

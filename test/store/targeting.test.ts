@@ -6,18 +6,13 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { PostgresStore } from '../../src/store/postgres/store.ts';
-import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { Store } from '../../src/store/types.ts';
 import { actorKeys } from '../../src/xapi/agents.ts';
 import type { StatementQuery } from '../../src/xapi/query.ts';
 import { prepareBatch } from '../../src/xapi/statement.ts';
 import type { Actor, Statement } from '../../src/xapi/types.ts';
-import { createDatabase, dropDatabase, postgresSkipped } from '../helpers/postgres.ts';
+import { storeBackends } from '../helpers/stores.ts';
 
 const ADMIN: Actor = { objectType: 'Agent', mbox: 'mailto:admin@example.com' };
 const MINE: Actor = { objectType: 'Agent', mbox: 'mailto:mine@example.com' };
@@ -36,36 +31,7 @@ const made = (actor: Actor, object: Record<string, unknown> = { id: 'http://exam
 const ref = (id: string) => ({ objectType: 'StatementRef', id });
 const pause = () => new Promise((r) => setTimeout(r, 3)); // distinct stored milliseconds
 
-interface Backend {
-  name: string;
-  open(): Promise<{ store: Store; dispose(): Promise<void> }>;
-}
-
-const backends: Backend[] = [
-  {
-    name: 'sqlite',
-    async open() {
-      const dir = mkdtempSync(join(tmpdir(), 'lectern-targeting-'));
-      const store = new SqliteStore({ path: join(dir, 'x.sqlite'), synchronous: 'NORMAL' });
-      await store.migrate();
-      return { store, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
-    },
-  },
-];
-if (!postgresSkipped()) {
-  backends.push({
-    name: 'postgres',
-    async open() {
-      const url = await createDatabase();
-      const store = new PostgresStore({ url, poolSize: 2, statementTimeoutMs: 0, connectTimeoutMs: 5000, connectRetries: 0, connectBackoffMs: 0 });
-      await store.waitForServer();
-      await store.migrate();
-      return { store, dispose: () => dropDatabase(url) };
-    },
-  });
-}
-
-for (const backend of backends) {
+for (const backend of storeBackends) {
   describe(`StatementRef targeting [${backend.name}]`, () => {
     let store: Store;
     let dispose: () => Promise<void>;

@@ -149,4 +149,19 @@ COMMENT ON COLUMN statement_agents.role IS '1: actor/object (agent filter); 0: i
     // Erasure deletes an attachment once no statement of its tenant links it: found by hash.
     sql: 'CREATE INDEX statement_attachments_sha2 ON statement_attachments (sha2);',
   },
+  {
+    version: 6,
+    name: 'leaner indexes: none on stored, link tables by seq alone',
+    // `stored` never decreases with `seq` within a tenant, so since/until find their seq bounds
+    // through statements_seq_idx (src/store/sql.ts: storedSeqSql). The filters' link probes carry
+    // the tenant, so the primary keys (tenant, key, seq) answer them; only erasure still finds
+    // link rows by seq, for which seq alone is enough.
+    sql: `
+DROP INDEX statements_stored;
+DROP INDEX statement_agents_seq;
+CREATE INDEX statement_agents_seq ON statement_agents (seq);
+DROP INDEX statement_activities_seq;
+CREATE INDEX statement_activities_seq ON statement_activities (seq);
+`,
+  },
 ];

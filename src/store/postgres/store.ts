@@ -24,7 +24,7 @@ import type { StatementQuery } from '../../xapi/query.ts';
 import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
-import { postgresPlaceholder, type SeqWindow, statementPageSql } from '../sql.ts';
+import { postgresPlaceholder, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -519,20 +519,12 @@ export class PostgresStore implements Store {
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
     const w: SeqWindow = {};
     if (query.since !== undefined) {
-      const r = await this.query<{ seq: string }>(
-        'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms > $2 ORDER BY stored_ms, seq LIMIT 1',
-        [tenant, query.since],
-        'since_seq',
-      );
+      const r = await this.storedSeq(tenant, query.since, 'since');
       if (!r.rows.length) return { rows: [] };
       w.from = BigInt(r.rows[0].seq);
     }
     if (query.until !== undefined) {
-      const r = await this.query<{ seq: string }>(
-        'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms <= $2 ORDER BY stored_ms DESC, seq DESC LIMIT 1',
-        [tenant, query.until],
-        'until_seq',
-      );
+      const r = await this.storedSeq(tenant, query.until, 'until');
       if (!r.rows.length) return { rows: [] };
       w.to = BigInt(r.rows[0].seq);
     }
@@ -676,6 +668,12 @@ export class PostgresStore implements Store {
     await this.query(`DELETE FROM documents WHERE ${where}`, params);
   }
 
+  /** since/until as a seq bound (see storedSeqSql). */
+  private storedSeq(tenant: string, ms: number, bound: 'since' | 'until'): Promise<pg.QueryResult<{ seq: string }>> {
+    const { sql, params } = storedSeqSql(tenant, ms, bound, postgresPlaceholder);
+    return this.query<{ seq: string }>(sql, params, `${bound}_seq`);
+  }
+
   // ----- data lifecycle ----------------------------------------------------------------------
 
   /** The seq range of a stored-time window: within a tenant stored order and seq order agree. */
@@ -683,16 +681,12 @@ export class PostgresStore implements Store {
     let from = '0';
     let to = '9223372036854775807';
     if (opts.sinceMs !== undefined) {
-      const r = await this.query<{ seq: string }>('SELECT seq FROM statements WHERE tenant = $1 AND stored_ms > $2 ORDER BY stored_ms, seq LIMIT 1', [tenant, opts.sinceMs], 'since_seq');
+      const r = await this.storedSeq(tenant, opts.sinceMs, 'since');
       if (!r.rows.length) return undefined;
       from = r.rows[0].seq;
     }
     if (opts.untilMs !== undefined) {
-      const r = await this.query<{ seq: string }>(
-        'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms <= $2 ORDER BY stored_ms DESC, seq DESC LIMIT 1',
-        [tenant, opts.untilMs],
-        'until_seq',
-      );
+      const r = await this.storedSeq(tenant, opts.untilMs, 'until');
       if (!r.rows.length) return undefined;
       to = r.rows[0].seq;
     }

@@ -121,4 +121,12 @@ ALTER TABLE statement_agents RENAME COLUMN direct TO role; -- 1: actor/object (a
     // Erasure deletes an attachment once no statement of its tenant links it: found by hash.
     sql: 'CREATE INDEX statement_attachments_sha2 ON statement_attachments(sha2);',
   },
+  {
+    version: 5,
+    name: 'no index on stored (since/until bisect seq)',
+    // `stored` never decreases with `seq`, so since/until find their seq bounds through
+    // statements_seq (src/store/sql.ts: storedSeqSql). The link tables keep their (seq, key)
+    // indexes: erasure deletes link rows by seq, and the foreign keys on seq need them.
+    sql: 'DROP INDEX statements_stored;',
+  },
 ];

@@ -12,7 +12,7 @@ import { type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.t
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { actorKeys } from '../../xapi/agents.ts';
-import { type SeqWindow, sqlitePlaceholder, statementPageSql } from '../sql.ts';
+import { type SeqWindow, sqlitePlaceholder, statementPageSql, storedSeqSql } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -211,14 +211,12 @@ export class SqliteStore implements Store {
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
     const w: SeqWindow = {};
     if (query.since !== undefined) {
-      const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND stored_ms > ? ORDER BY stored_ms, seq LIMIT 1').get(tenant, query.since) as Row | undefined;
+      const r = this.storedSeq(tenant, query.since, 'since');
       if (!r) return { rows: [] };
       w.from = BigInt(r.seq as number);
     }
     if (query.until !== undefined) {
-      const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND stored_ms <= ? ORDER BY stored_ms DESC, seq DESC LIMIT 1').get(tenant, query.until) as
-        | Row
-        | undefined;
+      const r = this.storedSeq(tenant, query.until, 'until');
       if (!r) return { rows: [] };
       w.to = BigInt(r.seq as number);
     }
@@ -292,6 +290,12 @@ export class SqliteStore implements Store {
     docs.deleteDocuments(this.docs, tenant, key);
   }
 
+  /** since/until as a seq bound (see storedSeqSql). */
+  private storedSeq(tenant: string, ms: number, bound: 'since' | 'until'): Row | undefined {
+    const { sql, params } = storedSeqSql(tenant, ms, bound, sqlitePlaceholder);
+    return this.q(sql).get(...(params as (string | number)[])) as Row | undefined;
+  }
+
   // ----- data lifecycle ----------------------------------------------------------------------
 
   /** The seq range of a stored-time window: stored order and seq order agree. */
@@ -299,14 +303,12 @@ export class SqliteStore implements Store {
     let from = 0;
     let to = Number.MAX_SAFE_INTEGER;
     if (opts.sinceMs !== undefined) {
-      const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND stored_ms > ? ORDER BY stored_ms, seq LIMIT 1').get(tenant, opts.sinceMs) as Row | undefined;
+      const r = this.storedSeq(tenant, opts.sinceMs, 'since');
       if (!r) return undefined;
       from = Number(r.seq);
     }
     if (opts.untilMs !== undefined) {
-      const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND stored_ms <= ? ORDER BY stored_ms DESC, seq DESC LIMIT 1').get(tenant, opts.untilMs) as
-        | Row
-        | undefined;
+      const r = this.storedSeq(tenant, opts.untilMs, 'until');
       if (!r) return undefined;
       to = Number(r.seq);
     }
