@@ -44,17 +44,24 @@ export interface SeqWindow {
 export function storedSeqSql(tenant: string, ms: number, bound: 'since' | 'until', ph: Placeholder): { sql: string; params: unknown[] } {
   const p = new Params(ph);
   // The stored time of the tenant's first statement at or after seq `x`: never decreases with x.
-  const storedAt = (x: string) => `(SELECT stored_ms FROM statements WHERE tenant = ${p.add(tenant)} AND seq >= ${x} ORDER BY seq LIMIT 1)`;
-  // Invariant: the first x in [lo, hi] with storedAt(x) > ms is the answer (hi = max + 1: none).
-  const init = `SELECT (SELECT min(seq) FROM statements WHERE tenant = ${p.add(tenant)}), (SELECT max(seq) FROM statements WHERE tenant = ${p.add(tenant)}) + 1`;
-  const step =
-    `SELECT CASE WHEN ${storedAt('(lo + hi) / 2')} > ${p.add(ms)} THEN lo ELSE (lo + hi) / 2 + 1 END, ` +
-    `CASE WHEN ${storedAt('(lo + hi) / 2')} > ${p.add(ms)} THEN (lo + hi) / 2 ELSE hi END FROM b WHERE lo < hi`;
+  const storedAt = (x: () => string) => {
+    const t = p.add(tenant); // placeholders in textual order: SQLite's `?` are positional
+    return `(SELECT stored_ms FROM statements WHERE tenant = ${t} AND seq >= ${x()} ORDER BY seq LIMIT 1)`;
+  };
+  // Invariant: the first x in [lo, hi] with storedAt(x) > ms is the answer (hi = max + 1: none);
+  // v = storedAt((lo + hi) / 2), probed once per step (a column, as a subquery cannot read `b`).
+  const init =
+    `SELECT lo, hi, ${storedAt(() => '(lo + hi) / 2')} FROM (SELECT (SELECT min(seq) FROM statements WHERE tenant = ${p.add(tenant)}) AS lo, ` +
+    `(SELECT max(seq) FROM statements WHERE tenant = ${p.add(tenant)}) + 1 AS hi) i`;
+  const over = () => `v > ${p.add(ms)}`;
+  const lo = () => `CASE WHEN ${over()} THEN lo ELSE (lo + hi) / 2 + 1 END`;
+  const hi = () => `CASE WHEN ${over()} THEN (lo + hi) / 2 ELSE hi END`;
+  const step = `SELECT ${lo()}, ${hi()}, ${storedAt(() => `(${lo()} + ${hi()}) / 2`)} FROM b WHERE lo < hi`;
   const pick =
     bound === 'since'
       ? `SELECT seq FROM statements WHERE tenant = ${p.add(tenant)} AND seq >= (SELECT max(lo) FROM b) ORDER BY seq LIMIT 1`
       : `SELECT seq FROM statements WHERE tenant = ${p.add(tenant)} AND seq < (SELECT max(lo) FROM b) ORDER BY seq DESC LIMIT 1`;
-  return { sql: `WITH RECURSIVE b(lo, hi) AS (${init} UNION ALL ${step}) ${pick}`, params: p.values };
+  return { sql: `WITH RECURSIVE b(lo, hi, v) AS (${init} UNION ALL ${step}) ${pick}`, params: p.values };
 }
 
 /** True when the filter has conditions that StatementRef targeting applies to. */
