@@ -79,24 +79,26 @@ function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
 
 /**
  * The spec's filter conditions on statement `alias` (not time, not voided, not `mine`). The link
- * probes carry the tenant, so the link tables' primary keys (tenant, key, seq) answer them. The
- * OFFSET keeps each one probe per statement: PostgreSQL would make some a join that scans the
- * key's whole range for every statement, filtering on seq (it ignores a LIMIT alone in EXISTS).
+ * probes carry the tenant, so the link tables' primary keys (tenant, key, seq) answer them.
+ * `probe`: for one statement, keep each one probe (OFFSET: PostgreSQL ignores a LIMIT alone in
+ * EXISTS), as PostgreSQL otherwise joins the key's whole range to it, filtering on seq; over many
+ * statements it is left to plan (it may rightly drive from the rarer key's range).
  */
-function matchConds(alias: string, tenant: string, f: StatementFilter, p: Params, skip?: 'agent' | 'activity'): string[] {
+function matchConds(alias: string, tenant: string, f: StatementFilter, p: Params, skip?: 'agent' | 'activity', probe = false): string[] {
   const c: string[] = [];
+  const fence = probe ? ' LIMIT 1 OFFSET 0' : '';
   if (f.verb !== undefined) c.push(`${alias}.verb = ${p.add(f.verb)}`);
   if (f.registration !== undefined) c.push(`${alias}.registration = ${p.add(f.registration)}`);
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
       `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)} AND xa.agent_key = ${p.add(f.agent)} AND xa.seq = ${alias}.seq` +
-        `${f.relatedAgents ? '' : ' AND xa.role = 1'} LIMIT 1 OFFSET 0)`,
+        `${f.relatedAgents ? '' : ' AND xa.role = 1'}${fence})`,
     );
   }
   if (f.activity !== undefined && skip !== 'activity') {
     c.push(
       `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)} AND xc.activity_id = ${p.add(f.activity)} AND xc.seq = ${alias}.seq` +
-        `${f.relatedActivities ? '' : ' AND xc.direct = 1'} LIMIT 1 OFFSET 0)`,
+        `${f.relatedActivities ? '' : ' AND xc.direct = 1'}${fence})`,
     );
   }
   return c;
@@ -258,7 +260,7 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
     `SELECT r.seq, r.ref_id FROM statements r WHERE ${seed.join(' AND ')} ` +
     `UNION SELECT c.seq, (SELECT t.ref_id FROM (${byId()}) t${mineOnly()}) FROM chain c WHERE c.target IS NOT NULL`;
   const forward =
-    `SELECT DISTINCT c.seq FROM chain c WHERE EXISTS (SELECT 1 FROM (${byId()}) t WHERE ${matchConds('t', tenant, q.filter, p).join(' AND ')}${mine('t')}) ` +
+    `SELECT DISTINCT c.seq FROM chain c WHERE EXISTS (SELECT 1 FROM (${byId()}) t WHERE ${matchConds('t', tenant, q.filter, p, undefined, true).join(' AND ')}${mine('t')}) ` +
     `ORDER BY c.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   const sql =
     `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rs AS (${rs}), rev(seq, id, hit) AS (${rev}), chain(seq, target) AS (${chain}) ` +
