@@ -1,6 +1,8 @@
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
- * paging) and the forwarding figures. Both schemas use the same table and column names; only placeholders differ.
+ * paging, since/until as seq bounds) and the forwarding figures. Both schemas use the same table
+ * and column names; placeholders differ, and one join that each planner must take as a per-row
+ * probe is spelled per backend (CROSS JOIN for SQLite, LATERAL for PostgreSQL).
  */
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
 import type { ForwardingStats } from './types.ts';
