@@ -58,6 +58,8 @@ export interface LoadResult {
   /** Query: the deeper pages (2..pages), and the walk through every page one after the other. */
   deep?: Run;
   pagesFound?: number;
+  /** The path of the deepest page reached. */
+  lastPath?: string;
   walkMs?: number;
   /** Statements on the first page (a filter that matches nothing is a broken benchmark). */
   firstPageCount?: number;
@@ -66,14 +68,18 @@ export interface LoadResult {
 
 const XAPI = { 'x-experience-api-version': '1.0.3' };
 
-function summarise(r: autocannon.Result): Run {
+/**
+ * autocannon's own duration ends on its 1-second ticks, which distorts short `amount` runs: the
+ * rate is computed here from the first request sent to the last response received.
+ */
+function summarise(r: autocannon.Result, seconds: number): Run {
   const codes: Record<string, number> = {};
   for (const [code, v] of Object.entries(r.statusCodeStats ?? {})) codes[code] = Number((v as { count: number | string }).count);
   const ok = Object.entries(codes).reduce((a, [c, n]) => (c.startsWith('2') ? a + n : a), 0);
   return {
     requests: r.requests.total,
-    rps: ok / r.duration,
-    seconds: r.duration,
+    rps: ok / seconds,
+    seconds,
     latency: { p50: r.latency.p50, p90: r.latency.p90, p99: r.latency.p99, max: r.latency.max, mean: r.latency.average },
     failed: r.non2xx + r.errors,
     statusCodes: codes,
@@ -82,7 +88,10 @@ function summarise(r: autocannon.Result): Run {
 
 function fire(opts: autocannon.Options): Promise<Run> {
   return new Promise((resolve, reject) => {
-    const inst = autocannon({ timeout: 120, ...opts }, (err, res) => (err ? reject(err) : resolve(summarise(res))));
+    const t0 = performance.now();
+    let last = t0;
+    const inst = autocannon({ timeout: 120, ...opts }, (err, res) => (err ? reject(err) : resolve(summarise(res, (last - t0) / 1000))));
+    inst.on('response', () => (last = performance.now()));
     inst.on('error', reject);
   });
 }
@@ -166,7 +175,7 @@ async function runJob(spec: LoadSpec, job: Job): Promise<LoadResult> {
       const run = await fire({ url: spec.url, connections: job.connections, duration: job.seconds, requests: [get(paths[0])] });
       const deep =
         paths.length > 1 ? await fire({ url: spec.url, connections: job.connections, duration: job.seconds, requests: paths.slice(1).map(get) }) : undefined;
-      return { name: job.name, kind: job.kind, run, deep, pagesFound: paths.length, walkMs, firstPageCount };
+      return { name: job.name, kind: job.kind, run, deep, pagesFound: paths.length, lastPath: paths[paths.length - 1], walkMs, firstPageCount };
     }
     case 'documents': {
       let n = 0;

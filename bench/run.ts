@@ -19,11 +19,11 @@
  */
 import { mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
 import type { PgCluster } from '../test/helpers/postgres.ts';
-import { averageSize, queryFilters, VERB } from './generate.ts';
+import { averageSize, queryFilters, statementId, VERB } from './generate.ts';
 import { EXTRA_ENTRIES, type BenchContext, type BenchRow } from './extras.ts';
 import {
   AUTHORIZATION,
@@ -59,15 +59,15 @@ const { values: args } = parseArgs({
 
 const QUICK = args.quick || (args.check && !args.sizes);
 const SEED = Number(args.seed);
-const SIZES = (args.sizes ?? (QUICK ? '2000,8000' : '100000,1000000')).split(',').map(Number);
+const SIZES = (args.sizes ?? (QUICK ? '1500,6000' : '100000,1000000')).split(',').map(Number);
 const BACKEND_LIST: BackendName[] = args.backend === 'both' ? ['sqlite', 'postgres'] : [args.backend as BackendName];
 const PHASES = new Set(args.phases!.split(','));
 if (args['no-plans']) PHASES.delete('plans');
 
 /** Workload sizes: the full run and --quick. */
 const P = QUICK
-  ? { chunk: 6000, singles: 500, documents: 500, querySeconds: 0.2, rawRows: 10_000, bareBatches: 30, bareSingles: 1000, pages: 10 }
-  : { chunk: 100_000, singles: 10_000, documents: 20_000, querySeconds: 4, rawRows: 200_000, bareBatches: 500, bareSingles: 20_000, pages: 10 };
+  ? { chunk: 6000, singles: 300, documents: 300, querySeconds: 0.2, rawRows: 6000, bareBatches: 20, bareSingles: 400, pages: 3 }
+  : { chunk: 100_000, singles: 10_000, documents: 20_000, querySeconds: 3, rawRows: 200_000, bareBatches: 500, bareSingles: 20_000, pages: 10 };
 const BATCH = 100;
 const INGEST_CLIENTS = 4;
 const SINGLE_CLIENTS = 32;
@@ -185,19 +185,21 @@ interface BackendResult {
   plans: Record<number, Plan[]>;
 }
 
-/** Time when the store held n statements, interpolated between chunk ends (for since/until). */
-function timeAt(points: { n: number; t: number }[], n: number): number {
-  for (let k = 1; k < points.length; k++) {
-    const a = points[k - 1];
-    const b = points[k];
-    if (n <= b.n) return a.t + ((b.t - a.t) * (n - a.n)) / Math.max(1, b.n - a.n);
+/** `stored` of stream statement i, read back through the API (since/until bounds that exist). */
+async function storedOf(url: string, i: number): Promise<string> {
+  // A statement voided later answers 404 here: take the next one.
+  for (let k = i; k < i + 20; k++) {
+    const res = await fetch(`${url}/xAPI/statements?statementId=${statementId(SEED, k)}`, { headers: { authorization: AUTHORIZATION, 'x-experience-api-version': '1.0.3' } });
+    if (res.status === 200) return ((await res.json()) as { stored: string }).stored;
+    await res.arrayBuffer();
   }
-  return points[points.length - 1].t;
+  throw new Error(`statements ${i}… of the stream are not stored`);
 }
 
-function queryCases(points: { n: number; t: number }[], size: number): PlanCase[] {
-  const since = new Date(timeAt(points, size * 0.45)).toISOString();
-  const until = new Date(timeAt(points, size * 0.5)).toISOString();
+async function queryCases(url: string, size: number): Promise<PlanCase[]> {
+  // A window of 5 % of the store: since is exclusive, so it starts just before statement 45 %.
+  const since = new Date(Date.parse(await storedOf(url, Math.floor(size * 0.45))) - 1).toISOString();
+  const until = await storedOf(url, Math.floor(size * 0.5));
   const cases = Object.entries(queryFilters(SEED)).map(([name, params]) => ({ name, params }));
   cases.push({ name: 'since + until (5 % of the store)', params: { since, until } });
   cases.push({ name: 'verb + since + until', params: { verb: VERB.failed, since, until } });
@@ -240,7 +242,6 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, memory(server.pid).peak)), 500);
   try {
-    const points = [{ n: 0, t: Date.now() }];
     let loaded = 0;
     let singlesFrom = 0;
     for (const size of SIZES) {
@@ -250,15 +251,12 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
         const ok = checked(r, backend);
         if (!ok?.run) throw new Error(`loading stopped at ${loaded} statements`);
         result.ingest.push({ from: loaded, to: loaded + count, statementsPerSec: ok.statementsPerSec ?? 0, p50: ok.run.latency.p50, p99: ok.run.latency.p99 });
-        // The clock of the load itself (the process spends its first moments making bodies).
-        const end = Date.now();
-        points.push({ n: loaded, t: end - ok.run.seconds * 1000 });
         loaded += count;
-        points.push({ n: loaded, t: end });
         log(`${backend}: ${loaded.toLocaleString('en')} statements, ${Math.round(ok.statementsPerSec ?? 0).toLocaleString('en')}/s`);
       }
-      const cases = queryCases(points, size);
-      if (PHASES.has('queries')) {
+      // --quick measures queries at the largest size only.
+      if (PHASES.has('queries') && (!QUICK || size === SIZES[SIZES.length - 1])) {
+        const cases = await queryCases(server.url, size);
         log(`${backend}: queries at ${size.toLocaleString('en')}`);
         const jobs: Job[] = cases.map((c) => ({ kind: 'query', name: c.name, path: pathOf(c.params), pages: P.pages, connections: QUERY_CLIENTS, seconds: P.querySeconds }));
         const res = await runLoad(server.url, SEED, jobs);
@@ -270,13 +268,13 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
           log(`${backend}: plans at ${size.toLocaleString('en')}`);
           try {
             // The plan of the first page and of the deepest page reached (its `more` cursor).
-            const deepest = await lastPages(server.url, cases);
+            const deepest = res.flatMap((r) => (r.lastPath && (r.pagesFound ?? 0) > 1 ? [{ name: `${r.name} (page ${r.pagesFound})`, params: paramsOf(r.lastPath) }] : []));
             const all = [...cases, ...deepest];
             const plans = backend === 'sqlite' ? sqlitePlans(sqlitePath!, all) : await postgresPlans(postgresUrl!, all);
             result.plans[size] = plans;
             for (const q of result.queries.filter((x) => x.size === size)) {
               q.dbMs = plans.find((p) => p.name === q.filter)?.ms;
-              q.dbMsDeep = plans.find((p) => p.name === `${q.filter} (page ${P.pages})`)?.ms;
+              q.dbMsDeep = plans.find((p) => p.name === `${q.filter} (page ${q.pagesFound})`)?.ms;
             }
           } catch (err) {
             fail(`${backend} plans @${size}`, err);
@@ -340,22 +338,6 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
   }
   rmSync(dir, { recursive: true, force: true });
   return result;
-}
-
-/** For each case, the `more` path of its deepest page (P.pages), as a plan case of its own. */
-async function lastPages(url: string, cases: PlanCase[]): Promise<PlanCase[]> {
-  const out: PlanCase[] = [];
-  for (const c of cases) {
-    let path: string | undefined = pathOf(c.params);
-    let last: string | undefined;
-    for (let page = 1; path && page <= P.pages; page++) {
-      last = path;
-      const res: Response = await fetch(`${url}${path}`, { headers: { authorization: AUTHORIZATION, 'x-experience-api-version': '1.0.3' } });
-      path = ((await res.json()) as { more?: string }).more || undefined;
-    }
-    if (last && last !== pathOf(c.params)) out.push({ name: `${c.name} (page ${P.pages})`, params: paramsOf(last) });
-  }
-  return out;
 }
 
 // ----- report -------------------------------------------------------------------------------
@@ -423,10 +405,11 @@ function report(b: Baselines, results: BackendResult[]): string {
       const bare = b.http?.get?.run?.rps;
       const smallest = Math.min(...qs.map((q) => q.size));
       const largest = Math.max(...qs.map((q) => q.size));
-      out.push(`\n## ${r.backend}: queries, limit 100, 8 clients (ratio = req/s ÷ bare handler serving a canned 100-statement page: ${int(bare)} req/s; growth = p50 at ${int(largest)} ÷ p50 at ${int(smallest)})\n`);
+      const growth = largest === smallest ? '' : `; growth = p50 at ${int(largest)} ÷ p50 at ${int(smallest)}`;
+      out.push(`\n## ${r.backend}: queries, limit 100, 8 clients (ratio = req/s ÷ bare handler serving a canned 100-statement page: ${int(bare)} req/s${growth})\n`);
       out.push(
         table(
-          ['filter', 'statements', 'ratio', 'req/s', 'p50 ms', 'p99 ms', `pages 2–${P.pages} p50`, 'p99', 'db ms p1', `db ms p${P.pages}`, 'p50 growth'],
+          ['filter', 'statements', 'ratio', 'req/s', 'p50 ms', 'p99 ms', `pages 2–${P.pages} p50`, 'p99', 'db ms p1', 'db ms deepest', 'p50 growth'],
           qs.map((q) => {
             const base = qs.find((x) => x.filter === q.filter && x.size === smallest)?.first?.latency.p50;
             const growth = q.size === largest && largest !== smallest && base && q.first ? q.first.latency.p50 / base : undefined;
@@ -457,10 +440,22 @@ async function main(): Promise<number> {
   const started = Date.now();
   const m: Machine = { ...machine(), sqlite: (new DatabaseSync(':memory:').prepare('SELECT sqlite_version() AS v').get() as { v: string }).v };
   const root = mkdtempSync(join(tmpdir(), 'lectern-bench-'));
-  const resultsDir = join(process.cwd(), 'bench', 'results');
+  const stamp = new Date(started).toISOString().replace(/[:.]/g, '-');
+  const out = args.out ?? join(process.cwd(), 'bench', 'results', `bench-${stamp}${QUICK ? '-quick' : ''}.json`);
+  const plansFile = `${out.replace(/\.json$/, '')}.plans.md`;
   let cluster: PgCluster | undefined;
   const results: BackendResult[] = [];
   let b: Baselines = {};
+  /** Written after each backend too, so a run stopped half-way keeps what it measured. */
+  const save = () => {
+    mkdirSync(dirname(out), { recursive: true });
+    const plans = results.flatMap((r) => Object.entries(r.plans).map(([size, p]) => plansMarkdown(`${r.backend}, ${int(Number(size))} statements`, p)));
+    if (plans.length) writeFileSync(plansFile, plans.join('\n'));
+    const rows = Object.fromEntries(results.map((r) => [r.backend, writeRows(b, r)]));
+    const doc = { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, machine: { ...m, loadavgNow: machine().loadavg }, baselines: b, results, rows, errors };
+    writeFileSync(out, JSON.stringify(doc, null, 1));
+    return plans.length > 0;
+  };
   log(`Lectern benchmark${QUICK ? ' (quick)' : ''}: ${BACKEND_LIST.join(' + ')}, sizes ${SIZES.map(int).join(', ')}, seed ${SEED}`);
   log(`machine: ${m.nproc} × ${m.cpu}, ${m.memoryGiB} GiB, Node ${m.node}, load ${m.loadavg}; avg statement ${Math.round(averageSize(SEED, 0, 2000))} bytes`);
   try {
@@ -477,49 +472,27 @@ async function main(): Promise<number> {
     for (const backend of BACKEND_LIST) {
       if (backend === 'postgres' && !cluster) continue;
       results.push(await benchBackend(backend, root, cluster));
+      save();
     }
   } finally {
     cluster?.destroy();
     rmSync(root, { recursive: true, force: true });
   }
-  const loadEnd = readLoad();
-  const text = report(b, results);
   const header = [
     `# Lectern benchmark ${new Date(started).toISOString()}${QUICK ? ' (--quick)' : ''}`,
     `machine: ${m.nproc} × ${m.cpu}, ${m.memoryGiB} GiB, kernel ${m.kernel}; Node ${m.node}; SQLite ${m.sqlite}${m.postgres ? `; PostgreSQL ${m.postgres}` : ''}`,
-    `load average at start ${m.loadavg}, at end ${loadEnd}; ${Math.round((Date.now() - started) / 1000)} s; seed ${SEED}; sizes ${SIZES.map(int).join(', ')}`,
+    `load average at start ${m.loadavg}, at end ${machine().loadavg}; ${Math.round((Date.now() - started) / 1000)} s; seed ${SEED}; sizes ${SIZES.map(int).join(', ')}`,
     b.sqlite ? `raw SQLite limit (same JSON, one table, WAL, synchronous=FULL): ${int(b.sqlite.perTx100.rowsPerSec)} rows/s at 100 rows per transaction, ${int(b.sqlite.perTx10k.rowsPerSec)} at 10,000` : '',
     b.postgres ? `PostgreSQL limit (COPY of the same JSON into one table, 10,000 rows per transaction): ${int(b.postgres.rowsPerSec)} rows/s` : '',
     b.http
       ? `HTTP limit (bare node:http, parse + 204): batch ${int(b.http.batch?.statementsPerSec)} statements/s, POST ${int(b.http.post?.run?.rps)} req/s, PUT ${int(b.http.put?.run?.rps)} req/s, GET page ${int(b.http.get?.run?.rps)} req/s, documents ${int(b.http.documents?.run?.rps)} req/s`
       : '',
   ].filter(Boolean);
-  process.stdout.write(`${header.join('\n')}\n${text}\n`);
+  process.stdout.write(`${header.join('\n')}\n${report(b, results)}\n`);
   if (errors.length) process.stdout.write(`\nFAILED (${errors.length}):\n${errors.map((e) => `- ${e}`).join('\n')}\n`);
-  mkdirSync(resultsDir, { recursive: true });
-  const stamp = new Date(started).toISOString().replace(/[:.]/g, '-');
-  const out = args.out ?? join(resultsDir, `bench-${stamp}${QUICK ? '-quick' : ''}.json`);
-  const plans = results.flatMap((r) => Object.entries(r.plans).map(([size, p]) => plansMarkdown(`${r.backend}, ${int(Number(size))} statements`, p)));
-  const plansFile = out.replace(/\.json$/, '') + '.plans.md';
-  if (plans.length) writeFileSync(plansFile, plans.join('\n'));
-  writeFileSync(
-    out,
-    JSON.stringify(
-      { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, machine: { ...m, loadavgEnd: loadEnd }, baselines: b, results, rows: Object.fromEntries(results.map((r) => [r.backend, writeRows(b, r)])), errors },
-      null,
-      1,
-    ),
-  );
-  process.stdout.write(`\nresults: ${out}${plans.length ? `\nplans: ${plansFile}` : ''}\n`);
+  const hasPlans = save();
+  process.stdout.write(`\nresults: ${out}${hasPlans ? `\nplans: ${plansFile}` : ''}\n`);
   return errors.length ? 1 : 0;
 }
-
-const readLoad = () => {
-  try {
-    return String(machine().loadavg);
-  } catch {
-    return '?';
-  }
-};
 
 process.exitCode = await main();
