@@ -39,6 +39,8 @@ import {
   startBareHttp,
   startLectern,
   startPostgres,
+  type StatementStat,
+  statementStats,
 } from './harness.ts';
 import type { Job, LoadResult, Run } from './load.ts';
 import { type Plan, type PlanCase, paramsOf, plansMarkdown, postgresPlans, sqlitePlans } from './plans.ts';
@@ -183,6 +185,8 @@ interface BackendResult {
   disk?: Disk;
   extras: BenchRow[];
   plans: Record<number, Plan[]>;
+  /** PostgreSQL with --profile: server time per statement (pg_stat_statements). */
+  statementStats?: StatementStat[];
 }
 
 /** `stored` of stream statement i, read back through the API (since/until bounds that exist). */
@@ -320,7 +324,10 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
       }
     }
     peak = Math.max(peak, memory(server.pid).peak);
-    if (backend === 'postgres') result.disk = await postgresDisk(postgresUrl!);
+    if (backend === 'postgres') {
+      result.disk = await postgresDisk(postgresUrl!);
+      if (args.profile) result.statementStats = await statementStats(postgresUrl!);
+    }
   } catch (err) {
     fail(`${backend}`, err);
     process.stderr.write(`server output:\n${server.tail()}\n`);
@@ -461,7 +468,7 @@ async function main(): Promise<number> {
   try {
     if (BACKEND_LIST.includes('postgres')) {
       try {
-        cluster = await startPostgres();
+        cluster = await startPostgres({ statementStats: args.profile !== undefined });
         const [v] = await pgQuery<{ v: string }>(cluster.url, 'SHOW server_version');
         m.postgres = v.v;
       } catch (err) {
@@ -489,6 +496,10 @@ async function main(): Promise<number> {
       : '',
   ].filter(Boolean);
   process.stdout.write(`${header.join('\n')}\n${report(b, results)}\n`);
+  for (const r of results.filter((x) => x.statementStats)) {
+    process.stdout.write(`\n## ${r.backend}: server time by statement (pg_stat_statements)\n\n`);
+    process.stdout.write(`${table(['total ms', 'calls', 'mean ms', 'rows', 'query'], r.statementStats!.map((x) => [int(x.totalMs), int(x.calls), x.meanMs.toFixed(2), int(x.rows), x.query.slice(0, 110)]))}\n`);
+  }
   if (errors.length) process.stdout.write(`\nFAILED (${errors.length}):\n${errors.map((e) => `- ${e}`).join('\n')}\n`);
   const hasPlans = save();
   process.stdout.write(`\nresults: ${out}${hasPlans ? `\nplans: ${plansFile}` : ''}\n`);
