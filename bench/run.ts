@@ -6,7 +6,8 @@
  *   npm run bench -- --quick                    # small sizes, short runs (≤ 2 minutes)
  *   npm run bench -- --quick --check            # smoke: non-zero exit if a workload failed to run (never on speed)
  *   npm run bench -- --backend sqlite --sizes 20000,100000 --phases ingest,queries
- *   npm run bench -- --profile /tmp/prof        # the server runs with node --cpu-prof
+ *   npm run bench -- --profile /tmp/prof        # the server runs with node --cpu-prof (+ pg_stat_statements)
+ *   npm run bench -- --fill 16,500,200000       # load between the measured chunks with 16 clients × 500/POST
  *
  * Workloads per backend: batch ingest (POST 100 statements per request, 4 clients) from an empty
  * store up to each size, single-statement POST and PUT (32 clients), State documents (PUT/GET
@@ -56,6 +57,7 @@ const { values: args } = parseArgs({
     phases: { type: 'string', default: 'ingest,singles,documents,queries,plans,extras' },
     'no-plans': { type: 'boolean', default: false },
     profile: { type: 'string' },
+    fill: { type: 'string' },
   },
 });
 
@@ -64,12 +66,16 @@ const SEED = Number(args.seed);
 const SIZES = (args.sizes ?? (QUICK ? '1500,6000' : '100000,1000000')).split(',').map(Number);
 const BACKEND_LIST: BackendName[] = args.backend === 'both' ? ['sqlite', 'postgres'] : [args.backend as BackendName];
 const PHASES = new Set(args.phases!.split(','));
+/** --fill CLIENTS,STATEMENTS_PER_POST,CHUNK: how the unmeasured chunks between sizes are loaded. */
+const FILL = args.fill
+  ? (([clients, batch, chunk]) => ({ clients, batch, chunk }))(args.fill.split(',').map(Number))
+  : undefined;
 if (args['no-plans']) PHASES.delete('plans');
 
 /** Workload sizes: the full run and --quick. */
 const P = QUICK
   ? { chunk: 6000, singles: 300, documents: 300, querySeconds: 0.2, rawRows: 6000, bareBatches: 20, bareSingles: 400, pages: 3 }
-  : { chunk: 100_000, singles: 10_000, documents: 20_000, querySeconds: 3, rawRows: 200_000, bareBatches: 500, bareSingles: 20_000, pages: 10 };
+  : { chunk: 100_000, singles: 5000, documents: 10_000, querySeconds: 2, rawRows: 200_000, bareBatches: 500, bareSingles: 20_000, pages: 10 };
 const BATCH = 100;
 const INGEST_CLIENTS = 4;
 const SINGLE_CLIENTS = 32;
@@ -178,7 +184,10 @@ interface Disk {
 
 interface BackendResult {
   backend: BackendName;
+  /** The measured workload: 100 per POST, 4 clients. */
   ingest: IngestChunk[];
+  /** With --fill: the chunks loaded between measured ones (their own POST size and clients). */
+  fill: (IngestChunk & { batch: number; connections: number })[];
   writes: Record<string, LoadResult | undefined>;
   queries: QueryFigure[];
   peakRss: number;
@@ -236,11 +245,11 @@ async function postgresDisk(url: string): Promise<Disk> {
   return { statements: Number(s.n), jsonBytes: Number(s.b), bytes: Object.values(parts).reduce((a, b) => a + b, 0), parts };
 }
 
-async function benchBackend(backend: BackendName, root: string, cluster: PgCluster | undefined): Promise<BackendResult> {
+async function benchBackend(backend: BackendName, root: string, cluster: PgCluster | undefined, progress: (r: BackendResult) => void): Promise<BackendResult> {
   const dir = mkdtempSync(join(root, `${backend}-`));
   const sqlitePath = backend === 'sqlite' ? join(dir, 'lectern.sqlite') : undefined;
   const postgresUrl = cluster ? cluster.url.replace(/\/postgres$/, '/lectern_bench') : undefined;
-  const result: BackendResult = { backend, ingest: [], writes: {}, queries: [], peakRss: 0, extras: [], plans: {} };
+  const result: BackendResult = { backend, ingest: [], fill: [], writes: {}, queries: [], peakRss: 0, extras: [], plans: {} };
   log(`${backend}: starting lectern runserver`);
   const server: Server = await startLectern({ backend, dir, sqlitePath, postgresUrl, cpuProfDir: args.profile });
   let peak = 0;
@@ -250,11 +259,18 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
     let singlesFrom = 0;
     for (const size of SIZES) {
       while (loaded < size && PHASES.has('ingest')) {
-        const count = Math.min(P.chunk, size - loaded);
-        const [r] = await runLoad(server.url, SEED, [{ kind: 'batch', name: `ingest ${loaded}→${loaded + count}`, from: loaded, count, batch: BATCH, connections: INGEST_CLIENTS }]);
+        // The chunk from the empty store and the chunk that reaches each size are the measured
+        // workload; with --fill, the chunks between are loaded faster (bigger POSTs, more clients)
+        // and reported apart.
+        const measured = !FILL || loaded === 0 || size - loaded <= P.chunk;
+        const count = measured ? Math.min(P.chunk, size - loaded) : Math.min(FILL.chunk, size - loaded - P.chunk);
+        const shape = measured ? { batch: BATCH, connections: INGEST_CLIENTS } : { batch: FILL.batch, connections: FILL.clients };
+        const [r] = await runLoad(server.url, SEED, [{ kind: 'batch', name: `ingest ${loaded}→${loaded + count}`, from: loaded, count, ...shape }]);
         const ok = checked(r, backend);
         if (!ok?.run) throw new Error(`loading stopped at ${loaded} statements`);
-        result.ingest.push({ from: loaded, to: loaded + count, statementsPerSec: ok.statementsPerSec ?? 0, p50: ok.run.latency.p50, p99: ok.run.latency.p99 });
+        const chunk = { from: loaded, to: loaded + count, statementsPerSec: ok.statementsPerSec ?? 0, p50: ok.run.latency.p50, p99: ok.run.latency.p99 };
+        if (measured) result.ingest.push(chunk);
+        else result.fill.push({ ...chunk, ...shape });
         loaded += count;
         log(`${backend}: ${loaded.toLocaleString('en')} statements, ${Math.round(ok.statementsPerSec ?? 0).toLocaleString('en')}/s`);
       }
@@ -298,6 +314,8 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
           for (const r of await runLoad(server.url, SEED, jobs)) result.writes[r.name] = checked(r, backend);
         }
       }
+      result.peakRss = Math.max(peak, memory(server.pid).peak);
+      progress(result);
     }
     if (PHASES.has('extras')) {
       const ctx: BenchContext = {
@@ -374,6 +392,9 @@ function writeRows(b: Baselines, r: BackendResult): BenchRow[] {
   if (lastChunk && lastChunk !== first) {
     rows.push({ workload: `batch ingest ${int(lastChunk.from)}→${int(lastChunk.to)}`, value: lastChunk.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && lastChunk.statementsPerSec / raw, p50: lastChunk.p50, p99: lastChunk.p99 });
     if (first) rows.push({ workload: '  ingest rate at the largest size vs empty store', value: lastChunk.statementsPerSec, unit: 'statements/s', baseline: first.statementsPerSec, baselineName: 'first chunk', ratio: lastChunk.statementsPerSec / first.statementsPerSec });
+  }
+  for (const f of r.fill) {
+    rows.push({ workload: `  (fill ${int(f.from)}→${int(f.to)}: ${f.batch}/POST, ${f.connections} clients)`, value: f.statementsPerSec, unit: 'statements/s', p50: f.p50, p99: f.p99 });
   }
   const httpSingle = { post: b.http?.post?.run?.rps, put: b.http?.put?.run?.rps, documents: b.http?.documents?.run?.rps };
   for (const [name, label] of [['post', 'single-statement POST (32 clients)'], ['put', 'single-statement PUT (32 clients)'], ['documents', 'State documents PUT/GET (32 clients)']] as const) {
@@ -454,12 +475,13 @@ async function main(): Promise<number> {
   const results: BackendResult[] = [];
   let b: Baselines = {};
   /** Written after each backend too, so a run stopped half-way keeps what it measured. */
-  const save = () => {
+  const save = (partial?: BackendResult) => {
+    const all = partial ? [...results, partial] : results;
     mkdirSync(dirname(out), { recursive: true });
-    const plans = results.flatMap((r) => Object.entries(r.plans).map(([size, p]) => plansMarkdown(`${r.backend}, ${int(Number(size))} statements`, p)));
+    const plans = all.flatMap((r) => Object.entries(r.plans).map(([size, p]) => plansMarkdown(`${r.backend}, ${int(Number(size))} statements`, p)));
     if (plans.length) writeFileSync(plansFile, plans.join('\n'));
-    const rows = Object.fromEntries(results.map((r) => [r.backend, writeRows(b, r)]));
-    const doc = { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, machine: { ...m, loadavgNow: machine().loadavg }, baselines: b, results, rows, errors };
+    const rows = Object.fromEntries(all.map((r) => [r.backend, writeRows(b, r)]));
+    const doc = { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, machine: { ...m, loadavgNow: machine().loadavg }, baselines: b, results: all, rows, errors };
     writeFileSync(out, JSON.stringify(doc, null, 1));
     return plans.length > 0;
   };
@@ -478,7 +500,7 @@ async function main(): Promise<number> {
     b = await baselines(root, cluster);
     for (const backend of BACKEND_LIST) {
       if (backend === 'postgres' && !cluster) continue;
-      results.push(await benchBackend(backend, root, cluster));
+      results.push(await benchBackend(backend, root, cluster, (partial) => save(partial)));
       save();
     }
   } finally {
