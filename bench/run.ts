@@ -75,7 +75,7 @@ if (args['no-plans']) PHASES.delete('plans');
 /** Workload sizes: the full run and --quick. */
 const P = QUICK
   ? { chunk: 6000, singles: 300, documents: 300, querySeconds: 0.2, rawRows: 6000, bareBatches: 20, bareSingles: 400, pages: 3 }
-  : { chunk: 100_000, singles: 5000, documents: 10_000, querySeconds: 2, rawRows: 200_000, bareBatches: 500, bareSingles: 20_000, pages: 10 };
+  : { chunk: 20_000, singles: 5000, documents: 10_000, querySeconds: 2, rawRows: 100_000, bareBatches: 300, bareSingles: 10_000, pages: 10 };
 const BATCH = 100;
 const INGEST_CLIENTS = 4;
 const SINGLE_CLIENTS = 32;
