@@ -4,7 +4,8 @@
  *
  *   npm run bench                               # 100k and 1M statements, both backends (≈ 1 h on 2 cores)
  *   npm run bench -- --quick                    # small sizes, short runs (≤ 2 minutes)
- *   npm run bench -- --quick --check            # smoke: non-zero exit if a workload failed to run (never on speed)
+ *   npm run bench -- --quick --check            # smoke run (CI): quick sizes; like every run, exits non-zero
+ *                                               # when a workload failed to run or a filter matched nothing — never on speed
  *   npm run bench -- --backend sqlite --sizes 20000,100000 --phases ingest,queries
  *   npm run bench -- --profile /tmp/prof        # the server runs with node --cpu-prof (+ pg_stat_statements)
  *   npm run bench -- --fill 16,500,200000       # load between the measured chunks with 16 clients × 500/POST
@@ -65,6 +66,10 @@ const QUICK = args.quick || (args.check && !args.sizes);
 const SEED = Number(args.seed);
 const SIZES = (args.sizes ?? (QUICK ? '1500,6000' : '100000,1000000')).split(',').map(Number);
 const BACKEND_LIST: BackendName[] = args.backend === 'both' ? ['sqlite', 'postgres'] : [args.backend as BackendName];
+if (!BACKEND_LIST.every((b) => b === 'sqlite' || b === 'postgres') || !SIZES.every((n) => Number.isInteger(n) && n > 0)) {
+  process.stderr.write(`usage: --backend sqlite|postgres|both (got ${args.backend}), --sizes N[,N…] (got ${args.sizes})\n`);
+  process.exit(2);
+}
 const PHASES = new Set(args.phases!.split(','));
 /** --fill CLIENTS,STATEMENTS_PER_POST,CHUNK: how the unmeasured chunks between sizes are loaded. */
 const FILL = args.fill
