@@ -11,8 +11,8 @@
  * 0.5 % StatementRef comments and 0.3 % voidings of earlier statements.
  */
 
-export const LEARNERS = 20_000;
-export const COURSES = 40;
+const LEARNERS = 20_000;
+const COURSES = 40;
 const MODULES_PER_COURSE = 8;
 const QUESTIONS_PER_MODULE = 25;
 const TEACHERS = 200;
@@ -58,7 +58,7 @@ function uuidFrom(r: () => number): string {
 }
 
 /** A stable UUID for a key (registrations: one per learner and course; statement ids). */
-export const keyedUuid = (seed: number, key: number, salt: number): string => uuidFrom(rng(seed, key, salt));
+const keyedUuid = (seed: number, key: number, salt: number): string => uuidFrom(rng(seed, key, salt));
 
 // ----- the population ---------------------------------------------------------------------
 
@@ -100,8 +100,8 @@ export const VERB = {
   commented: 'http://adlnet.gov/expapi/verbs/commented',
 };
 
-export const courseIri = (c: number) => `https://courses.example.com/c/${c}`;
-export const moduleIri = (c: number, m: number) => `https://courses.example.com/c/${c}/m/${m}`;
+const courseIri = (c: number) => `https://courses.example.com/c/${c}`;
+const moduleIri = (c: number, m: number) => `https://courses.example.com/c/${c}/m/${m}`;
 export const questionIri = (c: number, m: number, q: number) => `https://courses.example.com/c/${c}/m/${m}/q/${q}`;
 const programIri = (c: number) => `https://courses.example.com/programs/${c % 6}`;
 
@@ -159,7 +159,7 @@ function earlierPlain(seed: number, i: number, r: () => number): number {
   return Math.max(j, 0);
 }
 
-export interface LearnerCourse {
+interface LearnerCourse {
   learner: number;
   course: number;
 }
@@ -170,7 +170,7 @@ function who(r: () => number): LearnerCourse {
   return { learner: l, course: (l * 7 + Math.floor(r() * 3)) % COURSES };
 }
 
-export const registrationOf = (seed: number, lc: LearnerCourse): string => keyedUuid(seed, lc.learner * COURSES + lc.course, 3);
+const registrationOf = (seed: number, lc: LearnerCourse): string => keyedUuid(seed, lc.learner * COURSES + lc.course, 3);
 
 /** Statement i of the stream `seed`. `timestampMs` defaults to a point in 2026 that grows with i. */
 export function statement(seed: number, i: number): Statement {

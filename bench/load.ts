@@ -8,7 +8,7 @@
  * seeded generator before the clock starts, so the client spends its time sending, not building.
  */
 import autocannon from 'autocannon';
-import { learner, questionIri, SINGLES_FROM, statement, statementId } from './generate.ts';
+import { learner, questionIri, SINGLES_FROM, statement } from './generate.ts';
 
 export type Job =
   /** POSTs of `batch` statements each: statements [from, from + count) of the stream. */
@@ -164,7 +164,8 @@ async function runJob(spec: LoadSpec, job: Job): Promise<LoadResult> {
       let path: string | undefined = job.path;
       let firstPageCount = 0;
       const t0 = performance.now();
-      while (path && paths.length < job.pages) {
+      // A walk stops after 15 s: at 1M a slow filter's pages take seconds each.
+      while (path && paths.length < job.pages && performance.now() - t0 < 15_000) {
         paths.push(path);
         const res = await fetch(`${spec.url}${path}`, { headers: { ...XAPI, authorization: spec.authorization } });
         if (res.status !== 200) throw new Error(`GET ${path}: ${res.status} ${(await res.text()).slice(0, 300)}`);
@@ -174,9 +175,13 @@ async function runJob(spec: LoadSpec, job: Job): Promise<LoadResult> {
       }
       const walkMs = performance.now() - t0;
       const get = (p: string) => ({ method: 'GET' as const, path: p, headers: { ...XAPI, authorization: spec.authorization } });
-      const run = await fire({ url: spec.url, connections: job.connections, duration: job.seconds, requests: [get(paths[0])] });
-      const deep =
-        paths.length > 1 ? await fire({ url: spec.url, connections: job.connections, duration: job.seconds, requests: paths.slice(1).map(get) }) : undefined;
+      // A query slower than the run gets few answers in `seconds`: then a fixed count instead, waited for.
+      const measure = async (requests: autocannon.Request[]) => {
+        const r = await fire({ url: spec.url, connections: job.connections, duration: job.seconds, requests });
+        return r.requests >= 2 * job.connections ? r : fire({ url: spec.url, connections: job.connections, amount: 2 * job.connections, requests });
+      };
+      const run = await measure([get(paths[0])]);
+      const deep = paths.length > 1 ? await measure(paths.slice(1).map(get)) : undefined;
       return { name: job.name, kind: job.kind, run, deep, pagesFound: paths.length, lastPath: paths[paths.length - 1], walkMs, firstPageCount };
     }
     case 'documents': {
@@ -214,9 +219,6 @@ async function runJob(spec: LoadSpec, job: Job): Promise<LoadResult> {
     }
   }
 }
-
-/** Ids of the single-statement workloads, for callers that need to know what was written. */
-export const singleId = (seed: number, k: number): string => statementId(seed, SINGLES_FROM + k);
 
 if (import.meta.main) {
   const spec = JSON.parse(process.argv[2] ?? '{}') as LoadSpec;

@@ -64,7 +64,7 @@ export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[
       const st = db.prepare(sql);
       let rows = 0;
       const times: number[] = [];
-      for (let k = 0; k < 7; k++) {
+      for (let k = 0; k < 3; k++) {
         const t = performance.now();
         rows = st.all(...args).length;
         times.push(performance.now() - t);
@@ -104,7 +104,7 @@ export async function postgresPlans(url: string, cases: PlanCase[], tenant = '')
       await c.query(sql, params); // warm
       const times: number[] = [];
       let plan = '';
-      for (let k = 0; k < 3; k++) {
+      for (let k = 0; k < 2; k++) {
         plan = await explain(sql, params);
         times.push(Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1] ?? 0));
       }
