@@ -172,7 +172,7 @@ function who(r: () => number): LearnerCourse {
 
 const registrationOf = (seed: number, lc: LearnerCourse): string => keyedUuid(seed, lc.learner * COURSES + lc.course, 3);
 
-/** Statement i of the stream `seed`. `timestampMs` defaults to a point in 2026 that grows with i. */
+/** Statement i of the stream `seed` (its timestamp grows with i, from 2026-01-01). */
 export function statement(seed: number, i: number): Statement {
   const kind = kindOf(seed, i);
   const r = rng(seed, i, 4);

@@ -3,6 +3,7 @@
  * indexed exactly as Lectern indexes them (src/xapi/statement.ts prepareStatement), written in a
  * tight node:sqlite loop (no HTTP, no validation) into
  *
+ *   raw       the benchmark's raw limit (one table), for a ratio measured in the same process;
  *   current   Lectern's schema (src/store/sqlite/migrations.ts), Lectern's insert statements;
  *   lean      integer dictionary ids for tenant, IRIs and agent keys, 16-byte UUIDs, the
  *             duplicate indexes dropped (statements_stored, statements_seq, the link tables'
@@ -92,6 +93,21 @@ function finish(db: DatabaseSync, file: string, variant: string, perTx: number, 
   for (const r of db.prepare('SELECT name, sum(pgsize) AS s FROM dbstat GROUP BY name ORDER BY 2 DESC').all() as { name: string; s: number }[]) parts[r.name] = Math.round(r.s / N);
   db.close();
   return { variant, perTx, rate: N / seconds, bytesPerStatement: statSync(file).size / N, jsonBytesPerStatement: jsonBytes / N, parts };
+}
+
+/** The raw limit of the benchmark (bench/baselines.ts): the JSON into one table with a unique id. */
+function raw(dir: string, data: Row[], perTx: number): Result {
+  const file = join(dir, `raw-${perTx}.sqlite`);
+  const db = open(file);
+  db.exec('CREATE TABLE statements (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stored_ms INTEGER NOT NULL, full TEXT NOT NULL)');
+  const ins = db.prepare('INSERT INTO statements (id, stored_ms, full) VALUES (?, ?, ?)');
+  const t0 = performance.now();
+  for (let i = 0; i < data.length; i += perTx) {
+    db.exec('BEGIN IMMEDIATE');
+    for (let k = i; k < Math.min(i + perTx, data.length); k++) ins.run(data[k].p.id, Date.now(), data[k].full);
+    db.exec('COMMIT');
+  }
+  return finish(db, file, 'raw limit (one table)', perTx, (performance.now() - t0) / 1000, data.reduce((a, r) => a + Buffer.byteLength(r.full), 0));
 }
 
 /** Lectern's schema and insert statements (as SqliteStore.insertOne writes them). */
@@ -218,6 +234,7 @@ if (import.meta.main) {
     const dictionary = zstdDictionary();
     const results: Result[] = [];
     for (const perTx of [100, 1000]) {
+      results.push(raw(dir, data, perTx));
       results.push(current(dir, data, perTx));
       results.push(lean(dir, data, perTx, undefined));
       results.push(lean(dir, data, perTx, dictionary));
@@ -226,7 +243,7 @@ if (import.meta.main) {
     const cost = compressionCost(data);
     process.stdout.write(`storage experiment: ${N.toLocaleString('en')} statements, synchronous=FULL, load ${(await import('node:os')).loadavg().map((x) => x.toFixed(1)).join(' ')}\n\n`);
     process.stdout.write('| variant | statements/tx | statements/s | vs current@100 | bytes/statement on disk | JSON bytes/statement stored |\n|---|---|---|---|---|---|\n');
-    const base = results[0].rate;
+    const base = results[1].rate;
     for (const r of results) {
       process.stdout.write(`| ${r.variant} | ${r.perTx} | ${Math.round(r.rate).toLocaleString('en')} | ${(r.rate / base).toFixed(2)}× | ${Math.round(r.bytesPerStatement)} | ${Math.round(r.jsonBytesPerStatement)} |\n`);
     }
