@@ -25,6 +25,7 @@ import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
 import type { PgCluster } from '../test/helpers/postgres.ts';
+import type { DbLimit } from './baselines.ts';
 import { averageSize, queryFilters, statementId, VERB } from './generate.ts';
 import { EXTRA_ENTRIES, type BenchContext, type BenchRow } from './extras.ts';
 import {
@@ -97,8 +98,10 @@ const log = (s: string) => process.stderr.write(`[${new Date().toISOString().sli
 
 /** A load result that failed to run, or got answers other than 2xx, is an error. */
 function checked(r: LoadResult | undefined, where: string): LoadResult | undefined {
-  if (!r) return fail(where, 'no result'), undefined;
-  if (r.error) return fail(`${where} ${r.name}`, r.error), undefined;
+  if (!r || r.error) {
+    fail(`${where} ${r?.name ?? ''}`, r?.error ?? 'no result');
+    return undefined;
+  }
   for (const run of [r.run, r.deep]) if (run && run.failed > 0) fail(`${where} ${r.name}`, `${run.failed} failed requests (${JSON.stringify(run.statusCodes)})`);
   if (r.kind === 'query' && r.firstPageCount === 0) fail(`${where} ${r.name}`, 'the filter matched no statement');
   return r;
@@ -109,8 +112,8 @@ function checked(r: LoadResult | undefined, where: string): LoadResult | undefin
 interface Baselines {
   http?: Record<string, LoadResult | undefined>;
   httpPeakRss?: number;
-  sqlite?: { perTx100: Awaited<ReturnType<typeof sqliteLimit>>; perTx10k: Awaited<ReturnType<typeof sqliteLimit>> };
-  postgres?: Awaited<ReturnType<typeof postgresLimit>>;
+  sqlite?: { perTx100: DbLimit; perTx10k: DbLimit };
+  postgres?: DbLimit;
 }
 
 const bareJobs = (): Job[] => [
