@@ -16,7 +16,8 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import bcrypt from 'bcrypt';
-import { questionActivity, SCORED_RESULT } from './fixtures.ts';
+import type { BenchEntry } from './extras.ts';
+import { statement } from './generate.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
@@ -29,24 +30,6 @@ export interface LifecycleRow {
   baseline?: { workload: string; rate: number };
   /** Wall-clock seconds, for the record. */
   seconds: number;
-}
-
-/** A ≈ 1 KB statement like those of bench/run.ts (same fixtures): an interaction with a scored result and context. */
-function makeStatement(i: number): Record<string, unknown> {
-  return {
-    id: randomUUID(),
-    actor: { objectType: 'Agent', name: `Learner ${i % 500}`, mbox: `mailto:learner${i % 500}@example.com` },
-    verb: { id: 'http://adlnet.gov/expapi/verbs/answered', display: { 'en-US': 'answered' } },
-    object: questionActivity(`http://example.com/course/q${i % 200}`, `Question ${i % 200}`),
-    result: SCORED_RESULT,
-    context: {
-      registration: randomUUID(),
-      contextActivities: { parent: [{ id: 'http://example.com/course' }], grouping: [{ id: 'http://example.com/program' }] },
-      platform: 'bench',
-      language: 'en-US',
-    },
-    timestamp: new Date(1_700_000_000_000 + i * 1000).toISOString(),
-  };
 }
 
 /** Settings of one store: a SQLite file in `dir`, or with `postgresUrl` a database beside that URL's. */
@@ -159,7 +142,8 @@ export async function measureLifecycle(opts: { statements?: number; concurrency?
   try {
     writeFileSync(join(dir, 'auth.json'), JSON.stringify([{ username: 'bench', hash: bcrypt.hashSync('bench', 4), scopes: ['all'], agent: { mbox: 'mailto:bench@example.com' } }]));
     const source = envFor(dir, 'source', opts.postgresUrl);
-    const statements = Array.from({ length: n }, (_, i) => makeStatement(i));
+    // The benchmark's own realistic stream (seed 7): StatementRefs and voidings included.
+    const statements = Array.from({ length: n }, (_, i) => statement(7, i));
     const server = await startServer(source);
     let post: number;
     let read: { seconds: number; count: number };
@@ -193,6 +177,20 @@ export async function measureLifecycle(opts: { statements?: number; concurrency?
     if (opts.postgresUrl) await dropDatabases(opts.postgresUrl, dbs);
   }
 }
+
+/** `npm run bench` entry: export and import beside batch POST and paging, on the backend being measured. */
+export const lifecycleEntry: BenchEntry = {
+  name: 'lifecycle',
+  async run(ctx) {
+    const rows = await measureLifecycle({ statements: ctx.quick ? 5_000 : 100_000, postgresUrl: ctx.postgresUrl });
+    return rows.map((r) => ({
+      workload: r.workload,
+      value: r.rate,
+      unit: 'statements/s',
+      ...(r.baseline && { baseline: r.baseline.rate, baselineName: r.baseline.workload, ratio: r.rate / r.baseline.rate }),
+    }));
+  },
+};
 
 if (process.argv[1] && import.meta.url === pathToFileURL(process.argv[1]).href) {
   const n = Number(process.env.BENCH_LIFECYCLE_STATEMENTS ?? 100_000);

@@ -1,172 +1,539 @@
 /**
- * Lectern benchmark: statement writes and reads through the real HTTP server (a child process,
- * SQLite backend), each reported against a baseline measured in the same run on the same machine:
- * a raw node:sqlite insert loop of the same statement JSON into a one-table schema.
+ * `npm run bench`: Lectern on SQLite and PostgreSQL, driven over HTTP by a separate load-generator
+ * process (autocannon), each figure beside a limit measured in the same run on the same machine.
  *
- *   npm run bench                # default sizes
- *   BENCH_STATEMENTS=50000 npm run bench
+ *   npm run bench                               # 100k and 1M statements, both backends (≈ 1 h on 2 cores)
+ *   npm run bench -- --quick                    # small sizes, short runs (≤ 2 minutes)
+ *   npm run bench -- --quick --check            # smoke run (CI): quick sizes; like every run, exits non-zero
+ *                                               # when a workload failed to run or a filter matched nothing — never on speed
+ *   npm run bench -- --backend sqlite --sizes 20000,100000 --phases ingest,queries
+ *   npm run bench -- --profile /tmp/prof        # the server runs with node --cpu-prof (+ pg_stat_statements)
+ *   npm run bench -- --fill 16,500,200000       # load between the measured chunks with 16 clients × 500/POST
  *
- * Prints a table; the figures that matter are the ratios (Lectern / raw), which are stable across
- * machines far more than absolute rates.
+ * Workloads per backend: batch ingest (POST 100 statements per request, 4 clients) from an empty
+ * store up to each size, single-statement POST and PUT (32 clients), State documents (PUT/GET
+ * mix), every query filter alone and combined at each size (first page and the pages the `more`
+ * links lead to, 10 deep; 8 clients), then extra entries (bench/extras.ts), peak server RSS and
+ * bytes on disk per statement. Limits: the raw database (the same JSON in a tight insert loop into
+ * one table: node:sqlite transactions; PostgreSQL COPY) and HTTP (a bare node:http handler that
+ * parses the same JSON and answers 204). Output: tables on stdout (ratios first) and a JSON file
+ * (bench/results/, or --out), plus the query plans at each size (--no-plans to skip).
  */
-import { spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
-import { cpus, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { dirname, join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
-import { fileURLToPath } from 'node:url';
-import bcrypt from 'bcrypt';
-import { questionActivity, SCORED_RESULT } from './fixtures.ts';
+import type { PgCluster } from '../test/helpers/postgres.ts';
+import type { DbLimit } from './baselines.ts';
+import { averageSize, queryFilters, statementId, VERB } from './generate.ts';
+import { EXTRA_ENTRIES, type BenchContext, type BenchRow } from './extras.ts';
+import {
+  AUTHORIZATION,
+  type BackendName,
+  machine,
+  type Machine,
+  memory,
+  pgQuery,
+  postgresLimit,
+  runLoad,
+  type Server,
+  sqliteLimit,
+  startBareHttp,
+  startLectern,
+  startPostgres,
+  type StatementStat,
+  statementStats,
+} from './harness.ts';
+import type { Job, LoadResult, Run } from './load.ts';
+import { type Plan, type PlanCase, paramsOf, plansMarkdown, postgresPlans, sqlitePlans } from './plans.ts';
 
-const TOTAL = Number(process.env.BENCH_STATEMENTS ?? 20000);
-const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 8);
-const SYNC = process.env.BENCH_SQLITE_SYNCHRONOUS ?? 'FULL';
-const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+const { values: args } = parseArgs({
+  options: {
+    quick: { type: 'boolean', default: false },
+    check: { type: 'boolean', default: false },
+    backend: { type: 'string', default: 'both' },
+    sizes: { type: 'string' },
+    seed: { type: 'string', default: '20261123' },
+    out: { type: 'string' },
+    phases: { type: 'string', default: 'ingest,singles,documents,queries,plans,extras' },
+    'no-plans': { type: 'boolean', default: false },
+    profile: { type: 'string' },
+    fill: { type: 'string' },
+  },
+});
 
-/** A realistic ~1 KB statement. */
-function makeStatement(i: number): Record<string, unknown> {
-  return {
-    id: randomUUID(),
-    actor: { objectType: 'Agent', name: `Learner ${i % 500}`, mbox: `mailto:learner${i % 500}@example.com` },
-    verb: { id: 'http://adlnet.gov/expapi/verbs/answered', display: { 'en-US': 'answered' } },
-    object: questionActivity(`http://example.com/course/q${i % 200}`, `Question ${i % 200}`),
-    result: SCORED_RESULT,
-    context: {
-      registration: randomUUID(),
-      contextActivities: { parent: [{ id: 'http://example.com/course' }], grouping: [{ id: 'http://example.com/program' }] },
-      platform: 'bench',
-      language: 'en-US',
-    },
-    timestamp: new Date(1_700_000_000_000 + i * 1000).toISOString(),
-  };
+const QUICK = args.quick || (args.check && !args.sizes);
+const SEED = Number(args.seed);
+const SIZES = (args.sizes ?? (QUICK ? '1500,6000' : '100000,1000000')).split(',').map(Number);
+const BACKEND_LIST: BackendName[] = args.backend === 'both' ? ['sqlite', 'postgres'] : [args.backend as BackendName];
+if (!BACKEND_LIST.every((b) => b === 'sqlite' || b === 'postgres') || !SIZES.every((n) => Number.isInteger(n) && n > 0)) {
+  process.stderr.write(`usage: --backend sqlite|postgres|both (got ${args.backend}), --sizes N[,N…] (got ${args.sizes})\n`);
+  process.exit(2);
 }
+const PHASES = new Set(args.phases!.split(','));
+/** --fill CLIENTS,STATEMENTS_PER_POST,CHUNK: how the unmeasured chunks between sizes are loaded. */
+const FILL = args.fill
+  ? (([clients, batch, chunk]) => ({ clients, batch, chunk }))(args.fill.split(',').map(Number))
+  : undefined;
+if (args['no-plans']) PHASES.delete('plans');
 
-/** Baseline: the fastest plain way to put the same JSON in SQLite (same pragmas, same batches). */
-function rawSqlite(dir: string, statements: Record<string, unknown>[], batch: number): number {
-  const db = new DatabaseSync(join(dir, `raw-${batch}.sqlite`));
-  db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${SYNC};`);
-  db.exec('CREATE TABLE statements (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stored_ms INTEGER NOT NULL, full TEXT NOT NULL)');
-  const ins = db.prepare('INSERT INTO statements (id, stored_ms, full) VALUES (?, ?, ?)');
-  const t0 = performance.now();
-  for (let i = 0; i < statements.length; i += batch) {
-    db.exec('BEGIN');
-    for (const s of statements.slice(i, i + batch)) ins.run(s.id as string, Date.now(), JSON.stringify(s));
-    db.exec('COMMIT');
-  }
-  const secs = (performance.now() - t0) / 1000;
-  db.close();
-  return statements.length / secs;
-}
+/** Workload sizes: the full run and --quick. */
+const P = QUICK
+  ? { chunk: 6000, singles: 300, documents: 300, querySeconds: 0.2, rawRows: 6000, bareBatches: 20, bareSingles: 400, pages: 3 }
+  : { chunk: 20_000, singles: 5000, documents: 10_000, querySeconds: 2, rawRows: 100_000, bareBatches: 300, bareSingles: 10_000, pages: 10 };
+const BATCH = 100;
+const INGEST_CLIENTS = 4;
+const SINGLE_CLIENTS = 32;
+const QUERY_CLIENTS = 8;
+const DOC_CLIENTS = 32;
 
-async function startServer(dir: string): Promise<{ url: string; child: ChildProcess }> {
-  const authFile = join(dir, 'auth.json');
-  writeFileSync(authFile, JSON.stringify([{ username: 'bench', hash: bcrypt.hashSync('bench', 4), scopes: ['all'], agent: { mbox: 'mailto:bench@example.com' } }]));
-  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], {
-    env: {
-      PATH: process.env.PATH ?? '',
-      LECTERN_SQLITE_PATH: join(dir, 'lectern.sqlite'),
-      LECTERN_SQLITE_SYNCHRONOUS: SYNC,
-      LECTERN_AUTH_FILE: authFile,
-      LECTERN_LOG_LEVEL: 'info',
-      // Request logs go to a pipe nobody reads quickly: keep them, they are part of the real cost.
-      LECTERN_RUNSERVER_MAX_SEARCH_HITS_COUNT: '500',
-    },
-    stdio: ['ignore', 'pipe', 'inherit'],
-  });
-  // The port comes from the server's 'listening' log line (port 0 picks a free one).
-  const port = await new Promise<number>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-    child.on('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
-    const poll = setInterval(() => {
-      const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
-      if (m) {
-        clearInterval(poll);
-        resolve(Number(m[1]));
-      }
-    }, 20);
-  });
-  return { url: `http://127.0.0.1:${port}`, child };
-}
-
-const HEADERS = {
-  authorization: `Basic ${Buffer.from('bench:bench').toString('base64')}`,
-  'x-experience-api-version': '1.0.3',
-  'content-type': 'application/json',
+const errors: string[] = [];
+const fail = (what: string, err: unknown) => {
+  const msg = `${what}: ${err instanceof Error ? err.message : String(err)}`;
+  errors.push(msg);
+  process.stderr.write(`FAILED ${msg}\n`);
 };
+const log = (s: string) => process.stderr.write(`[${new Date().toISOString().slice(11, 19)}] ${s}\n`);
 
-/** POSTs all statements in batches of `batch`, `CONCURRENCY` requests in flight; statements/s. */
-async function postAll(url: string, statements: Record<string, unknown>[], batch: number): Promise<number> {
-  const bodies: string[] = [];
-  for (let i = 0; i < statements.length; i += batch) bodies.push(JSON.stringify(statements.slice(i, i + batch)));
-  let next = 0;
-  const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: CONCURRENCY }, async () => {
-      while (next < bodies.length) {
-        const body = bodies[next++];
-        const res = await fetch(`${url}/xAPI/statements`, { method: 'POST', headers: HEADERS, body });
-        if (res.status !== 200) throw new Error(`POST ${res.status}: ${await res.text()}`);
-        await res.arrayBuffer();
-      }
-    }),
-  );
-  return statements.length / ((performance.now() - t0) / 1000);
-}
-
-/** Pages through every statement with `limit`, following `more`; statements/s read. */
-async function readAll(url: string, query: string, limit: number): Promise<{ rate: number; count: number }> {
-  let next = `/xAPI/statements?limit=${limit}${query}`;
-  let count = 0;
-  const t0 = performance.now();
-  while (next) {
-    const res = await fetch(`${url}${next}`, { headers: HEADERS });
-    const body = (await res.json()) as { statements: unknown[]; more: string };
-    count += body.statements.length;
-    next = body.more;
+/** A load result that failed to run, or got answers other than 2xx, is an error. */
+function checked(r: LoadResult | undefined, where: string): LoadResult | undefined {
+  if (!r || r.error) {
+    fail(`${where} ${r?.name ?? ''}`, r?.error ?? 'no result');
+    return undefined;
   }
-  return { rate: count / ((performance.now() - t0) / 1000), count };
+  for (const run of [r.run, r.deep]) if (run && run.failed > 0) fail(`${where} ${r.name}`, `${run.failed} failed requests (${JSON.stringify(run.statusCodes)})`);
+  if (r.kind === 'query' && r.firstPageCount === 0) fail(`${where} ${r.name}`, 'the filter matched no statement');
+  return r;
 }
 
-const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
+// ----- baselines ---------------------------------------------------------------------------
 
-async function main(): Promise<void> {
-  const dir = mkdtempSync(join(tmpdir(), 'lectern-bench-'));
-  const rows: string[][] = [];
+interface Baselines {
+  http?: Record<string, LoadResult | undefined>;
+  httpPeakRss?: number;
+  sqlite?: { perTx100: DbLimit; perTx10k: DbLimit };
+  postgres?: DbLimit;
+}
+
+const bareJobs = (): Job[] => [
+  { kind: 'batch', name: 'batch', from: 0, count: P.bareBatches * BATCH, batch: BATCH, connections: INGEST_CLIENTS },
+  { kind: 'single', name: 'post', method: 'POST', from: 0, count: P.bareSingles, connections: SINGLE_CLIENTS },
+  { kind: 'single', name: 'put', method: 'PUT', from: P.bareSingles, count: P.bareSingles, connections: SINGLE_CLIENTS },
+  { kind: 'query', name: 'get', path: '/xAPI/statements?limit=100', pages: 1, connections: QUERY_CLIENTS, seconds: Math.max(P.querySeconds, 1) },
+  { kind: 'documents', name: 'documents', count: P.bareSingles, keys: 2000, connections: DOC_CLIENTS },
+];
+
+async function baselines(dir: string, cluster: PgCluster | undefined): Promise<Baselines> {
+  const b: Baselines = {};
+  log('baseline: bare node:http handler');
   try {
-    console.log(`Lectern benchmark: ${TOTAL} statements, ${CONCURRENCY} concurrent requests, SQLite synchronous=${SYNC}`);
-    console.log(`machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, node ${process.version}\n`);
-    const { url, child } = await startServer(dir);
+    const bare = await startBareHttp(SEED);
     try {
-      for (const batch of [1, 10, 100]) {
-        const n = batch === 1 ? Math.min(TOTAL, 5000) : TOTAL;
-        const raw = rawSqlite(dir, Array.from({ length: n }, (_, i) => makeStatement(i)), batch);
-        const lectern = await postAll(url, Array.from({ length: n }, (_, i) => makeStatement(i)), batch);
-        rows.push([`POST batches of ${batch}`, fmt(lectern), fmt(raw), (lectern / raw).toFixed(2)]);
-      }
-      const all = await readAll(url, '', 500);
-      const agent = await readAll(url, `&agent=${encodeURIComponent(JSON.stringify({ mbox: 'mailto:learner7@example.com' }))}`, 100);
-      const db = new DatabaseSync(join(dir, 'raw-100.sqlite'));
-      const t0 = performance.now();
-      let n = 0;
-      for (const r of db.prepare('SELECT full FROM statements ORDER BY seq DESC').iterate()) n += (r as { full: string }).full.length > 0 ? 1 : 0;
-      const rawRead = n / ((performance.now() - t0) / 1000);
-      db.close();
-      rows.push([`GET all, pages of 500 (${all.count})`, fmt(all.rate), fmt(rawRead), (all.rate / rawRead).toFixed(2)]);
-      rows.push([`GET agent filter, pages of 100 (${agent.count})`, fmt(agent.rate), fmt(rawRead), (agent.rate / rawRead).toFixed(2)]);
+      const res = await runLoad(bare.url, SEED, bareJobs());
+      b.http = Object.fromEntries(res.map((r) => [r.name, checked(r, 'bare HTTP')]));
+      b.httpPeakRss = memory(bare.pid).peak;
     } finally {
-      child.kill('SIGTERM');
+      await bare.stop();
     }
-    const head = ['workload', 'Lectern statements/s', 'raw SQLite statements/s', 'ratio'];
-    const widths = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-    const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(widths[i])).join(' | ')} |`;
-    console.log(line(head));
-    console.log(`|${widths.map((w) => '-'.repeat(w + 2)).join('|')}|`);
-    for (const r of rows) console.log(line(r));
+  } catch (err) {
+    fail('bare HTTP baseline', err);
+  }
+  if (BACKEND_LIST.includes('sqlite')) {
+    log('baseline: raw node:sqlite insert loop');
+    try {
+      b.sqlite = {
+        perTx100: await sqliteLimit(join(dir, 'raw-100.sqlite'), SEED, P.rawRows, 100),
+        perTx10k: await sqliteLimit(join(dir, 'raw-10k.sqlite'), SEED, P.rawRows, 10_000),
+      };
+    } catch (err) {
+      fail('raw SQLite baseline', err);
+    }
+  }
+  if (cluster) {
+    log('baseline: PostgreSQL COPY');
+    try {
+      await pgQuery(cluster.url, 'CREATE DATABASE bench_raw');
+      b.postgres = await postgresLimit(cluster.url.replace(/\/postgres$/, '/bench_raw'), SEED, P.rawRows, 10_000);
+    } catch (err) {
+      fail('PostgreSQL COPY baseline', err);
+    }
+  }
+  return b;
+}
+
+// ----- one backend --------------------------------------------------------------------------
+
+interface IngestChunk {
+  from: number;
+  to: number;
+  statementsPerSec: number;
+  p50: number;
+  p99: number;
+}
+
+interface QueryFigure {
+  filter: string;
+  size: number;
+  first?: Run;
+  deep?: Run;
+  pagesFound?: number;
+  walkMs?: number;
+  dbMs?: number;
+  dbMsDeep?: number;
+}
+
+interface Disk {
+  statements: number;
+  bytes: number;
+  jsonBytes: number;
+  parts: Record<string, number>;
+}
+
+interface BackendResult {
+  backend: BackendName;
+  /** The measured workload: 100 per POST, 4 clients. */
+  ingest: IngestChunk[];
+  /** With --fill: the chunks loaded between measured ones (their own POST size and clients). */
+  fill: (IngestChunk & { batch: number; connections: number })[];
+  writes: Record<string, LoadResult | undefined>;
+  queries: QueryFigure[];
+  peakRss: number;
+  disk?: Disk;
+  extras: BenchRow[];
+  plans: Record<number, Plan[]>;
+  /** PostgreSQL with --profile: server time per statement (pg_stat_statements). */
+  statementStats?: StatementStat[];
+}
+
+/** `stored` of stream statement i, read back through the API (since/until bounds that exist). */
+async function storedOf(url: string, i: number): Promise<string> {
+  // A statement voided later answers 404 here: take the next one.
+  for (let k = i; k < i + 20; k++) {
+    const res = await fetch(`${url}/xAPI/statements?statementId=${statementId(SEED, k)}`, { headers: { authorization: AUTHORIZATION, 'x-experience-api-version': '1.0.3' } });
+    if (res.status === 200) return ((await res.json()) as { stored: string }).stored;
+    await res.arrayBuffer();
+  }
+  throw new Error(`statements ${i}… of the stream are not stored`);
+}
+
+async function queryCases(url: string, size: number): Promise<PlanCase[]> {
+  // A window of 5 % of the store: since is exclusive, so it starts just before statement 45 %.
+  const since = new Date(Date.parse(await storedOf(url, Math.floor(size * 0.45))) - 1).toISOString();
+  const until = await storedOf(url, Math.floor(size * 0.5));
+  const cases = Object.entries(queryFilters(SEED)).map(([name, params]) => ({ name, params }));
+  cases.push({ name: 'since + until (5 % of the store)', params: { since, until } });
+  cases.push({ name: 'verb + since + until', params: { verb: VERB.failed, since, until } });
+  return cases.map((c) => ({ ...c, params: { ...c.params, limit: '100' } }));
+}
+
+const pathOf = (params: Record<string, string>) => `/xAPI/statements?${new URLSearchParams(params).toString()}`;
+
+async function sqliteDisk(file: string): Promise<Disk> {
+  const db = new DatabaseSync(file, { readOnly: true });
+  try {
+    const s = db.prepare('SELECT count(*) AS n, sum(length(CAST(full AS BLOB))) AS b FROM statements').get() as { n: number; b: number };
+    const parts: Record<string, number> = {};
+    for (const r of db.prepare('SELECT name, sum(pgsize) AS s FROM dbstat GROUP BY name ORDER BY 2 DESC').all() as { name: string; s: number }[]) parts[r.name] = r.s;
+    let bytes = 0;
+    for (const f of [file, `${file}-wal`]) if (existsSync(f)) bytes += statSync(f).size;
+    return { statements: s.n, jsonBytes: s.b, bytes, parts };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    db.close();
   }
 }
 
-await main();
+async function postgresDisk(url: string): Promise<Disk> {
+  const [s] = await pgQuery<{ n: string; b: string }>(url, 'SELECT count(*) AS n, sum(octet_length("full"::text)) AS b FROM statements');
+  const rels = await pgQuery<{ name: string; s: string }>(
+    url,
+    "SELECT c.relname AS name, pg_relation_size(c.oid) + CASE WHEN c.reltoastrelid <> 0 THEN pg_total_relation_size(c.reltoastrelid) ELSE 0 END AS s FROM pg_class c WHERE c.relnamespace = 'public'::regnamespace AND c.relkind IN ('r', 'i') ORDER BY 2 DESC",
+  );
+  const parts = Object.fromEntries(rels.map((r) => [r.name, Number(r.s)]));
+  return { statements: Number(s.n), jsonBytes: Number(s.b), bytes: Object.values(parts).reduce((a, b) => a + b, 0), parts };
+}
+
+async function benchBackend(backend: BackendName, root: string, cluster: PgCluster | undefined, progress: (r: BackendResult) => void): Promise<BackendResult> {
+  const dir = mkdtempSync(join(root, `${backend}-`));
+  const sqlitePath = backend === 'sqlite' ? join(dir, 'lectern.sqlite') : undefined;
+  const postgresUrl = cluster ? cluster.url.replace(/\/postgres$/, '/lectern_bench') : undefined;
+  const result: BackendResult = { backend, ingest: [], fill: [], writes: {}, queries: [], peakRss: 0, extras: [], plans: {} };
+  log(`${backend}: starting lectern runserver`);
+  const server: Server = await startLectern({ backend, dir, sqlitePath, postgresUrl, cpuProfDir: args.profile });
+  let peak = 0;
+  const sampler = setInterval(() => (peak = Math.max(peak, memory(server.pid).peak)), 500);
+  try {
+    let loaded = 0;
+    let singlesFrom = 0;
+    for (const size of SIZES) {
+      while (loaded < size && PHASES.has('ingest')) {
+        // The chunk from the empty store and the chunk that reaches each size are the measured
+        // workload; with --fill, the chunks between are loaded faster (bigger POSTs, more clients)
+        // and reported apart.
+        const measured = !FILL || loaded === 0 || size - loaded <= P.chunk;
+        const count = measured ? Math.min(P.chunk, size - loaded) : Math.min(FILL.chunk, size - loaded - P.chunk);
+        const shape = measured ? { batch: BATCH, connections: INGEST_CLIENTS } : { batch: FILL.batch, connections: FILL.clients };
+        const [r] = await runLoad(server.url, SEED, [{ kind: 'batch', name: `ingest ${loaded}→${loaded + count}`, from: loaded, count, ...shape }]);
+        const ok = checked(r, backend);
+        if (!ok?.run) throw new Error(`loading stopped at ${loaded} statements`);
+        const chunk = { from: loaded, to: loaded + count, statementsPerSec: ok.statementsPerSec ?? 0, p50: ok.run.latency.p50, p99: ok.run.latency.p99 };
+        if (measured) result.ingest.push(chunk);
+        else result.fill.push({ ...chunk, ...shape });
+        loaded += count;
+        log(`${backend}: ${loaded.toLocaleString('en')} statements, ${Math.round(ok.statementsPerSec ?? 0).toLocaleString('en')}/s`);
+      }
+      // --quick measures queries at the largest size only.
+      if (PHASES.has('queries') && (!QUICK || size === SIZES[SIZES.length - 1])) {
+        const cases = await queryCases(server.url, size);
+        log(`${backend}: queries at ${size.toLocaleString('en')}`);
+        const jobs: Job[] = cases.map((c) => ({ kind: 'query', name: c.name, path: pathOf(c.params), pages: P.pages, connections: QUERY_CLIENTS, seconds: P.querySeconds }));
+        const res = await runLoad(server.url, SEED, jobs);
+        for (const r of res) {
+          const ok = checked(r, `${backend} query @${size}`);
+          result.queries.push({ filter: r.name, size, first: ok?.run, deep: ok?.deep, pagesFound: ok?.pagesFound, walkMs: ok?.walkMs });
+        }
+        if (PHASES.has('plans')) {
+          log(`${backend}: plans at ${size.toLocaleString('en')}`);
+          try {
+            // The plan of the first page and of the deepest page reached (its `more` cursor).
+            const deepest = res.flatMap((r) => (r.lastPath && (r.pagesFound ?? 0) > 1 ? [{ name: `${r.name} (page ${r.pagesFound})`, params: paramsOf(r.lastPath) }] : []));
+            const all = [...cases, ...deepest];
+            const plans = backend === 'sqlite' ? sqlitePlans(sqlitePath!, all) : await postgresPlans(postgresUrl!, all);
+            result.plans[size] = plans;
+            for (const q of result.queries.filter((x) => x.size === size)) {
+              q.dbMs = plans.find((p) => p.name === q.filter)?.ms;
+              q.dbMsDeep = plans.find((p) => p.name === `${q.filter} (page ${q.pagesFound})`)?.ms;
+            }
+          } catch (err) {
+            fail(`${backend} plans @${size}`, err);
+          }
+        }
+      }
+      if (size === SIZES[0]) {
+        const jobs: Job[] = [];
+        if (PHASES.has('singles')) {
+          jobs.push({ kind: 'single', name: 'post', method: 'POST', from: singlesFrom, count: P.singles, connections: SINGLE_CLIENTS });
+          jobs.push({ kind: 'single', name: 'put', method: 'PUT', from: singlesFrom + P.singles, count: P.singles, connections: SINGLE_CLIENTS });
+          singlesFrom += 2 * P.singles;
+        }
+        if (PHASES.has('documents')) jobs.push({ kind: 'documents', name: 'documents', count: P.documents, keys: 2000, connections: DOC_CLIENTS });
+        if (jobs.length) {
+          log(`${backend}: single-statement writes and documents`);
+          for (const r of await runLoad(server.url, SEED, jobs)) result.writes[r.name] = checked(r, backend);
+        }
+      }
+      result.peakRss = Math.max(peak, memory(server.pid).peak);
+      progress(result);
+    }
+    if (PHASES.has('extras')) {
+      const ctx: BenchContext = {
+        backend,
+        server,
+        seed: SEED,
+        quick: QUICK,
+        dir,
+        statements: loaded,
+        sqlitePath,
+        postgresUrl,
+        authorization: AUTHORIZATION,
+        load: (url, jobs) => runLoad(url, SEED, jobs),
+      };
+      for (const entry of EXTRA_ENTRIES) {
+        log(`${backend}: ${entry.name}`);
+        try {
+          const rows = await entry.run(ctx);
+          for (const row of rows) if (row.failed) fail(`${backend} ${entry.name}`, `${row.workload} failed${row.note ? `: ${row.note}` : ''}`);
+          result.extras.push(...rows);
+        } catch (err) {
+          fail(`${backend} ${entry.name}`, err);
+        }
+      }
+    }
+    peak = Math.max(peak, memory(server.pid).peak);
+    if (backend === 'postgres') {
+      result.disk = await postgresDisk(postgresUrl!);
+      if (args.profile) result.statementStats = await statementStats(postgresUrl!);
+    }
+  } catch (err) {
+    fail(`${backend}`, err);
+    process.stderr.write(`server output:\n${server.tail()}\n`);
+  } finally {
+    clearInterval(sampler);
+    result.peakRss = peak;
+    await server.stop();
+  }
+  if (backend === 'sqlite') {
+    try {
+      result.disk = await sqliteDisk(sqlitePath!);
+    } catch (err) {
+      fail('sqlite disk', err);
+    }
+  }
+  rmSync(dir, { recursive: true, force: true });
+  return result;
+}
+
+// ----- report -------------------------------------------------------------------------------
+
+const int = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '–' : Math.round(n).toLocaleString('en-US'));
+const ms = (n: number | undefined) => (n === undefined ? '–' : n < 10 ? n.toFixed(1) : String(Math.round(n)));
+const pct = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '–' : `${(n * 100).toFixed(n < 0.1 ? 1 : 0)} %`);
+const mb = (n: number) => `${Math.round(n / 1024 / 1024)} MB`;
+
+function table(head: string[], rows: string[][]): string {
+  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
+  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(w[i])).join(' | ')} |`;
+  return [line(head), `|${w.map((x) => '-'.repeat(x + 2)).join('|')}|`, ...rows.map(line)].join('\n');
+}
+
+function writeRows(b: Baselines, r: BackendResult): BenchRow[] {
+  const rows: BenchRow[] = [];
+  const raw = r.backend === 'sqlite' ? b.sqlite?.perTx100.rowsPerSec : b.postgres?.rowsPerSec;
+  const rawName = r.backend === 'sqlite' ? 'raw node:sqlite loop, 100 rows/tx' : 'PostgreSQL COPY, 10k rows/tx';
+  const httpBatch = b.http?.batch?.statementsPerSec;
+  const first = r.ingest.find((c) => c.from === 0);
+  const lastChunk = r.ingest[r.ingest.length - 1];
+  if (first) {
+    rows.push({ workload: `batch ingest 0→${int(first.to)} (100/POST, 4 clients)`, value: first.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && first.statementsPerSec / raw, p50: first.p50, p99: first.p99 });
+    rows.push({ workload: '  same, against the HTTP limit', value: first.statementsPerSec, unit: 'statements/s', baseline: httpBatch, baselineName: 'bare node:http, same bodies', ratio: httpBatch && first.statementsPerSec / httpBatch });
+  }
+  if (lastChunk && lastChunk !== first) {
+    rows.push({ workload: `batch ingest ${int(lastChunk.from)}→${int(lastChunk.to)}`, value: lastChunk.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && lastChunk.statementsPerSec / raw, p50: lastChunk.p50, p99: lastChunk.p99 });
+    if (first) rows.push({ workload: '  ingest rate at the largest size vs empty store', value: lastChunk.statementsPerSec, unit: 'statements/s', baseline: first.statementsPerSec, baselineName: 'first chunk', ratio: lastChunk.statementsPerSec / first.statementsPerSec });
+  }
+  for (const f of r.fill) {
+    rows.push({ workload: `  (fill ${int(f.from)}→${int(f.to)}: ${f.batch}/POST, ${f.connections} clients)`, value: f.statementsPerSec, unit: 'statements/s', p50: f.p50, p99: f.p99 });
+  }
+  const httpSingle = { post: b.http?.post?.run?.rps, put: b.http?.put?.run?.rps, documents: b.http?.documents?.run?.rps };
+  for (const [name, label] of [['post', 'single-statement POST (32 clients)'], ['put', 'single-statement PUT (32 clients)'], ['documents', 'State documents PUT/GET (32 clients)']] as const) {
+    const w = r.writes[name]?.run;
+    if (!w) continue;
+    const base = httpSingle[name];
+    rows.push({ workload: label, value: w.rps, unit: 'req/s', baseline: base, baselineName: 'bare node:http, same bodies', ratio: base && w.rps / base, p50: w.latency.p50, p99: w.latency.p99 });
+  }
+  if (r.peakRss) rows.push({ workload: 'peak server RSS', value: r.peakRss / 1024 / 1024, unit: 'MB', baseline: b.httpPeakRss && b.httpPeakRss / 1024 / 1024, baselineName: 'bare node:http process', ratio: b.httpPeakRss && r.peakRss / b.httpPeakRss });
+  if (r.disk) {
+    const per = r.disk.bytes / r.disk.statements;
+    const json = r.disk.jsonBytes / r.disk.statements;
+    rows.push({ workload: `disk per statement (${int(r.disk.statements)} stored)`, value: per, unit: 'bytes', baseline: json, baselineName: 'the statement JSON itself', ratio: per / json });
+    const rawDisk = r.backend === 'sqlite' ? b.sqlite?.perTx100 : b.postgres;
+    if (rawDisk) {
+      const rawPer = rawDisk.bytesOnDisk / P.rawRows;
+      rows.push({ workload: '  same, against the raw one-table store', value: per, unit: 'bytes', baseline: rawPer, baselineName: 'raw baseline table', ratio: per / rawPer });
+    }
+  }
+  return [...rows, ...r.extras];
+}
+
+function report(b: Baselines, results: BackendResult[]): string {
+  const out: string[] = [];
+  for (const r of results) {
+    const rows = writeRows(b, r);
+    out.push(`\n## ${r.backend}: writes and resources (ratio = Lectern / limit measured in this run)\n`);
+    out.push(
+      table(
+        ['workload', 'ratio', 'Lectern', 'limit', 'limit measured', 'p50 ms', 'p99 ms'],
+        rows.map((x) => [x.workload, pct(x.ratio), `${int(x.value)} ${x.unit}`, x.baseline === undefined ? '–' : `${int(x.baseline)} ${x.unit}`, x.baselineName ?? '', ms(x.p50), ms(x.p99)]),
+      ),
+    );
+    const qs = r.queries;
+    if (qs.length) {
+      const bare = b.http?.get?.run?.rps;
+      const smallest = Math.min(...qs.map((q) => q.size));
+      const largest = Math.max(...qs.map((q) => q.size));
+      const growth = largest === smallest ? '' : `; growth = p50 at ${int(largest)} ÷ p50 at ${int(smallest)}`;
+      out.push(`\n## ${r.backend}: queries, limit 100, 8 clients (ratio = req/s ÷ bare handler serving a canned 100-statement page: ${int(bare)} req/s${growth})\n`);
+      out.push(
+        table(
+          ['filter', 'statements', 'ratio', 'req/s', 'p50 ms', 'p99 ms', `pages 2–${P.pages} p50`, 'p99', 'db ms p1', 'db ms deepest', 'p50 growth'],
+          qs.map((q) => {
+            const base = qs.find((x) => x.filter === q.filter && x.size === smallest)?.first?.latency.p50;
+            const growth = q.size === largest && largest !== smallest && base && q.first ? q.first.latency.p50 / base : undefined;
+            return [
+              q.filter,
+              int(q.size),
+              pct(bare && q.first ? q.first.rps / bare : undefined),
+              int(q.first?.rps),
+              ms(q.first?.latency.p50),
+              ms(q.first?.latency.p99),
+              q.deep ? ms(q.deep.latency.p50) : `(${q.pagesFound ?? 0} page)`,
+              q.deep ? ms(q.deep.latency.p99) : '–',
+              ms(q.dbMs),
+              ms(q.dbMsDeep),
+              growth === undefined ? '' : `${growth.toFixed(2)}×`,
+            ];
+          }),
+        ),
+      );
+    }
+  }
+  return out.join('\n');
+}
+
+// ----- main ---------------------------------------------------------------------------------
+
+async function main(): Promise<number> {
+  const started = Date.now();
+  const m: Machine = { ...machine(), sqlite: (new DatabaseSync(':memory:').prepare('SELECT sqlite_version() AS v').get() as { v: string }).v };
+  const root = mkdtempSync(join(tmpdir(), 'lectern-bench-'));
+  const stamp = new Date(started).toISOString().replace(/[:.]/g, '-');
+  const out = args.out ?? join(process.cwd(), 'bench', 'results', `bench-${stamp}${QUICK ? '-quick' : ''}.json`);
+  const plansFile = `${out.replace(/\.json$/, '')}.plans.md`;
+  let cluster: PgCluster | undefined;
+  const results: BackendResult[] = [];
+  let b: Baselines = {};
+  /** Written after each backend too, so a run stopped half-way keeps what it measured. */
+  const save = (partial?: BackendResult) => {
+    const all = partial ? [...results, partial] : results;
+    mkdirSync(dirname(out), { recursive: true });
+    const plans = all.flatMap((r) => Object.entries(r.plans).map(([size, p]) => plansMarkdown(`${r.backend}, ${int(Number(size))} statements`, p)));
+    if (plans.length) writeFileSync(plansFile, plans.join('\n'));
+    const rows = Object.fromEntries(all.map((r) => [r.backend, writeRows(b, r)]));
+    const doc = { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, machine: { ...m, loadavgNow: machine().loadavg }, baselines: b, results: all, rows, errors };
+    writeFileSync(out, JSON.stringify(doc, null, 1));
+    return plans.length > 0;
+  };
+  log(`Lectern benchmark${QUICK ? ' (quick)' : ''}: ${BACKEND_LIST.join(' + ')}, sizes ${SIZES.map(int).join(', ')}, seed ${SEED}`);
+  log(`machine: ${m.nproc} × ${m.cpu}, ${m.memoryGiB} GiB, Node ${m.node}, load ${m.loadavg}; avg statement ${Math.round(averageSize(SEED, 0, 2000))} bytes`);
+  try {
+    if (BACKEND_LIST.includes('postgres')) {
+      try {
+        cluster = await startPostgres({ statementStats: args.profile !== undefined });
+        const [v] = await pgQuery<{ v: string }>(cluster.url, 'SHOW server_version');
+        m.postgres = v.v;
+      } catch (err) {
+        fail('PostgreSQL cluster', err);
+      }
+    }
+    b = await baselines(root, cluster);
+    for (const backend of BACKEND_LIST) {
+      if (backend === 'postgres' && !cluster) continue;
+      results.push(await benchBackend(backend, root, cluster, (partial) => save(partial)));
+      save();
+    }
+  } finally {
+    cluster?.destroy();
+    rmSync(root, { recursive: true, force: true });
+  }
+  const header = [
+    `# Lectern benchmark ${new Date(started).toISOString()}${QUICK ? ' (--quick)' : ''}`,
+    `machine: ${m.nproc} × ${m.cpu}, ${m.memoryGiB} GiB, kernel ${m.kernel}; Node ${m.node}; SQLite ${m.sqlite}${m.postgres ? `; PostgreSQL ${m.postgres}` : ''}`,
+    `load average at start ${m.loadavg}, at end ${machine().loadavg}; ${Math.round((Date.now() - started) / 1000)} s; seed ${SEED}; sizes ${SIZES.map(int).join(', ')}`,
+    b.sqlite ? `raw SQLite limit (same JSON, one table, WAL, synchronous=FULL): ${int(b.sqlite.perTx100.rowsPerSec)} rows/s at 100 rows per transaction, ${int(b.sqlite.perTx10k.rowsPerSec)} at 10,000` : '',
+    b.postgres ? `PostgreSQL limit (COPY of the same JSON into one table, 10,000 rows per transaction): ${int(b.postgres.rowsPerSec)} rows/s` : '',
+    b.http
+      ? `HTTP limit (bare node:http, parse + 204): batch ${int(b.http.batch?.statementsPerSec)} statements/s, POST ${int(b.http.post?.run?.rps)} req/s, PUT ${int(b.http.put?.run?.rps)} req/s, GET page ${int(b.http.get?.run?.rps)} req/s, documents ${int(b.http.documents?.run?.rps)} req/s`
+      : '',
+  ].filter(Boolean);
+  process.stdout.write(`${header.join('\n')}\n${report(b, results)}\n`);
+  for (const r of results.filter((x) => x.statementStats)) {
+    process.stdout.write(`\n## ${r.backend}: server time by statement (pg_stat_statements)\n\n`);
+    process.stdout.write(`${table(['total ms', 'calls', 'mean ms', 'rows', 'query'], r.statementStats!.map((x) => [int(x.totalMs), int(x.calls), x.meanMs.toFixed(2), int(x.rows), x.query.slice(0, 110)]))}\n`);
+  }
+  if (errors.length) process.stdout.write(`\nFAILED (${errors.length}):\n${errors.map((e) => `- ${e}`).join('\n')}\n`);
+  const hasPlans = save();
+  process.stdout.write(`\nresults: ${out}${hasPlans ? `\nplans: ${plansFile}` : ''}\n`);
+  return errors.length ? 1 : 0;
+}
+
+process.exitCode = await main();

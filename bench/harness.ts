@@ -1,0 +1,228 @@
+/**
+ * Processes the benchmark drives: Lectern itself (the built CLI, `lectern runserver`, as a child
+ * process), the bare HTTP baseline, the load generator (bench/load.ts) and the raw-database
+ * baselines, plus a throwaway PostgreSQL cluster (test/helpers/postgres.ts) and the server's RSS.
+ */
+import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import bcrypt from 'bcrypt';
+import pg from 'pg';
+import { startCluster, type PgCluster } from '../test/helpers/postgres.ts';
+import type { DbLimit } from './baselines.ts';
+import type { Job, LoadResult } from './load.ts';
+
+const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
+export const CLI = here('../dist/cli/main.js');
+const LOAD = here('./load.ts');
+const BASELINES = here('./baselines.ts');
+
+export const USER = { username: 'bench', password: 'bench-pass' };
+export const AUTHORIZATION = `Basic ${Buffer.from(`${USER.username}:${USER.password}`).toString('base64')}`;
+
+export type BackendName = 'sqlite' | 'postgres';
+
+/** Runs a node script to completion; its last stdout line is JSON. */
+function nodeJson<T>(args: string[], what: string): Promise<T> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (err += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => {
+      const last = out.trim().split('\n').pop() ?? '';
+      if (code !== 0) return reject(new Error(`${what} exited with ${code}: ${err.trim().slice(-1500)}`));
+      try {
+        resolve(JSON.parse(last) as T);
+      } catch {
+        reject(new Error(`${what} printed no result: ${out.slice(-500)} ${err.slice(-1500)}`));
+      }
+    });
+  });
+}
+
+/** The load generator, in its own process, against `url`. */
+export function runLoad(url: string, seed: number, jobs: Job[]): Promise<LoadResult[]> {
+  return nodeJson<LoadResult[]>([LOAD, JSON.stringify({ url, seed, authorization: AUTHORIZATION, jobs })], 'load generator');
+}
+
+export function sqliteLimit(file: string, seed: number, count: number, perTx: number): Promise<DbLimit> {
+  return nodeJson<DbLimit>([BASELINES, 'sqlite', file, String(seed), String(count), String(perTx)], 'raw SQLite baseline');
+}
+
+export function postgresLimit(url: string, seed: number, count: number, perCopy: number): Promise<DbLimit> {
+  return nodeJson<DbLimit>([BASELINES, 'postgres', url, String(seed), String(count), String(perCopy)], 'PostgreSQL COPY baseline');
+}
+
+/** Peak and current resident set of a process, in bytes (Linux /proc). */
+export function memory(pid: number): { peak: number; current: number } {
+  try {
+    const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+    const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(status)?.[1] ?? 0) * 1024;
+    return { peak: kb('VmHWM'), current: kb('VmRSS') };
+  } catch {
+    return { peak: 0, current: 0 };
+  }
+}
+
+export interface Server {
+  url: string;
+  pid: number;
+  child: ChildProcess;
+  /** SIGTERM, then waits for the exit (a CPU profile is written then). */
+  stop(): Promise<void>;
+  /** The last lines the server wrote, for error messages. */
+  tail(): string;
+}
+
+/** Starts a child process and waits for `ready` to find the URL in its output. */
+function startChild(args: string[], env: NodeJS.ProcessEnv, ready: RegExp, what: string): Promise<Server> {
+  const child = spawn(process.execPath, args, { env, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  const keep = (d: Buffer) => {
+    out = (out + d.toString()).slice(-20_000);
+  };
+  child.stdout!.on('data', keep);
+  child.stderr!.on('data', keep);
+  const exited = new Promise<void>((res) => child.once('exit', () => res()));
+  return new Promise((resolve, reject) => {
+    const onExit = (code: number | null) => reject(new Error(`${what} exited with ${code} before listening:\n${out.slice(-3000)}`));
+    child.once('exit', onExit);
+    const poll = setInterval(() => {
+      const m = ready.exec(out);
+      if (!m) return;
+      clearInterval(poll);
+      child.off('exit', onExit);
+      resolve({
+        url: `http://127.0.0.1:${m[1]}`,
+        pid: child.pid!,
+        child,
+        tail: () => out.slice(-3000),
+        async stop() {
+          if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+          await exited;
+        },
+      });
+    }, 20);
+    child.once('exit', () => clearInterval(poll));
+  });
+}
+
+/** Writes a credentials file with one user (all scopes, default tenant). */
+export function writeAuthFile(dir: string): string {
+  const file = join(dir, 'auth.json');
+  writeFileSync(
+    file,
+    JSON.stringify([{ username: USER.username, hash: bcrypt.hashSync(USER.password, 10), scopes: ['all'], agent: { objectType: 'Agent', mbox: 'mailto:bench@example.com' } }]),
+  );
+  return file;
+}
+
+export interface LecternOptions {
+  backend: BackendName;
+  dir: string;
+  sqlitePath?: string;
+  postgresUrl?: string;
+  /** Folder for a V8 CPU profile of the server (node --cpu-prof), written when it stops. */
+  cpuProfDir?: string;
+  env?: Record<string, string>;
+}
+
+/**
+ * `lectern runserver` as a user runs it, with default settings apart from the database location,
+ * a free port and the credentials file.
+ */
+export function startLectern(o: LecternOptions): Promise<Server> {
+  const env: NodeJS.ProcessEnv = {
+    PATH: process.env.PATH ?? '',
+    LECTERN_RUNSERVER_BACKEND: o.backend,
+    LECTERN_RUNSERVER_PORT: '0',
+    LECTERN_AUTH_FILE: writeAuthFile(o.dir),
+    ...(o.sqlitePath && { LECTERN_SQLITE_PATH: o.sqlitePath }),
+    ...(o.postgresUrl && { LECTERN_POSTGRES_URL: o.postgresUrl }),
+    ...o.env,
+  };
+  const flags = o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : [];
+  return startChild([...flags, CLI, 'runserver'], env, /listening on http:\/\/[^:]+:(\d+)/, 'lectern runserver');
+}
+
+/** The bare node:http handler (bench/baselines.ts http). */
+export function startBareHttp(seed: number): Promise<Server> {
+  return startChild([BASELINES, 'http', String(seed)], { PATH: process.env.PATH ?? '' }, /listening (\d+)/, 'bare HTTP server');
+}
+
+/**
+ * A throwaway PostgreSQL cluster (the tests' helper) with durable settings: fsync and full WAL on,
+ * as a production server would run; a larger buffer cache and WAL so a 1M load is not a
+ * checkpoint storm.
+ */
+export function startPostgres(opts: { statementStats?: boolean } = {}): Promise<PgCluster> {
+  const settings = ['shared_buffers = 256MB', 'max_wal_size = 4GB', 'checkpoint_timeout = 15min'];
+  // With --profile: per-statement server time (pg_stat_statements), to see where a write's time goes.
+  if (opts.statementStats) settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'track_io_timing = on');
+  return startCluster({ durable: true, settings });
+}
+
+export interface StatementStat {
+  query: string;
+  calls: number;
+  totalMs: number;
+  meanMs: number;
+  rows: number;
+}
+
+/** The statements PostgreSQL spent most time on in `url`'s database (pg_stat_statements). */
+export async function statementStats(url: string, top = 15): Promise<StatementStat[]> {
+  await pgQuery(url, 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
+  const rows = await pgQuery<{ query: string; calls: string; total: number; mean: number; rows: string }>(
+    url,
+    'SELECT query, calls, total_exec_time AS total, mean_exec_time AS mean, rows FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT $1',
+    [top],
+  );
+  return rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').slice(0, 300), calls: Number(r.calls), totalMs: r.total, meanMs: r.mean, rows: Number(r.rows) }));
+}
+
+export async function pgQuery<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
+  const c = new pg.Client({ connectionString: url });
+  await c.connect();
+  try {
+    return (await c.query<T>(sql, params)).rows;
+  } finally {
+    await c.end();
+  }
+}
+
+export interface Machine {
+  nproc: number;
+  cpu: string;
+  memoryGiB: number;
+  node: string;
+  loadavg: string;
+  kernel: string;
+  sqlite?: string;
+  postgres?: string;
+}
+
+/** nproc, CPU model, load, Node and database versions: recorded with every result. */
+export function machine(): Machine {
+  const sh = (cmd: string, args: string[]) => {
+    try {
+      return execFileSync(cmd, args, { encoding: 'utf8' }).trim();
+    } catch {
+      return '?';
+    }
+  };
+  const cpu = /model name\s*:\s*(.*)/.exec(readFileSync('/proc/cpuinfo', 'utf8'))?.[1] ?? '?';
+  const mem = Number(/MemTotal:\s+(\d+)/.exec(readFileSync('/proc/meminfo', 'utf8'))?.[1] ?? 0);
+  return {
+    nproc: Number(sh('nproc', [])),
+    cpu,
+    memoryGiB: Math.round(mem / 1024 / 1024),
+    node: process.version,
+    loadavg: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
+    kernel: sh('uname', ['-r']),
+  };
+}
