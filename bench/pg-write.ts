@@ -10,7 +10,7 @@
  */
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Readable } from 'node:stream';
@@ -25,7 +25,8 @@ import { questionActivity, SCORED_RESULT } from './fixtures.ts';
 const TOTAL = Number(process.env.BENCH_STATEMENTS ?? 40_000);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 4);
 const BATCH = Number(process.env.BENCH_BATCH ?? 100);
-const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
+/** BENCH_CLI: another build's dist/cli/main.js (e.g. the branch start, for before/after in one sitting). */
+const CLI = process.env.BENCH_CLI ?? fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
 /** A realistic ≈1.2 KB statement: mbox or account agent, some groups, a defined activity, context, result. */
 function makeStatement(i: number): Record<string, unknown> {
@@ -117,7 +118,13 @@ const fmt = (n: number) => Math.round(n).toLocaleString('en-US');
 
 async function main(): Promise<void> {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-pgw-'));
-  const cluster = await startCluster({ durable: true, settings: ["shared_preload_libraries = 'pg_stat_statements'", 'shared_buffers = 256MB'] });
+  const cluster = await startCluster({ durable: true, settings: [
+      `shared_preload_libraries = 'pg_stat_statements${process.env.BENCH_SERVER_LOG ? ',auto_explain' : ''}'`,
+      'shared_buffers = 256MB',
+      // BENCH_SERVER_LOG=file: EXPLAIN ANALYZE of every statement over 5 ms, copied there at the end.
+      ...(process.env.BENCH_SERVER_LOG ? ['auto_explain.log_min_duration = 5', 'auto_explain.log_analyze = on', 'auto_explain.log_buffers = on', 'auto_explain.log_nested_statements = on'] : []),
+    ],
+  });
   try {
     const admin = new pg.Client({ connectionString: cluster.url });
     await admin.connect();
@@ -153,6 +160,7 @@ async function main(): Promise<void> {
     console.log('\npg_stat_statements (Lectern phase): calls | mean ms | total ms | query');
     for (const r of top.rows) console.log(`${r.calls} | ${r.mean} | ${r.total} | ${r.query}`);
   } finally {
+    if (process.env.BENCH_SERVER_LOG) copyFileSync(join(cluster.dir, 'server.log'), process.env.BENCH_SERVER_LOG);
     cluster.destroy();
     rmSync(dir, { recursive: true, force: true });
   }

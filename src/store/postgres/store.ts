@@ -110,16 +110,24 @@ function scopeWhere(tenant: string, key: Omit<DocumentKey, 'docId'>): { where: s
 const INSERT_WRITE = `WITH
 st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, "full")
   SELECT s, $1, i, $2, v, r, ref, iv, vd, a, f
-  FROM unnest($3::bigint[], $4::uuid[], $5::text[], $6::uuid[], $7::uuid[], $8::smallint[], $9::smallint[], $10::text[], $11::json[]) AS t(s, i, v, r, ref, iv, vd, a, f)),
+  FROM ROWS FROM (unnest($3::bigint[]), unnest($4::uuid[]), unnest($5::text[]), unnest($6::uuid[]), unnest($7::uuid[]), unnest($8::smallint[]),
+    unnest($9::smallint[]), unnest($10::text[]), json_array_elements($11::json)) AS t(s, i, v, r, ref, iv, vd, a, f)),
 ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, role) SELECT $1, k, s, d FROM unnest($12::text[], $13::bigint[], $14::smallint[]) AS t(k, s, d)),
 ac AS (INSERT INTO statement_activities (tenant, activity_id, seq, direct) SELECT $1, k, s, d FROM unnest($15::text[], $16::bigint[], $17::smallint[]) AS t(k, s, d)),
 sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT s, h FROM unnest($18::bigint[], $19::text[]) AS t(s, h) ON CONFLICT DO NOTHING),
 vo AS (UPDATE statements SET voided = 1 WHERE tenant = $1 AND id = ANY($20::uuid[]) AND is_voiding = 0 AND voided = 0),
-de AS (INSERT INTO activities (tenant, id, definition) SELECT $1, i, d FROM unnest($21::text[], $22::json[]) AS t(i, d)
+de AS (INSERT INTO activities (tenant, id, definition) SELECT $1, i, d FROM ROWS FROM (unnest($21::text[]), json_array_elements($22::json)) AS t(i, d)
   ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
 at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
   SELECT $1, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) ON CONFLICT DO NOTHING)
 SELECT 1`;
+
+/**
+ * JSON texts as one `json` array parameter, expanded by json_array_elements: no per-element
+ * escaping in the driver (a `json[]` literal escapes every quote and backslash) nor unescaping
+ * in the server, which keeps each element's text exactly as given.
+ */
+const jsonArray = (texts: string[]): string => `[${texts.join(',')}]`;
 
 /** The parameters of INSERT_WRITE for the plans of a group (their new statements in order). */
 function writeValues(tenant: string, plans: InsertPlan[], seqs: string[], storedMs: number, keptDefinitions: Map<string, ActivityDefinition>): unknown[] {
@@ -160,6 +168,12 @@ function writeValues(tenant: string, plans: InsertPlan[], seqs: string[], stored
     // Definitions fold into the kept one in statement order (the tenant lock is held).
     for (const d of p.definitions) merged.set(d.id, mergeDefinition(merged.get(d.id) ?? keptDefinitions.get(d.id), d.definition));
   });
+  // Most statements repeat a definition the LRS already has: only changed ones are written (as on SQLite).
+  const changed = [...merged].flatMap(([id, d]) => {
+    const text = JSON.stringify(d);
+    const kept = keptDefinitions.get(id);
+    return kept && JSON.stringify(kept) === text ? [] : [[id, text] as const];
+  });
   const blobs = [...new Map(plans.flatMap((p) => p.attachments).map((a) => [a.sha2, a])).values()];
   return [
     tenant,
@@ -172,13 +186,13 @@ function writeValues(tenant: string, plans: InsertPlan[], seqs: string[], stored
     flags.isVoiding,
     flags.voided,
     flags.authority,
-    flags.full,
+    jsonArray(flags.full),
     ...agents,
     ...activities,
     ...links,
     [...voids],
-    [...merged.keys()],
-    [...merged.values()].map((d) => JSON.stringify(d)),
+    changed.map(([id]) => id),
+    jsonArray(changed.map(([, text]) => text)),
     blobs.map((a) => a.sha2),
     blobs.map((a) => a.contentType),
     blobs.map((a) => a.content),
@@ -469,7 +483,10 @@ export class PostgresStore implements Store {
         `ARRAY(SELECT nextval('statements_seq') FROM generate_series(1, $2::int)) AS seqs, ` +
         // A voiding statement that arrived before its target voids it on arrival.
         'ARRAY(SELECT ref_id::text FROM statements WHERE tenant = $1 AND ref_id = ANY($3::uuid[]) AND is_voiding = 1) AS voided_earlier, ' +
-        '(SELECT json_agg(json_build_array(id, is_voiding, "full")) FROM statements WHERE tenant = $1 AND id = ANY($4::uuid[])) AS known, ' +
+        // One statements_id probe per id (LIMIT 1 keeps the lateral join a nested loop): with the
+        // statistics of a growing table, a plan on the tenant alone walked every row of the tenant.
+        '(SELECT json_agg(json_build_array(s.id, s.is_voiding, s."full")) FROM unnest($4::uuid[]) AS q(id) ' +
+        'CROSS JOIN LATERAL (SELECT id, is_voiding, "full" FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) s) AS known, ' +
         '(SELECT json_agg(json_build_array(id, definition)) FROM activities WHERE tenant = $1 AND id = ANY($5::text[])) AS definitions',
       values: [tenant, all.length, ids, [...new Set([...ids, ...voidTargets])], defIds],
     });
