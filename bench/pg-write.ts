@@ -61,7 +61,10 @@ async function startServer(dir: string, url: string): Promise<{ base: string; ch
   });
   const port = await new Promise<number>((resolve, reject) => {
     let out = '';
-    child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
+    child.stdout!.on('data', (d: Buffer) => {
+      out += d.toString();
+      if (process.env.BENCH_VERBOSE) process.stderr.write(d);
+    });
     child.on('exit', (c) => reject(new Error(`server exited ${c}: ${out}`)));
     const poll = setInterval(() => {
       const m = /listening on http:\/\/[^:]+:(\d+)/.exec(out);
