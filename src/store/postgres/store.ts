@@ -261,6 +261,8 @@ interface InsertJob {
 interface InsertQueue {
   pending: InsertJob[];
   running: boolean;
+  /** Set while the drain waits for work or for its last group. */
+  wake?: () => void;
 }
 
 /** A group stops growing here (a single larger request still goes, alone). */
@@ -477,6 +479,7 @@ export class PostgresStore implements Store {
       if (!q) this.queues.set(tenant, (q = { pending: [], running: false }));
       q.pending.push({ batch, attachments, resolve, reject });
       if (!q.running) void this.drain(tenant, q);
+      else q.wake?.();
     });
   }
 
@@ -490,8 +493,9 @@ export class PostgresStore implements Store {
     let previous: Promise<void> = Promise.resolve();
     for (;;) {
       if (!q.pending.length) {
-        // Requests that arrive while the last group commits join this drain.
-        await previous;
+        // Requests that arrive while the last group writes form the next group at once.
+        await Promise.race([previous, new Promise<void>((resolve) => (q.wake = resolve))]);
+        q.wake = undefined;
         if (!q.pending.length) break;
       }
       const group: InsertJob[] = [];
@@ -518,7 +522,7 @@ export class PostgresStore implements Store {
   private async runGroup(tenant: string, group: InsertJob[], previous: Promise<void> = Promise.resolve(), prepared: () => void = () => undefined): Promise<void> {
     let results: (InsertOutcome | LrsError)[];
     try {
-      results = await this.tx((c) => this.insertGroup(c, tenant, group, previous, prepared));
+      results = await this.tx((c) => this.insertGroup(c, tenant, group, prepared));
     } catch (err) {
       prepared();
       await previous;
@@ -543,19 +547,12 @@ export class PostgresStore implements Store {
    * the lock), the outbox rows, COMMIT. Requests are decided in order, each seeing the
    * statements the earlier ones of the group store.
    */
-  private async insertGroup(
-    c: pg.PoolClient,
-    tenant: string,
-    group: InsertJob[],
-    previous: Promise<void>,
-    prepared: () => void,
-  ): Promise<(InsertOutcome | LrsError)[]> {
+  private async insertGroup(c: pg.PoolClient, tenant: string, group: InsertJob[], prepared: () => void): Promise<(InsertOutcome | LrsError)[]> {
     const key = lockKey(tenant);
     // Its own statement: the read's clock must run after the intent lock is granted.
     await c.query({ name: 'lock_statements_intent', text: 'SELECT pg_advisory_xact_lock_shared($1, $2)', values: [LOCK_INTENT, key] });
     let decided = await this.decideGroup(c, tenant, group);
     prepared();
-    await previous;
     await c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, key] });
     let written = await c.query<{ ok: boolean; seqs: string[] }>({ name: 'insert_write', text: INSERT_WRITE, values: decided.values });
     if (!written.rows[0].ok) {
