@@ -4,9 +4,10 @@
  * requests of one tenant arriving together share one, each still all-or-nothing).
  *
  * Ordering across processes: every statement insert takes its tenant's transaction-level advisory
- * lock before it assigns `seq` and `stored`, so within a tenant seq order is commit order and
- * `stored` never goes backwards. Keyset paging on seq therefore never skips a row committed later
- * by another process, and consistent-through can be "now" except while an insert is in flight.
+ * lock before it assigns `seq` and checks `stored` against the tenant's last, so within a tenant
+ * seq order is commit order and `stored` never goes backwards. Keyset paging on seq therefore
+ * never skips a row committed later by another process, and consistent-through can be "now"
+ * except while an insert is in flight (from its first read: a shared intent lock shows it).
  *
  * Connection failures become LrsError 'unavailable' (503); the pool reconnects by itself when
  * PostgreSQL returns.
@@ -62,6 +63,8 @@ export interface PostgresOptions {
 const LOCK_MIGRATE = 0x4c450001;
 const LOCK_STATEMENTS = 0x4c450002;
 const LOCK_DOCUMENT = 0x4c450003;
+/** Shared, by each statement group from its first read to its commit (see consistentThrough). */
+const LOCK_INTENT = 0x4c450004;
 
 /** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
 const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
@@ -106,35 +109,85 @@ function scopeWhere(tenant: string, key: Omit<DocumentKey, 'docId'>): { where: s
  * Every write of a statement batch in one statement (data-modifying CTEs), each table fed by
  * unnest() of arrays: a fixed parameter count whatever the batch size. Voiding updates only rows
  * stored earlier (the batch's own rows are inserted with their voided flag already set).
+ *
+ * The group was decided on a snapshot read before the tenant lock (see insertGroup); `ok` checks,
+ * under the lock, that nothing the decisions rested on has changed since: no row of the tenant
+ * committed after the snapshot (seq > $26) with one of the group's ids or voiding one of them, the
+ * rows that were read unchanged (xmin), the activity definitions unchanged, `stored` not behind
+ * the tenant's last. When it fails nothing is written and the group is decided again under the
+ * lock. `seq` is taken here, under the lock, in statement order: the link rows name their
+ * statement by its ordinal in the group.
  */
 const INSERT_WRITE = `WITH
+ok AS (SELECT
+    NOT EXISTS (SELECT 1 FROM statements WHERE tenant = $1 AND seq > $26::bigint AND (id = ANY($27::uuid[]) OR (is_voiding = 1 AND ref_id = ANY($27::uuid[]))))
+    AND coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1), 0) <= $2::bigint
+    AND (SELECT count(*) FROM unnest($28::bigint[], $29::text[]) AS r(q, x) JOIN statements s ON s.seq = r.q AND s.xmin::text = r.x) = cardinality($28::bigint[])
+    AND (SELECT count(*) FROM activities WHERE tenant = $1 AND id = ANY($30::text[])) = cardinality($31::text[])
+    AND (SELECT count(*) FROM unnest($31::text[], $32::text[]) AS k(i, x) JOIN activities a ON a.tenant = $1 AND a.id = k.i AND a.xmin::text = k.x) = cardinality($31::text[])
+    AS ok),
+sq AS (SELECT n, nextval('statements_seq') AS seq FROM generate_series(1, $3::int) AS n WHERE (SELECT ok FROM ok)),
 st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, "full")
-  SELECT s, $1, i, $2, v, r, ref, iv, vd, a, f
-  FROM unnest($3::bigint[], $4::uuid[], $5::text[], $6::uuid[], $7::uuid[], $8::smallint[], $9::smallint[], $10::text[], $11::json[]) AS t(s, i, v, r, ref, iv, vd, a, f)),
-ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, role) SELECT $1, k, s, d FROM unnest($12::text[], $13::bigint[], $14::smallint[]) AS t(k, s, d)),
-ac AS (INSERT INTO statement_activities (tenant, activity_id, seq, direct) SELECT $1, k, s, d FROM unnest($15::text[], $16::bigint[], $17::smallint[]) AS t(k, s, d)),
-sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT s, h FROM unnest($18::bigint[], $19::text[]) AS t(s, h) ON CONFLICT DO NOTHING),
-vo AS (UPDATE statements SET voided = 1 WHERE tenant = $1 AND id = ANY($20::uuid[]) AND is_voiding = 0 AND voided = 0),
-de AS (INSERT INTO activities (tenant, id, definition) SELECT $1, i, d FROM unnest($21::text[], $22::json[]) AS t(i, d)
-  ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
+  SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, vd, a, f
+  FROM ROWS FROM (unnest($4::uuid[]), unnest($5::text[]), unnest($6::uuid[]), unnest($7::uuid[]), unnest($8::smallint[]), unnest($9::smallint[]),
+    unnest($10::text[]), json_array_elements($11::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, vd, a, f, n) JOIN sq USING (n)),
+ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, role) SELECT $1, k, sq.seq, d FROM unnest($12::text[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
+ac AS (INSERT INTO statement_activities (tenant, activity_id, seq, direct) SELECT $1, k, sq.seq, d FROM unnest($15::text[], $16::int[], $17::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
+sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT sq.seq, h FROM unnest($18::int[], $19::text[]) AS t(n, h) JOIN sq USING (n) ON CONFLICT DO NOTHING),
+vo AS (UPDATE statements SET voided = 1 WHERE tenant = $1 AND id = ANY($20::uuid[]) AND is_voiding = 0 AND voided = 0 AND (SELECT ok FROM ok)),
+de AS (INSERT INTO activities (tenant, id, definition) SELECT $1, i, d FROM ROWS FROM (unnest($21::text[]), json_array_elements($22::json)) AS t(i, d)
+  WHERE (SELECT ok FROM ok) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
 at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
-  SELECT $1, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) ON CONFLICT DO NOTHING)
-SELECT 1`;
+  SELECT $1, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) WHERE (SELECT ok FROM ok) ON CONFLICT DO NOTHING)
+SELECT (SELECT ok FROM ok) AS ok, ARRAY(SELECT seq FROM sq ORDER BY n) AS seqs`;
+
+/**
+ * The read a group's decisions rest on, in one statement (one snapshot): the tenant's last row
+ * (the snapshot's seq, and `stored`, which never goes backwards), stored voiding statements that
+ * target the group's ids, the rows stored under its ids (and its voiding targets), the kept
+ * definitions; with seq and xmin of what was found, for the check in INSERT_WRITE.
+ */
+const INSERT_READ =
+  'WITH last AS (SELECT seq, stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1) ' +
+  `SELECT greatest(${NOW_MS}, coalesce((SELECT stored_ms FROM last), 0)) AS stored_ms, coalesce((SELECT seq FROM last), 0) AS snap_seq, ` +
+  // A voiding statement that arrived before its target voids it on arrival.
+  '(SELECT json_agg(json_build_array(ref_id, seq::text, xmin::text)) FROM statements WHERE tenant = $1 AND ref_id = ANY($2::uuid[]) AND is_voiding = 1) AS voided_earlier, ' +
+  // One statements_id probe per id (LIMIT 1 keeps the lateral join a nested loop): with the
+  // statistics of a growing table, a plan on the tenant alone walked every row of the tenant.
+  '(SELECT json_agg(json_build_array(s.id, s.is_voiding, s."full", s.seq::text, s.xmin::text)) FROM unnest($3::uuid[]) AS q(id) ' +
+  'CROSS JOIN LATERAL (SELECT id, is_voiding, "full", seq, xmin FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) s) AS known, ' +
+  '(SELECT json_agg(json_build_array(id, definition, xmin::text)) FROM activities WHERE tenant = $1 AND id = ANY($4::text[])) AS definitions';
+
+/**
+ * JSON texts as one `json` array parameter, expanded by json_array_elements: no per-element
+ * escaping in the driver (a `json[]` literal escapes every quote and backslash) nor unescaping
+ * in the server, which keeps each element's text exactly as given.
+ */
+const jsonArray = (texts: string[]): string => `[${texts.join(',')}]`;
+
+/** What a group's decisions rested on (parameters $26… of INSERT_WRITE). */
+interface Basis {
+  snapSeq: string;
+  checkIds: string[];
+  relied: [string, string][];
+  defIds: string[];
+  keptDefs: [string, string][];
+}
 
 /** The parameters of INSERT_WRITE for the plans of a group (their new statements in order). */
-function writeValues(tenant: string, plans: InsertPlan[], seqs: string[], storedMs: number, keptDefinitions: Map<string, ActivityDefinition>): unknown[] {
-  const st = { seq: [] as string[], id: [] as string[], verb: [] as string[], reg: [] as (string | null)[], ref: [] as (string | null)[] };
+function writeValues(tenant: string, plans: InsertPlan[], storedMs: number, keptDefinitions: Map<string, ActivityDefinition>, basis: Basis): unknown[] {
+  const st = { id: [] as string[], verb: [] as string[], reg: [] as (string | null)[], ref: [] as (string | null)[] };
   const flags = { isVoiding: [] as number[], voided: [] as number[], authority: [] as (string | null)[], full: [] as string[] };
-  const agents: [string[], string[], number[]] = [[], [], []];
-  const activities: [string[], string[], number[]] = [[], [], []];
-  const links: [string[], string[]] = [[], []];
+  const agents: [string[], number[], number[]] = [[], [], []];
+  const activities: [string[], number[], number[]] = [[], [], []];
+  const links: [number[], string[]] = [[], []];
   // One statement writes the group: its UPDATE cannot see the rows it inserts, so a statement
   // another request of the group voids is inserted already voided.
   const voids = new Set(plans.flatMap((p) => p.voids));
   const merged = new Map<string, ActivityDefinition>();
-  plans.flatMap((plan) => plan.fresh).forEach(({ p, full, voided }, i) => {
-    const seq = seqs[i];
-    st.seq.push(seq);
+  const fresh = plans.flatMap((plan) => plan.fresh);
+  fresh.forEach(({ p, full, voided }, i) => {
+    const n = i + 1;
     st.id.push(p.id);
     st.verb.push(p.verb);
     st.reg.push(p.registration);
@@ -145,26 +198,32 @@ function writeValues(tenant: string, plans: InsertPlan[], seqs: string[], stored
     flags.full.push(JSON.stringify(full));
     for (const a of p.agents) {
       agents[0].push(a.key);
-      agents[1].push(seq);
+      agents[1].push(n);
       agents[2].push(a.role);
     }
     for (const a of p.activities) {
       activities[0].push(a.id);
-      activities[1].push(seq);
+      activities[1].push(n);
       activities[2].push(a.direct ? 1 : 0);
     }
     for (const h of new Set(p.attachmentHashes)) {
-      links[0].push(seq);
+      links[0].push(n);
       links[1].push(h);
     }
-    // Definitions fold into the kept one in statement order (the tenant lock is held).
+    // Definitions fold into the kept one in statement order.
     for (const d of p.definitions) merged.set(d.id, mergeDefinition(merged.get(d.id) ?? keptDefinitions.get(d.id), d.definition));
+  });
+  // Most statements repeat a definition the LRS already has: only changed ones are written (as on SQLite).
+  const changed = [...merged].flatMap(([id, d]) => {
+    const text = JSON.stringify(d);
+    const kept = keptDefinitions.get(id);
+    return kept && JSON.stringify(kept) === text ? [] : [[id, text] as const];
   });
   const blobs = [...new Map(plans.flatMap((p) => p.attachments).map((a) => [a.sha2, a])).values()];
   return [
     tenant,
     storedMs,
-    st.seq,
+    fresh.length,
     st.id,
     st.verb,
     st.reg,
@@ -172,16 +231,23 @@ function writeValues(tenant: string, plans: InsertPlan[], seqs: string[], stored
     flags.isVoiding,
     flags.voided,
     flags.authority,
-    flags.full,
+    jsonArray(flags.full),
     ...agents,
     ...activities,
     ...links,
     [...voids],
-    [...merged.keys()],
-    [...merged.values()].map((d) => JSON.stringify(d)),
+    changed.map(([id]) => id),
+    jsonArray(changed.map(([, text]) => text)),
     blobs.map((a) => a.sha2),
     blobs.map((a) => a.contentType),
     blobs.map((a) => a.content),
+    basis.snapSeq,
+    basis.checkIds,
+    basis.relied.map(([seq]) => seq),
+    basis.relied.map(([, xmin]) => xmin),
+    basis.defIds,
+    basis.keptDefs.map(([id]) => id),
+    basis.keptDefs.map(([, xmin]) => xmin),
   ];
 }
 
@@ -195,6 +261,8 @@ interface InsertJob {
 interface InsertQueue {
   pending: InsertJob[];
   running: boolean;
+  /** Set while the drain waits for work or for its last group. */
+  wake?: () => void;
 }
 
 /** A group stops growing here (a single larger request still goes, alone). */
@@ -413,12 +481,25 @@ export class PostgresStore implements Store {
       if (!q) this.queues.set(tenant, (q = { pending: [], running: false }));
       q.pending.push({ batch, attachments, resolve, reject });
       if (!q.running) void this.drain(tenant, q);
+      else q.wake?.();
     });
   }
 
+  /**
+   * Two groups of a tenant are in flight at once: while one holds the tenant lock (its write and
+   * commit), the next reads, decides and builds its parameters on another connection, then waits
+   * for the lock. A third gathers meanwhile.
+   */
   private async drain(tenant: string, q: InsertQueue): Promise<void> {
     q.running = true;
-    while (q.pending.length) {
+    let previous: Promise<void> = Promise.resolve();
+    for (;;) {
+      if (!q.pending.length) {
+        // Requests that arrive while the last group writes form the next group at once.
+        await Promise.race([previous, new Promise<void>((resolve) => (q.wake = resolve))]);
+        q.wake = undefined;
+        if (!q.pending.length) break;
+      }
       const group: InsertJob[] = [];
       let size = 0;
       while (q.pending.length && (group.length === 0 || size + q.pending[0].batch.length <= GROUP_MAX_STATEMENTS)) {
@@ -426,7 +507,12 @@ export class PostgresStore implements Store {
         size += job.batch.length;
         group.push(job);
       }
-      await this.runGroup(tenant, group);
+      let markPrepared!: () => void;
+      const prepared = new Promise<void>((resolve) => (markPrepared = resolve));
+      const done = this.runGroup(tenant, group, previous, markPrepared).finally(markPrepared);
+      await prepared;
+      await previous;
+      previous = done;
       // Let the callers just answered send their next requests before deciding the queue is empty.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
@@ -434,11 +520,14 @@ export class PostgresStore implements Store {
     this.queues.delete(tenant);
   }
 
-  private async runGroup(tenant: string, group: InsertJob[]): Promise<void> {
+  /** Never rejects: each job is answered. */
+  private async runGroup(tenant: string, group: InsertJob[], previous: Promise<void> = Promise.resolve(), prepared: () => void = () => undefined): Promise<void> {
     let results: (InsertOutcome | LrsError)[];
     try {
-      results = await this.tx((c) => this.insertGroup(c, tenant, group));
+      results = await this.tx((c) => this.insertGroup(c, tenant, group, prepared));
     } catch (err) {
+      prepared();
+      await previous;
       // An unexpected failure of a group must not fail its other requests: retry them one by one.
       if (group.length > 1 && !(toLrsError(err) instanceof LrsError)) {
         for (const job of group) await this.runGroup(tenant, [job]);
@@ -452,36 +541,68 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * One transaction for a group of requests, in four round trips: BEGIN + lock, one read of
-   * everything the decisions need, one write of everything, COMMIT. Requests are decided in
-   * order, each seeing the statements the earlier ones of the group store.
+   * One transaction for a group of requests. Outside the tenant lock (while the previous group
+   * writes): the tenant's shared "intent" lock, which holds Consistent-Through back to this
+   * transaction's start from here on; one read of everything the decisions need (and the clock
+   * for `stored`); the decisions and the write's parameters. Under the lock: one write, which
+   * first checks that its basis still holds (else the group is read and decided again, now under
+   * the lock), the outbox rows, COMMIT. Requests are decided in order, each seeing the
+   * statements the earlier ones of the group store.
    */
-  private async insertGroup(c: pg.PoolClient, tenant: string, group: InsertJob[]): Promise<(InsertOutcome | LrsError)[]> {
-    // Its own statement: the read below must take its snapshot after the lock is granted.
-    await c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, lockKey(tenant)] });
+  private async insertGroup(c: pg.PoolClient, tenant: string, group: InsertJob[], prepared: () => void): Promise<(InsertOutcome | LrsError)[]> {
+    const key = lockKey(tenant);
+    // Its own statement: the read's clock must run after the intent lock is granted.
+    await c.query({ name: 'lock_statements_intent', text: 'SELECT pg_advisory_xact_lock_shared($1, $2)', values: [LOCK_INTENT, key] });
+    let decided = await this.decideGroup(c, tenant, group);
+    prepared();
+    await c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, key] });
+    let written = await c.query<{ ok: boolean; seqs: string[] }>({ name: 'insert_write', text: INSERT_WRITE, values: decided.values });
+    if (!written.rows[0].ok) {
+      // Its snapshot predates the lock (this read's snapshot does not): decided again, the check passes.
+      decided = await this.decideGroup(c, tenant, group);
+      written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values });
+      if (!written.rows[0].ok) throw new Error('a statement group decided under the tenant lock failed its check');
+    }
+    // Forwarding: the new statements (in plan order they took these seqs) are queued in this transaction.
+    await this.outbox.enqueue(c, written.rows[0].seqs);
+    return decided.results;
+  }
+
+  /** Reads what a group's decisions need, decides each request in order, and builds the write. */
+  private async decideGroup(c: pg.PoolClient, tenant: string, group: InsertJob[]): Promise<{ results: (InsertOutcome | LrsError)[]; values: unknown[] }> {
     const all = group.flatMap((j) => j.batch);
     const ids = [...new Set(all.map((p) => p.id))];
     const voidTargets = all.flatMap((p) => (p.voids ? [p.voids] : []));
+    const checkIds = [...new Set([...ids, ...voidTargets])];
     const defIds = [...new Set(all.flatMap((p) => p.definitions.map((d) => d.id)))];
-    const read = await c.query<{ stored_ms: string; seqs: string[]; voided_earlier: string[]; known: string | null; definitions: string | null }>({
+    const read = await c.query<{ stored_ms: string; snap_seq: string; voided_earlier: string | null; known: string | null; definitions: string | null }>({
       name: 'insert_read',
-      text:
-        // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
-        `SELECT greatest(${NOW_MS}, coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1), 0)) AS stored_ms, ` +
-        `ARRAY(SELECT nextval('statements_seq') FROM generate_series(1, $2::int)) AS seqs, ` +
-        // A voiding statement that arrived before its target voids it on arrival.
-        'ARRAY(SELECT ref_id::text FROM statements WHERE tenant = $1 AND ref_id = ANY($3::uuid[]) AND is_voiding = 1) AS voided_earlier, ' +
-        '(SELECT json_agg(json_build_array(id, is_voiding, "full")) FROM statements WHERE tenant = $1 AND id = ANY($4::uuid[])) AS known, ' +
-        '(SELECT json_agg(json_build_array(id, definition)) FROM activities WHERE tenant = $1 AND id = ANY($5::text[])) AS definitions',
-      values: [tenant, all.length, ids, [...new Set([...ids, ...voidTargets])], defIds],
+      text: INSERT_READ,
+      values: [tenant, ids, checkIds, defIds],
     });
     const head = read.rows[0];
     const storedMs = Number(head.stored_ms);
     const storedIso = new Date(storedMs).toISOString();
+    const relied: [string, string][] = [];
     const known = new Map(
-      (JSON.parse(head.known ?? '[]') as [string, number, Statement][]).map(([id, isVoiding, full]): [string, KnownStatement] => [id, { isVoiding: isVoiding === 1, statement: full }]),
+      (JSON.parse(head.known ?? '[]') as [string, number, Statement, string, string][]).map(([id, isVoiding, full, seq, xmin]): [string, KnownStatement] => {
+        relied.push([seq, xmin]);
+        return [id, { isVoiding: isVoiding === 1, statement: full }];
+      }),
     );
-    const voidedEarlier = new Set<string>(head.voided_earlier);
+    const voidedEarlier = new Set(
+      (JSON.parse(head.voided_earlier ?? '[]') as [string, string, string][]).map(([target, seq, xmin]) => {
+        relied.push([seq, xmin]);
+        return target;
+      }),
+    );
+    const keptDefs: [string, string][] = [];
+    const kept = new Map(
+      (JSON.parse(head.definitions ?? '[]') as [string, ActivityDefinition, string][]).map(([id, d, xmin]): [string, ActivityDefinition] => {
+        keptDefs.push([id, xmin]);
+        return [id, d];
+      }),
+    );
     const plans: InsertPlan[] = [];
     const results = group.map((job): InsertOutcome | LrsError => {
       let plan: InsertPlan;
@@ -496,14 +617,7 @@ export class PostgresStore implements Store {
       plans.push(plan);
       return plan.outcome;
     });
-    if (plans.some((p) => p.fresh.length || p.attachments.length)) {
-      const seqs = head.seqs.map(BigInt).sort((x, y) => (x < y ? -1 : x > y ? 1 : 0)).map(String);
-      const kept = new Map((JSON.parse(head.definitions ?? '[]') as [string, ActivityDefinition][]).map(([id, d]) => [id, d]));
-      await c.query({ name: 'insert_write', text: INSERT_WRITE, values: writeValues(tenant, plans, seqs, storedMs, kept) });
-      // Forwarding: the new statements (in plan order they took seqs[0..]) are queued in this transaction.
-      await this.outbox.enqueue(c, seqs.slice(0, plans.reduce((n, p) => n + p.fresh.length, 0)));
-    }
-    return results;
+    return { results, values: writeValues(tenant, plans, storedMs, kept, { snapSeq: head.snap_seq, checkIds, relied, defIds, keptDefs }) };
   }
 
   async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
@@ -556,18 +670,19 @@ export class PostgresStore implements Store {
   }
 
   /**
-   * "Now", unless an insert of this tenant is in flight (it holds the tenant lock): then just before
-   * that transaction began, since its statements will carry a `stored` no earlier than that. Inserts
-   * that take the lock after this query read the clock later than now(). Needs the LRS processes to
-   * share one database role (pg_stat_activity shows xact_start only for one's own role).
+   * "Now", unless an insert of this tenant is in flight (it holds the tenant's intent or statement
+   * lock): then just before the oldest such transaction began, since its statements will carry a
+   * `stored` no earlier than that. Inserts that take the intent lock after this query read the
+   * clock later than now(). Needs the LRS processes to share one database role (pg_stat_activity
+   * shows xact_start only for one's own role).
    */
   async consistentThrough(tenant: string): Promise<Date> {
     const r = await this.query<{ now_ms: string; busy_ms: string | null }>(
       'SELECT floor(extract(epoch FROM now()) * 1000)::bigint AS now_ms, ' +
         '(SELECT floor(extract(epoch FROM min(a.xact_start)) * 1000)::bigint FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid ' +
-        "WHERE l.locktype = 'advisory' AND l.granted AND l.classid = $1::oid AND l.objid = $2::oid AND l.objsubid = 2 " +
+        "WHERE l.locktype = 'advisory' AND l.granted AND l.classid IN ($1::oid, $3::oid) AND l.objid = $2::oid AND l.objsubid = 2 " +
         'AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())) AS busy_ms',
-      [LOCK_STATEMENTS, lockKey(tenant)],
+      [LOCK_STATEMENTS, lockKey(tenant), LOCK_INTENT],
       'consistent_through',
     );
     const now = Number(r.rows[0].now_ms);
