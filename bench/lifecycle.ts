@@ -18,6 +18,7 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 import bcrypt from 'bcrypt';
 import type { BenchEntry } from './extras.ts';
 import { statement } from './generate.ts';
+import { VOIDED_VERB } from '../src/xapi/types.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
@@ -153,7 +154,9 @@ export async function measureLifecycle(opts: { statements?: number; concurrency?
     } finally {
       await server.stop();
     }
-    if (read.count !== n) throw new Error(`paged ${read.count} statements, expected ${n}`);
+    // Paging leaves voided statements out (the stream voids a few earlier ones); export keeps them.
+    const voided = new Set(statements.filter((s) => (s.verb as { id: string }).id === VOIDED_VERB).map((s) => (s.object as { id: string }).id));
+    if (read.count !== n - voided.size) throw new Error(`paged ${read.count} statements, expected ${n - voided.size}`);
     const postRow = { workload: 'POST batches of 500', rate: n / post };
     const getRow = { workload: 'GET pages of 500', rate: n / read.seconds };
     const rows: LifecycleRow[] = [
@@ -182,7 +185,7 @@ export async function measureLifecycle(opts: { statements?: number; concurrency?
 export const lifecycleEntry: BenchEntry = {
   name: 'lifecycle',
   async run(ctx) {
-    const rows = await measureLifecycle({ statements: ctx.quick ? 5_000 : 100_000, postgresUrl: ctx.postgresUrl });
+    const rows = await measureLifecycle({ statements: ctx.quick ? 5_000 : 100_000, ...(ctx.backend === 'postgres' && { postgresUrl: ctx.postgresUrl }) });
     return rows.map((r) => ({
       workload: r.workload,
       value: r.rate,
