@@ -439,9 +439,12 @@ export function loadConfig(
     out[key] = setting.parse(raw, override ? override.source : setting.name);
   }
   const config = out as Config;
-  const backends = config.authBackend.length ? config.authBackend : config.authBackends;
-  if (backends.includes('oidc') && !config.oidcIssuerUri) {
+  if (authBackends(config).includes('oidc') && !config.oidcIssuerUri) {
     throw new ConfigError('LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI is required when the oidc authentication backend is enabled');
   }
   return config;
 }
+
+/** The authentication backends in force: LECTERN_RUNSERVER_AUTH_BACKEND (the service description's name) when set, else ..._BACKENDS. */
+export const authBackends = (config: Pick<Config, 'authBackend' | 'authBackends'>): ('basic' | 'oidc')[] =>
+  config.authBackend.length ? config.authBackend : config.authBackends;

@@ -2,17 +2,11 @@
  * The authentication backends a server runs (LECTERN_RUNSERVER_AUTH_BACKEND[S]): HTTP Basic, OpenID
  * Connect bearer tokens, or both side by side, each request going to the one its scheme names.
  */
-import type { Config } from '../config.ts';
+import { authBackends, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { BasicAuthenticator } from './basic.ts';
 import { OidcAuthenticator } from './oidc.ts';
 import type { AuthResult, Authenticator } from './types.ts';
-
-export type AuthBackendName = 'basic' | 'oidc';
-
-/** The backends in force: LECTERN_RUNSERVER_AUTH_BACKEND (the service description's name) when set, else ..._BACKENDS. */
-export const authBackends = (config: Pick<Config, 'authBackend' | 'authBackends'>): AuthBackendName[] =>
-  config.authBackend.length ? config.authBackend : config.authBackends;
 
 class EitherAuthenticator implements Authenticator {
   private readonly basic: Authenticator | undefined;

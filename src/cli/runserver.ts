@@ -5,9 +5,8 @@
 import cluster, { type Worker } from 'node:cluster';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { authBackends } from '../auth/index.ts';
 import { type RunningLrs, startLrs } from '../app.ts';
-import { ConfigError, loadConfig, type Config } from '../config.ts';
+import { authBackends, ConfigError, loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
 
