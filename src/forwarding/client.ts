@@ -7,7 +7,7 @@ import { Agent, request } from 'undici';
 import { buildStatementsMultipart } from '../http/multipart.ts';
 import type { AttachmentBlob } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
-import { isVersion2Statement } from '../xapi/versions.ts';
+import { textWrittenUnder2 } from '../xapi/versions.ts';
 import type { ForwardingTarget } from './config.ts';
 
 /**
@@ -48,7 +48,7 @@ export class TargetClient {
       : { contentType: 'application/json', body: json };
     // A batch holding a statement written under 2.0 travels as 2.0 (a 1.0.3 target refuses it: a
     // dead letter saying why); otherwise as 1.0.3, which every LRS speaks.
-    const version = statements.some((s) => isVersion2Statement((JSON.parse(s) as { version?: string }).version)) ? '2.0.0' : '1.0.3';
+    const version = statements.some(textWrittenUnder2) ? '2.0.0' : '1.0.3';
     try {
       const res = await request(this.url, {
         method: 'POST',

@@ -76,6 +76,7 @@ export class Forwarder {
 
   /** Per active target (in configuration order): queued, delivered, retried, dead. Url only, never credentials. */
   async stats(): Promise<TargetStats[]> {
+    if (!this.active) return [];
     const rows = new Map((await this.opts.store.outbox.stats()).map((s) => [s.target, s]));
     return this.workers.map((w) => {
       const s = rows.get(w.url);

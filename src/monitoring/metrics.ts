@@ -79,7 +79,12 @@ export class Metrics {
     collectDefaultMetrics({ register: this.registry });
     // Forwarding figures are read from the providers once per scrape, then spread over the metrics.
     let scrape: Promise<ForwardingStats[]> | undefined;
-    const read = () => (scrape ??= Promise.all(this.forwarding.map((p) => p())).then((lists) => lists.flat()).finally(() => setImmediate(() => (scrape = undefined))));
+    // A provider that fails (the database is down) leaves its figures out of this scrape: the rest
+    // of /metrics still renders, when it matters most.
+    const read = () =>
+      (scrape ??= Promise.all(this.forwarding.map((p) => Promise.resolve().then(p).catch(() => [])))
+        .then((lists) => lists.flat())
+        .finally(() => setImmediate(() => (scrape = undefined))));
     // queued and dead are levels (dead letters go back to the queue with `lectern forwarding retry`);
     // delivered and retried only grow.
     for (const [field, help] of [

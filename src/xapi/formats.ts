@@ -6,7 +6,7 @@
  * `exact` is the stored statement itself and never goes through this module.
  */
 import { idsOnlyActor } from './agents.ts';
-import { is2, isVersion2Statement, type XapiVersion } from './versions.ts';
+import { is2, textWrittenUnder2, writtenUnder2, type XapiVersion } from './versions.ts';
 import type {
   Activity,
   ActivityDefinition,
@@ -259,7 +259,7 @@ export function canonicalStatement(
 // ---------------------------------------------------------------------------------------------
 
 /** Cheap test on the stored text: could this statement need converting for a `reader`? */
-export const needsConversion = (json: string, reader: XapiVersion): boolean => !is2(reader) && json.includes('"version":"2.0');
+export const needsConversion = (json: string, reader: XapiVersion): boolean => !is2(reader) && textWrittenUnder2(json);
 
 /**
  * A stored statement as served to a client of version `reader`. By default every statement is
@@ -268,7 +268,7 @@ export const needsConversion = (json: string, reader: XapiVersion): boolean => !
  * with version 1.0.0, as SQL LRS does. A 1.0.3 statement is valid 2.0 and never converted.
  */
 export function forReader(s: Statement, reader: XapiVersion, strict: boolean): Statement {
-  if (!strict || is2(reader) || !isVersion2Statement(s.version)) return s;
+  if (!strict || is2(reader) || !writtenUnder2(s)) return s;
   const out: Statement = { ...s, version: '1.0.0' };
   const strip = (c: Context | undefined): Context | undefined => {
     if (!c || (!c.contextAgents && !c.contextGroups)) return c;

@@ -89,13 +89,30 @@ export const acceptsStatementVersion = (v: XapiVersion, value: string): boolean 
 export const statementVersionHint = (v: XapiVersion): string => (is2(v) ? '1.0.x or 2.0.x' : '1.0.x');
 
 /** True for a statement `version` written by a 2.0 client (or set by this LRS under 2.0). */
-export const isVersion2Statement = (value: string | undefined): boolean => value !== undefined && HEADER_2_0.test(value);
+const isVersion2Statement = (value: string | undefined): boolean => value !== undefined && HEADER_2_0.test(value);
+
+/** What only 2.0 statements have: context agents or groups, in the statement or its SubStatement. */
+const CONTEXT_2_0 = /"context(?:Agents|Groups)"\s*:/;
 
 /**
- * The rules a statement that arrives without a request (an import, a rewrite) is read under: those
- * of the version it says it was written in (2.0.x: 2.0; otherwise 1.0.3).
+ * True for a statement written under 2.0: its `version` says 2.0.x, or it carries what only 2.0
+ * has (a 2.0 request may send `"version": "1.0.0"` with contextAgents). Forwarding, strict-version
+ * reads and imports ask this.
  */
-export const statementRules = (statement: unknown): XapiVersion => {
-  const v = typeof statement === 'object' && statement !== null ? (statement as { version?: unknown }).version : undefined;
-  return typeof v === 'string' && isVersion2Statement(v) ? '2.0.0' : '1.0.3';
-};
+export function writtenUnder2(statement: unknown): boolean {
+  if (typeof statement !== 'object' || statement === null) return false;
+  const s = statement as { version?: unknown; context?: object; object?: { context?: object } };
+  if (typeof s.version === 'string' && isVersion2Statement(s.version)) return true;
+  const has = (c: object | undefined) => c !== undefined && c !== null && ('contextAgents' in c || 'contextGroups' in c);
+  return has(s.context) || has(s.object?.context);
+}
+
+/** The same test on a statement's stored JSON text, without parsing it unless it may say so. */
+export const textWrittenUnder2 = (json: string): boolean =>
+  (json.includes('"version":"2.0') || CONTEXT_2_0.test(json)) && writtenUnder2(JSON.parse(json));
+
+/**
+ * The rules a statement that arrives without a request (an import, a rewrite) is read under: 2.0
+ * when it was written under 2.0 (writtenUnder2), otherwise 1.0.3.
+ */
+export const statementRules = (statement: unknown): XapiVersion => (writtenUnder2(statement) ? '2.0.0' : '1.0.3');

@@ -12,15 +12,16 @@ import { createDatabase, dropDatabase, postgresSkipped } from './postgres.ts';
 
 export interface StoreBackend {
   name: string;
-  open(): Promise<{ store: Store; dispose(): Promise<void> }>;
+  /** `forwardTargets`: forwarding target urls whose outbox rows the store writes. */
+  open(opts?: { forwardTargets?: string[] }): Promise<{ store: Store; dispose(): Promise<void> }>;
 }
 
 export const storeBackends: StoreBackend[] = [
   {
     name: 'sqlite',
-    async open() {
+    async open(opts = {}) {
       const dir = mkdtempSync(join(tmpdir(), 'lectern-store-'));
-      const store = new SqliteStore({ path: join(dir, 'x.sqlite'), synchronous: 'NORMAL' });
+      const store = new SqliteStore({ path: join(dir, 'x.sqlite'), synchronous: 'NORMAL', ...opts });
       await store.migrate();
       return { store, dispose: async () => rmSync(dir, { recursive: true, force: true }) };
     },
@@ -29,9 +30,9 @@ export const storeBackends: StoreBackend[] = [
 if (!postgresSkipped()) {
   storeBackends.push({
     name: 'postgres',
-    async open() {
+    async open(opts = {}) {
       const url = await createDatabase();
-      const store = new PostgresStore({ url, poolSize: 2, statementTimeoutMs: 0, connectTimeoutMs: 5000, connectRetries: 0, connectBackoffMs: 0 });
+      const store = new PostgresStore({ url, poolSize: 2, statementTimeoutMs: 0, connectTimeoutMs: 5000, connectRetries: 0, connectBackoffMs: 0, ...opts });
       await store.waitForServer();
       await store.migrate();
       return { store, dispose: () => dropDatabase(url) };

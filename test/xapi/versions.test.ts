@@ -7,7 +7,7 @@ import { duplicateKey, parseJson } from '../../src/xapi/json.ts';
 import { centiseconds, statementDifference, toUtc } from '../../src/xapi/statement.ts';
 import type { Statement } from '../../src/xapi/types.ts';
 import { validateStatements } from '../../src/xapi/validate.ts';
-import { aboutVersions, acceptsStatementVersion, negotiate, parseServed, responseVersion } from '../../src/xapi/versions.ts';
+import { aboutVersions, acceptsStatementVersion, negotiate, parseServed, responseVersion, statementRules, textWrittenUnder2 } from '../../src/xapi/versions.ts';
 
 const BOTH = ['2.0.0', '1.0.3'] as const;
 
@@ -93,5 +93,31 @@ describe('2.0 helpers', () => {
     assert.deepEqual(forReader(st, '1.0.3', true), { ...st, version: '1.0.0', context: { registration: st.context!.registration } });
     const old = { ...st, version: '1.0.3', context: {} } as Statement;
     assert.equal(forReader(old, '1.0.3', true), old);
+  });
+});
+
+describe('statements written under 2.0', () => {
+  const actor = { mbox: 'mailto:a@example.com' };
+  const base = { actor, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/a' } };
+  const contextAgents = [{ objectType: 'contextAgent', agent: { mbox: 'mailto:coach@example.com' } }];
+  test('are known by their version or by what only 2.0 has, even when they say 1.0.0', () => {
+    const cases: [unknown, '1.0.3' | '2.0.0'][] = [
+      [{ ...base, version: '2.0.0' }, '2.0.0'],
+      [{ ...base, version: '1.0.0', context: { contextAgents } }, '2.0.0'],
+      [{ ...base, version: '1.0.0', object: { objectType: 'SubStatement', ...base, context: { contextGroups: [] } } }, '2.0.0'],
+      [{ ...base, version: '1.0.3' }, '1.0.3'],
+      [{ ...base }, '1.0.3'],
+      ['not a statement', '1.0.3'],
+    ];
+    for (const [s, rules] of cases) {
+      assert.equal(statementRules(s), rules, JSON.stringify(s));
+      if (typeof s === 'object') assert.equal(textWrittenUnder2(JSON.stringify(s)), rules === '2.0.0', JSON.stringify(s));
+    }
+  });
+  test('a statement sent under 2.0 with version 1.0.0 and contextAgents imports under 2.0 rules and converts for strict 1.0.3 readers', () => {
+    const s = { ...base, version: '1.0.0', context: { contextAgents } };
+    assert.deepEqual(validateStatements(s, statementRules(s)).issues, []);
+    const converted = forReader({ ...s, id: '3c1e2a7e-7d5e-4b8e-9d3a-0d1f1f0c2b11' } as unknown as Statement, '1.0.3', true);
+    assert.equal(converted.context?.contextAgents, undefined);
   });
 });

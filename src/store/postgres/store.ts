@@ -851,6 +851,7 @@ export class PostgresStore implements Store {
 s AS (DELETE FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[]) RETURNING seq),
 ag AS (DELETE FROM statement_agents WHERE seq IN (SELECT seq FROM s)),
 ac AS (DELETE FROM statement_activities WHERE seq IN (SELECT seq FROM s)),
+ob AS (DELETE FROM forward_outbox WHERE seq IN (SELECT seq FROM s)),
 sa AS (DELETE FROM statement_attachments WHERE seq IN (SELECT seq FROM s) RETURNING sha2)
 SELECT (SELECT count(*) FROM s) AS statements, ARRAY(SELECT DISTINCT sha2 FROM sa) AS hashes`,
         values: [tenant, ids],

@@ -347,6 +347,8 @@ export class SqliteStore implements Store {
         if (!r) continue;
         const seq = Number(r.seq);
         for (const a of this.q('SELECT sha2 FROM statement_attachments WHERE seq = ?').all(seq) as Row[]) hashes.add(String(a.sha2));
+        // Its forwarding, if still queued, goes too: a later statement may take the same seq.
+        this.q('DELETE FROM forward_outbox WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_agents WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_activities WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
