@@ -9,7 +9,6 @@
  *   BENCH_STATEMENTS=40000 BENCH_CLIENTS=4 BENCH_BATCH=100 node bench/pg-write.ts
  */
 import { execSync, spawn, type ChildProcess } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { copyFileSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -20,7 +19,7 @@ import bcrypt from 'bcrypt';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { startCluster } from '../test/helpers/postgres.ts';
-import { questionActivity, SCORED_RESULT } from './fixtures.ts';
+import { statement } from './generate.ts';
 
 const TOTAL = Number(process.env.BENCH_STATEMENTS ?? 40_000);
 const CLIENTS = Number(process.env.BENCH_CLIENTS ?? 4);
@@ -28,29 +27,9 @@ const BATCH = Number(process.env.BENCH_BATCH ?? 100);
 /** BENCH_CLI: another build's dist/cli/main.js (e.g. the branch start, for before/after in one sitting). */
 const CLI = process.env.BENCH_CLI ?? fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 
-/** A realistic ≈1.2 KB statement: mbox or account agent, some groups, a defined activity, context, result. */
-function makeStatement(i: number): Record<string, unknown> {
-  const actor =
-    i % 10 === 0
-      ? { objectType: 'Group', name: `Team ${i % 50}`, member: [{ mbox: `mailto:learner${i % 500}@example.com` }, { mbox: `mailto:learner${(i + 1) % 500}@example.com` }] }
-      : i % 3 === 0
-        ? { objectType: 'Agent', name: `Learner ${i % 500}`, account: { homePage: 'https://sso.example.com', name: `learner-${i % 500}` } }
-        : { objectType: 'Agent', name: `Learner ${i % 500}`, mbox: `mailto:learner${i % 500}@example.com` };
-  return {
-    id: randomUUID(),
-    actor,
-    verb: { id: 'http://adlnet.gov/expapi/verbs/answered', display: { 'en-US': 'answered' } },
-    object: questionActivity(`http://example.com/course/q${i % 200}`, `Question ${i % 200}`),
-    result: SCORED_RESULT,
-    context: {
-      registration: randomUUID(),
-      contextActivities: { parent: [{ id: `http://example.com/course/${i % 20}` }], grouping: [{ id: 'http://example.com/program' }] },
-      platform: 'bench',
-      language: 'en-US',
-    },
-    timestamp: new Date(1_700_000_000_000 + i * 1000).toISOString(),
-  };
-}
+/** The benchmark's seeded realistic stream (bench/generate.ts), as `npm run bench` uses it. */
+const makeStatement = (i: number): Record<string, unknown> => statement(SEED, i);
+const SEED = 20261123;
 
 async function startServer(dir: string, url: string): Promise<{ base: string; child: ChildProcess }> {
   const authFile = join(dir, 'auth.json');
