@@ -7,7 +7,7 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
-import { postgresPlaceholder, type SeqWindow, sqlitePlaceholder, statementPageSql } from '../src/store/sql.ts';
+import { POSTGRES, SQLITE, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { parseStatementRequest, type StatementQuery } from '../src/xapi/query.ts';
 
 export interface PlanCase {
@@ -44,15 +44,21 @@ export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[
       const q = toQuery(c.params);
       const w: SeqWindow = {};
       const t0 = performance.now();
-      const one = (sql: string, ...p: (string | number)[]) => db.prepare(sql).get(...p) as { seq: number } | undefined;
-      if (q.since !== undefined) w.from = BigInt(one('SELECT seq FROM statements WHERE tenant = ? AND stored_ms > ? ORDER BY stored_ms, seq LIMIT 1', tenant, q.since)?.seq ?? 0);
-      if (q.until !== undefined) w.to = BigInt(one('SELECT seq FROM statements WHERE tenant = ? AND stored_ms <= ? ORDER BY stored_ms DESC, seq DESC LIMIT 1', tenant, q.until)?.seq ?? 0);
+      const one = (sql: string, p: unknown[]) => db.prepare(sql).get(...(p as (string | number)[])) as { seq: number } | undefined;
+      // As SqliteStore.queryStatements: the tenant's id, then since/until as seq bounds.
+      const tid = Number((db.prepare('SELECT id FROM tenants WHERE name = ?').get(tenant) as { id: number } | undefined)?.id ?? 0);
+      const bound = (ms: number, which: 'since' | 'until') => {
+        const b = storedSeqSql(tid, ms, which, SQLITE);
+        return BigInt(one(b.sql, b.params)?.seq ?? 0);
+      };
+      if (q.since !== undefined) w.from = bound(q.since, 'since');
+      if (q.until !== undefined) w.to = bound(q.until, 'until');
       const windowMs = performance.now() - t0;
       if (q.after !== undefined) {
         if (q.ascending) w.after = BigInt(q.after);
         else w.before = BigInt(q.after);
       }
-      const { sql, params } = statementPageSql(tenant, q, w, sqlitePlaceholder);
+      const { sql, params } = statementPageSql(tid, q, w, SQLITE);
       const args = params as (string | number | bigint)[];
       const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { id: number; parent: number; detail: string }[]);
       const depth = new Map<number, number>([[0, -1]]);
@@ -88,19 +94,22 @@ export async function postgresPlans(url: string, cases: PlanCase[], tenant = '')
       const explain = async (sql: string, params: unknown[]) =>
         (await c.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS) ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n');
       let extraMs = 0;
-      const bound = async (label: string, sql: string, v: number) => {
-        const plan = await explain(sql, [tenant, v]);
+      // As PostgresStore.queryStatements: the tenant's id, then since/until as seq bounds.
+      const tid = Number((await c.query<{ id: number }>('SELECT id FROM tenants WHERE name = $1', [tenant])).rows[0]?.id ?? 0);
+      const bound = async (label: string, which: 'since' | 'until', v: number) => {
+        const { sql, params } = storedSeqSql(tid, v, which, POSTGRES);
+        const plan = await explain(sql, params);
         extraMs += Number(/Execution Time: ([\d.]+) ms/.exec(plan)?.[1] ?? 0);
         pre += `-- ${label}\n${plan}\n\n`;
-        return BigInt((await c.query<{ seq: string }>(sql, [tenant, v])).rows[0]?.seq ?? 0);
+        return BigInt((await c.query<{ seq: string }>(sql, params)).rows[0]?.seq ?? 0);
       };
-      if (q.since !== undefined) w.from = await bound('since → first seq', 'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms > $2 ORDER BY stored_ms, seq LIMIT 1', q.since);
-      if (q.until !== undefined) w.to = await bound('until → last seq', 'SELECT seq FROM statements WHERE tenant = $1 AND stored_ms <= $2 ORDER BY stored_ms DESC, seq DESC LIMIT 1', q.until);
+      if (q.since !== undefined) w.from = await bound('since → first seq', 'since', q.since);
+      if (q.until !== undefined) w.to = await bound('until → last seq', 'until', q.until);
       if (q.after !== undefined) {
         if (q.ascending) w.after = BigInt(q.after);
         else w.before = BigInt(q.after);
       }
-      const { sql, params } = statementPageSql(tenant, q, w, postgresPlaceholder);
+      const { sql, params } = statementPageSql(tid, q, w, POSTGRES);
       await c.query(sql, params); // warm
       const times: number[] = [];
       let plan = '';

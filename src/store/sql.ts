@@ -1,26 +1,56 @@
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
  * paging, since/until as seq bounds) and the forwarding figures. Both schemas use the same table
- * and column names; placeholders differ, and one join that each planner must take as a per-row
- * probe is spelled per backend (CROSS JOIN for SQLite, LATERAL for PostgreSQL).
+ * and column names; placeholders and the UUID encoding differ (see Dialect), and one join that
+ * each planner must take as a per-row probe is spelled per backend (CROSS JOIN for SQLite,
+ * LATERAL for PostgreSQL).
+ *
+ * Lean storage: the tenant, verbs, activity IRIs and agent keys are stored once, in `tenants`
+ * (name → id) and `keys` ((tenant, key) → id); `statements`, the link tables and their indexes
+ * hold the integer ids. The store resolves the tenant's id before building a query (a tenant it
+ * does not know has no statements); filter values are resolved inside the query by a scalar
+ * subquery on `keys`, which both planners evaluate once and use as an index bound (an unknown key
+ * matches nothing).
  */
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
 import type { ForwardingStats } from './types.ts';
 
 export type Placeholder = (index: number) => string;
-export const sqlitePlaceholder: Placeholder = () => '?';
-export const postgresPlaceholder: Placeholder = (i) => `$${i}`;
 
-/** Collects parameters and hands out placeholders in order. */
+/** What differs between the backends' SQL: placeholders, and how a UUID is stored. */
+export interface Dialect {
+  readonly postgres: boolean;
+  readonly ph: Placeholder;
+  /** A lower-case UUID as the column stores it: 16 bytes on SQLite, `uuid` on PostgreSQL. */
+  readonly uuid: (id: string) => unknown;
+}
+
+/** A UUID's 16 bytes (SQLite stores statement ids, registrations and StatementRef targets so). */
+export const uuidBytes = (id: string): Buffer => Buffer.from(id.replaceAll('-', ''), 'hex');
+
+/** The lower-case text form of a UUID's 16 bytes. */
+export function uuidText(b: Uint8Array): string {
+  const h = Buffer.from(b.buffer, b.byteOffset, b.byteLength).toString('hex');
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
+}
+
+export const SQLITE: Dialect = { postgres: false, ph: () => '?', uuid: uuidBytes };
+export const POSTGRES: Dialect = { postgres: true, ph: (i) => `$${i}`, uuid: (id) => id };
+
+/** Collects parameters and hands out placeholders in order (SQLite's `?` are positional). */
 export class Params {
   readonly values: unknown[] = [];
-  private readonly ph: Placeholder;
-  constructor(ph: Placeholder) {
-    this.ph = ph;
+  readonly dialect: Dialect;
+  constructor(dialect: Dialect) {
+    this.dialect = dialect;
   }
   add(v: unknown): string {
     this.values.push(v);
-    return this.ph(this.values.length);
+    return this.dialect.ph(this.values.length);
+  }
+  /** The dictionary id of a tenant's key (verb, activity IRI, agent key); NULL when unknown. */
+  key(tenant: number, key: string): string {
+    return `(SELECT id FROM keys WHERE tenant = ${this.add(tenant)} AND key = ${this.add(key)})`;
   }
 }
 
@@ -43,8 +73,8 @@ export interface SeqWindow {
  * decreases with `seq` within a tenant on both backends (each write takes the greater of now and
  * the last `stored`, in seq order), so no index on `stored` is needed.
  */
-export function storedSeqSql(tenant: string, ms: number, bound: 'since' | 'until', ph: Placeholder): { sql: string; params: unknown[] } {
-  const p = new Params(ph);
+export function storedSeqSql(tenant: number, ms: number, bound: 'since' | 'until', dialect: Dialect): { sql: string; params: unknown[] } {
+  const p = new Params(dialect);
   // The stored time of the tenant's first statement at or after seq `x`: never decreases with x.
   const storedAt = (x: () => string) => {
     const t = p.add(tenant); // placeholders in textual order: SQLite's `?` are positional
@@ -86,20 +116,20 @@ function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
  * EXISTS), as PostgreSQL otherwise joins the key's whole range to it, filtering on seq; over many
  * statements it is left to plan (it may rightly drive from the rarer key's range).
  */
-function matchConds(alias: string, tenant: string, f: StatementFilter, p: Params, skip?: 'agent' | 'activity', probe = false): string[] {
+function matchConds(alias: string, tenant: number, f: StatementFilter, p: Params, skip?: 'agent' | 'activity', probe = false): string[] {
   const c: string[] = [];
   const fence = probe ? ' LIMIT 1 OFFSET 0' : '';
-  if (f.verb !== undefined) c.push(`${alias}.verb = ${p.add(f.verb)}`);
-  if (f.registration !== undefined) c.push(`${alias}.registration = ${p.add(f.registration)}`);
+  if (f.verb !== undefined) c.push(`${alias}.verb = ${p.key(tenant, f.verb)}`);
+  if (f.registration !== undefined) c.push(`${alias}.registration = ${p.add(p.dialect.uuid(f.registration))}`);
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
-      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)} AND xa.agent_key = ${p.add(f.agent)} AND xa.seq = ${alias}.seq` +
+      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${alias}.seq` +
         `${f.relatedAgents ? '' : ' AND xa.role = 1'}${fence})`,
     );
   }
   if (f.activity !== undefined && skip !== 'activity') {
     c.push(
-      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)} AND xc.activity_id = ${p.add(f.activity)} AND xc.seq = ${alias}.seq` +
+      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)} AND xc.activity = ${p.key(tenant, f.activity)} AND xc.seq = ${alias}.seq` +
         `${f.relatedActivities ? '' : ' AND xc.direct = 1'}${fence})`,
     );
   }
@@ -110,23 +140,23 @@ function matchConds(alias: string, tenant: string, f: StatementFilter, p: Params
  * Seqs of statements matching the filter directly, driven by the most selective index: the agent
  * or activity link table when filtered on, else the statements table itself.
  */
-function directMatches(tenant: string, q: StatementQuery, w: SeqWindow, p: Params, order: string): string {
+function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string): string {
   const f = q.filter;
   const tail = (conds: string[], seqCol: string) => `WHERE ${conds.join(' AND ')} ORDER BY ${seqCol} ${order} LIMIT ${p.add(q.limit + 1)}`;
   const common = (alias: string, skip?: 'agent' | 'activity') => {
     const c = [`s.voided = 0`, ...matchConds('s', tenant, f, p, skip)];
-    if (f.authority !== undefined) c.push(`s.authority_key = ${p.add(f.authority)}`);
+    if (f.authority !== undefined) c.push(`s.authority = ${p.key(tenant, f.authority)}`);
     return { c, alias };
   };
   if (f.agent !== undefined) {
-    const head = [`d.tenant = ${p.add(tenant)}`, `d.agent_key = ${p.add(f.agent)}`];
+    const head = [`d.tenant = ${p.add(tenant)}`, `d.agent = ${p.key(tenant, f.agent)}`];
     if (!f.relatedAgents) head.push('d.role = 1');
     head.push(...windowConds('d', w, p));
     const { c } = common('s', 'agent');
     return `SELECT d.seq FROM statement_agents d JOIN statements s ON s.seq = d.seq ${tail([...head, ...c], 'd.seq')}`;
   }
   if (f.activity !== undefined) {
-    const head = [`d.tenant = ${p.add(tenant)}`, `d.activity_id = ${p.add(f.activity)}`];
+    const head = [`d.tenant = ${p.add(tenant)}`, `d.activity = ${p.key(tenant, f.activity)}`];
     if (!f.relatedActivities) head.push('d.direct = 1');
     head.push(...windowConds('d', w, p));
     const { c } = common('s', 'activity');
@@ -171,20 +201,20 @@ const FORWARD_STEP_COST = 3;
  * statements can be targets: another authority's statement stays invisible, even as the reason
  * a StatementRef matches.
  */
-function allMatchSeqs(tenant: string, f: StatementFilter, p: Params, cap: number): string {
-  const mine = (alias: string) => (f.authority === undefined ? [] : [`${alias}.authority_key = ${p.add(f.authority)}`]);
+function allMatchSeqs(tenant: number, f: StatementFilter, p: Params, cap: number): string {
+  const mine = (alias: string) => (f.authority === undefined ? [] : [`${alias}.authority = ${p.key(tenant, f.authority)}`]);
   const viaLinks = (table: string, head: string[], skip: 'agent' | 'activity') => {
     const conds = [...matchConds('t', tenant, f, p, skip), ...mine('t')];
     const join = conds.length === 0 ? '' : ' JOIN statements t ON t.seq = m.seq';
     return `SELECT m.seq FROM ${table} m${join} WHERE ${[...head, ...conds].join(' AND ')} LIMIT ${p.add(cap)}`;
   };
   if (f.agent !== undefined) {
-    const head = [`m.tenant = ${p.add(tenant)}`, `m.agent_key = ${p.add(f.agent)}`];
+    const head = [`m.tenant = ${p.add(tenant)}`, `m.agent = ${p.key(tenant, f.agent)}`];
     if (!f.relatedAgents) head.push('m.role = 1');
     return viaLinks('statement_agents', head, 'agent');
   }
   if (f.activity !== undefined) {
-    const head = [`m.tenant = ${p.add(tenant)}`, `m.activity_id = ${p.add(f.activity)}`];
+    const head = [`m.tenant = ${p.add(tenant)}`, `m.activity = ${p.key(tenant, f.activity)}`];
     if (!f.relatedActivities) head.push('m.direct = 1');
     return viaLinks('statement_activities', head, 'activity');
   }
@@ -193,9 +223,9 @@ function allMatchSeqs(tenant: string, f: StatementFilter, p: Params, cap: number
 }
 
 /** Conditions on a targeting statement `alias`: not voided, in the window, `mine`. */
-function targetingConds(alias: string, q: StatementQuery, w: SeqWindow, p: Params): string[] {
+function targetingConds(alias: string, tenant: number, q: StatementQuery, w: SeqWindow, p: Params): string[] {
   const c = [`${alias}.voided = 0`, ...windowConds(alias, w, p)];
-  if (q.filter.authority !== undefined) c.push(`${alias}.authority_key = ${p.add(q.filter.authority)}`);
+  if (q.filter.authority !== undefined) c.push(`${alias}.authority = ${p.key(tenant, q.filter.authority)}`);
   return c;
 }
 
@@ -203,9 +233,9 @@ function targetingConds(alias: string, q: StatementQuery, w: SeqWindow, p: Param
  * The page query: `limit + 1` rows (seq, stored_ms, full) in the requested order, so the caller
  * knows whether more exist without a short page.
  */
-export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow, ph: Placeholder): { sql: string; params: unknown[] } {
-  const p = new Params(ph);
-  const postgres = ph === postgresPlaceholder;
+export function statementPageSql(tenant: number, q: StatementQuery, w: SeqWindow, dialect: Dialect): { sql: string; params: unknown[] } {
+  const p = new Params(dialect);
+  const postgres = dialect.postgres;
   const order = q.ascending ? 'ASC' : 'DESC';
   if (!hasTargetableFilter(q.filter)) {
     const seqs = directMatches(tenant, q, w, p, order);
@@ -216,7 +246,7 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
   const da = directMatches(tenant, q, w, p, order);
   const mt = allMatchSeqs(tenant, q.filter, p, REVERSE_TARGETING_MAX + 1);
   // With `mine`, every link of a StatementRef chain must be the caller's own statement too.
-  const mine = (alias: string) => (q.filter.authority === undefined ? '' : ` AND ${alias}.authority_key = ${p.add(q.filter.authority)}`);
+  const mine = (alias: string) => (q.filter.authority === undefined ? '' : ` AND ${alias}.authority = ${p.key(tenant, q.filter.authority)}`);
   // No StatementRef beyond the last direct match of a full page can enter the page.
   const bound = () =>
     q.ascending
@@ -240,7 +270,7 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
   // the tenant. `hit`: the referring statement is a result (not voided, in the window, `mine`);
   // chains go on through the others.
   const referrers = (from: 'mt' | 'rev', cond: () => string) => {
-    const hit = `CASE WHEN ${targetingConds('r', q, w, p).join(' AND ')} THEN 1 ELSE 0 END`;
+    const hit = `CASE WHEN ${targetingConds('r', tenant, q, w, p).join(' AND ')} THEN 1 ELSE 0 END`;
     const id = from === 'mt' ? '(SELECT t.id FROM statements t WHERE t.seq = mt.seq)' : 'rev.id';
     const on = `r.tenant = ${p.add(tenant)} AND r.ref_id = ${id}${mine('r')}`;
     return postgres
@@ -248,16 +278,16 @@ export function statementPageSql(tenant: string, q: StatementQuery, w: SeqWindow
       : `SELECT r.seq, r.id, ${hit} FROM ${from} CROSS JOIN statements r ON ${on}${cond()}`;
   };
   const rev = `${referrers('mt', () => ` WHERE NOT ${goForward()}`)} UNION ${referrers('rev', () => '')}`;
-  const seed = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...targetingConds('r', q, w, p)];
+  const seed = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...targetingConds('r', tenant, q, w, p)];
   seed.push(bound(), goForward());
   // One `statements_id` probe for the statement a chain has reached, behind a LIMIT that keeps
   // other conditions out of the lookup: PostgreSQL, estimating the filter's index at one row (no
   // statistics on tenant), otherwise walks that index with `Filter: id = target`.
   const byId = () =>
-    `SELECT t.seq, t.ref_id, t.verb, t.registration, t.authority_key FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target LIMIT 1`;
+    `SELECT t.seq, t.ref_id, t.verb, t.registration, t.authority FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target LIMIT 1`;
   // Each step follows one StatementRef by a correlated lookup (one index probe per chain, which
   // no planner turns into a scan of every StatementRef); a chain ends with a NULL target.
-  const mineOnly = () => (q.filter.authority === undefined ? '' : ` WHERE t.authority_key = ${p.add(q.filter.authority)}`);
+  const mineOnly = () => (q.filter.authority === undefined ? '' : ` WHERE t.authority = ${p.key(tenant, q.filter.authority)}`);
   const chain =
     `SELECT r.seq, r.ref_id FROM statements r WHERE ${seed.join(' AND ')} ` +
     `UNION SELECT c.seq, (SELECT t.ref_id FROM (${byId()}) t${mineOnly()}) FROM chain c WHERE c.target IS NOT NULL`;

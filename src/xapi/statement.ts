@@ -126,6 +126,23 @@ class IndexCollector {
   }
 }
 
+function collect(statement: Statement): IndexCollector {
+  const c = new IndexCollector();
+  c.actor(statement.actor, AGENT_ROLE.direct);
+  c.object(statement.object, true);
+  c.actor(statement.authority, AGENT_ROLE.related);
+  c.context(statement.context, false);
+  return c;
+}
+
+/**
+ * The agent and activity index rows of a stored statement, as `prepareStatement` made them when
+ * it was stored: the stores delete a statement's link rows by these keys (erasure).
+ */
+export function indexRows(statement: Statement): { agents: IndexedAgent[]; activities: IndexedActivity[] } {
+  return collect(statement).result();
+}
+
 /**
  * A timestamp with an offset as the same instant in UTC (`Z`), its fraction digits kept (2.0:
  * "the LRS SHOULD convert timestamps to UTC"); undefined when it is already UTC.
@@ -160,11 +177,7 @@ function utcTimestamps(s: Statement): Statement {
  */
 export function prepareStatement(input: Statement, authority: Actor, version: XapiVersion): PreparedStatement {
   const statement = { ...(is2(version) ? utcTimestamps(input) : input), id: (input.id ?? randomUUID()).toLowerCase(), authority };
-  const c = new IndexCollector();
-  c.actor(statement.actor, AGENT_ROLE.direct);
-  c.object(statement.object, true);
-  c.actor(statement.authority, AGENT_ROLE.related);
-  c.context(statement.context, false);
+  const c = collect(statement);
   const ref = statement.object.objectType === 'StatementRef' ? statement.object.id : null;
   return {
     id: statement.id,
