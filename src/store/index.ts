@@ -8,7 +8,7 @@ export async function openStore(config: Config, logger?: Logger): Promise<Store>
   switch (config.backend) {
     case 'sqlite': {
       const { SqliteStore } = await import('./sqlite/store.ts');
-      const store = new SqliteStore({ path: config.sqlitePath, synchronous: config.sqliteSynchronous, forwardTargets: activeTargets(config.xapiForwardings) });
+      const store = new SqliteStore({ path: config.sqlitePath, synchronous: config.sqliteSynchronous, forwardTargets: activeTargets(config.xapiForwardings), logger });
       await store.migrate();
       return store;
     }

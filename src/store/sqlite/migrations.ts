@@ -1,5 +1,13 @@
 /** Versioned SQLite schema. Append new versions; never edit an applied one. */
-export const MIGRATIONS: { version: number; name: string; sql: string }[] = [
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  /** A migration that rewrites every statement: how many it will rewrite, logged before it starts. */
+  rebuilds?: { count: string; message: string };
+}
+
+export const MIGRATIONS: Migration[] = [
   {
     version: 1,
     name: 'statements, index tables, attachments, activities, documents',
@@ -128,5 +136,110 @@ ALTER TABLE statement_agents RENAME COLUMN direct TO role; -- 1: actor/object (a
     // statements_seq (src/store/sql.ts: storedSeqSql). The link tables keep their (seq, key)
     // indexes: erasure deletes link rows by seq, and the foreign keys on seq need them.
     sql: 'DROP INDEX statements_stored;',
+  },
+  {
+    version: 6,
+    name: 'lean storage: tenants and keys stored once, integer ids in statements and the link tables, 16-byte UUIDs, no foreign keys',
+    rebuilds: { count: 'SELECT count(*) AS n FROM statements', message: 'rebuilding statements for lean storage' },
+    // The dictionaries first, from the distinct values; then each table is rebuilt in its key
+    // order (sequential B-tree appends), its seq values kept (cursors and the forwarding outbox
+    // name them) and `full` copied as it is. Rebuilding also drops the foreign keys (SQLite cannot
+    // drop a constraint): they cost a parent probe per link row and need an index on seq to
+    // delete a statement; erasure deletes link rows by primary key instead.
+    sql: `
+CREATE TABLE tenants (
+  id INTEGER PRIMARY KEY AUTOINCREMENT, -- never reused
+  name TEXT NOT NULL UNIQUE             -- the store key ('' for the default store)
+);
+INSERT INTO tenants (name) SELECT DISTINCT tenant FROM statements ORDER BY tenant;
+
+-- Verbs, activity IRIs and agent keys (authorities included), once per tenant. Ids are never
+-- reused, so a process may cache them; erasure deletes an agent's key once no statement
+-- names it any more and bumps keys_epoch, which tells every writer to forget its cache.
+CREATE TABLE keys (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  tenant INTEGER NOT NULL,              -- tenants.id
+  key TEXT NOT NULL,
+  UNIQUE (tenant, key)
+);
+CREATE TABLE keys_epoch (one INTEGER PRIMARY KEY CHECK (one = 1), epoch INTEGER NOT NULL);
+INSERT INTO keys_epoch (one, epoch) VALUES (1, 0);
+INSERT INTO keys (tenant, key)
+SELECT t.id, k.key FROM (
+  SELECT tenant, verb AS key FROM statements
+  UNION SELECT tenant, authority_key FROM statements WHERE authority_key IS NOT NULL
+  UNION SELECT tenant, agent_key FROM statement_agents
+  UNION SELECT tenant, activity_id FROM statement_activities
+) k JOIN tenants t ON t.name = k.tenant ORDER BY t.id, k.key;
+
+CREATE TABLE statements_lean (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT, -- stored order and keyset paging; never reused, even after erasure
+  tenant INTEGER NOT NULL,              -- tenants.id
+  id BLOB NOT NULL,                     -- the UUID's 16 bytes
+  stored_ms INTEGER NOT NULL,           -- never decreases with seq
+  verb INTEGER NOT NULL,                -- keys.id
+  registration BLOB,                    -- 16 bytes
+  ref_id BLOB,                          -- StatementRef object target, 16 bytes
+  is_voiding INTEGER NOT NULL DEFAULT 0,
+  voided INTEGER NOT NULL DEFAULT 0,
+  authority INTEGER,                    -- keys.id of the authority's first actor key
+  full TEXT NOT NULL                    -- the statement as served
+);
+INSERT INTO statements_lean (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full)
+SELECT s.seq, t.id, unhex(replace(s.id, '-', '')), s.stored_ms, v.id, unhex(replace(s.registration, '-', '')), unhex(replace(s.ref_id, '-', '')),
+       s.is_voiding, s.voided, a.id, s.full
+FROM statements s
+JOIN tenants t ON t.name = s.tenant
+JOIN keys v ON v.tenant = t.id AND v.key = s.verb
+LEFT JOIN keys a ON a.tenant = t.id AND a.key = s.authority_key
+ORDER BY s.seq;
+
+CREATE TABLE statement_agents_lean (
+  tenant INTEGER NOT NULL,
+  agent INTEGER NOT NULL,               -- keys.id
+  seq INTEGER NOT NULL,
+  role INTEGER NOT NULL,                -- see AGENT_ROLE in src/xapi/statement.ts
+  PRIMARY KEY (tenant, agent, seq)
+) WITHOUT ROWID;
+INSERT INTO statement_agents_lean (tenant, agent, seq, role)
+SELECT t.id, k.id, a.seq, a.role FROM statement_agents a JOIN tenants t ON t.name = a.tenant JOIN keys k ON k.tenant = t.id AND k.key = a.agent_key
+ORDER BY 1, 2, 3;
+
+CREATE TABLE statement_activities_lean (
+  tenant INTEGER NOT NULL,
+  activity INTEGER NOT NULL,            -- keys.id
+  seq INTEGER NOT NULL,
+  direct INTEGER NOT NULL,              -- 1: object (activity filter); 0: context/substatement (related_activities)
+  PRIMARY KEY (tenant, activity, seq)
+) WITHOUT ROWID;
+INSERT INTO statement_activities_lean (tenant, activity, seq, direct)
+SELECT t.id, k.id, a.seq, a.direct FROM statement_activities a JOIN tenants t ON t.name = a.tenant JOIN keys k ON k.tenant = t.id AND k.key = a.activity_id
+ORDER BY 1, 2, 3;
+
+CREATE TABLE statement_attachments_lean (
+  seq INTEGER NOT NULL,
+  sha2 TEXT NOT NULL,
+  PRIMARY KEY (seq, sha2)
+) WITHOUT ROWID;
+INSERT INTO statement_attachments_lean (seq, sha2) SELECT seq, sha2 FROM statement_attachments ORDER BY seq, sha2;
+
+DROP TABLE statement_attachments;
+DROP TABLE statement_activities;
+DROP TABLE statement_agents;
+DROP TABLE statements;
+ALTER TABLE statements_lean RENAME TO statements;
+ALTER TABLE statement_agents_lean RENAME TO statement_agents;
+ALTER TABLE statement_activities_lean RENAME TO statement_activities;
+ALTER TABLE statement_attachments_lean RENAME TO statement_attachments;
+
+CREATE UNIQUE INDEX statements_id ON statements(tenant, id);
+CREATE INDEX statements_seq ON statements(tenant, seq);
+CREATE INDEX statements_verb ON statements(tenant, verb, seq);
+CREATE INDEX statements_registration ON statements(tenant, registration, seq) WHERE registration IS NOT NULL;
+CREATE INDEX statements_ref ON statements(tenant, ref_id) WHERE ref_id IS NOT NULL;
+CREATE INDEX statements_refs_by_seq ON statements(tenant, seq) WHERE ref_id IS NOT NULL;
+CREATE INDEX statements_authority ON statements(tenant, authority, seq);
+CREATE INDEX statement_attachments_sha2 ON statement_attachments(sha2);
+`,
   },
 ];

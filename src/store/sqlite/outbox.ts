@@ -52,7 +52,7 @@ export class SqliteOutbox implements Outbox {
       if (!ids.length) return [];
       const rows = this.h
         .q(
-          'SELECT o.id, o.attempts, s.tenant, s.full FROM forward_outbox o JOIN statements s ON s.seq = o.seq ' +
+          'SELECT o.id, o.attempts, t.name AS tenant, s.full FROM forward_outbox o JOIN statements s ON s.seq = o.seq JOIN tenants t ON t.id = s.tenant ' +
             'WHERE o.id IN (SELECT value FROM json_each(?)) ORDER BY o.due_ms, o.id',
         )
         .all(JSON.stringify(ids)) as Row[];

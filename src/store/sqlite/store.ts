@@ -2,17 +2,24 @@
  * The SQLite backend on `node:sqlite` (no native addon): WAL mode, group-committed statement
  * writes, versioned migrations. The driver is synchronous, so a transaction never interleaves
  * with another request's in this process.
+ *
+ * Lean storage (see src/store/sql.ts): tenants, verbs, activity IRIs and agent keys are stored
+ * once, in `tenants` and `keys`; statements and link rows hold their integer ids, and UUIDs are
+ * 16 bytes. Ids are never reused, so this process caches them; erasure, the only thing that
+ * deletes keys, bumps `keys_epoch`, and a writer that sees it changed forgets its key cache.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import { type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { actorKeys } from '../../xapi/agents.ts';
-import { type SeqWindow, sqlitePlaceholder, statementPageSql, storedSeqSql } from '../sql.ts';
+import { indexRows } from '../../xapi/statement.ts';
+import type { Logger } from '../../log.ts';
+import { type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -34,9 +41,14 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** Urls of the active forwarding targets: each new statement is queued for each. */
   forwardTargets?: string[];
+  /** Where a long migration announces itself. */
+  logger?: Logger;
 }
 
 type Row = Record<string, unknown>;
+
+/** Key ids cached at most (then the cache starts again): bounded memory with many agents. */
+const KEY_CACHE_MAX = 200_000;
 
 export class SqliteStore implements Store {
   readonly backend = 'sqlite';
@@ -44,6 +56,12 @@ export class SqliteStore implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly db: DatabaseSync;
   private readonly cache = new Map<string, StatementSync>();
+  private readonly logger?: Logger;
+  /** Tenant name → tenants.id (tenants are never deleted; only known tenants are cached). */
+  private readonly tenantIds = new Map<string, number>();
+  /** `${tenant id} ${key}` → keys.id, valid while keys_epoch is `epoch`. */
+  private readonly keyIds = new Map<string, number>();
+  private epoch = -1;
   private pending: {
     tenant: string;
     batch: PreparedStatement[];
@@ -56,7 +74,9 @@ export class SqliteStore implements Store {
     const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new DatabaseSync(path);
-    this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}; PRAGMA foreign_keys = ON; PRAGMA busy_timeout = 5000;`);
+    // No foreign keys: a check costs a parent probe per link row (erasure deletes link rows itself).
+    this.db.exec(`PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}; PRAGMA busy_timeout = 5000;`);
+    this.logger = opts.logger;
     this.outbox = new SqliteOutbox({ q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
   }
 
@@ -83,6 +103,9 @@ export class SqliteStore implements Store {
       return out;
     } catch (err) {
       this.db.exec('ROLLBACK');
+      // Ids it created are gone again: forget every cached one (they are cheap to look up).
+      this.tenantIds.clear();
+      this.keyIds.clear();
       throw err;
     }
   }
@@ -92,6 +115,10 @@ export class SqliteStore implements Store {
     const applied = new Set((this.db.prepare('SELECT version FROM schema_migrations').all() as Row[]).map((r) => Number(r.version)));
     for (const m of MIGRATIONS) {
       if (applied.has(m.version)) continue;
+      if (m.rebuilds) {
+        const n = Number((this.db.prepare(m.rebuilds.count).get() as Row).n);
+        if (n > 0) this.logger?.info({ version: m.version, statements: n }, `${m.rebuilds.message}: ${n} statements`);
+      }
       this.tx(() => {
         this.db.exec(m.sql);
         this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
@@ -131,16 +158,23 @@ export class SqliteStore implements Store {
         // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
         const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
         const storedIso = new Date(storedMs).toISOString();
-        for (const job of jobs) {
+        // Dictionary ids for the whole group, outside the requests' savepoints: a request rolled
+        // back never takes a key row that a cached id or a later request of the group relies on.
+        this.checkEpoch();
+        const dicts = jobs.map((job) => {
+          const tenant = this.ensureTenant(job.tenant);
+          return { tenant, ids: this.keyIdsOf(tenant, job.batch.flatMap(keysOf)) };
+        });
+        jobs.forEach((job, i) => {
           this.db.exec('SAVEPOINT request');
           try {
-            outcomes.push({ ok: true, value: this.insertBatch(job.tenant, job.batch, job.attachments, storedMs, storedIso) });
+            outcomes.push({ ok: true, value: this.insertBatch(job.tenant, dicts[i], job.batch, job.attachments, storedMs, storedIso) });
             this.db.exec('RELEASE request');
           } catch (error) {
             this.db.exec('ROLLBACK TO request; RELEASE request');
             outcomes.push({ ok: false, error });
           }
-        }
+        });
         // Forwarding: the statements this transaction stored (rolled-back requests left none).
         if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
       });
@@ -156,45 +190,153 @@ export class SqliteStore implements Store {
     if (queued) for (const listener of this.outboxListeners) listener();
   }
 
-  private insertBatch(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[], storedMs: number, storedIso: string): InsertOutcome {
+  // ----- the dictionaries (tenants, keys) -----------------------------------------------------
+
+  /** The tenant's id; undefined for a tenant that never stored a statement (nothing to read). */
+  private tenantId(name: string): number | undefined {
+    let id = this.tenantIds.get(name);
+    if (id === undefined) {
+      const r = this.q('SELECT id FROM tenants WHERE name = ?').get(name) as Row | undefined;
+      if (!r) return undefined;
+      id = Number(r.id);
+      this.tenantIds.set(name, id);
+    }
+    return id;
+  }
+
+  /** In a write transaction: the tenant's id, created when new. */
+  private ensureTenant(name: string): number {
+    const known = this.tenantId(name);
+    if (known !== undefined) return known;
+    const id = Number(this.q('INSERT INTO tenants (name) VALUES (?)').run(name).lastInsertRowid);
+    this.tenantIds.set(name, id);
+    return id;
+  }
+
+  /** In a write transaction, before keyIdsOf: forget cached key ids once an erasure (in any process) deleted keys. */
+  private checkEpoch(): void {
+    const epoch = Number((this.q('SELECT epoch FROM keys_epoch').get() as Row).epoch);
+    if (epoch !== this.epoch) {
+      this.keyIds.clear();
+      this.epoch = epoch;
+    }
+  }
+
+  /** In a write transaction, after checkEpoch: the ids of a tenant's keys, created when new. */
+  private keyIdsOf(tenant: number, keys: Iterable<string>): Map<string, number> {
+    const out = new Map<string, number>();
+    const find = this.q('SELECT id FROM keys WHERE tenant = ? AND key = ?');
+    const add = this.q('INSERT INTO keys (tenant, key) VALUES (?, ?)');
+    for (const key of keys) {
+      if (out.has(key)) continue;
+      const cached = `${tenant} ${key}`;
+      let id = this.keyIds.get(cached);
+      if (id === undefined) {
+        const r = find.get(tenant, key) as Row | undefined;
+        id = Number(r ? r.id : add.run(tenant, key).lastInsertRowid);
+        if (this.keyIds.size >= KEY_CACHE_MAX) this.keyIds.clear();
+        this.keyIds.set(cached, id);
+      }
+      out.set(key, id);
+    }
+    return out;
+  }
+
+  /**
+   * After erasure removed statements naming these agent keys: deletes the ones no statement of the
+   * tenant names any more (in any role, or as a verb or activity, should an IRI equal one), so no
+   * personal data stays in `keys`, and tells every writer to forget its cached ids.
+   */
+  private dropUnusedKeys(tenant: number, ids: Iterable<number>): void {
+    const drop = this.q(
+      'DELETE FROM keys WHERE tenant = ? AND id = ? ' +
+        'AND NOT EXISTS (SELECT 1 FROM statement_agents WHERE tenant = ? AND agent = ?) ' +
+        'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND authority = ?) ' +
+        'AND NOT EXISTS (SELECT 1 FROM statement_activities WHERE tenant = ? AND activity = ?) ' +
+        'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND verb = ?)',
+    );
+    let dropped = 0;
+    for (const id of ids) dropped += Number(drop.run(tenant, id, tenant, id, tenant, id, tenant, id, tenant, id).changes);
+    if (dropped) this.q('UPDATE keys_epoch SET epoch = epoch + 1').run();
+    this.keyIds.clear();
+  }
+
+  /** The id of one of the tenant's keys, if it has it. */
+  private keyId(tenant: number, key: string): number | undefined {
+    const r = this.q('SELECT id FROM keys WHERE tenant = ? AND key = ?').get(tenant, key) as Row | undefined;
+    return r ? Number(r.id) : undefined;
+  }
+
+  /** Deletes a stored statement's agent link rows by primary key (keys from its JSON); returns their key ids. */
+  private deleteAgentLinks(tenant: number, seq: number, statement: Statement): number[] {
+    const del = this.q('DELETE FROM statement_agents WHERE tenant = ? AND agent = ? AND seq = ?');
+    const ids = indexRows(statement).agents.flatMap((a) => this.keyId(tenant, a.key) ?? []);
+    for (const id of ids) del.run(tenant, id, seq);
+    return ids;
+  }
+
+  // ----- statements ---------------------------------------------------------------------------
+
+  private insertBatch(
+    tenantName: string,
+    dict: { tenant: number; ids: Map<string, number> },
+    batch: PreparedStatement[],
+    attachments: AttachmentBlob[],
+    storedMs: number,
+    storedIso: string,
+  ): InsertOutcome {
+    const { tenant } = dict;
     // Read what the rules need, then write what they decide (earlier requests of this group are visible).
     const byId = this.q('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?');
     const known = new Map<string, KnownStatement>();
     for (const id of rowsToRead(batch)) {
-      const r = byId.get(tenant, id) as Row | undefined;
+      const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
       if (r) known.set(id, { isVoiding: Number(r.is_voiding) === 1, statement: JSON.parse(String(r.full)) as Statement });
     }
     const voidedBy = this.q('SELECT 1 FROM statements WHERE tenant = ? AND ref_id = ? AND is_voiding = 1 LIMIT 1');
-    const voidedEarlier = new Set(batch.filter((p) => !known.has(p.id) && voidedBy.get(tenant, p.id) !== undefined).map((p) => p.id));
+    const voidedEarlier = new Set(batch.filter((p) => !known.has(p.id) && voidedBy.get(tenant, uuidBytes(p.id)) !== undefined).map((p) => p.id));
     const plan = planInsert(batch, attachments, known, voidedEarlier, storedIso);
-    for (const f of plan.fresh) this.insertOne(tenant, f.p, JSON.stringify(f.full), f.voided, storedMs);
+    for (const f of plan.fresh) this.insertOne(tenantName, dict, f.p, JSON.stringify(f.full), f.voided, storedMs);
     const voids = this.q('UPDATE statements SET voided = 1 WHERE tenant = ? AND id = ? AND is_voiding = 0');
-    for (const id of plan.voids) voids.run(tenant, id);
+    for (const id of plan.voids) voids.run(tenant, uuidBytes(id));
     const put = this.q('INSERT OR IGNORE INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)');
-    for (const a of plan.attachments) put.run(tenant, a.sha2, a.contentType, a.content.length, a.content);
+    for (const a of plan.attachments) put.run(tenantName, a.sha2, a.contentType, a.content.length, a.content);
     return plan.outcome;
   }
 
-  private insertOne(tenant: string, p: PreparedStatement, full: string, voided: boolean, storedMs: number): void {
-    const authority = p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null;
+  private insertOne(tenantName: string, dict: { tenant: number; ids: Map<string, number> }, p: PreparedStatement, full: string, voided: boolean, storedMs: number): void {
+    const { tenant, ids } = dict;
+    const id = (key: string) => ids.get(key)!; // keysOf(p) were all resolved for the group
+    const authority = authorityKey(p);
     const r = this.q(
-      'INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ).run(tenant, p.id, storedMs, p.verb, p.registration, p.refId, p.voids ? 1 : 0, voided ? 1 : 0, authority, full);
+      'INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    ).run(
+      tenant,
+      uuidBytes(p.id),
+      storedMs,
+      id(p.verb),
+      p.registration === null ? null : uuidBytes(p.registration),
+      p.refId === null ? null : uuidBytes(p.refId),
+      p.voids ? 1 : 0,
+      voided ? 1 : 0,
+      authority === null ? null : id(authority),
+      full,
+    );
     const seq = r.lastInsertRowid;
-    const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, role) VALUES (?, ?, ?, ?)');
-    for (const a of p.agents) agent.run(tenant, a.key, seq, a.role);
-    const activity = this.q('INSERT INTO statement_activities (tenant, activity_id, seq, direct) VALUES (?, ?, ?, ?)');
-    for (const a of p.activities) activity.run(tenant, a.id, seq, a.direct ? 1 : 0);
+    const agent = this.q('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)');
+    for (const a of p.agents) agent.run(tenant, id(a.key), seq, a.role);
+    const activity = this.q('INSERT INTO statement_activities (tenant, activity, seq, direct) VALUES (?, ?, ?, ?)');
+    for (const a of p.activities) activity.run(tenant, id(a.id), seq, a.direct ? 1 : 0);
     const link = this.q('INSERT OR IGNORE INTO statement_attachments (seq, sha2) VALUES (?, ?)');
     for (const h of p.attachmentHashes) link.run(seq, h);
     for (const d of p.definitions) {
-      const kept = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenant, d.id) as Row | undefined;
+      const kept = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenantName, d.id) as Row | undefined;
       const keptText = kept ? String(kept.definition) : undefined;
       const merged = JSON.stringify(mergeDefinition(keptText ? (JSON.parse(keptText) as ActivityDefinition) : undefined, d.definition));
       // Most statements repeat a definition the LRS already has: skip the write then.
       if (merged === keptText) continue;
       this.q('INSERT INTO activities (tenant, id, definition) VALUES (?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition').run(
-        tenant,
+        tenantName,
         d.id,
         merged,
       );
@@ -202,21 +344,28 @@ export class SqliteStore implements Store {
   }
 
   async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
-    const r = this.q('SELECT seq, stored_ms, full, authority_key FROM statements WHERE tenant = ? AND id = ? AND voided = ?').get(tenant, id, voided ? 1 : 0) as
-      | Row
-      | undefined;
-    return r && (authority === undefined || r.authority_key === authority) ? toRow(r) : undefined;
+    const tid = this.tenantId(tenant);
+    if (tid === undefined) return undefined;
+    const sql = 'SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND id = ? AND voided = ?';
+    const r = (
+      authority === undefined
+        ? this.q(sql).get(tid, uuidBytes(id), voided ? 1 : 0)
+        : this.q(`${sql} AND authority = (SELECT id FROM keys WHERE tenant = ? AND key = ?)`).get(tid, uuidBytes(id), voided ? 1 : 0, tid, authority)
+    ) as Row | undefined;
+    return r ? toRow(r) : undefined;
   }
 
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
+    const tid = this.tenantId(tenant);
+    if (tid === undefined) return { rows: [] };
     const w: SeqWindow = {};
     if (query.since !== undefined) {
-      const r = this.storedSeq(tenant, query.since, 'since');
+      const r = this.storedSeq(tid, query.since, 'since');
       if (!r) return { rows: [] };
       w.from = BigInt(r.seq as number);
     }
     if (query.until !== undefined) {
-      const r = this.storedSeq(tenant, query.until, 'until');
+      const r = this.storedSeq(tid, query.until, 'until');
       if (!r) return { rows: [] };
       w.to = BigInt(r.seq as number);
     }
@@ -224,8 +373,8 @@ export class SqliteStore implements Store {
       if (query.ascending) w.after = BigInt(query.after);
       else w.before = BigInt(query.after);
     }
-    const { sql, params } = statementPageSql(tenant, query, w, sqlitePlaceholder);
-    const rows = (this.q(sql).all(...(params as (string | number | bigint)[])) as Row[]).map(toRow);
+    const { sql, params } = statementPageSql(tid, query, w, SQLITE);
+    const rows = (this.q(sql).all(...(params as SQLInputValue[])) as Row[]).map(toRow);
     if (rows.length > query.limit) {
       rows.length = query.limit;
       return { rows, next: rows[rows.length - 1].position };
@@ -249,11 +398,11 @@ export class SqliteStore implements Store {
   }
 
   async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
-    const rows = this.q('SELECT s.full FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.agent_key = ? ORDER BY a.seq DESC LIMIT ?').all(
-      tenant,
-      agentKey,
-      limit,
-    ) as Row[];
+    const tid = this.tenantId(tenant);
+    if (tid === undefined) return [];
+    const rows = this.q(
+      'SELECT s.full FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.seq DESC LIMIT ?',
+    ).all(tid, tid, agentKey, limit) as Row[];
     return rows.map((r) => String(r.full));
   }
 
@@ -291,15 +440,15 @@ export class SqliteStore implements Store {
   }
 
   /** since/until as a seq bound (see storedSeqSql). */
-  private storedSeq(tenant: string, ms: number, bound: 'since' | 'until'): Row | undefined {
-    const { sql, params } = storedSeqSql(tenant, ms, bound, sqlitePlaceholder);
-    return this.q(sql).get(...(params as (string | number)[])) as Row | undefined;
+  private storedSeq(tenant: number, ms: number, bound: 'since' | 'until'): Row | undefined {
+    const { sql, params } = storedSeqSql(tenant, ms, bound, SQLITE);
+    return this.q(sql).get(...(params as SQLInputValue[])) as Row | undefined;
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
 
   /** The seq range of a stored-time window: stored order and seq order agree. */
-  private seqWindow(tenant: string, opts: { sinceMs?: number; untilMs?: number }): { from: number; to: number } | undefined {
+  private seqWindow(tenant: number, opts: { sinceMs?: number; untilMs?: number }): { from: number; to: number } | undefined {
     let from = 0;
     let to = Number.MAX_SAFE_INTEGER;
     if (opts.sinceMs !== undefined) {
@@ -316,11 +465,12 @@ export class SqliteStore implements Store {
   }
 
   async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
-    const w = this.seqWindow(tenant, opts);
+    const tid = this.tenantId(tenant);
+    const w = tid === undefined ? undefined : this.seqWindow(tid, opts);
     if (!w) return { rows: [] };
     const from = Math.max(w.from, opts.after === undefined ? 0 : Number(opts.after) + 1);
     const rows = (
-      this.q('SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?').all(tenant, from, w.to, opts.limit + 1) as Row[]
+      this.q('SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?').all(tid!, from, w.to, opts.limit + 1) as Row[]
     ).map(toRow);
     if (rows.length <= opts.limit) return { rows };
     rows.length = opts.limit;
@@ -328,53 +478,72 @@ export class SqliteStore implements Store {
   }
 
   async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
-    const w = this.seqWindow(tenant, opts);
+    const tid = this.tenantId(tenant);
+    const w = tid === undefined ? undefined : this.seqWindow(tid, opts);
     if (!w) return 0;
-    return Number((this.q('SELECT count(*) AS n FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ?').get(tenant, w.from, w.to) as Row).n);
+    return Number((this.q('SELECT count(*) AS n FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ?').get(tid!, w.from, w.to) as Row).n);
   }
 
   async referringStatements(tenant: string, ids: string[]): Promise<string[]> {
+    const tid = this.tenantId(tenant);
+    if (tid === undefined) return [];
     const st = this.q('SELECT id FROM statements WHERE tenant = ? AND ref_id = ?');
-    return ids.flatMap((id) => (st.all(tenant, id) as Row[]).map((r) => String(r.id)));
+    return ids.flatMap((id) => (st.all(tid, uuidBytes(id)) as Row[]).map((r) => uuidText(r.id as Uint8Array)));
   }
 
   async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
+    const tid = this.tenantId(tenant);
+    if (tid === undefined) return { statements: 0, attachments: 0 };
     return this.tx(() => {
       const hashes = new Set<string>();
+      const agents = new Set<number>();
       let statements = 0;
       for (const id of ids) {
-        const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND id = ?').get(tenant, id) as Row | undefined;
+        const r = this.q('SELECT seq, full, authority FROM statements WHERE tenant = ? AND id = ?').get(tid, uuidBytes(id)) as Row | undefined;
         if (!r) continue;
         const seq = Number(r.seq);
         for (const a of this.q('SELECT sha2 FROM statement_attachments WHERE seq = ?').all(seq) as Row[]) hashes.add(String(a.sha2));
-        // Its forwarding, if still queued, goes too: a later statement may take the same seq.
+        // Link rows by primary key: their keys are the statement's own, as prepareStatement made them.
+        const statement = JSON.parse(String(r.full)) as Statement;
+        for (const k of this.deleteAgentLinks(tid, seq, statement)) agents.add(k);
+        if (r.authority !== null) agents.add(Number(r.authority));
+        const activity = this.q('DELETE FROM statement_activities WHERE tenant = ? AND activity = (SELECT id FROM keys WHERE tenant = ? AND key = ?) AND seq = ?');
+        for (const a of indexRows(statement).activities) activity.run(tid, tid, a.id, seq);
+        // Its forwarding, if still queued, goes too.
         this.q('DELETE FROM forward_outbox WHERE seq = ?').run(seq);
-        this.q('DELETE FROM statement_agents WHERE seq = ?').run(seq);
-        this.q('DELETE FROM statement_activities WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
         this.q('DELETE FROM statements WHERE seq = ?').run(seq);
         statements++;
       }
       let attachments = 0;
       for (const h of hashes) {
-        const linked = this.q('SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND s.tenant = ? LIMIT 1').get(h, tenant);
+        const linked = this.q('SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND s.tenant = ? LIMIT 1').get(h, tid);
         if (!linked) attachments += Number(this.q('DELETE FROM attachments WHERE tenant = ? AND sha2 = ?').run(tenant, h).changes);
       }
+      this.dropUnusedKeys(tid, agents);
       return { statements, attachments };
     });
   }
 
   async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
+    const tid = this.tenantId(tenant);
+    if (tid === undefined) return;
     this.tx(() => {
-      const agent = this.q('INSERT INTO statement_agents (tenant, agent_key, seq, role) VALUES (?, ?, ?, ?)');
+      this.checkEpoch();
+      const agent = this.q('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)');
+      const old = new Set<number>();
       for (const row of rows) {
-        const r = this.q('SELECT seq FROM statements WHERE tenant = ? AND id = ?').get(tenant, row.id) as Row | undefined;
+        const r = this.q('SELECT seq, full, authority FROM statements WHERE tenant = ? AND id = ?').get(tid, uuidBytes(row.id)) as Row | undefined;
         if (!r) continue;
         const seq = Number(r.seq);
-        this.q('UPDATE statements SET full = ?, authority_key = ? WHERE seq = ?').run(row.json, row.authorityKey, seq);
-        this.q('DELETE FROM statement_agents WHERE seq = ?').run(seq);
-        for (const a of row.agents) agent.run(tenant, a.key, seq, a.role);
+        for (const k of this.deleteAgentLinks(tid, seq, JSON.parse(String(r.full)) as Statement)) old.add(k);
+        if (r.authority !== null) old.add(Number(r.authority));
+        const ids = this.keyIdsOf(tid, [...row.agents.map((a) => a.key), ...(row.authorityKey === null ? [] : [row.authorityKey])]);
+        this.q('UPDATE statements SET full = ?, authority = ? WHERE seq = ?').run(row.json, row.authorityKey === null ? null : ids.get(row.authorityKey)!, seq);
+        for (const a of row.agents) agent.run(tid, ids.get(a.key)!, seq, a.role);
       }
+      // The replaced keys (the person's) go once no statement names them.
+      this.dropUnusedKeys(tid, old);
     });
   }
 
@@ -407,6 +576,15 @@ export class SqliteStore implements Store {
     });
   }
 }
+
+/** Every key a statement's rows name: verb, authority, agents, activities. */
+function keysOf(p: PreparedStatement): string[] {
+  const authority = authorityKey(p);
+  return [p.verb, ...(authority === null ? [] : [authority]), ...p.agents.map((a) => a.key), ...p.activities.map((a) => a.id)];
+}
+
+/** statements.authority: the authority's first actor key. */
+const authorityKey = (p: PreparedStatement): string | null => (p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null);
 
 function toRow(r: Row): StoredRow {
   return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
