@@ -12,7 +12,7 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { DatabaseSync } from 'node:sqlite';
 import { SqliteStore } from '../src/store/sqlite/store.ts';
-import { type SeqWindow, sqlitePlaceholder, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
+import { type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../src/store/sql.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import type { StatementFilter, StatementQuery } from '../src/xapi/query.ts';
 import { stamp } from '../src/xapi/statement.ts';
@@ -28,10 +28,25 @@ async function load(): Promise<void> {
   await store.close();
   const db = new DatabaseSync(PATH);
   const st = db.prepare(
-    'INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
+    'INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
   );
-  const ag = db.prepare('INSERT INTO statement_agents (tenant, agent_key, seq, role) VALUES (?, ?, ?, ?)');
-  const ac = db.prepare('INSERT INTO statement_activities (tenant, activity_id, seq, direct) VALUES (?, ?, ?, ?)');
+  const ag = db.prepare('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)');
+  const ac = db.prepare('INSERT INTO statement_activities (tenant, activity, seq, direct) VALUES (?, ?, ?, ?)');
+  // The dictionaries, as the store fills them (src/store/sqlite/store.ts).
+  const tenantIds = new Map<string, number>();
+  const tenantId = (name: string) => {
+    let id = tenantIds.get(name);
+    if (id === undefined) tenantIds.set(name, (id = Number(db.prepare('INSERT INTO tenants (name) VALUES (?)').run(name).lastInsertRowid)));
+    return id;
+  };
+  const keyIds = new Map<string, number>();
+  const addKey = db.prepare('INSERT INTO keys (tenant, key) VALUES (?, ?)');
+  const keyId = (tenant: number, key: string) => {
+    let id = keyIds.get(`${tenant} ${key}`);
+    if (id === undefined) keyIds.set(`${tenant} ${key}`, (id = Number(addKey.run(tenant, key).lastInsertRowid)));
+    return id;
+  };
+  const uuid = (u: string | null) => (u === null ? null : uuidBytes(u));
   const ids: string[] = new Array(N);
   const tenants: string[] = new Array(N);
   const voidAt = new Map<number, number>();
@@ -42,10 +57,12 @@ async function load(): Promise<void> {
     const { tenant, p, voided } = makeStatement(i, ids, tenants, voidAt, voidedSet);
     const seq = i + 1;
     const storedMs = Math.floor(START_MS + i * STEP_MS);
-    const authority = p.statement.authority ? actorKeys(p.statement.authority)[0] : null;
-    st.run(seq, tenant, p.id, storedMs, p.verb, p.registration, p.refId, p.voids ? 1 : 0, voided ? 1 : 0, authority, JSON.stringify(stamp(p, new Date(storedMs).toISOString())));
-    for (const a of p.agents) ag.run(tenant, a.key, seq, a.role);
-    for (const a of p.activities) ac.run(tenant, a.id, seq, a.direct ? 1 : 0);
+    const t = tenantId(tenant);
+    const authority = p.statement.authority ? actorKeys(p.statement.authority)[0] : undefined;
+    const full = JSON.stringify(stamp(p, new Date(storedMs).toISOString()));
+    st.run(seq, t, uuidBytes(p.id), storedMs, keyId(t, p.verb), uuid(p.registration), uuid(p.refId), p.voids ? 1 : 0, voided ? 1 : 0, authority ? keyId(t, authority) : null, full);
+    for (const a of p.agents) ag.run(t, keyId(t, a.key), seq, a.role);
+    for (const a of p.activities) ac.run(t, keyId(t, a.id), seq, a.direct ? 1 : 0);
     if (seq % 50_000 === 0) {
       db.exec('COMMIT; BEGIN');
       process.stderr.write(`\r${seq.toLocaleString('en')} statements, ${Math.round(seq / ((performance.now() - t0) / 1000)).toLocaleString('en')}/s   `);
@@ -63,13 +80,17 @@ interface Case {
 
 function main(): void {
   const db = new DatabaseSync(PATH);
-  const one = (sql: string, ...params: (string | number)[]) => db.prepare(sql).get(...params) as Record<string, string | number>;
-  const count = one("SELECT count(*) AS n, sum(ref_id IS NOT NULL) AS refs FROM statements WHERE tenant = ''");
+  const one = (sql: string, ...params: (string | number)[]) => db.prepare(sql).get(...params) as Record<string, string | number | Uint8Array>;
+  // The default tenant's id, as SqliteStore resolves it.
+  const tid = Number(one("SELECT id FROM tenants WHERE name = ''").id);
+  const count = one('SELECT count(*) AS n, sum(ref_id IS NOT NULL) AS refs FROM statements WHERE tenant = ?', tid);
   const targeted = one(
-    "SELECT a.agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.seq = t.seq AND a.role = 1 WHERE r.tenant = '' AND r.verb = 'http://example.com/verbs/commented' AND a.agent_key LIKE 'mbox:mailto:learner1%' ORDER BY r.seq DESC LIMIT 1",
+    'SELECT ak.key AS agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.tenant = t.tenant AND a.seq = t.seq AND a.role = 1 ' +
+      "JOIN keys ak ON ak.id = a.agent JOIN keys v ON v.id = r.verb WHERE r.tenant = ? AND v.key = 'http://example.com/verbs/commented' AND ak.key LIKE 'mbox:mailto:learner1%' ORDER BY r.seq DESC LIMIT 1",
+    tid,
   );
-  const reg = one("SELECT registration AS r FROM statements WHERE tenant = '' AND registration IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET ?", Math.min(5000, Math.floor(N / 2)));
-  const mid = one("SELECT seq FROM statements WHERE tenant = '' ORDER BY seq LIMIT 1 OFFSET ?", Math.floor(N * 0.45));
+  const reg = one('SELECT registration AS r FROM statements WHERE tenant = ? AND registration IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET ?', tid, Math.min(5000, Math.floor(N / 2)));
+  const mid = one('SELECT seq FROM statements WHERE tenant = ? ORDER BY seq LIMIT 1 OFFSET ?', tid, Math.floor(N * 0.45));
   const busyAgent = 'mbox:mailto:learner0@example.com';
   const quietAgent = 'mbox:mailto:learner15000@example.com';
   const sinceMs = START_MS + 180 * DAY;
@@ -84,7 +105,7 @@ function main(): void {
     { title: 'verb (rare) from a cursor in the middle', query: { filter: { verb: 'http://example.com/verbs/rare-3' }, after: String(mid.seq) } },
     { title: 'activity (one question)', query: { filter: { activity: question(3, 42) } } },
     { title: 'activity + related_activities (a course)', query: { filter: { activity: course(3), relatedActivities: true } } },
-    { title: 'registration', query: { filter: { registration: String(reg.r) } } },
+    { title: 'registration', query: { filter: { registration: uuidText(reg.r as Uint8Array) } } },
     { title: 'since + until (ten days)', query: { since: sinceMs, until: sinceMs + 10 * DAY } },
     { title: 'verb + since + until', query: { filter: { verb: 'http://adlnet.gov/expapi/verbs/failed' }, since: sinceMs, until: sinceMs + 10 * DAY } },
     { title: 'agent + verb + activity', query: { filter: { agent: busyAgent, verb: 'http://adlnet.gov/expapi/verbs/answered', activity: question(0, 1) } } },
@@ -98,13 +119,13 @@ function main(): void {
     const w: SeqWindow = {};
     // As SqliteStore.queryStatements: since/until become seq bounds first.
     const bound = (ms: number, which: 'since' | 'until') => {
-      const b = storedSeqSql('', ms, which, sqlitePlaceholder);
-      return BigInt(one(b.sql, ...(b.params as (string | number)[])).seq);
+      const b = storedSeqSql(tid, ms, which, SQLITE);
+      return BigInt(one(b.sql, ...(b.params as (string | number)[])).seq as number);
     };
     if (q.since !== undefined) w.from = bound(q.since, 'since');
     if (q.until !== undefined) w.to = bound(q.until, 'until');
     if (q.after !== undefined) w[q.ascending ? 'after' : 'before'] = BigInt(q.after);
-    const { sql, params } = statementPageSql('', q, w, sqlitePlaceholder);
+    const { sql, params } = statementPageSql(tid, q, w, SQLITE);
     const stmt = db.prepare(sql);
     const bind = params as (string | number | bigint | null)[];
     const times: number[] = [];
@@ -128,7 +149,7 @@ function main(): void {
   }
   // since → seq, as SqliteStore does it (the page query above only sees the seq bounds).
   for (const which of ['since', 'until'] as const) {
-    const { sql, params } = storedSeqSql('', sinceMs, which, sqlitePlaceholder);
+    const { sql, params } = storedSeqSql(tid, sinceMs, which, SQLITE);
     const bind = params as (string | number)[];
     const stmt = db.prepare(sql);
     const times: number[] = [];
