@@ -220,6 +220,12 @@ export const SETTINGS = {
     help: 'SQLite `synchronous` pragma: FULL survives power loss; NORMAL (faster) survives process crashes only.',
     parse: oneOf('FULL', 'NORMAL'),
   },
+  sqliteWriterThread: {
+    name: 'LECTERN_SQLITE_WRITER_THREAD',
+    default: 'true',
+    help: 'Write SQLite on a thread of its own (HTTP work and database writes then use two cores); `false` writes on the event loop.',
+    parse: bool,
+  },
   workers: {
     name: 'LECTERN_RUNSERVER_WORKERS',
     default: '1',

@@ -18,7 +18,6 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { indexRows } from '../../xapi/statement.ts';
-import type { Logger } from '../../log.ts';
 import { type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
@@ -41,8 +40,13 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** Urls of the active forwarding targets: each new statement is queued for each. */
   forwardTargets?: string[];
-  /** Where a long migration announces itself. */
-  logger?: Logger;
+  /** Where a long migration announces itself (the writer thread relays it to the server's log). */
+  logger?: MigrationLog;
+}
+
+/** The one thing the store logs: a pino Logger, or the writer thread's relay of it. */
+export interface MigrationLog {
+  info(fields: object, msg: string): void;
 }
 
 type Row = Record<string, unknown>;
@@ -56,7 +60,7 @@ export class SqliteStore implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly db: DatabaseSync;
   private readonly cache = new Map<string, StatementSync>();
-  private readonly logger?: Logger;
+  private readonly logger?: MigrationLog;
   /** Tenant name → tenants.id (tenants are never deleted; only known tenants are cached). */
   private readonly tenantIds = new Map<string, number>();
   /** `${tenant id} ${key}` → keys.id, valid while keys_epoch is `epoch`. */

@@ -1,0 +1,373 @@
+/**
+ * SQLite on two threads: the one connection that writes lives on a worker thread of its own, so
+ * the event loop (HTTP, JSON, validation) and the database writes — inserts under several
+ * B-trees and the commit's fsync — run on two cores at once. Reads stay on a connection of this
+ * thread (WAL: readers never wait for the writer, and see every committed write).
+ *
+ * The worker runs an ordinary SqliteStore: every write of the Store interface (statements,
+ * documents, forwarding outbox, data lifecycle) is sent to it as a call and answered after its
+ * COMMIT. Calls that arrive while the writer is busy queue on its port and are written as one
+ * group commit (SqliteStore.insertStatements: one transaction, one SAVEPOINT per request), so
+ * every guarantee of the single-thread store holds: an answer only after the commit, all or
+ * nothing per request, conflicts per request, seq order = stored order = commit order.
+ *
+ * A writer that dies turns every write into a 503 (never a hang) and fails the heartbeat; reads
+ * go on. This file is also the worker's entry point.
+ */
+import { isMainThread, MessageChannel, type MessagePort, Worker, workerData } from 'node:worker_threads';
+import { LrsError, type LrsErrorKind, ValidationFailed, type ValidationIssue } from '../../errors.ts';
+import type { PreparedStatement } from '../../xapi/statement.ts';
+import type { StatementQuery } from '../../xapi/query.ts';
+import type {
+  AttachmentBlob,
+  DocumentKey,
+  DocumentPrecondition,
+  ForwardingStats,
+  InsertOutcome,
+  KeyedDocument,
+  Outbox,
+  OutboxItem,
+  OutboxSettlement,
+  QueryPage,
+  StatementRewrite,
+  Store,
+  StoredDocument,
+  StoredRow,
+} from '../types.ts';
+import { type SqliteOptions, SqliteStore } from './store.ts';
+
+/** The store's writes: what the worker runs (outbox methods prefixed `outbox.`). */
+type WriteCall =
+  | { op: 'insertStatements'; args: Parameters<Store['insertStatements']> }
+  | { op: 'putDocument'; args: Parameters<Store['putDocument']> }
+  | { op: 'deleteDocument'; args: Parameters<Store['deleteDocument']> }
+  | { op: 'deleteDocuments'; args: Parameters<Store['deleteDocuments']> }
+  | { op: 'deleteStatements'; args: Parameters<Store['deleteStatements']> }
+  | { op: 'rewriteStatements'; args: Parameters<Store['rewriteStatements']> }
+  | { op: 'moveDocuments'; args: Parameters<Store['moveDocuments']> }
+  | { op: 'outbox.claim'; args: Parameters<Outbox['claim']> }
+  | { op: 'outbox.renew'; args: Parameters<Outbox['renew']> }
+  | { op: 'outbox.settle'; args: Parameters<Outbox['settle']> }
+  | { op: 'outbox.requeueDead'; args: Parameters<Outbox['requeueDead']> }
+  | { op: 'close'; args: [] };
+
+type Job = WriteCall & { id: number };
+
+/** An error as it crosses the thread boundary: an LrsError keeps its kind, message and issues. */
+interface WireError {
+  name: string;
+  message: string;
+  kind?: LrsErrorKind;
+  issues?: ValidationIssue[];
+  code?: unknown;
+  errcode?: unknown;
+  errstr?: unknown;
+}
+
+/** What the worker posts: an answer to a job, that it is ready (or could not start), or that forwarding items were queued. */
+type Message =
+  | { id: number; ok: true; value: unknown }
+  | { id: number; ok: false; error: WireError }
+  | { ready: true }
+  | { ready: false; error: WireError }
+  | { queued: true }
+  | { log: { fields: object; msg: string } };
+
+function toWire(e: unknown): WireError {
+  if (e instanceof LrsError) return { name: e.name, message: e.message, kind: e.kind, issues: e.issues };
+  const err = e as Partial<WireError> | undefined;
+  return { name: String(err?.name ?? 'Error'), message: String(err?.message ?? e), code: err?.code, errcode: err?.errcode, errstr: err?.errstr };
+}
+
+function fromWire(w: WireError): Error {
+  if (w.kind) return w.name === 'ValidationFailed' && w.issues ? new ValidationFailed(w.issues) : new LrsError(w.kind, w.message, w.issues);
+  return Object.assign(new Error(w.message), { name: w.name, code: w.code, errcode: w.errcode, errstr: w.errstr });
+}
+
+/** A Buffer again: the structured clone of a Buffer is a plain Uint8Array. */
+const asBuffer = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength));
+
+/** The Store on this thread: reads on its own connection, writes sent to the writer thread. */
+export class ThreadedSqliteStore implements Store {
+  readonly backend = 'sqlite';
+  readonly outbox: Outbox;
+  private readonly opts: SqliteOptions;
+  private readonly listeners: (() => void)[] = [];
+  private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+  private nextId = 1;
+  private worker: Worker | undefined;
+  private port: MessagePort | undefined;
+  private reader: SqliteStore | undefined;
+  private failure: LrsError | undefined;
+  private closing: Promise<void> | undefined;
+
+  constructor(opts: SqliteOptions) {
+    this.opts = opts;
+    const call = <T>(op: WriteCall['op'], args: unknown[]) => this.send({ op, args } as WriteCall) as Promise<T>;
+    this.outbox = {
+      claim: (...a) => call<OutboxItem[]>('outbox.claim', a),
+      renew: (...a) => call<void>('outbox.renew', a),
+      settle: (...a) => call<void>('outbox.settle', a),
+      requeueDead: (...a) => call<number>('outbox.requeueDead', a),
+      stats: (): Promise<ForwardingStats[]> => this.read().outbox.stats(),
+    };
+  }
+
+  /** The writer thread (tests stop it to prove a dead writer gives 503s). */
+  get writerThread(): Worker | undefined {
+    return this.worker;
+  }
+
+  onOutboxWrite(listener: () => void): void {
+    this.listeners.push(listener);
+  }
+
+  /** Starts the writer, which migrates the schema; reads open once the schema is there. */
+  async migrate(): Promise<void> {
+    if (this.worker) return;
+    const { port1, port2 } = new MessageChannel();
+    this.port = port1;
+    const { logger, ...options } = this.opts; // a logger cannot cross threads: its lines are relayed
+    this.worker = new Worker(new URL(import.meta.url), {
+      workerData: { lecternSqliteWriter: { port: port2, options } },
+      transferList: [port2],
+    });
+    const ready = new Promise<void>((resolve, reject) => {
+      port1.on('message', (m: Message) => {
+        if ('ready' in m) {
+          if (m.ready) resolve();
+          else reject(fromWire(m.error));
+        } else if ('queued' in m) for (const l of this.listeners) l();
+        else if ('log' in m) logger?.info(m.log.fields, m.log.msg);
+        else this.settle(m);
+      });
+      this.worker!.once('exit', (code) => reject(new Error(`the SQLite writer thread exited with code ${code} before it was ready`)));
+    });
+    this.worker.on('error', (err) => this.fail(err.message));
+    this.worker.on('exit', (code) => this.fail(`exited with code ${code}`));
+    await ready;
+    this.reader = new SqliteStore({ ...options, forwardTargets: [] });
+    this.hold(false);
+  }
+
+  private read(): SqliteStore {
+    if (!this.reader) throw new LrsError('unavailable', 'the SQLite store is not open');
+    return this.reader;
+  }
+
+  private send(call: WriteCall): Promise<unknown> {
+    if (this.failure) return Promise.reject(this.failure);
+    if (!this.port) return Promise.reject(new LrsError('unavailable', 'the SQLite store is not open'));
+    if (this.closing && call.op !== 'close') return Promise.reject(new LrsError('unavailable', 'the store is shutting down'));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      this.waiting.set(id, { resolve, reject });
+      if (this.waiting.size === 1) this.hold(true);
+      this.port!.postMessage({ id, ...call } as Job);
+    });
+  }
+
+  private settle(m: Extract<Message, { id: number }>): void {
+    const w = this.waiting.get(m.id);
+    if (!w) return;
+    this.waiting.delete(m.id);
+    if (m.ok) w.resolve(m.value);
+    else w.reject(fromWire(m.error));
+    if (!this.waiting.size && !this.closing) this.hold(false);
+  }
+
+  /** The writer stopped unexpectedly: every waiting and later write gets a 503. */
+  private fail(why: string): void {
+    if (this.failure || this.closing) return;
+    this.failure = new LrsError('unavailable', `the SQLite writer thread stopped (${why}): no write can be stored until the server restarts`);
+    process.emitWarning(this.failure.message, 'LecternSqliteWriter');
+    for (const w of this.waiting.values()) w.reject(this.failure);
+    this.waiting.clear();
+    this.hold(false);
+  }
+
+  /** The thread keeps the process alive only while a write is outstanding. */
+  private hold(on: boolean): void {
+    if (on) {
+      this.worker?.ref();
+      this.port?.ref();
+    } else {
+      this.worker?.unref();
+      this.port?.unref();
+    }
+  }
+
+  async ping(): Promise<void> {
+    if (this.failure) throw this.failure;
+    await this.read().ping();
+  }
+
+  /** Writes everything already sent, then ends the writer and closes both connections. */
+  close(): Promise<void> {
+    this.closing ??= (async () => {
+      if (this.worker && !this.failure) {
+        const exited = new Promise((resolve) => this.worker!.once('exit', resolve));
+        const { port } = this;
+        const id = this.nextId++;
+        const done = new Promise((resolve) => this.waiting.set(id, { resolve, reject: resolve }));
+        this.hold(true);
+        port!.postMessage({ id, op: 'close', args: [] } satisfies Job);
+        await done;
+        await exited;
+        port!.close();
+      } else await this.worker?.terminate();
+      await this.reader?.close();
+    })();
+    return this.closing;
+  }
+
+  // ----- writes: on the writer thread ---------------------------------------------------------
+
+  insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
+    return this.send({ op: 'insertStatements', args: [tenant, batch, attachments] }) as Promise<InsertOutcome>;
+  }
+
+  async putDocument(
+    tenant: string,
+    key: DocumentKey,
+    doc: { content: Buffer; contentType: string },
+    opts: { merge: boolean; pre: DocumentPrecondition },
+  ): Promise<StoredDocument> {
+    const stored = (await this.send({ op: 'putDocument', args: [tenant, key, doc, opts] })) as StoredDocument;
+    return { ...stored, content: asBuffer(stored.content) };
+  }
+
+  async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
+    await this.send({ op: 'deleteDocument', args: [tenant, key, pre] });
+  }
+
+  async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
+    await this.send({ op: 'deleteDocuments', args: [tenant, key] });
+  }
+
+  deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
+    return this.send({ op: 'deleteStatements', args: [tenant, ids] }) as Promise<{ statements: number; attachments: number }>;
+  }
+
+  async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
+    await this.send({ op: 'rewriteStatements', args: [tenant, rows] });
+  }
+
+  async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
+    await this.send({ op: 'moveDocuments', args: [tenant, keys, agentKey] });
+  }
+
+  // ----- reads: on this thread's connection ---------------------------------------------------
+
+  getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
+    return this.read().getStatement(tenant, id, voided, authority);
+  }
+  queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
+    return this.read().queryStatements(tenant, query);
+  }
+  getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
+    return this.read().getAttachments(tenant, sha2s);
+  }
+  consistentThrough(): Promise<Date> {
+    // Writes are answered after their commit, and this connection sees every committed write.
+    return this.read().consistentThrough();
+  }
+  statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+    return this.read().statementsWithAgent(tenant, agentKey, limit);
+  }
+  getActivityDefinition(tenant: string, activityId: string): ReturnType<Store['getActivityDefinition']> {
+    return this.read().getActivityDefinition(tenant, activityId);
+  }
+  getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
+    return this.read().getDocument(tenant, key);
+  }
+  listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
+    return this.read().listDocumentIds(tenant, key, sinceMs);
+  }
+  scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
+    return this.read().scanStatements(tenant, opts);
+  }
+  countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
+    return this.read().countStatements(tenant, opts);
+  }
+  referringStatements(tenant: string, ids: string[]): Promise<string[]> {
+    return this.read().referringStatements(tenant, ids);
+  }
+  scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
+    return this.read().scanDocuments(tenant, opts);
+  }
+}
+
+// ----- the writer thread ----------------------------------------------------------------------
+
+/** Runs one job on the writer's store; Buffers that became Uint8Arrays in transit become Buffers again. */
+function run(store: SqliteStore, job: Job): Promise<unknown> {
+  switch (job.op) {
+    case 'insertStatements': {
+      const [tenant, batch, attachments] = job.args;
+      return store.insertStatements(tenant, batch, attachments.map((a) => ({ ...a, content: asBuffer(a.content) })));
+    }
+    case 'putDocument': {
+      const [tenant, key, doc, opts] = job.args;
+      return store.putDocument(tenant, key, { ...doc, content: asBuffer(doc.content) }, opts);
+    }
+    case 'deleteDocument':
+      return store.deleteDocument(...job.args);
+    case 'deleteDocuments':
+      return store.deleteDocuments(...job.args);
+    case 'deleteStatements':
+      return store.deleteStatements(...job.args);
+    case 'rewriteStatements':
+      return store.rewriteStatements(...job.args);
+    case 'moveDocuments':
+      return store.moveDocuments(...job.args);
+    case 'outbox.claim':
+      return store.outbox.claim(...job.args);
+    case 'outbox.renew':
+      return store.outbox.renew(...job.args);
+    case 'outbox.settle':
+      return store.outbox.settle(...job.args);
+    case 'outbox.requeueDead':
+      return store.outbox.requeueDead(...job.args);
+    case 'close':
+      return Promise.resolve();
+  }
+}
+
+/**
+ * The worker: migrates, then runs each job as it arrives. Statement inserts that arrive together
+ * (the port delivers every queued message before the next turn of the loop) form one group commit.
+ */
+async function serve(port: MessagePort, opts: SqliteOptions): Promise<void> {
+  let store: SqliteStore;
+  try {
+    store = new SqliteStore({ ...opts, logger: { info: (fields, msg) => port.postMessage({ log: { fields, msg } } satisfies Message) } });
+    await store.migrate();
+  } catch (e) {
+    port.postMessage({ ready: false, error: toWire(e) } satisfies Message);
+    port.close();
+    return;
+  }
+  store.onOutboxWrite(() => port.postMessage({ queued: true } satisfies Message));
+  port.on('message', (job: Job) => {
+    if (job.op === 'close') {
+      // Let the writes already taken commit (their group is flushed on the next turn), then stop.
+      setImmediate(() =>
+        setImmediate(async () => {
+          await store.close();
+          port.postMessage({ id: job.id, ok: true, value: undefined } satisfies Message);
+          port.close();
+        }),
+      );
+      return;
+    }
+    run(store, job).then(
+      (value) => port.postMessage({ id: job.id, ok: true, value } satisfies Message),
+      (error: unknown) => port.postMessage({ id: job.id, ok: false, error: toWire(error) } satisfies Message),
+    );
+  });
+  port.postMessage({ ready: true } satisfies Message);
+}
+
+const started = isMainThread ? undefined : (workerData as { lecternSqliteWriter?: { port: MessagePort; options: SqliteOptions } } | null)?.lecternSqliteWriter;
+if (started) void serve(started.port, started.options);
