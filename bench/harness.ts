@@ -133,11 +133,13 @@ export interface LecternOptions {
 
 /**
  * `lectern runserver` as a user runs it, with default settings apart from the database location,
- * a free port and the credentials file.
+ * a free port, the credentials file and the LECTERN_* variables the benchmark was given.
  */
 export function startLectern(o: LecternOptions): Promise<Server> {
   const env: NodeJS.ProcessEnv = {
     PATH: process.env.PATH ?? '',
+    // Settings given to the benchmark (e.g. LECTERN_SQLITE_WRITER_THREAD=false) reach the server.
+    ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LECTERN_'))),
     LECTERN_RUNSERVER_BACKEND: o.backend,
     LECTERN_RUNSERVER_PORT: '0',
     LECTERN_AUTH_FILE: writeAuthFile(o.dir),
