@@ -137,10 +137,65 @@ function matchConds(alias: string, tenant: number, f: StatementFilter, p: Params
 }
 
 /**
- * Seqs of statements matching the filter directly, driven by the most selective index: the agent
- * or activity link table when filtered on, else the statements table itself.
+ * The index a filter's matches are read from: the agent or the activity link table, or the
+ * statements table (by verb, registration or seq); the other conditions are checked per statement.
  */
-function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string): string {
+export type Driver = 'agent' | 'activity' | 'statements';
+
+/** The driver when the store has not chosen one: agent, else activity, else the statements table. */
+const defaultDriver = (f: StatementFilter): Driver => (f.agent !== undefined ? 'agent' : f.activity !== undefined ? 'activity' : 'statements');
+
+/** The drivers a filter can use; the store counts them (driverCountsSql) when there is a choice. */
+export function drivers(f: StatementFilter): Driver[] {
+  const out: Driver[] = [];
+  if (f.agent !== undefined) out.push('agent');
+  if (f.activity !== undefined) out.push('activity');
+  if (f.verb !== undefined || f.registration !== undefined) out.push('statements');
+  return out;
+}
+
+/** Entries counted per index when choosing a combined filter's driver: enough to tell rare from busy. */
+export const DRIVER_COUNT_CAP = 2000;
+
+/**
+ * One row with, per driver of the filter, how many entries its index holds for the filter's
+ * value, counted up to `cap` from the index alone: the store drives a combined filter (agent +
+ * verb + activity) from the rarest, as neither planner knows which one that is (a busy learner's
+ * range walked for a rare activity took 184 ms at 1M; the activity's range, a few ms).
+ */
+export function driverCountsSql(tenant: number, f: StatementFilter, cap: number, dialect: Dialect): { sql: string; params: unknown[] } {
+  const p = new Params(dialect);
+  const count = (from: string, conds: string[]) => `(SELECT count(*) FROM (SELECT 1 FROM ${from} WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}) c)`;
+  const cols: string[] = [];
+  if (f.agent !== undefined) {
+    cols.push(`${count('statement_agents', [`tenant = ${p.add(tenant)}`, `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])])} AS agent`);
+  }
+  if (f.activity !== undefined) {
+    cols.push(`${count('statement_activities', [`tenant = ${p.add(tenant)}`, `activity = ${p.key(tenant, f.activity)}`, ...(f.relatedActivities ? [] : ['direct = 1'])])} AS activity`);
+  }
+  // The statements table is read by whichever of its indexes the planner takes: count the rarer.
+  const byStatements: string[] = [];
+  if (f.verb !== undefined) byStatements.push(count('statements', [`tenant = ${p.add(tenant)}`, `verb = ${p.key(tenant, f.verb)}`]));
+  if (f.registration !== undefined) byStatements.push(count('statements', [`tenant = ${p.add(tenant)}`, `registration = ${p.add(dialect.uuid(f.registration))}`]));
+  if (byStatements.length === 1) cols.push(`${byStatements[0]} AS statements`);
+  if (byStatements.length === 2) cols.push(`${dialect.postgres ? 'least' : 'min'}(${byStatements.join(', ')}) AS statements`);
+  return { sql: `SELECT ${cols.join(', ')}`, params: p.values };
+}
+
+/** The driver with the fewest entries of a driverCountsSql row (ties: the default order). */
+export function rarestDriver(row: Record<string, unknown>): Driver {
+  let best: Driver | undefined;
+  for (const d of ['agent', 'activity', 'statements'] as const) {
+    if (row[d] === undefined || row[d] === null) continue;
+    if (best === undefined || Number(row[d]) < Number(row[best])) best = d;
+  }
+  return best ?? 'statements';
+}
+
+/**
+ * Seqs of statements matching the filter directly, read from the driver's index (see Driver).
+ */
+function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, by: Driver): string {
   const f = q.filter;
   const tail = (conds: string[], seqCol: string) => `WHERE ${conds.join(' AND ')} ORDER BY ${seqCol} ${order} LIMIT ${p.add(q.limit + 1)}`;
   const common = (alias: string, skip?: 'agent' | 'activity') => {
@@ -148,14 +203,14 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
     if (f.authority !== undefined) c.push(`s.authority = ${p.key(tenant, f.authority)}`);
     return { c, alias };
   };
-  if (f.agent !== undefined) {
+  if (by === 'agent' && f.agent !== undefined) {
     const head = [`d.tenant = ${p.add(tenant)}`, `d.agent = ${p.key(tenant, f.agent)}`];
     if (!f.relatedAgents) head.push('d.role = 1');
     head.push(...windowConds('d', w, p));
     const { c } = common('s', 'agent');
     return `SELECT d.seq FROM statement_agents d JOIN statements s ON s.seq = d.seq ${tail([...head, ...c], 'd.seq')}`;
   }
-  if (f.activity !== undefined) {
+  if (by === 'activity' && f.activity !== undefined) {
     const head = [`d.tenant = ${p.add(tenant)}`, `d.activity = ${p.key(tenant, f.activity)}`];
     if (!f.relatedActivities) head.push('d.direct = 1');
     head.push(...windowConds('d', w, p));
@@ -201,19 +256,19 @@ const FORWARD_STEP_COST = 3;
  * statements can be targets: another authority's statement stays invisible, even as the reason
  * a StatementRef matches.
  */
-function allMatchSeqs(tenant: number, f: StatementFilter, p: Params, cap: number): string {
+function allMatchSeqs(tenant: number, f: StatementFilter, p: Params, cap: number, by: Driver): string {
   const mine = (alias: string) => (f.authority === undefined ? [] : [`${alias}.authority = ${p.key(tenant, f.authority)}`]);
   const viaLinks = (table: string, head: string[], skip: 'agent' | 'activity') => {
     const conds = [...matchConds('t', tenant, f, p, skip), ...mine('t')];
     const join = conds.length === 0 ? '' : ' JOIN statements t ON t.seq = m.seq';
     return `SELECT m.seq FROM ${table} m${join} WHERE ${[...head, ...conds].join(' AND ')} LIMIT ${p.add(cap)}`;
   };
-  if (f.agent !== undefined) {
+  if (by === 'agent' && f.agent !== undefined) {
     const head = [`m.tenant = ${p.add(tenant)}`, `m.agent = ${p.key(tenant, f.agent)}`];
     if (!f.relatedAgents) head.push('m.role = 1');
     return viaLinks('statement_agents', head, 'agent');
   }
-  if (f.activity !== undefined) {
+  if (by === 'activity' && f.activity !== undefined) {
     const head = [`m.tenant = ${p.add(tenant)}`, `m.activity = ${p.key(tenant, f.activity)}`];
     if (!f.relatedActivities) head.push('m.direct = 1');
     return viaLinks('statement_activities', head, 'activity');
@@ -233,18 +288,19 @@ function targetingConds(alias: string, tenant: number, q: StatementQuery, w: Seq
  * The page query: `limit + 1` rows (seq, stored_ms, full) in the requested order, so the caller
  * knows whether more exist without a short page.
  */
-export function statementPageSql(tenant: number, q: StatementQuery, w: SeqWindow, dialect: Dialect): { sql: string; params: unknown[] } {
+export function statementPageSql(tenant: number, q: StatementQuery, w: SeqWindow, dialect: Dialect, driver?: Driver): { sql: string; params: unknown[] } {
   const p = new Params(dialect);
+  const by = driver ?? defaultDriver(q.filter);
   const postgres = dialect.postgres;
   const order = q.ascending ? 'ASC' : 'DESC';
   if (!hasTargetableFilter(q.filter)) {
-    const seqs = directMatches(tenant, q, w, p, order);
+    const seqs = directMatches(tenant, q, w, p, order, by);
     const sql = `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN (${seqs}) ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
     return { sql, params: p.values };
   }
   // Placeholders are added in textual order: SQLite's `?` are positional.
-  const da = directMatches(tenant, q, w, p, order);
-  const mt = allMatchSeqs(tenant, q.filter, p, REVERSE_TARGETING_MAX + 1);
+  const da = directMatches(tenant, q, w, p, order, by);
+  const mt = allMatchSeqs(tenant, q.filter, p, REVERSE_TARGETING_MAX + 1, by);
   // With `mine`, every link of a StatementRef chain must be the caller's own statement too.
   const mine = (alias: string) => (q.filter.authority === undefined ? '' : ` AND ${alias}.authority = ${p.key(tenant, q.filter.authority)}`);
   // No StatementRef beyond the last direct match of a full page can enter the page.

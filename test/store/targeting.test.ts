@@ -25,6 +25,7 @@ const VERB = { id: 'http://example.com/verbs/did' };
 const VOIDED = { id: 'http://adlnet.gov/expapi/verbs/voided' };
 const RARE = { id: 'http://example.com/verbs/rare' };
 const E: Actor = { objectType: 'Agent', mbox: 'mailto:e@example.com' };
+const RARE_ACTIVITY = 'http://example.com/rare-activity';
 
 const made = (actor: Actor, object: Record<string, unknown> = { id: 'http://example.com/o' }, verb = VERB): Statement =>
   ({ id: randomUUID(), actor, verb, object }) as Statement;
@@ -77,6 +78,9 @@ for (const backend of storeBackends) {
       await put(ADMIN, s.e1);
       s.e2 = made(C, ref(s.e1.id!));
       await put(ADMIN, s.e2);
+      s.x1 = made(E, { id: RARE_ACTIVITY });
+      s.x2 = made(E, { id: RARE_ACTIVITY });
+      await put(ADMIN, s.x1, s.x2);
     });
     after(async () => {
       await store?.close();
@@ -135,6 +139,19 @@ for (const backend of storeBackends) {
       assert.deepEqual(await all({ filter: { verb: RARE.id }, limit: 7 }), [s.e2, s.e1, ...[...es].reverse()].map((x) => x.id));
       assert.deepEqual((await page({ filter: { verb: RARE.id }, since: await stored(es[39]) })).ids, [s.e2.id, s.e1.id]);
       assert.deepEqual((await page({ filter: { verb: RARE.id }, until: await stored(s.e1), limit: 3 })).ids, [s.e1.id, es[39].id, es[38].id]);
+    });
+
+    test('agent + verb + activity: driven from whichever value is rarest, the same statements', async () => {
+      const o = 'http://example.com/o';
+      // The agent is rarest (B: 2 statements; the verb and the activity: hundreds).
+      assert.deepEqual((await page({ filter: { agent: key(B), verb: VERB.id, activity: o } })).ids, [s.m1, s.v1, s.r2, s.r1, s.b1].map((x) => x.id));
+      // The activity is rarest (2), then the agent (42), then the verb (hundreds).
+      assert.deepEqual((await page({ filter: { agent: key(E), verb: VERB.id, activity: RARE_ACTIVITY } })).ids, [s.x2, s.x1].map((x) => x.id));
+      // The verb is rarest (40), with chains of StatementRefs to its matches.
+      assert.deepEqual((await page({ filter: { agent: key(E), verb: RARE.id, activity: o }, limit: 7 })).ids, [s.e2, s.e1, ...es.slice(-5).reverse()].map((x) => x.id));
+      assert.deepEqual(await all({ filter: { agent: key(E), verb: RARE.id, activity: o }, limit: 7 }), [s.e2, s.e1, ...[...es].reverse()].map((x) => x.id));
+      // Nothing matches all three.
+      assert.deepEqual((await page({ filter: { agent: key(A), verb: RARE.id, activity: o } })).ids, []);
     });
 
     test('a broadly matched agent with until before the StatementRef, or mine: no targeting statement', async () => {

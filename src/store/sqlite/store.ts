@@ -18,7 +18,7 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { indexRows } from '../../xapi/statement.ts';
-import { type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
+import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -377,7 +377,7 @@ export class SqliteStore implements Store {
       if (query.ascending) w.after = BigInt(query.after);
       else w.before = BigInt(query.after);
     }
-    const { sql, params } = statementPageSql(tid, query, w, SQLITE);
+    const { sql, params } = statementPageSql(tid, query, w, SQLITE, this.driver(tid, query));
     const rows = (this.q(sql).all(...(params as SQLInputValue[])) as Row[]).map(toRow);
     if (rows.length > query.limit) {
       rows.length = query.limit;
@@ -441,6 +441,13 @@ export class SqliteStore implements Store {
 
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     docs.deleteDocuments(this.docs, tenant, key);
+  }
+
+  /** For a filter on several indexed values, the one with the fewest entries (see driverCountsSql). */
+  private driver(tenant: number, query: StatementQuery): Driver | undefined {
+    if (drivers(query.filter).length < 2) return undefined;
+    const { sql, params } = driverCountsSql(tenant, query.filter, DRIVER_COUNT_CAP, SQLITE);
+    return rarestDriver(this.q(sql).get(...(params as SQLInputValue[])) as Row);
   }
 
   /** since/until as a seq bound (see storedSeqSql). */
