@@ -167,7 +167,8 @@ export class SqliteStore implements Store {
         this.checkEpoch();
         const dicts = jobs.map((job) => {
           const tenant = this.ensureTenant(job.tenant);
-          return { tenant, ids: this.keyIdsOf(tenant, job.batch.flatMap(keysOf)) };
+          const created: number[] = [];
+          return { tenant, ids: this.keyIdsOf(tenant, job.batch.flatMap(keysOf), created), created };
         });
         jobs.forEach((job, i) => {
           this.db.exec('SAVEPOINT request');
@@ -178,6 +179,11 @@ export class SqliteStore implements Store {
             this.db.exec('ROLLBACK TO request; RELEASE request');
             outcomes.push({ ok: false, error });
           }
+        });
+        // A rejected request keeps none of the keys it brought (they may name a person) unless
+        // a stored statement uses them.
+        dicts.forEach((d, i) => {
+          if (!outcomes[i].ok && d.created.length) this.dropUnusedKeys(d.tenant, d.created);
         });
         // Forwarding: the statements this transaction stored (rolled-back requests left none).
         if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
@@ -226,8 +232,8 @@ export class SqliteStore implements Store {
     }
   }
 
-  /** In a write transaction, after checkEpoch: the ids of a tenant's keys, created when new. */
-  private keyIdsOf(tenant: number, keys: Iterable<string>): Map<string, number> {
+  /** In a write transaction, after checkEpoch: the ids of a tenant's keys, created when new (their ids into `created`). */
+  private keyIdsOf(tenant: number, keys: Iterable<string>, created: number[] = []): Map<string, number> {
     const out = new Map<string, number>();
     const find = this.q('SELECT id FROM keys WHERE tenant = ? AND key = ?');
     const add = this.q('INSERT INTO keys (tenant, key) VALUES (?, ?)');
@@ -237,7 +243,8 @@ export class SqliteStore implements Store {
       let id = this.keyIds.get(cached);
       if (id === undefined) {
         const r = find.get(tenant, key) as Row | undefined;
-        id = Number(r ? r.id : add.run(tenant, key).lastInsertRowid);
+        if (r) id = Number(r.id);
+        else created.push((id = Number(add.run(tenant, key).lastInsertRowid)));
         if (this.keyIds.size >= KEY_CACHE_MAX) this.keyIds.clear();
         this.keyIds.set(cached, id);
       }
@@ -247,9 +254,10 @@ export class SqliteStore implements Store {
   }
 
   /**
-   * After erasure removed statements naming these agent keys: deletes the ones no statement of the
-   * tenant names any more (in any role, or as a verb or activity, should an IRI equal one), so no
-   * personal data stays in `keys`, and tells every writer to forget its cached ids.
+   * After erasure removed statements naming these keys (or a rejected request brought them):
+   * deletes the ones no statement of the tenant names any more (in any role, or as a verb or
+   * activity, should an IRI equal an agent key), so no personal data stays in `keys`, and tells
+   * every writer to forget its cached ids.
    */
   private dropUnusedKeys(tenant: number, ids: Iterable<number>): void {
     const drop = this.q(
