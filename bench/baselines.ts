@@ -21,6 +21,7 @@ import { pipeline } from 'node:stream/promises';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
+import { PAGE_SIZE } from '../src/store/sqlite/migrations.ts';
 import { statement } from './generate.ts';
 
 export interface DbLimit {
@@ -39,7 +40,7 @@ function rows(seed: number, count: number): { id: string; json: string }[] {
 function sqlite(file: string, seed: number, count: number, perTx: number): DbLimit {
   const data = rows(seed, count);
   const db = new DatabaseSync(file);
-  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;');
+  db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
   db.exec('CREATE TABLE statements (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stored_ms INTEGER NOT NULL, full TEXT NOT NULL)');
   const ins = db.prepare('INSERT INTO statements (id, stored_ms, full) VALUES (?, ?, ?)');
   const t0 = performance.now();

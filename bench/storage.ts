@@ -19,7 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { deflateRawSync, inflateRawSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
-import { MIGRATIONS } from '../src/store/sqlite/migrations.ts';
+import { MIGRATIONS, PAGE_SIZE } from '../src/store/sqlite/migrations.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import { type PreparedStatement, prepareStatement, stamp } from '../src/xapi/statement.ts';
 import type { Actor, Statement } from '../src/xapi/types.ts';
@@ -82,7 +82,7 @@ interface Result {
 
 function open(file: string): DatabaseSync {
   const db = new DatabaseSync(file);
-  db.exec('PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;');
+  db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
   return db;
 }
 

@@ -47,5 +47,25 @@ for (const backend of storeBackends) {
       await insert([later]);
       assert.deepEqual(await ids({ ...rel, agent: `mbox:${agent}`, verb, activity }), [fine.id, later.id]);
     });
+
+    test('a definition brought by the rolled-back request is not kept, and counts when it comes again', async () => {
+      const taken = made('mailto:second@example.com', 'http://example.com/verbs/second', 'http://example.com/second');
+      await insert([taken]);
+      const activity = `http://example.com/activities/${randomUUID()}`;
+      const defined = (name: string): Statement => ({ ...made('mailto:d@example.com', 'http://example.com/verbs/d', activity), object: { id: activity, definition: { name: { en: name } } } }) as Statement;
+      await insert([defined('first')]);
+      // Issued together: one group on SQLite; the conflicting request's definition is rolled back.
+      const [a, b] = await Promise.allSettled([insert([defined('rolled back'), { ...taken, result: { success: true } }]), insert([made('mailto:e@example.com', 'http://example.com/verbs/e', activity)])]);
+      assert.equal(a.status, 'rejected');
+      assert.equal(b.status, 'fulfilled');
+      assert.deepEqual(await store.getActivityDefinition('', activity), { name: { en: 'first' } });
+      // The same definition again, now in a request that is stored: merged (the rolled-back one was not remembered as merged).
+      await insert([defined('rolled back')]);
+      assert.deepEqual(await store.getActivityDefinition('', activity), { name: { en: 'rolled back' } });
+      // Back to the first, then the second again: each change is kept (the cache follows the table).
+      await insert([defined('first')]);
+      await insert([defined('rolled back')]);
+      assert.deepEqual(await store.getActivityDefinition('', activity), { name: { en: 'rolled back' } });
+    });
   });
 }

@@ -1,3 +1,6 @@
+/** The page size of a new database (the raw-limit baseline of `npm run bench` uses the same). */
+export const PAGE_SIZE = 8192;
+
 /** Versioned SQLite schema. Append new versions; never edit an applied one. */
 export interface Migration {
   version: number;
