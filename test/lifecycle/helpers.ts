@@ -133,7 +133,7 @@ export async function danglingRows(lrs: TestLrs): Promise<Record<string, number>
     activities: 'SELECT count(*) AS n FROM statement_activities a WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = a.seq)',
     links: 'SELECT count(*) AS n FROM statement_attachments a WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = a.seq)',
     attachments:
-      'SELECT count(*) AS n FROM attachments a WHERE NOT EXISTS (SELECT 1 FROM statement_attachments l JOIN statements s ON s.seq = l.seq WHERE l.sha2 = a.sha2 AND s.tenant = a.tenant)',
+      'SELECT count(*) AS n FROM attachments a WHERE NOT EXISTS (SELECT 1 FROM statement_attachments l JOIN statements s ON s.seq = l.seq JOIN tenants t ON t.id = s.tenant WHERE l.sha2 = a.sha2 AND t.name = a.tenant)',
   };
   const out: Record<string, number> = {};
   if (lrs.config.backend === 'sqlite') {
