@@ -165,12 +165,19 @@ const INSERT_READ =
  * value is spent even when ON CONFLICT skips the row), in sorted order so that writers creating
  * the same keys lock them in one order. A key another transaction committed after this
  * statement's snapshot is neither found nor inserted: asked again.
+ *
+ * `own`: the statement is its own transaction, whose commit need not wait for the WAL flush: a
+ * statement that refers to a key commits later, durably, and that flush covers the key's earlier
+ * commit record too (a crash in between loses only keys nothing refers to yet).
  */
-const RESOLVE_KEYS =
+const resolveKeysSql = (own: boolean): string =>
   'WITH found AS (SELECT id, key FROM keys WHERE tenant = $1 AND key = ANY($2::text[])), ' +
   'ins AS (INSERT INTO keys (tenant, key) SELECT $1, k FROM unnest($2::text[]) AS k WHERE k NOT IN (SELECT key FROM found) ORDER BY k ' +
   'ON CONFLICT DO NOTHING RETURNING id, key) ' +
-  'SELECT (SELECT n FROM keys_epoch) AS epoch, (SELECT json_agg(json_build_array(id, key)) FROM (SELECT id, key FROM found UNION ALL SELECT id, key FROM ins) u) AS ids';
+  'SELECT (SELECT n FROM keys_epoch) AS epoch, (SELECT json_agg(json_build_array(id, key)) FROM (SELECT id, key FROM found UNION ALL SELECT id, key FROM ins) u) AS ids' +
+  (own ? ", set_config('synchronous_commit', 'off', true) AS async" : '');
+const RESOLVE_KEYS = resolveKeysSql(false);
+const RESOLVE_KEYS_OWN = resolveKeysSql(true);
 
 /** The dictionary keys statements refer to: verbs, authorities, agents, activities. */
 function statementKeys(statements: PreparedStatement[]): Set<string> {
@@ -642,8 +649,9 @@ export class PostgresStore implements Store {
     const ids = new Map<string, number>();
     for (let attempt = 1; ; attempt++) {
       const missing = [...keys].filter((k) => !ids.has(k)).sort();
-      const query = { name: 'resolve_keys', text: RESOLVE_KEYS, values: [tenantId, missing] };
-      const r = c ? await c.query<{ epoch: string; ids: string | null }>(query) : await this.query<{ epoch: string; ids: string | null }>(query.text, query.values, query.name);
+      const r = c
+        ? await c.query<{ epoch: string; ids: string | null }>({ name: 'resolve_keys', text: RESOLVE_KEYS, values: [tenantId, missing] })
+        : await this.query<{ epoch: string; ids: string | null }>(RESOLVE_KEYS_OWN, [tenantId, missing], 'resolve_keys_own');
       for (const [id, key] of JSON.parse(r.rows[0].ids ?? '[]') as [number, string][]) ids.set(key, id);
       if (ids.size === keys.size) return { ids, epoch: r.rows[0].epoch };
       if (attempt >= 3) throw new Error('dictionary keys could not be resolved');
