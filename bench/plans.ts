@@ -7,6 +7,7 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
+import { filterKeyIds } from '../src/store/postgres/store.ts';
 import { POSTGRES, SQLITE, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { parseStatementRequest, type StatementQuery } from '../src/xapi/query.ts';
 
@@ -109,7 +110,9 @@ export async function postgresPlans(url: string, cases: PlanCase[], tenant = '')
         if (q.ascending) w.after = BigInt(q.after);
         else w.before = BigInt(q.after);
       }
-      const { sql, params } = statementPageSql(tid, q, w, POSTGRES);
+      // The filter values' ids, resolved first as the store does (an unknown one: the plan of the subqueries).
+      const ids = await filterKeyIds((text, values) => c.query<{ id: number; key: string }>(text, values), tid, q.filter);
+      const { sql, params } = statementPageSql(tid, q, w, POSTGRES, ids);
       await c.query(sql, params); // warm
       const times: number[] = [];
       let plan = '';

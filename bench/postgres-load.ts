@@ -19,7 +19,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { PostgresStore } from '../src/store/postgres/store.ts';
+import { filterKeyIds, PostgresStore } from '../src/store/postgres/store.ts';
 import { POSTGRES, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import type { StatementFilter, StatementQuery } from '../src/xapi/query.ts';
@@ -284,7 +284,8 @@ async function explain(pool: pg.Pool, tenant: number, c: Case): Promise<string> 
     if (q.ascending) w.after = BigInt(q.after);
     else w.before = BigInt(q.after);
   }
-  const { sql, params } = statementPageSql(tenant, q, w, POSTGRES);
+  const ids = await filterKeyIds((text, values) => pool.query<{ id: number; key: string }>(text, values), tenant, q.filter);
+  const { sql, params } = statementPageSql(tenant, q, w, POSTGRES, ids);
   await pool.query(sql, params); // warm
   const plan = await run(sql, params);
   const rows = (await pool.query(sql, params)).rowCount;

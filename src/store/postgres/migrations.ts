@@ -182,7 +182,8 @@ CREATE INDEX statement_activities_seq ON statement_activities (seq);
     // statements and the link tables hold their integer ids (src/store/sql.ts). The tables are
     // rebuilt rather than altered (a column cannot change type through a join): new tables
     // filled by one INSERT … SELECT each, in seq order, then the old ones dropped and the indexes
-    // built on the full tables. seq values stay (cursors and the outbox name them), and `full`
+    // built on the full tables (rows in the old tables' order, which is seq order as written:
+    // no sort of the JSON). seq values stay (cursors and the outbox name them), and `full`
     // (json) keeps each statement's text byte for byte. The link tables lose their seq index:
     // erasure deletes link rows by primary key, computed from the stored JSON. Identity ids are
     // never reused. No planner statistics on tenant, as migration 2 did for the old columns.
@@ -214,7 +215,7 @@ INSERT INTO keys (tenant, key)
     UNION SELECT tenant, authority_key FROM statements WHERE authority_key IS NOT NULL
     UNION SELECT tenant, agent_key FROM statement_agents
     UNION SELECT tenant, activity_id FROM statement_activities
-  ) k JOIN tenants t ON t.name = k.tenant ORDER BY 1, 2;
+  ) k JOIN tenants t ON t.name = k.tenant;
 
 CREATE TABLE lean_statements (
   seq bigint NOT NULL,                -- time-ordered key: keyset paging and stored order
@@ -234,7 +235,7 @@ CREATE TABLE lean_statements (
 INSERT INTO lean_statements (seq, stored_ms, id, tenant, verb, authority, is_voiding, voided, registration, ref_id, "full")
   SELECT s.seq, s.stored_ms, s.id, t.id, v.id, a.id, s.is_voiding, s.voided, s.registration, s.ref_id, s."full"
   FROM statements s JOIN tenants t ON t.name = s.tenant JOIN keys v ON v.tenant = t.id AND v.key = s.verb
-  LEFT JOIN keys a ON a.tenant = t.id AND a.key = s.authority_key ORDER BY s.seq;
+  LEFT JOIN keys a ON a.tenant = t.id AND a.key = s.authority_key;
 
 CREATE TABLE lean_agents (
   tenant integer NOT NULL,
@@ -243,8 +244,7 @@ CREATE TABLE lean_agents (
   role smallint NOT NULL              -- see migration 4
 );
 INSERT INTO lean_agents (tenant, agent, seq, role)
-  SELECT t.id, k.id, x.seq, x.role FROM statement_agents x JOIN tenants t ON t.name = x.tenant JOIN keys k ON k.tenant = t.id AND k.key = x.agent_key
-  ORDER BY 1, 2, 3;
+  SELECT t.id, k.id, x.seq, x.role FROM statement_agents x JOIN tenants t ON t.name = x.tenant JOIN keys k ON k.tenant = t.id AND k.key = x.agent_key;
 
 CREATE TABLE lean_activities (
   tenant integer NOT NULL,
@@ -253,8 +253,7 @@ CREATE TABLE lean_activities (
   direct smallint NOT NULL            -- 1: object (activity filter); 0: context/substatement (related_activities)
 );
 INSERT INTO lean_activities (tenant, activity, seq, direct)
-  SELECT t.id, k.id, x.seq, x.direct FROM statement_activities x JOIN tenants t ON t.name = x.tenant JOIN keys k ON k.tenant = t.id AND k.key = x.activity_id
-  ORDER BY 1, 2, 3;
+  SELECT t.id, k.id, x.seq, x.direct FROM statement_activities x JOIN tenants t ON t.name = x.tenant JOIN keys k ON k.tenant = t.id AND k.key = x.activity_id;
 
 DROP TABLE statements, statement_agents, statement_activities;
 ALTER TABLE lean_statements RENAME TO statements;

@@ -21,7 +21,7 @@ import type { Logger } from '../../log.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
-import type { StatementQuery } from '../../xapi/query.ts';
+import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
 import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
 import { indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
@@ -194,6 +194,23 @@ function statementKeys(statements: PreparedStatement[]): Set<string> {
 
 /** The key of a statement's authority (its first actor key), as `statements.authority` refers to it. */
 const authorityKey = (s: Statement): string | null => (s.authority ? (actorKeys(s.authority)[0] ?? null) : null);
+
+/**
+ * The dictionary ids of a query's filter values (verb, agent, activity, authority), for
+ * statementPageSql; undefined when one is unknown: every condition must hold (of a targeted
+ * statement too), so nothing matches.
+ */
+export async function filterKeyIds(
+  run: (text: string, values: unknown[]) => Promise<{ rows: { id: number; key: string }[] }>,
+  tenantId: number,
+  f: StatementFilter,
+): Promise<Map<string, number> | undefined> {
+  const wanted = [...new Set([f.verb, f.agent, f.activity, f.authority].filter((k): k is string => k !== undefined))];
+  const ids = new Map<string, number>();
+  if (!wanted.length) return ids;
+  for (const row of (await run('SELECT id, key FROM keys WHERE tenant = $1 AND key = ANY($2::text[])', [tenantId, wanted])).rows) ids.set(row.key, row.id);
+  return ids.size < wanted.length ? undefined : ids;
+}
 
 /**
  * JSON texts as one `json` array parameter, expanded by json_array_elements: no per-element
@@ -764,7 +781,10 @@ export class PostgresStore implements Store {
       if (query.ascending) w.after = BigInt(query.after);
       else w.before = BigInt(query.after);
     }
-    const { sql, params } = statementPageSql(tid, query, w, POSTGRES);
+    // The filter values' ids first: the planner then knows how common each is (see statementPageSql).
+    const ids = await filterKeyIds((text, values) => this.query<{ id: number; key: string }>(text, values, 'filter_keys'), tid, query.filter);
+    if (!ids) return { rows: [] };
+    const { sql, params } = statementPageSql(tid, query, w, POSTGRES, ids);
     const rows = (await this.query<StatementRow>(sql, params)).rows.map(toRow);
     if (rows.length > query.limit) {
       rows.length = query.limit;
