@@ -171,7 +171,9 @@ const INSERT_READ =
  * commit record too (a crash in between loses only keys nothing refers to yet).
  */
 const resolveKeysSql = (own: boolean): string =>
-  'WITH found AS (SELECT id, key FROM keys WHERE tenant = $1 AND key = ANY($2::text[])), ' +
+  // One (tenant, key) probe per key (LATERAL … LIMIT 1): `key = ANY($2)` over hundreds of keys
+  // was planned as a scan of the tenant's whole dictionary, filtered (O(dictionary) per group).
+  'WITH found AS (SELECT k.id, k.key FROM unnest($2::text[]) AS q(key) CROSS JOIN LATERAL (SELECT id, key FROM keys WHERE tenant = $1 AND key = q.key LIMIT 1) k), ' +
   'ins AS (INSERT INTO keys (tenant, key) SELECT $1, k FROM unnest($2::text[]) AS k WHERE k NOT IN (SELECT key FROM found) ORDER BY k ' +
   'ON CONFLICT DO NOTHING RETURNING id, key) ' +
   'SELECT (SELECT n FROM keys_epoch) AS epoch, (SELECT json_agg(json_build_array(id, key)) FROM (SELECT id, key FROM found UNION ALL SELECT id, key FROM ins) u) AS ids' +
@@ -208,7 +210,8 @@ export async function filterKeyIds(
   const wanted = [...new Set([f.verb, f.agent, f.activity, f.authority].filter((k): k is string => k !== undefined))];
   const ids = new Map<string, number>();
   if (!wanted.length) return ids;
-  for (const row of (await run('SELECT id, key FROM keys WHERE tenant = $1 AND key = ANY($2::text[])', [tenantId, wanted])).rows) ids.set(row.key, row.id);
+  const sql = 'SELECT k.id, k.key FROM unnest($2::text[]) AS q(key) CROSS JOIN LATERAL (SELECT id, key FROM keys WHERE tenant = $1 AND key = q.key LIMIT 1) k';
+  for (const row of (await run(sql, [tenantId, wanted])).rows) ids.set(row.key, row.id);
   return ids.size < wanted.length ? undefined : ids;
 }
 
