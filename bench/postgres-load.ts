@@ -7,8 +7,9 @@
  *   BENCH_POSTGRES_URL=postgres://…/lectern_bench node bench/postgres-load.ts   # an existing server
  *
  * Rows are made by the LRS's own code (prepareStatement, stamp), so index rows are exactly what
- * the LRS would write, then streamed with COPY into the real schema (indexes in place), in
- * transactions of 50,000 statements. Then: the LRS's own insert path (PostgresStore) for
+ * the LRS would write, then streamed with COPY into the real schema (indexes in place; the
+ * tenants and keys dictionaries numbered here as the store would), in transactions of 50,000
+ * statements. Then: the LRS's own insert path (PostgresStore) for
  * comparison, ANALYZE, and EXPLAIN (ANALYZE, BUFFERS) of the page query of each filter, built by
  * src/store/sql.ts exactly as a request would build it. Deterministic data (seeded PRNG).
  */
@@ -18,8 +19,8 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { PostgresStore } from '../src/store/postgres/store.ts';
-import { postgresPlaceholder, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
+import { filterKeyIds, PostgresStore } from '../src/store/postgres/store.ts';
+import { POSTGRES, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import type { StatementFilter, StatementQuery } from '../src/xapi/query.ts';
 import { type PreparedStatement, prepareStatement, stamp } from '../src/xapi/statement.ts';
@@ -155,20 +156,42 @@ async function load(pool: pg.Pool): Promise<{ seconds: number; rows: Record<stri
   const voidedSet = new Set<number>();
   const definitions = new Map<string, string>();
   const rows = { statements: 0, statement_agents: 0, statement_activities: 0 };
+  // The dictionaries, numbered as the store numbers them (ids from 1, never reused).
+  const tenantIds = new Map<string, number>();
+  const keyIds = new Map<string, number>();
   const t0 = performance.now();
   for (let from = 0; from < N; from += CHUNK) {
+    let te = '';
+    let ke = '';
     let st = '';
     let ag = '';
     let ac = '';
+    const tenantId = (name: string) => {
+      let id = tenantIds.get(name);
+      if (id === undefined) {
+        tenantIds.set(name, (id = tenantIds.size + 1));
+        te += line([id, name]);
+      }
+      return id;
+    };
+    const keyId = (tenant: number, key: string) => {
+      let id = keyIds.get(`${tenant}\t${key}`);
+      if (id === undefined) {
+        keyIds.set(`${tenant}\t${key}`, (id = keyIds.size + 1));
+        ke += line([id, tenant, key]);
+      }
+      return id;
+    };
     for (let i = from; i < Math.min(N, from + CHUNK); i++) {
       const { tenant, p, voided } = makeStatement(i, ids, tenants, voidAt, voidedSet);
       const seq = i + 1;
       const storedMs = Math.floor(START_MS + i * STEP_MS);
-      const authority = p.statement.authority ? actorKeys(p.statement.authority)[0] : null;
+      const t = tenantId(tenant);
+      const authority = p.statement.authority ? keyId(t, actorKeys(p.statement.authority)[0]) : null;
       const full = JSON.stringify(stamp(p, new Date(storedMs).toISOString()));
-      st += line([seq, tenant, p.id, storedMs, p.verb, p.registration, p.refId, p.voids ? 1 : 0, voided ? 1 : 0, authority, full]);
-      for (const a of p.agents) ag += line([tenant, a.key, seq, a.role]);
-      for (const a of p.activities) ac += line([tenant, a.id, seq, a.direct ? 1 : 0]);
+      st += line([seq, t, p.id, storedMs, keyId(t, p.verb), p.registration, p.refId, p.voids ? 1 : 0, voided ? 1 : 0, authority, full]);
+      for (const a of p.agents) ag += line([t, keyId(t, a.key), seq, a.role]);
+      for (const a of p.activities) ac += line([t, keyId(t, a.id), seq, a.direct ? 1 : 0]);
       for (const d of p.definitions) definitions.set(`${tenant}\t${d.id}`, JSON.stringify(d.definition));
       rows.statements++;
       rows.statement_agents += p.agents.length;
@@ -177,9 +200,11 @@ async function load(pool: pg.Pool): Promise<{ seconds: number; rows: Record<stri
     const c = await pool.connect();
     try {
       await c.query('BEGIN');
-      await copy(c, 'COPY statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, "full") FROM STDIN', st);
-      await copy(c, 'COPY statement_agents (tenant, agent_key, seq, role) FROM STDIN', ag);
-      await copy(c, 'COPY statement_activities (tenant, activity_id, seq, direct) FROM STDIN', ac);
+      await copy(c, 'COPY tenants (id, name) FROM STDIN', te);
+      await copy(c, 'COPY keys (id, tenant, key) FROM STDIN', ke);
+      await copy(c, 'COPY statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full") FROM STDIN', st);
+      await copy(c, 'COPY statement_agents (tenant, agent, seq, role) FROM STDIN', ag);
+      await copy(c, 'COPY statement_activities (tenant, activity, seq, direct) FROM STDIN', ac);
       await c.query('COMMIT');
     } finally {
       c.release();
@@ -192,6 +217,7 @@ async function load(pool: pg.Pool): Promise<{ seconds: number; rows: Record<stri
   try {
     await copy(c, 'COPY activities (tenant, id, definition) FROM STDIN', [...definitions].map(([k, d]) => line([...k.split('\t'), d])).join(''));
     await c.query(`SELECT setval('statements_seq', $1)`, [N]);
+    for (const table of ['tenants', 'keys']) await c.query(`SELECT setval(pg_get_serial_sequence('${table}', 'id'), (SELECT max(id) FROM ${table}))`);
   } finally {
     c.release();
   }
@@ -230,7 +256,7 @@ interface Case {
   query: Omit<Partial<StatementQuery>, 'filter'> & { filter?: Partial<StatementFilter> };
 }
 
-async function explain(pool: pg.Pool, tenant: string, c: Case): Promise<string> {
+async function explain(pool: pg.Pool, tenant: number, c: Case): Promise<string> {
   const q: StatementQuery = {
     limit: 100,
     ascending: false,
@@ -245,12 +271,12 @@ async function explain(pool: pg.Pool, tenant: string, c: Case): Promise<string> 
     (await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n');
   // since/until become seq bounds first (PostgresStore.queryStatements does the same).
   if (q.since !== undefined) {
-    const { sql, params } = storedSeqSql(tenant, q.since, 'since', postgresPlaceholder);
+    const { sql, params } = storedSeqSql(tenant, q.since, 'since', POSTGRES);
     pre += `-- since → first seq\n${await run(sql, params)}\n\n`;
     w.from = BigInt((await pool.query(sql, params)).rows[0].seq);
   }
   if (q.until !== undefined) {
-    const { sql, params } = storedSeqSql(tenant, q.until, 'until', postgresPlaceholder);
+    const { sql, params } = storedSeqSql(tenant, q.until, 'until', POSTGRES);
     pre += `-- until → last seq\n${await run(sql, params)}\n\n`;
     w.to = BigInt((await pool.query(sql, params)).rows[0].seq);
   }
@@ -258,7 +284,8 @@ async function explain(pool: pg.Pool, tenant: string, c: Case): Promise<string> 
     if (q.ascending) w.after = BigInt(q.after);
     else w.before = BigInt(q.after);
   }
-  const { sql, params } = statementPageSql(tenant, q, w, postgresPlaceholder);
+  const ids = await filterKeyIds((text, values) => pool.query<{ id: number; key: string }>(text, values), tenant, q.filter);
+  const { sql, params } = statementPageSql(tenant, q, w, POSTGRES, { ids });
   await pool.query(sql, params); // warm
   const plan = await run(sql, params);
   const rows = (await pool.query(sql, params)).rowCount;
@@ -320,21 +347,26 @@ async function main(): Promise<void> {
     const one = async (sql: string, params: unknown[] = []) => (await pool.query(sql, params)).rows[0] as Record<string, string>;
     const busyAgent = 'mbox:mailto:learner0@example.com';
     const quietAgent = 'mbox:mailto:learner15000@example.com';
+    // The default tenant ('') is the first one the load numbers.
+    const tid = Number((await one("SELECT id FROM tenants WHERE name = ''")).id);
     const targeted = await one(
-      "SELECT a.agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.seq = t.seq AND a.role = 1 WHERE r.tenant = '' AND r.verb = 'http://example.com/verbs/commented' AND a.agent_key LIKE 'mbox:mailto:learner1%' ORDER BY r.seq DESC LIMIT 1",
+      'SELECT k.key AS agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.tenant = t.tenant AND a.seq = t.seq AND a.role = 1 ' +
+        "JOIN keys k ON k.id = a.agent WHERE r.tenant = $1 AND r.verb = (SELECT id FROM keys WHERE tenant = $1 AND key = 'http://example.com/verbs/commented') " +
+        "AND k.key LIKE 'mbox:mailto:learner1%' ORDER BY r.seq DESC LIMIT 1",
+      [tid],
     );
-    const reg = await one("SELECT registration::text AS r FROM statements WHERE tenant = '' AND registration IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET $1", [Math.min(5000, Math.floor(N / 2))]);
-    const mid = await one("SELECT seq FROM statements WHERE tenant = '' ORDER BY seq LIMIT 1 OFFSET $1", [Math.floor(N * 0.45)]);
+    const reg = await one('SELECT registration::text AS r FROM statements WHERE tenant = $1 AND registration IS NOT NULL ORDER BY seq DESC LIMIT 1 OFFSET $2', [tid, Math.min(5000, Math.floor(N / 2))]);
+    const mid = await one('SELECT seq FROM statements WHERE tenant = $1 ORDER BY seq LIMIT 1 OFFSET $2', [tid, Math.floor(N * 0.45)]);
     const sinceMs = START_MS + 180 * DAY;
     const cases: Case[] = [
       { title: 'No filter (newest first)', why: 'The most common request: the latest page.', query: {} },
-      { title: 'agent (a very active learner)', why: 'Drives from statement_agents (tenant, agent_key, seq) backwards; each hit joins statements by seq. StatementRef targeting runs alongside.', query: { filter: { agent: busyAgent } } },
+      { title: 'agent (a very active learner)', why: 'Drives from statement_agents (tenant, agent, seq) backwards; each hit joins statements by seq. StatementRef targeting runs alongside.', query: { filter: { agent: busyAgent } } },
       { title: 'agent (a rare learner)', why: 'Few matches: the scans stop at the end of the agent\'s index range.', query: { filter: { agent: quietAgent } } },
       { title: 'agent + related_agents=true', why: 'Same index range, without the role = 1 condition (authority, instructor, team, SubStatement).', query: { filter: { agent: quietAgent, relatedAgents: true } } },
       { title: 'agent whose statements are targeted by StatementRefs', why: 'Checks that statements referring to this agent\'s statements are found.', query: { filter: { agent: targeted?.agent_key ?? busyAgent } } },
       { title: 'verb (50% of statements)', why: 'statements (tenant, verb, seq) backwards; stops after 101 rows.', query: { filter: { verb: 'http://adlnet.gov/expapi/verbs/answered' } } },
       { title: 'verb (a rare verb, 0.3%)', why: 'Same index, a longer range walk.', query: { filter: { verb: 'http://example.com/verbs/rare-3' } } },
-      { title: 'activity (one question)', why: 'statement_activities (tenant, activity_id, seq) backwards, direct = 1 only.', query: { filter: { activity: question(3, 42) } } },
+      { title: 'activity (one question)', why: 'statement_activities (tenant, activity, seq) backwards, direct = 1 only.', query: { filter: { activity: question(3, 42) } } },
       { title: 'activity + related_activities=true (a course: every statement of its questions)', why: 'The parent context activity: a long range in statement_activities.', query: { filter: { activity: course(3), relatedActivities: true } } },
       { title: 'registration', why: 'Partial index statements (tenant, registration, seq).', query: { filter: { registration: reg.r } } },
       { title: 'since + until (ten days in the middle of the year)', why: 'Two index probes turn the times into a seq range, then the page walks statements (tenant, seq).', query: { since: sinceMs, until: sinceMs + 10 * DAY } },
@@ -342,17 +374,23 @@ async function main(): Promise<void> {
       { title: 'agent + verb + activity', why: 'The agent index drives; the other conditions are checked on the joined rows.', query: { filter: { agent: busyAgent, verb: 'http://adlnet.gov/expapi/verbs/answered', activity: question(0, 1) } } },
       { title: 'paging cursor (search_after from a `more` link), no filter', why: 'Keyset: seq < cursor on statements (tenant, seq).', query: { after: mid.seq } },
       { title: 'paging cursor, verb filter, ascending', why: 'Keyset on the verb index.', query: { after: mid.seq, ascending: true, filter: { verb: 'http://adlnet.gov/expapi/verbs/completed' } } },
-      { title: 'mine=true (authority)', why: 'statements (tenant, authority_key, seq).', query: { filter: { authority: actorKeys(MINE)[0] } } },
+      { title: 'mine=true (authority)', why: 'statements (tenant, authority, seq).', query: { filter: { authority: actorKeys(MINE)[0] } } },
     ];
     out.push('\n# Plans\n');
     for (const c of cases) {
-      out.push(await explain(pool, '', c));
+      out.push(await explain(pool, tid, c));
       process.stderr.write(`explained: ${c.title}\n`);
     }
     const single = async (title: string, sql: string, params: unknown[]) =>
       `### ${title}\n\n\`\`\`\n${(await pool.query<{ 'QUERY PLAN': string }>(`EXPLAIN (ANALYZE, BUFFERS, COSTS OFF) ${sql}`, params)).rows.map((r) => r['QUERY PLAN']).join('\n')}\n\`\`\`\n`;
-    const someId = await one("SELECT id::text AS id FROM statements WHERE tenant = '' ORDER BY seq DESC LIMIT 1 OFFSET 777");
-    out.push(await single('statementId', 'SELECT seq, stored_ms, "full" FROM statements WHERE tenant = $1 AND id = $2::uuid AND voided = $3', ['', someId.id, 0]));
+    const someId = await one('SELECT id::text AS id FROM statements WHERE tenant = $1 ORDER BY seq DESC LIMIT 1 OFFSET 777', [tid]);
+    out.push(
+      await single('statementId', 'SELECT seq, stored_ms, "full", (SELECT key FROM keys WHERE id = s.authority) AS authority_key FROM statements s WHERE tenant = $1 AND id = $2::uuid AND voided = $3', [
+        tid,
+        someId.id,
+        0,
+      ]),
+    );
     out.push(
       await single(
         'consistent-through',

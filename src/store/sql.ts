@@ -41,8 +41,11 @@ export const POSTGRES: Dialect = { postgres: true, ph: (i) => `$${i}`, uuid: (id
 export class Params {
   readonly values: unknown[] = [];
   readonly dialect: Dialect;
-  constructor(dialect: Dialect) {
+  /** Dictionary ids the store resolved before the query (see statementPageSql). */
+  private readonly ids?: ReadonlyMap<string, number>;
+  constructor(dialect: Dialect, ids?: ReadonlyMap<string, number>) {
     this.dialect = dialect;
+    this.ids = ids;
   }
   add(v: unknown): string {
     this.values.push(v);
@@ -50,6 +53,8 @@ export class Params {
   }
   /** The dictionary id of a tenant's key (verb, activity IRI, agent key); NULL when unknown. */
   key(tenant: number, key: string): string {
+    const id = this.ids?.get(key);
+    if (id !== undefined) return this.add(id);
     return `(SELECT id FROM keys WHERE tenant = ${this.add(tenant)} AND key = ${this.add(key)})`;
   }
 }
@@ -286,11 +291,21 @@ function targetingConds(alias: string, tenant: number, q: StatementQuery, w: Seq
 
 /**
  * The page query: `limit + 1` rows (seq, stored_ms, full) in the requested order, so the caller
- * knows whether more exist without a short page.
+ * knows whether more exist without a short page. `driver`: the index to read the matches from
+ * (see driverCountsSql; by default agent, activity, statements). `ids`: the filter values'
+ * dictionary ids, when the store resolved them first; bound as values, so the planner estimates the filter by the
+ * value's statistics (PostgreSQL, not knowing the subquery's result, took a verb on a third of
+ * the statements for a rare one and sorted all its rows instead of walking the index to the page).
  */
-export function statementPageSql(tenant: number, q: StatementQuery, w: SeqWindow, dialect: Dialect, driver?: Driver): { sql: string; params: unknown[] } {
-  const p = new Params(dialect);
-  const by = driver ?? defaultDriver(q.filter);
+export function statementPageSql(
+  tenant: number,
+  q: StatementQuery,
+  w: SeqWindow,
+  dialect: Dialect,
+  opts: { ids?: ReadonlyMap<string, number>; driver?: Driver } = {},
+): { sql: string; params: unknown[] } {
+  const p = new Params(dialect, opts.ids);
+  const by = opts.driver ?? defaultDriver(q.filter);
   const postgres = dialect.postgres;
   const order = q.ascending ? 'ASC' : 'DESC';
   if (!hasTargetableFilter(q.filter)) {

@@ -30,7 +30,7 @@ describe('PostgreSQL group commit', { skip: postgresSkipped() }, () => {
 
   test('requests decided while an earlier group writes: conflicts, no-ops, voiding and definitions as if in turn', async () => {
     await db.query(`CREATE OR REPLACE FUNCTION park_slow() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.verb = 'http://example.com/verbs/slow' THEN PERFORM pg_advisory_xact_lock(778, 1); END IF; RETURN NEW; END $$`);
+      BEGIN IF NEW.verb = (SELECT id FROM keys WHERE key = 'http://example.com/verbs/slow') THEN PERFORM pg_advisory_xact_lock(778, 1); END IF; RETURN NEW; END $$`);
     await db.query('CREATE TRIGGER park_slow BEFORE INSERT ON statements FOR EACH ROW EXECUTE FUNCTION park_slow()');
     const waiting = async (sql: string) => {
       for (;;) {

@@ -37,7 +37,7 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
   const put = (t: TestLrs, id: string, body: unknown) => t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', body));
   const post = (t: TestLrs, body: unknown) => t.fetch('/xAPI/statements', jsonInit('POST', body));
   const rowsFor = async (ids: string[]) =>
-    (await db.query<{ id: string; verb: string }>('SELECT id::text AS id, verb FROM statements WHERE id = ANY($1::uuid[])', [ids])).rows;
+    (await db.query<{ id: string; verb: string }>('SELECT s.id::text AS id, k.key AS verb FROM statements s JOIN keys k ON k.id = s.verb WHERE s.id = ANY($1::uuid[])', [ids])).rows;
 
   /** Every statement row has its index rows, and no index row exists twice. */
   async function assertIndexesWhole() {
@@ -46,7 +46,7 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
         "OR (s.ref_id IS NULL AND NOT EXISTS (SELECT 1 FROM statement_activities x WHERE x.seq = s.seq))",
     );
     assert.equal(orphans.rows[0].n, 0, 'statements without their index rows');
-    const dups = await db.query('SELECT count(*)::int AS n FROM (SELECT seq, agent_key FROM statement_agents GROUP BY 1, 2 HAVING count(*) > 1) d');
+    const dups = await db.query('SELECT count(*)::int AS n FROM (SELECT seq, agent FROM statement_agents GROUP BY 1, 2 HAVING count(*) > 1) d');
     assert.equal(dups.rows[0].n, 0);
   }
 
@@ -205,7 +205,7 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
     // A trigger parks the "slow" insert after it has its seq and stored, until this session lets go:
     // the window in which a commit from the other server could overtake it.
     await db.query(`CREATE OR REPLACE FUNCTION park_slow() RETURNS trigger LANGUAGE plpgsql AS $$
-      BEGIN IF NEW.verb = 'http://example.com/verbs/slow' THEN PERFORM pg_advisory_xact_lock(777, 1); END IF; RETURN NEW; END $$`);
+      BEGIN IF NEW.verb = (SELECT id FROM keys WHERE key = 'http://example.com/verbs/slow') THEN PERFORM pg_advisory_xact_lock(777, 1); END IF; RETURN NEW; END $$`);
     await db.query('DROP TRIGGER IF EXISTS park_slow ON statements');
     await db.query('CREATE TRIGGER park_slow BEFORE INSERT ON statements FOR EACH ROW EXECUTE FUNCTION park_slow()');
     const activity = `http://example.com/activities/${randomUUID()}`;

@@ -46,7 +46,7 @@ export class PostgresOutbox implements Outbox {
         `c AS (UPDATE forward_outbox SET lease_owner = $2, lease_until_ms = (SELECT ms FROM now) + $4 WHERE id IN (` +
         'SELECT id FROM forward_outbox WHERE target = $1 AND state = 0 AND due_ms <= (SELECT ms FROM now) AND lease_until_ms <= (SELECT ms FROM now) ' +
         'ORDER BY due_ms, id LIMIT $3 FOR UPDATE SKIP LOCKED) RETURNING id, seq, attempts, due_ms) ' +
-        'SELECT c.id, c.attempts, s.tenant, s."full" FROM c JOIN statements s ON s.seq = c.seq ORDER BY c.due_ms, c.id',
+        'SELECT c.id, c.attempts, t.name AS tenant, s."full" FROM c JOIN statements s ON s.seq = c.seq JOIN tenants t ON t.id = s.tenant ORDER BY c.due_ms, c.id',
       [target, owner, limit, Math.round(leaseMs)],
       'forward_claim',
     );

@@ -21,11 +21,11 @@ import type { Logger } from '../../log.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
-import type { StatementQuery } from '../../xapi/query.ts';
+import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
 import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
-import type { PreparedStatement } from '../../xapi/statement.ts';
+import { indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
-import { postgresPlaceholder, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
+import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -123,22 +123,23 @@ ok AS (SELECT
     NOT EXISTS (SELECT 1 FROM statements WHERE tenant = $1 AND seq > $26::bigint AND (id = ANY($27::uuid[]) OR (is_voiding = 1 AND ref_id = ANY($27::uuid[]))))
     AND coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1), 0) <= $2::bigint
     AND (SELECT count(*) FROM unnest($28::bigint[], $29::text[]) AS r(q, x) JOIN statements s ON s.seq = r.q AND s.xmin::text = r.x) = cardinality($28::bigint[])
-    AND (SELECT count(*) FROM activities WHERE tenant = $1 AND id = ANY($30::text[])) = cardinality($31::text[])
-    AND (SELECT count(*) FROM unnest($31::text[], $32::text[]) AS k(i, x) JOIN activities a ON a.tenant = $1 AND a.id = k.i AND a.xmin::text = k.x) = cardinality($31::text[])
+    AND (SELECT count(*) FROM activities WHERE tenant = $33 AND id = ANY($30::text[])) = cardinality($31::text[])
+    AND (SELECT count(*) FROM unnest($31::text[], $32::text[]) AS k(i, x) JOIN activities a ON a.tenant = $33 AND a.id = k.i AND a.xmin::text = k.x) = cardinality($31::text[])
+    AND (SELECT n FROM keys_epoch) = $34::bigint
     AS ok),
 sq AS (SELECT n, nextval('statements_seq') AS seq FROM generate_series(1, $3::int) AS n WHERE (SELECT ok FROM ok)),
-st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority_key, "full")
+st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full")
   SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, vd, a, f
-  FROM ROWS FROM (unnest($4::uuid[]), unnest($5::text[]), unnest($6::uuid[]), unnest($7::uuid[]), unnest($8::smallint[]), unnest($9::smallint[]),
-    unnest($10::text[]), json_array_elements($11::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, vd, a, f, n) JOIN sq USING (n)),
-ag AS (INSERT INTO statement_agents (tenant, agent_key, seq, role) SELECT $1, k, sq.seq, d FROM unnest($12::text[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
-ac AS (INSERT INTO statement_activities (tenant, activity_id, seq, direct) SELECT $1, k, sq.seq, d FROM unnest($15::text[], $16::int[], $17::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
+  FROM ROWS FROM (unnest($4::uuid[]), unnest($5::int[]), unnest($6::uuid[]), unnest($7::uuid[]), unnest($8::smallint[]), unnest($9::smallint[]),
+    unnest($10::int[]), json_array_elements($11::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, vd, a, f, n) JOIN sq USING (n)),
+ag AS (INSERT INTO statement_agents (tenant, agent, seq, role) SELECT $1, k, sq.seq, d FROM unnest($12::int[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
+ac AS (INSERT INTO statement_activities (tenant, activity, seq, direct) SELECT $1, k, sq.seq, d FROM unnest($15::int[], $16::int[], $17::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
 sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT sq.seq, h FROM unnest($18::int[], $19::text[]) AS t(n, h) JOIN sq USING (n) ON CONFLICT DO NOTHING),
 vo AS (UPDATE statements SET voided = 1 WHERE tenant = $1 AND id = ANY($20::uuid[]) AND is_voiding = 0 AND voided = 0 AND (SELECT ok FROM ok)),
-de AS (INSERT INTO activities (tenant, id, definition) SELECT $1, i, d FROM ROWS FROM (unnest($21::text[]), json_array_elements($22::json)) AS t(i, d)
+de AS (INSERT INTO activities (tenant, id, definition) SELECT $33, i, d FROM ROWS FROM (unnest($21::text[]), json_array_elements($22::json)) AS t(i, d)
   WHERE (SELECT ok FROM ok) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
 at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
-  SELECT $1, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) WHERE (SELECT ok FROM ok) ON CONFLICT DO NOTHING)
+  SELECT $33, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) WHERE (SELECT ok FROM ok) ON CONFLICT DO NOTHING)
 SELECT (SELECT ok FROM ok) AS ok, ARRAY(SELECT seq FROM sq ORDER BY n) AS seqs`;
 
 /**
@@ -156,7 +157,63 @@ const INSERT_READ =
   // statistics of a growing table, a plan on the tenant alone walked every row of the tenant.
   '(SELECT json_agg(json_build_array(s.id, s.is_voiding, s."full", s.seq::text, s.xmin::text)) FROM unnest($3::uuid[]) AS q(id) ' +
   'CROSS JOIN LATERAL (SELECT id, is_voiding, "full", seq, xmin FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) s) AS known, ' +
-  '(SELECT json_agg(json_build_array(id, definition, xmin::text)) FROM activities WHERE tenant = $1 AND id = ANY($4::text[])) AS definitions';
+  '(SELECT json_agg(json_build_array(id, definition, xmin::text)) FROM activities WHERE tenant = $5 AND id = ANY($4::text[])) AS definitions';
+
+/**
+ * The dictionary ids of a tenant's keys, created where missing, and `keys_epoch` (bumped by every
+ * erasure that deletes keys), read in one snapshot. Only keys not found are inserted (an identity
+ * value is spent even when ON CONFLICT skips the row), in sorted order so that writers creating
+ * the same keys lock them in one order. A key another transaction committed after this
+ * statement's snapshot is neither found nor inserted: asked again.
+ *
+ * `own`: the statement is its own transaction, whose commit need not wait for the WAL flush: a
+ * statement that refers to a key commits later, durably, and that flush covers the key's earlier
+ * commit record too (a crash in between loses only keys nothing refers to yet).
+ */
+const resolveKeysSql = (own: boolean): string =>
+  // One (tenant, key) probe per key (LATERAL … LIMIT 1): `key = ANY($2)` over hundreds of keys
+  // was planned as a scan of the tenant's whole dictionary, filtered (O(dictionary) per group).
+  'WITH found AS (SELECT k.id, k.key FROM unnest($2::text[]) AS q(key) CROSS JOIN LATERAL (SELECT id, key FROM keys WHERE tenant = $1 AND key = q.key LIMIT 1) k), ' +
+  'ins AS (INSERT INTO keys (tenant, key) SELECT $1, k FROM unnest($2::text[]) AS k WHERE k NOT IN (SELECT key FROM found) ORDER BY k ' +
+  'ON CONFLICT DO NOTHING RETURNING id, key) ' +
+  'SELECT (SELECT n FROM keys_epoch) AS epoch, (SELECT json_agg(json_build_array(id, key)) FROM (SELECT id, key FROM found UNION ALL SELECT id, key FROM ins) u) AS ids' +
+  (own ? ", set_config('synchronous_commit', 'off', true) AS async" : '');
+const RESOLVE_KEYS = resolveKeysSql(false);
+const RESOLVE_KEYS_OWN = resolveKeysSql(true);
+
+/** The dictionary keys statements refer to: verbs, authorities, agents, activities. */
+function statementKeys(statements: PreparedStatement[]): Set<string> {
+  const keys = new Set<string>();
+  for (const p of statements) {
+    keys.add(p.verb);
+    const authority = authorityKey(p.statement);
+    if (authority !== null) keys.add(authority);
+    for (const a of p.agents) keys.add(a.key);
+    for (const a of p.activities) keys.add(a.id);
+  }
+  return keys;
+}
+
+/** The key of a statement's authority (its first actor key), as `statements.authority` refers to it. */
+const authorityKey = (s: Statement): string | null => (s.authority ? (actorKeys(s.authority)[0] ?? null) : null);
+
+/**
+ * The dictionary ids of a query's filter values (verb, agent, activity, authority), for
+ * statementPageSql; undefined when one is unknown: every condition must hold (of a targeted
+ * statement too), so nothing matches.
+ */
+export async function filterKeyIds(
+  run: (text: string, values: unknown[]) => Promise<{ rows: { id: number; key: string }[] }>,
+  tenantId: number,
+  f: StatementFilter,
+): Promise<Map<string, number> | undefined> {
+  const wanted = [...new Set([f.verb, f.agent, f.activity, f.authority].filter((k): k is string => k !== undefined))];
+  const ids = new Map<string, number>();
+  if (!wanted.length) return ids;
+  const sql = 'SELECT k.id, k.key FROM unnest($2::text[]) AS q(key) CROSS JOIN LATERAL (SELECT id, key FROM keys WHERE tenant = $1 AND key = q.key LIMIT 1) k';
+  for (const row of (await run(sql, [tenantId, wanted])).rows) ids.set(row.key, row.id);
+  return ids.size < wanted.length ? undefined : ids;
+}
 
 /**
  * JSON texts as one `json` array parameter, expanded by json_array_elements: no per-element
@@ -174,12 +231,30 @@ interface Basis {
   keptDefs: [string, string][];
 }
 
+/** Dictionary ids, and the `keys_epoch` they were read at (no erasure has deleted one while it is unchanged). */
+interface ResolvedKeys {
+  ids: Map<string, number>;
+  epoch: string;
+}
+
 /** The parameters of INSERT_WRITE for the plans of a group (their new statements in order). */
-function writeValues(tenant: string, plans: InsertPlan[], storedMs: number, keptDefinitions: Map<string, ActivityDefinition>, basis: Basis): unknown[] {
-  const st = { id: [] as string[], verb: [] as string[], reg: [] as (string | null)[], ref: [] as (string | null)[] };
-  const flags = { isVoiding: [] as number[], voided: [] as number[], authority: [] as (string | null)[], full: [] as string[] };
-  const agents: [string[], number[], number[]] = [[], [], []];
-  const activities: [string[], number[], number[]] = [[], [], []];
+function writeValues(
+  tenant: { id: number; name: string },
+  plans: InsertPlan[],
+  storedMs: number,
+  keptDefinitions: Map<string, ActivityDefinition>,
+  basis: Basis,
+  keys: ResolvedKeys,
+): unknown[] {
+  const id = (key: string): number => {
+    const found = keys.ids.get(key);
+    if (found === undefined) throw new Error('a key of a statement group has no dictionary id');
+    return found;
+  };
+  const st = { id: [] as string[], verb: [] as number[], reg: [] as (string | null)[], ref: [] as (string | null)[] };
+  const flags = { isVoiding: [] as number[], voided: [] as number[], authority: [] as (number | null)[], full: [] as string[] };
+  const agents: [number[], number[], number[]] = [[], [], []];
+  const activities: [number[], number[], number[]] = [[], [], []];
   const links: [number[], string[]] = [[], []];
   // One statement writes the group: its UPDATE cannot see the rows it inserts, so a statement
   // another request of the group voids is inserted already voided.
@@ -189,20 +264,21 @@ function writeValues(tenant: string, plans: InsertPlan[], storedMs: number, kept
   fresh.forEach(({ p, full, voided }, i) => {
     const n = i + 1;
     st.id.push(p.id);
-    st.verb.push(p.verb);
+    st.verb.push(id(p.verb));
     st.reg.push(p.registration);
     st.ref.push(p.refId);
     flags.isVoiding.push(p.voids ? 1 : 0);
     flags.voided.push(voided || (!p.voids && voids.has(p.id)) ? 1 : 0);
-    flags.authority.push(p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null);
+    const authority = authorityKey(p.statement);
+    flags.authority.push(authority === null ? null : id(authority));
     flags.full.push(JSON.stringify(full));
     for (const a of p.agents) {
-      agents[0].push(a.key);
+      agents[0].push(id(a.key));
       agents[1].push(n);
       agents[2].push(a.role);
     }
     for (const a of p.activities) {
-      activities[0].push(a.id);
+      activities[0].push(id(a.id));
       activities[1].push(n);
       activities[2].push(a.direct ? 1 : 0);
     }
@@ -221,7 +297,7 @@ function writeValues(tenant: string, plans: InsertPlan[], storedMs: number, kept
   });
   const blobs = [...new Map(plans.flatMap((p) => p.attachments).map((a) => [a.sha2, a])).values()];
   return [
-    tenant,
+    tenant.id,
     storedMs,
     fresh.length,
     st.id,
@@ -248,6 +324,8 @@ function writeValues(tenant: string, plans: InsertPlan[], storedMs: number, kept
     basis.defIds,
     basis.keptDefs.map(([id]) => id),
     basis.keptDefs.map(([, xmin]) => xmin),
+    tenant.name,
+    keys.epoch,
   ];
 }
 
@@ -275,6 +353,7 @@ export class PostgresStore implements Store {
   private readonly pool: pg.Pool;
   private readonly opts: PostgresOptions;
   private readonly queues = new Map<string, InsertQueue>();
+  private readonly tenants = new Map<string, number>();
   private closed = false;
 
   constructor(opts: PostgresOptions) {
@@ -435,6 +514,9 @@ export class PostgresStore implements Store {
       const applied = new Set((await c.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
       for (const m of MIGRATIONS) {
         if (applied.has(m.version)) continue;
+        // An operator sees why start-up takes time.
+        const note = m.announce ? (await c.query<{ message: string }>(m.announce)).rows[0] : undefined;
+        if (note) this.opts.logger?.info({ version: m.version }, note.message);
         await c.query('BEGIN');
         try {
           await c.query(m.sql);
@@ -524,7 +606,13 @@ export class PostgresStore implements Store {
   private async runGroup(tenant: string, group: InsertJob[], previous: Promise<void> = Promise.resolve(), prepared: () => void = () => undefined): Promise<void> {
     let results: (InsertOutcome | LrsError)[];
     try {
-      results = await this.tx((c) => this.insertGroup(c, tenant, group, prepared));
+      // Before the group's transaction, each committed at once: the tenant, and the ids of every
+      // key the group's statements refer to. A transaction creating keys would hold their rows
+      // until its commit, and the next group, preparing meanwhile, would wait for it on any key
+      // the two share. (The keys of a rejected request stay, referred to by nothing.)
+      const t = { id: await this.tenantId(tenant, true), name: tenant };
+      const keys = await this.resolveKeys(undefined, t.id, statementKeys(group.flatMap((j) => j.batch)));
+      results = await this.tx((c) => this.insertGroup(c, t, group, keys, prepared));
     } catch (err) {
       prepared();
       await previous;
@@ -549,18 +637,26 @@ export class PostgresStore implements Store {
    * the lock), the outbox rows, COMMIT. Requests are decided in order, each seeing the
    * statements the earlier ones of the group store.
    */
-  private async insertGroup(c: pg.PoolClient, tenant: string, group: InsertJob[], prepared: () => void): Promise<(InsertOutcome | LrsError)[]> {
-    const key = lockKey(tenant);
+  private async insertGroup(
+    c: pg.PoolClient,
+    tenant: { id: number; name: string },
+    group: InsertJob[],
+    keys: ResolvedKeys,
+    prepared: () => void,
+  ): Promise<(InsertOutcome | LrsError)[]> {
+    const key = lockKey(tenant.name);
     // Its own statement: the read's clock must run after the intent lock is granted.
     await c.query({ name: 'lock_statements_intent', text: 'SELECT pg_advisory_xact_lock_shared($1, $2)', values: [LOCK_INTENT, key] });
     let decided = await this.decideGroup(c, tenant, group);
     prepared();
     await c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, key] });
-    let written = await c.query<{ ok: boolean; seqs: string[] }>({ name: 'insert_write', text: INSERT_WRITE, values: decided.values });
+    let written = await c.query<{ ok: boolean; seqs: string[] }>({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(keys) });
     if (!written.rows[0].ok) {
-      // Its snapshot predates the lock (this read's snapshot does not): decided again, the check passes.
+      // Its snapshot predates the lock (this read's snapshot does not): decided again, and the
+      // keys resolved again (an erasure may have deleted some), the check passes.
       decided = await this.decideGroup(c, tenant, group);
-      written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values });
+      const again = await this.resolveKeys(c, tenant.id, statementKeys(group.flatMap((j) => j.batch)));
+      written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(again) });
       if (!written.rows[0].ok) throw new Error('a statement group decided under the tenant lock failed its check');
     }
     // Forwarding: the new statements (in plan order they took these seqs) are queued in this transaction.
@@ -568,8 +664,45 @@ export class PostgresStore implements Store {
     return decided.results;
   }
 
+  /** The dictionary ids of `keys` (creating missing ones), on `c` or, committed at once, on the pool. */
+  private async resolveKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
+    const ids = new Map<string, number>();
+    for (let attempt = 1; ; attempt++) {
+      const missing = [...keys].filter((k) => !ids.has(k)).sort();
+      const r = c
+        ? await c.query<{ epoch: string; ids: string | null }>({ name: 'resolve_keys', text: RESOLVE_KEYS, values: [tenantId, missing] })
+        : await this.query<{ epoch: string; ids: string | null }>(RESOLVE_KEYS_OWN, [tenantId, missing], 'resolve_keys_own');
+      for (const [id, key] of JSON.parse(r.rows[0].ids ?? '[]') as [number, string][]) ids.set(key, id);
+      if (ids.size === keys.size) return { ids, epoch: r.rows[0].epoch };
+      if (attempt >= 3) throw new Error('dictionary keys could not be resolved');
+    }
+  }
+
+  /** A tenant's id (cached: tenants are never deleted, ids never reused); undefined if unknown and not `create`. */
+  private async tenantId(name: string, create: true): Promise<number>;
+  private async tenantId(name: string, create?: boolean): Promise<number | undefined>;
+  private async tenantId(name: string, create = false): Promise<number | undefined> {
+    const cached = this.tenants.get(name);
+    if (cached !== undefined) return cached;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const found = await this.query<{ id: number }>('SELECT id FROM tenants WHERE name = $1', [name], 'tenant_id');
+      let id = found.rows[0]?.id;
+      if (id === undefined && create) {
+        id = (await this.query<{ id: number }>('INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id', [name], 'tenant_create')).rows[0]?.id;
+      }
+      if (id !== undefined) this.tenants.set(name, id);
+      if (id !== undefined || !create) return id;
+      // Another process created it since the SELECT: read it again.
+    }
+    throw new Error('the tenant could not be created');
+  }
+
   /** Reads what a group's decisions need, decides each request in order, and builds the write. */
-  private async decideGroup(c: pg.PoolClient, tenant: string, group: InsertJob[]): Promise<{ results: (InsertOutcome | LrsError)[]; values: unknown[] }> {
+  private async decideGroup(
+    c: pg.PoolClient,
+    tenant: { id: number; name: string },
+    group: InsertJob[],
+  ): Promise<{ results: (InsertOutcome | LrsError)[]; values: (keys: ResolvedKeys) => unknown[] }> {
     const all = group.flatMap((j) => j.batch);
     const ids = [...new Set(all.map((p) => p.id))];
     const voidTargets = all.flatMap((p) => (p.voids ? [p.voids] : []));
@@ -578,7 +711,7 @@ export class PostgresStore implements Store {
     const read = await c.query<{ stored_ms: string; snap_seq: string; voided_earlier: string | null; known: string | null; definitions: string | null }>({
       name: 'insert_read',
       text: INSERT_READ,
-      values: [tenant, ids, checkIds, defIds],
+      values: [tenant.id, ids, checkIds, defIds, tenant.name],
     });
     const head = read.rows[0];
     const storedMs = Number(head.stored_ms);
@@ -617,13 +750,16 @@ export class PostgresStore implements Store {
       plans.push(plan);
       return plan.outcome;
     });
-    return { results, values: writeValues(tenant, plans, storedMs, kept, { snapSeq: head.snap_seq, checkIds, relied, defIds, keptDefs }) };
+    const basis = { snapSeq: head.snap_seq, checkIds, relied, defIds, keptDefs };
+    return { results, values: (keys) => writeValues(tenant, plans, storedMs, kept, basis, keys) };
   }
 
   async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
+    const tid = await this.tenantId(tenant);
+    if (tid === undefined) return undefined;
     const r = await this.query<StatementRow & { authority_key: string | null }>(
-      `SELECT ${STMT_COLS}, authority_key FROM statements WHERE tenant = $1 AND id = $2::uuid AND voided = $3`,
-      [tenant, id, voided ? 1 : 0],
+      `SELECT ${STMT_COLS}, (SELECT key FROM keys WHERE id = s.authority) AS authority_key FROM statements s WHERE tenant = $1 AND id = $2::uuid AND voided = $3`,
+      [tid, id, voided ? 1 : 0],
       'get_statement',
     );
     const row = r.rows[0];
@@ -631,14 +767,16 @@ export class PostgresStore implements Store {
   }
 
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
+    const tid = await this.tenantId(tenant);
+    if (tid === undefined) return { rows: [] };
     const w: SeqWindow = {};
     if (query.since !== undefined) {
-      const r = await this.storedSeq(tenant, query.since, 'since');
+      const r = await this.storedSeq(tid, query.since, 'since');
       if (!r.rows.length) return { rows: [] };
       w.from = BigInt(r.rows[0].seq);
     }
     if (query.until !== undefined) {
-      const r = await this.storedSeq(tenant, query.until, 'until');
+      const r = await this.storedSeq(tid, query.until, 'until');
       if (!r.rows.length) return { rows: [] };
       w.to = BigInt(r.rows[0].seq);
     }
@@ -646,7 +784,16 @@ export class PostgresStore implements Store {
       if (query.ascending) w.after = BigInt(query.after);
       else w.before = BigInt(query.after);
     }
-    const { sql, params } = statementPageSql(tenant, query, w, postgresPlaceholder);
+    // The filter values' ids first: the planner then knows how common each is (see statementPageSql).
+    const ids = await filterKeyIds((text, values) => this.query<{ id: number; key: string }>(text, values, 'filter_keys'), tid, query.filter);
+    if (!ids) return { rows: [] };
+    // A filter on several indexed values is read from the rarest (see driverCountsSql).
+    let driver: Driver | undefined;
+    if (drivers(query.filter).length > 1) {
+      const counts = driverCountsSql(tid, query.filter, DRIVER_COUNT_CAP, POSTGRES);
+      driver = rarestDriver((await this.query<Record<string, unknown>>(counts.sql, counts.params)).rows[0]);
+    }
+    const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids, driver });
     const rows = (await this.query<StatementRow>(sql, params)).rows.map(toRow);
     if (rows.length > query.limit) {
       rows.length = query.limit;
@@ -692,9 +839,12 @@ export class PostgresStore implements Store {
   }
 
   async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+    const tid = await this.tenantId(tenant);
+    if (tid === undefined) return [];
     const r = await this.query<{ full: string }>(
-      'SELECT s."full" FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = $1 AND a.agent_key = $2 ORDER BY a.seq DESC LIMIT $3',
-      [tenant, agentKey, limit],
+      'SELECT s."full" FROM statement_agents a JOIN statements s ON s.seq = a.seq ' +
+        'WHERE a.tenant = $1 AND a.agent = (SELECT id FROM keys WHERE tenant = $1 AND key = $2) ORDER BY a.seq DESC LIMIT $3',
+      [tid, agentKey, limit],
       'statements_with_agent',
     );
     return r.rows.map((row) => row.full);
@@ -784,15 +934,15 @@ export class PostgresStore implements Store {
   }
 
   /** since/until as a seq bound (see storedSeqSql). */
-  private storedSeq(tenant: string, ms: number, bound: 'since' | 'until'): Promise<pg.QueryResult<{ seq: string }>> {
-    const { sql, params } = storedSeqSql(tenant, ms, bound, postgresPlaceholder);
+  private storedSeq(tenant: number, ms: number, bound: 'since' | 'until'): Promise<pg.QueryResult<{ seq: string }>> {
+    const { sql, params } = storedSeqSql(tenant, ms, bound, POSTGRES);
     return this.query<{ seq: string }>(sql, params, `${bound}_seq`);
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
 
   /** The seq range of a stored-time window: within a tenant stored order and seq order agree. */
-  private async seqWindow(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<{ from: string; to: string } | undefined> {
+  private async seqWindow(tenant: number, opts: { sinceMs?: number; untilMs?: number }): Promise<{ from: string; to: string } | undefined> {
     let from = '0';
     let to = '9223372036854775807';
     if (opts.sinceMs !== undefined) {
@@ -809,12 +959,14 @@ export class PostgresStore implements Store {
   }
 
   async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
-    const w = await this.seqWindow(tenant, opts);
+    const tid = await this.tenantId(tenant);
+    if (tid === undefined) return { rows: [] };
+    const w = await this.seqWindow(tid, opts);
     if (!w) return { rows: [] };
     const from = opts.after === undefined ? BigInt(w.from) : [BigInt(w.from), BigInt(opts.after) + 1n].reduce((x, y) => (x > y ? x : y));
     const r = await this.query<StatementRow>(
       `SELECT ${STMT_COLS} FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3 ORDER BY tenant, seq LIMIT $4`,
-      [tenant, String(from), w.to, opts.limit + 1],
+      [tid, String(from), w.to, opts.limit + 1],
       'scan_statements',
     );
     const rows = r.rows.map(toRow);
@@ -824,15 +976,17 @@ export class PostgresStore implements Store {
   }
 
   async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
-    const w = await this.seqWindow(tenant, opts);
+    const tid = await this.tenantId(tenant);
+    const w = tid === undefined ? undefined : await this.seqWindow(tid, opts);
     if (!w) return 0;
-    const r = await this.query<{ n: string }>('SELECT count(*) AS n FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3', [tenant, w.from, w.to]);
+    const r = await this.query<{ n: string }>('SELECT count(*) AS n FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3', [tid, w.from, w.to]);
     return Number(r.rows[0].n);
   }
 
   async referringStatements(tenant: string, ids: string[]): Promise<string[]> {
-    if (!ids.length) return [];
-    const r = await this.query<{ id: string }>('SELECT id FROM statements WHERE tenant = $1 AND ref_id = ANY($2::uuid[])', [tenant, ids], 'referring_statements');
+    const tid = await this.tenantId(tenant);
+    if (!ids.length || tid === undefined) return [];
+    const r = await this.query<{ id: string }>('SELECT id FROM statements WHERE tenant = $1 AND ref_id = ANY($2::uuid[])', [tid, ids], 'referring_statements');
     return r.rows.map((row) => row.id);
   }
 
@@ -841,59 +995,115 @@ export class PostgresStore implements Store {
     return c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, lockKey(tenant)] });
   }
 
+  /**
+   * Deletes the link rows (agents; activities too unless `agentsOnly`) of removed statement
+   * versions by primary key, computed from their stored JSON (indexRows: as they were written; the
+   * link tables have no index on seq). Returns the agent keys unlinked.
+   */
+  private async unlink(c: pg.PoolClient, tenantId: number, removed: { seq: string; statement: Statement }[], agentsOnly = false): Promise<string[]> {
+    const agents: [string[], string[]] = [[], []];
+    const activities: [string[], string[]] = [[], []];
+    for (const { seq, statement } of removed) {
+      const rows = indexRows(statement);
+      for (const a of rows.agents) agents[0].push(a.key), agents[1].push(seq);
+      if (!agentsOnly) for (const a of rows.activities) activities[0].push(a.id), activities[1].push(seq);
+    }
+    await c.query({
+      name: 'unlink_statements',
+      text: `WITH
+ag AS (DELETE FROM statement_agents x USING unnest($2::text[], $3::bigint[]) AS t(key, seq) JOIN keys k ON k.tenant = $1 AND k.key = t.key
+  WHERE x.tenant = $1 AND x.agent = k.id AND x.seq = t.seq),
+ac AS (DELETE FROM statement_activities x USING unnest($4::text[], $5::bigint[]) AS t(key, seq) JOIN keys k ON k.tenant = $1 AND k.key = t.key
+  WHERE x.tenant = $1 AND x.activity = k.id AND x.seq = t.seq)
+SELECT 1`,
+      values: [tenantId, ...agents, ...activities],
+    });
+    return [...new Set(agents[0])];
+  }
+
+  /**
+   * Deletes the dictionary keys (of agents whose rows were unlinked) that nothing of the tenant
+   * refers to any more: after an erasure no personal data stays in `keys`. Every use is checked
+   * (an agent key could equal an IRI). A statement of its own, after the deletions (a CTE's
+   * deletions are not visible to its own reads).
+   */
+  private async dropUnusedKeys(c: pg.PoolClient, tenantId: number, keys: string[]): Promise<void> {
+    const dropped = await c.query({
+      name: 'delete_orphan_keys',
+      text:
+        'DELETE FROM keys k WHERE k.tenant = $1 AND k.key = ANY($2::text[]) ' +
+        'AND NOT EXISTS (SELECT 1 FROM statement_agents x WHERE x.tenant = $1 AND x.agent = k.id) ' +
+        'AND NOT EXISTS (SELECT 1 FROM statements s WHERE s.tenant = $1 AND s.authority = k.id) ' +
+        'AND NOT EXISTS (SELECT 1 FROM statements s WHERE s.tenant = $1 AND s.verb = k.id) ' +
+        'AND NOT EXISTS (SELECT 1 FROM statement_activities x WHERE x.tenant = $1 AND x.activity = k.id)',
+      values: [tenantId, keys],
+    });
+    // Writers resolve ids before their transaction: this tells them to resolve again.
+    if (dropped.rowCount) await c.query({ name: 'bump_keys_epoch', text: 'UPDATE keys_epoch SET n = n + 1', values: [] });
+  }
+
   async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
-    if (!ids.length) return { statements: 0, attachments: 0 };
+    const tid = await this.tenantId(tenant);
+    if (!ids.length || tid === undefined) return { statements: 0, attachments: 0 };
     return this.tx(async (c) => {
       await this.lockTenant(c, tenant);
-      const r = await c.query<{ statements: string; hashes: string[] }>({
+      const r = await c.query<{ rows: string | null; hashes: string[] }>({
         name: 'delete_statements',
         text: `WITH
-s AS (DELETE FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[]) RETURNING seq),
-ag AS (DELETE FROM statement_agents WHERE seq IN (SELECT seq FROM s)),
-ac AS (DELETE FROM statement_activities WHERE seq IN (SELECT seq FROM s)),
+s AS (DELETE FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[]) RETURNING seq, "full"),
 ob AS (DELETE FROM forward_outbox WHERE seq IN (SELECT seq FROM s)),
 sa AS (DELETE FROM statement_attachments WHERE seq IN (SELECT seq FROM s) RETURNING sha2)
-SELECT (SELECT count(*) FROM s) AS statements, ARRAY(SELECT DISTINCT sha2 FROM sa) AS hashes`,
-        values: [tenant, ids],
+SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, ARRAY(SELECT DISTINCT sha2 FROM sa) AS hashes`,
+        values: [tid, ids],
       });
       const head = r.rows[0];
+      const removed = (JSON.parse(head.rows ?? '[]') as [string, Statement][]).map(([seq, statement]) => ({ seq, statement }));
+      await this.dropUnusedKeys(c, tid, await this.unlink(c, tid, removed));
       // The CTE's deletions are not visible to its own reads: the orphan check runs after it.
       const orphans = await c.query({
         name: 'delete_orphan_attachments',
         text:
           'DELETE FROM attachments a WHERE a.tenant = $1 AND a.sha2 = ANY($2::text[]) AND NOT EXISTS ' +
-          '(SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = a.sha2 AND s.tenant = $1)',
-        values: [tenant, head.hashes],
+          '(SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = a.sha2 AND s.tenant = $3)',
+        values: [tenant, head.hashes, tid],
       });
-      return { statements: Number(head.statements), attachments: orphans.rowCount ?? 0 };
+      return { statements: removed.length, attachments: orphans.rowCount ?? 0 };
     });
   }
 
   async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
-    if (!rows.length) return;
+    const tid = await this.tenantId(tenant);
+    if (!rows.length || tid === undefined) return;
     await this.tx(async (c) => {
       await this.lockTenant(c, tenant);
-      const seqs = await c.query<{ id: string; seq: string }>({
-        name: 'rewrite_seqs',
-        text: 'SELECT id::text AS id, seq FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[])',
-        values: [tenant, rows.map((r) => r.id)],
+      const old = await c.query<{ id: string; seq: string; full: string }>({
+        name: 'rewrite_old',
+        text: 'SELECT id::text AS id, seq, "full" FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[])',
+        values: [tid, rows.map((r) => r.id)],
       });
-      const seqOf = new Map(seqs.rows.map((r) => [r.id, r.seq]));
+      const seqOf = new Map(old.rows.map((r) => [r.id, r.seq]));
       const found = rows.filter((r) => seqOf.has(r.id));
-      const agents = found.flatMap((r) => r.agents.map((a) => [a.key, seqOf.get(r.id)!, a.role] as const));
+      // The new keys get their ids first (under the locks: no writer races for them).
+      const { ids: keyIds } = await this.resolveKeys(c, tid, new Set(found.flatMap((r) => [...r.agents.map((a) => a.key), ...(r.authorityKey === null ? [] : [r.authorityKey])])));
+      const agents = found.flatMap((r) => r.agents.map((a) => [keyIds.get(a.key)!, seqOf.get(r.id)!, a.role] as const));
+      const unlinked = await this.unlink(
+        c,
+        tid,
+        old.rows.map((r) => ({ seq: r.seq, statement: JSON.parse(r.full) as Statement })),
+        true,
+      );
       await c.query({
         name: 'rewrite_statements',
-        text: `WITH
-u AS (UPDATE statements s SET "full" = t.f, authority_key = t.a FROM unnest($2::bigint[], $3::json[], $4::text[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1),
-d AS (DELETE FROM statement_agents WHERE seq = ANY($2::bigint[]))
-SELECT 1`,
-        values: [tenant, found.map((r) => seqOf.get(r.id)), found.map((r) => r.json), found.map((r) => r.authorityKey)],
+        text: 'UPDATE statements s SET "full" = t.f, authority = t.a FROM unnest($2::bigint[], $3::json[], $4::int[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1',
+        values: [tid, found.map((r) => seqOf.get(r.id)), found.map((r) => r.json), found.map((r) => (r.authorityKey === null ? null : keyIds.get(r.authorityKey)))],
       });
       await c.query({
         name: 'rewrite_agents',
-        text: 'INSERT INTO statement_agents (tenant, agent_key, seq, role) SELECT $1, k, s, d FROM unnest($2::text[], $3::bigint[], $4::smallint[]) AS t(k, s, d)',
-        values: [tenant, agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
+        text: 'INSERT INTO statement_agents (tenant, agent, seq, role) SELECT $1, k, s, d FROM unnest($2::int[], $3::bigint[], $4::smallint[]) AS t(k, s, d)',
+        values: [tid, agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
       });
+      // The old agents' keys, once nothing uses them (the new rows are in place).
+      await this.dropUnusedKeys(c, tid, unlinked);
     });
   }
 

@@ -421,7 +421,7 @@ export class SqliteStore implements Store {
       if (query.ascending) w.after = BigInt(query.after);
       else w.before = BigInt(query.after);
     }
-    const { sql, params } = statementPageSql(tid, query, w, SQLITE, this.driver(tid, query));
+    const { sql, params } = statementPageSql(tid, query, w, SQLITE, { driver: this.driver(tid, query) });
     const rows = (this.q(sql).all(...(params as SQLInputValue[])) as Row[]).map(toRow);
     if (rows.length > query.limit) {
       rows.length = query.limit;
