@@ -11,11 +11,12 @@
  *   zlib one-shot          node:zlib zstdCompressSync/zstdDecompressSync (a new context per call);
  *   zlib stream (async)    one ZstdCompress/ZstdDecompress object kept open, one frame per
  *                          statement via flush(ZSTD_e_end) — the public way to reuse a context;
- *   zlib handle (internal) the same native handle driven synchronously through node:zlib's
- *                          private _handle.writeSync: what a reusable sync context would cost
- *                          (a reference, not an option: private API); a page is also decoded in
- *                          one pass over its 100 concatenated frames, split by the content size
- *                          each frame header declares;
+ *   zlib handle (internal) the same native context driven synchronously through node:zlib's
+ *                          private _handle.writeSync: what a reused sync context costs, bare (a
+ *                          page is also decoded in one pass over its 100 concatenated frames,
+ *                          split by the content size each frame header declares);
+ *   codec.ts               src/store/codec.ts's StatementCodec, which does the same with checks
+ *                          and a fallback (text in/out, frame checksum on), on both its engines;
  *   npm bindings           zstd-napi (Compressor/Decompressor + loadDictionary), @toondepauw/node-zstd
  *                          (Encoder/Decoder holding the dictionary), @bokuweb/zstd-wasm (reused
  *                          contexts, dictionary passed per call); each loaded only from
@@ -24,7 +25,7 @@
  * Then bytes per statement in SQLite for ≈ 1.2 KB rows (and compressed ones) at page_size
  * 4096/8192/16384.
  *
- *   node bench/compress.ts [--statements 2000] [--reps 5] [--libs /tmp/x/node_modules]
+ *   node bench/compress.ts [--statements 2000] [--reps 5] [--libs /tmp/x/node_modules] [--only <part of a codec's name>]
  */
 import { execFileSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
@@ -34,13 +35,14 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import * as zlib from 'node:zlib';
+import { frameContentSize, StatementCodec } from '../src/store/codec.ts';
 import { prepareStatement, stamp } from '../src/xapi/statement.ts';
 import type { Actor, Statement } from '../src/xapi/types.ts';
 import { statement } from './generate.ts';
 import { machine } from './harness.ts';
 
 const { values: args } = parseArgs({
-  options: { statements: { type: 'string', default: '2000' }, reps: { type: 'string', default: '5' }, libs: { type: 'string' } },
+  options: { statements: { type: 'string', default: '2000' }, reps: { type: 'string', default: '5' }, libs: { type: 'string' }, only: { type: 'string' } },
 });
 const N = Number(args.statements);
 const REPS = Number(args.reps);
@@ -95,22 +97,9 @@ function trainedDictionary(bytes: number): Buffer | undefined {
 interface Codec {
   name: string;
   compress(b: Buffer): Uint8Array;
-  decompress(b: Uint8Array): Uint8Array;
+  decompress(b: Uint8Array): Uint8Array | string;
   /** Decompresses a page of frames in fewer calls than one per frame, when the codec can. */
   decompressPage?(frames: Uint8Array[]): Uint8Array[];
-}
-
-/** The content size a zstd frame header declares (RFC 8878 §3.1.1.1), or undefined when absent. */
-export function frameContentSize(f: Uint8Array): number | undefined {
-  const d = f[4];
-  const fcsFlag = d >> 6;
-  const single = (d >> 5) & 1;
-  const at = 5 + (single ? 0 : 1) + [0, 1, 2, 4][d & 3];
-  const v = new DataView(f.buffer, f.byteOffset, f.byteLength);
-  if (fcsFlag === 0) return single ? f[at] : undefined;
-  if (fcsFlag === 1) return v.getUint16(at, true) + 256;
-  if (fcsFlag === 2) return v.getUint32(at, true);
-  return Number(v.getBigUint64(at, true));
 }
 
 /** Splits the output of decompressing concatenated frames by each frame's declared size. */
@@ -130,6 +119,21 @@ function zlibOneShot(name: string, dictionary?: Buffer): Codec {
     compress: (b) => zlib.zstdCompressSync(b, o),
     decompress: (b) => zlib.zstdDecompressSync(b, o),
     // No page in one call: zstdDecompressSync stops after the first of concatenated frames.
+  };
+}
+
+/** Lectern's own codec (src/store/codec.ts): text in, text out, frame checksum on. */
+function lectern(name: string, dictionary: Buffer | undefined, reuseContexts = true): Codec {
+  const codec = new StatementCodec({ dictionary, reuseContexts });
+  const texts = new WeakMap<Buffer, string>();
+  return {
+    name: `${name} [${codec.engine}]`,
+    compress: (b) => {
+      let t = texts.get(b);
+      if (t === undefined) texts.set(b, (t = b.toString()));
+      return codec.compress(t);
+    },
+    decompress: (f) => codec.decompress(f),
   };
 }
 
@@ -361,6 +365,10 @@ if (import.meta.main) {
   codecs.push(zlibHandle('zlib handle (internal), no dictionary'));
   for (const kb of [8, 32, 110]) codecs.push(zlibHandle(`zlib handle (internal), raw ${kb} KB`, raw[kb]));
   if (trained[32]) codecs.push(zlibHandle('zlib handle (internal), trained 32 KB', trained[32]));
+  codecs.push(lectern('src/store/codec.ts, no dictionary', undefined));
+  for (const kb of [8, 32, 110]) codecs.push(lectern(`src/store/codec.ts, raw ${kb} KB`, raw[kb]));
+  if (trained[32]) codecs.push(lectern('src/store/codec.ts, trained 32 KB', trained[32]));
+  codecs.push(lectern('src/store/codec.ts, raw 32 KB', raw[32], false));
   const libs = args.libs ? createRequire(join(args.libs, 'noop.js')) : undefined;
   const optional = <T>(name: string): T | undefined => {
     try {
@@ -389,12 +397,13 @@ if (import.meta.main) {
     for (const kb of [8, 32]) codecs.push(zstdWasm(wasm, `@bokuweb/zstd-wasm, raw ${kb} KB`, raw[kb]));
   }
   const results: Row[] = [];
-  for (const codec of codecs) {
+  const wanted = (name: string) => !args.only || name.includes(args.only);
+  for (const codec of codecs.filter((c) => wanted(c.name))) {
     measure(codec, sample.slice(0, 200)); // warm-up
     results.push(measure(codec, sample));
     process.stderr.write(`${codec.name} done, load ${machine().loadavg}\n`);
   }
-  for (const kb of [0, 8]) results.push(await measureStream(`zlib stream (async, reused), ${kb ? `raw ${kb} KB` : 'no dictionary'}`, sample, kb ? raw[kb] : undefined));
+  for (const kb of [0, 8]) if (wanted('zlib stream')) results.push(await measureStream(`zlib stream (async, reused), ${kb ? `raw ${kb} KB` : 'no dictionary'}`, sample, kb ? raw[kb] : undefined));
   const packed = sample.map((b) => zlib.zstdCompressSync(b, { dictionary: raw[8] }));
   const pages = pageSizes(sample, packed);
   const ended = machine();
