@@ -88,29 +88,36 @@ class NativeContext {
     this.#state = internals._writeState;
   }
 
-  /** Feeds all of `input` with ZSTD_e_end; returns everything the context wrote (`expected` bytes, when given). */
-  run(input: Uint8Array, maxBytes: number, expected?: number): Buffer {
-    const parts: Buffer[] = [];
+  /**
+   * Feeds all of `input` with ZSTD_e_end; returns everything the context wrote (`expected` bytes,
+   * when given). `borrow`: the result may be a view of the context's buffer, valid until the next call.
+   */
+  run(input: Uint8Array, maxBytes: number, expected?: number, borrow = false): Buffer {
+    const out = this.#out;
+    const spilled: Buffer[] = [];
+    let used = 0;
     let total = 0;
     let inOff = 0;
     let inLen = input.length;
     try {
       for (;;) {
-        this.#handle.writeSync(ZSTD_e_end, input, inOff, inLen, this.#out, 0, this.#out.length);
+        this.#handle.writeSync(ZSTD_e_end, input, inOff, inLen, out, used, out.length - used);
         if (this.#stream.errored) throw this.#stream.errored;
         const availOut = this.#state[0];
         const availIn = this.#state[1];
-        const have = this.#out.length - availOut;
-        if (have > 0) {
-          total += have;
-          if (total > maxBytes) throw new CodecError(`decoded statement exceeds ${maxBytes} bytes`);
-          parts.push(Buffer.from(this.#out.subarray(0, have)));
-        }
+        const have = out.length - used - availOut;
+        used += have;
+        total += have;
+        if (total > maxBytes) throw new CodecError(`decoded statement exceeds ${maxBytes} bytes`);
         inOff += inLen - availIn;
         inLen = availIn;
         // Done when the context stopped with room left and all input taken (a frame's end also
         // stops it: going on with input left decodes what follows, which the caller then rejects).
         if (availOut !== 0 && inLen === 0) break;
+        if (availOut === 0) {
+          spilled.push(Buffer.from(out.subarray(0, used)));
+          used = 0;
+        }
       }
       if (expected !== undefined && total !== expected) {
         throw new CodecError(`stored statement decodes to ${total} bytes, its frame declares ${expected} (truncated or trailing data)`);
@@ -120,7 +127,10 @@ class NativeContext {
       this.#open();
       throw e;
     }
-    return parts.length === 1 ? parts[0] : Buffer.concat(parts, total);
+    const last = out.subarray(0, used);
+    if (spilled.length === 0) return borrow ? last : Buffer.from(last);
+    spilled.push(last);
+    return Buffer.concat(spilled, total);
   }
 }
 
@@ -181,7 +191,7 @@ export class StatementCodec {
     let out: Buffer;
     try {
       // The kept context needs the declared size to know the frame is whole; frames without one go the public way.
-      out = this.#decompressor && declared !== undefined ? this.#decompressor.run(frame, this.#maxBytes, declared) : zlib.zstdDecompressSync(frame, this.#decompressOptions);
+      out = this.#decompressor && declared !== undefined ? this.#decompressor.run(frame, this.#maxBytes, declared, true) : zlib.zstdDecompressSync(frame, this.#decompressOptions);
     } catch (e) {
       if (e instanceof CodecError) throw e;
       throw new CodecError(`stored statement does not decode (wrong dictionary, or corrupted or truncated data): ${(e as Error).message}`, { cause: e });
