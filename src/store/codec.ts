@@ -57,6 +57,9 @@ export function rawDictionary(samples: readonly string[], bytes = 32 * 1024): Bu
   return all.subarray(Math.max(0, all.length - bytes));
 }
 
+/** node:zlib's zstd options: @types/node does not declare `dictionary` yet (node:zlib has it, e.g. in Node 24.21). */
+type ZstdOptions = zlib.ZstdOptions & { dictionary?: Buffer };
+
 interface NativeHandle {
   writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Buffer, outOff: number, outLen: number): void;
 }
@@ -139,19 +142,16 @@ export class StatementCodec {
   /** 'reused contexts' when the fast path passed its self-check, else 'one-shot'. */
   readonly engine: 'reused contexts' | 'one-shot';
   #maxBytes: number;
-  #compressOptions: zlib.ZstdOptions;
-  #decompressOptions: zlib.ZstdOptions;
+  #compressOptions: ZstdOptions;
+  #decompressOptions: ZstdOptions;
   #compressor?: NativeContext;
   #decompressor?: NativeContext;
 
   constructor(o: CodecOptions = {}) {
     this.#maxBytes = o.maxBytes ?? 256 * 1024 * 1024;
     const dictionary = o.dictionary && Buffer.from(o.dictionary.buffer, o.dictionary.byteOffset, o.dictionary.byteLength);
-    this.#compressOptions = {
-      ...(dictionary && { dictionary }),
-      params: { [ZSTD_c_compressionLevel]: o.level ?? 3, [ZSTD_c_checksumFlag]: 1 },
-    } as zlib.ZstdOptions;
-    this.#decompressOptions = { ...(dictionary && { dictionary }), maxOutputLength: this.#maxBytes } as zlib.ZstdOptions;
+    this.#compressOptions = { dictionary, params: { [ZSTD_c_compressionLevel]: o.level ?? 3, [ZSTD_c_checksumFlag]: 1 } };
+    this.#decompressOptions = { dictionary, maxOutputLength: this.#maxBytes };
     this.engine = o.reuseContexts !== false && this.#openContexts() ? 'reused contexts' : 'one-shot';
   }
 
