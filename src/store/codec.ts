@@ -57,8 +57,8 @@ export function rawDictionary(samples: readonly string[], bytes = 32 * 1024): Bu
   return all.subarray(Math.max(0, all.length - bytes));
 }
 
-/** node:zlib's zstd options: @types/node does not declare `dictionary` yet (node:zlib has it, e.g. in Node 24.21). */
-type ZstdOptions = zlib.ZstdOptions & { dictionary?: Buffer };
+/** node:zlib's zstd options; @types/node does not declare these two yet (node:zlib has them, e.g. in Node 24.21). */
+type ZstdOptions = zlib.ZstdOptions & { dictionary?: Buffer; rejectGarbageAfterEnd?: boolean };
 
 interface NativeHandle {
   writeSync(flush: number, input: Uint8Array, inOff: number, inLen: number, out: Buffer, outOff: number, outLen: number): void;
@@ -151,7 +151,8 @@ export class StatementCodec {
     this.#maxBytes = o.maxBytes ?? 256 * 1024 * 1024;
     const dictionary = o.dictionary && Buffer.from(o.dictionary.buffer, o.dictionary.byteOffset, o.dictionary.byteLength);
     this.#compressOptions = { dictionary, params: { [ZSTD_c_compressionLevel]: o.level ?? 3, [ZSTD_c_checksumFlag]: 1 } };
-    this.#decompressOptions = { dictionary, maxOutputLength: this.#maxBytes };
+    // Without rejectGarbageAfterEnd the one-shot call decodes the first frame and ignores what follows.
+    this.#decompressOptions = { dictionary, maxOutputLength: this.#maxBytes, rejectGarbageAfterEnd: true };
     this.engine = o.reuseContexts !== false && this.#openContexts() ? 'reused contexts' : 'one-shot';
   }
 
@@ -194,7 +195,7 @@ export class StatementCodec {
       out = this.#decompressor && declared !== undefined ? this.#decompressor.run(frame, this.#maxBytes, declared, true) : zlib.zstdDecompressSync(frame, this.#decompressOptions);
     } catch (e) {
       if (e instanceof CodecError) throw e;
-      throw new CodecError(`stored statement does not decode (wrong dictionary, or corrupted or truncated data): ${(e as Error).message}`, { cause: e });
+      throw new CodecError(`stored statement does not decode (wrong dictionary, or corrupted, truncated or trailing data): ${(e as Error).message}`, { cause: e });
     }
     if (declared !== undefined && out.length !== declared) {
       throw new CodecError(`stored statement decodes to ${out.length} bytes, its frame declares ${declared} (truncated or trailing data)`);

@@ -2,7 +2,8 @@
  * The statement JSON codec (src/store/codec.ts): frames round-trip exactly on both engines (the
  * reused native contexts and node:zlib's public one-shot calls) and are interchangeable between
  * them; unicode, NUL and multi-megabyte statements survive; the wrong dictionary, a missing one,
- * corrupted, truncated or oversized data give a CodecError, and the codec keeps working after it.
+ * corrupted, truncated, trailing or oversized data give a CodecError, and the codec keeps working
+ * after it.
  */
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
@@ -70,7 +71,7 @@ for (const reuseContexts of [true, false]) {
       assert.equal(small.decompress(small.compress('{"ok":true}')), '{"ok":true}');
     });
 
-    test('the wrong dictionary, no dictionary, corrupted and truncated frames give a CodecError; the codec keeps working', () => {
+    test('the wrong dictionary, no dictionary, corrupted, truncated and trailing data give a CodecError; the codec keeps working', () => {
       const text = stored(20261123, 5);
       const frame = codec.compress(text);
       const cases: [string, StatementCodec, Uint8Array][] = [
@@ -80,9 +81,11 @@ for (const reuseContexts of [true, false]) {
         ['truncated', codec, frame.subarray(0, frame.length - 3)],
         ['cut in half', codec, frame.subarray(0, frame.length >> 1)],
         ['not zstd at all', codec, Buffer.from(text)],
+        ['trailing bytes', codec, Buffer.concat([frame, Buffer.from('xx')])],
+        ['a second frame after it', codec, Buffer.concat([frame, frame])],
       ];
       for (const [what, decoder, data] of cases) {
-        assert.throws(() => decoder.decompress(data), (e: unknown) => e instanceof CodecError && /does not decode|declares|truncated/.test(e.message), what);
+        assert.throws(() => decoder.decompress(data), (e: unknown) => e instanceof CodecError && /does not decode|declares|truncated|trailing/i.test(e.message), what);
         assert.equal(decoder === codec ? codec.decompress(frame) : decoder.decompress(decoder.compress(text)), text, `works after: ${what}`);
       }
     });
