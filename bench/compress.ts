@@ -15,7 +15,7 @@
  *                          private _handle.writeSync: what a reused sync context costs, bare (a
  *                          page is also decoded in one pass over its 100 concatenated frames,
  *                          split by the content size each frame header declares);
- *   codec.ts               src/store/codec.ts's StatementCodec, which does the same with checks
+ *   codec.ts               bench/codec.ts's StatementCodec, which does the same with checks
  *                          and a fallback (text in/out, frame checksum on), on both its engines;
  *   npm bindings           zstd-napi (Compressor/Decompressor + loadDictionary), @toondepauw/node-zstd
  *                          (Encoder/Decoder holding the dictionary), @bokuweb/zstd-wasm (reused
@@ -35,7 +35,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { parseArgs } from 'node:util';
 import * as zlib from 'node:zlib';
-import { frameContentSize, StatementCodec } from '../src/store/codec.ts';
+import { frameContentSize, StatementCodec } from './codec.ts';
 import { prepareStatement, stamp } from '../src/xapi/statement.ts';
 import type { Actor, Statement } from '../src/xapi/types.ts';
 import { statement } from './generate.ts';
@@ -122,7 +122,7 @@ function zlibOneShot(name: string, dictionary?: Buffer): Codec {
   };
 }
 
-/** Lectern's own codec (src/store/codec.ts): text in, text out, frame checksum on. */
+/** the experiment's codec (bench/codec.ts): text in, text out, frame checksum on. */
 function lectern(name: string, dictionary: Buffer | undefined, reuseContexts = true): Codec {
   const codec = new StatementCodec({ dictionary, reuseContexts });
   const texts = new WeakMap<Buffer, string>();

@@ -13,7 +13,9 @@
  * at construction that this works and agrees with the public calls, and otherwise falls back to
  * the public one-shot calls — same frames, same results, only slower (`engine` tells which).
  *
- * Pure: no I/O. Which dictionary a row was written with (its id) is the store's business.
+ * Pure: no I/O. Not used by the stores (docs/benchmarks.md, "JSON compression": measured, not
+ * adopted — it rests on node:zlib internals, and a raw dictionary holds learners' statements that
+ * erasure cannot reach); kept here so the experiment can be repeated.
  */
 import * as zlib from 'node:zlib';
 

@@ -8,8 +8,8 @@
 import assert from 'node:assert/strict';
 import { describe, test } from 'node:test';
 import { zstdDecompressSync } from 'node:zlib';
-import { statement } from '../../bench/generate.ts';
-import { CodecError, frameContentSize, rawDictionary, StatementCodec } from '../../src/store/codec.ts';
+import { statement } from '../bench/generate.ts';
+import { CodecError, frameContentSize, rawDictionary, StatementCodec } from '../bench/codec.ts';
 import { prepareStatement, stamp } from '../../src/xapi/statement.ts';
 import type { Actor, Statement } from '../../src/xapi/types.ts';
 
