@@ -10,8 +10,8 @@ import { describe, test } from 'node:test';
 import { zstdDecompressSync } from 'node:zlib';
 import { statement } from '../bench/generate.ts';
 import { CodecError, frameContentSize, rawDictionary, StatementCodec } from '../bench/codec.ts';
-import { prepareStatement, stamp } from '../../src/xapi/statement.ts';
-import type { Actor, Statement } from '../../src/xapi/types.ts';
+import { prepareStatement, stamp } from '../src/xapi/statement.ts';
+import type { Actor, Statement } from '../src/xapi/types.ts';
 
 const AUTHORITY: Actor = { objectType: 'Agent', mbox: 'mailto:lrs@example.com' };
 const stored = (seed: number, i: number): string =>
