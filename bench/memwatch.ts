@@ -1,0 +1,37 @@
+/**
+ * Preloaded into the server under measurement (`node --import bench/memwatch.ts …`): samples where
+ * the resident set goes every BENCH_MEMWATCH_MS (default 200) and appends one JSON line per sample
+ * to BENCH_MEMWATCH_FILE: process.memoryUsage() (V8 heap, external, array buffers), V8's spaces,
+ * and the kernel's view (/proc/self/status: RSS, peak, anonymous vs file-backed). bench/memory.ts
+ * reads the file; the sample at the peak tells JS heap from native memory (SQLite, pg, malloc).
+ */
+import { appendFileSync, readFileSync } from 'node:fs';
+import { getHeapSpaceStatistics } from 'node:v8';
+
+const file = process.env.BENCH_MEMWATCH_FILE;
+const every = Number(process.env.BENCH_MEMWATCH_MS ?? 200);
+const MB = 1024 * 1024;
+
+function status(): Record<string, number> {
+  const s = readFileSync('/proc/self/status', 'utf8');
+  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? 0) / 1024;
+  return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), fileBacked: kb('RssFile') };
+}
+
+if (file) {
+  const sample = () => {
+    const m = process.memoryUsage();
+    const spaces = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name.replace(/_space$/, ''), +(s.space_size / MB).toFixed(1)]));
+    const line = {
+      t: Date.now(),
+      ...status(),
+      heapTotal: +(m.heapTotal / MB).toFixed(1),
+      heapUsed: +(m.heapUsed / MB).toFixed(1),
+      external: +(m.external / MB).toFixed(1),
+      arrayBuffers: +(m.arrayBuffers / MB).toFixed(1),
+      spaces,
+    };
+    appendFileSync(file, `${JSON.stringify(line)}\n`);
+  };
+  setInterval(sample, every).unref();
+}
