@@ -56,6 +56,8 @@ interface Sample {
   external: number;
   arrayBuffers: number;
   spaces: Record<string, number>;
+  gcMs: number;
+  gcCount: number;
 }
 
 const samples = (file: string): Sample[] =>
@@ -64,17 +66,17 @@ const samples = (file: string): Sample[] =>
     .filter(Boolean)
     .map((l) => JSON.parse(l) as Sample);
 
-const row = (what: string, s: Sample | undefined) =>
+const row = (what: string, s: Sample | undefined, gc = '') =>
   s
-    ? `| ${what} | ${s.rss.toFixed(0)} | ${s.hwm.toFixed(0)} | ${s.anon.toFixed(0)} | ${s.fileBacked.toFixed(0)} | ${s.heapTotal.toFixed(0)} | ${s.heapUsed.toFixed(0)} | ${s.external.toFixed(0)} | ${s.arrayBuffers.toFixed(0)} | ${(s.anon - s.heapTotal - s.external).toFixed(0)} | ${Object.entries(s.spaces)
+    ? `| ${what} | ${gc} | ${s.rss.toFixed(0)} | ${s.hwm.toFixed(0)} | ${s.anon.toFixed(0)} | ${s.fileBacked.toFixed(0)} | ${s.heapTotal.toFixed(0)} | ${s.heapUsed.toFixed(0)} | ${s.external.toFixed(0)} | ${s.arrayBuffers.toFixed(0)} | ${(s.anon - s.heapTotal - s.external).toFixed(0)} | ${Object.entries(s.spaces)
         .filter(([, v]) => v >= 1)
         .map(([k, v]) => `${k} ${v.toFixed(0)}`)
         .join(', ')} |`
     : `| ${what} | no sample |`;
 
 const HEADER = [
-  '| at | RSS MB | peak (VmHWM) | anon | file | V8 heap total | heap used | external | array buffers | anon − heap − external | V8 spaces (MB) |',
-  '|---|---|---|---|---|---|---|---|---|---|---|',
+  '| at | GC pauses ms (count) | RSS MB | peak (VmHWM) | anon | file | V8 heap total | heap used | external | array buffers | anon − heap − external | V8 spaces (MB) |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
 
 async function measure(server: Server, file: string, what: string): Promise<string[]> {
@@ -90,7 +92,11 @@ async function measure(server: Server, file: string, what: string): Promise<stri
     await new Promise((r) => setTimeout(r, 400));
     const rate = res[0].statementsPerSec ?? res[0].run?.rps ?? 0;
     log(`${what}: ${name}, ${Math.round(rate)}/s`);
-    out.push(row(`${what}: peak during ${name} (${Math.round(rate)}/s)`, peakSince(t0)));
+    const all = samples(file);
+    const first = all.find((x) => x.t >= t0) ?? all[all.length - 1];
+    const last = all[all.length - 1];
+    const gc = `${last.gcMs - first.gcMs} (${last.gcCount - first.gcCount})`;
+    out.push(row(`${what}: peak during ${name} (${Math.round(rate)}/s)`, peakSince(t0), gc));
   };
   for (let loaded = 0; loaded < SIZE && PHASES.has('ingest'); ) {
     const count = Math.min(CHUNK, SIZE - loaded);

@@ -6,6 +6,7 @@
  * reads the file; the sample at the peak tells JS heap from native memory (SQLite, pg, malloc).
  */
 import { appendFileSync, readFileSync } from 'node:fs';
+import { PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
 const file = process.env.BENCH_MEMWATCH_FILE;
@@ -19,6 +20,14 @@ function status(): Record<string, number> {
 }
 
 if (file) {
+  // Main-thread GC pauses so far (ms, and how many): what smaller heap settings cost.
+  const gc = { ms: 0, count: 0 };
+  new PerformanceObserver((list) => {
+    for (const e of list.getEntries()) {
+      gc.ms += e.duration;
+      gc.count++;
+    }
+  }).observe({ entryTypes: ['gc'] });
   const sample = () => {
     const m = process.memoryUsage();
     const spaces = Object.fromEntries(getHeapSpaceStatistics().map((s) => [s.space_name.replace(/_space$/, ''), +(s.space_size / MB).toFixed(1)]));
@@ -30,6 +39,8 @@ if (file) {
       external: +(m.external / MB).toFixed(1),
       arrayBuffers: +(m.arrayBuffers / MB).toFixed(1),
       spaces,
+      gcMs: Math.round(gc.ms),
+      gcCount: gc.count,
     };
     appendFileSync(file, `${JSON.stringify(line)}\n`);
   };
