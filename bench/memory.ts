@@ -58,6 +58,8 @@ interface Sample {
   spaces: Record<string, number>;
   gcMs: number;
   gcCount: number;
+  gcMajorMs: number;
+  gcMajor: number;
 }
 
 const samples = (file: string): Sample[] =>
@@ -75,7 +77,7 @@ const row = (what: string, s: Sample | undefined, gc = '') =>
     : `| ${what} | no sample |`;
 
 const HEADER = [
-  '| at | GC pauses ms (count) | RSS MB | peak (VmHWM) | anon | file | V8 heap total | heap used | external | array buffers | anon − heap − external | V8 spaces (MB) |',
+  '| at | GC pauses ms (count); of them mark-compact | RSS MB | peak (VmHWM) | anon | file | V8 heap total | heap used | external | array buffers | anon − heap − external | V8 spaces (MB) |',
   '|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
 
@@ -95,7 +97,7 @@ async function measure(server: Server, file: string, what: string): Promise<stri
     const all = samples(file);
     const first = all.find((x) => x.t >= t0) ?? all[all.length - 1];
     const last = all[all.length - 1];
-    const gc = `${last.gcMs - first.gcMs} (${last.gcCount - first.gcCount})`;
+    const gc = `${last.gcMs - first.gcMs} (${last.gcCount - first.gcCount}); full ${last.gcMajorMs - first.gcMajorMs} (${last.gcMajor - first.gcMajor})`;
     out.push(row(`${what}: peak during ${name} (${Math.round(rate)}/s)`, peakSince(t0), gc));
   };
   for (let loaded = 0; loaded < SIZE && PHASES.has('ingest'); ) {

@@ -6,7 +6,7 @@
  * reads the file; the sample at the peak tells JS heap from native memory (SQLite, pg, malloc).
  */
 import { appendFileSync, readFileSync } from 'node:fs';
-import { PerformanceObserver } from 'node:perf_hooks';
+import { constants, PerformanceObserver } from 'node:perf_hooks';
 import { getHeapSpaceStatistics } from 'node:v8';
 
 const file = process.env.BENCH_MEMWATCH_FILE;
@@ -21,11 +21,18 @@ function status(): Record<string, number> {
 
 if (file) {
   // Main-thread GC pauses so far (ms, and how many): what smaller heap settings cost.
-  const gc = { ms: 0, count: 0 };
+  const gc = { ms: 0, count: 0, majorMs: 0, major: 0 };
   new PerformanceObserver((list) => {
     for (const e of list.getEntries()) {
       gc.ms += e.duration;
       gc.count++;
+      // Mark-compact (full) collections and their incremental marking steps; the rest are
+      // scavenges of the young generation.
+      const kind = (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
+      if (kind === constants.NODE_PERFORMANCE_GC_MAJOR || kind === constants.NODE_PERFORMANCE_GC_INCREMENTAL) {
+        gc.majorMs += e.duration;
+        gc.major++;
+      }
     }
   }).observe({ entryTypes: ['gc'] });
   const sample = () => {
@@ -41,6 +48,8 @@ if (file) {
       spaces,
       gcMs: Math.round(gc.ms),
       gcCount: gc.count,
+      gcMajorMs: Math.round(gc.majorMs),
+      gcMajor: gc.major,
     };
     appendFileSync(file, `${JSON.stringify(line)}\n`);
   };
