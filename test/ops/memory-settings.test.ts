@@ -62,7 +62,7 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
     const s = await started({});
     try {
       assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
-      assert.ok(s.argv.includes('--heap-growing-percent=100'), s.argv.join(' '));
+      assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
       assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
       assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
     } finally {
@@ -74,7 +74,7 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
     const s = await started({ NODE_OPTIONS: '--max-semi-space-size=8', MALLOC_ARENA_MAX: '4' });
     try {
       assert.ok(!s.argv.some((a) => a.startsWith('--max-semi-space-size')), s.argv.join(' '));
-      assert.ok(s.argv.includes('--heap-growing-percent=100'), s.argv.join(' '));
+      assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
       assert.equal(s.env.get('MALLOC_ARENA_MAX'), '4');
     } finally {
       assert.equal(await s.stop(), 0);
