@@ -128,6 +128,8 @@ export interface LecternOptions {
   postgresUrl?: string;
   /** Folder for a V8 CPU profile of the server (node --cpu-prof), written when it stops. */
   cpuProfDir?: string;
+  /** More node flags for the server process (e.g. bench/memory.ts's `--import bench/memwatch.ts`). */
+  nodeFlags?: string[];
   env?: Record<string, string>;
 }
 
@@ -147,13 +149,13 @@ export function startLectern(o: LecternOptions): Promise<Server> {
     ...(o.postgresUrl && { LECTERN_POSTGRES_URL: o.postgresUrl }),
     ...o.env,
   };
-  const flags = o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : [];
+  const flags = [...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []), ...(o.nodeFlags ?? [])];
   return startChild([...flags, CLI, 'runserver'], env, /listening on http:\/\/[^:]+:(\d+)/, 'lectern runserver');
 }
 
 /** The bare node:http handler (bench/baselines.ts http). */
-export function startBareHttp(seed: number): Promise<Server> {
-  return startChild([BASELINES, 'http', String(seed)], { PATH: process.env.PATH ?? '' }, /listening (\d+)/, 'bare HTTP server');
+export function startBareHttp(seed: number, o: { nodeFlags?: string[]; env?: Record<string, string> } = {}): Promise<Server> {
+  return startChild([...(o.nodeFlags ?? []), BASELINES, 'http', String(seed)], { PATH: process.env.PATH ?? '', ...o.env }, /listening (\d+)/, 'bare HTTP server');
 }
 
 /**

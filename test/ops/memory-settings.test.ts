@@ -1,0 +1,83 @@
+/**
+ * `lectern runserver` re-executes itself in place with the memory settings of src/cli/main.ts
+ * (V8 semi-spaces, heap growth, malloc arenas): same process, still serving and stopping on
+ * SIGTERM; the user's own flag or MALLOC_ARENA_MAX wins. Read from /proc (Linux).
+ */
+import assert from 'node:assert/strict';
+import { spawn } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const dir = mkdtempSync(join(tmpdir(), 'lectern-memory-settings-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Starts runserver (no IPC channel, as from a shell), returns its command line and environment once it listens. */
+async function started(env: Record<string, string>): Promise<{ argv: string[]; env: Map<string, string>; url: string; stop: () => Promise<number | null> }> {
+  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], {
+    cwd: dir,
+    env: { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: join(dir, `${Math.random().toString(36).slice(2)}.sqlite`), LECTERN_AUTH_FILE: join(dir, 'none.json'), ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let out = '';
+  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    const poll = setInterval(() => {
+      const m = /listening on (http:\/\/[^"\s]+)/.exec(out);
+      if (m) {
+        clearInterval(poll);
+        resolve(m[1]);
+      }
+    }, 20);
+    void exited.then((code) => {
+      clearInterval(poll);
+      reject(new Error(`exited ${code}: ${out}`));
+    });
+  });
+  const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
+  const environ = new Map(
+    readFileSync(`/proc/${child.pid}/environ`, 'utf8')
+      .split('\0')
+      .filter(Boolean)
+      .map((kv): [string, string] => [kv.slice(0, kv.indexOf('=')), kv.slice(kv.indexOf('=') + 1)]),
+  );
+  return {
+    argv,
+    env: environ,
+    url,
+    stop: () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
+}
+
+describe('runserver memory settings', { skip: process.platform !== 'linux' && 'reads /proc' }, () => {
+  test('the server process runs with them, serves, and stops on SIGTERM', async () => {
+    const s = await started({});
+    try {
+      assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
+      assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
+      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
+      assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+  });
+
+  test("the user's own flag and MALLOC_ARENA_MAX win", async () => {
+    const s = await started({ NODE_OPTIONS: '--max-semi-space-size=8', MALLOC_ARENA_MAX: '4' });
+    try {
+      assert.ok(!s.argv.some((a) => a.startsWith('--max-semi-space-size')), s.argv.join(' '));
+      assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
+      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '4');
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+  });
+});
