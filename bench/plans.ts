@@ -8,7 +8,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { filterKeyIds } from '../src/store/postgres/store.ts';
-import { POSTGRES, SQLITE, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
+import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, POSTGRES, rarestDriver, SQLITE, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { parseStatementRequest, type StatementQuery } from '../src/xapi/query.ts';
 
 export interface PlanCase {
@@ -59,7 +59,13 @@ export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[
         if (q.ascending) w.after = BigInt(q.after);
         else w.before = BigInt(q.after);
       }
-      const { sql, params } = statementPageSql(tid, q, w, SQLITE);
+      // A combined filter is read from its rarest value, as the store chooses it.
+      let driver: Driver | undefined;
+      if (drivers(q.filter).length > 1) {
+        const counts = driverCountsSql(tid, q.filter, DRIVER_COUNT_CAP, SQLITE);
+        driver = rarestDriver(db.prepare(counts.sql).get(...(counts.params as (string | number)[])) as Record<string, unknown>);
+      }
+      const { sql, params } = statementPageSql(tid, q, w, SQLITE, { driver });
       const args = params as (string | number | bigint)[];
       const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { id: number; parent: number; detail: string }[]);
       const depth = new Map<number, number>([[0, -1]]);
@@ -113,7 +119,12 @@ export async function postgresPlans(url: string, cases: PlanCase[], tenant = '')
       }
       // The filter values' ids, resolved first as the store does (an unknown one: the plan of the subqueries).
       const ids = await filterKeyIds((text, values) => c.query<{ id: number; key: string }>(text, values), tid, q.filter);
-      const { sql, params } = statementPageSql(tid, q, w, POSTGRES, { ids });
+      let driver: Driver | undefined;
+      if (drivers(q.filter).length > 1) {
+        const counts = driverCountsSql(tid, q.filter, DRIVER_COUNT_CAP, POSTGRES);
+        driver = rarestDriver((await c.query<Record<string, unknown>>(counts.sql, counts.params)).rows[0]);
+      }
+      const { sql, params } = statementPageSql(tid, q, w, POSTGRES, { ids, driver });
       await c.query(sql, params); // warm
       const times: number[] = [];
       let plan = '';
