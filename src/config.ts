@@ -222,8 +222,8 @@ export const SETTINGS = {
   },
   sqliteWriterThread: {
     name: 'LECTERN_SQLITE_WRITER_THREAD',
-    default: 'true',
-    help: 'Write SQLite on a thread of its own (HTTP work and database writes then use two cores); `false` writes on the event loop.',
+    default: 'false',
+    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit, for ≈ 90 MB more memory (docs/benchmarks.md).',
     parse: bool,
   },
   workers: {

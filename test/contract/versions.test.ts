@@ -299,8 +299,8 @@ for (const backend of BACKENDS) {
       const [id] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ object: { id: act }, context: { instructor } }), { version: V1 }))).json();
       await t.lrs.close();
       // Back to the schema before this migration, as a database of the previous release has it.
-      const rewind = ['ALTER TABLE statement_agents RENAME COLUMN role TO direct', `DELETE FROM schema_migrations WHERE version = ${backend.name === 'sqlite' ? 3 : 4}`];
-      if (backend.name === 'sqlite') {
+      const rewind = ['ALTER TABLE statement_agents RENAME COLUMN role TO direct', `DELETE FROM schema_migrations WHERE version = ${backend.name.startsWith('sqlite') ? 3 : 4}`];
+      if (backend.name.startsWith('sqlite')) {
         const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
         for (const sql of rewind) db.exec(sql);
         db.close();

@@ -50,6 +50,14 @@ export const sqliteBackend: Backend = {
   },
 };
 
+/** SQLite with its writes on a thread of their own (LECTERN_SQLITE_WRITER_THREAD). */
+export const sqliteThreadBackend: Backend = {
+  name: 'sqlite-thread',
+  async settings(dir) {
+    return { ...(await sqliteBackend.settings(dir)), LECTERN_SQLITE_WRITER_THREAD: 'true' };
+  },
+};
+
 /** A fresh database per test server, on the test PostgreSQL (see ./postgres.ts). */
 export const postgresBackend: Backend = {
   name: 'postgres',
@@ -68,7 +76,7 @@ export const postgresBackend: Backend = {
 };
 
 /** Every backend the contract suite runs on; LECTERN_TEST_SKIP_POSTGRES=1 leaves PostgreSQL out. */
-export const BACKENDS: Backend[] = postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend];
+export const BACKENDS: Backend[] = postgresSkipped() ? [sqliteBackend, sqliteThreadBackend] : [sqliteBackend, sqliteThreadBackend, postgresBackend];
 
 export interface TestLrs {
   lrs: RunningLrs;

@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
-import { jsonInit, sqliteBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
+import { jsonInit, sqliteThreadBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 
 const writerOf = (lrs: TestLrs): Worker => {
   const thread = (lrs.lrs.store as unknown as { writerThread?: Worker }).writerThread;
@@ -24,7 +24,7 @@ const post = (lrs: TestLrs, body: unknown) => lrs.fetch('/xAPI/statements', json
 describe('SQLite writer thread', () => {
   let lrs: TestLrs;
   before(async () => {
-    lrs = await startTestLrs(sqliteBackend);
+    lrs = await startTestLrs(sqliteThreadBackend);
   });
   after(async () => lrs?.close());
 

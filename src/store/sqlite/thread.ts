@@ -84,6 +84,9 @@ function fromWire(w: WireError): Error {
   return Object.assign(new Error(w.message), { name: w.name, code: w.code, errcode: w.errcode, errstr: w.errstr });
 }
 
+/** The writer thread's young generation (V8 default: up to 3 × 64 MB on this machine). */
+const WRITER_YOUNG_GENERATION_MB = 12;
+
 /** A Buffer again: the structured clone of a Buffer is a plain Uint8Array. */
 const asBuffer = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength));
 
@@ -131,6 +134,9 @@ export class ThreadedSqliteStore implements Store {
     this.worker = new Worker(new URL(import.meta.url), {
       workerData: { lecternSqliteWriter: { port: port2, options } },
       transferList: [port2],
+      // What the writer allocates lives for one group (the batches it is given, the rows it
+      // writes): a small young generation keeps its heap, and the process's RSS, small.
+      resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
     });
     const ready = new Promise<void>((resolve, reject) => {
       port1.on('message', (m: Message) => {
