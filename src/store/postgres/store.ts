@@ -9,6 +9,11 @@
  * never skips a row committed later by another process, and consistent-through can be "now"
  * except while an insert is in flight (from its first read: a shared intent lock shows it).
  *
+ * Lean storage (migration 7): tenants and keys (verbs, activity IRIs, agent keys) are integer
+ * ids of the `tenants` and `keys` dictionaries. Tenant ids are cached (never deleted nor
+ * reused); key ids are resolved per statement group before its transaction and per query before
+ * the page query, never cached (erasure deletes keys: `keys_epoch`).
+ *
  * Connection failures become LrsError 'unavailable' (503); the pool reconnects by itself when
  * PostgreSQL returns.
  */
