@@ -8,9 +8,11 @@
  * Lean storage: the tenant, verbs, activity IRIs and agent keys are stored once, in `tenants`
  * (name → id) and `keys` ((tenant, key) → id); `statements`, the link tables and their indexes
  * hold the integer ids. The store resolves the tenant's id before building a query (a tenant it
- * does not know has no statements); filter values are resolved inside the query by a scalar
- * subquery on `keys`, which both planners evaluate once and use as an index bound (an unknown key
- * matches nothing).
+ * does not know has no statements). Filter values are resolved inside the query by a scalar
+ * subquery on `keys`, which SQLite evaluates once and uses as an index bound (an unknown key
+ * matches nothing), or bound as the ids the store resolved first (PostgreSQL, whose planner then
+ * sees each value's statistics). A filter on several indexed values is read from the rarest
+ * (driverCountsSql).
  */
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
 import type { ForwardingStats } from './types.ts';
