@@ -9,6 +9,7 @@
  *   npm run bench -- --backend sqlite --sizes 20000,100000 --phases ingest,queries
  *   npm run bench -- --profile /tmp/prof        # the server runs with node --cpu-prof (+ pg_stat_statements)
  *   npm run bench -- --fill 16,500,200000       # load between the measured chunks with 16 clients × 500/POST
+ *   npm run bench -- --backend sqlite --keep /tmp/db   # keep the loaded SQLite file (e.g. for bench/plans.ts)
  *
  * Workloads per backend: batch ingest (POST 100 statements per request, 4 clients) from an empty
  * store up to each size, single-statement POST and PUT (32 clients), State documents (PUT/GET
@@ -19,7 +20,7 @@
  * parses the same JSON and answers 204). Output: tables on stdout (ratios first) and a JSON file
  * (bench/results/, or --out), plus the query plans at each size (--no-plans to skip).
  */
-import { mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -59,6 +60,7 @@ const { values: args } = parseArgs({
     phases: { type: 'string', default: 'ingest,singles,documents,queries,plans,extras' },
     'no-plans': { type: 'boolean', default: false },
     profile: { type: 'string' },
+    keep: { type: 'string' },
     fill: { type: 'string' },
   },
 });
@@ -367,6 +369,11 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
       result.disk = await sqliteDisk(sqlitePath!);
     } catch (err) {
       fail('sqlite disk', err);
+    }
+    if (args.keep) {
+      mkdirSync(args.keep, { recursive: true });
+      copyFileSync(sqlitePath!, join(args.keep, 'lectern.sqlite'));
+      log(`${backend}: database kept in ${join(args.keep, 'lectern.sqlite')}`);
     }
   }
   rmSync(dir, { recursive: true, force: true });

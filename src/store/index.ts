@@ -7,7 +7,13 @@ import type { Store } from './types.ts';
 export async function openStore(config: Config, logger?: Logger): Promise<Store> {
   switch (config.backend) {
     case 'sqlite': {
-      const opts = { path: config.sqlitePath, synchronous: config.sqliteSynchronous, forwardTargets: activeTargets(config.xapiForwardings), logger };
+      const opts = {
+        path: config.sqlitePath,
+        synchronous: config.sqliteSynchronous,
+        readers: config.sqliteReaders,
+        forwardTargets: activeTargets(config.xapiForwardings),
+        logger,
+      };
       // One in-memory database cannot be shared by two threads' connections.
       const threaded = config.sqliteWriterThread && opts.path !== ':memory:';
       const store = threaded ? new (await import('./sqlite/thread.ts')).ThreadedSqliteStore(opts) : new (await import('./sqlite/store.ts')).SqliteStore(opts);

@@ -8,7 +8,7 @@ import { createHash, randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, mock, test } from 'node:test';
 import pg from 'pg';
-import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { ADMIN, BACKENDS, jsonInit, sqliteThreadBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 
 const TENANT_C: TestUser = { username: 'tenant-c', password: 'c-pass', scopes: ['all'], agent: { mbox: 'mailto:c@example.com' }, target: 'c' };
 /** A second user of tenant b: tenants are per target, not per user. */
@@ -193,7 +193,10 @@ for (const backend of BACKENDS) {
         await t.close();
       }
       const data = [...seen].filter((sql) => DATA_TABLE.test(sql) && !/^CREATE |schema_migrations/i.test(sql));
-      assert.ok(data.length >= 10, `the store ran its queries (${data.length} seen)`);
+      // sqlite-threads prepares its writes and statement pages on its threads (unseen here): the
+      // same SqliteStore and readPage code whose SQL the `sqlite` run checks in full.
+      const least = backend === sqliteThreadBackend ? 5 : 10;
+      assert.ok(data.length >= least, `the store ran its queries (${data.length} seen)`);
       const missing = data.filter((sql) => !/\btenant\b/.test(sql) && !TENANTLESS.some((re) => re.test(sql)));
       assert.deepEqual(missing, [], 'queries without the tenant key');
     });

@@ -50,11 +50,11 @@ export const sqliteBackend: Backend = {
   },
 };
 
-/** SQLite with its writes on a thread of their own (LECTERN_SQLITE_WRITER_THREAD). */
+/** SQLite with its writes on a thread of their own (LECTERN_SQLITE_WRITER_THREAD) and statement pages read on two more (LECTERN_SQLITE_READERS). */
 export const sqliteThreadBackend: Backend = {
-  name: 'sqlite-thread',
+  name: 'sqlite-threads',
   async settings(dir) {
-    return { ...(await sqliteBackend.settings(dir)), LECTERN_SQLITE_WRITER_THREAD: 'true' };
+    return { ...(await sqliteBackend.settings(dir)), LECTERN_SQLITE_WRITER_THREAD: 'true', LECTERN_SQLITE_READERS: '2' };
   },
 };
 

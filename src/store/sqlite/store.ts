@@ -12,6 +12,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import type { Worker } from 'node:worker_threads';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import { type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
@@ -19,7 +20,7 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { indexRows } from '../../xapi/statement.ts';
-import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
+import { uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -35,6 +36,7 @@ import type {
 import * as docs from './documents.ts';
 import { MIGRATIONS, PAGE_SIZE } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
+import { type PageSource, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
 
 export interface SqliteOptions {
   path: string;
@@ -43,6 +45,8 @@ export interface SqliteOptions {
   forwardTargets?: string[];
   /** Where a long migration announces itself (the writer thread relays it to the server's log). */
   logger?: MigrationLog;
+  /** Threads that read statement pages off the event loop (0: on it; always 0 for `:memory:`). */
+  readers?: number;
 }
 
 /** The one thing the store logs: a pino Logger, or the writer thread's relay of it. */
@@ -65,6 +69,9 @@ export class SqliteStore implements Store {
   private readonly db: DatabaseSync;
   private readonly cache = new Map<string, StatementSync>();
   private readonly logger?: MigrationLog;
+  private readonly readers?: SqliteReaders;
+  /** Statement pages read on this thread's connection (no reader threads). */
+  private readonly source: PageSource = { q: (sql) => this.q(sql), tenantId: (name) => this.tenantId(name) };
   /** Tenant name → tenants.id (tenants are never deleted; only known tenants are cached). */
   private readonly tenantIds = new Map<string, number>();
   /** `${tenant id} ${key}` → keys.id, valid while keys_epoch is `epoch`. */
@@ -97,6 +104,7 @@ export class SqliteStore implements Store {
     // leaves a third of a 4 KB page unused, of an 8 KB page a sixth (−14 % on disk, measured).
     this.db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}; PRAGMA busy_timeout = 5000;`);
     this.logger = opts.logger;
+    if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.readers = new SqliteReaders(path, opts.readers!);
     this.outbox = new SqliteOutbox({ q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
   }
 
@@ -152,7 +160,13 @@ export class SqliteStore implements Store {
   }
 
   async close(): Promise<void> {
+    await this.readers?.close();
     if (this.db.isOpen) this.db.close();
+  }
+
+  /** The reader threads started so far (tests stop one). */
+  get readerThreads(): Worker[] {
+    return this.readers?.threads ?? [];
   }
 
   /**
@@ -404,30 +418,7 @@ export class SqliteStore implements Store {
   }
 
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return { rows: [] };
-    const w: SeqWindow = {};
-    if (query.since !== undefined) {
-      const r = this.storedSeq(tid, query.since, 'since');
-      if (!r) return { rows: [] };
-      w.from = BigInt(r.seq as number);
-    }
-    if (query.until !== undefined) {
-      const r = this.storedSeq(tid, query.until, 'until');
-      if (!r) return { rows: [] };
-      w.to = BigInt(r.seq as number);
-    }
-    if (query.after !== undefined) {
-      if (query.ascending) w.after = BigInt(query.after);
-      else w.before = BigInt(query.after);
-    }
-    const { sql, params } = statementPageSql(tid, query, w, SQLITE, { driver: this.driver(tid, query) });
-    const rows = (this.q(sql).all(...(params as SQLInputValue[])) as Row[]).map(toRow);
-    if (rows.length > query.limit) {
-      rows.length = query.limit;
-      return { rows, next: rows[rows.length - 1].position };
-    }
-    return { rows };
+    return this.readers ? this.readers.query(tenant, query) : readPage(this.source, tenant, query);
   }
 
   async getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
@@ -487,19 +478,6 @@ export class SqliteStore implements Store {
     docs.deleteDocuments(this.docs, tenant, key);
   }
 
-  /** For a filter on several indexed values, the one with the fewest entries (see driverCountsSql). */
-  private driver(tenant: number, query: StatementQuery): Driver | undefined {
-    if (drivers(query.filter).length < 2) return undefined;
-    const { sql, params } = driverCountsSql(tenant, query.filter, DRIVER_COUNT_CAP, SQLITE);
-    return rarestDriver(this.q(sql).get(...(params as SQLInputValue[])) as Row);
-  }
-
-  /** since/until as a seq bound (see storedSeqSql). */
-  private storedSeq(tenant: number, ms: number, bound: 'since' | 'until'): Row | undefined {
-    const { sql, params } = storedSeqSql(tenant, ms, bound, SQLITE);
-    return this.q(sql).get(...(params as SQLInputValue[])) as Row | undefined;
-  }
-
   // ----- data lifecycle ----------------------------------------------------------------------
 
   /** The seq range of a stored-time window: stored order and seq order agree. */
@@ -507,12 +485,12 @@ export class SqliteStore implements Store {
     let from = 0;
     let to = Number.MAX_SAFE_INTEGER;
     if (opts.sinceMs !== undefined) {
-      const r = this.storedSeq(tenant, opts.sinceMs, 'since');
+      const r = storedSeq(this.source, tenant, opts.sinceMs, 'since');
       if (!r) return undefined;
       from = Number(r.seq);
     }
     if (opts.untilMs !== undefined) {
-      const r = this.storedSeq(tenant, opts.untilMs, 'until');
+      const r = storedSeq(this.source, tenant, opts.untilMs, 'until');
       if (!r) return undefined;
       to = Number(r.seq);
     }
@@ -640,7 +618,3 @@ function keysOf(p: PreparedStatement): string[] {
 
 /** statements.authority: the authority's first actor key. */
 const authorityKey = (p: PreparedStatement): string | null => (p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null);
-
-function toRow(r: Row): StoredRow {
-  return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
-}

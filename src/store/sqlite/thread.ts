@@ -132,7 +132,7 @@ export class ThreadedSqliteStore implements Store {
     this.port = port1;
     const { logger, ...options } = this.opts; // a logger cannot cross threads: its lines are relayed
     this.worker = new Worker(new URL(import.meta.url), {
-      workerData: { lecternSqliteWriter: { port: port2, options } },
+      workerData: { lecternSqliteWriter: { port: port2, options: { ...options, readers: 0 } } },
       transferList: [port2],
       // What the writer allocates lives for one group (the batches it is given, the rows it
       // writes): a small young generation keeps its heap, and the process's RSS, small.

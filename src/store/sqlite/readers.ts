@@ -1,0 +1,197 @@
+/**
+ * Statement pages read off the event loop. `GET /statements` with filters is the heaviest read
+ * (index ranges, the StatementRef walk, 100 rows of JSON): on the event loop it delays every
+ * other request, ingest commits included, and leaves the second core idle. Reader threads each
+ * own a read-only connection (WAL: they never wait for the writer, and a query started after a
+ * commit sees it, so a write acknowledged before the GET is in its page) and run the same SQL
+ * the single-thread store runs (readPage below, built by src/store/sql.ts).
+ *
+ * A reader that dies fails only its own queries (503) and is replaced on the next query. This
+ * file is also the reader's entry point; it imports nothing heavier than node:sqlite.
+ */
+import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
+import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
+import { LrsError } from '../../errors.ts';
+import type { StatementQuery } from '../../xapi/query.ts';
+import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql } from '../sql.ts';
+import type { QueryPage, StoredRow } from '../types.ts';
+
+type Row = Record<string, unknown>;
+
+/** What a page read needs of a connection: its prepared statements and the tenants' ids. */
+export interface PageSource {
+  q(sql: string): StatementSync;
+  tenantId(name: string): number | undefined;
+}
+
+export function toRow(r: Row): StoredRow {
+  return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
+}
+
+/** since/until as a seq bound (see storedSeqSql). */
+export function storedSeq(src: PageSource, tenant: number, ms: number, bound: 'since' | 'until'): Row | undefined {
+  const { sql, params } = storedSeqSql(tenant, ms, bound, SQLITE);
+  return src.q(sql).get(...(params as SQLInputValue[])) as Row | undefined;
+}
+
+/** For a filter on several indexed values, the one with the fewest entries (see driverCountsSql). */
+function driver(src: PageSource, tenant: number, query: StatementQuery): Driver | undefined {
+  if (drivers(query.filter).length < 2) return undefined;
+  const { sql, params } = driverCountsSql(tenant, query.filter, DRIVER_COUNT_CAP, SQLITE);
+  return rarestDriver(src.q(sql).get(...(params as SQLInputValue[])) as Row);
+}
+
+/** One page of a statement query (GET /statements with filters), on whichever thread holds `src`. */
+export function readPage(src: PageSource, tenant: string, query: StatementQuery): QueryPage {
+  const tid = src.tenantId(tenant);
+  if (tid === undefined) return { rows: [] };
+  const w: SeqWindow = {};
+  if (query.since !== undefined) {
+    const r = storedSeq(src, tid, query.since, 'since');
+    if (!r) return { rows: [] };
+    w.from = BigInt(r.seq as number);
+  }
+  if (query.until !== undefined) {
+    const r = storedSeq(src, tid, query.until, 'until');
+    if (!r) return { rows: [] };
+    w.to = BigInt(r.seq as number);
+  }
+  if (query.after !== undefined) {
+    if (query.ascending) w.after = BigInt(query.after);
+    else w.before = BigInt(query.after);
+  }
+  const { sql, params } = statementPageSql(tid, query, w, SQLITE, { driver: driver(src, tid, query) });
+  const rows = (src.q(sql).all(...(params as SQLInputValue[])) as Row[]).map(toRow);
+  if (rows.length > query.limit) {
+    rows.length = query.limit;
+    return { rows, next: rows[rows.length - 1].position };
+  }
+  return { rows };
+}
+
+/** A reader's young generation: what it allocates lives for one page (V8's default is far larger). */
+const READER_YOUNG_GENERATION_MB = 8;
+
+type Answer = { id: number; ok: true; page: QueryPage } | { id: number; ok: false; message: string; code?: unknown };
+
+interface Reader {
+  worker: Worker;
+  waiting: Map<number, { resolve: (p: QueryPage) => void; reject: (e: unknown) => void }>;
+}
+
+/** The reader threads of one SQLite file; each query goes to the least busy one. */
+export class SqliteReaders {
+  private readonly path: string;
+  private readonly readers: (Reader | undefined)[];
+  private nextId = 1;
+  private closed = false;
+
+  constructor(path: string, count: number) {
+    this.path = path;
+    this.readers = Array.from({ length: count }, () => undefined);
+  }
+
+  query(tenant: string, query: StatementQuery): Promise<QueryPage> {
+    if (this.closed) return Promise.reject(new LrsError('unavailable', 'the store is shutting down'));
+    let slot = 0;
+    for (let i = 1; i < this.readers.length; i++) if ((this.readers[i]?.waiting.size ?? 0) < (this.readers[slot]?.waiting.size ?? 0)) slot = i;
+    const reader = (this.readers[slot] ??= this.start(slot));
+    const id = this.nextId++;
+    return new Promise((resolve, reject) => {
+      reader.waiting.set(id, { resolve, reject });
+      // A thread keeps the process alive only while it has a query to answer.
+      if (reader.waiting.size === 1) reader.worker.ref();
+      reader.worker.postMessage({ id, tenant, query });
+    });
+  }
+
+  private start(slot: number): Reader {
+    const worker = new Worker(new URL(import.meta.url), {
+      workerData: { lecternSqliteReader: { path: this.path } },
+      resourceLimits: { maxYoungGenerationSizeMb: READER_YOUNG_GENERATION_MB },
+    });
+    worker.unref();
+    const reader: Reader = { worker, waiting: new Map() };
+    worker.on('message', (a: Answer) => {
+      const w = reader.waiting.get(a.id);
+      if (!w) return;
+      reader.waiting.delete(a.id);
+      if (!reader.waiting.size) worker.unref();
+      if (a.ok) w.resolve(a.page);
+      else w.reject(Object.assign(new Error(a.message), { code: a.code }));
+    });
+    const stopped = (why: string) => {
+      if (this.readers[slot] === reader) this.readers[slot] = undefined; // the next query starts a new one
+      if (this.closed) return;
+      const err = new LrsError('unavailable', `a SQLite reader thread stopped (${why}); try again`);
+      for (const w of reader.waiting.values()) w.reject(err);
+      reader.waiting.clear();
+    };
+    worker.on('error', (err) => {
+      stopped(err.message);
+      void worker.terminate();
+    });
+    worker.on('exit', (code) => stopped(`exited with code ${code}`));
+    return reader;
+  }
+
+  /** The reader threads, started or not (tests stop one to show the next query still works). */
+  get threads(): Worker[] {
+    return this.readers.flatMap((r) => (r ? [r.worker] : []));
+  }
+
+  /** Called once nothing reads any more (the server closed its connections first). */
+  async close(): Promise<void> {
+    this.closed = true;
+    await Promise.all(this.readers.map((r) => r?.worker.terminate()));
+  }
+}
+
+// ----- the reader thread ----------------------------------------------------------------------
+
+class ReaderConnection implements PageSource {
+  private readonly db: DatabaseSync;
+  private readonly cache = new Map<string, StatementSync>();
+  private readonly tenants = new Map<string, number>();
+
+  constructor(path: string) {
+    this.db = new DatabaseSync(path, { readOnly: true });
+    this.db.exec('PRAGMA busy_timeout = 5000');
+  }
+
+  q(sql: string): StatementSync {
+    let st = this.cache.get(sql);
+    if (!st) {
+      st = this.db.prepare(sql);
+      st.setReadBigInts(false);
+      this.cache.set(sql, st);
+    }
+    return st;
+  }
+
+  tenantId(name: string): number | undefined {
+    let id = this.tenants.get(name);
+    if (id === undefined) {
+      const r = this.q('SELECT id FROM tenants WHERE name = ?').get(name) as Row | undefined;
+      if (!r) return undefined; // not cached: the tenant may store its first statement later
+      this.tenants.set(name, (id = Number(r.id)));
+    }
+    return id;
+  }
+}
+
+const started = isMainThread ? undefined : (workerData as { lecternSqliteReader?: { path: string } } | null)?.lecternSqliteReader;
+if (started && parentPort) {
+  const port = parentPort;
+  const conn = new ReaderConnection(started.path);
+  port.on('message', (m: { id: number; tenant: string; query: StatementQuery }) => {
+    let answer: Answer;
+    try {
+      answer = { id: m.id, ok: true, page: readPage(conn, m.tenant, m.query) };
+    } catch (e) {
+      const err = e as { message?: unknown; code?: unknown };
+      answer = { id: m.id, ok: false, message: String(err?.message ?? e), code: err?.code };
+    }
+    port.postMessage(answer);
+  });
+}
