@@ -21,13 +21,16 @@ import { pipeline } from 'node:stream/promises';
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { PAGE_SIZE } from '../src/store/sqlite/migrations.ts';
+import { PAGE_SIZE, WAL_AUTOCHECKPOINT } from '../src/store/sqlite/migrations.ts';
 import { statement } from './generate.ts';
+import { bytesWritten } from './harness.ts';
 
 export interface DbLimit {
   rowsPerSec: number;
   seconds: number;
   bytesOnDisk: number;
+  /** Bytes written to storage during the timed loop (WAL, checkpoints), per row (SQLite). */
+  writtenPerRow?: number;
 }
 
 function rows(seed: number, count: number): { id: string; json: string }[] {
@@ -40,9 +43,11 @@ function rows(seed: number, count: number): { id: string; json: string }[] {
 function sqlite(file: string, seed: number, count: number, perTx: number): DbLimit {
   const data = rows(seed, count);
   const db = new DatabaseSync(file);
-  db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL;`);
+  // Lectern's pragmas (page size, WAL, FULL, the checkpoint interval), so the limit is measured as Lectern writes.
+  db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT};`);
   db.exec('CREATE TABLE statements (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stored_ms INTEGER NOT NULL, full TEXT NOT NULL)');
   const ins = db.prepare('INSERT INTO statements (id, stored_ms, full) VALUES (?, ?, ?)');
+  const written = bytesWritten('self');
   const t0 = performance.now();
   for (let i = 0; i < data.length; i += perTx) {
     db.exec('BEGIN');
@@ -50,9 +55,10 @@ function sqlite(file: string, seed: number, count: number, perTx: number): DbLim
     db.exec('COMMIT');
   }
   const seconds = (performance.now() - t0) / 1000;
+  const writtenPerRow = (bytesWritten('self') - written) / count;
   db.exec('PRAGMA wal_checkpoint(TRUNCATE)');
   db.close();
-  return { rowsPerSec: count / seconds, seconds, bytesOnDisk: statSync(file).size };
+  return { rowsPerSec: count / seconds, seconds, bytesOnDisk: statSync(file).size, writtenPerRow };
 }
 
 /** COPY text format: escape backslash and the control characters COPY treats specially. */

@@ -57,6 +57,15 @@ export function postgresLimit(url: string, seed: number, count: number, perCopy:
   return nodeJson<DbLimit>([BASELINES, 'postgres', url, String(seed), String(count), String(perCopy)], 'PostgreSQL COPY baseline');
 }
 
+/** Bytes a process has caused to be written to storage so far (Linux /proc/PID/io `write_bytes`, counted when it dirties a page); 0 where unreadable. */
+export function bytesWritten(pid: number | 'self'): number {
+  try {
+    return Number(/^write_bytes:\s+(\d+)/m.exec(readFileSync(`/proc/${pid}/io`, 'utf8'))?.[1] ?? 0);
+  } catch {
+    return 0;
+  }
+}
+
 /** Peak and current resident set of a process, in bytes (Linux /proc). */
 export function memory(pid: number): { peak: number; current: number } {
   try {

@@ -31,6 +31,7 @@ import { averageSize, queryFilters, statementId, VERB } from './generate.ts';
 import { EXTRA_ENTRIES, type BenchContext, type BenchRow } from './extras.ts';
 import {
   AUTHORIZATION,
+  bytesWritten,
   type BackendName,
   machine,
   type Machine,
@@ -172,6 +173,8 @@ interface IngestChunk {
   statementsPerSec: number;
   p50: number;
   p99: number;
+  /** Bytes the server wrote to storage during the chunk (WAL, checkpoints), per statement. */
+  writtenPerStatement?: number;
 }
 
 interface QueryFigure {
@@ -275,10 +278,12 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
         const measured = !FILL || loaded === 0 || size - loaded <= P.chunk;
         const count = measured ? Math.min(P.chunk, size - loaded) : Math.min(FILL.chunk, size - loaded - P.chunk);
         const shape = measured ? { batch: BATCH, connections: INGEST_CLIENTS } : { batch: FILL.batch, connections: FILL.clients };
+        const written = bytesWritten(server.pid);
         const [r] = await runLoad(server.url, SEED, [{ kind: 'batch', name: `ingest ${loaded}→${loaded + count}`, from: loaded, count, ...shape }]);
         const ok = checked(r, backend);
         if (!ok?.run) throw new Error(`loading stopped at ${loaded} statements`);
-        const chunk = { from: loaded, to: loaded + count, statementsPerSec: ok.statementsPerSec ?? 0, p50: ok.run.latency.p50, p99: ok.run.latency.p99 };
+        const writtenPerStatement = backend === 'sqlite' ? (bytesWritten(server.pid) - written) / count : undefined;
+        const chunk = { from: loaded, to: loaded + count, statementsPerSec: ok.statementsPerSec ?? 0, p50: ok.run.latency.p50, p99: ok.run.latency.p99, writtenPerStatement };
         if (measured) result.ingest.push(chunk);
         else result.fill.push({ ...chunk, ...shape });
         loaded += count;
@@ -403,9 +408,17 @@ function writeRows(b: Baselines, r: BackendResult): BenchRow[] {
   if (first) {
     rows.push({ workload: `batch ingest 0→${int(first.to)} (100/POST, 4 clients)`, value: first.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && first.statementsPerSec / raw, p50: first.p50, p99: first.p99 });
     rows.push({ workload: '  same, against the HTTP limit', value: first.statementsPerSec, unit: 'statements/s', baseline: httpBatch, baselineName: 'bare node:http, same bodies', ratio: httpBatch && first.statementsPerSec / httpBatch });
+    // What the gap is made of: bytes written to storage (WAL pages, checkpoints) per statement.
+    const rawWritten = r.backend === 'sqlite' ? b.sqlite?.perTx100.writtenPerRow : undefined;
+    if (first.writtenPerStatement) {
+      rows.push({ workload: '  bytes written to storage per statement', value: first.writtenPerStatement, unit: 'bytes', baseline: rawWritten, baselineName: 'raw loop, 100 rows/tx', ratio: rawWritten && first.writtenPerStatement / rawWritten });
+    }
   }
   if (lastChunk && lastChunk !== first) {
     rows.push({ workload: `batch ingest ${int(lastChunk.from)}→${int(lastChunk.to)}`, value: lastChunk.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && lastChunk.statementsPerSec / raw, p50: lastChunk.p50, p99: lastChunk.p99 });
+    if (first?.writtenPerStatement && lastChunk.writtenPerStatement) {
+      rows.push({ workload: '  bytes written to storage per statement', value: lastChunk.writtenPerStatement, unit: 'bytes', baseline: first.writtenPerStatement, baselineName: 'first chunk', ratio: lastChunk.writtenPerStatement / first.writtenPerStatement });
+    }
     if (first) rows.push({ workload: '  ingest rate at the largest size vs empty store', value: lastChunk.statementsPerSec, unit: 'statements/s', baseline: first.statementsPerSec, baselineName: 'first chunk', ratio: lastChunk.statementsPerSec / first.statementsPerSec });
   }
   for (const f of r.fill) {

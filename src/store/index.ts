@@ -11,6 +11,7 @@ export async function openStore(config: Config, logger?: Logger): Promise<Store>
         path: config.sqlitePath,
         synchronous: config.sqliteSynchronous,
         readers: config.sqliteReaders,
+        walAutocheckpoint: config.sqliteWalAutocheckpoint,
         forwardTargets: activeTargets(config.xapiForwardings),
         logger,
       };

@@ -3,7 +3,8 @@
  * better than in 4 KB pages); a database created with another page size keeps it and still works.
  */
 import assert from 'node:assert/strict';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync, statSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -52,4 +53,24 @@ test('an existing database keeps its page size and serves as before', async () =
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+});
+
+test('LECTERN_SQLITE_WAL_AUTOCHECKPOINT bounds the WAL file; the default lets it hold many commits', async () => {
+  const walAfterWrites = async (env: Record<string, string>): Promise<number> => {
+    const lrs = await startTestLrs(sqliteBackend, { env });
+    try {
+      for (let i = 0; i < 30; i++) {
+        const batch = Array.from({ length: 50 }, () => statement({ id: randomUUID(), object: { id: `http://example.com/a/${randomUUID()}` } }));
+        assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', batch))).status, 200);
+      }
+      return statSync(`${lrs.env.LECTERN_SQLITE_PATH}-wal`).size;
+    } finally {
+      await lrs.close();
+    }
+  };
+  const small = await walAfterWrites({ LECTERN_SQLITE_WAL_AUTOCHECKPOINT: '100' });
+  const large = await walAfterWrites({});
+  // 100 pages: checkpointed and truncated back to 800 KB after each commit past that (a commit's own frames may exceed it).
+  assert.ok(small < 3 * 1024 * 1024, `WAL of ${small} bytes with 100 pages`);
+  assert.ok(large > 3 * small, `WAL of ${large} bytes with the default, ${small} with 100 pages`);
 });

@@ -1,5 +1,7 @@
 /** The page size of a new database (the raw-limit baseline of `npm run bench` uses the same). */
 export const PAGE_SIZE = 8192;
+/** WAL pages after which a commit checkpoints: LECTERN_SQLITE_WAL_AUTOCHECKPOINT's default (the benchmark's raw loop uses it too). */
+export const WAL_AUTOCHECKPOINT = 20_000;
 
 /** Versioned SQLite schema. Append new versions; never edit an applied one. */
 export interface Migration {
