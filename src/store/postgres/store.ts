@@ -610,17 +610,20 @@ export class PostgresStore implements Store {
   /** Never rejects: each job is answered. */
   private async runGroup(tenant: string, group: InsertJob[], previous: Promise<void> = Promise.resolve(), prepared: () => void = () => undefined): Promise<void> {
     let results: (InsertOutcome | LrsError)[];
+    let tenantId: number | undefined;
     try {
       // Before the group's transaction, each committed at once: the tenant, and the ids of every
       // key the group's statements refer to. A transaction creating keys would hold their rows
       // until its commit, and the next group, preparing meanwhile, would wait for it on any key
-      // the two share. (The keys of a rejected request stay, referred to by nothing.)
-      const t = { id: await this.tenantId(tenant, true), name: tenant };
+      // the two share. (A rejected request's keys are deleted again below.)
+      tenantId = await this.tenantId(tenant, true);
+      const t = { id: tenantId, name: tenant };
       const keys = await this.resolveKeys(undefined, t.id, statementKeys(group.flatMap((j) => j.batch)));
       results = await this.tx((c) => this.insertGroup(c, t, group, keys, prepared));
     } catch (err) {
       prepared();
       await previous;
+      if (tenantId !== undefined && (group.length === 1 || toLrsError(err) instanceof LrsError)) await this.dropRejectedKeys(tenant, tenantId, group);
       // An unexpected failure of a group must not fail its other requests: retry them one by one.
       if (group.length > 1 && !(toLrsError(err) instanceof LrsError)) {
         for (const job of group) await this.runGroup(tenant, [job]);
@@ -629,6 +632,8 @@ export class PostgresStore implements Store {
       for (const job of group) job.reject(err);
       return;
     }
+    const rejected = group.filter((_, i) => results[i] instanceof LrsError);
+    if (rejected.length) await this.dropRejectedKeys(tenant, tenantId, rejected);
     results.forEach((r, i) => (r instanceof LrsError ? group[i].reject(r) : group[i].resolve(r)));
     if (this.outbox.enabled && results.some((r) => !(r instanceof LrsError) && r.inserted > 0)) for (const listener of this.outboxListeners) listener();
   }
@@ -667,6 +672,24 @@ export class PostgresStore implements Store {
     // Forwarding: the new statements (in plan order they took these seqs) are queued in this transaction.
     await this.outbox.enqueue(c, written.rows[0].seqs);
     return decided.results;
+  }
+
+  /**
+   * Rejected requests keep none of the keys they brought (an agent key may name a person): those
+   * no stored statement uses are deleted, under the tenant lock like an erasure (writers that
+   * resolved one meanwhile see `keys_epoch` move and resolve again). Before the rejection is
+   * answered; a failure here is logged, not the request's.
+   */
+  private async dropRejectedKeys(tenant: string, tenantId: number, jobs: InsertJob[]): Promise<void> {
+    const keys = [...statementKeys(jobs.flatMap((j) => j.batch))];
+    try {
+      await this.tx(async (c) => {
+        await this.lockTenant(c, tenant);
+        await this.dropUnusedKeys(c, tenantId, keys);
+      });
+    } catch (err) {
+      this.opts.logger?.warn({ err: describe(err), keys: keys.length }, 'the keys of a rejected request could not be deleted');
+    }
   }
 
   /** The dictionary ids of `keys` (creating missing ones), on `c` or, committed at once, on the pool. */
