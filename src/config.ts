@@ -236,7 +236,7 @@ export const SETTINGS = {
   sqliteReaders: {
     name: 'LECTERN_SQLITE_READERS',
     default: '0',
-    help: 'Threads that read statement pages (`GET /statements` queries) off the event loop, each on its own connection: 1.2–2× the query throughput and no ingest stalled behind a query, for ≈ 50 MB more memory each (docs/benchmarks.md); 0 reads them on the event loop.',
+    help: 'Threads that read statement pages (`GET /statements` queries) off the event loop, each on its own connection: up to 1.5× the query throughput (with the writer thread, queries keep their pace during ingest), for ≈ 50 MB more memory each (docs/benchmarks.md); 0 reads them on the event loop.',
     parse: int(0, 64),
   },
   workers: {
