@@ -359,6 +359,8 @@ export class PostgresStore implements Store {
   private readonly opts: PostgresOptions;
   private readonly queues = new Map<string, InsertQueue>();
   private readonly tenants = new Map<string, number>();
+  /** The consistent-through query in flight per tenant (see consistentThrough). */
+  private readonly throughQueries = new Map<string, Promise<Date>>();
   private closed = false;
 
   constructor(opts: PostgresOptions) {
@@ -851,7 +853,23 @@ export class PostgresStore implements Store {
    * clock later than now(). Needs the LRS processes to share one database role (pg_stat_activity
    * shows xact_start only for one's own role).
    */
-  async consistentThrough(tenant: string): Promise<Date> {
+  /**
+   * One query at a time per tenant, shared by every request that asks meanwhile: the instant it
+   * finds is a lower bound on what is visible, and visibility only grows, so it stays true for a
+   * request that arrived after the query started (at most one round trip older than its own
+   * would be). Without this, every statement request cost a scan of pg_locks and
+   * pg_stat_activity on the server (0.38 ms each, the largest server time under single writes).
+   */
+  consistentThrough(tenant: string): Promise<Date> {
+    let through = this.throughQueries.get(tenant);
+    if (!through) {
+      through = this.queryConsistentThrough(tenant).finally(() => this.throughQueries.delete(tenant));
+      this.throughQueries.set(tenant, through);
+    }
+    return through;
+  }
+
+  private async queryConsistentThrough(tenant: string): Promise<Date> {
     const r = await this.query<{ now_ms: string; busy_ms: string | null }>(
       'SELECT floor(extract(epoch FROM now()) * 1000)::bigint AS now_ms, ' +
         '(SELECT floor(extract(epoch FROM min(a.xact_start)) * 1000)::bigint FROM pg_locks l JOIN pg_stat_activity a ON a.pid = l.pid ' +
