@@ -70,6 +70,8 @@ const LOCK_STATEMENTS = 0x4c450002;
 const LOCK_DOCUMENT = 0x4c450003;
 /** Shared, by each statement group from its first read to its commit (see consistentThrough). */
 const LOCK_INTENT = 0x4c450004;
+/** Dictionary ids a process caches per tenant at most (then the cache starts again): bounded memory with many agents. */
+const KEY_CACHE_MAX = 200_000;
 
 /** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
 const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
@@ -359,6 +361,8 @@ export class PostgresStore implements Store {
   private readonly opts: PostgresOptions;
   private readonly queues = new Map<string, InsertQueue>();
   private readonly tenants = new Map<string, number>();
+  /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
+  private readonly keyCache = new Map<number, { epoch: string; ids: Map<string, number> }>();
   /** The consistent-through query in flight per tenant (see consistentThrough). */
   private readonly throughQueries = new Map<string, Promise<Date>>();
   private closed = false;
@@ -667,6 +671,7 @@ export class PostgresStore implements Store {
       // Its snapshot predates the lock (this read's snapshot does not): decided again, and the
       // keys resolved again (an erasure may have deleted some), the check passes.
       decided = await this.decideGroup(c, tenant, group);
+      this.keyCache.delete(tenant.id);
       const again = await this.resolveKeys(c, tenant.id, statementKeys(group.flatMap((j) => j.batch)));
       written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(again) });
       if (!written.rows[0].ok) throw new Error('a statement group decided under the tenant lock failed its check');
@@ -694,8 +699,41 @@ export class PostgresStore implements Store {
     }
   }
 
-  /** The dictionary ids of `keys` (creating missing ones), on `c` or, committed at once, on the pool. */
+  /**
+   * The dictionary ids of `keys` (creating missing ones), on `c` or, committed at once, on the
+   * pool. On the pool, ids already known at the cached `keys_epoch` cost no round trip: the write
+   * checks that epoch under the tenant lock, so an erasure since (which bumps it) sends the group
+   * back to resolve its keys again inside its transaction, as without the cache.
+   */
   private async resolveKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
+    if (c) return this.queryKeys(c, tenantId, keys);
+    const cached = this.keyCache.get(tenantId);
+    if (cached) {
+      const ids = new Map<string, number>();
+      const missing = new Set<string>();
+      for (const k of keys) {
+        const id = cached.ids.get(k);
+        if (id === undefined) missing.add(k);
+        else ids.set(k, id);
+      }
+      if (!missing.size) return { ids, epoch: cached.epoch };
+      const found = await this.queryKeys(undefined, tenantId, missing);
+      if (found.epoch === cached.epoch) {
+        for (const [k, id] of found.ids) {
+          ids.set(k, id);
+          cached.ids.set(k, id);
+        }
+        if (cached.ids.size > KEY_CACHE_MAX) this.keyCache.delete(tenantId);
+        return { ids, epoch: cached.epoch };
+      }
+    }
+    // Nothing cached, or an erasure since: every id again, at one epoch.
+    const all = await this.queryKeys(undefined, tenantId, keys);
+    this.keyCache.set(tenantId, { epoch: all.epoch, ids: new Map(all.ids) });
+    return all;
+  }
+
+  private async queryKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
     const ids = new Map<string, number>();
     for (let attempt = 1; ; attempt++) {
       const missing = [...keys].filter((k) => !ids.has(k)).sort();
@@ -1085,7 +1123,10 @@ SELECT 1`,
       values: [tenantId, keys],
     });
     // Writers resolve ids before their transaction: this tells them to resolve again.
-    if (dropped.rowCount) await c.query({ name: 'bump_keys_epoch', text: 'UPDATE keys_epoch SET n = n + 1', values: [] });
+    if (dropped.rowCount) {
+      await c.query({ name: 'bump_keys_epoch', text: 'UPDATE keys_epoch SET n = n + 1', values: [] });
+      this.keyCache.delete(tenantId);
+    }
   }
 
   async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
