@@ -24,6 +24,17 @@ export interface PageSource {
   tenantId(name: string): number | undefined;
 }
 
+/** A statement of `db` prepared once per SQL text (integers as numbers): the query builder emits few distinct shapes. */
+export function prepared(db: DatabaseSync, cache: Map<string, StatementSync>, sql: string): StatementSync {
+  let st = cache.get(sql);
+  if (!st) {
+    st = db.prepare(sql);
+    st.setReadBigInts(false);
+    cache.set(sql, st);
+  }
+  return st;
+}
+
 export function toRow(r: Row): StoredRow {
   return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
 }
@@ -160,13 +171,7 @@ class ReaderConnection implements PageSource {
   }
 
   q(sql: string): StatementSync {
-    let st = this.cache.get(sql);
-    if (!st) {
-      st = this.db.prepare(sql);
-      st.setReadBigInts(false);
-      this.cache.set(sql, st);
-    }
-    return st;
+    return prepared(this.db, this.cache, sql);
   }
 
   tenantId(name: string): number | undefined {

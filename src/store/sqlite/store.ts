@@ -36,7 +36,7 @@ import type {
 import * as docs from './documents.ts';
 import { MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
-import { type PageSource, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
+import { type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
 
 export interface SqliteOptions {
   path: string;
@@ -121,15 +121,8 @@ export class SqliteStore implements Store {
     this.outboxListeners.push(listener);
   }
 
-  /** Prepared statements are cached by SQL text: the query builder emits few distinct shapes. */
   private q(sql: string): StatementSync {
-    let st = this.cache.get(sql);
-    if (!st) {
-      st = this.db.prepare(sql);
-      st.setReadBigInts(false);
-      this.cache.set(sql, st);
-    }
-    return st;
+    return prepared(this.db, this.cache, sql);
   }
 
   private tx<T>(fn: () => T): T {
