@@ -7,8 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
+import { LrsError } from '../../src/errors.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
+import { prepareBatch } from '../../src/xapi/statement.ts';
+import type { Statement } from '../../src/xapi/types.ts';
 import { jsonInit, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
 
 const readersOf = (lrs: TestLrs): Worker[] => (lrs.lrs.store as unknown as { readerThreads: Worker[] }).readerThreads;
@@ -70,4 +77,24 @@ describe('SQLite reader threads', () => {
     assert.equal(((await res.json()) as { statements: unknown[] }).statements.length, 5);
     for (const w of readersOf(threaded)) assert.ok(!before.includes(w), 'a new thread reads');
   });
+});
+
+test('closing the store while a reader query runs answers it (result or 503), never leaves it hanging', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lectern-readers-'));
+  const store = new SqliteStore({ path: join(dir, 'r.sqlite'), readers: 1 });
+  try {
+    await store.migrate();
+    await store.insertStatements('', prepareBatch([st() as unknown as Statement], { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
+    const query = { filter: { verb: VERB.id, relatedAgents: false, relatedActivities: false }, limit: 10, ascending: false, format: 'exact' as const, attachments: false };
+    await store.queryStatements('', query); // the reader is up
+    const answered = Promise.all(Array.from({ length: 20 }, () => store.queryStatements('', query))).then(
+      () => 'answered',
+      (e: unknown) => (e instanceof LrsError && e.status === 503 ? 'unavailable' : `other: ${String(e)}`),
+    );
+    await store.close();
+    const outcome = await Promise.race([answered, new Promise((r) => setTimeout(() => r('hanging'), 5000).unref())]);
+    assert.ok(outcome === 'answered' || outcome === 'unavailable', String(outcome));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

@@ -151,9 +151,14 @@ export class SqliteReaders {
     return this.readers.flatMap((r) => (r ? [r.worker] : []));
   }
 
-  /** Called once nothing reads any more (the server closed its connections first). */
+  /** Called once the server stopped taking requests; a query still running is answered 503. */
   async close(): Promise<void> {
     this.closed = true;
+    const closing = new LrsError('unavailable', 'the store is shutting down');
+    for (const r of this.readers) {
+      for (const w of r?.waiting.values() ?? []) w.reject(closing); // past the shutdown timeout: answered, not left hanging
+      r?.waiting.clear();
+    }
     await Promise.all(this.readers.map((r) => r?.worker.terminate()));
   }
 }
