@@ -146,7 +146,7 @@ export class SqliteReaders {
     return reader;
   }
 
-  /** The reader threads, started or not (tests stop one to show the next query still works). */
+  /** The reader threads started so far (tests stop one to show the next query still works). */
   get threads(): Worker[] {
     return this.readers.flatMap((r) => (r ? [r.worker] : []));
   }
