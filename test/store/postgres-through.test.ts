@@ -61,3 +61,32 @@ describe('PostgreSQL consistent-through', { skip: postgres ? false : 'PostgreSQL
     assert.ok(through.getTime() >= stored.storedMs, `through ${through.toISOString()} covers stored ${new Date(stored.storedMs).toISOString()}`);
   });
 });
+
+describe('PostgreSQL planner statistics keep up with a growing store', { skip: postgres ? false : 'PostgreSQL skipped' }, () => {
+  test('after a thousand statements the statement tables are analyzed, without waiting for autovacuum', async () => {
+    const { store, dispose } = await postgres!.open();
+    const url = (store as unknown as { opts: { url: string } }).opts.url;
+    const analyzes = async () => {
+      const c = new pg.Client({ connectionString: url });
+      await c.connect();
+      try {
+        const r = await c.query<{ n: string }>("SELECT analyze_count AS n FROM pg_stat_user_tables WHERE relname = 'statement_agents'");
+        return Number(r.rows[0].n);
+      } finally {
+        await c.end();
+      }
+    };
+    try {
+      const before = await analyzes();
+      const batch = () =>
+        Array.from({ length: 250 }, () => ({ id: randomUUID(), actor: { mbox: `mailto:${randomUUID()}@example.com` }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/a' } }) as Statement);
+      for (let i = 0; i < 4; i++) await store.insertStatements('', prepareBatch(batch(), { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
+      // The ANALYZE runs in the background: wait for it (autovacuum would take a minute or more).
+      for (let i = 0; i < 400 && (await analyzes()) <= before; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.ok((await analyzes()) > before, 'the statement tables were analyzed');
+    } finally {
+      await store.close();
+      await dispose();
+    }
+  });
+});
