@@ -117,26 +117,27 @@ function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
 }
 
 /**
- * The spec's filter conditions on statement `alias` (not time, not voided, not `mine`). The link
- * probes carry the tenant, so the link tables' primary keys (tenant, key, seq) answer them.
+ * The spec's filter conditions on statement `alias` (not time, not voided, not `mine`), whose seq
+ * is `seq` (a chain row carries the seq of the statement it reached). The link probes carry the
+ * tenant, so the link tables' primary keys (tenant, key, seq) answer them.
  * `probe`: for one statement, keep each one probe (OFFSET: PostgreSQL ignores a LIMIT alone in
  * EXISTS), as PostgreSQL otherwise joins the key's whole range to it, filtering on seq; over many
  * statements it is left to plan (it may rightly drive from the rarer key's range).
  */
-function matchConds(alias: string, tenant: number, f: StatementFilter, p: Params, skip?: 'agent' | 'activity', probe = false): string[] {
+function matchConds(alias: string, tenant: number, f: StatementFilter, p: Params, skip?: 'agent' | 'activity', probe = false, seq = `${alias}.seq`): string[] {
   const c: string[] = [];
   const fence = probe ? ' LIMIT 1 OFFSET 0' : '';
   if (f.verb !== undefined) c.push(`${alias}.verb = ${p.key(tenant, f.verb)}`);
   if (f.registration !== undefined) c.push(`${alias}.registration = ${p.add(p.dialect.uuid(f.registration))}`);
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
-      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${alias}.seq` +
+      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${seq}` +
         `${f.relatedAgents ? '' : ' AND xa.role = 1'}${fence})`,
     );
   }
   if (f.activity !== undefined && skip !== 'activity') {
     c.push(
-      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)} AND xc.activity = ${p.key(tenant, f.activity)} AND xc.seq = ${alias}.seq` +
+      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)} AND xc.activity = ${p.key(tenant, f.activity)} AND xc.seq = ${seq}` +
         `${f.relatedActivities ? '' : ' AND xc.direct = 1'}${fence})`,
     );
   }
@@ -355,25 +356,33 @@ export function statementPageSql(
   // 1M: 40 of the 41 ms of a rare agent + verb + activity): behind a one-row gate joined first, it
   // reads none. PostgreSQL makes the decision a one-time filter of the scan.
   const gate = postgres ? '' : `(SELECT 1 WHERE ${goForward()}) g CROSS JOIN `;
+  // The statement a chain has reached, found by one `statements_id` probe and carried along (its
+  // seq, next target, verb, registration, authority), so the match below reads no row again. With
+  // `mine`, a statement of another authority ends the chain. PostgreSQL: behind a LIMIT that keeps
+  // other conditions out of the lookup (estimating the filter's index at one row, with no
+  // statistics on tenant, it otherwise walks that index with `Filter: id = target`).
+  const reach = (target: string) => {
+    const on = `t.tenant = ${p.add(tenant)} AND t.id = ${target}${mine('t')}`;
+    return postgres
+      ? `CROSS JOIN LATERAL (SELECT t.seq, t.ref_id, t.verb, t.registration, t.authority FROM statements t WHERE ${on} LIMIT 1) t`
+      : `CROSS JOIN statements t ON ${on}`;
+  };
+  const cols = 't.seq, t.ref_id, t.verb, t.registration, t.authority';
+  const seedFrom = `${gate}statements r ${reach('r.ref_id')}`;
   const seed = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...targetingConds('r', tenant, q, w, p)];
   seed.push(bound());
   if (postgres) seed.push(goForward());
-  // One `statements_id` probe for the statement a chain has reached, behind a LIMIT that keeps
-  // other conditions out of the lookup: PostgreSQL, estimating the filter's index at one row (no
-  // statistics on tenant), otherwise walks that index with `Filter: id = target`.
-  const byId = () =>
-    `SELECT t.seq, t.ref_id, t.verb, t.registration, t.authority FROM statements t WHERE t.tenant = ${p.add(tenant)} AND t.id = c.target LIMIT 1`;
-  // Each step follows one StatementRef by a correlated lookup (one index probe per chain, which
-  // no planner turns into a scan of every StatementRef); a chain ends with a NULL target.
-  const mineOnly = () => (q.filter.authority === undefined ? '' : ` WHERE t.authority = ${p.key(tenant, q.filter.authority)}`);
+  // Each step follows one StatementRef by a correlated lookup (one index probe per step, which no
+  // planner turns into a scan of every StatementRef); a chain ends where no statement is found.
   const chain =
-    `SELECT r.seq, r.ref_id FROM ${gate}statements r WHERE ${seed.join(' AND ')} ` +
-    `UNION SELECT c.seq, (SELECT t.ref_id FROM (${byId()}) t${mineOnly()}) FROM chain c WHERE c.target IS NOT NULL`;
+    `SELECT r.seq, ${cols} FROM ${seedFrom} WHERE ${seed.join(' AND ')} ` +
+    `UNION SELECT c.seq, ${cols} FROM chain c ${reach('c.ref_id')} WHERE c.ref_id IS NOT NULL`;
+  // The reached statement's own columns and link probes by its seq: the filter's conditions on it.
   const forward =
-    `SELECT DISTINCT c.seq FROM chain c WHERE EXISTS (SELECT 1 FROM (${byId()}) t WHERE ${matchConds('t', tenant, q.filter, p, undefined, true).join(' AND ')}${mine('t')}) ` +
+    `SELECT DISTINCT c.seq FROM chain c WHERE ${matchConds('c', tenant, q.filter, p, undefined, true, 'c.tseq').join(' AND ')} ` +
     `ORDER BY c.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   const sql =
-    `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rs AS (${rs}), rev(seq, id, hit) AS (${rev}), chain(seq, target) AS (${chain}) ` +
+    `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rs AS (${rs}), rev(seq, id, hit) AS (${rev}), chain(seq, tseq, ref_id, verb, registration, authority) AS (${chain}) ` +
     `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN (SELECT seq FROM ` +
     `(SELECT seq FROM da UNION SELECT seq FROM rev WHERE hit = 1 UNION SELECT seq FROM (${forward}) tf) u ` +
     // The page's seqs first: a known small set, which PostgreSQL then probes by primary key
