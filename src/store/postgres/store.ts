@@ -397,6 +397,11 @@ export class PostgresStore implements Store {
     // An idle connection that dies (server restart, fail-over) is dropped by the pool; the next
     // request opens a fresh one. Without a listener the error would crash the process.
     this.pool.on('error', (err) => opts.logger?.warn({ err: describe(err) }, 'an idle PostgreSQL connection was lost'));
+    // pg also emits 'error' on a checked-out connection with no query in flight when the server
+    // ends the session (a restart: 57P01); the pool and each query listen only part of the time,
+    // and one unheard would crash the process (seen once per few test runs of a PostgreSQL
+    // restart). The query, transaction or pool that owns the connection still gets the error.
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
     this.outbox = new PostgresOutbox({ query: (text, values, name) => this.query(text, values, name), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
   }
 
