@@ -1,7 +1,9 @@
 /**
  * PostgreSQL Consistent-Through: requests that ask at the same time share one query (it scans
  * pg_locks and pg_stat_activity), and the answer stays a true bound: a call made after a write
- * was acknowledged runs its own query and covers that write.
+ * was acknowledged runs its own query and covers that write. Also the store's upkeep around it:
+ * planner statistics that follow a fast-growing store, and connections that never leave an error
+ * event unheard.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -85,6 +87,23 @@ describe('PostgreSQL planner statistics keep up with a growing store', { skip: p
       for (let i = 0; i < 400 && (await analyzes()) <= before; i++) await new Promise((r) => setTimeout(r, 50));
       assert.ok((await analyzes()) > before, 'the statement tables were analyzed');
     } finally {
+      await store.close();
+      await dispose();
+    }
+  });
+});
+
+describe('PostgreSQL connections', { skip: postgres ? false : 'PostgreSQL skipped' }, () => {
+  test('an error on a checked-out connection with no query in flight does not crash the process', async () => {
+    const { store, dispose } = await postgres!.open();
+    const pool = (store as unknown as { pool: pg.Pool }).pool;
+    const client = await pool.connect();
+    try {
+      // What pg does when the server ends the session (57P01) between two queries of a transaction.
+      const fatal = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
+      assert.doesNotThrow(() => client.emit('error', fatal), 'an unheard error event would throw (and crash the server)');
+    } finally {
+      client.release(true);
       await store.close();
       await dispose();
     }
