@@ -236,62 +236,52 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
  * StatementRef targeting (xAPI-Communication 2.1.3.s3): statements whose StatementRef points,
  * directly or through other StatementRefs, at a statement matching the filter are results too.
  * Time bounds and "not voided" apply to the targeting statement; the other filters apply to the
- * targeted one, which may itself be voided; `mine` applies to every statement of the chain (another
- * authority's statement is invisible to a user restricted to its own, even as a target). Two ways to find them, both index-driven, of
- * which the query runs one:
+ * targeted one as a whole, which may itself be voided; `mine` applies to every statement of the
+ * chain (another authority's statement is invisible to a user restricted to its own, even as a
+ * target).
  *
- * - forward, from the StatementRef statements in the window through their chains to the
- *   statements they target, bounded by the direct matches (`da`): when these already fill the
- *   page, a StatementRef older (newer, ascending) than the last of them cannot make it into the
- *   page, so only the refs between the page edge and that seq are walked (a few row reads and
- *   `statements_id` probes each). Used when the filter matches more than REVERSE_TARGETING_MAX
- *   statements, or when it costs less than walking back: fewer than 1/FORWARD_STEP_COST
- *   StatementRefs per matching statement lie within the page;
- * - backward, from the matching statements (`mt`, voided ones included, any time) to the
- *   statements referring to them (one `statements_ref` probe per statement), and on to those
- *   referring to these: cheap because the filter matches few statements. Used otherwise.
- *
- * Either walk alone gives the right answer; the choice is only about cost, and each is bounded
- * by the page or by REVERSE_TARGETING_MAX, never by the number of StatementRefs in the store
- * (except a forward walk over a window the filter's many matches leave short of a page).
+ * The store writes what each StatementRef reaches when it stores it (src/store/reach.ts): a
+ * `statement_reach` row per statement reached (its verb, registration, and the authority the
+ * chain shares) and that statement's link rows under the StatementRef's seq (`reach_agents`,
+ * `reach_activities`). So the targeting statements are read like the direct matches: one range of
+ * the driver's index, in seq order up to the page, the other conditions checked on the statement
+ * reached (`via`) — never a walk over the StatementRefs of the store.
  */
-const REVERSE_TARGETING_MAX = 500;
-/** What one StatementRef costs the forward walk, in backward steps (row reads and probes). */
-const FORWARD_STEP_COST = 3;
-
-/**
- * Seqs of statements matching the filter's conditions (voided too, any time), at most `cap`;
- * from the driving index alone when it holds every condition (no row reads: the decision only
- * counts them, and only the backward walk reads their ids). With `mine`, only the caller's own
- * statements can be targets: another authority's statement stays invisible, even as the reason
- * a StatementRef matches.
- */
-function allMatchSeqs(tenant: number, f: StatementFilter, p: Params, cap: number, by: Driver): string {
-  const mine = (alias: string) => (f.authority === undefined ? [] : [`${alias}.authority = ${p.key(tenant, f.authority)}`]);
-  const viaLinks = (table: string, head: string[], skip: 'agent' | 'activity') => {
-    const conds = [...matchConds('t', tenant, f, p, skip, false, 'm.seq'), ...mine('t')];
-    const join = conds.length === 0 ? '' : ' JOIN statements t ON t.seq = m.seq';
-    return `SELECT m.seq FROM ${table} m${join} WHERE ${[...head, ...conds].join(' AND ')} LIMIT ${p.add(cap)}`;
+function reachMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, by: Driver): string {
+  const f = q.filter;
+  // The reached statement's verb, registration, and the chain's authority (`mine`).
+  const onReach = (alias: string) => {
+    const c: string[] = [];
+    if (f.verb !== undefined) c.push(`${alias}.verb = ${p.key(tenant, f.verb)}`);
+    if (f.registration !== undefined) c.push(`${alias}.registration = ${p.add(p.dialect.uuid(f.registration))}`);
+    if (f.authority !== undefined) c.push(`${alias}.authority = ${p.key(tenant, f.authority)}`);
+    return c;
   };
-  if (by === 'agent' && f.agent !== undefined) {
-    const head = [`m.tenant = ${p.add(tenant)}`, `m.agent = ${p.key(tenant, f.agent)}`];
-    if (!f.relatedAgents) head.push('m.role = 1');
-    return viaLinks('statement_agents', head, 'agent');
+  // The reached statement's own link rows (probed by its seq, as for a direct match).
+  const links = (skip?: 'agent' | 'activity') => matchConds('t', tenant, { ...f, verb: undefined, registration: undefined }, p, skip, false, 'r.via');
+  const tail = (conds: string[]) => `WHERE ${conds.join(' AND ')} ORDER BY r.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
+  const from = (table: string) => `SELECT DISTINCT r.seq FROM ${table} r JOIN statements s ON s.seq = r.seq`;
+  if (by === 'statements') {
+    const head = [`r.tenant = ${p.add(tenant)}`, ...onReach('r'), ...windowConds('r', w, p), 's.voided = 0'];
+    return `${from('statement_reach')} ${tail([...head, ...links()])}`;
   }
-  if (by === 'activity' && f.activity !== undefined) {
-    const head = [`m.tenant = ${p.add(tenant)}`, `m.activity = ${p.key(tenant, f.activity)}`];
-    if (!f.relatedActivities) head.push('m.direct = 1');
-    return viaLinks('statement_activities', head, 'activity');
+  const byAgent = by === 'agent';
+  const head = [`r.tenant = ${p.add(tenant)}`];
+  if (byAgent) {
+    head.push(`r.agent = ${p.key(tenant, f.agent!)}`);
+    if (!f.relatedAgents) head.push('r.role = 1');
+  } else {
+    head.push(`r.activity = ${p.key(tenant, f.activity!)}`);
+    if (!f.relatedActivities) head.push('r.direct = 1');
   }
-  const conds = [`t.tenant = ${p.add(tenant)}`, ...matchConds('t', tenant, f, p), ...mine('t')];
-  return `SELECT t.seq FROM statements t WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}`;
-}
-
-/** Conditions on a targeting statement `alias`: not voided, in the window, `mine`. */
-function targetingConds(alias: string, tenant: number, q: StatementQuery, w: SeqWindow, p: Params): string[] {
-  const c = [`${alias}.voided = 0`, ...windowConds(alias, w, p)];
-  if (q.filter.authority !== undefined) c.push(`${alias}.authority = ${p.key(tenant, q.filter.authority)}`);
-  return c;
+  head.push(...windowConds('r', w, p), 's.voided = 0');
+  const conds = [...head];
+  if (f.verb !== undefined || f.registration !== undefined || f.authority !== undefined) {
+    const t = [`t.tenant = ${p.add(tenant)}`, 't.seq = r.seq', 't.via = r.via'];
+    conds.push(`EXISTS (SELECT 1 FROM statement_reach t WHERE ${[...t, ...onReach('t')].join(' AND ')})`);
+  }
+  conds.push(...links(byAgent ? 'agent' : 'activity'));
+  return `${from(byAgent ? 'reach_agents' : 'reach_activities')} ${tail(conds)}`;
 }
 
 /**
@@ -311,86 +301,47 @@ export function statementPageSql(
 ): { sql: string; params: unknown[] } {
   const p = new Params(dialect, opts.ids);
   const by = opts.driver ?? defaultDriver(q.filter);
-  const postgres = dialect.postgres;
   const order = q.ascending ? 'ASC' : 'DESC';
+  // Placeholders are added in textual order: SQLite's `?` are positional.
+  const direct = directMatches(tenant, q, w, p, order, by);
   if (!hasTargetableFilter(q.filter)) {
-    const seqs = directMatches(tenant, q, w, p, order, by);
-    const sql = `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN (${seqs}) ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
+    const sql = `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN (${direct}) ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
     return { sql, params: p.values };
   }
-  // Placeholders are added in textual order: SQLite's `?` are positional.
-  const da = directMatches(tenant, q, w, p, order, by);
-  const mt = allMatchSeqs(tenant, q.filter, p, REVERSE_TARGETING_MAX + 1, by);
-  // With `mine`, every link of a StatementRef chain must be the caller's own statement too.
-  const mine = (alias: string) => (q.filter.authority === undefined ? '' : ` AND ${alias}.authority = ${p.key(tenant, q.filter.authority)}`);
-  // No StatementRef beyond the last direct match of a full page can enter the page.
-  const bound = () =>
-    q.ascending
-      ? `r.seq <= (SELECT CASE WHEN count(*) > ${p.add(q.limit)} THEN max(seq) ELSE 9223372036854775807 END FROM da)`
-      : `r.seq >= (SELECT CASE WHEN count(*) > ${p.add(q.limit)} THEN min(seq) ELSE -1 END FROM da)`;
-  // The StatementRefs the forward walk would start from, counted as far as the decision needs.
-  const rsConds = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...windowConds('r', w, p)];
-  rsConds.push(bound());
-  const rs = `SELECT 1 FROM statements r WHERE ${rsConds.join(' AND ')} LIMIT ${p.add(Math.ceil(REVERSE_TARGETING_MAX / FORWARD_STEP_COST) + 1)}`;
-  // Forward when the filter matches too many statements to walk back from, or when fewer
-  // StatementRefs lie within the page than it costs to walk back; backward otherwise. The
-  // decision is uncorrelated, so both planners evaluate it once, before the walk it guards (SQLite
-  // computes every CTE: this is what keeps the other walk from running), and `rs` only if needed.
-  const goForward = () =>
-    `((SELECT count(*) FROM mt) > ${p.add(REVERSE_TARGETING_MAX)} ` +
-    `OR (SELECT count(*) FROM rs) * ${p.add(FORWARD_STEP_COST)} < (SELECT count(*) FROM mt))`;
-  // One `statements_ref (tenant, ref_id)` probe per statement, forced (CROSS JOIN orders SQLite's
-  // joins; LATERAL with OFFSET 0 parameterises PostgreSQL's, the id read by a scalar subquery so
-  // no join is left to plan): left to cost, SQLite scans every StatementRef of the tenant against
-  // an automatic index on the ids, and PostgreSQL merge-joins the whole `statements_ref` range of
-  // the tenant. `hit`: the referring statement is a result (not voided, in the window, `mine`);
-  // chains go on through the others.
-  const referrers = (from: 'mt' | 'rev', cond: () => string) => {
-    const hit = `CASE WHEN ${targetingConds('r', tenant, q, w, p).join(' AND ')} THEN 1 ELSE 0 END`;
-    const id = from === 'mt' ? '(SELECT t.id FROM statements t WHERE t.seq = mt.seq)' : 'rev.id';
-    const on = `r.tenant = ${p.add(tenant)} AND r.ref_id = ${id}${mine('r')}`;
-    return postgres
-      ? `SELECT r.seq, r.id, r.hit FROM ${from} CROSS JOIN LATERAL (SELECT r.seq, r.id, ${hit} AS hit FROM statements r WHERE ${on} OFFSET 0) r${cond()}`
-      : `SELECT r.seq, r.id, ${hit} FROM ${from} CROSS JOIN statements r ON ${on}${cond()}`;
-  };
-  const rev = `${referrers('mt', () => ` WHERE NOT ${goForward()}`)} UNION ${referrers('rev', () => '')}`;
-  // SQLite reads the seed's StatementRefs even when the decision is false (≈ 10,000 row reads at
-  // 1M: 40 of the 41 ms of a rare agent + verb + activity): behind a one-row gate joined first, it
-  // reads none. PostgreSQL makes the decision a one-time filter of the scan.
-  const gate = postgres ? '' : `(SELECT 1 WHERE ${goForward()}) g CROSS JOIN `;
-  // The statement a chain has reached, found by one `statements_id` probe and carried along (its
-  // seq, next target, verb, registration, authority), so the match below reads no row again. With
-  // `mine`, a statement of another authority ends the chain. PostgreSQL: behind a LIMIT that keeps
-  // other conditions out of the lookup (estimating the filter's index at one row, with no
-  // statistics on tenant, it otherwise walks that index with `Filter: id = target`).
-  const reach = (target: string) => {
-    const on = `t.tenant = ${p.add(tenant)} AND t.id = ${target}${mine('t')}`;
-    return postgres
-      ? `CROSS JOIN LATERAL (SELECT t.seq, t.ref_id, t.verb, t.registration, t.authority FROM statements t WHERE ${on} LIMIT 1) t`
-      : `CROSS JOIN statements t ON ${on}`;
-  };
-  const cols = 't.seq, t.ref_id, t.verb, t.registration, t.authority';
-  const seedFrom = `${gate}statements r ${reach('r.ref_id')}`;
-  const seed = [`r.tenant = ${p.add(tenant)}`, 'r.ref_id IS NOT NULL', ...targetingConds('r', tenant, q, w, p)];
-  seed.push(bound());
-  if (postgres) seed.push(goForward());
-  // Each step follows one StatementRef by a correlated lookup (one index probe per step, which no
-  // planner turns into a scan of every StatementRef); a chain ends where no statement is found.
-  const chain =
-    `SELECT r.seq, ${cols} FROM ${seedFrom} WHERE ${seed.join(' AND ')} ` +
-    `UNION SELECT c.seq, ${cols} FROM chain c ${reach('c.ref_id')} WHERE c.ref_id IS NOT NULL`;
-  // The reached statement's own columns and link probes by its seq: the filter's conditions on it.
-  const forward =
-    `SELECT DISTINCT c.seq FROM chain c WHERE ${matchConds('c', tenant, q.filter, p, undefined, true, 'c.tseq').join(' AND ')} ` +
-    `ORDER BY c.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
+  const reached = reachMatches(tenant, q, w, p, order, by);
   const sql =
-    `WITH RECURSIVE da AS (${da}), mt AS (${mt}), rs AS (${rs}), rev(seq, id, hit) AS (${rev}), chain(seq, tseq, ref_id, verb, registration, authority) AS (${chain}) ` +
+    `WITH da AS (${direct}), dr AS (${reached}) ` +
     `SELECT s.seq, s.stored_ms, s.full FROM statements s WHERE s.seq IN (SELECT seq FROM ` +
-    `(SELECT seq FROM da UNION SELECT seq FROM rev WHERE hit = 1 UNION SELECT seq FROM (${forward}) tf) u ` +
+    `(SELECT seq FROM da UNION SELECT seq FROM dr) u ` +
     // The page's seqs first: a known small set, which PostgreSQL then probes by primary key
     // (estimating the union large, it merge-joined the whole table).
     `ORDER BY seq ${order} LIMIT ${p.add(q.limit + 1)}) ORDER BY s.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   return { sql, params: p.values };
+}
+
+/**
+ * The reach rows of every stored StatementRef, built in SQL (the migration that brings the reach
+ * tables; the same rows src/store/reach.ts writes, the link rows copied from the reached
+ * statements' own). A chain is followed through `statements_id` one step per round; UNION ends a
+ * cycle of ids. The authority of a pair is the one its first (shortest) path shares: later
+ * visits of a cycle can only have lost it (NULL), so max() keeps it.
+ */
+export function reachBuildSql(dialect: Dialect): string[] {
+  const shared = (a: string, b: string) => `CASE WHEN ${a} = ${b} THEN ${a} END`;
+  // SQLite joins in the order written with CROSS JOIN: the link table scanned once, the small
+  // reach table probed by (tenant, via); PostgreSQL plans the join itself.
+  const join = dialect.postgres ? 'JOIN' : 'CROSS JOIN';
+  return [
+    'WITH RECURSIVE c(tenant, seq, via, authority) AS (' +
+      `SELECT s.tenant, s.seq, t.seq, ${shared('s.authority', 't.authority')} FROM statements s JOIN statements t ON t.tenant = s.tenant AND t.id = s.ref_id ` +
+      'WHERE s.ref_id IS NOT NULL AND t.seq <> s.seq ' +
+      `UNION SELECT c.tenant, c.seq, t.seq, ${shared('c.authority', 't.authority')} FROM c JOIN statements v ON v.seq = c.via ` +
+      'JOIN statements t ON t.tenant = v.tenant AND t.id = v.ref_id WHERE v.ref_id IS NOT NULL AND t.seq <> c.seq) ' +
+      'INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) ' +
+      'SELECT c.tenant, c.seq, c.via, t.verb, t.registration, max(c.authority) FROM c JOIN statements t ON t.seq = c.via GROUP BY c.tenant, c.seq, c.via, t.verb, t.registration',
+    `INSERT INTO reach_agents (tenant, agent, seq, via, role) SELECT a.tenant, a.agent, r.seq, r.via, a.role FROM statement_agents a ${join} statement_reach r ON r.tenant = a.tenant AND r.via = a.seq`,
+    `INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT a.tenant, a.activity, r.seq, r.via, a.direct FROM statement_activities a ${join} statement_reach r ON r.tenant = a.tenant AND r.via = a.seq`,
+  ];
 }
 
 type OutboxRow = Record<string, unknown>;

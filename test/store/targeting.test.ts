@@ -1,8 +1,9 @@
 /**
- * StatementRef targeting in the shared query (src/store/sql.ts) on every backend, at the store
- * level: the backward walk (a filter matching few statements) and the forward walk (more than
- * 500 matches, bounded by the page), with time windows and `mine`, which SQLite binds by
- * position (a misplaced parameter would silently match nothing).
+ * StatementRef targeting in the shared query (src/store/sql.ts) and the reach rows written at
+ * insert (src/store/reach.ts), on every backend, at the store level: filters matching few and
+ * many statements, chains, time windows and `mine` (SQLite binds parameters by position: a
+ * misplaced one would silently match nothing); targets stored after their StatementRefs, cycles,
+ * erasure.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -160,6 +161,76 @@ for (const backend of storeBackends) {
       assert.deepEqual((await page({ filter: { agent: key(A), authority: key(MINE) } })).ids, []);
       const since = await page({ filter: { agent: key(A) }, since: await stored(s.m1) });
       assert.deepEqual(since.ids, [s.m4.id, s.r3.id]);
+    });
+  });
+}
+
+const F: Actor = { objectType: 'Agent', mbox: 'mailto:f@example.com' };
+const LATE = { id: 'http://example.com/verbs/late' };
+const LATE_ACTIVITY = 'http://example.com/late-activity';
+
+for (const backend of storeBackends) {
+  describe(`StatementRef targeting kept up at insert and erasure [${backend.name}]`, () => {
+    let store: Store;
+    let dispose: () => Promise<void>;
+    before(async () => {
+      ({ store, dispose } = await backend.open());
+    });
+    after(async () => {
+      await store?.close();
+      await dispose?.();
+    });
+    const put = async (authority: Actor, ...statements: Statement[]) => {
+      await store.insertStatements('', prepareBatch(statements, authority, '1.0.3'), []);
+    };
+    const ids = async (filter: Partial<StatementQuery['filter']>) => {
+      const query: StatementQuery = { limit: 100, ascending: false, format: 'exact', attachments: false, filter: { relatedAgents: false, relatedActivities: false, ...filter } };
+      return (await store.queryStatements('', query)).rows.map((row) => (JSON.parse(row.json) as Statement).id);
+    };
+    const target = (): Statement => ({ ...made(F, { id: LATE_ACTIVITY }, LATE), context: { registration: randomUUID() } }) as Statement;
+
+    test('a target stored after the StatementRefs that reach it, in other requests or the same one; erased, and stored again', async () => {
+      const t = target();
+      const r = made(C, ref(t.id!));
+      const q = made(C, ref(r.id!)); // reaches t through r
+      await put(ADMIN, q);
+      await put(MINE, r); // another authority on the chain: not `mine` for ADMIN
+      await put(ADMIN, t);
+      const chain = [t, r, q].map((x) => x.id);
+      const registration = (t.context as { registration: string }).registration;
+      for (const filter of [{ agent: key(F) }, { verb: LATE.id }, { activity: LATE_ACTIVITY }, { registration }, { agent: key(F), verb: LATE.id, activity: LATE_ACTIVITY }]) {
+        assert.deepEqual(await ids(filter), chain, JSON.stringify(filter));
+      }
+      assert.deepEqual(await ids({ verb: LATE.id, authority: key(ADMIN) }), [t.id], 'mine: the chain passes through another authority');
+      assert.deepEqual(await ids({ agent: key(C), verb: LATE.id }), [], "the filter applies to one statement as a whole (C's are StatementRefs)");
+
+      // In one request, the StatementRef before or after its target.
+      const t2 = target();
+      const q2 = made(C, ref(t2.id!));
+      const t3 = target();
+      const q3 = made(C, ref(t3.id!));
+      await put(ADMIN, q2, t2, t3, q3);
+      assert.deepEqual(await ids({ verb: LATE.id }), [q3, t3, t2, q2, t, r, q].map((x) => x.id));
+
+      // Erasing the target ends the chains through it; stored again, they reach it again.
+      await store.deleteStatements('', [t.id!]);
+      assert.deepEqual(await ids({ verb: LATE.id }), [q3, t3, t2, q2].map((x) => x.id));
+      assert.deepEqual(await ids({ agent: key(F) }), [q3, t3, t2, q2].map((x) => x.id));
+      await put(ADMIN, t);
+      assert.deepEqual(await ids({ verb: LATE.id }), [t, q3, t3, t2, q2, r, q].map((x) => x.id));
+      // Erasing a link of the chain: what reached through it no longer does.
+      await store.deleteStatements('', [r.id!]);
+      assert.deepEqual(await ids({ verb: LATE.id }), [t, q3, t3, t2, q2].map((x) => x.id));
+    });
+
+    test('a cycle of ids ends the walk', async () => {
+      const a = made(C, ref(randomUUID()));
+      const b = made(F, ref(a.id!), LATE);
+      const c = made(C, ref(b.id!));
+      (a.object as { id: string }).id = c.id!; // a → c → b → a
+      await put(ADMIN, a, b, c);
+      const late = await ids({ verb: LATE.id });
+      for (const x of [a, b, c]) assert.ok(late.includes(x.id), 'each statement of the cycle reaches b');
     });
   });
 }

@@ -3,6 +3,8 @@
  * names match the SQLite schema so src/store/sql.ts serves both; flags are smallint 0/1 for the
  * same reason.
  */
+import { POSTGRES, reachBuildSql } from '../sql.ts';
+
 export interface Migration {
   version: number;
   name: string;
@@ -277,6 +279,48 @@ ALTER TABLE statement_agents ALTER COLUMN tenant SET STATISTICS 0;
 ALTER TABLE statement_activities ALTER COLUMN tenant SET STATISTICS 0;
 ALTER TABLE keys ALTER COLUMN tenant SET STATISTICS 0;
 ANALYZE tenants, keys, statements, statement_agents, statement_activities;
+`,
+  },
+  {
+    version: 8,
+    name: 'StatementRef targeting written at insert time: what each StatementRef reaches (src/store/reach.ts)',
+    announce:
+      "SELECT 'indexing what StatementRefs target: ' || count(*) || ' statements' AS message FROM statements WHERE ref_id IS NOT NULL HAVING count(*) > 0",
+    sql: `
+CREATE TABLE statement_reach (
+  tenant integer NOT NULL,
+  seq bigint NOT NULL,                -- a StatementRef statement
+  via bigint NOT NULL,                -- a statement its chain reaches
+  verb integer NOT NULL,              -- via's verb (keys.id)
+  registration uuid,                  -- via's registration
+  authority integer,                  -- the authority of every statement from seq to via, NULL if they differ (mine)
+  PRIMARY KEY (tenant, seq, via)
+);
+CREATE INDEX statement_reach_via ON statement_reach (tenant, via);
+CREATE INDEX statement_reach_verb ON statement_reach (tenant, verb, seq);
+CREATE INDEX statement_reach_registration ON statement_reach (tenant, registration, seq) WHERE registration IS NOT NULL;
+
+-- The link rows of via, under seq.
+CREATE TABLE reach_agents (
+  tenant integer NOT NULL,
+  agent integer NOT NULL,
+  seq bigint NOT NULL,
+  via bigint NOT NULL,
+  role smallint NOT NULL,
+  PRIMARY KEY (tenant, agent, seq, via) INCLUDE (role)
+);
+CREATE INDEX reach_agents_seq ON reach_agents (tenant, seq);
+CREATE TABLE reach_activities (
+  tenant integer NOT NULL,
+  activity integer NOT NULL,
+  seq bigint NOT NULL,
+  via bigint NOT NULL,
+  direct smallint NOT NULL,
+  PRIMARY KEY (tenant, activity, seq, via) INCLUDE (direct)
+);
+CREATE INDEX reach_activities_seq ON reach_activities (tenant, seq);
+${reachBuildSql(POSTGRES).join(';\n')};
+ANALYZE statement_reach, reach_agents, reach_activities;
 `,
   },
 ];

@@ -30,6 +30,7 @@ import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
 import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
 import { indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
+import { type ReachSeed, ReachWalk } from '../reach.ts';
 import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
 import type {
   AttachmentBlob,
@@ -149,7 +150,9 @@ de AS (INSERT INTO activities (tenant, id, definition) SELECT $33, i, d FROM ROW
   WHERE (SELECT ok FROM ok) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
 at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
   SELECT $33, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) WHERE (SELECT ok FROM ok) ON CONFLICT DO NOTHING)
-SELECT (SELECT ok FROM ok) AS ok, ARRAY(SELECT seq FROM sq ORDER BY n) AS seqs`;
+SELECT (SELECT ok FROM ok) AS ok, ARRAY(SELECT seq FROM sq ORDER BY n) AS seqs,
+  -- Statements stored earlier that target a new one: they reach it now (src/store/reach.ts).
+  ARRAY(SELECT seq FROM statements WHERE tenant = $1 AND ref_id = ANY($4::uuid[]) AND (SELECT ok FROM ok)) AS referrers`;
 
 /**
  * The read a group's decisions rest on, in one statement (one snapshot): the tenant's last row
@@ -680,18 +683,25 @@ export class PostgresStore implements Store {
     let decided = await this.decideGroup(c, tenant, group);
     prepared();
     await c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, key] });
-    let written = await c.query<{ ok: boolean; seqs: string[] }>({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(keys) });
+    let written = await c.query<{ ok: boolean; seqs: string[]; referrers: string[] }>({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(keys) });
     if (!written.rows[0].ok) {
       // Its snapshot predates the lock (this read's snapshot does not): decided again, and the
       // keys resolved again (an erasure may have deleted some), the check passes.
       decided = await this.decideGroup(c, tenant, group);
       this.keyCache.delete(tenant.id);
-      const again = await this.resolveKeys(c, tenant.id, statementKeys(group.flatMap((j) => j.batch)));
-      written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(again) });
+      keys = await this.resolveKeys(c, tenant.id, statementKeys(group.flatMap((j) => j.batch)));
+      written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(keys) });
       if (!written.rows[0].ok) throw new Error('a statement group decided under the tenant lock failed its check');
     }
+    const { seqs, referrers } = written.rows[0];
+    const seeds = decided.fresh().flatMap((p, i): ReachSeed[] => {
+      if (p.refId === null) return [];
+      const authority = authorityKey(p.statement);
+      return [{ seq: Number(seqs[i]), refId: p.refId, authority: authority === null ? null : (keys.ids.get(authority) ?? null) }];
+    });
+    await this.updateReach(c, tenant.id, seeds, referrers.map(Number), keys.ids);
     // Forwarding: the new statements (in plan order they took these seqs) are queued in this transaction.
-    await this.outbox.enqueue(c, written.rows[0].seqs);
+    await this.outbox.enqueue(c, seqs);
     return decided.results;
   }
 
@@ -804,7 +814,7 @@ export class PostgresStore implements Store {
     c: pg.PoolClient,
     tenant: { id: number; name: string },
     group: InsertJob[],
-  ): Promise<{ results: (InsertOutcome | LrsError)[]; values: (keys: ResolvedKeys) => unknown[] }> {
+  ): Promise<{ results: (InsertOutcome | LrsError)[]; values: (keys: ResolvedKeys) => unknown[]; fresh: () => PreparedStatement[] }> {
     const all = group.flatMap((j) => j.batch);
     const ids = [...new Set(all.map((p) => p.id))];
     const voidTargets = all.flatMap((p) => (p.voids ? [p.voids] : []));
@@ -853,7 +863,7 @@ export class PostgresStore implements Store {
       return plan.outcome;
     });
     const basis = { snapSeq: head.snap_seq, checkIds, relied, defIds, keptDefs };
-    return { results, values: (keys) => writeValues(tenant, plans, storedMs, kept, basis, keys) };
+    return { results, values: (keys) => writeValues(tenant, plans, storedMs, kept, basis, keys), fresh: () => plans.flatMap((plan) => plan.fresh.map((f) => f.p)) };
   }
 
   async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
@@ -1108,6 +1118,66 @@ export class PostgresStore implements Store {
     return r.rows.map((row) => row.id);
   }
 
+  /**
+   * Writes the reach rows (src/store/reach.ts) of new StatementRefs (`seeds`), and rebuilds those
+   * of the statements in `stored` and of every statement reaching one of them: a statement they
+   * target has arrived, or a statement of their chains was erased or rewritten. `known`: key ids
+   * at hand (the group's), so only the others are read.
+   */
+  private async updateReach(c: pg.PoolClient, tenantId: number, seeds: ReachSeed[], stored: number[], known?: ReadonlyMap<string, number>): Promise<void> {
+    const all = new Map(seeds.map((s) => [s.seq, s]));
+    if (stored.length) {
+      const r = await c.query<{ seq: string; ref_id: string; authority: number | null }>({
+        name: 'reach_rebuild',
+        text: `WITH q AS (SELECT unnest($2::bigint[]) AS seq UNION SELECT seq FROM statement_reach WHERE tenant = $1 AND via = ANY($2::bigint[])),
+d1 AS (DELETE FROM statement_reach WHERE tenant = $1 AND seq IN (SELECT seq FROM q)),
+d2 AS (DELETE FROM reach_agents WHERE tenant = $1 AND seq IN (SELECT seq FROM q)),
+d3 AS (DELETE FROM reach_activities WHERE tenant = $1 AND seq IN (SELECT seq FROM q))
+SELECT seq, ref_id, authority FROM statements WHERE tenant = $1 AND seq IN (SELECT seq FROM q) AND ref_id IS NOT NULL`,
+        values: [tenantId, stored],
+      });
+      for (const row of r.rows) all.set(Number(row.seq), { seq: Number(row.seq), refId: row.ref_id, authority: row.authority });
+    }
+    if (!all.size) return;
+    const walk = new ReachWalk(all.values());
+    for (let ids = walk.wanted(); ids.length; ids = walk.wanted()) {
+      const r = await c.query<{ seq: string; id: string; ref_id: string | null; verb: number; registration: string | null; authority: number | null; full: string }>({
+        name: 'reach_targets',
+        text: 'SELECT seq, id, ref_id, verb, registration, authority, "full" FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[])',
+        values: [tenantId, ids],
+      });
+      walk.found(r.rows.map((row) => ({ seq: Number(row.seq), id: row.id, refId: row.ref_id, verb: row.verb, registration: row.registration, authority: row.authority, full: row.full })));
+    }
+    const ids = new Map(known);
+    const missing = new Set(walk.keys().filter((k) => !ids.has(k)));
+    if (missing.size) for (const [k, id] of (await this.queryKeys(c, tenantId, missing)).ids) ids.set(k, id);
+    const rows = walk.rows(ids);
+    await c.query({
+      name: 'reach_insert',
+      text: `WITH
+r AS (INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority)
+  SELECT $1, s, v, b, g, a FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::uuid[], $6::int[]) AS t(s, v, b, g, a)),
+ag AS (INSERT INTO reach_agents (tenant, agent, seq, via, role) SELECT $1, k, s, v, d FROM unnest($7::int[], $8::bigint[], $9::bigint[], $10::smallint[]) AS t(k, s, v, d))
+INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT $1, k, s, v, d FROM unnest($11::int[], $12::bigint[], $13::bigint[], $14::smallint[]) AS t(k, s, v, d)`,
+      values: [
+        tenantId,
+        rows.reach.map((r) => r.seq),
+        rows.reach.map((r) => r.via),
+        rows.reach.map((r) => r.verb),
+        rows.reach.map((r) => r.registration),
+        rows.reach.map((r) => r.authority),
+        rows.agents.map((a) => a.agent),
+        rows.agents.map((a) => a.seq),
+        rows.agents.map((a) => a.via),
+        rows.agents.map((a) => a.role),
+        rows.activities.map((a) => a.activity),
+        rows.activities.map((a) => a.seq),
+        rows.activities.map((a) => a.via),
+        rows.activities.map((a) => a.direct),
+      ],
+    });
+  }
+
   /** Erasure and pseudonymisation take the tenant's statement lock: no insert decides on rows they change. */
   private lockTenant(c: pg.PoolClient, tenant: string): Promise<unknown> {
     return c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, lockKey(tenant)] });
@@ -1179,7 +1249,10 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       });
       const head = r.rows[0];
       const removed = (JSON.parse(head.rows ?? '[]') as [string, Statement][]).map(([seq, statement]) => ({ seq, statement }));
-      await this.dropUnusedKeys(c, tid, await this.unlink(c, tid, removed));
+      const unlinked = await this.unlink(c, tid, removed);
+      // Their own reach rows go, and the chains through them end there now.
+      await this.updateReach(c, tid, [], removed.map((r) => Number(r.seq)));
+      await this.dropUnusedKeys(c, tid, unlinked);
       // The CTE's deletions are not visible to its own reads: the orphan check runs after it.
       const orphans = await c.query({
         name: 'delete_orphan_attachments',
@@ -1223,6 +1296,8 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
         text: 'INSERT INTO statement_agents (tenant, agent, seq, role) SELECT $1, k, s, d FROM unnest($2::int[], $3::bigint[], $4::smallint[]) AS t(k, s, d)',
         values: [tid, agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
       });
+      // What reaches a rewritten statement copied its agents and authority: rebuilt.
+      await this.updateReach(c, tid, [], found.map((r) => Number(seqOf.get(r.id))), keyIds);
       // The old agents' keys, once nothing uses them (the new rows are in place).
       await this.dropUnusedKeys(c, tid, unlinked);
     });

@@ -1,3 +1,5 @@
+import { reachBuildSql, SQLITE } from '../sql.ts';
+
 /** The page size of a new database (the raw-limit baseline of `npm run bench` uses the same). */
 export const PAGE_SIZE = 8192;
 /** WAL pages after which a commit checkpoints: LECTERN_SQLITE_WAL_AUTOCHECKPOINT's default (the benchmark's raw loop uses it too). */
@@ -245,6 +247,46 @@ CREATE INDEX statements_ref ON statements(tenant, ref_id) WHERE ref_id IS NOT NU
 CREATE INDEX statements_refs_by_seq ON statements(tenant, seq) WHERE ref_id IS NOT NULL;
 CREATE INDEX statements_authority ON statements(tenant, authority, seq);
 CREATE INDEX statement_attachments_sha2 ON statement_attachments(sha2);
+`,
+  },
+  {
+    version: 7,
+    name: 'StatementRef targeting written at insert time: what each StatementRef reaches (src/store/reach.ts)',
+    rebuilds: { count: 'SELECT count(*) AS n FROM statements WHERE ref_id IS NOT NULL', message: 'indexing what StatementRefs target' },
+    sql: `
+CREATE TABLE statement_reach (
+  tenant INTEGER NOT NULL,
+  seq INTEGER NOT NULL,                 -- a StatementRef statement
+  via INTEGER NOT NULL,                 -- a statement its chain reaches
+  verb INTEGER NOT NULL,                -- via's verb (keys.id)
+  registration BLOB,                    -- via's registration
+  authority INTEGER,                    -- the authority of every statement from seq to via, NULL if they differ (mine)
+  PRIMARY KEY (tenant, seq, via)
+) WITHOUT ROWID;
+CREATE INDEX statement_reach_via ON statement_reach(tenant, via);
+CREATE INDEX statement_reach_verb ON statement_reach(tenant, verb, seq);
+CREATE INDEX statement_reach_registration ON statement_reach(tenant, registration, seq) WHERE registration IS NOT NULL;
+
+-- The link rows of via, under seq.
+CREATE TABLE reach_agents (
+  tenant INTEGER NOT NULL,
+  agent INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  via INTEGER NOT NULL,
+  role INTEGER NOT NULL,
+  PRIMARY KEY (tenant, agent, seq, via)
+) WITHOUT ROWID;
+CREATE INDEX reach_agents_seq ON reach_agents(tenant, seq);
+CREATE TABLE reach_activities (
+  tenant INTEGER NOT NULL,
+  activity INTEGER NOT NULL,
+  seq INTEGER NOT NULL,
+  via INTEGER NOT NULL,
+  direct INTEGER NOT NULL,
+  PRIMARY KEY (tenant, activity, seq, via)
+) WITHOUT ROWID;
+CREATE INDEX reach_activities_seq ON reach_activities(tenant, seq);
+${reachBuildSql(SQLITE).join(';\n')};
 `,
   },
 ];

@@ -20,6 +20,7 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { indexRows } from '../../xapi/statement.ts';
+import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
 import { uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
@@ -348,10 +349,27 @@ export class SqliteStore implements Store {
       const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
       if (r) known.set(id, { isVoiding: Number(r.is_voiding) === 1, statement: JSON.parse(String(r.full)) as Statement });
     }
-    const voidedBy = this.q('SELECT 1 FROM statements WHERE tenant = ? AND ref_id = ? AND is_voiding = 1 LIMIT 1');
-    const voidedEarlier = new Set(batch.filter((p) => !known.has(p.id) && voidedBy.get(tenant, uuidBytes(p.id)) !== undefined).map((p) => p.id));
+    // Statements stored earlier that target a new one: a voiding one voids it on arrival, and
+    // every one of them now reaches it (their reach rows are rebuilt below).
+    const referredBy = this.q('SELECT seq, is_voiding FROM statements WHERE tenant = ? AND ref_id = ?');
+    const voidedEarlier = new Set<string>();
+    const referrers = new Map<string, number[]>();
+    for (const p of batch) {
+      if (known.has(p.id)) continue;
+      const rows = referredBy.all(tenant, uuidBytes(p.id)) as Row[];
+      if (!rows.length) continue;
+      referrers.set(p.id, rows.map((r) => Number(r.seq)));
+      if (rows.some((r) => Number(r.is_voiding) === 1)) voidedEarlier.add(p.id);
+    }
     const plan = planInsert(batch, attachments, known, voidedEarlier, storedIso);
-    for (const f of plan.fresh) this.insertOne(tenantName, dict, f.p, JSON.stringify(f.full), f.voided, storedMs);
+    const seeds: ReachSeed[] = [];
+    const reached: number[] = [];
+    for (const f of plan.fresh) {
+      const seq = this.insertOne(tenantName, dict, f.p, JSON.stringify(f.full), f.voided, storedMs);
+      if (f.p.refId !== null) seeds.push({ seq, refId: f.p.refId, authority: seedAuthority(f.p, dict.ids) });
+      reached.push(...(referrers.get(f.p.id) ?? []));
+    }
+    this.updateReach(tenant, seeds, reached);
     const voids = this.q('UPDATE statements SET voided = 1 WHERE tenant = ? AND id = ? AND is_voiding = 0');
     for (const id of plan.voids) voids.run(tenant, uuidBytes(id));
     const put = this.q('INSERT OR IGNORE INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)');
@@ -359,7 +377,8 @@ export class SqliteStore implements Store {
     return plan.outcome;
   }
 
-  private insertOne(tenantName: string, dict: { tenant: number; ids: Map<string, number> }, p: PreparedStatement, full: string, voided: boolean, storedMs: number): void {
+  /** Stores one statement with its link rows and definitions; returns its seq. */
+  private insertOne(tenantName: string, dict: { tenant: number; ids: Map<string, number> }, p: PreparedStatement, full: string, voided: boolean, storedMs: number): number {
     const { tenant, ids } = dict;
     const id = (key: string) => ids.get(key)!; // keysOf(p) were all resolved for the group
     const authority = authorityKey(p);
@@ -377,7 +396,7 @@ export class SqliteStore implements Store {
       authority === null ? null : id(authority),
       full,
     );
-    const seq = r.lastInsertRowid;
+    const seq = Number(r.lastInsertRowid);
     const agent = this.q('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)');
     for (const a of p.agents) agent.run(tenant, id(a.key), seq, a.role);
     const activity = this.q('INSERT INTO statement_activities (tenant, activity, seq, direct) VALUES (?, ?, ?, ?)');
@@ -405,6 +424,48 @@ export class SqliteStore implements Store {
       );
       this.definitionsChanged = true;
     }
+    return seq;
+  }
+
+  /**
+   * Writes the reach rows (src/store/reach.ts) of new StatementRefs (`seeds`), and rebuilds those
+   * of the statements in `stored` and of every statement reaching one of them: a statement they
+   * target has arrived, or a statement of their chains was erased or rewritten.
+   */
+  private updateReach(tenant: number, seeds: ReachSeed[], stored: number[]): void {
+    const all = new Map(seeds.map((s) => [s.seq, s]));
+    if (stored.length) {
+      const seqs = new Set(stored);
+      const reaching = this.q('SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?');
+      for (const via of stored) for (const r of reaching.all(tenant, via) as Row[]) seqs.add(Number(r.seq));
+      const dels = REACH_TABLES.map((table) => this.q(`DELETE FROM ${table} WHERE tenant = ? AND seq = ?`));
+      const row = this.q('SELECT ref_id, authority FROM statements WHERE tenant = ? AND seq = ?');
+      for (const seq of seqs) {
+        for (const del of dels) del.run(tenant, seq);
+        const r = row.get(tenant, seq) as Row | undefined;
+        if (r && r.ref_id !== null) all.set(seq, { seq, refId: uuidText(r.ref_id as Uint8Array), authority: r.authority === null ? null : Number(r.authority) });
+      }
+    }
+    if (!all.size) return;
+    const walk = new ReachWalk(all.values());
+    const byId = this.q('SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE tenant = ? AND id = ?');
+    for (let ids = walk.wanted(); ids.length; ids = walk.wanted()) {
+      walk.found(
+        ids.flatMap((id) => {
+          const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
+          if (!r) return [];
+          const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
+          return [{ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) }];
+        }),
+      );
+    }
+    const rows = walk.rows(this.keyIdsOf(tenant, walk.keys()));
+    const reach = this.q('INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)');
+    for (const r of rows.reach) reach.run(tenant, r.seq, r.via, r.verb, r.registration as Uint8Array | null, r.authority);
+    const agent = this.q('INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)');
+    for (const a of rows.agents) agent.run(tenant, a.agent, a.seq, a.via, a.role);
+    const activity = this.q('INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)');
+    for (const a of rows.activities) activity.run(tenant, a.activity, a.seq, a.via, a.direct);
   }
 
   async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
@@ -530,8 +591,10 @@ export class SqliteStore implements Store {
     const tid = this.tenantId(tenant);
     if (tid === undefined) return { statements: 0, attachments: 0 };
     return this.tx(() => {
+      this.checkEpoch();
       const hashes = new Set<string>();
       const agents = new Set<number>();
+      const erased: number[] = [];
       let statements = 0;
       for (const id of ids) {
         const r = this.q('SELECT seq, full, authority FROM statements WHERE tenant = ? AND id = ?').get(tid, uuidBytes(id)) as Row | undefined;
@@ -548,8 +611,11 @@ export class SqliteStore implements Store {
         this.q('DELETE FROM forward_outbox WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
         this.q('DELETE FROM statements WHERE seq = ?').run(seq);
+        erased.push(seq);
         statements++;
       }
+      // Its own reach rows go, and the chains through it end there now.
+      this.updateReach(tid, [], erased);
       let attachments = 0;
       for (const h of hashes) {
         const linked = this.q('SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND s.tenant = ? LIMIT 1').get(h, tid);
@@ -567,6 +633,7 @@ export class SqliteStore implements Store {
       this.checkEpoch();
       const agent = this.q('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)');
       const old = new Set<number>();
+      const rewritten: number[] = [];
       for (const row of rows) {
         const r = this.q('SELECT seq, full, authority FROM statements WHERE tenant = ? AND id = ?').get(tid, uuidBytes(row.id)) as Row | undefined;
         if (!r) continue;
@@ -576,7 +643,10 @@ export class SqliteStore implements Store {
         const ids = this.keyIdsOf(tid, [...row.agents.map((a) => a.key), ...(row.authorityKey === null ? [] : [row.authorityKey])]);
         this.q('UPDATE statements SET full = ?, authority = ? WHERE seq = ?').run(row.json, row.authorityKey === null ? null : ids.get(row.authorityKey)!, seq);
         for (const a of row.agents) agent.run(tid, ids.get(a.key)!, seq, a.role);
+        rewritten.push(seq);
       }
+      // What reaches a rewritten statement copied its agents and authority: rebuilt.
+      this.updateReach(tid, [], rewritten);
       // The replaced keys (the person's) go once no statement names them.
       this.dropUnusedKeys(tid, old);
     });
@@ -620,3 +690,9 @@ function keysOf(p: PreparedStatement): string[] {
 
 /** statements.authority: the authority's first actor key. */
 const authorityKey = (p: PreparedStatement): string | null => (p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null);
+
+/** statements.authority of a new statement: its key's id. */
+function seedAuthority(p: PreparedStatement, ids: ReadonlyMap<string, number>): number | null {
+  const key = authorityKey(p);
+  return key === null ? null : (ids.get(key) ?? null);
+}
