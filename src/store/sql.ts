@@ -206,30 +206,36 @@ export function rarestDriver(row: Record<string, unknown>): Driver {
 function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, by: Driver): string {
   const f = q.filter;
   const tail = (conds: string[], seqCol: string) => `WHERE ${conds.join(' AND ')} ORDER BY ${seqCol} ${order} LIMIT ${p.add(q.limit + 1)}`;
-  // `seq`: the driving link row's seq, so SQLite probes the other link table before it reads the
-  // statement row (a probe of a small index, against a row read, for every entry of the range).
-  const common = (alias: string, skip?: 'agent' | 'activity', seq?: string) => {
-    const c = [`s.voided = 0`, ...matchConds('s', tenant, f, p, skip, false, seq)];
+  // The statement row's own conditions (verb, registration, not voided, `mine`).
+  const own = () => {
+    const c = ['s.voided = 0', ...matchConds('s', tenant, { ...f, agent: undefined, activity: undefined }, p)];
     if (f.authority !== undefined) c.push(`s.authority = ${p.key(tenant, f.authority)}`);
-    return { c, alias };
+    return c;
   };
-  if (by === 'agent' && f.agent !== undefined) {
-    const head = [`d.tenant = ${p.add(tenant)}`, `d.agent = ${p.key(tenant, f.agent)}`];
-    if (!f.relatedAgents) head.push('d.role = 1');
+  if ((by === 'agent' && f.agent !== undefined) || (by === 'activity' && f.activity !== undefined)) {
+    const byAgent = by === 'agent';
+    const head = [`d.tenant = ${p.add(tenant)}`];
+    if (byAgent) {
+      head.push(`d.agent = ${p.key(tenant, f.agent!)}`);
+      if (!f.relatedAgents) head.push('d.role = 1');
+    } else {
+      head.push(`d.activity = ${p.key(tenant, f.activity!)}`);
+      if (!f.relatedActivities) head.push('d.direct = 1');
+    }
     head.push(...windowConds('d', w, p));
-    const { c } = common('s', 'agent', 'd.seq');
-    return `SELECT d.seq FROM statement_agents d JOIN statements s ON s.seq = d.seq ${tail([...head, ...c], 'd.seq')}`;
-  }
-  if (by === 'activity' && f.activity !== undefined) {
-    const head = [`d.tenant = ${p.add(tenant)}`, `d.activity = ${p.key(tenant, f.activity)}`];
-    if (!f.relatedActivities) head.push('d.direct = 1');
-    head.push(...windowConds('d', w, p));
-    const { c } = common('s', 'activity', 'd.seq');
-    return `SELECT d.seq FROM statement_activities d JOIN statements s ON s.seq = d.seq ${tail([...head, ...c], 'd.seq')}`;
+    // The other link table is probed by the driving row's seq before the statement row is read
+    // (a probe of a small index against a row read, for every entry of the range: a busy
+    // learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at 1M on SQLite), which
+    // SQLite does in the order written when the row is an EXISTS after the probes. PostgreSQL
+    // keeps the join, which it plans as a per-row primary key probe.
+    const probes = matchConds('s', tenant, { ...f, verb: undefined, registration: undefined }, p, byAgent ? 'agent' : 'activity', false, 'd.seq');
+    const table = byAgent ? 'statement_agents' : 'statement_activities';
+    if (p.dialect.postgres) return `SELECT d.seq FROM ${table} d JOIN statements s ON s.seq = d.seq ${tail([...head, ...own(), ...probes], 'd.seq')}`;
+    const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')})`;
+    return `SELECT d.seq FROM ${table} d ${tail([...head, ...probes, row], 'd.seq')}`;
   }
   const head = [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)];
-  const { c } = common('s');
-  return `SELECT s.seq FROM statements s ${tail([...head, ...c], 's.seq')}`;
+  return `SELECT s.seq FROM statements s ${tail([...head, ...own(), ...matchConds('s', tenant, { ...f, verb: undefined, registration: undefined }, p)], 's.seq')}`;
 }
 
 /**
