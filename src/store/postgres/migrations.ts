@@ -319,6 +319,8 @@ CREATE TABLE reach_activities (
   PRIMARY KEY (tenant, activity, seq, via) INCLUDE (direct)
 );
 CREATE INDEX reach_activities_seq ON reach_activities (tenant, seq);
+-- The query no longer walks StatementRefs forward in seq order.
+DROP INDEX statements_refs_by_seq;
 ${reachBuildSql(POSTGRES).join(';\n')};
 ANALYZE statement_reach, reach_agents, reach_activities;
 `,

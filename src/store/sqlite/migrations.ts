@@ -286,6 +286,8 @@ CREATE TABLE reach_activities (
   PRIMARY KEY (tenant, activity, seq, via)
 ) WITHOUT ROWID;
 CREATE INDEX reach_activities_seq ON reach_activities(tenant, seq);
+-- The query no longer walks StatementRefs forward in seq order.
+DROP INDEX statements_refs_by_seq;
 ${reachBuildSql(SQLITE).join(';\n')};
 `,
   },
