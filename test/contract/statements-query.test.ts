@@ -96,6 +96,18 @@ for (const backend of BACKENDS) {
         assert.deepEqual(await ids(`agent=${enc({ mbox: ben.mbox })}&since=${enc(cStored)}&until=${enc(bStored)}`), [b]);
       });
 
+      test('a target stored after the StatementRefs reaching it: they match once it arrives', async () => {
+        const who = { mbox: mbox() };
+        const late = verbId();
+        const target = randomUUID();
+        const [r1] = await post(statement({ verb: { id: verbId() }, object: ref(target) }));
+        const [r2] = await post(statement({ verb: { id: verbId() }, object: ref(r1) })); // through r1
+        assert.deepEqual(await ids(`agent=${enc(who)}`), []);
+        await post(statement({ id: target, actor: who, verb: { id: late } }));
+        assert.deepEqual(await ids(`agent=${enc(who)}`), [target, r2, r1]);
+        assert.deepEqual(await ids(`verb=${enc(late)}`), [target, r2, r1]);
+      });
+
       test('a StatementRef in context.statement does not target', async () => {
         const id = (await post(statement({ verb: { id: verbId() }, context: { statement: ref(c) } })))[0];
         assert.ok(!(await ids(`agent=${enc({ mbox: ben.mbox })}`)).includes(id));
