@@ -117,28 +117,38 @@ function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
 }
 
 /**
- * The spec's filter conditions on statement `alias` (not time, not voided, not `mine`), whose seq
- * is `seq` (a chain row carries the seq of the statement it reached). The link probes carry the
- * tenant, so the link tables' primary keys (tenant, key, seq) answer them.
- * `probe`: for one statement, keep each one probe (OFFSET: PostgreSQL ignores a LIMIT alone in
- * EXISTS), as PostgreSQL otherwise joins the key's whole range to it, filtering on seq; over many
- * statements it is left to plan (it may rightly drive from the rarer key's range).
+ * The filter's conditions on one statement's own columns (`alias`): verb, registration, and with
+ * `mine` its authority (on a `statement_reach` row: the reached statement's verb and registration,
+ * the authority its chain shares).
  */
-function matchConds(alias: string, tenant: number, f: StatementFilter, p: Params, skip?: 'agent' | 'activity', probe = false, seq = `${alias}.seq`): string[] {
+function rowConds(alias: string, tenant: number, f: StatementFilter, p: Params): string[] {
   const c: string[] = [];
-  const fence = probe ? ' LIMIT 1 OFFSET 0' : '';
   if (f.verb !== undefined) c.push(`${alias}.verb = ${p.key(tenant, f.verb)}`);
   if (f.registration !== undefined) c.push(`${alias}.registration = ${p.add(p.dialect.uuid(f.registration))}`);
+  if (f.authority !== undefined) c.push(`${alias}.authority = ${p.key(tenant, f.authority)}`);
+  return c;
+}
+
+/**
+ * The filter's agent and activity (but the driving range's, `skip`) as probes of the link tables
+ * for the statement whose seq is `seq`; they carry the tenant, so the primary keys (tenant, key,
+ * seq) answer them. `fence`: keep each one probe (OFFSET: PostgreSQL ignores a LIMIT alone in
+ * EXISTS), as PostgreSQL otherwise may join the key's whole range to it; unfenced it is left to
+ * plan (it may rightly drive from the rarer key's range).
+ */
+function linkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
+  const c: string[] = [];
+  const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
       `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${seq}` +
-        `${f.relatedAgents ? '' : ' AND xa.role = 1'}${fence})`,
+        `${f.relatedAgents ? '' : ' AND xa.role = 1'}${limit})`,
     );
   }
   if (f.activity !== undefined && skip !== 'activity') {
     c.push(
       `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)} AND xc.activity = ${p.key(tenant, f.activity)} AND xc.seq = ${seq}` +
-        `${f.relatedActivities ? '' : ' AND xc.direct = 1'}${fence})`,
+        `${f.relatedActivities ? '' : ' AND xc.direct = 1'}${limit})`,
     );
   }
   return c;
@@ -219,12 +229,8 @@ function linkRange(alias: string, byAgent: boolean, tenant: number, f: Statement
 function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, by: Driver): string {
   const f = q.filter;
   const tail = (conds: string[], seqCol: string) => `WHERE ${conds.join(' AND ')} ORDER BY ${seqCol} ${order} LIMIT ${p.add(q.limit + 1)}`;
-  // The statement row's own conditions (verb, registration, not voided, `mine`).
-  const own = () => {
-    const c = ['s.voided = 0', ...matchConds('s', tenant, { ...f, agent: undefined, activity: undefined }, p)];
-    if (f.authority !== undefined) c.push(`s.authority = ${p.key(tenant, f.authority)}`);
-    return c;
-  };
+  // The statement row's own conditions (not voided, verb, registration, `mine`).
+  const own = () => ['s.voided = 0', ...rowConds('s', tenant, f, p)];
   if ((by === 'agent' && f.agent !== undefined) || (by === 'activity' && f.activity !== undefined)) {
     const byAgent = by === 'agent';
     const head = [...linkRange('d', byAgent, tenant, f, p), ...windowConds('d', w, p)];
@@ -233,7 +239,7 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
     // learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at 1M on SQLite), which
     // SQLite does in the order written when the row is an EXISTS after the probes. PostgreSQL
     // keeps the join, which it plans as a per-row primary key probe.
-    const probes = matchConds('s', tenant, { ...f, verb: undefined, registration: undefined }, p, byAgent ? 'agent' : 'activity', false, 'd.seq');
+    const probes = linkProbes(tenant, f, p, 'd.seq', byAgent ? 'agent' : 'activity');
     const table = byAgent ? 'statement_agents' : 'statement_activities';
     if (p.dialect.postgres) return `SELECT d.seq FROM ${table} d JOIN statements s ON s.seq = d.seq ${tail([...head, ...own(), ...probes], 'd.seq')}`;
     const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')})`;
@@ -246,7 +252,7 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
   if (!p.dialect.postgres && (f.verb === undefined) !== (f.registration === undefined)) {
     indexed = f.verb !== undefined ? ' INDEXED BY statements_verb' : ' INDEXED BY statements_registration';
   }
-  return `SELECT s.seq FROM statements s${indexed} ${tail([...head, ...own(), ...matchConds('s', tenant, { ...f, verb: undefined, registration: undefined }, p)], 's.seq')}`;
+  return `SELECT s.seq FROM statements s${indexed} ${tail([...head, ...own(), ...linkProbes(tenant, f, p, 's.seq')], 's.seq')}`;
 }
 
 /**
@@ -266,29 +272,21 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
  */
 function reachMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, by: Driver): string {
   const f = q.filter;
-  // The reached statement's verb, registration, and the chain's authority (`mine`).
-  const onReach = (alias: string) => {
-    const c: string[] = [];
-    if (f.verb !== undefined) c.push(`${alias}.verb = ${p.key(tenant, f.verb)}`);
-    if (f.registration !== undefined) c.push(`${alias}.registration = ${p.add(p.dialect.uuid(f.registration))}`);
-    if (f.authority !== undefined) c.push(`${alias}.authority = ${p.key(tenant, f.authority)}`);
-    return c;
-  };
   // The reached statement's own link rows (probed by its seq, as for a direct match).
   // One probe per entry of the (small) reach range, fenced: PostgreSQL, estimating a busy
   // activity at 2 rows, otherwise drove from its 3,389 link rows into the reach table (15 ms at 1M).
-  const links = (skip?: 'agent' | 'activity') => matchConds('t', tenant, { ...f, verb: undefined, registration: undefined }, p, skip, true, 'r.via');
+  const links = (skip?: 'agent' | 'activity') => linkProbes(tenant, f, p, 'r.via', skip, true);
   const tail = (conds: string[]) => `WHERE ${conds.join(' AND ')} ORDER BY r.seq ${order} LIMIT ${p.add(q.limit + 1)}`;
   const from = (table: string) => `SELECT DISTINCT r.seq FROM ${table} r JOIN statements s ON s.seq = r.seq`;
   if (by === 'statements') {
-    const head = [`r.tenant = ${p.add(tenant)}`, ...onReach('r'), ...windowConds('r', w, p), 's.voided = 0'];
+    const head = [`r.tenant = ${p.add(tenant)}`, ...rowConds('r', tenant, f, p), ...windowConds('r', w, p), 's.voided = 0'];
     return `${from('statement_reach')} ${tail([...head, ...links()])}`;
   }
   const byAgent = by === 'agent';
   const conds = [...linkRange('r', byAgent, tenant, f, p), ...windowConds('r', w, p), 's.voided = 0'];
   if (f.verb !== undefined || f.registration !== undefined || f.authority !== undefined) {
     const t = [`t.tenant = ${p.add(tenant)}`, 't.seq = r.seq', 't.via = r.via'];
-    conds.push(`EXISTS (SELECT 1 FROM statement_reach t WHERE ${[...t, ...onReach('t')].join(' AND ')} LIMIT 1 OFFSET 0)`);
+    conds.push(`EXISTS (SELECT 1 FROM statement_reach t WHERE ${[...t, ...rowConds('t', tenant, f, p)].join(' AND ')} LIMIT 1 OFFSET 0)`);
   }
   conds.push(...links(byAgent ? 'agent' : 'activity'));
   return `${from(byAgent ? 'reach_agents' : 'reach_activities')} ${tail(conds)}`;
