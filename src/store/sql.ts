@@ -19,13 +19,33 @@ import type { ForwardingStats } from './types.ts';
 
 export type Placeholder = (index: number) => string;
 
-/** What differs between the backends' SQL: placeholders, and how a UUID is stored. */
+/** What differs between the backends' SQL: placeholders, how a UUID is stored, seq buckets. */
 export interface Dialect {
   readonly postgres: boolean;
   readonly ph: Placeholder;
   /** A lower-case UUID as the column stores it: 16 bytes on SQLite, `uuid` on PostgreSQL. */
   readonly uuid: (id: string) => unknown;
+  /** The link tables and the registration index are ordered by seq bucket first (SEQ_BUCKET_BITS). */
+  readonly seqBuckets: boolean;
 }
+
+/**
+ * SQLite keeps the link tables (`statement_agents`, `statement_activities`: primary key (tenant,
+ * bucket, key, seq)) and the registration index ((tenant, seq >> 16, registration, seq)) in
+ * buckets of 2^16 consecutive seqs: a write then dirties pages of the newest bucket only, not a
+ * random page of the key's whole range per entry (bytes written per statement grew with the store,
+ * and ingest slowed with it). A key's range is read bucket by bucket, newest first for a
+ * descending page (the same order as seq), each one index descent. PostgreSQL, whose ingest keeps
+ * its pace as the store grows, keeps one range per key. Stored in the rows (SQLite migration 8):
+ * changing it needs a migration.
+ */
+export const SEQ_BUCKET_BITS = 16;
+
+/** The bucket of a seq (an SQL expression). */
+export const bucketOf = (seq: string): string => `(${seq} >> ${SEQ_BUCKET_BITS})`;
+
+/** The bucket of a seq, as the store writes it. */
+export const seqBucket = (seq: number): number => Math.floor(seq / 2 ** SEQ_BUCKET_BITS);
 
 /** A UUID's 16 bytes (SQLite stores statement ids, registrations and StatementRef targets so). */
 export const uuidBytes = (id: string): Buffer => Buffer.from(id.replaceAll('-', ''), 'hex');
@@ -36,8 +56,8 @@ export function uuidText(b: Uint8Array): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-export const SQLITE: Dialect = { postgres: false, ph: () => '?', uuid: uuidBytes };
-export const POSTGRES: Dialect = { postgres: true, ph: (i) => `$${i}`, uuid: (id) => id };
+export const SQLITE: Dialect = { postgres: false, ph: () => '?', uuid: uuidBytes, seqBuckets: true };
+export const POSTGRES: Dialect = { postgres: true, ph: (i) => `$${i}`, uuid: (id) => id, seqBuckets: false };
 
 /** Collects parameters and hands out placeholders in order (SQLite's `?` are positional). */
 export class Params {
@@ -117,6 +137,22 @@ function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
 }
 
 /**
+ * The buckets that may hold a seq of the window, as an IN list (a subquery SQLite materialises
+ * once, in order, so a range read bucket by bucket needs no sort): from the newest statement's
+ * (or the window's upper bound's) down to the window's lower bound's. None on an empty store.
+ */
+export function bucketsIn(w: SeqWindow = {}, p?: Params): string {
+  const shift = BigInt(SEQ_BUCKET_BITS);
+  const uppers = [w.before !== undefined ? w.before - 1n : undefined, w.to].filter((x) => x !== undefined);
+  const lowers = [w.after !== undefined ? w.after + 1n : undefined, w.from].filter((x) => x !== undefined);
+  const bound = (x: bigint) => (p ? p.add(x >> shift) : String(x >> shift));
+  let top = `(SELECT max(seq) FROM statements) >> ${SEQ_BUCKET_BITS}`;
+  if (uppers.length) top = `min(${top}, ${bound(uppers.reduce((a, b) => (a < b ? a : b)))})`;
+  const bottom = lowers.length ? bound(lowers.reduce((a, b) => (a > b ? a : b))) : '0';
+  return `(WITH RECURSIVE b(x) AS (SELECT ${top} UNION ALL SELECT x - 1 FROM b WHERE x > ${bottom}) SELECT x FROM b)`;
+}
+
+/**
  * The filter's conditions on one statement's own columns (`alias`): verb, registration, and with
  * `mine` its authority (on a `statement_reach` row: the reached statement's verb and registration,
  * the authority its chain shares).
@@ -139,15 +175,16 @@ function rowConds(alias: string, tenant: number, f: StatementFilter, p: Params):
 function linkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
   const c: string[] = [];
   const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
+  const bucket = (alias: string) => (p.dialect.seqBuckets ? ` AND ${alias}.bucket = ${bucketOf(seq)}` : '');
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
-      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${seq}` +
+      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)}${bucket('xa')} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${seq}` +
         `${f.relatedAgents ? '' : ' AND xa.role = 1'}${limit})`,
     );
   }
   if (f.activity !== undefined && skip !== 'activity') {
     c.push(
-      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)} AND xc.activity = ${p.key(tenant, f.activity)} AND xc.seq = ${seq}` +
+      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)}${bucket('xc')} AND xc.activity = ${p.key(tenant, f.activity)} AND xc.seq = ${seq}` +
         `${f.relatedActivities ? '' : ' AND xc.direct = 1'}${limit})`,
     );
   }
@@ -184,17 +221,26 @@ export const DRIVER_COUNT_CAP = 2000;
 export function driverCountsSql(tenant: number, f: StatementFilter, cap: number, dialect: Dialect): { sql: string; params: unknown[] } {
   const p = new Params(dialect);
   const count = (from: string, conds: string[]) => `(SELECT count(*) FROM (SELECT 1 FROM ${from} WHERE ${conds.join(' AND ')} LIMIT ${p.add(cap)}) c)`;
+  // Bucket by bucket where the index is bucketed (SEQ_BUCKET_BITS).
+  const buckets = (seq: string) => (dialect.seqBuckets ? [`${seq} IN ${bucketsIn()}`] : []);
   const cols: string[] = [];
   if (f.agent !== undefined) {
-    cols.push(`${count('statement_agents', [`tenant = ${p.add(tenant)}`, `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])])} AS agent`);
+    const conds = [`tenant = ${p.add(tenant)}`, ...buckets('bucket'), `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])];
+    cols.push(`${count('statement_agents', conds)} AS agent`);
   }
   if (f.activity !== undefined) {
-    cols.push(`${count('statement_activities', [`tenant = ${p.add(tenant)}`, `activity = ${p.key(tenant, f.activity)}`, ...(f.relatedActivities ? [] : ['direct = 1'])])} AS activity`);
+    const conds = [`tenant = ${p.add(tenant)}`, ...buckets('bucket'), `activity = ${p.key(tenant, f.activity)}`, ...(f.relatedActivities ? [] : ['direct = 1'])];
+    cols.push(`${count('statement_activities', conds)} AS activity`);
   }
   // The statements table is read by whichever of its indexes the planner takes: count the rarer.
+  // SQLite reads a registration's bucketed index whenever the filter has one (directMatches).
   const byStatements: string[] = [];
-  if (f.verb !== undefined) byStatements.push(count('statements', [`tenant = ${p.add(tenant)}`, `verb = ${p.key(tenant, f.verb)}`]));
-  if (f.registration !== undefined) byStatements.push(count('statements', [`tenant = ${p.add(tenant)}`, `registration = ${p.add(dialect.uuid(f.registration))}`]));
+  if (f.verb !== undefined && !(dialect.seqBuckets && f.registration !== undefined)) {
+    byStatements.push(count('statements', [`tenant = ${p.add(tenant)}`, `verb = ${p.key(tenant, f.verb)}`]));
+  }
+  if (f.registration !== undefined) {
+    byStatements.push(count('statements', [`tenant = ${p.add(tenant)}`, ...buckets(bucketOf('seq')), `registration = ${p.add(dialect.uuid(f.registration))}`]));
+  }
   if (byStatements.length === 1) cols.push(`${byStatements[0]} AS statements`);
   if (byStatements.length === 2) cols.push(`${dialect.postgres ? 'least' : 'min'}(${byStatements.join(', ')}) AS statements`);
   return { sql: `SELECT ${cols.join(', ')}`, params: p.values };
@@ -210,9 +256,14 @@ export function rarestDriver(row: Record<string, unknown>): Driver {
   return best ?? 'statements';
 }
 
-/** The driving range of a link table: the filter's agent (role 1 unless related_agents) or activity (the object unless related_activities). */
-function linkRange(alias: string, byAgent: boolean, tenant: number, f: StatementFilter, p: Params): string[] {
+/**
+ * The driving range of a link table: the filter's agent (role 1 unless related_agents) or activity
+ * (the object unless related_activities). `buckets`: the window, on a bucketed table (the link
+ * tables on SQLite; not the reach tables).
+ */
+function linkRange(alias: string, byAgent: boolean, tenant: number, f: StatementFilter, p: Params, buckets?: SeqWindow): string[] {
   const c = [`${alias}.tenant = ${p.add(tenant)}`];
+  if (buckets) c.push(`${alias}.bucket IN ${bucketsIn(buckets, p)}`);
   if (byAgent) {
     c.push(`${alias}.agent = ${p.key(tenant, f.agent!)}`);
     if (!f.relatedAgents) c.push(`${alias}.role = 1`);
@@ -228,12 +279,15 @@ function linkRange(alias: string, byAgent: boolean, tenant: number, f: Statement
  */
 function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, by: Driver): string {
   const f = q.filter;
-  const tail = (conds: string[], seqCol: string) => `WHERE ${conds.join(' AND ')} ORDER BY ${seqCol} ${order} LIMIT ${p.add(q.limit + 1)}`;
+  const buckets = p.dialect.seqBuckets;
+  // In seq order; on a bucketed index, bucket by bucket (the same order, read without a sort).
+  const tail = (conds: string[], seqCol: string, bucket?: string) =>
+    `WHERE ${conds.join(' AND ')} ORDER BY ${bucket ? `${bucket} ${order}, ` : ''}${seqCol} ${order} LIMIT ${p.add(q.limit + 1)}`;
   // The statement row's own conditions (not voided, verb, registration, `mine`).
   const own = () => ['s.voided = 0', ...rowConds('s', tenant, f, p)];
   if ((by === 'agent' && f.agent !== undefined) || (by === 'activity' && f.activity !== undefined)) {
     const byAgent = by === 'agent';
-    const head = [...linkRange('d', byAgent, tenant, f, p), ...windowConds('d', w, p)];
+    const head = [...linkRange('d', byAgent, tenant, f, p, buckets ? w : undefined), ...windowConds('d', w, p)];
     // The other link table is probed by the driving row's seq before the statement row is read
     // (a probe of a small index against a row read, for every entry of the range: a busy
     // learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at 1M on SQLite), which
@@ -243,16 +297,18 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
     const table = byAgent ? 'statement_agents' : 'statement_activities';
     if (p.dialect.postgres) return `SELECT d.seq FROM ${table} d JOIN statements s ON s.seq = d.seq ${tail([...head, ...own(), ...probes], 'd.seq')}`;
     const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')})`;
-    return `SELECT d.seq FROM ${table} d ${tail([...head, ...probes, row], 'd.seq')}`;
+    return `SELECT d.seq FROM ${table} d ${tail([...head, ...probes, row], 'd.seq', buckets ? 'd.bucket' : undefined)}`;
   }
-  const head = [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)];
   // SQLite, not knowing how common the value is, read a verb within since/until through the seq
-  // range, row by row (5.9 ms at 1M); its own index holds the same window in order.
+  // range, row by row (5.9 ms at 1M); its own index holds the same window in order. A
+  // registration (rarer than a verb) is read from its own index, bucket by bucket.
+  const byRegistration = buckets && f.registration !== undefined;
+  const head = [`s.tenant = ${p.add(tenant)}`, ...(byRegistration ? [`${bucketOf('s.seq')} IN ${bucketsIn(w, p)}`] : []), ...windowConds('s', w, p)];
   let indexed = '';
-  if (!p.dialect.postgres && (f.verb === undefined) !== (f.registration === undefined)) {
-    indexed = f.verb !== undefined ? ' INDEXED BY statements_verb' : ' INDEXED BY statements_registration';
-  }
-  return `SELECT s.seq FROM statements s${indexed} ${tail([...head, ...own(), ...linkProbes(tenant, f, p, 's.seq')], 's.seq')}`;
+  if (byRegistration) indexed = ' INDEXED BY statements_registration';
+  else if (!p.dialect.postgres && f.verb !== undefined) indexed = ' INDEXED BY statements_verb';
+  const conds = [...head, ...own(), ...linkProbes(tenant, f, p, 's.seq')];
+  return `SELECT s.seq FROM statements s${indexed} ${tail(conds, 's.seq', byRegistration ? bucketOf('s.seq') : undefined)}`;
 }
 
 /**

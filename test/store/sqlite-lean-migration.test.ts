@@ -143,8 +143,10 @@ describe('SQLite migration 6: a version-5 database upgraded in place [sqlite]', 
       const stored = (db.prepare('SELECT seq, full FROM statements ORDER BY seq').all() as { seq: number; full: string }[]).map((r) => ({ seq: r.seq, full: r.full }));
       assert.deepEqual(stored, fulls.map((full, i) => ({ seq: i + 1, full })));
       const columns = (table: string) => (db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[]).map((c) => c.name);
-      assert.deepEqual(columns('statement_agents'), ['tenant', 'agent', 'seq', 'role']);
-      assert.deepEqual(columns('statement_activities'), ['tenant', 'activity', 'seq', 'direct']);
+      // Migration 8 put the link rows into seq buckets.
+      assert.deepEqual(columns('statement_agents'), ['tenant', 'bucket', 'agent', 'seq', 'role']);
+      assert.deepEqual(columns('statement_activities'), ['tenant', 'bucket', 'activity', 'seq', 'direct']);
+      assert.ok(logged.some((l) => l.includes(`putting link rows into seq buckets: ${rows.length} statements`)), logged.join(''));
       assert.ok(columns('statements').includes('authority') && !columns('statements').includes('authority_key'));
       assert.equal((db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name LIKE '%_lean'").get() as { n: number }).n, 0);
       assert.equal((db.prepare('SELECT count(*) AS n FROM pragma_foreign_key_list(\'statement_agents\')').get() as { n: number }).n, 0);

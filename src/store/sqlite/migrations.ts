@@ -291,4 +291,41 @@ DROP INDEX statements_refs_by_seq;
 ${reachBuildSql(SQLITE).join(';\n')};
 `,
   },
+  {
+    version: 8,
+    name: 'link rows and registrations indexed by seq bucket first (seq >> 16: SEQ_BUCKET_BITS in src/store/sql.ts)',
+    rebuilds: { count: 'SELECT count(*) AS n FROM statements', message: 'putting link rows into seq buckets' },
+    // The link tables rebuilt in their new key order (sequential appends), the registration index
+    // built again on its new key.
+    sql: `
+CREATE TABLE statement_agents_bucketed (
+  tenant INTEGER NOT NULL,
+  bucket INTEGER NOT NULL,              -- seq >> 16
+  agent INTEGER NOT NULL,               -- keys.id
+  seq INTEGER NOT NULL,
+  role INTEGER NOT NULL,                -- see AGENT_ROLE in src/xapi/statement.ts
+  PRIMARY KEY (tenant, bucket, agent, seq)
+) WITHOUT ROWID;
+INSERT INTO statement_agents_bucketed (tenant, bucket, agent, seq, role)
+SELECT tenant, seq >> 16, agent, seq, role FROM statement_agents ORDER BY 1, 2, 3, 4;
+DROP TABLE statement_agents;
+ALTER TABLE statement_agents_bucketed RENAME TO statement_agents;
+
+CREATE TABLE statement_activities_bucketed (
+  tenant INTEGER NOT NULL,
+  bucket INTEGER NOT NULL,              -- seq >> 16
+  activity INTEGER NOT NULL,            -- keys.id
+  seq INTEGER NOT NULL,
+  direct INTEGER NOT NULL,              -- 1: object (activity filter); 0: context/substatement (related_activities)
+  PRIMARY KEY (tenant, bucket, activity, seq)
+) WITHOUT ROWID;
+INSERT INTO statement_activities_bucketed (tenant, bucket, activity, seq, direct)
+SELECT tenant, seq >> 16, activity, seq, direct FROM statement_activities ORDER BY 1, 2, 3, 4;
+DROP TABLE statement_activities;
+ALTER TABLE statement_activities_bucketed RENAME TO statement_activities;
+
+DROP INDEX statements_registration;
+CREATE INDEX statements_registration ON statements(tenant, (seq >> 16), registration, seq) WHERE registration IS NOT NULL;
+`,
+  },
 ];

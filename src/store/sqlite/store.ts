@@ -21,7 +21,7 @@ import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { actorKeys } from '../../xapi/agents.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
-import { uuidBytes, uuidText } from '../sql.ts';
+import { bucketsIn, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -306,9 +306,9 @@ export class SqliteStore implements Store {
   private dropUnusedKeys(tenant: number, ids: Iterable<number>): void {
     const drop = this.q(
       'DELETE FROM keys WHERE tenant = ? AND id = ? ' +
-        'AND NOT EXISTS (SELECT 1 FROM statement_agents WHERE tenant = ? AND agent = ?) ' +
+        `AND NOT EXISTS (SELECT 1 FROM statement_agents WHERE tenant = ? AND bucket IN ${bucketsIn()} AND agent = ?) ` +
         'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND authority = ?) ' +
-        'AND NOT EXISTS (SELECT 1 FROM statement_activities WHERE tenant = ? AND activity = ?) ' +
+        `AND NOT EXISTS (SELECT 1 FROM statement_activities WHERE tenant = ? AND bucket IN ${bucketsIn()} AND activity = ?) ` +
         'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND verb = ?)',
     );
     let dropped = 0;
@@ -325,9 +325,9 @@ export class SqliteStore implements Store {
 
   /** Deletes a stored statement's agent link rows by primary key (keys from its JSON); returns their key ids. */
   private deleteAgentLinks(tenant: number, seq: number, statement: Statement): number[] {
-    const del = this.q('DELETE FROM statement_agents WHERE tenant = ? AND agent = ? AND seq = ?');
+    const del = this.q('DELETE FROM statement_agents WHERE tenant = ? AND bucket = ? AND agent = ? AND seq = ?');
     const ids = indexRows(statement).agents.flatMap((a) => this.keyId(tenant, a.key) ?? []);
-    for (const id of ids) del.run(tenant, id, seq);
+    for (const id of ids) del.run(tenant, seqBucket(seq), id, seq);
     return ids;
   }
 
@@ -397,10 +397,11 @@ export class SqliteStore implements Store {
       full,
     );
     const seq = Number(r.lastInsertRowid);
-    const agent = this.q('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)');
-    for (const a of p.agents) agent.run(tenant, id(a.key), seq, a.role);
-    const activity = this.q('INSERT INTO statement_activities (tenant, activity, seq, direct) VALUES (?, ?, ?, ?)');
-    for (const a of p.activities) activity.run(tenant, id(a.id), seq, a.direct ? 1 : 0);
+    const bucket = seqBucket(seq);
+    const agent = this.q('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)');
+    for (const a of p.agents) agent.run(tenant, bucket, id(a.key), seq, a.role);
+    const activity = this.q('INSERT INTO statement_activities (tenant, bucket, activity, seq, direct) VALUES (?, ?, ?, ?, ?)');
+    for (const a of p.activities) activity.run(tenant, bucket, id(a.id), seq, a.direct ? 1 : 0);
     const link = this.q('INSERT OR IGNORE INTO statement_attachments (seq, sha2) VALUES (?, ?)');
     for (const h of p.attachmentHashes) link.run(seq, h);
     for (const d of p.definitions) {
@@ -503,7 +504,8 @@ export class SqliteStore implements Store {
     const tid = this.tenantId(tenant);
     if (tid === undefined) return [];
     const rows = this.q(
-      'SELECT s.full FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.seq DESC LIMIT ?',
+      `SELECT s.full FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
+        'AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.bucket DESC, a.seq DESC LIMIT ?',
     ).all(tid, tid, agentKey, limit) as Row[];
     return rows.map((r) => String(r.full));
   }
@@ -605,8 +607,8 @@ export class SqliteStore implements Store {
         const statement = JSON.parse(String(r.full)) as Statement;
         for (const k of this.deleteAgentLinks(tid, seq, statement)) agents.add(k);
         if (r.authority !== null) agents.add(Number(r.authority));
-        const activity = this.q('DELETE FROM statement_activities WHERE tenant = ? AND activity = (SELECT id FROM keys WHERE tenant = ? AND key = ?) AND seq = ?');
-        for (const a of indexRows(statement).activities) activity.run(tid, tid, a.id, seq);
+        const activity = this.q('DELETE FROM statement_activities WHERE tenant = ? AND bucket = ? AND activity = (SELECT id FROM keys WHERE tenant = ? AND key = ?) AND seq = ?');
+        for (const a of indexRows(statement).activities) activity.run(tid, seqBucket(seq), tid, a.id, seq);
         // Its forwarding, if still queued, goes too.
         this.q('DELETE FROM forward_outbox WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
@@ -631,7 +633,7 @@ export class SqliteStore implements Store {
     if (tid === undefined) return;
     this.tx(() => {
       this.checkEpoch();
-      const agent = this.q('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)');
+      const agent = this.q('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)');
       const old = new Set<number>();
       const rewritten: number[] = [];
       for (const row of rows) {
@@ -642,7 +644,7 @@ export class SqliteStore implements Store {
         if (r.authority !== null) old.add(Number(r.authority));
         const ids = this.keyIdsOf(tid, [...row.agents.map((a) => a.key), ...(row.authorityKey === null ? [] : [row.authorityKey])]);
         this.q('UPDATE statements SET full = ?, authority = ? WHERE seq = ?').run(row.json, row.authorityKey === null ? null : ids.get(row.authorityKey)!, seq);
-        for (const a of row.agents) agent.run(tid, ids.get(a.key)!, seq, a.role);
+        for (const a of row.agents) agent.run(tid, seqBucket(seq), ids.get(a.key)!, seq, a.role);
         rewritten.push(seq);
       }
       // What reaches a rewritten statement copied its agents and authority: rebuilt.
