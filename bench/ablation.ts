@@ -13,6 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
+import { seqBucket } from '../src/store/sql.ts';
 import { MIGRATIONS, PAGE_SIZE } from '../src/store/sqlite/migrations.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import { prepareStatement, stamp } from '../src/xapi/statement.ts';
@@ -40,15 +41,15 @@ function run(label: string, skip: Set<string>) {
       if (!skip.has('lookups')) { st('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?').get(1, id); st('SELECT 1 FROM statements WHERE tenant = ? AND ref_id = ? AND is_voiding = 1 LIMIT 1').get(1, id); }
       const r = st('INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(1, id, Date.now(), key(p.verb), ub(p.registration), ub(p.refId), 0, 0, key(authority!), skip.has('json') ? '{}' : full);
       if (!skip.has('links')) {
-        for (const a of p.agents) st('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)').run(1, key(a.key), r.lastInsertRowid, a.role);
-        for (const a of p.activities) st('INSERT INTO statement_activities (tenant, activity, seq, direct) VALUES (?, ?, ?, ?)').run(1, key(a.id), r.lastInsertRowid, a.direct ? 1 : 0);
+        for (const a of p.agents) st('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)').run(1, seqBucket(Number(r.lastInsertRowid)), key(a.key), r.lastInsertRowid, a.role);
+        for (const a of p.activities) st('INSERT INTO statement_activities (tenant, bucket, activity, seq, direct) VALUES (?, ?, ?, ?, ?)').run(1, seqBucket(Number(r.lastInsertRowid)), key(a.id), r.lastInsertRowid, a.direct ? 1 : 0);
       }
       // As the store: a definition equal to the last one merged into the kept one costs nothing more.
       if (!skip.has('defs')) for (const d of p.definitions) {
         const text = JSON.stringify(d.definition);
         if (defs.get(d.id) === text) continue;
-        const kept = st('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get('', d.id) as { definition: string } | undefined;
-        if (kept?.definition !== text) st('INSERT INTO activities (tenant, id, definition) VALUES (?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition').run('', d.id, text);
+        const kept = st('SELECT definition FROM definitions WHERE key = ?').get(key(d.id)) as { definition: string } | undefined;
+        if (kept?.definition !== text) st('INSERT INTO definitions (key, definition) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET definition = excluded.definition').run(key(d.id), text);
         defs.set(d.id, text);
       }
     }

@@ -19,6 +19,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import { deflateRawSync, inflateRawSync, zstdCompressSync, zstdDecompressSync } from 'node:zlib';
+import { seqBucket } from '../src/store/sql.ts';
 import { MIGRATIONS, PAGE_SIZE } from '../src/store/sqlite/migrations.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import { type PreparedStatement, prepareStatement, stamp } from '../src/xapi/statement.ts';
@@ -142,13 +143,13 @@ function current(dir: string, data: Row[], perTx: number): Result {
       const r = st('INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
         tenant, id, Date.now(), key(tenant, p.verb), uuidBytes(p.registration), uuidBytes(p.refId), p.voids ? 1 : 0, voided ? 1 : 0, authority === null ? null : key(tenant, authority), full,
       );
-      for (const a of p.agents) st('INSERT INTO statement_agents (tenant, agent, seq, role) VALUES (?, ?, ?, ?)').run(tenant, key(tenant, a.key), r.lastInsertRowid, a.role);
-      for (const a of p.activities) st('INSERT INTO statement_activities (tenant, activity, seq, direct) VALUES (?, ?, ?, ?)').run(tenant, key(tenant, a.id), r.lastInsertRowid, a.direct ? 1 : 0);
+      for (const a of p.agents) st('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)').run(tenant, seqBucket(Number(r.lastInsertRowid)), key(tenant, a.key), r.lastInsertRowid, a.role);
+      for (const a of p.activities) st('INSERT INTO statement_activities (tenant, bucket, activity, seq, direct) VALUES (?, ?, ?, ?, ?)').run(tenant, seqBucket(Number(r.lastInsertRowid)), key(tenant, a.id), r.lastInsertRowid, a.direct ? 1 : 0);
       if (p.voids) st('UPDATE statements SET voided = 1 WHERE tenant = ? AND id = ? AND is_voiding = 0').run(tenant, uuidBytes(p.voids));
       for (const d of p.definitions) {
-        const kept = st('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get('', d.id) as { definition: string } | undefined;
+        const kept = st('SELECT definition FROM definitions WHERE key = ?').get(key(tenant, d.id)) as { definition: string } | undefined;
         const text = JSON.stringify(d.definition);
-        if (kept?.definition !== text) st('INSERT INTO activities (tenant, id, definition) VALUES (?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition').run('', d.id, text);
+        if (kept?.definition !== text) st('INSERT INTO definitions (key, definition) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET definition = excluded.definition').run(key(tenant, d.id), text);
       }
     }
     db.exec('COMMIT');

@@ -328,4 +328,21 @@ DROP INDEX statements_registration;
 CREATE INDEX statements_registration ON statements(tenant, (seq >> 16), registration, seq) WHERE registration IS NOT NULL;
 `,
   },
+  {
+    version: 9,
+    name: 'canonical activity definitions keyed by the activity IRI\'s key id',
+    // A new activity's definition is then appended (key ids grow), not put at a random place
+    // among long text keys.
+    sql: `
+CREATE TABLE definitions (
+  key INTEGER PRIMARY KEY,              -- keys.id of the activity IRI (which names its tenant)
+  definition TEXT NOT NULL              -- the canonical definition (JSON)
+);
+INSERT OR IGNORE INTO tenants (name) SELECT DISTINCT tenant FROM activities;
+INSERT OR IGNORE INTO keys (tenant, key) SELECT t.id, a.id FROM activities a JOIN tenants t ON t.name = a.tenant;
+INSERT INTO definitions (key, definition)
+SELECT k.id, a.definition FROM activities a JOIN tenants t ON t.name = a.tenant JOIN keys k ON k.tenant = t.id AND k.key = a.id ORDER BY k.id;
+DROP TABLE activities;
+`,
+  },
 ];

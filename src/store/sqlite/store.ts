@@ -81,14 +81,14 @@ export class SqliteStore implements Store {
   private readonly keyIds = new Map<string, number>();
   private epoch = -1;
   /**
-   * `${tenant}\n${activity id}` → the canonical definition kept (`kept`) and the last definition
+   * The activity IRI's key id → the canonical definition kept (`kept`) and the last definition
    * merged into it (`input`): a statement repeating that definition leaves it as it is (merging is
    * idempotent), so it costs no read, parse or merge. Valid while keys_epoch is `epoch`: every
    * writer that changes a definition bumps it. `staged`: the current request's entries, kept only
    * if the request is (its SAVEPOINT released).
    */
-  private readonly definitions = new Map<string, { input: string; kept: string }>();
-  private readonly staged = new Map<string, { input: string; kept: string }>();
+  private readonly definitions = new Map<number, { input: string; kept: string }>();
+  private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
   private pending: {
     tenant: string;
@@ -309,10 +309,11 @@ export class SqliteStore implements Store {
         `AND NOT EXISTS (SELECT 1 FROM statement_agents WHERE tenant = ? AND bucket IN ${bucketsIn()} AND agent = ?) ` +
         'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND authority = ?) ' +
         `AND NOT EXISTS (SELECT 1 FROM statement_activities WHERE tenant = ? AND bucket IN ${bucketsIn()} AND activity = ?) ` +
-        'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND verb = ?)',
+        'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND verb = ?) ' +
+        'AND NOT EXISTS (SELECT 1 FROM definitions WHERE key = ?)',
     );
     let dropped = 0;
-    for (const id of ids) dropped += Number(drop.run(tenant, id, tenant, id, tenant, id, tenant, id, tenant, id).changes);
+    for (const id of ids) dropped += Number(drop.run(tenant, id, tenant, id, tenant, id, tenant, id, tenant, id, id).changes);
     if (dropped) this.q('UPDATE keys_epoch SET epoch = epoch + 1').run();
     this.keyIds.clear();
   }
@@ -365,7 +366,7 @@ export class SqliteStore implements Store {
     const seeds: ReachSeed[] = [];
     const reached: number[] = [];
     for (const f of plan.fresh) {
-      const seq = this.insertOne(tenantName, dict, f.p, JSON.stringify(f.full), f.voided, storedMs);
+      const seq = this.insertOne(dict, f.p, JSON.stringify(f.full), f.voided, storedMs);
       if (f.p.refId !== null) seeds.push({ seq, refId: f.p.refId, authority: seedAuthority(f.p, dict.ids) });
       reached.push(...(referrers.get(f.p.id) ?? []));
     }
@@ -378,7 +379,7 @@ export class SqliteStore implements Store {
   }
 
   /** Stores one statement with its link rows and definitions; returns its seq. */
-  private insertOne(tenantName: string, dict: { tenant: number; ids: Map<string, number> }, p: PreparedStatement, full: string, voided: boolean, storedMs: number): number {
+  private insertOne(dict: { tenant: number; ids: Map<string, number> }, p: PreparedStatement, full: string, voided: boolean, storedMs: number): number {
     const { tenant, ids } = dict;
     const id = (key: string) => ids.get(key)!; // keysOf(p) were all resolved for the group
     const authority = authorityKey(p);
@@ -405,24 +406,20 @@ export class SqliteStore implements Store {
     const link = this.q('INSERT OR IGNORE INTO statement_attachments (seq, sha2) VALUES (?, ?)');
     for (const h of p.attachmentHashes) link.run(seq, h);
     for (const d of p.definitions) {
-      const k = `${tenantName}\n${d.id}`;
+      const k = id(d.id); // the activity IRI's key id (the tenant's own)
       const input = JSON.stringify(d.definition);
       const cached = this.staged.get(k) ?? this.definitions.get(k);
       if (cached?.input === input) continue;
       let keptText = cached?.kept;
       if (keptText === undefined) {
-        const kept = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenantName, d.id) as Row | undefined;
+        const kept = this.q('SELECT definition FROM definitions WHERE key = ?').get(k) as Row | undefined;
         keptText = kept ? String(kept.definition) : undefined;
       }
       const merged = JSON.stringify(mergeDefinition(keptText ? (JSON.parse(keptText) as ActivityDefinition) : undefined, d.definition));
       this.staged.set(k, { input, kept: merged });
       // Most statements repeat a definition the LRS already has: skip the write then.
       if (merged === keptText) continue;
-      this.q('INSERT INTO activities (tenant, id, definition) VALUES (?, ?, ?) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition').run(
-        tenantName,
-        d.id,
-        merged,
-      );
+      this.q('INSERT INTO definitions (key, definition) VALUES (?, ?) ON CONFLICT (key) DO UPDATE SET definition = excluded.definition').run(k, merged);
       this.definitionsChanged = true;
     }
     return seq;
@@ -511,7 +508,9 @@ export class SqliteStore implements Store {
   }
 
   async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {
-    const r = this.q('SELECT definition FROM activities WHERE tenant = ? AND id = ?').get(tenant, activityId) as Row | undefined;
+    const tid = this.tenantId(tenant);
+    if (tid === undefined) return undefined;
+    const r = this.q('SELECT definition FROM definitions WHERE key = (SELECT id FROM keys WHERE tenant = ? AND key = ?)').get(tid, activityId) as Row | undefined;
     return r ? (JSON.parse(String(r.definition)) as ActivityDefinition) : undefined;
   }
 
