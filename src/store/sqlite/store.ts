@@ -65,6 +65,34 @@ const DEFINITION_CACHE_MAX = 50_000;
 /** Key ids cached at most (then the cache starts again): bounded memory with many agents. */
 const KEY_CACHE_MAX = 200_000;
 
+/** A write waiting for the next group commit. */
+interface PendingWrite {
+  tenant: string;
+  batch: PreparedStatement[];
+  attachments: AttachmentBlob[];
+  resolve: (o: InsertOutcome) => void;
+  reject: (e: unknown) => void;
+}
+
+/** A request's insert plan (src/xapi/insert.ts) and the stored statements targeting its new ones. */
+interface PlannedBatch {
+  plan: ReturnType<typeof planInsert>;
+  referrers: Map<string, number[]>;
+}
+
+interface GroupResult {
+  outcomes: ({ ok: true; value: InsertOutcome } | { ok: false; error: unknown })[];
+  /** Statements queued for forwarding. */
+  queued: number;
+}
+
+/** A request of a group failed after it began writing: the group is rolled back and written again with savepoints. */
+class WriteFailed extends Error {
+  constructor(failure: unknown) {
+    super('a write failed mid-request', { cause: failure });
+  }
+}
+
 export class SqliteStore implements Store {
   readonly backend = 'sqlite';
   readonly outbox: SqliteOutbox;
@@ -90,13 +118,7 @@ export class SqliteStore implements Store {
   private readonly definitions = new Map<number, { input: string; kept: string }>();
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
-  private pending: {
-    tenant: string;
-    batch: PreparedStatement[];
-    attachments: AttachmentBlob[];
-    resolve: (o: InsertOutcome) => void;
-    reject: (e: unknown) => void;
-  }[] = [];
+  private pending: PendingWrite[] = [];
 
   constructor(opts: SqliteOptions) {
     const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
@@ -174,8 +196,7 @@ export class SqliteStore implements Store {
 
   /**
    * Group commit: batches that arrive while the event loop is busy are written in one
-   * transaction (one WAL sync for all of them), each inside its own SAVEPOINT so one request's
-   * conflict rolls back that request only. Every caller is answered after the COMMIT.
+   * transaction (one WAL sync for all of them). Every caller is answered after the COMMIT.
    */
   insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
     return new Promise((resolve, reject) => {
@@ -187,60 +208,90 @@ export class SqliteStore implements Store {
   private flush(): void {
     const jobs = this.pending;
     this.pending = [];
-    const outcomes: ({ ok: true; value: InsertOutcome } | { ok: false; error: unknown })[] = [];
-    let queued = 0;
+    let written: GroupResult;
     try {
-      this.tx(() => {
-        const seqBefore = this.outbox.enabled ? this.outbox.lastSeq() : 0;
-        const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
-        // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
-        const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
-        const storedIso = new Date(storedMs).toISOString();
-        // Dictionary ids for the whole group, outside the requests' savepoints: a request rolled
-        // back never takes a key row that a cached id or a later request of the group relies on.
-        this.checkEpoch();
-        const dicts = jobs.map((job) => {
-          const tenant = this.ensureTenant(job.tenant);
-          const created: number[] = [];
-          return { tenant, ids: this.keyIdsOf(tenant, job.batch.flatMap(keysOf), created), created };
-        });
-        let changed = false;
-        jobs.forEach((job, i) => {
-          this.db.exec('SAVEPOINT request');
-          this.staged.clear();
-          this.definitionsChanged = false;
-          try {
-            outcomes.push({ ok: true, value: this.insertBatch(job.tenant, dicts[i], job.batch, job.attachments, storedMs, storedIso) });
-            this.db.exec('RELEASE request');
-            for (const [k, v] of this.staged) this.definitions.set(k, v);
-            changed ||= this.definitionsChanged;
-          } catch (error) {
-            this.db.exec('ROLLBACK TO request; RELEASE request');
-            outcomes.push({ ok: false, error });
-          }
-        });
-        if (this.definitions.size > DEFINITION_CACHE_MAX) this.definitions.clear();
-        // Other writers (another process on this file) forget their cached definitions; this one
-        // knows its own change.
-        if (changed) this.epoch = Number((this.q('UPDATE keys_epoch SET epoch = epoch + 1 RETURNING epoch').get() as Row).epoch);
-        // A rejected request keeps none of the keys it brought (they may name a person) unless
-        // a stored statement uses them.
-        dicts.forEach((d, i) => {
-          if (!outcomes[i].ok && d.created.length) this.dropUnusedKeys(d.tenant, d.created);
-        });
-        // Forwarding: the statements this transaction stored (rolled-back requests left none).
-        if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
-      });
+      try {
+        written = this.writeGroup(jobs, false);
+      } catch (error) {
+        if (!(error instanceof WriteFailed)) throw error;
+        // A request failed after it began writing (an SQLite error, not an xAPI rule): the whole
+        // group was rolled back; written again with each request inside a SAVEPOINT, only that
+        // request fails.
+        written = this.writeGroup(jobs, true);
+      }
     } catch (error) {
       for (const job of jobs) job.reject(error);
       return;
     }
     jobs.forEach((job, i) => {
-      const o = outcomes[i];
+      const o = written.outcomes[i];
       if (o.ok) job.resolve(o.value);
       else job.reject(o.error);
     });
-    if (queued) for (const listener of this.outboxListeners) listener();
+    if (written.queued) for (const listener of this.outboxListeners) listener();
+  }
+
+  /**
+   * One group's transaction. A request the insert rules reject (a conflict, a bad voiding) is
+   * rejected before it writes anything (planBatch), so requests need no SAVEPOINT of their own:
+   * a savepoint makes SQLite copy every page a request first touches into a statement journal,
+   * which doubled the database work of single-statement writes. With `savepoints` (after a
+   * WriteFailed), each request gets one, so a failure while writing rolls back that request only.
+   */
+  private writeGroup(jobs: PendingWrite[], savepoints: boolean): GroupResult {
+    const outcomes: GroupResult['outcomes'] = [];
+    let queued = 0;
+    this.tx(() => {
+      const seqBefore = this.outbox.enabled ? this.outbox.lastSeq() : 0;
+      const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
+      // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
+      const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
+      const storedIso = new Date(storedMs).toISOString();
+      // Dictionary ids for the whole group, before any request writes: a request rejected never
+      // takes a key row that a cached id or a later request of the group relies on.
+      this.checkEpoch();
+      const dicts = jobs.map((job) => {
+        const tenant = this.ensureTenant(job.tenant);
+        const created: number[] = [];
+        return { tenant, ids: this.keyIdsOf(tenant, job.batch.flatMap(keysOf), created), created };
+      });
+      let changed = false;
+      jobs.forEach((job, i) => {
+        this.staged.clear();
+        this.definitionsChanged = false;
+        let planned: PlannedBatch;
+        try {
+          planned = this.planBatch(dicts[i].tenant, job.batch, job.attachments, storedIso);
+        } catch (error) {
+          outcomes.push({ ok: false, error });
+          return;
+        }
+        if (savepoints) this.db.exec('SAVEPOINT request');
+        try {
+          outcomes.push({ ok: true, value: this.writeBatch(job.tenant, dicts[i], planned, storedMs) });
+        } catch (error) {
+          if (!savepoints) throw new WriteFailed(error);
+          this.db.exec('ROLLBACK TO request; RELEASE request');
+          outcomes.push({ ok: false, error });
+          return;
+        }
+        if (savepoints) this.db.exec('RELEASE request');
+        for (const [k, v] of this.staged) this.definitions.set(k, v);
+        changed ||= this.definitionsChanged;
+      });
+      if (this.definitions.size > DEFINITION_CACHE_MAX) this.definitions.clear();
+      // Other writers (another process on this file) forget their cached definitions; this one
+      // knows its own change.
+      if (changed) this.epoch = Number((this.q('UPDATE keys_epoch SET epoch = epoch + 1 RETURNING epoch').get() as Row).epoch);
+      // A rejected request keeps none of the keys it brought (they may name a person) unless
+      // a stored statement uses them.
+      dicts.forEach((d, i) => {
+        if (!outcomes[i].ok && d.created.length) this.dropUnusedKeys(d.tenant, d.created);
+      });
+      // Forwarding: the statements this transaction stored (rejected requests left none).
+      if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
+    });
+    return { outcomes, queued };
   }
 
   // ----- the dictionaries (tenants, keys) -----------------------------------------------------
@@ -334,16 +385,11 @@ export class SqliteStore implements Store {
 
   // ----- statements ---------------------------------------------------------------------------
 
-  private insertBatch(
-    tenantName: string,
-    dict: { tenant: number; ids: Map<string, number> },
-    batch: PreparedStatement[],
-    attachments: AttachmentBlob[],
-    storedMs: number,
-    storedIso: string,
-  ): InsertOutcome {
-    const { tenant } = dict;
-    // Read what the rules need, then write what they decide (earlier requests of this group are visible).
+  /**
+   * Reads what the insert rules need and applies them (src/xapi/insert.ts; earlier requests of
+   * the group are visible). Writes nothing: a request rejected here has nothing to roll back.
+   */
+  private planBatch(tenant: number, batch: PreparedStatement[], attachments: AttachmentBlob[], storedIso: string): PlannedBatch {
     const byId = this.q('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?');
     const known = new Map<string, KnownStatement>();
     for (const id of rowsToRead(batch)) {
@@ -351,7 +397,7 @@ export class SqliteStore implements Store {
       if (r) known.set(id, { isVoiding: Number(r.is_voiding) === 1, statement: JSON.parse(String(r.full)) as Statement });
     }
     // Statements stored earlier that target a new one: a voiding one voids it on arrival, and
-    // every one of them now reaches it (their reach rows are rebuilt below).
+    // every one of them now reaches it (their reach rows are rebuilt by writeBatch).
     const referredBy = this.q('SELECT seq, is_voiding FROM statements WHERE tenant = ? AND ref_id = ?');
     const voidedEarlier = new Set<string>();
     const referrers = new Map<string, number[]>();
@@ -362,7 +408,13 @@ export class SqliteStore implements Store {
       referrers.set(p.id, rows.map((r) => Number(r.seq)));
       if (rows.some((r) => Number(r.is_voiding) === 1)) voidedEarlier.add(p.id);
     }
-    const plan = planInsert(batch, attachments, known, voidedEarlier, storedIso);
+    return { plan: planInsert(batch, attachments, known, voidedEarlier, storedIso), referrers };
+  }
+
+  /** Writes what planBatch decided: the new statements, their reach rows, voidings, attachments. */
+  private writeBatch(tenantName: string, dict: { tenant: number; ids: Map<string, number> }, planned: PlannedBatch, storedMs: number): InsertOutcome {
+    const { tenant } = dict;
+    const { plan, referrers } = planned;
     const seeds: ReachSeed[] = [];
     const reached: number[] = [];
     for (const f of plan.fresh) {
