@@ -113,7 +113,7 @@ export class SqliteStore implements Store {
    * merged into it (`input`): a statement repeating that definition leaves it as it is (merging is
    * idempotent), so it costs no read, parse or merge. Valid while keys_epoch is `epoch`: every
    * writer that changes a definition bumps it. `staged`: the current request's entries, kept only
-   * if the request is (its SAVEPOINT released).
+   * if the request is stored.
    */
   private readonly definitions = new Map<number, { input: string; kept: string }>();
   private readonly staged = new Map<number, { input: string; kept: string }>();

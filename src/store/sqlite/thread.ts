@@ -7,7 +7,7 @@
  * The worker runs an ordinary SqliteStore: every write of the Store interface (statements,
  * documents, forwarding outbox, data lifecycle) is sent to it as a call and answered after its
  * COMMIT. Calls that arrive while the writer is busy queue on its port and are written as one
- * group commit (SqliteStore.insertStatements: one transaction, one SAVEPOINT per request), so
+ * group commit (SqliteStore.insertStatements: one transaction, each request all or nothing), so
  * every guarantee of the single-thread store holds: an answer only after the commit, all or
  * nothing per request, conflicts per request, seq order = stored order = commit order.
  *
