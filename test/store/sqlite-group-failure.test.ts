@@ -3,7 +3,8 @@
  * insert rules reject has written nothing. A request that fails while writing (an SQLite error,
  * injected here by a trigger) must still fail alone: the group is rolled back and written again
  * with a savepoint per request, so the other requests of the group are stored, the failing one
- * leaves no statement, link row or definition, and later writes use valid key ids.
+ * leaves no statement, link row or definition, and later writes use valid key ids. Through HTTP,
+ * such a request answers 500 with a JSON body and stores none of its batch.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -15,6 +16,7 @@ import { after, before, describe, test } from 'node:test';
 import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import type { InsertOutcome } from '../../src/store/types.ts';
 import { prepareBatch } from '../../src/xapi/statement.ts';
+import { jsonInit, sqliteBackend, startTestLrs, statement as lrsStatement, type TestLrs } from '../helpers/lrs.ts';
 import type { Statement } from '../../src/xapi/types.ts';
 
 const AUTHORITY = { mbox: 'mailto:auth@example.com' };
@@ -101,5 +103,31 @@ describe('SQLite: a request failing mid-write in a group', () => {
       page.rows.map((r) => (JSON.parse(r.json) as Statement).id),
       [again.id],
     );
+  });
+});
+
+describe('SQLite: a request failing mid-write, through HTTP', () => {
+  let t: TestLrs;
+  before(async () => {
+    t = await startTestLrs(sqliteBackend);
+    const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
+    db.exec(
+      'CREATE TRIGGER fail_on_write BEFORE INSERT ON statement_activities ' +
+        `WHEN NEW.activity = (SELECT id FROM keys WHERE key = '${FAIL}') BEGIN SELECT RAISE(ABORT, 'injected write failure'); END`,
+    );
+    db.close();
+  });
+  after(async () => t?.close());
+
+  test('a server error with a JSON body; none of the batch is stored; the next request is', async () => {
+    const first = lrsStatement({ id: randomUUID() });
+    const failing = lrsStatement({ id: randomUUID(), object: { objectType: 'Activity', id: FAIL } });
+    const res = await t.fetch('/xAPI/statements', jsonInit('POST', [first, failing]));
+    assert.equal(res.status, 500);
+    assert.equal(typeof ((await res.json()) as { error?: unknown; detail?: unknown }).detail, 'string');
+    assert.equal((await t.fetch(`/xAPI/statements?statementId=${first.id}`)).status, 404);
+    const next = lrsStatement({ id: randomUUID() });
+    assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', next))).status, 200);
+    assert.equal((await t.fetch(`/xAPI/statements?statementId=${next.id}`)).status, 200);
   });
 });
