@@ -89,6 +89,8 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
     throw new ConfigError(`cannot start the ${config.backend} LRS: ${(err as Error).message}`);
   }
   logger.info({ url: lrs.url, backend: config.backend }, `Lectern LRS listening on ${lrs.url}`);
+  // Logs are written asynchronously: this line reaches stdout before the primary announces the workers.
+  await new Promise<void>((done) => logger.flush(() => done()));
   process.send?.({ type: 'ready', url: lrs.url } satisfies ReadyMessage);
   const stop = (signal: string) => {
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
