@@ -42,7 +42,8 @@ export class Progress {
     this.opts = opts;
     this.stream = opts.stream ?? process.stderr;
     this.tty = this.stream.isTTY === true;
-    this.last = this.tty ? 0 : performance.now();
+    // A terminal gets its first frame at once (performance.now() may still be under 100 ms in a new process).
+    this.last = this.tty ? -Infinity : performance.now();
   }
 
   /** Records progress: `done` units so far; `measure` when the total is counted in another measure. */
