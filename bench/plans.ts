@@ -7,7 +7,7 @@
  */
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
-import { filterKeyIds } from '../src/store/postgres/store.ts';
+import { filterKeyIds, SESSION_OPTIONS } from '../src/store/postgres/store.ts';
 import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, POSTGRES, rarestDriver, SQLITE, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { parseStatementRequest, type StatementQuery } from '../src/xapi/query.ts';
 
@@ -91,7 +91,7 @@ export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[
 
 export async function postgresPlans(url: string, cases: PlanCase[], tenant = ''): Promise<Plan[]> {
   // The store's session settings: without them JIT compiled the costlier plans (≈ 100 ms of a 3 ms query).
-  const c = new pg.Client({ connectionString: url, options: '-c plan_cache_mode=force_custom_plan -c jit=off' });
+  const c = new pg.Client({ connectionString: url, options: SESSION_OPTIONS });
   await c.connect();
   try {
     const out: Plan[] = [];

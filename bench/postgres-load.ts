@@ -19,7 +19,7 @@ import { pipeline } from 'node:stream/promises';
 import { Readable } from 'node:stream';
 import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
-import { filterKeyIds, PostgresStore } from '../src/store/postgres/store.ts';
+import { filterKeyIds, PostgresStore, SESSION_OPTIONS } from '../src/store/postgres/store.ts';
 import { POSTGRES, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
 import { actorKeys } from '../src/xapi/agents.ts';
 import type { StatementFilter, StatementQuery } from '../src/xapi/query.ts';
@@ -337,7 +337,7 @@ async function main(): Promise<void> {
     await store.waitForServer();
     await store.migrate();
     await store.close();
-    const pool = new pg.Pool({ connectionString: url, max: 4, options: '-c plan_cache_mode=force_custom_plan -c jit=off' }); // as PostgresStore
+    const pool = new pg.Pool({ connectionString: url, max: 4, options: SESSION_OPTIONS }); // as PostgresStore
     const out: string[] = [];
     const version = (await pool.query<{ server_version: string }>('SHOW server_version')).rows[0].server_version;
     // BENCH_PLANS_ONLY=1 with BENCH_POSTGRES_URL: plans of an already loaded database.

@@ -75,6 +75,19 @@ const LOCK_INTENT = 0x4c450004;
 const ANALYZE_MIN_ROWS = 1000;
 /** Dictionary ids a process caches per tenant at most (then the cache starts again): bounded memory with many agents. */
 const KEY_CACHE_MAX = 200_000;
+/**
+ * The settings of every connection. Plan every execution for its parameters: one tenant may hold
+ * most rows and another a few, and a generic plan picked for "any tenant" can walk the whole table
+ * for a small one. No JIT: every query is a short index walk, but the cost estimates of recursive
+ * queries pass jit_above_cost, and compiling took 70-170 ms of a 2 ms query. No bitmap scans:
+ * they cannot return rows in index order, and with no statistics on `tenant` (migration 2) a
+ * tenant's since/until window of 6,000 statements was estimated at 30 rows, read whole and
+ * sorted for a page of 100 (4.7 ms at 100k, against 0.2 ms walking the index to the page).
+ */
+export const SESSION_OPTIONS = '-c plan_cache_mode=force_custom_plan -c jit=off -c enable_bitmapscan=off';
+
+/** How long a consistent-through answer is reused (see consistentThrough). */
+const THROUGH_REUSE_MS = 50;
 
 /** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
 const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
@@ -372,8 +385,10 @@ export class PostgresStore implements Store {
   private analyzing = false;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new Map<number, { epoch: string; ids: Map<string, number> }>();
-  /** The consistent-through query in flight per tenant (see consistentThrough). */
-  private readonly throughQueries = new Map<string, Promise<Date>>();
+  /** The consistent-through query in flight per tenant, or its answer while still fresh (see consistentThrough). */
+  private readonly throughQueries = new Map<string, { answer: Promise<Date>; askedAt: number; writes: number }>();
+  /** Statement groups this process has committed, per tenant (a fresh consistent-through answer must postdate them). */
+  private readonly committedGroups = new Map<string, number>();
   private closed = false;
 
   constructor(opts: PostgresOptions) {
@@ -390,11 +405,7 @@ export class PostgresStore implements Store {
       }),
       keepAlive: true,
       application_name: 'lectern',
-      // Plan every execution for its parameters: one tenant may hold most rows and another a few,
-      // and a generic plan picked for "any tenant" can walk the whole table for a small one.
-      // No JIT: every query is a short index walk, but the cost estimates of the recursive
-      // StatementRef walks pass jit_above_cost, and compiling took 70-170 ms of a 2 ms query.
-      options: '-c plan_cache_mode=force_custom_plan -c jit=off',
+      options: SESSION_OPTIONS,
       types,
     });
     // An idle connection that dies (server restart, fail-over) is dropped by the pool; the next
@@ -654,6 +665,7 @@ export class PostgresStore implements Store {
       for (const job of group) job.reject(err);
       return;
     }
+    this.committedGroups.set(tenant, (this.committedGroups.get(tenant) ?? 0) + 1);
     this.noteInserted(results.reduce((n, r) => n + (r instanceof LrsError ? 0 : r.inserted), 0));
     const rejected = group.filter((_, i) => results[i] instanceof LrsError);
     if (rejected.length) await this.dropRejectedKeys(tenant, tenantId, rejected);
@@ -941,14 +953,20 @@ export class PostgresStore implements Store {
    * request that arrived after the query started (at most one round trip older than its own
    * would be). Without this, every statement request cost a scan of pg_locks and
    * pg_stat_activity on the server (0.38 ms each, the largest server time under single writes).
+   * For the same reason an answer is reused for THROUGH_REUSE_MS after its query began, unless this
+   * process has committed statements of the tenant since: a write acknowledged here is covered
+   * by the next answer, as without the reuse (another process's write, within that window).
    */
   consistentThrough(tenant: string): Promise<Date> {
-    let through = this.throughQueries.get(tenant);
-    if (!through) {
-      through = this.queryConsistentThrough(tenant).finally(() => this.throughQueries.delete(tenant));
-      this.throughQueries.set(tenant, through);
-    }
-    return through;
+    const now = performance.now();
+    const writes = this.committedGroups.get(tenant) ?? 0;
+    const kept = this.throughQueries.get(tenant);
+    if (kept && kept.writes === writes && now - kept.askedAt < THROUGH_REUSE_MS) return kept.answer;
+    const entry = { answer: this.queryConsistentThrough(tenant), askedAt: now, writes };
+    // A failed query is not reused.
+    entry.answer.catch(() => this.throughQueries.get(tenant) === entry && this.throughQueries.delete(tenant));
+    this.throughQueries.set(tenant, entry);
+    return entry.answer;
   }
 
   private async queryConsistentThrough(tenant: string): Promise<Date> {
