@@ -175,7 +175,7 @@ export function startBareHttp(seed: number, o: { nodeFlags?: string[]; env?: Rec
 export function startPostgres(opts: { statementStats?: boolean } = {}): Promise<PgCluster> {
   const settings = ['shared_buffers = 256MB', 'max_wal_size = 4GB', 'checkpoint_timeout = 15min'];
   // With --profile: per-statement server time (pg_stat_statements), to see where a write's time goes.
-  if (opts.statementStats) settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'track_io_timing = on');
+  if (opts.statementStats) settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'pg_stat_statements.track_planning = on', 'track_io_timing = on');
   return startCluster({ durable: true, settings });
 }
 
@@ -184,18 +184,20 @@ export interface StatementStat {
   calls: number;
   totalMs: number;
   meanMs: number;
+  /** Planning time per call (pg_stat_statements.track_planning). */
+  planMs: number;
   rows: number;
 }
 
 /** The statements PostgreSQL spent most time on in `url`'s database (pg_stat_statements). */
 export async function statementStats(url: string, top = 15): Promise<StatementStat[]> {
   await pgQuery(url, 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-  const rows = await pgQuery<{ query: string; calls: string; total: number; mean: number; rows: string }>(
+  const rows = await pgQuery<{ query: string; calls: string; total: number; mean: number; plan: number; rows: string }>(
     url,
-    'SELECT query, calls, total_exec_time AS total, mean_exec_time AS mean, rows FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT $1',
+    'SELECT query, calls, total_exec_time AS total, mean_exec_time AS mean, mean_plan_time AS plan, rows FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT $1',
     [top],
   );
-  return rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').slice(0, 300), calls: Number(r.calls), totalMs: r.total, meanMs: r.mean, rows: Number(r.rows) }));
+  return rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').slice(0, 300), calls: Number(r.calls), totalMs: r.total, meanMs: r.mean, planMs: r.plan, rows: Number(r.rows) }));
 }
 
 export async function pgQuery<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {

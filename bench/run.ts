@@ -548,7 +548,7 @@ async function main(): Promise<number> {
   process.stdout.write(`${header.join('\n')}\n${report(b, results)}\n`);
   for (const r of results.filter((x) => x.statementStats)) {
     process.stdout.write(`\n## ${r.backend}: server time by statement (pg_stat_statements)\n\n`);
-    process.stdout.write(`${table(['total ms', 'calls', 'mean ms', 'rows', 'query'], r.statementStats!.map((x) => [int(x.totalMs), int(x.calls), x.meanMs.toFixed(2), int(x.rows), x.query.slice(0, 110)]))}\n`);
+    process.stdout.write(`${table(['total ms', 'calls', 'mean ms', 'plan ms', 'rows', 'query'], r.statementStats!.map((x) => [int(x.totalMs), int(x.calls), x.meanMs.toFixed(2), x.planMs.toFixed(2), int(x.rows), x.query.slice(0, 110)]))}\n`);
   }
   if (errors.length) process.stdout.write(`\nFAILED (${errors.length}):\n${errors.map((e) => `- ${e}`).join('\n')}\n`);
   const hasPlans = save();
