@@ -2,7 +2,8 @@
  * Group commit on PostgreSQL decides the next group before the tenant lock, while the previous
  * group writes. Here the previous group is parked (a trigger waits on a lock this test holds)
  * after its read, so the requests behind it are decided on a snapshot that misses its rows; each
- * must still get the answer it would get had the groups run one after the other.
+ * must still get the answer it would get had the groups run one after the other — also when the
+ * parked group then fails.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -70,6 +71,42 @@ describe('PostgreSQL group commit', { skip: postgresSkipped() }, () => {
     } finally {
       await db.query('SELECT pg_advisory_unlock_all()');
       await db.query('DROP TRIGGER IF EXISTS park_slow ON statements');
+    }
+  });
+
+  test('a group that merged its definitions into those of the group writing before it, which then fails, is decided again', async () => {
+    // The parked group fails once released: what the next group merged into is never stored.
+    await db.query(`CREATE OR REPLACE FUNCTION park_fail() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN IF NEW.verb = (SELECT id FROM keys WHERE key = 'http://example.com/verbs/slow') THEN
+        PERFORM pg_advisory_xact_lock(778, 2); RAISE EXCEPTION 'injected write failure'; END IF; RETURN NEW; END $$`);
+    await db.query('CREATE TRIGGER park_fail BEFORE INSERT ON statements FOR EACH ROW EXECUTE FUNCTION park_fail()');
+    const waiting = async (sql: string) => {
+      for (;;) {
+        if ((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND ${sql}`)).rows[0].n) return;
+        await new Promise((r) => setTimeout(r, 5));
+      }
+    };
+    const activity = `http://example.com/activities/${randomUUID()}`;
+    const failing = randomUUID();
+    const next = randomUUID();
+    await db.query('SELECT pg_advisory_lock(778, 2)');
+    try {
+      const a = post([statement({ id: failing, verb: SLOW, object: { id: activity, definition: { name: { 'en-US': 'lost' }, description: { 'en-US': 'lost too' } } } })]);
+      await waiting('classid = 778 AND objid = 2');
+      const b = post([statement({ id: next, object: { id: activity, definition: { name: { fr: 'gardé' } } } })]);
+      // b has read and decided on a's definition, and waits for the tenant lock that a holds.
+      await waiting('classid = 1279590402');
+      await db.query('SELECT pg_advisory_unlock(778, 2)');
+      const [ra, rb] = await Promise.all([a, b]);
+      assert.equal(ra.status, 500, await ra.clone().text());
+      assert.equal(rb.status, 200, await rb.clone().text());
+      assert.equal((await lrs.fetch(`/xAPI/statements?statementId=${failing}`)).status, 404, 'the failed request stored nothing');
+      assert.equal((await lrs.fetch(`/xAPI/statements?statementId=${next}`)).status, 200);
+      const got = (await (await lrs.fetch(`/xAPI/activities?activityId=${encodeURIComponent(activity)}`)).json()) as { definition: Record<string, unknown> };
+      assert.deepEqual(got.definition, { name: { fr: 'gardé' } }, "only the stored request's definition, none of the failed one's");
+    } finally {
+      await db.query('SELECT pg_advisory_unlock_all()');
+      await db.query('DROP TRIGGER IF EXISTS park_fail ON statements');
     }
   });
 });

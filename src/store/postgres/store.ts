@@ -136,8 +136,9 @@ function scopeWhere(tenant: string, key: Omit<DocumentKey, 'docId'>): { where: s
  * The group was decided on a snapshot read before the tenant lock (see insertGroup); `ok` checks,
  * under the lock, that nothing the decisions rested on has changed since: no row of the tenant
  * committed after the snapshot (seq > $26) with one of the group's ids or voiding one of them, the
- * rows that were read unchanged (xmin), the activity definitions unchanged, `stored` not behind
- * the tenant's last. When it fails nothing is written and the group is decided again under the
+ * rows that were read unchanged (xmin), the activity definitions unchanged (xmin; those the group
+ * before it was writing, by their text: see DefinitionsInFlight), `stored` not behind the
+ * tenant's last. When it fails nothing is written and the group is decided again under the
  * lock. `seq` is taken here, under the lock, in statement order: the link rows name their
  * statement by its ordinal in the group.
  */
@@ -146,8 +147,9 @@ ok AS (SELECT
     NOT EXISTS (SELECT 1 FROM statements WHERE tenant = $1 AND seq > $26::bigint AND (id = ANY($27::uuid[]) OR (is_voiding = 1 AND ref_id = ANY($27::uuid[]))))
     AND coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1), 0) <= $2::bigint
     AND (SELECT count(*) FROM unnest($28::bigint[], $29::text[]) AS r(q, x) JOIN statements s ON s.seq = r.q AND s.xmin::text = r.x) = cardinality($28::bigint[])
-    AND (SELECT count(*) FROM activities WHERE tenant = $33 AND id = ANY($30::text[])) = cardinality($31::text[])
+    AND (SELECT count(*) FROM activities WHERE tenant = $33 AND id = ANY($30::text[])) = cardinality($31::text[]) + cardinality($35::text[])
     AND (SELECT count(*) FROM unnest($31::text[], $32::text[]) AS k(i, x) JOIN activities a ON a.tenant = $33 AND a.id = k.i AND a.xmin::text = k.x) = cardinality($31::text[])
+    AND (SELECT count(*) FROM unnest($35::text[], $36::text[]) AS k(i, x) JOIN activities a ON a.tenant = $33 AND a.id = k.i AND a.definition::text = k.x) = cardinality($35::text[])
     AND (SELECT n FROM keys_epoch) = $34::bigint
     AS ok),
 sq AS (SELECT n, nextval('statements_seq') AS seq FROM generate_series(1, $3::int) AS n WHERE (SELECT ok FROM ok)),
@@ -254,7 +256,18 @@ interface Basis {
   relied: [string, string][];
   defIds: string[];
   keptDefs: [string, string][];
+  /** Definitions taken from the group writing before this one: [id, text] as it writes them. */
+  flightDefs: [string, string][];
 }
+
+/**
+ * The activity definitions a tenant's group in flight (decided, waiting for the tenant lock or
+ * writing) will store, by id: the text it writes, and the definition. The next group decides
+ * meanwhile on a snapshot that cannot see them; merging its own into these instead of the stored
+ * ones, it need not be decided again under the lock once they are committed (a quarter of the
+ * groups were, under a load that keeps bringing new activities). Its write checks that they were.
+ */
+type DefinitionsInFlight = Map<string, { text: string; definition: ActivityDefinition }>;
 
 /** Dictionary ids, and the `keys_epoch` they were read at (no erasure has deleted one while it is unchanged). */
 interface ResolvedKeys {
@@ -267,7 +280,7 @@ function writeValues(
   tenant: { id: number; name: string },
   plans: InsertPlan[],
   storedMs: number,
-  keptDefinitions: Map<string, ActivityDefinition>,
+  changed: DefinitionsInFlight,
   basis: Basis,
   keys: ResolvedKeys,
 ): unknown[] {
@@ -284,7 +297,6 @@ function writeValues(
   // One statement writes the group: its UPDATE cannot see the rows it inserts, so a statement
   // another request of the group voids is inserted already voided.
   const voids = new Set(plans.flatMap((p) => p.voids));
-  const merged = new Map<string, ActivityDefinition>();
   const fresh = plans.flatMap((plan) => plan.fresh);
   fresh.forEach(({ p, full, voided }, i) => {
     const n = i + 1;
@@ -311,14 +323,6 @@ function writeValues(
       links[0].push(n);
       links[1].push(h);
     }
-    // Definitions fold into the kept one in statement order.
-    for (const d of p.definitions) merged.set(d.id, mergeDefinition(merged.get(d.id) ?? keptDefinitions.get(d.id), d.definition));
-  });
-  // Most statements repeat a definition the LRS already has: only changed ones are written (as on SQLite).
-  const changed = [...merged].flatMap(([id, d]) => {
-    const text = JSON.stringify(d);
-    const kept = keptDefinitions.get(id);
-    return kept && JSON.stringify(kept) === text ? [] : [[id, text] as const];
   });
   const blobs = [...new Map(plans.flatMap((p) => p.attachments).map((a) => [a.sha2, a])).values()];
   return [
@@ -337,8 +341,8 @@ function writeValues(
     ...activities,
     ...links,
     [...voids],
-    changed.map(([id]) => id),
-    jsonArray(changed.map(([, text]) => text)),
+    [...changed.keys()],
+    jsonArray([...changed.values()].map((d) => d.text)),
     blobs.map((a) => a.sha2),
     blobs.map((a) => a.contentType),
     blobs.map((a) => a.content),
@@ -351,7 +355,28 @@ function writeValues(
     basis.keptDefs.map(([, xmin]) => xmin),
     tenant.name,
     keys.epoch,
+    basis.flightDefs.map(([id]) => id),
+    basis.flightDefs.map(([, text]) => text),
   ];
+}
+
+/**
+ * The definitions a group's accepted statements leave, folded in statement order into the kept
+ * ones; only those that differ from the kept one (most statements repeat a definition the LRS
+ * already has), as on SQLite.
+ */
+function changedDefinitions(plans: InsertPlan[], kept: Map<string, ActivityDefinition>): DefinitionsInFlight {
+  const merged = new Map<string, ActivityDefinition>();
+  for (const plan of plans) {
+    for (const { p } of plan.fresh) for (const d of p.definitions) merged.set(d.id, mergeDefinition(merged.get(d.id) ?? kept.get(d.id), d.definition));
+  }
+  const changed: DefinitionsInFlight = new Map();
+  for (const [id, definition] of merged) {
+    const text = JSON.stringify(definition);
+    const before = kept.get(id);
+    if (!before || JSON.stringify(before) !== text) changed.set(id, { text, definition });
+  }
+  return changed;
 }
 
 interface InsertJob {
@@ -366,6 +391,8 @@ interface InsertQueue {
   running: boolean;
   /** Set while the drain waits for work or for its last group. */
   wake?: () => void;
+  /** What the group decided last, until it has committed or failed (see DefinitionsInFlight). */
+  inFlight?: DefinitionsInFlight;
 }
 
 /** A group stops growing here (a single larger request still goes, alone). */
@@ -629,7 +656,7 @@ export class PostgresStore implements Store {
       }
       let markPrepared!: () => void;
       const prepared = new Promise<void>((resolve) => (markPrepared = resolve));
-      const done = this.runGroup(tenant, group, previous, markPrepared).finally(markPrepared);
+      const done = this.runGroup(tenant, group, previous, markPrepared, q).finally(markPrepared);
       await prepared;
       await previous;
       previous = done;
@@ -641,7 +668,30 @@ export class PostgresStore implements Store {
   }
 
   /** Never rejects: each job is answered. */
-  private async runGroup(tenant: string, group: InsertJob[], previous: Promise<void> = Promise.resolve(), prepared: () => void = () => undefined): Promise<void> {
+  private async runGroup(
+    tenant: string,
+    group: InsertJob[],
+    previous: Promise<void> = Promise.resolve(),
+    prepared: () => void = () => undefined,
+    q?: InsertQueue,
+  ): Promise<void> {
+    const flight: { defs?: DefinitionsInFlight } = {};
+    try {
+      await this.writeGroup(tenant, group, previous, prepared, q, flight);
+    } finally {
+      // Committed or failed: the next group's read sees (or must not rely on) them.
+      if (q && flight.defs && q.inFlight === flight.defs) q.inFlight = undefined;
+    }
+  }
+
+  private async writeGroup(
+    tenant: string,
+    group: InsertJob[],
+    previous: Promise<void>,
+    prepared: () => void,
+    q: InsertQueue | undefined,
+    flight: { defs?: DefinitionsInFlight },
+  ): Promise<void> {
     let results: (InsertOutcome | LrsError)[];
     let tenantId: number | undefined;
     try {
@@ -652,7 +702,7 @@ export class PostgresStore implements Store {
       tenantId = await this.tenantId(tenant, true);
       const t = { id: tenantId, name: tenant };
       const keys = await this.resolveKeys(undefined, t.id, statementKeys(group.flatMap((j) => j.batch)));
-      results = await this.tx((c) => this.insertGroup(c, t, group, keys, prepared));
+      results = await this.tx((c) => this.insertGroup(c, t, group, keys, prepared, q, flight));
     } catch (err) {
       prepared();
       await previous;
@@ -688,11 +738,15 @@ export class PostgresStore implements Store {
     group: InsertJob[],
     keys: ResolvedKeys,
     prepared: () => void,
+    q: InsertQueue | undefined,
+    flight: { defs?: DefinitionsInFlight },
   ): Promise<(InsertOutcome | LrsError)[]> {
     const key = lockKey(tenant.name);
     // Its own statement: the read's clock must run after the intent lock is granted.
     await c.query({ name: 'lock_statements_intent', text: 'SELECT pg_advisory_xact_lock_shared($1, $2)', values: [LOCK_INTENT, key] });
-    let decided = await this.decideGroup(c, tenant, group);
+    // The group before this one (if still in flight) commits before this one writes, or this one is decided again.
+    let decided = await this.decideGroup(c, tenant, group, q?.inFlight);
+    if (q) q.inFlight = flight.defs = decided.changed;
     prepared();
     await c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, key] });
     let written = await c.query<{ ok: boolean; seqs: string[]; referrers: string[] }>({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(keys) });
@@ -700,6 +754,7 @@ export class PostgresStore implements Store {
       // Its snapshot predates the lock (this read's snapshot does not): decided again, and the
       // keys resolved again (an erasure may have deleted some), the check passes.
       decided = await this.decideGroup(c, tenant, group);
+      if (q && q.inFlight === flight.defs) q.inFlight = flight.defs = decided.changed;
       this.keyCache.delete(tenant.id);
       keys = await this.resolveKeys(c, tenant.id, statementKeys(group.flatMap((j) => j.batch)));
       written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(keys) });
@@ -826,7 +881,8 @@ export class PostgresStore implements Store {
     c: pg.PoolClient,
     tenant: { id: number; name: string },
     group: InsertJob[],
-  ): Promise<{ results: (InsertOutcome | LrsError)[]; values: (keys: ResolvedKeys) => unknown[]; fresh: () => PreparedStatement[] }> {
+    inFlight?: DefinitionsInFlight,
+  ): Promise<{ results: (InsertOutcome | LrsError)[]; values: (keys: ResolvedKeys) => unknown[]; fresh: () => PreparedStatement[]; changed: DefinitionsInFlight }> {
     const all = group.flatMap((j) => j.batch);
     const ids = [...new Set(all.map((p) => p.id))];
     const voidTargets = all.flatMap((p) => (p.voids ? [p.voids] : []));
@@ -853,13 +909,21 @@ export class PostgresStore implements Store {
         return target;
       }),
     );
+    // What the group in flight writes replaces what this snapshot holds, and is checked by its text.
     const keptDefs: [string, string][] = [];
-    const kept = new Map(
-      (JSON.parse(head.definitions ?? '[]') as [string, ActivityDefinition, string][]).map(([id, d, xmin]): [string, ActivityDefinition] => {
-        keptDefs.push([id, xmin]);
-        return [id, d];
-      }),
-    );
+    const flightDefs: [string, string][] = [];
+    const kept = new Map<string, ActivityDefinition>();
+    for (const [id, d, xmin] of JSON.parse(head.definitions ?? '[]') as [string, ActivityDefinition, string][]) {
+      if (inFlight?.has(id)) continue;
+      keptDefs.push([id, xmin]);
+      kept.set(id, d);
+    }
+    for (const id of defIds) {
+      const f = inFlight?.get(id);
+      if (!f) continue;
+      flightDefs.push([id, f.text]);
+      kept.set(id, f.definition);
+    }
     const plans: InsertPlan[] = [];
     const results = group.map((job): InsertOutcome | LrsError => {
       let plan: InsertPlan;
@@ -874,8 +938,9 @@ export class PostgresStore implements Store {
       plans.push(plan);
       return plan.outcome;
     });
-    const basis = { snapSeq: head.snap_seq, checkIds, relied, defIds, keptDefs };
-    return { results, values: (keys) => writeValues(tenant, plans, storedMs, kept, basis, keys), fresh: () => plans.flatMap((plan) => plan.fresh.map((f) => f.p)) };
+    const basis = { snapSeq: head.snap_seq, checkIds, relied, defIds, keptDefs, flightDefs };
+    const changed = changedDefinitions(plans, kept);
+    return { results, values: (keys) => writeValues(tenant, plans, storedMs, changed, basis, keys), fresh: () => plans.flatMap((plan) => plan.fresh.map((f) => f.p)), changed };
   }
 
   async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
