@@ -9,6 +9,7 @@
  *   link rows; dictionary ids made beforehand) written by COPY, the cheapest way the server can
  *   take them: the ceiling of the layout;
  * - the same without the link rows, and without the statement table's secondary indexes;
+ * - the same rows 100 statements at a time, by COPY and by the store's own INSERT (unnest);
  * - the store: `PostgresStore.insertStatements` (Lectern's write path without HTTP), 4 callers × 100.
  *
  * For each: statements/s, its share of raw, and the CPU per statement of the server processes
@@ -102,7 +103,20 @@ async function raw(url: string): Promise<Measured> {
 }
 
 /** Lectern's schema (its migrations), then its rows by COPY. */
-async function layout(url: string, opts: { links: boolean; indexes: boolean }): Promise<Measured> {
+/**
+ * The INSERT the store sends for a group's rows (src/store/postgres/store.ts, INSERT_WRITE without
+ * its checks): arrays expanded by unnest, the JSON as one json array parameter, seqs from nextval.
+ */
+const INSERT_ROWS = `WITH sq AS (SELECT n, nextval('statements_seq') AS seq FROM generate_series(1, $3::int) AS n),
+st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full")
+  SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, 0, a, f FROM ROWS FROM (unnest($4::uuid[]), unnest($5::int[]), unnest($6::uuid[]), unnest($7::uuid[]),
+    unnest($8::smallint[]), unnest($9::int[]), json_array_elements($10::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, a, f, n) JOIN sq USING (n)),
+ag AS (INSERT INTO statement_agents (tenant, agent, seq, role) SELECT $1, k, sq.seq, d FROM unnest($11::int[], $12::int[], $13::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
+ac AS (INSERT INTO statement_activities (tenant, activity, seq, direct) SELECT $1, k, sq.seq, d FROM unnest($14::int[], $15::int[], $16::smallint[]) AS t(k, n, d) JOIN sq USING (n))
+SELECT 1`;
+
+async function layout(url: string, opts: { links: boolean; indexes: boolean; via?: 'copy' | 'insert'; per?: number }): Promise<Measured> {
+  const per = opts.per ?? PER_COPY;
   const store = new PostgresStore({ url, poolSize: 2, statementTimeoutMs: 0, connectTimeoutMs: 10_000, connectRetries: 0, connectBackoffMs: 100 });
   await store.migrate();
   await store.close();
@@ -123,8 +137,20 @@ async function layout(url: string, opts: { links: boolean; indexes: boolean }): 
   const ids = new Map((await c.query<{ id: number; key: string }>('SELECT id, key FROM keys')).rows.map((r) => [r.key, r.id]));
   const id = (k: string): number => ids.get(k)!;
   const m = await measure(async () => {
-    for (let i = 0; i < N; i += PER_COPY) {
-      const chunk = data.slice(i, i + PER_COPY);
+    for (let i = 0; i < N; i += per) {
+      const chunk = data.slice(i, i + per);
+      if (opts.via === 'insert') {
+        const ag = chunk.flatMap(({ p }, k) => p.agents.map((a) => [id(a.key), k + 1, a.role]));
+        const ac = chunk.flatMap(({ p }, k) => p.activities.map((a) => [id(a.id), k + 1, a.direct ? 1 : 0]));
+        const col = (rows: number[][], j: number) => rows.map((r) => r[j]);
+        await c.query({
+          name: 'insert_rows',
+          text: INSERT_ROWS,
+          values: [tenant, Date.now(), chunk.length, chunk.map((d) => d.p.id), chunk.map((d) => id(d.p.verb)), chunk.map((d) => d.p.registration), chunk.map((d) => d.p.refId),
+            chunk.map((d) => (d.p.voids ? 1 : 0)), chunk.map(() => id(authority)), `[${chunk.map((d) => d.full).join(',')}]`, col(ag, 0), col(ag, 1), col(ag, 2), col(ac, 0), col(ac, 1), col(ac, 2)],
+        });
+        continue;
+      }
       await c.query('BEGIN');
       const seq0 = Number((await c.query<{ seq: string }>('SELECT setval(\'statements_seq\', nextval(\'statements_seq\') + $1) AS seq', [chunk.length])).rows[0].seq) - chunk.length;
       const now = Date.now();
@@ -168,6 +194,8 @@ try {
   await admin.connect();
   const variants: [string, (url: string) => Promise<Measured>][] = [
     ['layout by COPY (the ceiling)', (u) => layout(u, { links: true, indexes: true })],
+    ['layout by COPY, 100 per transaction', (u) => layout(u, { links: true, indexes: true, per: 100 })],
+    ["layout by the store's INSERT, 100 per statement", (u) => layout(u, { links: true, indexes: true, via: 'insert', per: 100 })],
     ['  without the link rows', (u) => layout(u, { links: false, indexes: true })],
     ['  without link rows and secondary indexes', (u) => layout(u, { links: false, indexes: false })],
     ['the store (4 callers × 100, no HTTP)', (u) => store(u)],

@@ -244,6 +244,26 @@ for (const backend of BACKENDS) {
         assert.deepEqual(await ids(`verb=${enc(verb)}&since=${enc(shifted)}&ascending=true`), posted.slice(2));
       });
 
+      test('the same since/until asked again answers for what was stored since (an until in the future, a since before everything)', async () => {
+        const verb = verbId();
+        const [first] = await post(statement({ verb: { id: verb } }));
+        const since = new Date(Date.parse(await storedOf(first)) - 1).toISOString();
+        const until = new Date(Date.now() + 3_600_000).toISOString();
+        const query = `verb=${enc(verb)}&since=${enc(since)}&until=${enc(until)}&ascending=true`;
+        assert.deepEqual(await ids(query), [first]);
+        const [second] = await post(statement({ verb: { id: verb } }));
+        assert.deepEqual(await ids(query), [first, second], 'the until bound was not kept while statements could still be stored before it');
+        assert.deepEqual(await ids(`verb=${enc(verb)}&since=${enc(since)}&ascending=true`), [first, second]);
+        // Once past, an until no longer moves: a statement stored after it stays out.
+        const past = new Date(Date.parse(await storedOf(second))).toISOString();
+        await sleep(5);
+        const pastQuery = `verb=${enc(verb)}&since=${enc(since)}&until=${enc(past)}&ascending=true`;
+        assert.deepEqual(await ids(pastQuery), [first, second]);
+        const [third] = await post(statement({ verb: { id: verb } }));
+        assert.deepEqual(await ids(pastQuery), [first, second]);
+        assert.deepEqual(await ids(query), [first, second, third]);
+      });
+
       test('a more link keeps every parameter, format included', async () => {
         const verb = verbId();
         await post(Array.from({ length: 3 }, () => statement({ verb: { id: verb } })));

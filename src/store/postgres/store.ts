@@ -86,8 +86,8 @@ const KEY_CACHE_MAX = 200_000;
  */
 export const SESSION_OPTIONS = '-c plan_cache_mode=force_custom_plan -c jit=off -c enable_bitmapscan=off';
 
-/** How long a consistent-through answer is reused (see consistentThrough). */
-const THROUGH_REUSE_MS = 50;
+/** since/until answers kept (see storedSeq); all are forgotten when it is reached. */
+const SEQ_BOUNDS_MAX = 10_000;
 
 /** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
 const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
@@ -412,10 +412,10 @@ export class PostgresStore implements Store {
   private analyzing = false;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new Map<number, { epoch: string; ids: Map<string, number> }>();
-  /** The consistent-through query in flight per tenant, or its answer while still fresh (see consistentThrough). */
-  private readonly throughQueries = new Map<string, { answer: Promise<Date>; askedAt: number; writes: number }>();
-  /** Statement groups this process has committed, per tenant (a fresh consistent-through answer must postdate them). */
-  private readonly committedGroups = new Map<string, number>();
+  /** The consistent-through query in flight per tenant (see consistentThrough). */
+  private readonly throughQueries = new Map<string, Promise<Date>>();
+  /** since/until → seq answers that can no longer change, by tenant id, bound and time (see storedSeq). */
+  private readonly seqBounds = new Map<string, string>();
   private closed = false;
 
   constructor(opts: PostgresOptions) {
@@ -715,7 +715,6 @@ export class PostgresStore implements Store {
       for (const job of group) job.reject(err);
       return;
     }
-    this.committedGroups.set(tenant, (this.committedGroups.get(tenant) ?? 0) + 1);
     this.noteInserted(results.reduce((n, r) => n + (r instanceof LrsError ? 0 : r.inserted), 0));
     const rejected = group.filter((_, i) => results[i] instanceof LrsError);
     if (rejected.length) await this.dropRejectedKeys(tenant, tenantId, rejected);
@@ -959,15 +958,11 @@ export class PostgresStore implements Store {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return { rows: [] };
     const w: SeqWindow = {};
-    if (query.since !== undefined) {
-      const r = await this.storedSeq(tid, query.since, 'since');
-      if (!r.rows.length) return { rows: [] };
-      w.from = BigInt(r.rows[0].seq);
-    }
-    if (query.until !== undefined) {
-      const r = await this.storedSeq(tid, query.until, 'until');
-      if (!r.rows.length) return { rows: [] };
-      w.to = BigInt(r.rows[0].seq);
+    if (query.since !== undefined || query.until !== undefined) {
+      const bounds = await this.seqWindow({ id: tid, name: tenant }, { sinceMs: query.since, untilMs: query.until });
+      if (!bounds) return { rows: [] };
+      if (query.since !== undefined) w.from = BigInt(bounds.from);
+      if (query.until !== undefined) w.to = BigInt(bounds.to);
     }
     if (query.after !== undefined) {
       if (query.ascending) w.after = BigInt(query.after);
@@ -1018,20 +1013,17 @@ export class PostgresStore implements Store {
    * request that arrived after the query started (at most one round trip older than its own
    * would be). Without this, every statement request cost a scan of pg_locks and
    * pg_stat_activity on the server (0.38 ms each, the largest server time under single writes).
-   * For the same reason an answer is reused for THROUGH_REUSE_MS after its query began, unless this
-   * process has committed statements of the tenant since: a write acknowledged here is covered
-   * by the next answer, as without the reuse (another process's write, within that window).
+   * Only a query in flight is shared, not a settled answer reused for a while: an answer older
+   * than another process's fresh one would take Consistent-Through back across servers, and a
+   * client reading (previous through, through] windows would read some statements twice.
    */
   consistentThrough(tenant: string): Promise<Date> {
-    const now = performance.now();
-    const writes = this.committedGroups.get(tenant) ?? 0;
-    const kept = this.throughQueries.get(tenant);
-    if (kept && kept.writes === writes && now - kept.askedAt < THROUGH_REUSE_MS) return kept.answer;
-    const entry = { answer: this.queryConsistentThrough(tenant), askedAt: now, writes };
-    // A failed query is not reused.
-    entry.answer.catch(() => this.throughQueries.get(tenant) === entry && this.throughQueries.delete(tenant));
-    this.throughQueries.set(tenant, entry);
-    return entry.answer;
+    let through = this.throughQueries.get(tenant);
+    if (!through) {
+      through = this.queryConsistentThrough(tenant).finally(() => this.throughQueries.delete(tenant));
+      this.throughQueries.set(tenant, through);
+    }
+    return through;
   }
 
   private async queryConsistentThrough(tenant: string): Promise<Date> {
@@ -1145,26 +1137,43 @@ export class PostgresStore implements Store {
   }
 
   /** since/until as a seq bound (see storedSeqSql). */
-  private storedSeq(tenant: number, ms: number, bound: 'since' | 'until'): Promise<pg.QueryResult<{ seq: string }>> {
-    const { sql, params } = storedSeqSql(tenant, ms, bound, POSTGRES);
-    return this.query<{ seq: string }>(sql, params, `${bound}_seq`);
+  /**
+   * since/until as a seq (storedSeqSql); undefined when no statement is on that side. An answer
+   * that can no longer change is kept (a client paging through a window, or polling from the same
+   * `since`, asks the same again; the bisection costs the server ≈ 1.4 ms, most of it planning):
+   * `since` once found, as later statements take later seqs; `until` once every statement stored
+   * at or before it is visible (it is older than consistent-through: later ones are stored after
+   * that). Erasure deletes statements, which a kept bound still bounds correctly.
+   */
+  private async storedSeq(tenant: { id: number; name: string }, ms: number, bound: 'since' | 'until'): Promise<string | undefined> {
+    const key = `${tenant.id}|${bound}|${ms}`;
+    const kept = this.seqBounds.get(key);
+    if (kept !== undefined) return kept;
+    const through = bound === 'until' ? await this.consistentThrough(tenant.name) : undefined;
+    const { sql, params } = storedSeqSql(tenant.id, ms, bound, POSTGRES);
+    const seq = (await this.query<{ seq: string }>(sql, params, `${bound}_seq`)).rows[0]?.seq;
+    if (seq !== undefined && (bound === 'since' || ms < through!.getTime())) {
+      if (this.seqBounds.size >= SEQ_BOUNDS_MAX) this.seqBounds.clear();
+      this.seqBounds.set(key, seq);
+    }
+    return seq;
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
 
   /** The seq range of a stored-time window: within a tenant stored order and seq order agree. */
-  private async seqWindow(tenant: number, opts: { sinceMs?: number; untilMs?: number }): Promise<{ from: string; to: string } | undefined> {
+  private async seqWindow(tenant: { id: number; name: string }, opts: { sinceMs?: number; untilMs?: number }): Promise<{ from: string; to: string } | undefined> {
     let from = '0';
     let to = '9223372036854775807';
     if (opts.sinceMs !== undefined) {
-      const r = await this.storedSeq(tenant, opts.sinceMs, 'since');
-      if (!r.rows.length) return undefined;
-      from = r.rows[0].seq;
+      const seq = await this.storedSeq(tenant, opts.sinceMs, 'since');
+      if (seq === undefined) return undefined;
+      from = seq;
     }
     if (opts.untilMs !== undefined) {
-      const r = await this.storedSeq(tenant, opts.untilMs, 'until');
-      if (!r.rows.length) return undefined;
-      to = r.rows[0].seq;
+      const seq = await this.storedSeq(tenant, opts.untilMs, 'until');
+      if (seq === undefined) return undefined;
+      to = seq;
     }
     return { from, to };
   }
@@ -1172,7 +1181,7 @@ export class PostgresStore implements Store {
   async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return { rows: [] };
-    const w = await this.seqWindow(tid, opts);
+    const w = await this.seqWindow({ id: tid, name: tenant }, opts);
     if (!w) return { rows: [] };
     const from = opts.after === undefined ? BigInt(w.from) : [BigInt(w.from), BigInt(opts.after) + 1n].reduce((x, y) => (x > y ? x : y));
     const r = await this.query<StatementRow>(
@@ -1188,7 +1197,7 @@ export class PostgresStore implements Store {
 
   async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
     const tid = await this.tenantId(tenant);
-    const w = tid === undefined ? undefined : await this.seqWindow(tid, opts);
+    const w = tid === undefined ? undefined : await this.seqWindow({ id: tid, name: tenant }, opts);
     if (!w) return 0;
     const r = await this.query<{ n: string }>('SELECT count(*) AS n FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3', [tid, w.from, w.to]);
     return Number(r.rows[0].n);
