@@ -224,8 +224,8 @@ export const DRIVER_COUNT_CAP = 2000;
  */
 export function driverCountsSql(tenant: number, f: StatementFilter, cap: number, dialect: Dialect): { sql: string; params: unknown[] } {
   const p = new Params(dialect);
-  // `order`: the index's own order, newest first (bucket by bucket where it is bucketed).
   const limit = Math.trunc(cap); // a literal: SQLite's placeholders are positional, and it comes first here
+  // `order`: the index's own order, newest first (bucket by bucket where it is bucketed).
   const count = (from: string, conds: string[], order: string) =>
     `(SELECT CASE WHEN count(*) < ${limit} THEN count(*) * 1.0 ELSE count(*) * (1.0 + count(*) * 1.0 / (max(seq) - min(seq) + 1)) END ` +
     `FROM (SELECT seq FROM ${from} WHERE ${conds.join(' AND ')} ORDER BY ${order} LIMIT ${limit}) c)`;
@@ -305,8 +305,7 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
     // The other link table is probed by the driving row's seq before the statement row is read
     // (a probe of a small index against a row read, for every entry of the range: a busy
     // learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at 1M on SQLite), which
-    // SQLite does in the order written when the row is an EXISTS after the probes. PostgreSQL
-    // keeps the join, which it plans as a per-row primary key probe.
+    // SQLite does in the order written when the row is an EXISTS after the probes.
     const skip = byAgent ? 'agent' : 'activity';
     const table = byAgent ? 'statement_agents' : 'statement_activities';
     // PostgreSQL: with one link range, the join (planned as a per-row primary key probe). With a
