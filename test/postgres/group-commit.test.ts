@@ -28,17 +28,18 @@ describe('PostgreSQL group commit', { skip: postgresSkipped() }, () => {
   });
 
   const post = (body: unknown) => lrs.fetch('/xAPI/statements', jsonInit('POST', body));
+  /** Until some session waits for an advisory lock matching `sql` (a parked request, or one behind it). */
+  const waiting = async (sql: string) => {
+    for (;;) {
+      if ((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND ${sql}`)).rows[0].n) return;
+      await new Promise((r) => setTimeout(r, 5));
+    }
+  };
 
   test('requests decided while an earlier group writes: conflicts, no-ops, voiding and definitions as if in turn', async () => {
     await db.query(`CREATE OR REPLACE FUNCTION park_slow() RETURNS trigger LANGUAGE plpgsql AS $$
       BEGIN IF NEW.verb = (SELECT id FROM keys WHERE key = 'http://example.com/verbs/slow') THEN PERFORM pg_advisory_xact_lock(778, 1); END IF; RETURN NEW; END $$`);
     await db.query('CREATE TRIGGER park_slow BEFORE INSERT ON statements FOR EACH ROW EXECUTE FUNCTION park_slow()');
-    const waiting = async (sql: string) => {
-      for (;;) {
-        if ((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND ${sql}`)).rows[0].n) return;
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    };
     const activity = `http://example.com/activities/${randomUUID()}`;
     const x = randomUUID();
     const target = randomUUID();
@@ -80,12 +81,6 @@ describe('PostgreSQL group commit', { skip: postgresSkipped() }, () => {
       BEGIN IF NEW.verb = (SELECT id FROM keys WHERE key = 'http://example.com/verbs/slow') THEN
         PERFORM pg_advisory_xact_lock(778, 2); RAISE EXCEPTION 'injected write failure'; END IF; RETURN NEW; END $$`);
     await db.query('CREATE TRIGGER park_fail BEFORE INSERT ON statements FOR EACH ROW EXECUTE FUNCTION park_fail()');
-    const waiting = async (sql: string) => {
-      for (;;) {
-        if ((await db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_locks WHERE locktype = 'advisory' AND NOT granted AND ${sql}`)).rows[0].n) return;
-        await new Promise((r) => setTimeout(r, 5));
-      }
-    };
     const activity = `http://example.com/activities/${randomUUID()}`;
     const failing = randomUUID();
     const next = randomUUID();
