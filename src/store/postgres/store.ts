@@ -680,7 +680,7 @@ export class PostgresStore implements Store {
     this.queues.delete(tenant);
   }
 
-  /** Never rejects: each job is answered. */
+  /** Never rejects: each job is answered. `q`: its tenant's queue, where it shows the next group what it writes. */
   private async runGroup(
     tenant: string,
     group: InsertJob[],
@@ -688,25 +688,9 @@ export class PostgresStore implements Store {
     prepared: () => void = () => undefined,
     q?: InsertQueue,
   ): Promise<void> {
-    const flight: { defs?: DefinitionsInFlight } = {};
-    try {
-      await this.writeGroup(tenant, group, previous, prepared, q, flight);
-    } finally {
-      // Committed or failed: the next group's read sees (or must not rely on) them.
-      if (q && flight.defs && q.inFlight === flight.defs) q.inFlight = undefined;
-    }
-  }
-
-  private async writeGroup(
-    tenant: string,
-    group: InsertJob[],
-    previous: Promise<void>,
-    prepared: () => void,
-    q: InsertQueue | undefined,
-    flight: { defs?: DefinitionsInFlight },
-  ): Promise<void> {
     let results: (InsertOutcome | LrsError)[];
     let tenantId: number | undefined;
+    const flight: { defs?: DefinitionsInFlight } = {};
     try {
       // Before the group's transaction, each committed at once: the tenant, and the ids of every
       // key the group's statements refer to. A transaction creating keys would hold their rows
@@ -727,6 +711,9 @@ export class PostgresStore implements Store {
       }
       for (const job of group) job.reject(err);
       return;
+    } finally {
+      // Committed or failed: the next group's read sees (or must not rely on) what it wrote.
+      if (q && flight.defs && q.inFlight === flight.defs) q.inFlight = undefined;
     }
     this.noteInserted(results.reduce((n, r) => n + (r instanceof LrsError ? 0 : r.inserted), 0));
     const rejected = group.filter((_, i) => results[i] instanceof LrsError);
