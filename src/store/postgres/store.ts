@@ -105,6 +105,16 @@ const SEQ_BOUNDS_MAX = 10_000;
 /** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
 const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
 
+/**
+ * How a statement group's transaction opens, in one round trip: its tenant's intent lock (before
+ * the group's first read, whose clock must run after it is granted), and generic plans for its
+ * reads and write (INSERT_READ, INSERT_WRITE, the keys), planned once per connection. The
+ * session's force_custom_plan is for page reads over skewed filter values; planned afresh, a
+ * group spent ≈ 0.8 ms of server time planning, 0.55 ms of it under the tenant lock.
+ */
+const groupBegin = (tenant: string): string =>
+  `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock_shared(${LOCK_INTENT}, ${lockKey(tenant)})`;
+
 /** json/jsonb come back as text (served as is, or parsed where needed); int8 stays a string. */
 const RAW = (v: string): string => v;
 const types = {
@@ -154,13 +164,23 @@ function scopeWhere(tenant: string, key: Omit<DocumentKey, 'docId'>): { where: s
  * tenant's last. When it fails nothing is written and the group is decided again under the
  * lock. `seq` is taken here, under the lock, in statement order: the link rows name their
  * statement by its ordinal in the group.
+ *
+ * Arrays are joined as unnest() rows, one index probe each, never matched by `= ANY($n)`: the
+ * group's transaction runs generic plans (groupBegin), and a generic plan matched `id = ANY($30)`
+ * by reading every activity of the tenant (8,195 rows for 30 ids: 5.8 ms under the tenant lock).
+ * Each probe is a LATERAL subquery fenced by LIMIT (OFFSET 0 where several rows may match):
+ * joined plainly, generic plans read the tenant's whole ref_id index, or merge-joined the ids
+ * with the tenant's whole activities index.
  */
 const INSERT_WRITE = `WITH
 ok AS (SELECT
-    NOT EXISTS (SELECT 1 FROM statements WHERE tenant = $1 AND seq > $26::bigint AND (id = ANY($27::uuid[]) OR (is_voiding = 1 AND ref_id = ANY($27::uuid[]))))
+    NOT EXISTS (SELECT 1 FROM unnest($27::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM statements WHERE tenant = $1 AND id = q.id AND seq > $26::bigint LIMIT 1) s)
+    AND NOT EXISTS (SELECT 1 FROM unnest($27::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM statements
+      WHERE tenant = $1 AND ref_id = q.id AND is_voiding = 1 AND seq > $26::bigint LIMIT 1) s)
     AND coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1), 0) <= $2::bigint
     AND (SELECT count(*) FROM unnest($28::bigint[], $29::text[]) AS r(q, x) JOIN statements s ON s.seq = r.q AND s.xmin::text = r.x) = cardinality($28::bigint[])
-    AND (SELECT count(*) FROM activities WHERE tenant = $33 AND id = ANY($30::text[])) = cardinality($31::text[]) + cardinality($35::text[])
+    AND (SELECT count(*) FROM (SELECT DISTINCT unnest($30::text[])) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM activities WHERE tenant = $33 AND id = q.id LIMIT 1) a)
+      = cardinality($31::text[]) + cardinality($35::text[])
     AND (SELECT count(*) FROM unnest($31::text[], $32::text[]) AS k(i, x) JOIN activities a ON a.tenant = $33 AND a.id = k.i AND a.xmin::text = k.x) = cardinality($31::text[])
     AND (SELECT count(*) FROM unnest($35::text[], $36::text[]) AS k(i, x) JOIN activities a ON a.tenant = $33 AND a.id = k.i AND a.definition::text = k.x) = cardinality($35::text[])
     AND (SELECT n FROM keys_epoch) = $34::bigint
@@ -173,14 +193,17 @@ st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, r
 ag AS (INSERT INTO statement_agents (tenant, agent, seq, role) SELECT $1, k, sq.seq, d FROM unnest($12::int[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
 ac AS (INSERT INTO statement_activities (tenant, activity, seq, direct) SELECT $1, k, sq.seq, d FROM unnest($15::int[], $16::int[], $17::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
 sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT sq.seq, h FROM unnest($18::int[], $19::text[]) AS t(n, h) JOIN sq USING (n) ON CONFLICT DO NOTHING),
-vo AS (UPDATE statements SET voided = 1 WHERE tenant = $1 AND id = ANY($20::uuid[]) AND is_voiding = 0 AND voided = 0 AND (SELECT ok FROM ok)),
+vo AS (UPDATE statements s SET voided = 1
+  FROM (SELECT DISTINCT x.seq FROM unnest($20::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT seq FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) x) v
+  WHERE s.seq = v.seq AND s.is_voiding = 0 AND s.voided = 0 AND (SELECT ok FROM ok)),
 de AS (INSERT INTO activities (tenant, id, definition) SELECT $33, i, d FROM ROWS FROM (unnest($21::text[]), json_array_elements($22::json)) AS t(i, d)
   WHERE (SELECT ok FROM ok) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
 at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
   SELECT $33, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) WHERE (SELECT ok FROM ok) ON CONFLICT DO NOTHING)
 SELECT (SELECT ok FROM ok) AS ok, ARRAY(SELECT seq FROM sq ORDER BY n) AS seqs,
   -- Statements stored earlier that target a new one: they reach it now (src/store/reach.ts).
-  ARRAY(SELECT seq FROM statements WHERE tenant = $1 AND ref_id = ANY($4::uuid[]) AND (SELECT ok FROM ok)) AS referrers`;
+  ARRAY(SELECT s.seq FROM unnest($4::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT seq FROM statements WHERE tenant = $1 AND ref_id = q.id OFFSET 0) s
+    WHERE (SELECT ok FROM ok)) AS referrers`;
 
 /**
  * The read a group's decisions rest on, in one statement (one snapshot): the tenant's last row
@@ -192,12 +215,14 @@ const INSERT_READ =
   'WITH last AS (SELECT seq, stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1) ' +
   `SELECT greatest(${NOW_MS}, coalesce((SELECT stored_ms FROM last), 0)) AS stored_ms, coalesce((SELECT seq FROM last), 0) AS snap_seq, ` +
   // A voiding statement that arrived before its target voids it on arrival.
-  '(SELECT json_agg(json_build_array(ref_id, seq::text, xmin::text)) FROM statements WHERE tenant = $1 AND ref_id = ANY($2::uuid[]) AND is_voiding = 1) AS voided_earlier, ' +
+  '(SELECT json_agg(json_build_array(s.ref_id, s.seq::text, s.xmin::text)) FROM (SELECT DISTINCT unnest($2::uuid[])) AS q(id) ' +
+  'CROSS JOIN LATERAL (SELECT ref_id, seq, xmin FROM statements WHERE tenant = $1 AND ref_id = q.id AND is_voiding = 1 OFFSET 0) s) AS voided_earlier, ' +
   // One statements_id probe per id (LIMIT 1 keeps the lateral join a nested loop): with the
   // statistics of a growing table, a plan on the tenant alone walked every row of the tenant.
   '(SELECT json_agg(json_build_array(s.id, s.is_voiding, s."full", s.seq::text, s.xmin::text)) FROM unnest($3::uuid[]) AS q(id) ' +
   'CROSS JOIN LATERAL (SELECT id, is_voiding, "full", seq, xmin FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) s) AS known, ' +
-  '(SELECT json_agg(json_build_array(id, definition, xmin::text)) FROM activities WHERE tenant = $5 AND id = ANY($4::text[])) AS definitions';
+  '(SELECT json_agg(json_build_array(a.id, a.definition, a.xmin::text)) FROM (SELECT DISTINCT unnest($4::text[])) AS q(id) ' +
+  'CROSS JOIN LATERAL (SELECT id, definition, xmin FROM activities WHERE tenant = $5 AND id = q.id LIMIT 1) a) AS definitions';
 
 /**
  * The dictionary ids of a tenant's keys, created where missing, and `keys_epoch` (bumped by every
@@ -485,8 +510,9 @@ export class PostgresStore implements Store {
   /**
    * One transaction on one connection. Serialization failures, deadlocks and a unique violation
    * from a racing writer run the whole transaction again (it re-reads what it depends on).
+   * `begin` opens it (one simple query: what follows BEGIN costs no round trip of its own).
    */
-  private tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T> {
+  private tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
     return this.guard(async () => {
       for (let attempt = 1; ; attempt++) {
         const c = await this.pool.connect();
@@ -498,7 +524,7 @@ export class PostgresStore implements Store {
         };
         c.on('error', onError);
         try {
-          await c.query('BEGIN');
+          await c.query(begin);
           const out = await fn(c);
           await c.query('COMMIT');
           return out;
@@ -699,7 +725,7 @@ export class PostgresStore implements Store {
       tenantId = await this.tenantId(tenant, true);
       const t = { id: tenantId, name: tenant };
       const keys = await this.resolveKeys(undefined, t.id, statementKeys(group.flatMap((j) => j.batch)));
-      results = await this.tx((c) => this.insertGroup(c, t, group, keys, prepared, q, flight));
+      results = await this.tx((c) => this.insertGroup(c, t, group, keys, prepared, q, flight), groupBegin(tenant));
     } catch (err) {
       prepared();
       await previous;
@@ -741,8 +767,7 @@ export class PostgresStore implements Store {
     flight: { defs?: DefinitionsInFlight },
   ): Promise<(InsertOutcome | LrsError)[]> {
     const key = lockKey(tenant.name);
-    // Its own statement: the read's clock must run after the intent lock is granted.
-    await c.query({ name: 'lock_statements_intent', text: 'SELECT pg_advisory_xact_lock_shared($1, $2)', values: [LOCK_INTENT, key] });
+    // The transaction holds the intent lock already (groupBegin).
     // The group before this one (if still in flight) commits before this one writes, or this one is decided again.
     let decided = await this.decideGroup(c, tenant, group, q?.inFlight);
     if (q) q.inFlight = flight.defs = decided.changed;
@@ -765,7 +790,11 @@ export class PostgresStore implements Store {
       const authority = authorityKey(p.statement);
       return [{ seq: Number(seqs[i]), refId: p.refId, authority: authority === null ? null : (keys.ids.get(authority) ?? null) }];
     });
-    await this.updateReach(c, tenant.id, seeds, referrers.map(Number), keys.ids);
+    if (seeds.length || referrers.length) {
+      // The reach walk's queries (rare: StatementRefs) keep the session's custom plans.
+      await c.query('SET LOCAL plan_cache_mode = force_custom_plan');
+      await this.updateReach(c, tenant.id, seeds, referrers.map(Number), keys.ids);
+    }
     // Forwarding: the new statements (in plan order they took these seqs) are queued in this transaction.
     await this.outbox.enqueue(c, seqs);
     return decided.results;
