@@ -184,20 +184,21 @@ export interface StatementStat {
   calls: number;
   totalMs: number;
   meanMs: number;
-  /** Planning time per call (pg_stat_statements.track_planning). */
+  /** Planning time per call (pg_stat_statements.track_planning), and how many times it was planned. */
   planMs: number;
+  plans: number;
   rows: number;
 }
 
 /** The statements PostgreSQL spent most time on in `url`'s database (pg_stat_statements). */
 export async function statementStats(url: string, top = 15): Promise<StatementStat[]> {
   await pgQuery(url, 'CREATE EXTENSION IF NOT EXISTS pg_stat_statements');
-  const rows = await pgQuery<{ query: string; calls: string; total: number; mean: number; plan: number; rows: string }>(
+  const rows = await pgQuery<{ query: string; calls: string; total: number; mean: number; plan: number; plans: string; rows: string }>(
     url,
-    'SELECT query, calls, total_exec_time AS total, mean_exec_time AS mean, mean_plan_time AS plan, rows FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT $1',
+    'SELECT query, calls, total_exec_time AS total, mean_exec_time AS mean, total_plan_time / greatest(calls, 1) AS plan, plans, rows FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT $1',
     [top],
   );
-  return rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').slice(0, 300), calls: Number(r.calls), totalMs: r.total, meanMs: r.mean, planMs: r.plan, rows: Number(r.rows) }));
+  return rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').slice(0, 300), calls: Number(r.calls), totalMs: r.total, meanMs: r.mean, planMs: r.plan, plans: Number(r.plans), rows: Number(r.rows) }));
 }
 
 export async function pgQuery<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {

@@ -10,7 +10,9 @@
  *   take them: the ceiling of the layout;
  * - the same without the link rows, and without the statement table's secondary indexes;
  * - the same rows 100 statements at a time, by COPY and by the store's own INSERT (unnest);
- * - the store: `PostgresStore.insertStatements` (Lectern's write path without HTTP), 4 callers × 100.
+ * - the same by INSERT 10 statements at a time (a group of single-statement requests);
+ * - the store: `PostgresStore.insertStatements` (Lectern's write path without HTTP), 4 callers × 100,
+ *   and 32 callers × 1 (the bench's single-statement writes).
  *
  * For each: statements/s, its share of raw, and the CPU per statement of the server processes
  * (/proc of every `postgres` process) and of this process (the client side).
@@ -167,7 +169,7 @@ async function layout(url: string, opts: { links: boolean; indexes: boolean; via
   return m;
 }
 
-/** Lectern's write path without HTTP: the store, 4 callers × 100 statements. */
+/** Lectern's write path without HTTP: the store, `callers` × `per` statements. */
 async function store(url: string, callers = 4, per = 100): Promise<Measured> {
   const s = new PostgresStore({ url, poolSize: 10, statementTimeoutMs: 0, connectTimeoutMs: 10_000, connectRetries: 0, connectBackoffMs: 100 });
   await s.migrate();
@@ -199,6 +201,8 @@ try {
     ['  without the link rows', (u) => layout(u, { links: false, indexes: true })],
     ['  without link rows and secondary indexes', (u) => layout(u, { links: false, indexes: false })],
     ['the store (4 callers × 100, no HTTP)', (u) => store(u)],
+    ["layout by the store's INSERT, 10 per statement", (u) => layout(u, { links: true, indexes: true, via: 'insert', per: 10 })],
+    ['the store (32 callers × 1, no HTTP)', (u) => store(u, 32, 1)],
   ];
   console.log(`statements ${N}, COPY ${PER_COPY} per transaction; CPU per statement: server = every postgres process, client = this process`);
   for (const rep of [1, 2]) {

@@ -5,6 +5,11 @@
  * the same handler answering without storing — the bench's "bare handler" limit. 32 autocannon
  * clients POST the bench's statements, as the bench's single-statement workload does.
  *
+ * `/lectern`: the same handler storing through Lectern's own store (src/store: its layout, insert
+ * rules and group commit) after Lectern's statement preparation (src/xapi/statement.ts): the
+ * ceiling of a single write with Lectern's storage, with no HTTP framework, validation, auth,
+ * logging or metrics.
+ *
  *   node bench/write-floor.ts sqlite
  *   node bench/write-floor.ts postgres URL     # a database the script may create a table in
  *
@@ -23,7 +28,11 @@ import { fileURLToPath } from 'node:url';
 import autocannon from 'autocannon';
 import pg from 'pg';
 import { PAGE_SIZE, WAL_AUTOCHECKPOINT } from '../src/store/sqlite/migrations.ts';
+import type { Store } from '../src/store/types.ts';
+import { prepareStatement } from '../src/xapi/statement.ts';
+import type { Actor, Statement } from '../src/xapi/types.ts';
 import { statement } from './generate.ts';
+import { AUTHORIZATION, startLectern } from './harness.ts';
 
 const args = process.argv.slice(2);
 const serving = args[0] === 'serve';
@@ -38,8 +47,10 @@ interface Pending {
 async function serve(): Promise<void> {
   let write: (group: Pending[]) => Promise<void>;
   let cleanup = () => undefined as void;
+  let store: Store;
   if (backend === 'sqlite') {
     const dir = mkdtempSync(join(tmpdir(), 'lectern-write-floor-'));
+    store = new (await import('../src/store/sqlite/store.ts')).SqliteStore({ path: join(dir, 'lectern.sqlite') });
     const db = new DatabaseSync(join(dir, 'floor.sqlite'));
     db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; PRAGMA wal_autocheckpoint = ${WAL_AUTOCHECKPOINT};`);
     db.exec('CREATE TABLE statements (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stored_ms INTEGER NOT NULL, full TEXT NOT NULL)');
@@ -51,6 +62,8 @@ async function serve(): Promise<void> {
     };
     cleanup = () => rmSync(dir, { recursive: true, force: true });
   } else {
+    const { PostgresStore } = await import('../src/store/postgres/store.ts');
+    store = new PostgresStore({ url: target, poolSize: 10, statementTimeoutMs: 0, connectTimeoutMs: 5000, connectRetries: 0, connectBackoffMs: 100 });
     const c = new pg.Client({ connectionString: target });
     await c.connect();
     await c.query('DROP TABLE IF EXISTS write_floor');
@@ -63,6 +76,8 @@ async function serve(): Promise<void> {
       });
     };
   }
+  await store.migrate();
+  const authority: Actor = { objectType: 'Agent', mbox: 'mailto:bench@example.com' };
   // Group commit: what arrives while a group is written is the next group.
   let queue: Pending[] = [];
   let writing = false;
@@ -85,6 +100,13 @@ async function serve(): Promise<void> {
       const p = { id, json: JSON.stringify({ ...s, id }), res };
       if (req.url === '/bare') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(`["${id}"]`);
+        return;
+      }
+      if (req.url === '/lectern') {
+        store.insertStatements('', [prepareStatement({ ...s, id } as unknown as Statement, authority, '1.0.3')], []).then(
+          (o) => res.writeHead(200, { 'content-type': 'application/json' }).end(JSON.stringify(o.ids)),
+          (err: Error) => res.writeHead(500).end(err.message),
+        );
         return;
       }
       queue.push(p);
@@ -110,20 +132,29 @@ async function measure(): Promise<void> {
       if (m) resolve(Number(m[1]));
     }),
   );
-  const bodies = Array.from({ length: 2000 }, (_, i) => JSON.stringify(statement(20261123, i)));
+  // Without their ids: every request stores a new statement (each handler, and Lectern, assigns one).
+  const bodies = Array.from({ length: 2000 }, (_, i) => JSON.stringify({ ...statement(20261123, i), id: undefined }));
+  const dir = mkdtempSync(join(tmpdir(), 'lectern-write-floor-server-'));
+  const lectern = await startLectern({ backend: backend as 'sqlite' | 'postgres', dir, sqlitePath: join(dir, 'lectern.sqlite'), postgresUrl: target });
+  const headers = { 'content-type': 'application/json', authorization: AUTHORIZATION, 'x-experience-api-version': '1.0.3' };
   let n = 0;
   try {
-    for (const path of ['/bare', '/store', '/bare', '/store']) {
-      const r = await autocannon({
-        url: `http://127.0.0.1:${port}${path}`,
-        connections: 32,
-        duration: 8,
-        requests: [{ method: 'POST', headers: { 'content-type': 'application/json' }, setupRequest: (req) => ({ ...req, body: bodies[n++ % bodies.length] }) }],
-      });
-      console.log(`${backend} ${path.padEnd(7)} ${Math.round(r.requests.average)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  (${r.non2xx} non-2xx, ${r.errors} errors)`);
+    for (const round of [1, 2]) {
+      for (const url of [`http://127.0.0.1:${port}/bare`, `http://127.0.0.1:${port}/store`, `http://127.0.0.1:${port}/lectern`, `${lectern.url}/xAPI/statements`]) {
+        const r = await autocannon({
+          url,
+          connections: 32,
+          duration: 8,
+          requests: [{ method: 'POST', headers, setupRequest: (req) => ({ ...req, body: bodies[n++ % bodies.length] }) }],
+        });
+        const what = url.startsWith(lectern.url) ? 'lectern runserver' : new URL(url).pathname;
+        console.log(`${backend} round ${round} ${what.padEnd(17)} ${String(Math.round(r.requests.average)).padStart(6)} req/s  p50 ${r.latency.p50} ms  p99 ${r.latency.p99} ms  (${r.non2xx} non-2xx, ${r.errors} errors)`);
+      }
     }
   } finally {
     child.kill('SIGTERM');
+    await lectern.stop();
+    rmSync(dir, { recursive: true, force: true });
   }
 }
 
