@@ -31,7 +31,7 @@ import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/ins
 import { indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { type ReachSeed, ReachWalk } from '../reach.ts';
-import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
+import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -441,6 +441,8 @@ export class PostgresStore implements Store {
   readonly outbox: PostgresOutbox;
   private readonly outboxListeners: (() => void)[] = [];
   private readonly pool: pg.Pool;
+  /** Combined filters' drivers chosen (see DriverChoices). */
+  private readonly driverChoices = new DriverChoices();
   private readonly opts: PostgresOptions;
   private readonly queues = new Map<string, InsertQueue>();
   private readonly tenants = new Map<string, number>();
@@ -1003,8 +1005,12 @@ export class PostgresStore implements Store {
     // A filter on several indexed values is read from the rarest (see driverCountsSql).
     let driver: Driver | undefined;
     if (drivers(query.filter).length > 1) {
-      const counts = driverCountsSql(tid, query.filter, DRIVER_COUNT_CAP, POSTGRES);
-      driver = rarestDriver((await this.query<Record<string, unknown>>(counts.sql, counts.params)).rows[0]);
+      driver = this.driverChoices.get(tid, query.filter);
+      if (!driver) {
+        const counts = driverCountsSql(tid, query.filter, DRIVER_COUNT_CAP, POSTGRES);
+        driver = rarestDriver((await this.query<Record<string, unknown>>(counts.sql, counts.params)).rows[0]);
+        this.driverChoices.set(tid, query.filter, driver);
+      }
     }
     const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids, driver });
     const rows = (await this.query<StatementRow>(sql, params)).rows.map(toRow);

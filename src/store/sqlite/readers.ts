@@ -13,7 +13,7 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlit
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { LrsError } from '../../errors.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
-import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql } from '../sql.ts';
+import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql } from '../sql.ts';
 import type { QueryPage, StoredRow } from '../types.ts';
 
 type Row = Record<string, unknown>;
@@ -48,11 +48,18 @@ export function storedSeq(src: PageSource, tenant: number, ms: number, bound: 's
   return src.q(sql).get(...(params as SQLInputValue[])) as Row | undefined;
 }
 
+/** Drivers chosen on this thread (see DriverChoices). */
+const choices = new DriverChoices();
+
 /** For a filter on several indexed values, the one with the fewest entries (see driverCountsSql). */
 function driver(src: PageSource, tenant: number, query: StatementQuery): Driver | undefined {
   if (drivers(query.filter).length < 2) return undefined;
+  const kept = choices.get(tenant, query.filter);
+  if (kept) return kept;
   const { sql, params } = driverCountsSql(tenant, query.filter, DRIVER_COUNT_CAP, SQLITE);
-  return rarestDriver(src.q(sql).get(...(params as SQLInputValue[])) as Row);
+  const chosen = rarestDriver(src.q(sql).get(...(params as SQLInputValue[])) as Row);
+  choices.set(tenant, query.filter, chosen);
+  return chosen;
 }
 
 /** One page of a statement query (GET /statements with filters), on whichever thread holds `src`. */
