@@ -83,6 +83,19 @@ for (const backend of BACKENDS) {
       assert.ok((await keys(lrs)).has(`|${zoeKey}`));
     });
 
+    test("a query by a person erased and stored again since the server last looked them up finds the new statements", async () => {
+      const kim = { mbox: `mailto:kim-${randomUUID()}@example.com` };
+      await post(lrs, statement({ actor: kim }));
+      // The server now knows Kim's key id (PostgreSQL keeps filter values' ids between queries).
+      assert.equal(await countFor(lrs, kim), 1);
+      const run = await runCli(lrs, ['erase', '--agent', JSON.stringify(kim)]);
+      assert.equal(run.code, 0, run.stderr);
+      // Stored again: a new key id; the old one refers to nothing.
+      await post(lrs, statement({ actor: kim }));
+      await post(lrs, statement({ actor: kim }));
+      assert.equal(await countFor(lrs, kim), 2);
+    });
+
     test('a rejected request leaves no key of its own behind', async () => {
       const xan = { mbox: `mailto:xan-${randomUUID()}@example.com` };
       const shared = { mbox: `mailto:shared-${randomUUID()}@example.com` };
