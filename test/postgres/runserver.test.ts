@@ -70,7 +70,10 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
     let child: ChildProcess | undefined = srv.child;
     try {
       const base = (await srv.matched)[1];
-      const workers = new Set([...srv.out().matchAll(/"pid":(\d+),[^\n]*"msg":"Lectern LRS listening on http:\/\/[^" ]+"/g)].map((m) => Number(m[1])));
+      // Each worker logs its own line; the primary's may come through its pipe first.
+      const listening = () => new Set([...srv.out().matchAll(/"pid":(\d+),[^\n]*"msg":"Lectern LRS listening on http:\/\/[^" ]+"/g)].map((m) => Number(m[1])));
+      for (let i = 0; i < 100 && listening().size < 2; i++) await new Promise((r) => setTimeout(r, 50));
+      const workers = listening();
       assert.equal(workers.size, 2, srv.out());
       assert.ok(!workers.has(srv.child.pid!), 'the primary does not serve');
       const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
