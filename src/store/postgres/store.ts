@@ -262,14 +262,14 @@ function statementKeys(statements: PreparedStatement[]): Set<string> {
 /** The key of a statement's authority (its first actor key), as `statements.authority` refers to it. */
 const authorityKey = (s: Statement): string | null => (s.authority ? (actorKeys(s.authority)[0] ?? null) : null);
 
+/** The dictionary keys a query's filter names. */
+const filterKeys = (f: StatementFilter): string[] => [...new Set([f.verb, f.agent, f.activity, f.authority].filter((k): k is string => k !== undefined))];
+
 /**
  * The dictionary ids of a query's filter values (verb, agent, activity, authority), for
  * statementPageSql; undefined when one is unknown: every condition must hold (of a targeted
  * statement too), so nothing matches.
  */
-/** The dictionary keys a query's filter names. */
-const filterKeys = (f: StatementFilter): string[] => [...new Set([f.verb, f.agent, f.activity, f.authority].filter((k): k is string => k !== undefined))];
-
 export async function filterKeyIds(
   run: (text: string, values: unknown[]) => Promise<{ rows: { id: number; key: string }[] }>,
   tenantId: number,
@@ -313,8 +313,9 @@ class FilterIds {
     for (const [k, id] of ids) known.set(k, id);
   }
 
-  forget(tenant: number): void {
-    this.kept.delete(tenant);
+  forget(tenant: number, f: StatementFilter): void {
+    const known = this.kept.get(tenant);
+    for (const k of filterKeys(f)) known?.delete(k);
   }
 }
 
@@ -1063,7 +1064,7 @@ export class PostgresStore implements Store {
     if (cached && !rows.length) {
       // A kept id can only be stale one way: its key was deleted (erasure, a rejected request's
       // keys), so no row refers to it any more and the page is empty. Asked again.
-      this.filterIds.forget(tid);
+      this.filterIds.forget(tid, query.filter);
       const fresh = await resolve();
       if (!fresh) return { rows: [] };
       this.filterIds.remember(tid, fresh);
