@@ -97,7 +97,6 @@ async function serve(): Promise<void> {
       const s = JSON.parse(Buffer.concat(chunks).toString('utf8')) as Record<string, unknown>;
       // A fresh id per request (as a POST without one): the load repeats its statements.
       const id = randomUUID();
-      const p = { id, json: JSON.stringify({ ...s, id }), res };
       if (req.url === '/bare') {
         res.writeHead(200, { 'content-type': 'application/json' }).end(`["${id}"]`);
         return;
@@ -109,7 +108,7 @@ async function serve(): Promise<void> {
         );
         return;
       }
-      queue.push(p);
+      queue.push({ id, json: JSON.stringify({ ...s, id }), res });
       if (!writing) {
         writing = true;
         setImmediate(() => void drain());

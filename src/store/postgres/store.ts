@@ -290,6 +290,8 @@ export async function filterKeyIds(
  * +30 % req/s with them kept). Safe without checking `keys_epoch`: ids are never reused and no key
  * is renamed, so a kept id is either the key's id or a deleted key's, which no row refers to any
  * more: a page read with it is empty, and queryStatements asks again when a page is empty.
+ * Apart from `keyCache`, whose ids a write checks against `keys_epoch` in its own statement: a
+ * page read has no such check, and the two are valid by different rules.
  */
 class FilterIds {
   private readonly kept = new Map<number, Map<string, number>>();
