@@ -325,4 +325,39 @@ ${reachBuildSql(POSTGRES).join(';\n')};
 ANALYZE statement_reach, reach_agents, reach_activities;
 `,
   },
+  {
+    version: 9,
+    name: 'statement JSON compressed in its row (lz4)',
+    announce:
+      "SELECT 'compressing stored statements: ' || reltuples::bigint || ' statements (estimated)' AS message FROM pg_class WHERE oid = 'statements'::regclass AND reltuples > 1000",
+    // PostgreSQL compresses a row's values only when the row is longer than ≈ 2 KB
+    // (TOAST_TUPLE_THRESHOLD, fixed when PostgreSQL is built); a statement row is ≈ 1.5 KB, so
+    // its JSON was stored as sent. `toast_pad` is a column whose only job is to make every row
+    // cross that threshold: 2 KB of spaces, which compress to ≈ 20 bytes. The toaster then
+    // compresses `full` in the row (STORAGE MAIN: compressed in place, moved out of line only
+    // past ≈ 8 KB), down to toast_tuple_target. lz4 decompresses a page's rows in PostgreSQL
+    // faster than it reads them uncompressed (docs/benchmarks.md, "Session 9"). A row written
+    // without the pad default (an UPDATE of `full`) must set `toast_pad = DEFAULT` too.
+    //
+    // The volatile default of ADD COLUMN rewrites the table once, each row compressed as it is
+    // written; then the constant default, which adding a column would store without a rewrite.
+    // lz4 where PostgreSQL was built with it, else its own pglz (slower, as small).
+    sql: `
+ALTER TABLE statements SET (toast_tuple_target = 128), ALTER COLUMN "full" SET STORAGE MAIN;
+DO $$
+DECLARE method text := 'lz4';
+BEGIN
+  BEGIN
+    ALTER TABLE statements ALTER COLUMN "full" SET COMPRESSION lz4;
+  EXCEPTION WHEN feature_not_supported THEN
+    method := 'pglz';
+  END;
+  EXECUTE format('ALTER TABLE statements ALTER COLUMN "full" SET COMPRESSION %s, '
+    'ADD COLUMN toast_pad text COMPRESSION %s DEFAULT repeat('' '', 2048 + 0 * random()::int), ALTER COLUMN toast_pad SET STORAGE MAIN', method, method);
+END $$;
+ALTER TABLE statements ALTER COLUMN toast_pad SET DEFAULT repeat(' ', 2048);
+COMMENT ON COLUMN statements.toast_pad IS 'spaces that make every row long enough for PostgreSQL to compress full in place (migration 9)';
+ANALYZE statements;
+`,
+  },
 ];

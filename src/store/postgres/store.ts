@@ -1466,7 +1466,8 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       );
       await c.query({
         name: 'rewrite_statements',
-        text: 'UPDATE statements s SET "full" = t.f, authority = t.a FROM unnest($2::bigint[], $3::json[], $4::int[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1',
+        // toast_pad = DEFAULT: the new row is compressed like an inserted one (migration 9).
+        text: 'UPDATE statements s SET "full" = t.f, authority = t.a, toast_pad = DEFAULT FROM unnest($2::bigint[], $3::json[], $4::int[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1',
         values: [tid, found.map((r) => seqOf.get(r.id)), found.map((r) => r.json), found.map((r) => (r.authorityKey === null ? null : keyIds.get(r.authorityKey)))],
       });
       await c.query({
