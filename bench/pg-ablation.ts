@@ -113,8 +113,8 @@ const INSERT_ROWS = `WITH sq AS (SELECT n, nextval('statements_seq') AS seq FROM
 st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full")
   SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, 0, a, f FROM ROWS FROM (unnest($4::uuid[]), unnest($5::int[]), unnest($6::uuid[]), unnest($7::uuid[]),
     unnest($8::smallint[]), unnest($9::int[]), json_array_elements($10::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, a, f, n) JOIN sq USING (n)),
-ag AS (INSERT INTO statement_agents (tenant, agent, seq, role) SELECT $1, k, sq.seq, d FROM unnest($11::int[], $12::int[], $13::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
-ac AS (INSERT INTO statement_activities (tenant, activity, seq, direct) SELECT $1, k, sq.seq, d FROM unnest($14::int[], $15::int[], $16::smallint[]) AS t(k, n, d) JOIN sq USING (n))
+ag AS (INSERT INTO statement_agents (agent, role, seq) SELECT k, d, sq.seq FROM unnest($11::int[], $12::int[], $13::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
+ac AS (INSERT INTO statement_activities (activity, direct, seq) SELECT k, d, sq.seq FROM unnest($14::int[], $15::int[], $16::smallint[]) AS t(k, n, d) JOIN sq USING (n))
 SELECT 1`;
 
 async function layout(url: string, opts: { links: boolean; indexes: boolean; via?: 'copy' | 'insert'; per?: number }): Promise<Measured> {
@@ -159,8 +159,8 @@ async function layout(url: string, opts: { links: boolean; indexes: boolean; via
       await copy(c, 'COPY statements (seq, stored_ms, id, tenant, verb, authority, is_voiding, voided, registration, ref_id, "full") FROM STDIN',
         chunk.map(({ p, full }, k) => line([seq0 + k, now, p.id, tenant, id(p.verb), id(authority), p.voids ? 1 : 0, 0, p.registration, p.refId, full])));
       if (opts.links) {
-        await copy(c, 'COPY statement_agents (tenant, agent, seq, role) FROM STDIN', chunk.flatMap(({ p }, k) => p.agents.map((a) => line([tenant, id(a.key), seq0 + k, a.role]))));
-        await copy(c, 'COPY statement_activities (tenant, activity, seq, direct) FROM STDIN', chunk.flatMap(({ p }, k) => p.activities.map((a) => line([tenant, id(a.id), seq0 + k, a.direct ? 1 : 0]))));
+        await copy(c, 'COPY statement_agents (agent, role, seq) FROM STDIN', chunk.flatMap(({ p }, k) => p.agents.map((a) => line([id(a.key), a.role, seq0 + k]))));
+        await copy(c, 'COPY statement_activities (activity, direct, seq) FROM STDIN', chunk.flatMap(({ p }, k) => p.activities.map((a) => line([id(a.id), a.direct ? 1 : 0, seq0 + k]))));
       }
       await c.query('COMMIT');
     }

@@ -190,8 +190,8 @@ async function load(pool: pg.Pool): Promise<{ seconds: number; rows: Record<stri
       const authority = p.statement.authority ? keyId(t, actorKeys(p.statement.authority)[0]) : null;
       const full = JSON.stringify(stamp(p, new Date(storedMs).toISOString()));
       st += line([seq, t, p.id, storedMs, keyId(t, p.verb), p.registration, p.refId, p.voids ? 1 : 0, voided ? 1 : 0, authority, full]);
-      for (const a of p.agents) ag += line([t, keyId(t, a.key), seq, a.role]);
-      for (const a of p.activities) ac += line([t, keyId(t, a.id), seq, a.direct ? 1 : 0]);
+      for (const a of p.agents) ag += line([keyId(t, a.key), a.role, seq]);
+      for (const a of p.activities) ac += line([keyId(t, a.id), a.direct ? 1 : 0, seq]);
       for (const d of p.definitions) definitions.set(`${tenant}\t${d.id}`, JSON.stringify(d.definition));
       rows.statements++;
       rows.statement_agents += p.agents.length;
@@ -203,8 +203,8 @@ async function load(pool: pg.Pool): Promise<{ seconds: number; rows: Record<stri
       await copy(c, 'COPY tenants (id, name) FROM STDIN', te);
       await copy(c, 'COPY keys (id, tenant, key) FROM STDIN', ke);
       await copy(c, 'COPY statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full") FROM STDIN', st);
-      await copy(c, 'COPY statement_agents (tenant, agent, seq, role) FROM STDIN', ag);
-      await copy(c, 'COPY statement_activities (tenant, activity, seq, direct) FROM STDIN', ac);
+      await copy(c, 'COPY statement_agents (agent, role, seq) FROM STDIN', ag);
+      await copy(c, 'COPY statement_activities (activity, direct, seq) FROM STDIN', ac);
       await c.query('COMMIT');
     } finally {
       c.release();
@@ -350,7 +350,7 @@ async function main(): Promise<void> {
     // The default tenant ('') is the first one the load numbers.
     const tid = Number((await one("SELECT id FROM tenants WHERE name = ''")).id);
     const targeted = await one(
-      'SELECT k.key AS agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.tenant = t.tenant AND a.seq = t.seq AND a.role = 1 ' +
+      'SELECT k.key AS agent_key FROM statements r JOIN statements t ON t.tenant = r.tenant AND t.id = r.ref_id JOIN statement_agents a ON a.seq = t.seq AND a.role = 1 ' +
         "JOIN keys k ON k.id = a.agent WHERE r.tenant = $1 AND r.verb = (SELECT id FROM keys WHERE tenant = $1 AND key = 'http://example.com/verbs/commented') " +
         "AND k.key LIKE 'mbox:mailto:learner1%' ORDER BY r.seq DESC LIMIT 1",
       [tid],
@@ -360,13 +360,13 @@ async function main(): Promise<void> {
     const sinceMs = START_MS + 180 * DAY;
     const cases: Case[] = [
       { title: 'No filter (newest first)', why: 'The most common request: the latest page.', query: {} },
-      { title: 'agent (a very active learner)', why: 'Drives from statement_agents (tenant, agent, seq) backwards; each hit joins statements by seq. StatementRef targeting runs alongside.', query: { filter: { agent: busyAgent } } },
+      { title: 'agent (a very active learner)', why: 'Drives from statement_agents (agent, role, seq) backwards; each hit joins statements by seq. StatementRef targeting runs alongside.', query: { filter: { agent: busyAgent } } },
       { title: 'agent (a rare learner)', why: 'Few matches: the scans stop at the end of the agent\'s index range.', query: { filter: { agent: quietAgent } } },
       { title: 'agent + related_agents=true', why: 'Same index range, without the role = 1 condition (authority, instructor, team, SubStatement).', query: { filter: { agent: quietAgent, relatedAgents: true } } },
       { title: 'agent whose statements are targeted by StatementRefs', why: 'Checks that statements referring to this agent\'s statements are found.', query: { filter: { agent: targeted?.agent_key ?? busyAgent } } },
       { title: 'verb (50% of statements)', why: 'statements (tenant, verb, seq) backwards; stops after 101 rows.', query: { filter: { verb: 'http://adlnet.gov/expapi/verbs/answered' } } },
       { title: 'verb (a rare verb, 0.3%)', why: 'Same index, a longer range walk.', query: { filter: { verb: 'http://example.com/verbs/rare-3' } } },
-      { title: 'activity (one question)', why: 'statement_activities (tenant, activity, seq) backwards, direct = 1 only.', query: { filter: { activity: question(3, 42) } } },
+      { title: 'activity (one question)', why: 'statement_activities (activity, direct, seq) backwards, direct = 1 only.', query: { filter: { activity: question(3, 42) } } },
       { title: 'activity + related_activities=true (a course: every statement of its questions)', why: 'The parent context activity: a long range in statement_activities.', query: { filter: { activity: course(3), relatedActivities: true } } },
       { title: 'registration', why: 'Partial index statements (tenant, registration, seq).', query: { filter: { registration: reg.r } } },
       { title: 'since + until (ten days in the middle of the year)', why: 'Two index probes turn the times into a seq range, then the page walks statements (tenant, seq).', query: { since: sinceMs, until: sinceMs + 10 * DAY } },

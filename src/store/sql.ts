@@ -15,6 +15,7 @@
  * (driverCountsSql).
  */
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
+import { AGENT_ROLE, AGENT_ROLES } from '../xapi/statement.ts';
 import type { ForwardingStats } from './types.ts';
 
 export type Placeholder = (index: number) => string;
@@ -27,6 +28,46 @@ export interface Dialect {
   readonly uuid: (id: string) => unknown;
   /** The link tables and the registration index are ordered by seq bucket first (SEQ_BUCKET_BITS). */
   readonly seqBuckets: boolean;
+  /**
+   * The link tables are keyed (key, role, seq), without the tenant (see LINK_ROLES): a filter's
+   * range is read role by role, merged in seq order. Else (tenant, [bucket,] key, seq), the role
+   * beside the key.
+   */
+  readonly linksByRole: boolean;
+}
+
+/**
+ * PostgreSQL's link tables (migration 10): `statement_agents (agent, role, seq)` and
+ * `statement_activities (activity, direct, seq)`, each its primary key and nothing more. Key ids
+ * are dictionary ids of one tenant's keys, never shared between tenants, so the key names the
+ * tenant; the statement row read for each match is checked against the tenant as well. Without
+ * the tenant and with the role in the key, an entry is 28 bytes, which lets PostgreSQL split a
+ * page where a key's newest entries keep arriving at the full point rather than in the middle
+ * (nbtsplitloc.c, for entries of at most two 8-byte columns): the keys' B-trees came out 76 %
+ * full against 52 %, and with the heaps 37 % smaller (docs/benchmarks.md, "Session 9").
+ */
+const LINK_ROLES = {
+  agent: { table: 'statement_agents', key: 'agent', role: 'role' },
+  activity: { table: 'statement_activities', key: 'activity', role: 'direct' },
+} as const;
+
+/** The link roles a filter matches: the direct one, or every one with related_agents / related_activities. */
+function linkRoles(byAgent: boolean, f: StatementFilter): readonly number[] {
+  if (byAgent) return f.relatedAgents ? AGENT_ROLES : [AGENT_ROLE.direct];
+  return f.relatedActivities ? [0, 1] : [1];
+}
+
+/** `= r`, or `IN (…)` for several roles (PostgreSQL probes each value of the list through the key). */
+const roleIn = (roles: readonly number[]): string => (roles.length === 1 ? `= ${roles[0]}` : `IN (${roles.join(', ')})`);
+
+/**
+ * Per-role ranges merged in seq order: `branch(role)` is a `SELECT seq … ORDER BY seq LIMIT`
+ * of one role's range; several are read each to the limit and merged (a key has one row per
+ * statement, so no statement comes twice).
+ */
+function byRoles(roles: readonly number[], branch: (role: number) => string, order: string, limit: () => string): string {
+  if (roles.length === 1) return branch(roles[0]);
+  return `SELECT seq FROM (${roles.map((r) => `(${branch(r)})`).join(' UNION ALL ')}) u ORDER BY seq ${order} LIMIT ${limit()}`;
 }
 
 /**
@@ -56,8 +97,8 @@ export function uuidText(b: Uint8Array): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-export const SQLITE: Dialect = { postgres: false, ph: () => '?', uuid: uuidBytes, seqBuckets: true };
-export const POSTGRES: Dialect = { postgres: true, ph: (i) => `$${i}`, uuid: (id) => id, seqBuckets: false };
+export const SQLITE: Dialect = { postgres: false, ph: () => '?', uuid: uuidBytes, seqBuckets: true, linksByRole: false };
+export const POSTGRES: Dialect = { postgres: true, ph: (i) => `$${i}`, uuid: (id) => id, seqBuckets: false, linksByRole: true };
 
 /** Collects parameters and hands out placeholders in order (SQLite's `?` are positional). */
 export class Params {
@@ -175,6 +216,16 @@ function rowConds(alias: string, tenant: number, f: StatementFilter, p: Params):
 function linkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
   const c: string[] = [];
   const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
+  if (p.dialect.linksByRole) {
+    // The key names the tenant (LINK_ROLES); one probe of (key, role, seq) per role.
+    for (const by of ['agent', 'activity'] as const) {
+      const value = by === 'agent' ? f.agent : f.activity;
+      if (value === undefined || skip === by) continue;
+      const t = LINK_ROLES[by];
+      c.push(`EXISTS (SELECT 1 FROM ${t.table} x WHERE x.${t.key} = ${p.key(tenant, value)} AND x.${t.role} ${roleIn(linkRoles(by === 'agent', f))} AND x.seq = ${seq}${limit})`);
+    }
+    return c;
+  }
   const bucket = (alias: string) => (p.dialect.seqBuckets ? ` AND ${alias}.bucket = ${bucketOf(seq)}` : '');
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
@@ -226,18 +277,29 @@ export function driverCountsSql(tenant: number, f: StatementFilter, cap: number,
   const p = new Params(dialect);
   const limit = Math.trunc(cap); // a literal: SQLite's placeholders are positional, and it comes first here
   // `order`: the index's own order, newest first (bucket by bucket where it is bucketed).
-  const count = (from: string, conds: string[], order: string) =>
-    `(SELECT CASE WHEN count(*) < ${limit} THEN count(*) * 1.0 ELSE count(*) * (1.0 + count(*) * 1.0 / (max(seq) - min(seq) + 1)) END ` +
-    `FROM (SELECT seq FROM ${from} WHERE ${conds.join(' AND ')} ORDER BY ${order} LIMIT ${limit}) c)`;
+  const newest = (from: string, conds: string[], order: string) => `SELECT seq FROM ${from} WHERE ${conds.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
+  const countOf = (entries: string) =>
+    `(SELECT CASE WHEN count(*) < ${limit} THEN count(*) * 1.0 ELSE count(*) * (1.0 + count(*) * 1.0 / (max(seq) - min(seq) + 1)) END FROM (${entries}) c)`;
+  const count = (from: string, conds: string[], order: string) => countOf(newest(from, conds, order));
   // Bucket by bucket where the index is bucketed (SEQ_BUCKET_BITS).
   const buckets = (seq: string) => (dialect.seqBuckets ? [`${seq} IN ${bucketsIn()}`] : []);
   const linkOrder = dialect.seqBuckets ? 'bucket DESC, seq DESC' : 'seq DESC';
   const cols: string[] = [];
-  if (f.agent !== undefined) {
+  if (dialect.linksByRole) {
+    // The newest entries of the key's roles, merged (LINK_ROLES).
+    for (const by of ['agent', 'activity'] as const) {
+      const value = by === 'agent' ? f.agent : f.activity;
+      if (value === undefined) continue;
+      const t = LINK_ROLES[by];
+      const key = p.key(tenant, value);
+      const entries = byRoles(linkRoles(by === 'agent', f), (r) => newest(t.table, [`${t.key} = ${key}`, `${t.role} = ${r}`], 'seq DESC'), 'DESC', () => String(limit));
+      cols.push(`${countOf(entries)} AS ${by}`);
+    }
+  } else if (f.agent !== undefined) {
     const conds = [`tenant = ${p.add(tenant)}`, ...buckets('bucket'), `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])];
     cols.push(`${count('statement_agents', conds, linkOrder)} AS agent`);
   }
-  if (f.activity !== undefined) {
+  if (f.activity !== undefined && !dialect.linksByRole) {
     const conds = [`tenant = ${p.add(tenant)}`, ...buckets('bucket'), `activity = ${p.key(tenant, f.activity)}`, ...(f.relatedActivities ? [] : ['direct = 1'])];
     cols.push(`${count('statement_activities', conds, linkOrder)} AS activity`);
   }
@@ -335,24 +397,35 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
   const own = () => ['s.voided = 0', ...rowConds('s', tenant, f, p)];
   if ((by === 'agent' && f.agent !== undefined) || (by === 'activity' && f.activity !== undefined)) {
     const byAgent = by === 'agent';
-    const head = [...linkRange('d', byAgent, tenant, f, p, buckets ? w : undefined), ...windowConds('d', w, p)];
+    const skip = byAgent ? 'agent' : 'activity';
+    const otherLink = byAgent ? f.activity !== undefined : f.agent !== undefined;
+    if (p.dialect.linksByRole) {
+      // PostgreSQL, one range per role (LINK_ROLES), each read in seq order with the statement
+      // row probed per entry (fenced: the link table has statistics per key, `statements` none on
+      // the tenant, so joined freely the planner walked the tenant's statements newest first and
+      // probed the link key per row, 4,211 probes for a course's page at 200k). With a probe of
+      // the other link table too, the probe and then the row, in that order (a CASE: it orders
+      // subplans by estimated cost, and took the row first, 3,422 row reads for a busy learner's
+      // 100 matches among the question's entries at 1M, 19 ms). The row is checked against the
+      // tenant: the key names it already.
+      const t = LINK_ROLES[by];
+      const key = p.key(tenant, byAgent ? f.agent! : f.activity!);
+      const branch = (role: number) => {
+        const head = [`d.${t.key} = ${key}`, `d.${t.role} = ${role}`, ...windowConds('d', w, p)];
+        const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', `s.tenant = ${p.add(tenant)}`, ...own()].join(' AND ')} LIMIT 1 OFFSET 0)`;
+        const probes = otherLink ? linkProbes(tenant, f, p, 'd.seq', skip, true) : [];
+        return `SELECT d.seq FROM ${t.table} d ${tail([...head, probes.length ? `CASE WHEN ${probes.join(' AND ')} THEN ${row} ELSE false END` : row], 'd.seq')}`;
+      };
+      return byRoles(linkRoles(byAgent, f), branch, order, () => p.add(q.limit + 1));
+    }
     // The other link table is probed by the driving row's seq before the statement row is read
     // (a probe of a small index against a row read, for every entry of the range: a busy
     // learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at 1M on SQLite), which
     // SQLite does in the order written when the row is an EXISTS after the probes.
-    const skip = byAgent ? 'agent' : 'activity';
+    const head = [...linkRange('d', byAgent, tenant, f, p, buckets ? w : undefined), ...windowConds('d', w, p)];
     const table = byAgent ? 'statement_agents' : 'statement_activities';
-    // PostgreSQL: with one link range, the join (planned as a per-row primary key probe). With a
-    // probe of the other link table too, the probe and then the row, in that order (a CASE: it
-    // orders subplans by estimated cost, and took the row first, 3,422 row reads for a busy
-    // learner's 100 matches among the question's entries at 1M, 19 ms).
-    const otherLink = byAgent ? f.activity !== undefined : f.agent !== undefined;
-    if (p.dialect.postgres && !otherLink) {
-      return `SELECT d.seq FROM ${table} d JOIN statements s ON s.seq = d.seq ${tail([...head, ...own()], 'd.seq')}`;
-    }
-    const probes = linkProbes(tenant, f, p, 'd.seq', skip, p.dialect.postgres);
-    const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')}${p.dialect.postgres ? ' LIMIT 1 OFFSET 0' : ''})`;
-    if (p.dialect.postgres) return `SELECT d.seq FROM ${table} d ${tail([...head, `CASE WHEN ${probes.join(' AND ')} THEN ${row} ELSE false END`], 'd.seq')}`;
+    const probes = linkProbes(tenant, f, p, 'd.seq', skip);
+    const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')})`;
     return `SELECT d.seq FROM ${table} d ${tail([...head, ...probes, row], 'd.seq', buckets ? 'd.bucket' : undefined)}`;
   }
   // SQLite, not knowing how common the value is, read a verb within since/until through the seq

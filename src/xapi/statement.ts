@@ -16,7 +16,7 @@ import { defaultStatementVersion, is2, type XapiVersion } from './versions.ts';
  * Why an agent is linked to a statement (statement_agents.role): the plain `agent` filter matches
  * DIRECT only, `related_agents=true` every role.
  */
-const AGENT_ROLE = {
+export const AGENT_ROLE = {
   /** Instructor, team, authority, anything inside a SubStatement, group members of those. */
   related: 0,
   /** The statement's actor or object (a Group's members too). */
@@ -27,6 +27,9 @@ const AGENT_ROLE = {
   contextGroup: 3,
 } as const;
 export type AgentRole = (typeof AGENT_ROLE)[keyof typeof AGENT_ROLE];
+
+/** Every role: what `related_agents=true` matches. */
+export const AGENT_ROLES: readonly AgentRole[] = Object.values(AGENT_ROLE);
 
 /** When one agent plays several roles in a statement, the row keeps the first of these. */
 const ROLE_PRECEDENCE: readonly AgentRole[] = [AGENT_ROLE.direct, AGENT_ROLE.contextAgent, AGENT_ROLE.contextGroup, AGENT_ROLE.related];

@@ -360,4 +360,37 @@ COMMENT ON COLUMN statements.toast_pad IS 'spaces that make every row long enoug
 ANALYZE statements;
 `,
   },
+  {
+    version: 10,
+    name: 'link tables keyed (key, role, seq), without the tenant',
+    announce:
+      "SELECT 'rebuilding the agent and activity links: ' || reltuples::bigint || ' rows (estimated)' AS message FROM pg_class WHERE oid = 'statement_activities'::regclass AND reltuples > 10000",
+    // A key id belongs to one tenant's dictionary, so the tenant column repeated what the key
+    // says; the role moves into the key. Each entry is then 28 bytes, small enough for
+    // PostgreSQL to split a page at the point where a key's newest entries arrive rather than in
+    // the middle (src/store/sql.ts, LINK_ROLES). Rebuilt as migration 7 did: new tables filled in
+    // their old order, the old ones dropped, the keys built on the full tables.
+    sql: `
+SET LOCAL maintenance_work_mem = '256MB';
+CREATE TABLE agents_by_role (
+  agent integer NOT NULL,             -- keys.id (of the tenant's dictionary)
+  role smallint NOT NULL,             -- see migration 4
+  seq bigint NOT NULL
+);
+INSERT INTO agents_by_role (agent, role, seq) SELECT agent, role, seq FROM statement_agents;
+CREATE TABLE activities_by_role (
+  activity integer NOT NULL,          -- keys.id (of the tenant's dictionary)
+  direct smallint NOT NULL,           -- 1: object (activity filter); 0: context/substatement (related_activities)
+  seq bigint NOT NULL
+);
+INSERT INTO activities_by_role (activity, direct, seq) SELECT activity, direct, seq FROM statement_activities;
+DROP TABLE statement_agents, statement_activities;
+ALTER TABLE agents_by_role RENAME TO statement_agents;
+ALTER TABLE activities_by_role RENAME TO statement_activities;
+ALTER TABLE statement_agents ADD CONSTRAINT statement_agents_pkey PRIMARY KEY (agent, role, seq);
+ALTER TABLE statement_activities ADD CONSTRAINT statement_activities_pkey PRIMARY KEY (activity, direct, seq);
+COMMENT ON COLUMN statement_agents.role IS '1: actor/object (agent filter); 0: instructor, team, authority, SubStatement; 2: contextAgents; 3: contextGroups (all related_agents)';
+ANALYZE statement_agents, statement_activities;
+`,
+  },
 ];

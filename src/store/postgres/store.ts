@@ -28,7 +28,7 @@ import { actorKeys } from '../../xapi/agents.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
 import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
 import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
-import { indexRows, type PreparedStatement } from '../../xapi/statement.ts';
+import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { type ReachSeed, ReachWalk } from '../reach.ts';
 import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
@@ -191,8 +191,8 @@ st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, r
   SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, vd, a, f
   FROM ROWS FROM (unnest($4::uuid[]), unnest($5::int[]), unnest($6::uuid[]), unnest($7::uuid[]), unnest($8::smallint[]), unnest($9::smallint[]),
     unnest($10::int[]), json_array_elements($11::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, vd, a, f, n) JOIN sq USING (n)),
-ag AS (INSERT INTO statement_agents (tenant, agent, seq, role) SELECT $1, k, sq.seq, d FROM unnest($12::int[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
-ac AS (INSERT INTO statement_activities (tenant, activity, seq, direct) SELECT $1, k, sq.seq, d FROM unnest($15::int[], $16::int[], $17::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
+ag AS (INSERT INTO statement_agents (agent, role, seq) SELECT k, d, sq.seq FROM unnest($12::int[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
+ac AS (INSERT INTO statement_activities (activity, direct, seq) SELECT k, d, sq.seq FROM unnest($15::int[], $16::int[], $17::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
 sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT sq.seq, h FROM unnest($18::int[], $19::text[]) AS t(n, h) JOIN sq USING (n) ON CONFLICT DO NOTHING),
 vo AS (UPDATE statements s SET voided = 1
   FROM (SELECT DISTINCT x.seq FROM unnest($20::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT seq FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) x) v
@@ -1130,9 +1130,12 @@ export class PostgresStore implements Store {
   async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return [];
+    // The newest of each role's range, merged (src/store/sql.ts, LINK_ROLES).
+    const roles = AGENT_ROLES.map((r) => `(SELECT seq FROM statement_agents WHERE agent = k.id AND role = ${r} ORDER BY seq DESC LIMIT $3)`);
     const r = await this.query<{ full: string }>(
-      'SELECT s."full" FROM statement_agents a JOIN statements s ON s.seq = a.seq ' +
-        'WHERE a.tenant = $1 AND a.agent = (SELECT id FROM keys WHERE tenant = $1 AND key = $2) ORDER BY a.seq DESC LIMIT $3',
+      'WITH k AS (SELECT id FROM keys WHERE tenant = $1 AND key = $2), ' +
+        `a AS (SELECT seq FROM k CROSS JOIN LATERAL (${roles.join(' UNION ALL ')}) u ORDER BY seq DESC LIMIT $3) ` +
+        'SELECT s."full" FROM a JOIN statements s ON s.seq = a.seq AND s.tenant = $1 ORDER BY a.seq DESC',
       [tid, agentKey, limit],
       'statements_with_agent',
     );
@@ -1378,9 +1381,9 @@ INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT $1, k, 
       name: 'unlink_statements',
       text: `WITH
 ag AS (DELETE FROM statement_agents x USING unnest($2::text[], $3::bigint[]) AS t(key, seq) JOIN keys k ON k.tenant = $1 AND k.key = t.key
-  WHERE x.tenant = $1 AND x.agent = k.id AND x.seq = t.seq),
+  WHERE x.agent = k.id AND x.role IN (${AGENT_ROLES.join(', ')}) AND x.seq = t.seq),
 ac AS (DELETE FROM statement_activities x USING unnest($4::text[], $5::bigint[]) AS t(key, seq) JOIN keys k ON k.tenant = $1 AND k.key = t.key
-  WHERE x.tenant = $1 AND x.activity = k.id AND x.seq = t.seq)
+  WHERE x.activity = k.id AND x.direct IN (0, 1) AND x.seq = t.seq)
 SELECT 1`,
       values: [tenantId, ...agents, ...activities],
     });
@@ -1398,10 +1401,10 @@ SELECT 1`,
       name: 'delete_orphan_keys',
       text:
         'DELETE FROM keys k WHERE k.tenant = $1 AND k.key = ANY($2::text[]) ' +
-        'AND NOT EXISTS (SELECT 1 FROM statement_agents x WHERE x.tenant = $1 AND x.agent = k.id) ' +
+        'AND NOT EXISTS (SELECT 1 FROM statement_agents x WHERE x.agent = k.id) ' +
         'AND NOT EXISTS (SELECT 1 FROM statements s WHERE s.tenant = $1 AND s.authority = k.id) ' +
         'AND NOT EXISTS (SELECT 1 FROM statements s WHERE s.tenant = $1 AND s.verb = k.id) ' +
-        'AND NOT EXISTS (SELECT 1 FROM statement_activities x WHERE x.tenant = $1 AND x.activity = k.id)',
+        'AND NOT EXISTS (SELECT 1 FROM statement_activities x WHERE x.activity = k.id)',
       values: [tenantId, keys],
     });
     // Writers resolve ids before their transaction: this tells them to resolve again.
@@ -1472,8 +1475,9 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       });
       await c.query({
         name: 'rewrite_agents',
-        text: 'INSERT INTO statement_agents (tenant, agent, seq, role) SELECT $1, k, s, d FROM unnest($2::int[], $3::bigint[], $4::smallint[]) AS t(k, s, d)',
-        values: [tid, agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
+        // The key ids are the tenant's own (src/store/sql.ts, LINK_ROLES).
+        text: 'INSERT INTO statement_agents (agent, role, seq) SELECT k, d, s FROM unnest($1::int[], $2::bigint[], $3::smallint[]) AS t(k, s, d)',
+        values: [agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
       });
       // What reaches a rewritten statement copied its agents and authority: rebuilt.
       await this.updateReach(c, tid, [], found.map((r) => Number(seqOf.get(r.id))), keyIds);
