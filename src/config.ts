@@ -8,7 +8,7 @@ import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { KNOWN_VERSIONS, parseServed, type XapiVersion } from './xapi/versions.ts';
 import { ForwardingConfigError, parseForwardings } from './forwarding/config.ts';
-import { WAL_AUTOCHECKPOINT } from './store/sqlite/migrations.ts';
+import { CACHE_MIB, WAL_AUTOCHECKPOINT } from './store/sqlite/migrations.ts';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -232,6 +232,12 @@ export const SETTINGS = {
     default: String(WAL_AUTOCHECKPOINT),
     help: 'WAL pages (8 KB) a commit may leave before it copies them into the database file (SQLite `wal_autocheckpoint`); the WAL file grows to about this many pages. Larger merges more writes per page: 1,000 (SQLite\'s default) ingests 25–40 % slower at 300k statements (docs/benchmarks.md).',
     parse: int(100, 10_000_000),
+  },
+  sqliteCacheSize: {
+    name: 'LECTERN_SQLITE_CACHE_SIZE',
+    default: String(CACHE_MIB),
+    help: 'MiB of database pages each SQLite connection keeps in memory (SQLite `cache_size`, whose own default is 2): a page of 100 statements spread over the file, and the indexes that find them, stay in memory between requests (docs/benchmarks.md).',
+    parse: int(1, 1_048_576),
   },
   sqliteReaders: {
     name: 'LECTERN_SQLITE_READERS',

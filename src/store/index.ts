@@ -12,6 +12,7 @@ export async function openStore(config: Config, logger?: Logger): Promise<Store>
         synchronous: config.sqliteSynchronous,
         readers: config.sqliteReaders,
         walAutocheckpoint: config.sqliteWalAutocheckpoint,
+        cacheMiB: config.sqliteCacheSize,
         forwardTargets: activeTargets(config.xapiForwardings),
         logger,
       };

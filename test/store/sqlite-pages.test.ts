@@ -1,6 +1,7 @@
 /**
  * SQLite page size: a database Lectern creates uses 8 KB pages (a ≈ 1.4 KB statement row packs
- * better than in 4 KB pages); a database created with another page size keeps it and still works.
+ * better than in 4 KB pages); a database created with another page size keeps it and still works;
+ * each connection caches the configured MiB of pages.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
@@ -10,6 +11,7 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { PAGE_SIZE } from '../../src/store/sqlite/migrations.ts';
+import { SqliteStore } from '../../src/store/sqlite/store.ts';
 import { jsonInit, sqliteBackend, startTestLrs, statement } from '../helpers/lrs.ts';
 
 const pageSize = (file: string): number => {
@@ -73,4 +75,22 @@ test('LECTERN_SQLITE_WAL_AUTOCHECKPOINT bounds the WAL file; the default lets it
   // 100 pages: checkpointed and truncated back to 800 KB after each commit past that (a commit's own frames may exceed it).
   assert.ok(small < 3 * 1024 * 1024, `WAL of ${small} bytes with 100 pages`);
   assert.ok(large > 3 * small, `WAL of ${large} bytes with the default, ${small} with 100 pages`);
+});
+
+test('each connection caches LECTERN_SQLITE_CACHE_SIZE MiB of pages (8 by default, not SQLite\'s 2)', async () => {
+  const dir = mkdtempSync(join(tmpdir(), 'lectern-cache-'));
+  try {
+    for (const [mib, expected] of [[undefined, -8 * 1024], [32, -32 * 1024]] as const) {
+      const store = new SqliteStore({ path: join(dir, `${mib ?? 'default'}.sqlite`), cacheMiB: mib });
+      try {
+        await store.migrate();
+        const db = (store as unknown as { db: DatabaseSync }).db;
+        assert.equal((db.prepare('PRAGMA cache_size').get() as { cache_size: number }).cache_size, expected);
+      } finally {
+        await store.close();
+      }
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });

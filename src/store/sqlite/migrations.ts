@@ -5,6 +5,17 @@ export const PAGE_SIZE = 8192;
 /** WAL pages after which a commit checkpoints: LECTERN_SQLITE_WAL_AUTOCHECKPOINT's default (the benchmark's raw loop uses it too). */
 export const WAL_AUTOCHECKPOINT = 20_000;
 
+/**
+ * MiB of pages each connection caches: LECTERN_SQLITE_CACHE_SIZE's default. SQLite's own 2 MiB
+ * (250 pages of 8 KB) is less than a page of 100 statements scattered over the file takes with its
+ * index pages, read twice (the voided check, then the rows): a course's page at 1M re-read them
+ * from the operating system on every request.
+ */
+export const CACHE_MIB = 8;
+
+/** SQLite's `cache_size` pragma value for `mib` MiB (negative: in KiB). */
+export const cacheSize = (mib = CACHE_MIB): number => -mib * 1024;
+
 /** Versioned SQLite schema. Append new versions; never edit an applied one. */
 export interface Migration {
   version: number;

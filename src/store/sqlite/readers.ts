@@ -15,6 +15,7 @@ import { LrsError } from '../../errors.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql } from '../sql.ts';
 import type { QueryPage, StoredRow } from '../types.ts';
+import { cacheSize } from './migrations.ts';
 
 type Row = Record<string, unknown>;
 
@@ -109,8 +110,11 @@ export class SqliteReaders {
   private nextId = 1;
   private closed = false;
 
-  constructor(path: string, count: number) {
+  private readonly cacheMiB?: number;
+
+  constructor(path: string, count: number, cacheMiB?: number) {
     this.path = path;
+    this.cacheMiB = cacheMiB;
     this.readers = Array.from({ length: count }, () => undefined);
   }
 
@@ -130,7 +134,7 @@ export class SqliteReaders {
 
   private start(slot: number): Reader {
     const worker = new Worker(new URL(import.meta.url), {
-      workerData: { lecternSqliteReader: { path: this.path } },
+      workerData: { lecternSqliteReader: { path: this.path, cacheMiB: this.cacheMiB } },
       resourceLimits: { maxYoungGenerationSizeMb: READER_YOUNG_GENERATION_MB },
     });
     worker.unref();
@@ -182,9 +186,9 @@ class ReaderConnection implements PageSource {
   private readonly cache = new Map<string, StatementSync>();
   private readonly tenants = new Map<string, number>();
 
-  constructor(path: string) {
+  constructor(path: string, cacheMiB?: number) {
     this.db = new DatabaseSync(path, { readOnly: true });
-    this.db.exec('PRAGMA busy_timeout = 5000');
+    this.db.exec(`PRAGMA busy_timeout = 5000; PRAGMA cache_size = ${cacheSize(cacheMiB)}`);
   }
 
   q(sql: string): StatementSync {
@@ -202,10 +206,10 @@ class ReaderConnection implements PageSource {
   }
 }
 
-const started = isMainThread ? undefined : (workerData as { lecternSqliteReader?: { path: string } } | null)?.lecternSqliteReader;
+const started = isMainThread ? undefined : (workerData as { lecternSqliteReader?: { path: string; cacheMiB?: number } } | null)?.lecternSqliteReader;
 if (started && parentPort) {
   const port = parentPort;
-  const conn = new ReaderConnection(started.path);
+  const conn = new ReaderConnection(started.path, started.cacheMiB);
   port.on('message', (m: { id: number; tenant: string; query: StatementQuery }) => {
     let answer: Answer;
     try {

@@ -35,7 +35,7 @@ import type {
   StoredRow,
 } from '../types.ts';
 import * as docs from './documents.ts';
-import { MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
+import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
 import { type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
 
@@ -50,6 +50,8 @@ export interface SqliteOptions {
   readers?: number;
   /** WAL pages after which a commit checkpoints (SQLite's `wal_autocheckpoint`). */
   walAutocheckpoint?: number;
+  /** MiB of pages each connection caches (SQLite's `cache_size`). */
+  cacheMiB?: number;
 }
 
 /** The one thing the store logs: a pino Logger, or the writer thread's relay of it. */
@@ -133,10 +135,10 @@ export class SqliteStore implements Store {
     const wal = opts.walAutocheckpoint ?? WAL_AUTOCHECKPOINT;
     this.db.exec(
       `PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}; PRAGMA busy_timeout = 5000; ` +
-        `PRAGMA wal_autocheckpoint = ${wal}; PRAGMA journal_size_limit = ${wal * PAGE_SIZE};`,
+        `PRAGMA wal_autocheckpoint = ${wal}; PRAGMA journal_size_limit = ${wal * PAGE_SIZE}; PRAGMA cache_size = ${cacheSize(opts.cacheMiB)};`,
     );
     this.logger = opts.logger;
-    if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.readers = new SqliteReaders(path, opts.readers!);
+    if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.readers = new SqliteReaders(path, opts.readers!, opts.cacheMiB);
     this.outbox = new SqliteOutbox({ q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
   }
 
