@@ -230,6 +230,10 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
       // The fast insert either completes or waits for the slow one's tenant lock.
       await Promise.race([fast, waiting('classid <> 777')]);
       const during = await list(b);
+      // A page with rows carries Consistent-Through read with it (QueryPage.through): held back too.
+      const page = await b.fetch('/xAPI/statements?limit=2');
+      const pageThrough = page.headers.get('x-experience-api-consistent-through')!;
+      assert.equal(((await page.json()) as { statements: unknown[] }).statements.length, 2);
       await db.query('SELECT pg_advisory_unlock(777, 1)');
       assert.equal((await slow).status, 204);
       assert.equal((await fast).status, 204);
@@ -238,6 +242,7 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
       assert.deepEqual(final.ids.sort(), [slowId, fastId].sort());
       const slowStored = Date.parse(final.statements.find((x) => x.id === slowId)!.stored);
       assert.ok(Date.parse(during.through) < slowStored, `consistent-through ${during.through} claimed a statement not yet visible (stored ${slowStored})`);
+      assert.ok(Date.parse(pageThrough) < slowStored, `consistent-through ${pageThrough} of a page claimed a statement not yet visible (stored ${slowStored})`);
     } finally {
       await db.query('SELECT pg_advisory_unlock_all()');
       await db.query('DROP TRIGGER IF EXISTS park_slow ON statements');

@@ -345,15 +345,20 @@ ANALYZE statement_reach, reach_agents, reach_activities;
     sql: `
 ALTER TABLE statements SET (toast_tuple_target = 128), ALTER COLUMN "full" SET STORAGE MAIN;
 DO $$
-DECLARE method text := 'lz4';
+DECLARE method text := '';
 BEGIN
-  BEGIN
-    ALTER TABLE statements ALTER COLUMN "full" SET COMPRESSION lz4;
-  EXCEPTION WHEN feature_not_supported THEN
-    method := 'pglz';
-  END;
-  EXECUTE format('ALTER TABLE statements ALTER COLUMN "full" SET COMPRESSION %s, '
-    'ADD COLUMN toast_pad text COMPRESSION %s DEFAULT repeat('' '', 2048 + 0 * random()::int), ALTER COLUMN toast_pad SET STORAGE MAIN', method, method);
+  -- lz4 where PostgreSQL has it (14 or later, built with it); else its pglz. In EXECUTE: older
+  -- versions do not parse COMPRESSION.
+  IF current_setting('server_version_num')::int >= 140000 THEN
+    BEGIN
+      EXECUTE 'ALTER TABLE statements ALTER COLUMN "full" SET COMPRESSION lz4';
+      method := ' COMPRESSION lz4';
+    EXCEPTION WHEN feature_not_supported THEN
+      NULL;
+    END;
+  END IF;
+  EXECUTE 'ALTER TABLE statements ADD COLUMN toast_pad text' || method ||
+    ' DEFAULT repeat('' '', 2048 + 0 * random()::int), ALTER COLUMN toast_pad SET STORAGE MAIN';
 END $$;
 ALTER TABLE statements ALTER COLUMN toast_pad SET DEFAULT repeat(' ', 2048);
 COMMENT ON COLUMN statements.toast_pad IS 'spaces that make every row long enough for PostgreSQL to compress full in place (migration 9)';
