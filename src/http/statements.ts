@@ -148,18 +148,15 @@ async function get(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
   const more = page.next ? moreUrl(deps.basePath, parsed.params, page.next) : '';
   const out = await render(deps, req, page.rows, parsed.query, (j) => statementsResult(j, more));
   const headers: Record<string, string> = { 'content-type': out.contentType };
-  if (page.through) headers[CONSISTENT_THROUGH] = page.through.toISOString();
   // The newest `stored` among the statements returned (9274.1.1 §4.1.6.1).
   if (page.rows.length) headers['last-modified'] = new Date(Math.max(...page.rows.map((r) => r.storedMs))).toUTCString();
   return { status: 200, headers, body: out.body };
 }
 
-const CONSISTENT_THROUGH = 'x-experience-api-consistent-through';
-
 /** Every statements response carries this (Communication §2.1.3.s2.b5), errors included. */
 export async function consistentThroughHeader(store: Store, tenant: string): Promise<Record<string, string>> {
   const through = await store.consistentThrough(tenant).catch(() => new Date(0));
-  return { [CONSISTENT_THROUGH]: through.toISOString() };
+  return { 'x-experience-api-consistent-through': through.toISOString() };
 }
 
 /** Dispatches by method. */
@@ -185,7 +182,6 @@ export async function handleStatements(deps: StatementDeps, req: XapiRequest): P
     if (!(err instanceof LrsError)) throw err;
     res = errorResponse(err);
   }
-  // A page read may have brought it along (QueryPage.through).
-  if (!res.headers?.[CONSISTENT_THROUGH]) res.headers = { ...res.headers, ...(await consistentThroughHeader(deps.store, req.user?.target ?? '')) };
+  res.headers = { ...res.headers, ...(await consistentThroughHeader(deps.store, req.user?.target ?? '')) };
   return res;
 }

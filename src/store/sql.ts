@@ -484,29 +484,26 @@ function reachMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params
  * dictionary ids, when the store resolved them first; bound as values, so the planner estimates the filter by the
  * value's statistics (PostgreSQL, not knowing the subquery's result, took a verb on a third of
  * the statements for a rare one and sorted all its rows instead of walking the index to the page).
- * `also`: an extra column of the rows (PostgreSQL reads Consistent-Through with the page).
  */
 export function statementPageSql(
   tenant: number,
   q: StatementQuery,
   w: SeqWindow,
   dialect: Dialect,
-  opts: { ids?: ReadonlyMap<string, number>; driver?: Driver; also?: string } = {},
+  opts: { ids?: ReadonlyMap<string, number>; driver?: Driver } = {},
 ): { sql: string; params: unknown[] } {
   const p = new Params(dialect, opts.ids);
   const by = opts.driver ?? defaultDriver(q.filter);
   const order = q.ascending ? 'ASC' : 'DESC';
-  // `also`: one more column of every row, read in the same statement (no placeholders).
-  const cols = opts.also ? `${PAGE_COLS}, ${opts.also}` : PAGE_COLS;
   // No StatementRef targeting: the statements table's own range is the page (its rows read as
   // the index walks, not probed again by seq: PostgreSQL's plain page 0.57 → 0.22 ms).
-  if (!hasTargetableFilter(q.filter)) return { sql: directMatches(tenant, q, w, p, order, 'statements', cols), params: p.values };
+  if (!hasTargetableFilter(q.filter)) return { sql: directMatches(tenant, q, w, p, order, 'statements', PAGE_COLS), params: p.values };
   // Placeholders are added in textual order: SQLite's `?` are positional.
   const direct = directMatches(tenant, q, w, p, order, by);
   const reached = reachMatches(tenant, q, w, p, order, by);
   const sql =
     `WITH da AS (${direct}), dr AS (${reached}) ` +
-    `SELECT ${cols} FROM statements s WHERE s.seq IN (SELECT seq FROM ` +
+    `SELECT ${PAGE_COLS} FROM statements s WHERE s.seq IN (SELECT seq FROM ` +
     `(SELECT seq FROM da UNION SELECT seq FROM dr) u ` +
     // The page's seqs first: a known small set, which PostgreSQL then probes by primary key
     // (estimating the union large, it merge-joined the whole table).

@@ -29,8 +29,6 @@ export interface QueryPage {
   rows: StoredRow[];
   /** Position to continue after, when more matching statements exist. */
   next?: string;
-  /** Consistent-Through, when the store read it with the page (else the caller asks consistentThrough). */
-  through?: Date;
 }
 
 /** A statement queued for a forwarding target, claimed by one process (see Outbox). */

@@ -230,7 +230,7 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
       // The fast insert either completes or waits for the slow one's tenant lock.
       await Promise.race([fast, waiting('classid <> 777')]);
       const during = await list(b);
-      // A page with rows carries Consistent-Through read with it (QueryPage.through): held back too.
+      // A page with rows is held back too.
       const page = await b.fetch('/xAPI/statements?limit=2');
       const pageThrough = page.headers.get('x-experience-api-consistent-through')!;
       assert.equal(((await page.json()) as { statements: unknown[] }).statements.length, 2);

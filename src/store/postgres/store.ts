@@ -100,16 +100,6 @@ const CONSISTENT_THROUGH =
   `WHERE l.locktype = 'advisory' AND l.granted AND l.classid IN (${LOCK_STATEMENTS}, ${LOCK_INTENT}) AND l.objsubid = 2 ` +
   'AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY l.objid) b ON true';
 
-/**
- * One tenant's Consistent-Through (as CONSISTENT_THROUGH: now, or the start of its oldest insert
- * in flight), as a column of its page read: the page and the header in one round trip, both as
- * of the page's snapshot. An empty page has no row to carry it: then consistentThrough asks.
- */
-const throughColumn = (tenant: string): string =>
-  'floor(extract(epoch FROM least(now(), (SELECT min(a.xact_start) FROM pg_locks l CROSS JOIN LATERAL pg_stat_get_activity(l.pid) a ' +
-  `WHERE l.locktype = 'advisory' AND l.granted AND l.classid IN (${LOCK_STATEMENTS}, ${LOCK_INTENT}) AND l.objsubid = 2 AND l.objid = ${lockKey(tenant)} ` +
-  'AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database())))) * 1000)::bigint AS through_ms';
-
 /** since/until answers kept (see storedSeq); all are forgotten when it is reached. */
 const SEQ_BOUNDS_MAX = 10_000;
 
@@ -1069,12 +1059,9 @@ export class PostgresStore implements Store {
         this.driverChoices.set(tid, query.filter, driver);
       }
     }
-    let throughMs: string | undefined;
     const page = async (known: ReadonlyMap<string, number>) => {
-      const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids: known, driver, also: throughColumn(tenant) });
-      const r = (await this.query<StatementRow & { through_ms: string }>(sql, params)).rows;
-      throughMs = r[0]?.through_ms;
-      return r.map(toRow);
+      const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids: known, driver });
+      return (await this.query<StatementRow>(sql, params)).rows.map(toRow);
     };
     let rows = await page(ids);
     if (cached && !rows.length) {
@@ -1086,13 +1073,11 @@ export class PostgresStore implements Store {
       this.filterIds.remember(tid, fresh);
       if ([...fresh].some(([k, id]) => ids.get(k) !== id)) rows = await page(fresh);
     }
-    // One millisecond back, as consistentThrough.
-    const through = throughMs === undefined ? undefined : new Date(Number(throughMs) - 1);
     if (rows.length > query.limit) {
       rows.length = query.limit;
-      return { rows, next: rows[rows.length - 1].position, through };
+      return { rows, next: rows[rows.length - 1].position };
     }
-    return { rows, through };
+    return { rows };
   }
 
   async getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
