@@ -39,12 +39,13 @@ export interface Dialect {
 /**
  * PostgreSQL's link tables (migration 10): `statement_agents (agent, role, seq)` and
  * `statement_activities (activity, direct, seq)`, each its primary key and nothing more. Key ids
- * are dictionary ids of one tenant's keys, never shared between tenants, so the key names the
- * tenant; the statement row read for each match is checked against the tenant as well. Without
- * the tenant and with the role in the key, an entry is 28 bytes, which lets PostgreSQL split a
- * page where a key's newest entries keep arriving at the full point rather than in the middle
- * (nbtsplitloc.c, for entries of at most two 8-byte columns): the keys' B-trees came out 76 %
- * full against 52 %, and with the heaps 37 % smaller (docs/benchmarks.md, "Session 9").
+ * are dictionary ids of one tenant's keys (resolved by tenant and key), never shared between
+ * tenants, so the key names the tenant. Without the tenant and with the role in the key, an entry
+ * is 28 bytes, which lets PostgreSQL split a page where a key's newest entries keep arriving at
+ * the full point rather than in the middle (nbtsplitloc.c, for entries of at most two 8-byte
+ * columns): the keys' B-trees came out 76 % full against 52 %, and the heaps 15 % smaller
+ * (docs/benchmarks.md, "Session 9"). The plain agent and activity filters read exactly their
+ * role's range; related_agents and related_activities merge one range per role.
  */
 const LINK_ROLES = {
   agent: { table: 'statement_agents', key: 'agent', role: 'role' },
@@ -406,13 +407,12 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
       // probed the link key per row, 4,211 probes for a course's page at 200k). With a probe of
       // the other link table too, the probe and then the row, in that order (a CASE: it orders
       // subplans by estimated cost, and took the row first, 3,422 row reads for a busy learner's
-      // 100 matches among the question's entries at 1M, 19 ms). The row is checked against the
-      // tenant: the key names it already.
+      // 100 matches among the question's entries at 1M, 19 ms). The key names the tenant.
       const t = LINK_ROLES[by];
       const key = p.key(tenant, byAgent ? f.agent! : f.activity!);
       const branch = (role: number) => {
         const head = [`d.${t.key} = ${key}`, `d.${t.role} = ${role}`, ...windowConds('d', w, p)];
-        const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', `s.tenant = ${p.add(tenant)}`, ...own()].join(' AND ')} LIMIT 1 OFFSET 0)`;
+        const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')} LIMIT 1 OFFSET 0)`;
         const probes = otherLink ? linkProbes(tenant, f, p, 'd.seq', skip, true) : [];
         return `SELECT d.seq FROM ${t.table} d ${tail([...head, probes.length ? `CASE WHEN ${probes.join(' AND ')} THEN ${row} ELSE false END` : row], 'd.seq')}`;
       };
