@@ -52,23 +52,41 @@ const LINK_ROLES = {
   activity: { table: 'statement_activities', key: 'activity', role: 'direct' },
 } as const;
 
-/** The link roles a filter matches: the direct one, or every one with related_agents / related_activities. */
+/**
+ * The link roles a filter matches: the direct one, or every one with related_agents /
+ * related_activities, the likely densest first (see byRoles): an agent's own statements, an
+ * activity's context (courses and modules are what related_activities is asked for).
+ */
 function linkRoles(byAgent: boolean, f: StatementFilter): readonly number[] {
-  if (byAgent) return f.relatedAgents ? AGENT_ROLES : [AGENT_ROLE.direct];
+  if (byAgent) return f.relatedAgents ? [AGENT_ROLE.direct, ...AGENT_ROLES.filter((r) => r !== AGENT_ROLE.direct)] : [AGENT_ROLE.direct];
   return f.relatedActivities ? [0, 1] : [1];
 }
 
 /** `= r`, or `IN (…)` for several roles (PostgreSQL probes each value of the list through the key). */
 const roleIn = (roles: readonly number[]): string => (roles.length === 1 ? `= ${roles[0]}` : `IN (${roles.join(', ')})`);
 
+/** A condition on a seq column, given that column. */
+type SeqBound = (seq: string) => string;
+
 /**
- * Per-role ranges merged in seq order: `branch(role)` is a `SELECT seq … ORDER BY seq LIMIT`
- * of one role's range; several are read each to the limit and merged (a key has one row per
- * statement, so no statement comes twice).
+ * Per-role ranges merged in seq order (a key has one row per statement, so no statement comes
+ * twice). `branch(role, bound)` is a `SELECT seq … ORDER BY seq LIMIT` of one role's range, with
+ * `bound` to add to its conditions. The roles are read in turn, each only past the limit-th seq
+ * the ones before it found: when the first filled the page, a role whose entries rarely match the
+ * rest of a combined filter is read only as far back as that page (merged by a Merge Append, each
+ * range was read until its own first match, however far back).
  */
-function byRoles(roles: readonly number[], branch: (role: number) => string, order: string, limit: () => string): string {
+function byRoles(roles: readonly number[], branch: (role: number, bound?: SeqBound) => string, order: string, limit: () => string): string {
   if (roles.length === 1) return branch(roles[0]);
-  return `SELECT seq FROM (${roles.map((r) => `(${branch(r)})`).join(' UNION ALL ')}) u ORDER BY seq ${order} LIMIT ${limit()}`;
+  const names = roles.map((r) => `role_${r}`);
+  const union = (upTo: number) => names.slice(0, upTo).map((n) => `SELECT seq FROM ${n}`).join(' UNION ALL ');
+  const ctes = roles.map((r, i) => {
+    if (i === 0) return `${names[i]} AS (${branch(r)})`;
+    const nth = `(SELECT seq FROM (${union(i)}) p ORDER BY seq ${order} OFFSET ${limit()} - 1 LIMIT 1)`;
+    const bound: SeqBound = (seq) => (order === 'DESC' ? `${seq} > coalesce(${nth}, -1)` : `${seq} < coalesce(${nth}, 9223372036854775807)`);
+    return `${names[i]} AS (${branch(r, bound)})`;
+  });
+  return `WITH ${ctes.join(', ')} SELECT seq FROM (${union(names.length)}) u ORDER BY seq ${order} LIMIT ${limit()}`;
 }
 
 /**
@@ -293,7 +311,8 @@ export function driverCountsSql(tenant: number, f: StatementFilter, cap: number,
       if (value === undefined) continue;
       const t = LINK_ROLES[by];
       const key = p.key(tenant, value);
-      const entries = byRoles(linkRoles(by === 'agent', f), (r) => newest(t.table, [`${t.key} = ${key}`, `${t.role} = ${r}`], 'seq DESC'), 'DESC', () => String(limit));
+      const branch = (r: number, bound?: SeqBound) => newest(t.table, [`${t.key} = ${key}`, `${t.role} = ${r}`, ...(bound ? [bound('seq')] : [])], 'seq DESC');
+      const entries = byRoles(linkRoles(by === 'agent', f), branch, 'DESC', () => String(limit));
       cols.push(`${countOf(entries)} AS ${by}`);
     }
   } else if (f.agent !== undefined) {
@@ -410,8 +429,8 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
       // 100 matches among the question's entries at 1M, 19 ms). The key names the tenant.
       const t = LINK_ROLES[by];
       const key = p.key(tenant, byAgent ? f.agent! : f.activity!);
-      const branch = (role: number) => {
-        const head = [`d.${t.key} = ${key}`, `d.${t.role} = ${role}`, ...windowConds('d', w, p)];
+      const branch = (role: number, bound?: SeqBound) => {
+        const head = [`d.${t.key} = ${key}`, `d.${t.role} = ${role}`, ...windowConds('d', w, p), ...(bound ? [bound('d.seq')] : [])];
         const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')} LIMIT 1 OFFSET 0)`;
         const probes = otherLink ? linkProbes(tenant, f, p, 'd.seq', skip, true) : [];
         return `SELECT d.seq FROM ${t.table} d ${tail([...head, probes.length ? `CASE WHEN ${probes.join(' AND ')} THEN ${row} ELSE false END` : row], 'd.seq')}`;

@@ -203,6 +203,41 @@ for (const backend of BACKENDS) {
         assert.deepEqual((await ids(`agent=${enc(m)}&related_agents=true`)).sort(), Object.values(got).sort());
       });
 
+      test('related_activities and related_agents with another filter: every role of the value, in stored order, paged without repeats or gaps', async () => {
+        const course = activityId();
+        const ann = { mbox: mbox() };
+        const bob = { mbox: mbox() };
+        const as = (role: 'object' | 'parent' | 'grouping', actor: unknown) =>
+          statement({ actor, ...(role === 'object' ? { object: { id: course } } : { object: { id: activityId() }, context: { contextActivities: { [role]: [{ id: course }] } } }) });
+        // Ann's statements about the course in every role, interleaved with Bob's; then a run of
+        // Ann's as the course's context only, and older ones as its object only.
+        const pattern: ['object' | 'parent' | 'grouping', unknown][] = [
+          ['object', ann], ['parent', bob], ['object', ann], ['grouping', ann], ['object', bob], ['parent', ann],
+          ['object', ann], ['parent', ann], ['grouping', bob], ['parent', ann], ['grouping', ann], ['parent', ann],
+        ];
+        const got = await postApart(pattern.map(([role, actor]) => as(role, actor)));
+        const annIds = got.filter((_, i) => pattern[i][1] === ann).reverse();
+        const q = `activity=${enc(course)}&related_activities=true&agent=${enc(ann)}`;
+        assert.deepEqual(await ids(q), annIds);
+        for (const limit of [1, 2, 3]) {
+          assert.deepEqual((await walk(`${q}&limit=${limit}`)).flat(), annIds, `limit=${limit}`);
+          assert.deepEqual((await walk(`${q}&limit=${limit}&ascending=true`)).flat(), [...annIds].reverse(), `limit=${limit} ascending`);
+        }
+        const objectOnly = got.filter((_, i) => pattern[i][1] === ann && pattern[i][0] === 'object').reverse();
+        assert.deepEqual(await ids(`activity=${enc(course)}&agent=${enc(ann)}`), objectOnly);
+        // Ann as instructor (related) and as actor (direct) of the same activity's statements.
+        const lesson = activityId();
+        const roles = await postApart([
+          statement({ actor: bob, object: { id: lesson }, context: { instructor: ann } }),
+          statement({ actor: ann, object: { id: lesson } }),
+          statement({ actor: bob, object: { id: lesson }, context: { instructor: ann } }),
+          statement({ actor: bob, object: { id: lesson } }),
+        ]);
+        const rq = `agent=${enc(ann)}&related_agents=true&activity=${enc(lesson)}`;
+        assert.deepEqual((await walk(`${rq}&limit=1`)).flat(), [roles[2], roles[1], roles[0]]);
+        assert.deepEqual(await ids(`agent=${enc(ann)}&activity=${enc(lesson)}`), [roles[1]]);
+      });
+
       test('related_agents matches the authority; agent does not', async () => {
         const verb = verbId();
         const [mine] = await post(statement({ verb: { id: verb } }), OTHER);
