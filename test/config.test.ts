@@ -21,6 +21,8 @@ test('defaults', () => {
 test('invalid values name the variable; overrides name the option', () => {
   assert.throws(() => loadConfig({ LECTERN_RUNSERVER_PORT: '80a' }), (e: Error) => e instanceof ConfigError && /LECTERN_RUNSERVER_PORT/.test(e.message));
   assert.throws(() => loadConfig({ LECTERN_RUNSERVER_BACKEND: 'oracle' }), /LECTERN_RUNSERVER_BACKEND must be one of sqlite, postgres/);
+  assert.throws(() => loadConfig({ LECTERN_SQLITE_CACHE_SIZE: '0' }), (e: Error) => e instanceof ConfigError && /LECTERN_SQLITE_CACHE_SIZE/.test(e.message));
+  assert.equal(loadConfig({ LECTERN_SQLITE_CACHE_SIZE: '64' }).sqliteCacheSize, 64);
   assert.throws(() => loadConfig({}, { port: { value: '-3', source: '--port' } }), /--port/);
   assert.equal(loadConfig({ LECTERN_RUNSERVER_PORT: '1' }, { port: { value: '2', source: '--port' } }).port, 2);
 });

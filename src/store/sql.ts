@@ -62,6 +62,15 @@ function linkRoles(byAgent: boolean, f: StatementFilter): readonly number[] {
   return f.relatedActivities ? [0, 1] : [1];
 }
 
+/**
+ * PostgreSQL: the newest `limit` seqs an agent (its key id, an SQL expression) is linked to in
+ * any role, newest first (the Person object's statements).
+ */
+export function agentSeqsSql(key: string, limit: string): string {
+  const t = LINK_ROLES.agent;
+  return byRoles(AGENT_ROLES, (r) => `SELECT seq FROM ${t.table} WHERE ${t.key} = ${key} AND ${t.role} = ${r} ORDER BY seq DESC LIMIT ${limit}`, 'DESC', () => limit);
+}
+
 /** `= r`, or `IN (…)` for several roles (PostgreSQL probes each value of the list through the key). */
 const roleIn = (roles: readonly number[]): string => (roles.length === 1 ? `= ${roles[0]}` : `IN (${roles.join(', ')})`);
 

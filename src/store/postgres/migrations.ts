@@ -341,7 +341,6 @@ ANALYZE statement_reach, reach_agents, reach_activities;
     //
     // The volatile default of ADD COLUMN rewrites the table once, each row compressed as it is
     // written; then the constant default, which adding a column would store without a rewrite.
-    // lz4 where PostgreSQL was built with it, else its own pglz (slower, as small).
     sql: `
 ALTER TABLE statements SET (toast_tuple_target = 128), ALTER COLUMN "full" SET STORAGE MAIN;
 DO $$

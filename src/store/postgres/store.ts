@@ -31,7 +31,7 @@ import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/ins
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { type ReachSeed, ReachWalk } from '../reach.ts';
-import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
+import { agentSeqsSql, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -1130,11 +1130,8 @@ export class PostgresStore implements Store {
   async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return [];
-    // The newest of each role's range, merged (src/store/sql.ts, LINK_ROLES).
-    const roles = AGENT_ROLES.map((r) => `(SELECT seq FROM statement_agents WHERE agent = k.id AND role = ${r} ORDER BY seq DESC LIMIT $3)`);
     const r = await this.query<{ full: string }>(
-      'WITH k AS (SELECT id FROM keys WHERE tenant = $1 AND key = $2), ' +
-        `a AS (SELECT seq FROM k CROSS JOIN LATERAL (${roles.join(' UNION ALL ')}) u ORDER BY seq DESC LIMIT $3) ` +
+      `WITH a AS (${agentSeqsSql('(SELECT id FROM keys WHERE tenant = $1 AND key = $2)', '$3')}) ` +
         'SELECT s."full" FROM a JOIN statements s ON s.seq = a.seq AND s.tenant = $1 ORDER BY a.seq DESC',
       [tid, agentKey, limit],
       'statements_with_agent',
