@@ -5,7 +5,6 @@
 import { authBackends, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
 import { BasicAuthenticator } from './basic.ts';
-import { OidcAuthenticator } from './oidc.ts';
 import type { AuthResult, Authenticator } from './types.ts';
 
 class EitherAuthenticator implements Authenticator {
@@ -35,7 +34,8 @@ export async function createAuthenticator(config: Config, logger: Logger): Promi
     ? new BasicAuthenticator({ file: config.authFile, cacheMaxSize: config.authCacheMaxSize, cacheTtlSeconds: config.authCacheTtl, logger })
     : undefined;
   const oidc = names.includes('oidc')
-    ? await OidcAuthenticator.create({
+    ? // Loaded only when enabled: jose is ≈5 MB of a server's memory.
+      await (await import('./oidc.ts')).OidcAuthenticator.create({
         issuer: config.oidcIssuerUri,
         audience: config.oidcAudience,
         scopeClaim: config.oidcScopeClaim,

@@ -3,7 +3,7 @@
  * hangs never holds a healthy one's), POSTs of statement batches with Basic auth and the xAPI
  * version header, and the classification of what came back.
  */
-import { Agent, request } from 'undici';
+import type { Agent } from 'undici';
 import { buildStatementsMultipart } from '../http/multipart.ts';
 import type { AttachmentBlob } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
@@ -21,17 +21,18 @@ export type Outcome = { kind: 'delivered' } | { kind: 'split' | 'retry' | 'rejec
 
 const SPLIT = new Set([400, 409, 413]);
 
+// undici (≈100 modules, ≈8 MB of a server's memory) loads with the first delivery, not at start-up:
+// most servers forward nothing.
+let undici: Promise<typeof import('undici')> | undefined;
+
 export class TargetClient {
-  private readonly agent: Agent;
+  private agent?: Agent;
+  private closed = false;
   private readonly authorization: string;
   readonly url: string;
   private readonly timeoutSeconds: number;
 
   constructor(target: ForwardingTarget) {
-    const ms = Math.max(1, Math.round(target.timeoutSeconds * 1000));
-    // Inactivity, not a deadline: connecting, waiting for the response headers, and each gap
-    // between body chunks are bounded by `timeout`.
-    this.agent = new Agent({ connect: { timeout: ms }, headersTimeout: ms, bodyTimeout: ms, keepAliveTimeout: 4_000 });
     this.authorization = `Basic ${Buffer.from(`${target.username}:${target.password}`).toString('base64')}`;
     this.url = target.url;
     this.timeoutSeconds = target.timeoutSeconds;
@@ -50,6 +51,14 @@ export class TargetClient {
     // dead letter saying why); otherwise as 1.0.3, which every LRS speaks.
     const version = statements.some(textWrittenUnder2) ? '2.0.0' : '1.0.3';
     try {
+      const { Agent, request } = await (undici ??= import('undici'));
+      if (this.closed) return { kind: 'retry', error: 'forwarding stopped' };
+      if (!this.agent) {
+        const ms = Math.max(1, Math.round(this.timeoutSeconds * 1000));
+        // Inactivity, not a deadline: connecting, waiting for the response headers, and each gap
+        // between body chunks are bounded by `timeout`.
+        this.agent = new Agent({ connect: { timeout: ms }, headersTimeout: ms, bodyTimeout: ms, keepAliveTimeout: 4_000 });
+      }
       const res = await request(this.url, {
         method: 'POST',
         dispatcher: this.agent,
@@ -93,7 +102,8 @@ export class TargetClient {
     }
   }
 
-  close(): Promise<void> {
-    return this.agent.destroy();
+  async close(): Promise<void> {
+    this.closed = true;
+    await this.agent?.destroy();
   }
 }

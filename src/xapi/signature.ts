@@ -23,8 +23,7 @@
  *   intended as a way to catch mistakes in the signature, not as a security measure" (§2.6.s5 note),
  *   and its own example (Appendix D) uses a certificate that expired in 2014.
  * - That check uses `node:crypto` rather than `jose.compactVerify`, because jose refuses RSA keys
- *   shorter than 2048 bits and the spec's Appendix D example is signed with a 1024-bit key. `jose`
- *   still decodes the protected header.
+ *   shorter than 2048 bits and the spec's Appendix D example is signed with a 1024-bit key.
  * - Without `x5c` there is nothing the spec asks to verify the signature against, and the LRS must
  *   not fetch keys (`x5u`, `jku`) from client-supplied URLs: only the structural checks (decoding,
  *   algorithm, JSON payload, equivalence) are made. The bytes are stored, so a consumer can verify
@@ -35,7 +34,6 @@
  */
 
 import { X509Certificate, verify as cryptoVerify } from 'node:crypto';
-import { base64url, decodeProtectedHeader } from 'jose';
 import { LrsError } from '../errors.ts';
 import { statementDifference } from './statement.ts';
 import { mediaTypeOf } from './media.ts';
@@ -97,6 +95,15 @@ export async function verifySignedStatement(
   return signedId;
 }
 
+/** A JWS segment's JSON (RFC 7515 §7.1: base64url of UTF-8); undefined when it is not that. */
+function decodeJson(segment: string): unknown {
+  try {
+    return JSON.parse(new TextDecoder('utf-8', { fatal: true }).decode(Buffer.from(segment, 'base64url')));
+  } catch {
+    return undefined;
+  }
+}
+
 /** Verifies one JWS; returns the id of the statement in its payload, if it has one. */
 async function verifyJws(data: Buffer, statement: Statement, where: string, version: XapiVersion): Promise<string | undefined> {
   // §2.6.s5.b3.b1: decode the JWS signature.
@@ -108,12 +115,11 @@ async function verifyJws(data: Buffer, statement: Statement, where: string, vers
     throw bad(`${where}: the signature is not a JWS in Compact Serialization (three base64url segments separated by dots, with a payload)`);
   }
   const [encodedHeader, encodedPayload, encodedSignature] = text.split('.') as [string, string, string];
-  let header: Record<string, unknown>;
-  try {
-    header = decodeProtectedHeader(text) as Record<string, unknown>;
-  } catch {
-    throw bad(`${where}: the JWS protected header is not base64url-encoded JSON`);
+  const decoded = decodeJson(encodedHeader);
+  if (decoded === null || typeof decoded !== 'object' || Array.isArray(decoded)) {
+    throw bad(`${where}: the JWS protected header is not base64url-encoded JSON (a JSON object)`);
   }
+  const header = decoded as Record<string, unknown>;
 
   // §2.6.s4.b4: "The JWS signature MUST use an algorithm of RS256, RS384, or RS512."
   const alg = header['alg'];
@@ -127,13 +133,8 @@ async function verifyJws(data: Buffer, statement: Statement, where: string, vers
 
   // §2.6.s4.b3: "The JWS signature MUST have a payload of a valid JSON serialization of the
   // complete Statement before the signature was added."
-  let original: unknown;
-  try {
-    const json = new TextDecoder('utf-8', { fatal: true }).decode(base64url.decode(encodedPayload));
-    original = JSON.parse(json);
-  } catch {
-    throw bad(`${where}: the JWS payload is not a JSON serialization of a statement`);
-  }
+  const original = decodeJson(encodedPayload);
+  if (original === undefined) throw bad(`${where}: the JWS payload is not a JSON serialization of a statement`);
   if (original === null || typeof original !== 'object' || Array.isArray(original)) {
     throw bad(`${where}: the JWS payload is not a JSON serialization of a statement (expected a JSON object)`);
   }
