@@ -5,7 +5,6 @@
 import cluster, { type Worker } from 'node:cluster';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
-import { setFlagsFromString } from 'node:v8';
 import { type RunningLrs, startLrs } from '../app.ts';
 import { authBackends, ConfigError, loadConfig, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
@@ -65,20 +64,6 @@ export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.en
   );
 }
 
-/**
- * V8 starts a full (mark-compact) collection whenever the old generation's headroom falls below
- * the young generation's size. A server's old generation is small (≈ 20 MB) beside a 32 MB young
- * generation, so under reads that promote response data (pages of 100 statements in flight) it
- * collected fully every ≈ 40 ms: 24 % of the CPU of a PostgreSQL statement page. Started at half
- * of V8's own old-generation limit instead, a third as many: PostgreSQL pages +20–30 % req/s for
- * ≈ 5 MB of peak memory (80 %: ≈ 10 MB, no faster; docs/benchmarks.md, session 10). A flag given
- * to node itself wins.
- */
-function tuneGarbageCollection(): void {
-  if (process.execArgv.some((a) => a.startsWith('--incremental-marking-'))) return;
-  setFlagsFromString('--incremental-marking-soft-trigger=50');
-}
-
 export async function runserver(opts: RunserverOptions, monitoring?: Monitoring): Promise<void> {
   const config = loadConfig(undefined, {
     ...(opts.backend !== undefined && { backend: { value: opts.backend, source: '--backend' } }),
@@ -97,7 +82,6 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
     if (hint) logger.warn({ file: resolve(config.authFile) }, hint);
   }
   if (config.workers > 1 && cluster.isPrimary) return supervise(config, logger);
-  tuneGarbageCollection();
   let lrs: RunningLrs;
   try {
     lrs = await startLrs(config, logger, monitoring);

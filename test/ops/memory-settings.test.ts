@@ -1,6 +1,6 @@
 /**
  * `lectern runserver` re-executes itself in place with the memory settings of src/cli/main.ts
- * (V8 semi-spaces, heap growth, malloc arenas): same process, still serving and stopping on
+ * (V8 semi-spaces, heap growth, when full collections start, malloc arenas): same process, still serving and stopping on
  * SIGTERM; the user's own flag or MALLOC_ARENA_MAX wins. Read from /proc (Linux).
  */
 import assert from 'node:assert/strict';
@@ -63,6 +63,7 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
     try {
       assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
       assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
+      assert.ok(s.argv.includes('--incremental-marking-soft-trigger=50'), s.argv.join(' '));
       assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
       assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
     } finally {
