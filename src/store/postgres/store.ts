@@ -18,6 +18,7 @@
  * PostgreSQL returns.
  */
 import { createHash } from 'node:crypto';
+import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
 import { redactUrl } from '../../config.ts';
@@ -126,6 +127,30 @@ const tenantLockKey = (tenant: string): number => {
  */
 const groupBegin = (tenant: string): string =>
   `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock_shared(${LOCK_INTENT}, ${tenantLockKey(tenant)})`;
+
+/**
+ * A connection checked out of the pool whose socket has been silent for `limitMs` (longer than
+ * statement_timeout, after which the server itself answers) lost its server: it is destroyed,
+ * which fails its query (503) and takes it out of the pool. One inactivity timer per socket,
+ * which Node re-arms on every read and write. Not pg's query_timeout: with its timer per query,
+ * measured, every statement page's rows outlived young-generation collections (5–7 MB promoted
+ * per scavenge instead of ≈ 10 KB): a third of a PostgreSQL page's CPU (docs/benchmarks.md,
+ * session 10).
+ */
+function watchSilence(pool: pg.Pool, limitMs: number): void {
+  const checkedOut = new Set<pg.PoolClient>();
+  pool.on('acquire', (client) => checkedOut.add(client));
+  pool.on('release', (_err, client) => checkedOut.delete(client));
+  pool.on('remove', (client) => checkedOut.delete(client as pg.PoolClient));
+  pool.on('connect', (client) => {
+    const socket = client.connection.stream as Socket;
+    socket.setTimeout(limitMs);
+    socket.on('timeout', () => {
+      // Idle in the pool: nothing is awaited from the server.
+      if (checkedOut.has(client)) socket.destroy(Object.assign(new Error(`PostgreSQL did not answer for ${limitMs} ms`), { code: 'ETIMEDOUT' }));
+    });
+  });
+}
 
 /** json/jsonb come back as text (served as is, or parsed where needed); int8 stays a string. */
 const RAW = (v: string): string => v;
@@ -522,8 +547,6 @@ export class PostgresStore implements Store {
       idleTimeoutMillis: 30_000,
       ...(opts.statementTimeoutMs > 0 && {
         statement_timeout: opts.statementTimeoutMs,
-        // A server that stops answering without closing the socket: give up a little after it would have.
-        query_timeout: opts.statementTimeoutMs + opts.connectTimeoutMs,
       }),
       keepAlive: true,
       application_name: 'lectern',
@@ -538,6 +561,8 @@ export class PostgresStore implements Store {
     // and one unheard would crash the process (seen once per few test runs of a PostgreSQL
     // restart). The query, transaction or pool that owns the connection still gets the error.
     this.pool.on('connect', (client) => client.on('error', () => undefined));
+    // A server that stops answering without closing the socket: give up a little after it would have.
+    if (opts.statementTimeoutMs > 0) watchSilence(this.pool, opts.statementTimeoutMs + opts.connectTimeoutMs);
     this.outbox = new PostgresOutbox({ query: (text, values, name) => this.query(text, values, name), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
   }
 
@@ -664,8 +689,11 @@ export class PostgresStore implements Store {
       broken = err;
     };
     c.on('error', onError);
+    // Waiting for another process's migration, and a long one, is fine: neither the server's
+    // statement_timeout nor the silence watch applies (the connection is not reused).
+    (c.connection.stream as Socket).setTimeout(0);
     try {
-      await c.query('SET statement_timeout = 0'); // waiting for another process's migration is fine
+      await c.query('SET statement_timeout = 0');
       await c.query('SELECT pg_advisory_lock($1, 0)', [LOCK_MIGRATE]);
       await c.query(
         'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
