@@ -266,7 +266,7 @@ export const SETTINGS = {
   postgresStatementTimeout: {
     name: 'LECTERN_POSTGRES_STATEMENT_TIMEOUT',
     default: '30000',
-    help: 'Milliseconds a PostgreSQL statement (lock waits included) may run before it is cancelled and the request gets 503; 0 disables.',
+    help: 'Milliseconds a PostgreSQL statement (lock waits included) may run before it is cancelled and the request gets 503; 0 disables. A connection in use silent for this plus LECTERN_POSTGRES_CONNECT_TIMEOUT is dropped (503).',
     parse: int(0, 86_400_000),
   },
   postgresConnectTimeout: {
