@@ -112,6 +112,8 @@ export interface ClusterOptions {
   durable?: boolean;
   /** Extra postgresql.conf lines. */
   settings?: string[];
+  /** Files written into the data directory before the server starts (owned by its user, mode 0600), e.g. a TLS key. */
+  files?: Record<string, string>;
 }
 
 /** Creates and starts a throwaway cluster (≈ 1 s). Settings favour speed over durability. */
@@ -148,6 +150,10 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
     ...(opts.settings ?? []),
   ];
   writeFileSync(join(data, 'postgresql.conf'), `${readFileSync(join(data, 'postgresql.conf'), 'utf8')}\n${conf.join('\n')}\n`);
+  for (const [name, content] of Object.entries(opts.files ?? {})) {
+    writeFileSync(join(data, name), content, { mode: 0o600 });
+    if (user) chownSync(join(data, name), user.uid, user.gid);
+  }
   let port = 0;
   const start = async () => {
     // Another process may take the port between the probe and the bind: try a few.
