@@ -39,11 +39,12 @@ if (older) {
  * headroom is less than the young generation) fired every ≈ 40 ms under PostgreSQL statement
  * pages: a quarter of the server's CPU. Started at half the old generation's limit instead, a
  * third as many: those pages +15–30 % req/s for ≈ 5 MB of peak RSS (at 80 %, ≈ 10 MB and no
- * faster; docs/benchmarks.md, session 10). They are read at process start only, so the command re-executes itself in place (execve: same pid, same
- * stdio, signals reach it as before) with them. A flag the user gives (in NODE_OPTIONS or on the
- * node command line) or their own MALLOC_ARENA_MAX wins. It runs with Node's defaults where it
- * cannot re-execute: without process.execve (Windows, Node < 22.15), and when a parent talks to it
- * over an IPC channel, which execve would close (cluster workers inherit the primary's flags).
+ * faster; docs/benchmarks.md, session 10). They are read at process start only, so the command
+ * re-executes itself in place (execve: same pid, same stdio, signals reach it as before) with
+ * them. A flag the user gives (in NODE_OPTIONS or on the node command line) or their own
+ * MALLOC_ARENA_MAX wins. It runs with Node's defaults where it cannot re-execute: without
+ * process.execve (Windows, Node < 22.15), and when a parent talks to it over an IPC channel,
+ * which execve would close (cluster workers inherit the primary's flags).
  */
 const SERVER_NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=50', '--incremental-marking-soft-trigger=50'];
 const given = process.execArgv.join(' ') + ' ' + (process.env.NODE_OPTIONS || '');

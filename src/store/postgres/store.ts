@@ -132,10 +132,10 @@ const groupBegin = (tenant: string): string =>
  * A connection checked out of the pool whose socket has been silent for `limitMs` (longer than
  * statement_timeout, after which the server itself answers) lost its server: it is destroyed,
  * which fails its query (503) and takes it out of the pool. One inactivity timer per socket,
- * which Node re-arms on every read and write. Not pg's query_timeout: with its timer per query,
- * measured, every statement page's rows outlived young-generation collections (5–7 MB promoted
- * per scavenge instead of ≈ 10 KB): a third of a PostgreSQL page's CPU (docs/benchmarks.md,
- * session 10).
+ * which Node re-arms on every read and write. Not pg's query_timeout (a timer per query): with
+ * it, measured, every statement page's rows outlived young-generation collections (4–7 MB
+ * promoted per scavenge instead of ≈ 10 KB), a third of a PostgreSQL page's CPU
+ * (docs/benchmarks.md, session 10).
  */
 function watchSilence(pool: pg.Pool, limitMs: number): void {
   const checkedOut = new Set<pg.PoolClient>();
