@@ -361,6 +361,33 @@ for (const backend of BACKENDS) {
         },
         /RS256/,
       ],
+      [
+        'the protected header is not JSON',
+        async () => {
+          const s = statement({ id: randomUUID() });
+          const [, payload, signature] = (await sign(s)).split('.');
+          return { s, parts: signed(s, `${Buffer.from('not json').toString('base64url')}.${payload}.${signature}`) };
+        },
+        /protected header is not base64url-encoded JSON/,
+      ],
+      [
+        'the protected header is JSON but not an object',
+        async () => {
+          const s = statement({ id: randomUUID() });
+          const [, payload, signature] = (await sign(s)).split('.');
+          return { s, parts: signed(s, `${Buffer.from('["RS256"]').toString('base64url')}.${payload}.${signature}`) };
+        },
+        /protected header is not base64url-encoded JSON/,
+      ],
+      [
+        'the payload is not JSON',
+        async () => {
+          const s = statement({ id: randomUUID() });
+          const [header, , signature] = (await sign(s)).split('.');
+          return { s, parts: signed(s, `${header}.${Buffer.from('{"id": ').toString('base64url')}.${signature}`) };
+        },
+        /payload is not a JSON serialization of a statement/,
+      ],
     ];
     for (const [name, make, pattern] of bad) {
       test(`malformed signature rejected with 400: ${name}`, async () => {
