@@ -71,6 +71,16 @@ export function agentSeqsSql(key: string, limit: string): string {
   return byRoles(AGENT_ROLES, (r) => `SELECT seq FROM ${t.table} WHERE ${t.key} = ${key} AND ${t.role} = ${r} ORDER BY seq DESC LIMIT ${limit}`, 'DESC', () => limit);
 }
 
+/** The link filters of `f` on PostgreSQL's layout: each link table it filters by, its key value and roles. */
+function roleLinks(f: StatementFilter, skip?: 'agent' | 'activity'): { table: (typeof LINK_ROLES)[keyof typeof LINK_ROLES]; value: string; roles: readonly number[] }[] {
+  const out = [];
+  for (const by of ['agent', 'activity'] as const) {
+    const value = by === 'agent' ? f.agent : f.activity;
+    if (value !== undefined && skip !== by) out.push({ table: LINK_ROLES[by], value, roles: linkRoles(by === 'agent', f) });
+  }
+  return out;
+}
+
 /** `= r`, or `IN (…)` for several roles (PostgreSQL probes each value of the list through the key). */
 const roleIn = (roles: readonly number[]): string => (roles.length === 1 ? `= ${roles[0]}` : `IN (${roles.join(', ')})`);
 
@@ -249,13 +259,9 @@ function linkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, 
   const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
   if (p.dialect.linksByRole) {
     // The key names the tenant (LINK_ROLES); one probe of (key, role, seq) per role.
-    for (const by of ['agent', 'activity'] as const) {
-      const value = by === 'agent' ? f.agent : f.activity;
-      if (value === undefined || skip === by) continue;
-      const t = LINK_ROLES[by];
-      c.push(`EXISTS (SELECT 1 FROM ${t.table} x WHERE x.${t.key} = ${p.key(tenant, value)} AND x.${t.role} ${roleIn(linkRoles(by === 'agent', f))} AND x.seq = ${seq}${limit})`);
-    }
-    return c;
+    return roleLinks(f, skip).map(
+      ({ table: t, value, roles }) => `EXISTS (SELECT 1 FROM ${t.table} x WHERE x.${t.key} = ${p.key(tenant, value)} AND x.${t.role} ${roleIn(roles)} AND x.seq = ${seq}${limit})`,
+    );
   }
   const bucket = (alias: string) => (p.dialect.seqBuckets ? ` AND ${alias}.bucket = ${bucketOf(seq)}` : '');
   if (f.agent !== undefined && skip !== 'agent') {
@@ -318,14 +324,10 @@ export function driverCountsSql(tenant: number, f: StatementFilter, cap: number,
   const cols: string[] = [];
   if (dialect.linksByRole) {
     // The newest entries of the key's roles, merged (LINK_ROLES).
-    for (const by of ['agent', 'activity'] as const) {
-      const value = by === 'agent' ? f.agent : f.activity;
-      if (value === undefined) continue;
-      const t = LINK_ROLES[by];
+    for (const { table: t, value, roles } of roleLinks(f)) {
       const key = p.key(tenant, value);
       const branch = (r: number, bound?: SeqBound) => newest(t.table, [`${t.key} = ${key}`, `${t.role} = ${r}`, ...(bound ? [bound('seq')] : [])], 'seq DESC');
-      const entries = byRoles(linkRoles(by === 'agent', f), branch, 'DESC', () => String(limit));
-      cols.push(`${countOf(entries)} AS ${by}`);
+      cols.push(`${countOf(byRoles(roles, branch, 'DESC', () => String(limit)))} AS ${t.key}`);
     }
   } else if (f.agent !== undefined) {
     const conds = [`tenant = ${p.add(tenant)}`, ...buckets('bucket'), `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])];

@@ -361,33 +361,23 @@ for (const backend of BACKENDS) {
         },
         /RS256/,
       ],
-      [
-        'the protected header is not JSON',
+      ...(
+        [
+          ['the protected header is not JSON', 0, 'not json', /protected header is not base64url-encoded JSON/],
+          ['the protected header is JSON but not an object', 0, '["RS256"]', /protected header is not base64url-encoded JSON/],
+          ['the payload is not JSON', 1, '{"id": ', /payload is not a JSON serialization of a statement/],
+        ] as const
+      ).map(([name, segment, text, pattern]): (typeof bad)[number] => [
+        name,
         async () => {
+          // A good signature with one of its segments replaced by other base64url text.
           const s = statement({ id: randomUUID() });
-          const [, payload, signature] = (await sign(s)).split('.');
-          return { s, parts: signed(s, `${Buffer.from('not json').toString('base64url')}.${payload}.${signature}`) };
+          const parts = (await sign(s)).split('.');
+          parts[segment] = Buffer.from(text).toString('base64url');
+          return { s, parts: signed(s, parts.join('.')) };
         },
-        /protected header is not base64url-encoded JSON/,
-      ],
-      [
-        'the protected header is JSON but not an object',
-        async () => {
-          const s = statement({ id: randomUUID() });
-          const [, payload, signature] = (await sign(s)).split('.');
-          return { s, parts: signed(s, `${Buffer.from('["RS256"]').toString('base64url')}.${payload}.${signature}`) };
-        },
-        /protected header is not base64url-encoded JSON/,
-      ],
-      [
-        'the payload is not JSON',
-        async () => {
-          const s = statement({ id: randomUUID() });
-          const [header, , signature] = (await sign(s)).split('.');
-          return { s, parts: signed(s, `${header}.${Buffer.from('{"id": ').toString('base64url')}.${signature}`) };
-        },
-        /payload is not a JSON serialization of a statement/,
-      ],
+        pattern,
+      ]),
     ];
     for (const [name, make, pattern] of bad) {
       test(`malformed signature rejected with 400: ${name}`, async () => {

@@ -76,6 +76,12 @@ export const postgresBackend: Backend = {
 };
 
 /** Every backend the contract suite runs on; LECTERN_TEST_SKIP_POSTGRES=1 leaves PostgreSQL out. */
+/** A server on an existing PostgreSQL database (the caller creates and removes it), with more settings. */
+export const postgresAt = (url: string, settings: Record<string, string> = {}): Backend => ({
+  name: 'postgres',
+  settings: async () => ({ LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: url, ...settings }),
+});
+
 export const BACKENDS: Backend[] = postgresSkipped() ? [sqliteBackend, sqliteThreadBackend] : [sqliteBackend, sqliteThreadBackend, postgresBackend];
 
 export interface TestLrs {

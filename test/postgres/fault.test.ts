@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { type Backend, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
+import { jsonInit, postgresAt, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { findPgBin, type PgCluster, postgresSkipped, startCluster } from '../helpers/postgres.ts';
 
 const until = async (what: string, check: () => Promise<boolean>) => {
@@ -31,16 +31,7 @@ describe('PostgreSQL going away and coming back', { skip, timeout: 120_000 }, ()
     await admin.query('CREATE DATABASE lrs');
     await admin.end();
     url = cluster.url.replace(/\/postgres$/, '/lrs');
-    const backend: Backend = {
-      name: 'postgres',
-      settings: async () => ({
-        LECTERN_RUNSERVER_BACKEND: 'postgres',
-        LECTERN_POSTGRES_URL: url,
-        LECTERN_POSTGRES_POOL_SIZE: '4',
-        LECTERN_POSTGRES_CONNECT_TIMEOUT: '2000',
-      }),
-    };
-    t = await startTestLrs(backend);
+    t = await startTestLrs(postgresAt(url, { LECTERN_POSTGRES_POOL_SIZE: '4', LECTERN_POSTGRES_CONNECT_TIMEOUT: '2000' }));
   });
   after(async () => {
     await t?.close();

@@ -14,7 +14,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
-import { type Backend, startTestLrs, type TestLrs } from '../helpers/lrs.ts';
+import { postgresAt, startTestLrs, type TestLrs } from '../helpers/lrs.ts';
 import { createDatabase, dropDatabase, findPgBin, type PgCluster, postgresSkipped, startCluster } from '../helpers/postgres.ts';
 
 /** Forwards TCP to PostgreSQL; frozen, it reads nothing from either side (the bytes wait in the kernel). */
@@ -66,18 +66,14 @@ function silentServer(database: () => Promise<string>, params: string, tls: bool
     via.hostname = '127.0.0.1';
     via.port = String((proxy.server.address() as { port: number }).port);
     via.search = params;
-    const backend: Backend = {
-      name: 'postgres',
-      settings: async () => ({
-        LECTERN_RUNSERVER_BACKEND: 'postgres',
-        LECTERN_POSTGRES_URL: via.toString(),
+    t = await startTestLrs(
+      postgresAt(via.toString(), {
         // One connection, silent for 300 + 300 ms at most.
         LECTERN_POSTGRES_POOL_SIZE: '1',
         LECTERN_POSTGRES_STATEMENT_TIMEOUT: '300',
         LECTERN_POSTGRES_CONNECT_TIMEOUT: '300',
       }),
-    };
-    t = await startTestLrs(backend);
+    );
   });
   after(async () => {
     await t?.close();
