@@ -5,7 +5,9 @@
  * (bench/baselines.ts). The parts: the two lookups the insert rules need (id taken? voided
  * earlier?), the canonical activity definitions (read, compare, write when changed), the agent and
  * activity link rows, the statements table's secondary indexes (verb, registration, authority,
- * tenant+seq), the JSON itself.
+ * tenant+seq), the JSON itself. Each line also gives the part of a statement's time spent in
+ * COMMIT (writing the pages the transaction dirtied to the WAL, and its fsync): run it with 100,
+ * 200 and 400 per transaction to see what group size buys.
  *
  *   node bench/ablation.ts [statements=20000] [statements per transaction=1000]
  */
@@ -33,6 +35,7 @@ function run(label: string, skip: Set<string>) {
   const defs = new Map<string, string>();
   const key = (k: string) => { let id = ids.get(k); if (id === undefined) { id = Number(st('INSERT INTO keys (tenant, key) VALUES (1, ?)').run(k).lastInsertRowid); ids.set(k, id); } return id; };
   st("INSERT INTO tenants (name) VALUES ('')").run();
+  let commit = 0;
   const t0 = performance.now();
   for (let i = 0; i < N; i += PER) {
     db.exec('BEGIN IMMEDIATE');
@@ -53,22 +56,34 @@ function run(label: string, skip: Set<string>) {
         defs.set(d.id, text);
       }
     }
+    const c0 = performance.now();
     db.exec('COMMIT');
+    commit += performance.now() - c0;
   }
   const rate = N / ((performance.now() - t0) / 1000); db.close(); rmSync(dir, { recursive: true });
-  return rate;
+  return { rate, commit: (commit * 1000) / N };
 }
 function raw() {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-ablation-')); const db = new DatabaseSync(join(dir, 'x.db'));
   db.exec(`PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = FULL; CREATE TABLE statements (seq INTEGER PRIMARY KEY, id TEXT NOT NULL UNIQUE, stored_ms INTEGER NOT NULL, full TEXT NOT NULL)`);
   const ins = db.prepare('INSERT INTO statements (id, stored_ms, full) VALUES (?, ?, ?)');
+  let commit = 0;
   const t0 = performance.now();
-  for (let i = 0; i < N; i += PER) { db.exec('BEGIN IMMEDIATE'); for (const r of data.slice(i, i + PER)) ins.run(r.p.id, Date.now(), r.full); db.exec('COMMIT'); }
-  const rate = N / ((performance.now() - t0) / 1000); db.close(); rmSync(dir, { recursive: true }); return rate;
+  for (let i = 0; i < N; i += PER) {
+    db.exec('BEGIN IMMEDIATE');
+    for (const r of data.slice(i, i + PER)) ins.run(r.p.id, Date.now(), r.full);
+    const c0 = performance.now();
+    db.exec('COMMIT');
+    commit += performance.now() - c0;
+  }
+  const rate = N / ((performance.now() - t0) / 1000); db.close(); rmSync(dir, { recursive: true }); return { rate, commit: (commit * 1000) / N };
 }
 const variants: [string, string[]][] = [['full', []], ['no lookups', ['lookups']], ['no definitions', ['defs']], ['no link rows', ['links']], ['no secondary statement indexes', ['idx']], ['no JSON', ['json']], ['statement row alone', ['lookups', 'defs', 'links', 'idx']]];
 for (const rep of [1, 2]) {
   const r0 = raw();
-  console.log(`rep ${rep}: raw ${Math.round(r0)}/s at ${PER}/tx`);
-  for (const [label, skip] of variants) { const r = run(label, new Set(skip)); console.log(`  ${label.padEnd(34)} ${String(Math.round(r)).padStart(6)}/s  ${(100 * r / r0).toFixed(1)} % of raw  ${(1e6 / r).toFixed(0)} µs/st`); }
+  console.log(`rep ${rep}: raw ${Math.round(r0.rate)}/s at ${PER}/tx, ${(1e6 / r0.rate).toFixed(0)} µs/st of which commit ${r0.commit.toFixed(0)}`);
+  for (const [label, skip] of variants) {
+    const r = run(label, new Set(skip));
+    console.log(`  ${label.padEnd(34)} ${String(Math.round(r.rate)).padStart(6)}/s  ${((100 * r.rate) / r0.rate).toFixed(1)} % of raw  ${(1e6 / r.rate).toFixed(0)} µs/st of which commit ${r.commit.toFixed(0)}`);
+  }
 }
