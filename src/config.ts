@@ -224,7 +224,7 @@ export const SETTINGS = {
   sqliteWriterThread: {
     name: 'LECTERN_SQLITE_WRITER_THREAD',
     default: 'false',
-    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit, for ≈ 90 MB more memory (docs/benchmarks.md).',
+    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit, for ≈ 60 MB more memory (docs/benchmarks.md).',
     parse: bool,
   },
   sqliteWalAutocheckpoint: {

@@ -51,6 +51,22 @@ describe('SQLite writer thread', () => {
     assert.deepEqual(stored, [...stored].sort((a, b) => a - b), 'stored never decreases in seq order');
   });
 
+  test("bytes sent to the writer are the request's own, and the caller's memory stays usable", async () => {
+    // A request body is a view into a larger read buffer: only the view's bytes may be stored,
+    // and moving a copy to the writer must not detach the caller's buffer.
+    const backing = Buffer.alloc(65_536, 0x2a);
+    const body = backing.subarray(1_000, 1_100).fill(0x61);
+    const key = { kind: 'state' as const, activityId: 'http://example.com/a', agent: 'mbox:mailto:bytes@example.com', registration: '', docId: 'bytes' };
+    const stored = await lrs.lrs.store.putDocument('', key, { content: body, contentType: 'text/plain' }, { merge: false, pre: {} });
+    assert.equal(body.byteLength, 100, "the caller's buffer is not detached");
+    assert.equal(body.toString(), 'a'.repeat(100));
+    assert.ok(Buffer.isBuffer(stored.content));
+    assert.equal(stored.content.toString(), 'a'.repeat(100));
+    const res = await lrs.fetch(`/xAPI/activities/state?activityId=${encodeURIComponent(key.activityId)}&agent=${encodeURIComponent(JSON.stringify({ mbox: 'mailto:bytes@example.com' }))}&stateId=bytes`);
+    assert.equal(res.status, 200);
+    assert.equal(await res.text(), 'a'.repeat(100));
+  });
+
   test('a writer that dies: acknowledged writes are stored, the rest get 503, reads go on, close does not hang', async () => {
     const inFlight = Array.from({ length: 20 }, () => [st()]);
     const responses = inFlight.map((b) => post(lrs, b));

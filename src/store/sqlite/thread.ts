@@ -90,6 +90,20 @@ const WRITER_YOUNG_GENERATION_MB = 12;
 /** A Buffer again: the structured clone of a Buffer is a plain Uint8Array. */
 const asBuffer = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.from(u.buffer, u.byteOffset, u.byteLength));
 
+/**
+ * Bytes to send to the other thread: a copy of just these bytes, whose memory is moved (listed
+ * in the transfer list), not cloned. Cloning a Buffer copies its whole backing memory, and a
+ * request's body is a view into a 64 KB read buffer (or an 8 KB pool slab): a 100-byte State
+ * document crossed as 64 KB, twice (measured: the process grew by 120 MB under the bench's
+ * document writes).
+ */
+function moved(u: Uint8Array, transfer: ArrayBuffer[]): Uint8Array {
+  const copy = new Uint8Array(u.byteLength);
+  copy.set(u);
+  transfer.push(copy.buffer);
+  return copy;
+}
+
 /** The Store on this thread: reads on its own connection, writes sent to the writer thread. */
 export class ThreadedSqliteStore implements Store {
   readonly backend = 'sqlite';
@@ -161,7 +175,7 @@ export class ThreadedSqliteStore implements Store {
     return this.reader;
   }
 
-  private send(call: WriteCall): Promise<unknown> {
+  private send(call: WriteCall, transfer: ArrayBuffer[] = []): Promise<unknown> {
     if (this.failure) return Promise.reject(this.failure);
     if (!this.port) return Promise.reject(new LrsError('unavailable', 'the SQLite store is not open'));
     if (this.closing && call.op !== 'close') return Promise.reject(new LrsError('unavailable', 'the store is shutting down'));
@@ -169,7 +183,7 @@ export class ThreadedSqliteStore implements Store {
     return new Promise((resolve, reject) => {
       this.waiting.set(id, { resolve, reject });
       if (this.waiting.size === 1) this.hold(true);
-      this.port!.postMessage({ id, ...call } as Job);
+      this.port!.postMessage({ id, ...call } as Job, transfer);
     });
   }
 
@@ -230,7 +244,9 @@ export class ThreadedSqliteStore implements Store {
   // ----- writes: on the writer thread ---------------------------------------------------------
 
   insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
-    return this.send({ op: 'insertStatements', args: [tenant, batch, attachments] }) as Promise<InsertOutcome>;
+    const transfer: ArrayBuffer[] = [];
+    const sent = attachments.map((a) => ({ ...a, content: moved(a.content, transfer) as Buffer }));
+    return this.send({ op: 'insertStatements', args: [tenant, batch, sent] }, transfer) as Promise<InsertOutcome>;
   }
 
   async putDocument(
@@ -239,7 +255,9 @@ export class ThreadedSqliteStore implements Store {
     doc: { content: Buffer; contentType: string },
     opts: { merge: boolean; pre: DocumentPrecondition },
   ): Promise<StoredDocument> {
-    const stored = (await this.send({ op: 'putDocument', args: [tenant, key, doc, opts] })) as StoredDocument;
+    const transfer: ArrayBuffer[] = [];
+    const sent = { ...doc, content: moved(doc.content, transfer) as Buffer };
+    const stored = (await this.send({ op: 'putDocument', args: [tenant, key, sent, opts] }, transfer)) as StoredDocument;
     return { ...stored, content: asBuffer(stored.content) };
   }
 
@@ -306,8 +324,8 @@ export class ThreadedSqliteStore implements Store {
 
 // ----- the writer thread ----------------------------------------------------------------------
 
-/** Runs one job on the writer's store; Buffers that became Uint8Arrays in transit become Buffers again. */
-function run(store: SqliteStore, job: Job): Promise<unknown> {
+/** Runs one job on the writer's store; Buffers that became Uint8Arrays in transit become Buffers again, and a document's bytes go back moved. */
+function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unknown> {
   switch (job.op) {
     case 'insertStatements': {
       const [tenant, batch, attachments] = job.args;
@@ -315,7 +333,7 @@ function run(store: SqliteStore, job: Job): Promise<unknown> {
     }
     case 'putDocument': {
       const [tenant, key, doc, opts] = job.args;
-      return store.putDocument(tenant, key, { ...doc, content: asBuffer(doc.content) }, opts);
+      return store.putDocument(tenant, key, { ...doc, content: asBuffer(doc.content) }, opts).then((d) => ({ ...d, content: moved(d.content, transfer) }));
     }
     case 'deleteDocument':
       return store.deleteDocument(...job.args);
@@ -367,8 +385,9 @@ async function serve(port: MessagePort, opts: SqliteOptions): Promise<void> {
       );
       return;
     }
-    run(store, job).then(
-      (value) => port.postMessage({ id: job.id, ok: true, value } satisfies Message),
+    const transfer: ArrayBuffer[] = [];
+    run(store, job, transfer).then(
+      (value) => port.postMessage({ id: job.id, ok: true, value } satisfies Message, transfer),
       (error: unknown) => port.postMessage({ id: job.id, ok: false, error: toWire(error) } satisfies Message),
     );
   });
