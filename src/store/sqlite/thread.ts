@@ -97,11 +97,10 @@ const asBuffer = (u: Uint8Array): Buffer => (Buffer.isBuffer(u) ? u : Buffer.fro
  * document crossed as 64 KB, twice (measured: the process grew by 120 MB under the bench's
  * document writes).
  */
-function moved(u: Uint8Array, transfer: ArrayBuffer[]): Uint8Array {
-  const copy = new Uint8Array(u.byteLength);
-  copy.set(u);
+function moved(u: Uint8Array, transfer: ArrayBuffer[]): Buffer {
+  const copy = new Uint8Array(u); // exactly these bytes, in memory of their own
   transfer.push(copy.buffer);
-  return copy;
+  return Buffer.from(copy.buffer);
 }
 
 /** The Store on this thread: reads on its own connection, writes sent to the writer thread. */
@@ -245,7 +244,7 @@ export class ThreadedSqliteStore implements Store {
 
   insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
     const transfer: ArrayBuffer[] = [];
-    const sent = attachments.map((a) => ({ ...a, content: moved(a.content, transfer) as Buffer }));
+    const sent = attachments.map((a) => ({ ...a, content: moved(a.content, transfer) }));
     return this.send({ op: 'insertStatements', args: [tenant, batch, sent] }, transfer) as Promise<InsertOutcome>;
   }
 
@@ -256,7 +255,7 @@ export class ThreadedSqliteStore implements Store {
     opts: { merge: boolean; pre: DocumentPrecondition },
   ): Promise<StoredDocument> {
     const transfer: ArrayBuffer[] = [];
-    const sent = { ...doc, content: moved(doc.content, transfer) as Buffer };
+    const sent = { ...doc, content: moved(doc.content, transfer) };
     const stored = (await this.send({ op: 'putDocument', args: [tenant, key, sent, opts] }, transfer)) as StoredDocument;
     return { ...stored, content: asBuffer(stored.content) };
   }
