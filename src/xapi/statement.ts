@@ -52,6 +52,8 @@ export interface PreparedStatement {
   xapiVersion: XapiVersion;
   statement: Statement & { id: string };
   verb: string;
+  /** The authority's first actor key (statements.authority). */
+  authorityKey: string | null;
   registration: string | null;
   /** Id of the statement this one targets through a StatementRef object (voiding included). */
   refId: string | null;
@@ -187,6 +189,7 @@ export function prepareStatement(input: Statement, authority: Actor, version: Xa
     xapiVersion: version,
     statement,
     verb: statement.verb.id,
+    authorityKey: actorKeys(authority)[0] ?? null,
     registration: statement.context?.registration?.toLowerCase() ?? null,
     refId: ref?.toLowerCase() ?? null,
     voids: isVoiding(statement) && ref ? ref.toLowerCase() : null,

@@ -25,7 +25,6 @@ import { redactUrl } from '../../config.ts';
 import { LrsError } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
-import { actorKeys } from '../../xapi/agents.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
 import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
 import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
@@ -288,16 +287,12 @@ function statementKeys(statements: PreparedStatement[]): Set<string> {
   const keys = new Set<string>();
   for (const p of statements) {
     keys.add(p.verb);
-    const authority = authorityKey(p.statement);
-    if (authority !== null) keys.add(authority);
+    if (p.authorityKey !== null) keys.add(p.authorityKey);
     for (const a of p.agents) keys.add(a.key);
     for (const a of p.activities) keys.add(a.id);
   }
   return keys;
 }
-
-/** The key of a statement's authority (its first actor key), as `statements.authority` refers to it. */
-const authorityKey = (s: Statement): string | null => (s.authority ? (actorKeys(s.authority)[0] ?? null) : null);
 
 /** The dictionary keys a query's filter names. */
 const filterKeys = (f: StatementFilter): string[] => [...new Set([f.verb, f.agent, f.activity, f.authority].filter((k): k is string => k !== undefined))];
@@ -422,8 +417,7 @@ function writeValues(
     st.ref.push(p.refId);
     flags.isVoiding.push(p.voids ? 1 : 0);
     flags.voided.push(voided || (!p.voids && voids.has(p.id)) ? 1 : 0);
-    const authority = authorityKey(p.statement);
-    flags.authority.push(authority === null ? null : id(authority));
+    flags.authority.push(p.authorityKey === null ? null : id(p.authorityKey));
     flags.full.push(JSON.stringify(full));
     for (const a of p.agents) {
       agents[0].push(id(a.key));
@@ -872,8 +866,7 @@ export class PostgresStore implements Store {
     const { seqs, referrers } = written.rows[0];
     const seeds = decided.fresh().flatMap((p, i): ReachSeed[] => {
       if (p.refId === null) return [];
-      const authority = authorityKey(p.statement);
-      return [{ seq: Number(seqs[i]), refId: p.refId, authority: authority === null ? null : (keys.ids.get(authority) ?? null) }];
+      return [{ seq: Number(seqs[i]), refId: p.refId, authority: p.authorityKey === null ? null : (keys.ids.get(p.authorityKey) ?? null) }];
     });
     if (seeds.length || referrers.length) {
       // The reach walk's queries (rare: StatementRefs) keep the session's custom plans.

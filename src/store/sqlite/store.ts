@@ -18,7 +18,6 @@ import type { StatementQuery } from '../../xapi/query.ts';
 import { type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
-import { actorKeys } from '../../xapi/agents.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
 import { bucketsIn, seqBucket, uuidBytes, uuidText } from '../sql.ts';
@@ -436,7 +435,7 @@ export class SqliteStore implements Store {
   private insertOne(dict: { tenant: number; ids: Map<string, number> }, p: PreparedStatement, full: string, voided: boolean, storedMs: number): number {
     const { tenant, ids } = dict;
     const id = (key: string) => ids.get(key)!; // keysOf(p) were all resolved for the group
-    const authority = authorityKey(p);
+    const authority = p.authorityKey;
     const r = this.q(
       'INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ).run(
@@ -739,15 +738,8 @@ export class SqliteStore implements Store {
 
 /** Every key a statement's rows name: verb, authority, agents, activities. */
 function keysOf(p: PreparedStatement): string[] {
-  const authority = authorityKey(p);
-  return [p.verb, ...(authority === null ? [] : [authority]), ...p.agents.map((a) => a.key), ...p.activities.map((a) => a.id)];
+  return [p.verb, ...(p.authorityKey === null ? [] : [p.authorityKey]), ...p.agents.map((a) => a.key), ...p.activities.map((a) => a.id)];
 }
-
-/** statements.authority: the authority's first actor key. */
-const authorityKey = (p: PreparedStatement): string | null => (p.statement.authority ? (actorKeys(p.statement.authority)[0] ?? null) : null);
 
 /** statements.authority of a new statement: its key's id. */
-function seedAuthority(p: PreparedStatement, ids: ReadonlyMap<string, number>): number | null {
-  const key = authorityKey(p);
-  return key === null ? null : (ids.get(key) ?? null);
-}
+const seedAuthority = (p: PreparedStatement, ids: ReadonlyMap<string, number>): number | null => (p.authorityKey === null ? null : (ids.get(p.authorityKey) ?? null));
