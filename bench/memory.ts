@@ -60,25 +60,43 @@ interface Sample {
   gcCount: number;
   gcMajorMs: number;
   gcMajor: number;
+  /** MB of V8 heap the worker threads hold (0 without any). */
+  threads: number;
 }
 
-const samples = (file: string): Sample[] =>
-  readFileSync(file, 'utf8')
+/** A worker thread's line: its V8 heap. */
+interface ThreadSample {
+  t: number;
+  thread: number;
+  heapTotal: number;
+}
+
+/** The main thread's samples, each with `threads`: the V8 heaps of the worker threads at that time (their latest lines). */
+function samples(file: string): Sample[] {
+  const lines = readFileSync(file, 'utf8')
     .split('\n')
     .filter(Boolean)
-    .map((l) => JSON.parse(l) as Sample);
+    .map((l) => JSON.parse(l) as Sample | ThreadSample);
+  const heaps = new Map<number, number>();
+  const out: Sample[] = [];
+  for (const l of lines) {
+    if ('thread' in l) heaps.set(l.thread, l.heapTotal);
+    else out.push({ ...l, threads: [...heaps.values()].reduce((a, b) => a + b, 0) });
+  }
+  return out;
+}
 
 const row = (what: string, s: Sample | undefined, gc = '') =>
   s
-    ? `| ${what} | ${gc} | ${s.rss.toFixed(0)} | ${s.hwm.toFixed(0)} | ${s.anon.toFixed(0)} | ${s.fileBacked.toFixed(0)} | ${s.heapTotal.toFixed(0)} | ${s.heapUsed.toFixed(0)} | ${s.external.toFixed(0)} | ${s.arrayBuffers.toFixed(0)} | ${(s.anon - s.heapTotal - s.external).toFixed(0)} | ${Object.entries(s.spaces)
+    ? `| ${what} | ${gc} | ${s.rss.toFixed(0)} | ${s.hwm.toFixed(0)} | ${s.anon.toFixed(0)} | ${s.fileBacked.toFixed(0)} | ${s.heapTotal.toFixed(0)} | ${s.heapUsed.toFixed(0)} | ${s.threads.toFixed(0)} | ${s.external.toFixed(0)} | ${s.arrayBuffers.toFixed(0)} | ${(s.anon - s.heapTotal - s.threads - s.external).toFixed(0)} | ${Object.entries(s.spaces)
         .filter(([, v]) => v >= 1)
         .map(([k, v]) => `${k} ${v.toFixed(0)}`)
         .join(', ')} |`
     : `| ${what} | no sample |`;
 
 const HEADER = [
-  '| at | GC pauses ms (count); of them mark-compact | RSS MB | peak (VmHWM) | anon | file | V8 heap total | heap used | external | array buffers | anon − heap − external | V8 spaces (MB) |',
-  '|---|---|---|---|---|---|---|---|---|---|---|---|',
+  '| at | GC pauses ms (count); of them mark-compact | RSS MB | peak (VmHWM) | anon | file | V8 heap total | heap used | worker threads\' V8 heaps | external | array buffers | anon − heaps − external | V8 spaces (MB) |',
+  '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
 
 async function measure(server: Server, file: string, what: string): Promise<string[]> {

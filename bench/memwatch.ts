@@ -4,10 +4,12 @@
  * to BENCH_MEMWATCH_FILE: process.memoryUsage() (V8 heap, external, array buffers), V8's spaces,
  * and the kernel's view (/proc/self/status: RSS, peak, anonymous vs file-backed). bench/memory.ts
  * reads the file; the sample at the peak tells JS heap from native memory (SQLite, pg, malloc).
+ * Worker threads (the SQLite writer and readers) write a line of their own V8 heap's size.
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
-import { getHeapSpaceStatistics } from 'node:v8';
+import { getHeapSpaceStatistics, getHeapStatistics } from 'node:v8';
+import { isMainThread, threadId } from 'node:worker_threads';
 
 const file = process.env.BENCH_MEMWATCH_FILE;
 const every = Number(process.env.BENCH_MEMWATCH_MS ?? 200);
@@ -19,7 +21,11 @@ function status(): Record<string, number> {
   return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), fileBacked: kb('RssFile') };
 }
 
-if (file) {
+if (file && !isMainThread) {
+  // A worker thread (node preloads --import modules into every thread): its own V8 heap, which
+  // the main thread's process.memoryUsage() does not count. `thread` tells these lines apart.
+  setInterval(() => appendFileSync(file, `${JSON.stringify({ t: Date.now(), thread: threadId, heapTotal: +(getHeapStatistics().total_heap_size / MB).toFixed(1) })}\n`), every).unref();
+} else if (file) {
   // Main-thread GC pauses so far (ms, and how many): what smaller heap settings cost.
   const gc = { ms: 0, count: 0, majorMs: 0, major: 0 };
   new PerformanceObserver((list) => {
