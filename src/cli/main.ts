@@ -41,19 +41,45 @@ if (older) {
  * third as many: those pages +15–30 % req/s for ≈ 5 MB of peak RSS (at 80 %, ≈ 10 MB and no
  * faster; docs/benchmarks.md, session 10). They are read at process start only, so the command
  * re-executes itself in place (execve: same pid, same stdio, signals reach it as before) with
- * them. A flag the user gives (in NODE_OPTIONS or on the node command line) or their own
- * MALLOC_ARENA_MAX wins. It runs with Node's defaults where it cannot re-execute: without
+ * them. glibc's threshold for giving a large block its own mapping is fixed at 1 MB: by default
+ * it rises to the largest such block freed (up to 32 MB), and the big blocks that then come from
+ * the heap leave it fragmented (native memory after the benchmark's writes with the SQLite writer
+ * thread: 53–93 MB, fixed 16–27 MB). At 128 KB a 130 KB statement page would cost an mmap and
+ * its page faults each time (≈ 75 µs more per page, measured); at 1 MB it comes from the heap.
+ * A flag the user gives (in NODE_OPTIONS or on the node command line) or their own MALLOC_*
+ * setting wins. It runs with Node's defaults where it cannot re-execute: without
  * process.execve (Windows, Node < 22.15), and when a parent talks to it over an IPC channel,
  * which execve would close (cluster workers inherit the primary's flags).
  */
-const SERVER_NODE_FLAGS = ['--max-semi-space-size=16', '--heap-growing-percent=50', '--incremental-marking-soft-trigger=50'];
 const given = process.execArgv.join(' ') + ' ' + (process.env.NODE_OPTIONS || '');
-const missing = SERVER_NODE_FLAGS.filter((f) => !given.includes(f.split('=')[0]));
-if (process.argv[2] === 'runserver' && missing.length > 0 && typeof process.execve === 'function' && !process.channel) {
+const FLAGS = ['--max-semi-space-size', '--heap-growing-percent', '--incremental-marking-soft-trigger'];
+if (process.argv[2] === 'runserver' && FLAGS.some((f) => !given.includes(f)) && typeof process.execve === 'function' && !process.channel) {
+  const values = [await semiSpaceMb(process.argv.slice(3)), 50, 50];
+  const missing = FLAGS.flatMap((f, i) => (given.includes(f) ? [] : [`${f}=${values[i]}`]));
   try {
-    process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], { MALLOC_ARENA_MAX: '2', ...process.env });
+    process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '1048576', ...process.env });
   } catch {
     // Not replaceable here: run with Node's defaults.
   }
 }
+
+/**
+ * The semi-space size for runserver. V8 flags apply to every thread, so with the SQLite writer
+ * thread (SQLite's default) two isolates each get a young generation of this size: 4 MB
+ * semi-spaces keep the process's peak where one event loop with 16 MB keeps it (178–180 against
+ * 179–192 MB under the benchmark's workloads) at the same ingest speed (docs/benchmarks.md,
+ * session 12). Settings that do not load are reported by runserver itself.
+ */
+async function semiSpaceMb(args: string[]): Promise<number> {
+  try {
+    const { loadConfig, sqliteWriterThread } = await import('../config.ts');
+    const at = args.findIndex((a) => a === '-b' || a === '--backend' || a.startsWith('--backend='));
+    const backend = at < 0 ? undefined : args[at].startsWith('--backend=') ? args[at].slice('--backend='.length) : args[at + 1];
+    const config = loadConfig(undefined, backend === undefined ? {} : { backend: { value: backend, source: '--backend' } });
+    return sqliteWriterThread(config) ? 4 : 16;
+  } catch {
+    return 16;
+  }
+}
+
 import('./program.ts');

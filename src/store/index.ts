@@ -1,5 +1,5 @@
 /** Opens the configured backend, its schema migrated. Only that backend's driver is loaded. */
-import type { Config } from '../config.ts';
+import { type Config, sqliteWriterThread } from '../config.ts';
 import { activeTargets } from '../forwarding/config.ts';
 import type { Logger } from '../log.ts';
 import type { Store } from './types.ts';
@@ -16,9 +16,7 @@ export async function openStore(config: Config, logger?: Logger): Promise<Store>
         forwardTargets: activeTargets(config.xapiForwardings),
         logger,
       };
-      // One in-memory database cannot be shared by two threads' connections.
-      const threaded = config.sqliteWriterThread && opts.path !== ':memory:';
-      const store = threaded ? new (await import('./sqlite/thread.ts')).ThreadedSqliteStore(opts) : new (await import('./sqlite/store.ts')).SqliteStore(opts);
+      const store = sqliteWriterThread(config) ? new (await import('./sqlite/thread.ts')).ThreadedSqliteStore(opts) : new (await import('./sqlite/store.ts')).SqliteStore(opts);
       await store.migrate();
       return store;
     }

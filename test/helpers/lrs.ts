@@ -43,14 +43,15 @@ export interface Backend {
   dispose?(settings: Record<string, string>): Promise<void>;
 }
 
+/** SQLite on one event loop (LECTERN_SQLITE_WRITER_THREAD=false): reads and writes on one connection. */
 export const sqliteBackend: Backend = {
   name: 'sqlite',
   async settings(dir) {
-    return { LECTERN_RUNSERVER_BACKEND: 'sqlite', LECTERN_SQLITE_PATH: join(dir, 'lrs.sqlite') };
+    return { LECTERN_RUNSERVER_BACKEND: 'sqlite', LECTERN_SQLITE_PATH: join(dir, 'lrs.sqlite'), LECTERN_SQLITE_WRITER_THREAD: 'false' };
   },
 };
 
-/** SQLite with its writes on a thread of their own (LECTERN_SQLITE_WRITER_THREAD) and statement pages read on two more (LECTERN_SQLITE_READERS). */
+/** SQLite with its writes on a thread of their own (the default) and statement pages read on two more (LECTERN_SQLITE_READERS). */
 export const sqliteThreadBackend: Backend = {
   name: 'sqlite-threads',
   async settings(dir) {

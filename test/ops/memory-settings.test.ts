@@ -1,11 +1,11 @@
 /**
  * `lectern runserver` re-executes itself in place with the memory settings of src/cli/main.ts
- * (V8 semi-spaces, heap growth, when full collections start, malloc arenas): same process, still serving and stopping on
- * SIGTERM; the user's own flag or MALLOC_ARENA_MAX wins. Read from /proc (Linux).
+ * (V8 semi-spaces, heap growth, when full collections start, malloc arenas and mmap threshold): same process, still serving and stopping on
+ * SIGTERM; the user's own flag or MALLOC_* setting wins. Read from /proc (Linux).
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
@@ -61,22 +61,46 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
   test('the server process runs with them, serves, and stops on SIGTERM', async () => {
     const s = await started({});
     try {
-      assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
+      // SQLite writes on a thread of their own by default: two isolates, each with 4 MB semi-spaces.
+      assert.ok(s.argv.includes('--max-semi-space-size=4'), s.argv.join(' '));
       assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
       assert.ok(s.argv.includes('--incremental-marking-soft-trigger=50'), s.argv.join(' '));
       assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
+      assert.equal(s.env.get('MALLOC_MMAP_THRESHOLD_'), '1048576');
       assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
     } finally {
       assert.equal(await s.stop(), 0);
     }
   });
 
-  test("the user's own flag and MALLOC_ARENA_MAX win", async () => {
-    const s = await started({ NODE_OPTIONS: '--max-semi-space-size=8', MALLOC_ARENA_MAX: '4' });
+  test('16 MB semi-spaces on one event loop (LECTERN_SQLITE_WRITER_THREAD=false, also read from .env)', async () => {
+    const s = await started({ LECTERN_SQLITE_WRITER_THREAD: 'false' });
+    try {
+      assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
+      assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
+    } finally {
+      assert.equal(await s.stop(), 0);
+    }
+    writeFileSync(join(dir, '.env'), 'LECTERN_SQLITE_WRITER_THREAD=false\n');
+    try {
+      const e = await started({});
+      try {
+        assert.ok(e.argv.includes('--max-semi-space-size=16'), e.argv.join(' '));
+      } finally {
+        assert.equal(await e.stop(), 0);
+      }
+    } finally {
+      rmSync(join(dir, '.env'));
+    }
+  });
+
+  test("the user's own flag and MALLOC_* settings win", async () => {
+    const s = await started({ NODE_OPTIONS: '--max-semi-space-size=8', MALLOC_ARENA_MAX: '4', MALLOC_MMAP_THRESHOLD_: '262144' });
     try {
       assert.ok(!s.argv.some((a) => a.startsWith('--max-semi-space-size')), s.argv.join(' '));
       assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
       assert.equal(s.env.get('MALLOC_ARENA_MAX'), '4');
+      assert.equal(s.env.get('MALLOC_MMAP_THRESHOLD_'), '262144');
     } finally {
       assert.equal(await s.stop(), 0);
     }

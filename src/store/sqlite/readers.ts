@@ -93,7 +93,7 @@ export function readPage(src: PageSource, tenant: string, query: StatementQuery)
   return { rows };
 }
 
-/** A reader's young generation: what it allocates lives for one page (V8's default is far larger). */
+/** A reader's young generation: what it allocates lives for one page (V8's default is far larger). A --max-semi-space-size flag, as runserver gives, wins over it (see thread.ts). */
 const READER_YOUNG_GENERATION_MB = 8;
 
 type Answer = { id: number; ok: true; page: QueryPage } | { id: number; ok: false; message: string; code?: unknown };

@@ -84,7 +84,7 @@ function fromWire(w: WireError): Error {
   return Object.assign(new Error(w.message), { name: w.name, code: w.code, errcode: w.errcode, errstr: w.errstr });
 }
 
-/** The writer thread's young generation (V8 default: up to 3 × 64 MB on this machine). */
+/** The writer thread's young generation where no --max-semi-space-size is given (V8 default: up to 3 × 64 MB on this machine). */
 const WRITER_YOUNG_GENERATION_MB = 12;
 
 /** A Buffer again: the structured clone of a Buffer is a plain Uint8Array. */
@@ -148,7 +148,9 @@ export class ThreadedSqliteStore implements Store {
       workerData: { lecternSqliteWriter: { port: port2, options: { ...options, readers: 0 } } },
       transferList: [port2],
       // What the writer allocates lives for one group (the batches it is given, the rows it
-      // writes): a small young generation keeps its heap, and the process's RSS, small.
+      // writes): a small young generation is enough. V8 flags apply to every thread and win over
+      // this, so under runserver's --max-semi-space-size (src/cli/main.ts) the writer's young
+      // generation is the main thread's size (measured: 2 × 16 MB), and only that flag sizes it.
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
     });
     const ready = new Promise<void>((resolve, reject) => {
