@@ -6,6 +6,7 @@
  * figures of the bare node:http handler under the same batches for comparison.
  *
  *   npm run build && node bench/memory.ts --backend sqlite --size 30000
+ *   node bench/memory.ts --size 100000 --chunk 50000 --batch 500 --clients 16 --phases ingest   # the bench's fill
  *   node bench/memory.ts --backend postgres --size 120000 --chunk 20000 --heapsnapshot /tmp/snap
  *   node bench/memory.ts --backend sqlite --size 30000 --node-flags=--max-semi-space-size=1 --env MALLOC_ARENA_MAX=2
  *
@@ -33,6 +34,9 @@ const { values: args } = parseArgs({
     heapsnapshot: { type: 'string' },
     bare: { type: 'boolean', default: false },
     phases: { type: 'string', default: 'ingest,singles,documents,queries' },
+    // The ingest's statements per POST and clients: the issue's 100 × 4, or the bench's fill (500 × 16).
+    batch: { type: 'string', default: '100' },
+    clients: { type: 'string', default: '4' },
   },
 });
 const PHASES = new Set(args.phases!.split(','));
@@ -120,7 +124,7 @@ async function measure(server: Server, file: string, what: string): Promise<stri
   };
   for (let loaded = 0; loaded < SIZE && PHASES.has('ingest'); ) {
     const count = Math.min(CHUNK, SIZE - loaded);
-    await step(`ingest → ${loaded + count}`, [{ kind: 'batch', name: 'ingest', from: loaded, count, batch: 100, connections: 4 }]);
+    await step(`ingest → ${loaded + count}`, [{ kind: 'batch', name: 'ingest', from: loaded, count, batch: Number(args.batch), connections: Number(args.clients) }]);
     loaded += count;
   }
   // The other workloads of `npm run bench`, as it runs them (32 clients for writes, 8 for queries).
@@ -149,7 +153,7 @@ async function main() {
   let cluster: PgCluster | undefined;
   const lines: string[] = [];
   const m = machine();
-  lines.push(`memory: ${backend}, ${SIZE} statements in chunks of ${CHUNK}; flags ${args['node-flags']!.join(' ') || '-'}; env ${args.env!.join(' ') || '-'}; load average ${m.loadavg}; Node ${m.node}`);
+  lines.push(`memory: ${backend}, ${SIZE} statements in chunks of ${CHUNK}, ${args.batch} per POST by ${args.clients} clients; flags ${args['node-flags']!.join(' ') || '-'}; env ${args.env!.join(' ') || '-'}; load average ${m.loadavg}; Node ${m.node}`);
   try {
     const file = join(root, 'mem.jsonl');
     let server: Server;
