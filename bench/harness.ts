@@ -137,7 +137,7 @@ export interface LecternOptions {
   postgresUrl?: string;
   /** Folder for a V8 CPU profile of the server (node --cpu-prof), written when it stops. */
   cpuProfDir?: string;
-  /** More node flags for the server process (e.g. bench/memory.ts's `--import bench/memwatch.ts`). */
+  /** More node flags for the server process (e.g. bench/memory.ts's `--import bench/memwatch.js`). */
   nodeFlags?: string[];
   env?: Record<string, string>;
 }

@@ -1,6 +1,6 @@
 /**
  * Where the server's memory goes under the benchmark's batch ingest (100 statements per POST,
- * 4 clients): Lectern runs with bench/memwatch.ts preloaded, which samples process.memoryUsage(),
+ * 4 clients): Lectern runs with bench/memwatch.js preloaded, which samples process.memoryUsage(),
  * V8's spaces and /proc/self/status; this prints, per chunk loaded, the sample at the highest RSS
  * (RSS = V8 heap + external/array buffers + native: SQLite, pg, malloc's free lists) and the
  * figures of the bare node:http handler under the same batches for comparison.
@@ -41,7 +41,7 @@ const { values: args } = parseArgs({
 });
 const PHASES = new Set(args.phases!.split(','));
 
-const WATCH = fileURLToPath(new URL('./memwatch.ts', import.meta.url));
+const WATCH = fileURLToPath(new URL('./memwatch.js', import.meta.url));
 const SEED = Number(args.seed);
 const SIZE = Number(args.size);
 const CHUNK = Number(args.chunk);

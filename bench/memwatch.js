@@ -1,10 +1,13 @@
 /**
- * Preloaded into the server under measurement (`node --import bench/memwatch.ts …`): samples where
+ * Preloaded into the server under measurement (`node --import bench/memwatch.js …`): samples where
  * the resident set goes every BENCH_MEMWATCH_MS (default 200) and appends one JSON line per sample
  * to BENCH_MEMWATCH_FILE: process.memoryUsage() (V8 heap, external, array buffers), V8's spaces,
  * and the kernel's view (/proc/self/status: RSS, peak, anonymous vs file-backed). bench/memory.ts
  * reads the file; the sample at the peak tells JS heap from native memory (SQLite, pg, malloc).
  * Worker threads (the SQLite writer and readers) write a line of their own V8 heap's size.
+ *
+ * Plain JavaScript: node preloads it into every thread, and a .ts file would load Node's
+ * TypeScript stripper into each (≈ 10 MB per thread, measured, counted as the server's).
  */
 import { appendFileSync, readFileSync } from 'node:fs';
 import { constants, PerformanceObserver } from 'node:perf_hooks';
@@ -15,9 +18,9 @@ const file = process.env.BENCH_MEMWATCH_FILE;
 const every = Number(process.env.BENCH_MEMWATCH_MS ?? 200);
 const MB = 1024 * 1024;
 
-function status(): Record<string, number> {
+function status() {
   const s = readFileSync('/proc/self/status', 'utf8');
-  const kb = (k: string) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? 0) / 1024;
+  const kb = (k) => Number(new RegExp(`^${k}:\\s+(\\d+) kB`, 'm').exec(s)?.[1] ?? 0) / 1024;
   return { rss: kb('VmRSS'), hwm: kb('VmHWM'), anon: kb('RssAnon'), fileBacked: kb('RssFile') };
 }
 
@@ -34,7 +37,7 @@ if (file && !isMainThread) {
       gc.count++;
       // Mark-compact (full) collections and their incremental marking steps; the rest are
       // scavenges of the young generation.
-      const kind = (e as PerformanceEntry & { detail?: { kind?: number } }).detail?.kind;
+      const kind = e.detail?.kind;
       if (kind === constants.NODE_PERFORMANCE_GC_MAJOR || kind === constants.NODE_PERFORMANCE_GC_INCREMENTAL) {
         gc.majorMs += e.duration;
         gc.major++;
