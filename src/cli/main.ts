@@ -54,31 +54,33 @@ if (older) {
 const given = process.execArgv.join(' ') + ' ' + (process.env.NODE_OPTIONS || '');
 const FLAGS = ['--max-semi-space-size', '--heap-growing-percent', '--incremental-marking-soft-trigger'];
 if (process.argv[2] === 'runserver' && FLAGS.some((f) => !given.includes(f)) && typeof process.execve === 'function' && !process.channel) {
-  const values = [await semiSpaceMb(process.argv.slice(3)), 50, 50];
+  const threads = await writerThread(process.argv.slice(3));
+  const values = [threads ? 4 : 16, 50, 50];
   const missing = FLAGS.flatMap((f, i) => (given.includes(f) ? [] : [`${f}=${values[i]}`]));
   try {
-    process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], { MALLOC_ARENA_MAX: '2', MALLOC_MMAP_THRESHOLD_: '1048576', ...process.env });
+    const malloc = { MALLOC_ARENA_MAX: threads ? '1' : '2', MALLOC_MMAP_THRESHOLD_: '1048576' };
+    process.execve(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], { ...malloc, ...process.env });
   } catch {
     // Not replaceable here: run with Node's defaults.
   }
 }
 
 /**
- * The semi-space size for runserver. V8 flags apply to every thread, so with the SQLite writer
- * thread (SQLite's default) two isolates each get a young generation of this size: 4 MB
- * semi-spaces keep the process's peak where one event loop with 16 MB keeps it (178–180 against
- * 179–192 MB under the benchmark's workloads) at the same ingest speed (docs/benchmarks.md,
- * session 12). Settings that do not load are reported by runserver itself.
+ * Whether runserver will write SQLite on a thread of its own (SQLite's default). V8 flags apply
+ * to every thread, so each of the two isolates gets a young generation of the flag's size: 4 MB
+ * semi-spaces, and one malloc arena for both threads (with two, the writer's arena held 30–40 MB
+ * more after the benchmark's writes), keep the process's peak where one event loop with 16 MB
+ * and two arenas keeps it, at the same ingest speed (docs/benchmarks.md, session 12). Settings
+ * that do not load are reported by runserver itself.
  */
-async function semiSpaceMb(args: string[]): Promise<number> {
+async function writerThread(args: string[]): Promise<boolean> {
   try {
     const { loadConfig, sqliteWriterThread } = await import('../config.ts');
     const at = args.findIndex((a) => a === '-b' || a === '--backend' || a.startsWith('--backend='));
     const backend = at < 0 ? undefined : args[at].startsWith('--backend=') ? args[at].slice('--backend='.length) : args[at + 1];
-    const config = loadConfig(undefined, backend === undefined ? {} : { backend: { value: backend, source: '--backend' } });
-    return sqliteWriterThread(config) ? 4 : 16;
+    return sqliteWriterThread(loadConfig(undefined, backend === undefined ? {} : { backend: { value: backend, source: '--backend' } }));
   } catch {
-    return 16;
+    return false;
   }
 }
 

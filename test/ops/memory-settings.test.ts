@@ -1,6 +1,6 @@
 /**
  * `lectern runserver` re-executes itself in place with the memory settings of src/cli/main.ts
- * (V8 semi-spaces, heap growth, when full collections start, malloc arenas and mmap threshold): same process, still serving and stopping on
+ * (V8 semi-spaces, heap growth, when full collections start, malloc arenas and mmap threshold; sized for the SQLite writer thread when it runs): same process, still serving and stopping on
  * SIGTERM; the user's own flag or MALLOC_* setting wins. Read from /proc (Linux).
  */
 import assert from 'node:assert/strict';
@@ -10,14 +10,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { createDatabase, dropDatabase, postgresSkipped } from '../helpers/postgres.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'lectern-memory-settings-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Starts runserver (no IPC channel, as from a shell), returns its command line and environment once it listens. */
-async function started(env: Record<string, string>): Promise<{ argv: string[]; env: Map<string, string>; url: string; stop: () => Promise<number | null> }> {
-  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], {
+async function started(env: Record<string, string>, args: string[] = []): Promise<{ argv: string[]; env: Map<string, string>; url: string; stop: () => Promise<number | null> }> {
+  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0', ...args], {
     cwd: dir,
     env: { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: join(dir, `${Math.random().toString(36).slice(2)}.sqlite`), LECTERN_AUTH_FILE: join(dir, 'none.json'), ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
@@ -61,11 +62,11 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
   test('the server process runs with them, serves, and stops on SIGTERM', async () => {
     const s = await started({});
     try {
-      // SQLite writes on a thread of their own by default: two isolates, each with 4 MB semi-spaces.
+      // SQLite writes on a thread of their own by default: two isolates, each with 4 MB semi-spaces, one malloc arena.
       assert.ok(s.argv.includes('--max-semi-space-size=4'), s.argv.join(' '));
       assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
       assert.ok(s.argv.includes('--incremental-marking-soft-trigger=50'), s.argv.join(' '));
-      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
+      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '1');
       assert.equal(s.env.get('MALLOC_MMAP_THRESHOLD_'), '1048576');
       assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
     } finally {
@@ -73,10 +74,11 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
     }
   });
 
-  test('16 MB semi-spaces on one event loop (LECTERN_SQLITE_WRITER_THREAD=false, also read from .env)', async () => {
+  test('16 MB semi-spaces and two arenas on one event loop (LECTERN_SQLITE_WRITER_THREAD=false, also read from .env)', async () => {
     const s = await started({ LECTERN_SQLITE_WRITER_THREAD: 'false' });
     try {
       assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
+      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
       assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
     } finally {
       assert.equal(await s.stop(), 0);
@@ -91,6 +93,21 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
       }
     } finally {
       rmSync(join(dir, '.env'));
+    }
+  });
+
+  test('--backend postgres: no writer thread, 16 MB semi-spaces and two arenas', { skip: postgresSkipped() }, async () => {
+    const url = await createDatabase();
+    try {
+      const s = await started({ LECTERN_POSTGRES_URL: url }, ['--backend', 'postgres']);
+      try {
+        assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
+        assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
+      } finally {
+        assert.equal(await s.stop(), 0);
+      }
+    } finally {
+      await dropDatabase(url);
     }
   });
 
