@@ -223,8 +223,8 @@ export const SETTINGS = {
   },
   sqliteWriterThread: {
     name: 'LECTERN_SQLITE_WRITER_THREAD',
-    default: 'true',
-    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit. runserver then gives each thread 4 MB semi-spaces (16 with `false`), which keeps the same peak memory (README, Memory). `false`: everything on one event loop.',
+    default: 'false',
+    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit; runserver then sizes memory for two threads (4 MB semi-spaces, one malloc arena), which keeps the peak of one event loop under steady ingest (README, Memory). `false`: everything on one event loop, faster single writes on two cores (docs/benchmarks.md, session 12).',
     parse: bool,
   },
   sqliteWalAutocheckpoint: {
