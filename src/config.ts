@@ -224,7 +224,7 @@ export const SETTINGS = {
   sqliteWriterThread: {
     name: 'LECTERN_SQLITE_WRITER_THREAD',
     default: 'false',
-    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit; runserver then sizes memory for two threads (4 MB semi-spaces, one malloc arena), which keeps the peak of one event loop under steady ingest (README, Memory). `false`: everything on one event loop, faster single writes on two cores (docs/benchmarks.md, session 12).',
+    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit; runserver then sizes memory for two threads (8 MB semi-spaces, one malloc arena): ≈ 10 MB more than one event loop under steady ingest, ≈ 60 MB more under many clients posting large batches (README, SQLite under mixed load). `false`: everything on one event loop.',
     parse: bool,
   },
   sqliteWalAutocheckpoint: {

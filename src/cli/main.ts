@@ -55,7 +55,7 @@ const given = process.execArgv.join(' ') + ' ' + (process.env.NODE_OPTIONS || ''
 const FLAGS = ['--max-semi-space-size', '--heap-growing-percent', '--incremental-marking-soft-trigger'];
 if (process.argv[2] === 'runserver' && FLAGS.some((f) => !given.includes(f)) && typeof process.execve === 'function' && !process.channel) {
   const threads = await writerThread(process.argv.slice(3));
-  const values = [threads ? 4 : 16, 50, 50];
+  const values = [threads ? 8 : 16, 50, 50];
   const missing = FLAGS.flatMap((f, i) => (given.includes(f) ? [] : [`${f}=${values[i]}`]));
   try {
     const malloc = { MALLOC_ARENA_MAX: threads ? '1' : '2', MALLOC_MMAP_THRESHOLD_: '1048576' };
@@ -66,11 +66,12 @@ if (process.argv[2] === 'runserver' && FLAGS.some((f) => !given.includes(f)) && 
 }
 
 /**
- * Whether runserver will write SQLite on a thread of its own (LECTERN_SQLITE_WRITER_THREAD). V8 flags apply
- * to every thread, so each of the two isolates gets a young generation of the flag's size: 4 MB
- * semi-spaces, and one malloc arena for both threads (with two, the writer's arena held 30–40 MB
- * more after the benchmark's writes), keep the process's peak where one event loop with 16 MB
- * and two arenas keeps it, at the same ingest speed (docs/benchmarks.md, session 12). Settings
+ * Whether runserver will write SQLite on a thread of its own (LECTERN_SQLITE_WRITER_THREAD). V8
+ * flags apply to every thread, so each of the two isolates gets a young generation of the flag's
+ * size. 8 MB semi-spaces and one malloc arena for both threads (with two, the writer's arena held
+ * 30–40 MB more after the benchmark's writes) keep the process's peak within ≈ 10 MB of one event
+ * loop with 16 MB and two arenas under steady ingest, and faster than it in every workload; 4 MB
+ * gave up that speed for no memory measurably saved (docs/benchmarks.md, session 12). Settings
  * that do not load are reported by runserver itself.
  */
 async function writerThread(args: string[]): Promise<boolean> {

@@ -73,10 +73,10 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
     }
   });
 
-  test('4 MB semi-spaces and one arena with the SQLite writer thread (LECTERN_SQLITE_WRITER_THREAD, also read from .env)', async () => {
+  test('8 MB semi-spaces and one arena with the SQLite writer thread (LECTERN_SQLITE_WRITER_THREAD, also read from .env)', async () => {
     const s = await started({ LECTERN_SQLITE_WRITER_THREAD: 'true' });
     try {
-      assert.ok(s.argv.includes('--max-semi-space-size=4'), s.argv.join(' '));
+      assert.ok(s.argv.includes('--max-semi-space-size=8'), s.argv.join(' '));
       assert.equal(s.env.get('MALLOC_ARENA_MAX'), '1');
       assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
     } finally {
@@ -86,7 +86,7 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
     try {
       const e = await started({});
       try {
-        assert.ok(e.argv.includes('--max-semi-space-size=4'), e.argv.join(' '));
+        assert.ok(e.argv.includes('--max-semi-space-size=8'), e.argv.join(' '));
       } finally {
         assert.equal(await e.stop(), 0);
       }
