@@ -223,8 +223,8 @@ export const SETTINGS = {
   },
   sqliteWriterThread: {
     name: 'LECTERN_SQLITE_WRITER_THREAD',
-    default: 'true',
-    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit; runserver then sizes memory for two threads (8 MB semi-spaces, one malloc arena). `false`: everything on one event loop, ≈ 10 MB less under steady ingest and ≈ 60 MB less under many clients posting large batches (README, SQLite under mixed load).',
+    default: 'false',
+    help: 'Write SQLite on a thread of its own: HTTP work and database writes overlap on two cores, and heavy queries never delay a commit; runserver then sizes memory for two threads (8 MB semi-spaces, one malloc arena): ≈ 10 MB more than one event loop under steady ingest, ≈ 60 MB more under many clients posting large batches (README, SQLite under mixed load). `false`: everything on one event loop.',
     parse: bool,
   },
   sqliteWalAutocheckpoint: {

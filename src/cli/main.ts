@@ -66,7 +66,7 @@ if (process.argv[2] === 'runserver' && FLAGS.some((f) => !given.includes(f)) && 
 }
 
 /**
- * Whether runserver will write SQLite on a thread of its own (LECTERN_SQLITE_WRITER_THREAD, SQLite's default). V8
+ * Whether runserver will write SQLite on a thread of its own (LECTERN_SQLITE_WRITER_THREAD). V8
  * flags apply to every thread, so each of the two isolates gets a young generation of the flag's
  * size. 8 MB semi-spaces and one malloc arena for both threads (with two, the writer's arena held
  * 30–40 MB more after the benchmark's writes) keep the process's peak within ≈ 10 MB of one event

@@ -43,7 +43,7 @@ export interface Backend {
   dispose?(settings: Record<string, string>): Promise<void>;
 }
 
-/** SQLite on one event loop (LECTERN_SQLITE_WRITER_THREAD=false): reads and writes on one connection. */
+/** SQLite on one event loop (the default): reads and writes on one connection. */
 export const sqliteBackend: Backend = {
   name: 'sqlite',
   async settings(dir) {
@@ -51,7 +51,7 @@ export const sqliteBackend: Backend = {
   },
 };
 
-/** SQLite with its writes on a thread of their own (the default) and statement pages read on two more (LECTERN_SQLITE_READERS). */
+/** SQLite with its writes on a thread of their own (LECTERN_SQLITE_WRITER_THREAD) and statement pages read on two more (LECTERN_SQLITE_READERS). */
 export const sqliteThreadBackend: Backend = {
   name: 'sqlite-threads',
   async settings(dir) {

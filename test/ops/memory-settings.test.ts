@@ -62,11 +62,10 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
   test('the server process runs with them, serves, and stops on SIGTERM', async () => {
     const s = await started({});
     try {
-      // SQLite writes on a thread of their own by default: two isolates, each with 8 MB semi-spaces, one malloc arena.
-      assert.ok(s.argv.includes('--max-semi-space-size=8'), s.argv.join(' '));
+      assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
       assert.ok(s.argv.includes('--heap-growing-percent=50'), s.argv.join(' '));
       assert.ok(s.argv.includes('--incremental-marking-soft-trigger=50'), s.argv.join(' '));
-      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '1');
+      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
       assert.equal(s.env.get('MALLOC_MMAP_THRESHOLD_'), '1048576');
       assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
     } finally {
@@ -74,20 +73,20 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
     }
   });
 
-  test('16 MB semi-spaces and two arenas on one event loop (LECTERN_SQLITE_WRITER_THREAD=false, also read from .env)', async () => {
-    const s = await started({ LECTERN_SQLITE_WRITER_THREAD: 'false' });
+  test('8 MB semi-spaces and one arena with the SQLite writer thread (LECTERN_SQLITE_WRITER_THREAD, also read from .env)', async () => {
+    const s = await started({ LECTERN_SQLITE_WRITER_THREAD: 'true' });
     try {
-      assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
-      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
+      assert.ok(s.argv.includes('--max-semi-space-size=8'), s.argv.join(' '));
+      assert.equal(s.env.get('MALLOC_ARENA_MAX'), '1');
       assert.equal((await fetch(`${s.url}/lbheartbeat`)).status, 200);
     } finally {
       assert.equal(await s.stop(), 0);
     }
-    writeFileSync(join(dir, '.env'), 'LECTERN_SQLITE_WRITER_THREAD=false\n');
+    writeFileSync(join(dir, '.env'), 'LECTERN_SQLITE_WRITER_THREAD=true\n');
     try {
       const e = await started({});
       try {
-        assert.ok(e.argv.includes('--max-semi-space-size=16'), e.argv.join(' '));
+        assert.ok(e.argv.includes('--max-semi-space-size=8'), e.argv.join(' '));
       } finally {
         assert.equal(await e.stop(), 0);
       }
@@ -96,10 +95,10 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
     }
   });
 
-  test('--backend postgres: no writer thread (the SQLite default does not apply), 16 MB semi-spaces and two arenas', { skip: postgresSkipped() }, async () => {
+  test('--backend postgres: no writer thread (whatever LECTERN_SQLITE_WRITER_THREAD says), 16 MB semi-spaces and two arenas', { skip: postgresSkipped() }, async () => {
     const url = await createDatabase();
     try {
-      const s = await started({ LECTERN_POSTGRES_URL: url }, ['--backend', 'postgres']);
+      const s = await started({ LECTERN_POSTGRES_URL: url, LECTERN_SQLITE_WRITER_THREAD: 'true' }, ['--backend', 'postgres']);
       try {
         assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
         assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');
