@@ -70,8 +70,9 @@ if (process.argv[2] === 'runserver' && FLAGS.some((f) => !given.includes(f)) && 
  * flags apply to every thread, so each of the two isolates gets a young generation of the flag's
  * size. 8 MB semi-spaces and one malloc arena for both threads (with two, the writer's arena held
  * 30–40 MB more after the benchmark's writes) keep the process's peak within ≈ 10 MB of one event
- * loop with 16 MB and two arenas under steady ingest, and faster than it in every workload; 4 MB
- * gave up that speed for no memory measurably saved (docs/benchmarks.md, session 12). Settings
+ * loop with 16 MB and two arenas under steady ingest, and faster than it in every workload up to
+ * a few hundred thousand statements; 4 MB gave up that speed for no memory measurably saved
+ * (docs/benchmarks.md, session 12). Settings
  * that do not load are reported by runserver itself.
  */
 async function writerThread(args: string[]): Promise<boolean> {
