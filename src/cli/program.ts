@@ -5,7 +5,7 @@
  */
 import { Command, Option } from 'commander';
 import { SCOPES } from '../auth/scopes.ts';
-import { environment, loadConfig, type Config } from '../config.ts';
+import { environment, loadConfig, sqliteWriterThread, type Config } from '../config.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
 import { LECTERN_VERSION } from '../version.ts';
 
@@ -33,6 +33,58 @@ async function monitored(name: string, run: () => Promise<void>, secrets: (strin
   await (monitoring ? monitoring.command(name, run) : run());
 }
 
+/**
+ * `lectern runserver` is long-lived, and Node's defaults size memory for throughput on a big
+ * machine: a young generation of two semi-spaces of up to 64 MB each (V8 without pointer
+ * compression), filled before each scavenge; an old generation let grow to up to 4 × what
+ * survived the last full collection; a glibc malloc arena per busy thread. Measured under the
+ * benchmark's load (docs/benchmarks.md, "Memory"), 16 MB semi-spaces, an old generation let grow
+ * by half of what survives, and two arenas cut the server's peak RSS by 40–55 % at the same speed
+ * (≈ 3 % more of the main thread's time in GC pauses; growing to twice, 20 MB more). With an
+ * old generation that small, V8's rule for starting a full collection (when the old generation's
+ * headroom is less than the young generation) fired every ≈ 40 ms under PostgreSQL statement
+ * pages: a quarter of the server's CPU. Started at half the old generation's limit instead, a
+ * third as many: those pages +15–30 % req/s for ≈ 5 MB of peak RSS (at 80 %, ≈ 10 MB and no
+ * faster; docs/benchmarks.md, session 10). They are read at process start only, so the command
+ * re-executes itself in place (execve: same pid, same stdio, signals reach it as before) with
+ * them. glibc's threshold for giving a large block its own mapping is fixed at 1 MB: by default
+ * it rises to the largest such block freed (up to 32 MB), and the big blocks that then come from
+ * the heap leave it fragmented (native memory after the benchmark's writes with the SQLite writer
+ * thread: 53–93 MB, fixed 16–27 MB). At 128 KB a 130 KB statement page would cost an mmap and
+ * its page faults each time (≈ 75 µs more per page, measured); at 1 MB it comes from the heap.
+ * A flag the user gives (in NODE_OPTIONS or on the node command line) or their own MALLOC_*
+ * setting wins. It runs with Node's defaults where it cannot re-execute: without
+ * process.execve (Windows, Node < 22.15), and when a parent talks to it over an IPC channel,
+ * which execve would close (cluster workers inherit the primary's flags).
+ *
+ * With the SQLite writer thread (LECTERN_SQLITE_WRITER_THREAD) V8 flags apply to every thread, so
+ * each of the two isolates gets a young generation of the flag's size. 8 MB semi-spaces and one
+ * malloc arena for both threads (with two, the writer's arena held 30–40 MB more after the
+ * benchmark's writes) keep the process's peak within ≈ 10 MB of one event loop with 16 MB and two
+ * arenas under steady ingest, and faster than it in every workload up to a few hundred thousand
+ * statements; 4 MB gave up that speed for no memory measurably saved (docs/benchmarks.md,
+ * session 12). Settings that do not load are reported by runserver itself, after the restart.
+ */
+function restartWithMemorySettings(backend: string | undefined): void {
+  const given = process.execArgv.join(' ') + ' ' + (process.env.NODE_OPTIONS || '');
+  const flags = ['--max-semi-space-size', '--heap-growing-percent', '--incremental-marking-soft-trigger'];
+  if (flags.every((f) => given.includes(f)) || typeof process.execve !== 'function' || process.channel) return;
+  let threads = false;
+  try {
+    threads = sqliteWriterThread(loadConfig(environment(), backend === undefined ? {} : { backend: { value: backend, source: '--backend' } }));
+  } catch {
+    // runserver reports it.
+  }
+  const values = [threads ? 8 : 16, 50, 50];
+  const missing = flags.flatMap((f, i) => (given.includes(f) ? [] : [`${f}=${values[i]}`]));
+  const malloc = { MALLOC_ARENA_MAX: threads ? '1' : '2', MALLOC_MMAP_THRESHOLD_: '1048576' };
+  try {
+    process.execve!(process.execPath, [process.execPath, ...missing, ...process.execArgv, ...process.argv.slice(1)], { ...malloc, ...process.env });
+  } catch {
+    // Not replaceable here: run with Node's defaults.
+  }
+}
+
 const program = new Command('lectern')
   .description('Lectern: an xAPI 1.0.3 and 2.0 Learning Record Store')
   .version(LECTERN_VERSION, '-v, --version')
@@ -47,6 +99,7 @@ program
   .option('-p, --port <port>', 'port to listen on (LECTERN_RUNSERVER_PORT)')
   .option('-w, --workers <n>', 'server processes sharing the port; more than 1 needs postgres (LECTERN_RUNSERVER_WORKERS)')
   .action(async (o: Record<string, string | undefined>) => {
+    restartWithMemorySettings(o.backend);
     // Before the server's modules load, so the SDK instruments them; requests are the transactions.
     await monitor('lrs');
     const { runserver } = await import('./runserver.ts');

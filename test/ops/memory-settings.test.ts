@@ -1,5 +1,5 @@
 /**
- * `lectern runserver` re-executes itself in place with the memory settings of src/cli/main.ts
+ * `lectern runserver` re-executes itself in place with the memory settings of src/cli/program.ts
  * (V8 semi-spaces, heap growth, when full collections start, malloc arenas and mmap threshold; sized for the SQLite writer thread when it runs): same process, still serving and stopping on
  * SIGTERM; the user's own flag or MALLOC_* setting wins. Read from /proc (Linux).
  */
@@ -98,7 +98,7 @@ describe('runserver memory settings', { skip: process.platform !== 'linux' && 'r
   test('--backend postgres: no writer thread (whatever LECTERN_SQLITE_WRITER_THREAD says), 16 MB semi-spaces and two arenas', { skip: postgresSkipped() }, async () => {
     const url = await createDatabase();
     try {
-      const s = await started({ LECTERN_POSTGRES_URL: url, LECTERN_SQLITE_WRITER_THREAD: 'true' }, ['--backend', 'postgres']);
+      const s = await started({ LECTERN_POSTGRES_URL: url, LECTERN_SQLITE_WRITER_THREAD: 'true' }, ['-bpostgres']);
       try {
         assert.ok(s.argv.includes('--max-semi-space-size=16'), s.argv.join(' '));
         assert.equal(s.env.get('MALLOC_ARENA_MAX'), '2');

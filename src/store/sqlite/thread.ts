@@ -149,7 +149,7 @@ export class ThreadedSqliteStore implements Store {
       transferList: [port2],
       // What the writer allocates lives for one group (the batches it is given, the rows it
       // writes): a small young generation is enough. V8 flags apply to every thread and win over
-      // this, so under runserver's --max-semi-space-size (src/cli/main.ts) the writer's young
+      // this, so under runserver's --max-semi-space-size (src/cli/program.ts) the writer's young
       // generation is the main thread's size (measured: 2 × 16 MB), and only that flag sizes it.
       resourceLimits: { maxYoungGenerationSizeMb: WRITER_YOUNG_GENERATION_MB },
     });
