@@ -41,8 +41,9 @@ function run(label: string, skip: Set<string>) {
     db.exec('BEGIN IMMEDIATE');
     for (const { p, full, authority } of data.slice(i, i + PER)) {
       const id = ub(p.id);
-      if (!skip.has('lookups')) { st('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?').get(1, id); st('SELECT 1 FROM statements WHERE tenant = ? AND ref_id = ? AND is_voiding = 1 LIMIT 1').get(1, id); }
+      if (!skip.has('lookups')) { st('SELECT full, is_voiding FROM statements WHERE seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)').get(1, id); st('SELECT 1 FROM statements WHERE tenant = ? AND ref_id = ? AND is_voiding = 1 LIMIT 1').get(1, id); }
       const r = st('INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(1, id, Date.now(), key(p.verb), ub(p.registration), ub(p.refId), 0, 0, key(authority!), skip.has('json') ? '{}' : full);
+      st('INSERT INTO statement_ids_new (tenant, id, seq) VALUES (?, ?, ?)').run(1, id, r.lastInsertRowid);
       if (!skip.has('links')) {
         for (const a of p.agents) st('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)').run(1, seqBucket(Number(r.lastInsertRowid)), key(a.key), r.lastInsertRowid, a.role);
         for (const a of p.activities) st('INSERT INTO statement_activities (tenant, bucket, activity, seq, direct) VALUES (?, ?, ?, ?, ?)').run(1, seqBucket(Number(r.lastInsertRowid)), key(a.id), r.lastInsertRowid, a.direct ? 1 : 0);

@@ -82,7 +82,7 @@ for (const backend of BACKENDS) {
       assert.equal((await allStatements(lrs, `&agent=${q(BEN)}&related_agents=true`)).length, 0);
       // The shared attachment stays (Ann's statement links it); Ben's certificate goes.
       assert.equal(await countRows(lrs, 'attachments'), attachmentsBefore - 1);
-      assert.deepEqual(await danglingRows(lrs), { agents: 0, activities: 0, links: 0, attachments: 0 });
+      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
       // Paging is exact: pages of 1 give every remaining statement once.
       assert.deepEqual(await allStatements(lrs, '', 1), now);
       // Ben's State and Agent Profile documents are gone; Ann's and the Activity Profile stay.
@@ -157,7 +157,7 @@ for (const backend of BACKENDS) {
       assert.equal(moved.status, 200);
       assert.equal(await moved.text(), '{"page":3}');
       assert.equal((await lrs.fetch(`/xAPI/agents/profile?agent=${q(BEN)}&profileId=prefs`)).status, 404);
-      assert.deepEqual(await danglingRows(lrs), { agents: 0, activities: 0, links: 0, attachments: 0 });
+      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
 
       // Someone else pseudonymized with the same key gets another pseudonym; the same person the same one.
       const id = randomUUID();

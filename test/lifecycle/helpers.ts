@@ -138,7 +138,9 @@ export async function danglingRows(lrs: TestLrs): Promise<Record<string, number>
   const out: Record<string, number> = {};
   if (lrs.config.backend === 'sqlite') {
     const db = new DatabaseSync(lrs.config.sqlitePath, { readOnly: true });
-    for (const [k, sql] of Object.entries(checks)) out[k] = Number((db.prepare(sql).get() as { n: number }).n);
+    // SQLite's statement ids live in tables of their own (both levels: the statement_seqs view).
+    const ids = 'SELECT count(*) AS n FROM statement_seqs i WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = i.seq)';
+    for (const [k, sql] of Object.entries({ ...checks, ids })) out[k] = Number((db.prepare(sql).get() as { n: number }).n);
     db.close();
   } else {
     const c = new pg.Client({ connectionString: lrs.config.postgresUrl });

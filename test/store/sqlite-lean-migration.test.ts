@@ -233,7 +233,7 @@ describe('SQLite migration 6: a version-5 database upgraded in place [sqlite]', 
     const run = await runCli(migrated, ['erase', '--agent', JSON.stringify(CAROL)]);
     assert.equal(run.code, 0, run.stderr);
     assert.deepEqual(await ids(migrated, `agent=${enc(CAROL)}&related_agents=true`), []);
-    assert.deepEqual(await danglingRows(migrated), { agents: 0, activities: 0, links: 0, attachments: 0 });
+    assert.deepEqual(Object.entries(await danglingRows(migrated)).filter(([, n]) => n > 0), []);
     const db = new DatabaseSync(path, { readOnly: true });
     try {
       assert.equal((db.prepare("SELECT count(*) AS n FROM keys WHERE key = 'mbox:mailto:carol@example.com'").get() as { n: number }).n, 0);

@@ -63,6 +63,16 @@ type Row = Record<string, unknown>;
 /** Canonical definitions cached at most (then the cache starts again). */
 const DEFINITION_CACHE_MAX = 50_000;
 
+/**
+ * Statements whose ids wait in statement_ids_new (migration 10) before one merge moves them into
+ * statement_ids in key order: each merge touches every page of the large level once, so it costs
+ * a statement ≈ (its pages / this) page writes instead of one rebalanced leaf each.
+ */
+export const ID_MERGE_AT = 2 ** 16;
+
+/** A statement's row by (tenant, id), through both levels of the id index. */
+const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
+
 /** Key ids cached at most (then the cache starts again): bounded memory with many agents. */
 const KEY_CACHE_MAX = 200_000;
 
@@ -291,8 +301,19 @@ export class SqliteStore implements Store {
       });
       // Forwarding: the statements this transaction stored (rejected requests left none).
       if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
+      this.mergeIds();
     });
     return { outcomes, queued };
+  }
+
+  /** Moves the recent statement ids into the large level once ID_MERGE_AT statements have arrived since the last merge. */
+  private mergeIds(): void {
+    const r = this.q('SELECT through, (SELECT max(seq) FROM statements) AS last FROM id_merge').get() as Row;
+    const last = Number(r.last ?? 0);
+    if (last - Number(r.through) < ID_MERGE_AT) return;
+    this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_new ORDER BY tenant, id').run();
+    this.q('DELETE FROM statement_ids_new').run();
+    this.q('UPDATE id_merge SET through = ?').run(last);
   }
 
   // ----- the dictionaries (tenants, keys) -----------------------------------------------------
@@ -391,7 +412,7 @@ export class SqliteStore implements Store {
    * the group are visible). Writes nothing: a request rejected here has nothing to roll back.
    */
   private planBatch(tenant: number, batch: PreparedStatement[], attachments: AttachmentBlob[], storedIso: string): PlannedBatch {
-    const byId = this.q('SELECT full, is_voiding FROM statements WHERE tenant = ? AND id = ?');
+    const byId = this.q(`SELECT full, is_voiding FROM statements WHERE ${BY_ID}`);
     const known = new Map<string, KnownStatement>();
     for (const id of rowsToRead(batch)) {
       const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
@@ -424,7 +445,7 @@ export class SqliteStore implements Store {
       reached.push(...(referrers.get(f.p.id) ?? []));
     }
     this.updateReach(tenant, seeds, reached);
-    const voids = this.q('UPDATE statements SET voided = 1 WHERE tenant = ? AND id = ? AND is_voiding = 0');
+    const voids = this.q(`UPDATE statements SET voided = 1 WHERE ${BY_ID} AND is_voiding = 0`);
     for (const id of plan.voids) voids.run(tenant, uuidBytes(id));
     const put = this.q('INSERT OR IGNORE INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)');
     for (const a of plan.attachments) put.run(tenantName, a.sha2, a.contentType, a.content.length, a.content);
@@ -451,6 +472,7 @@ export class SqliteStore implements Store {
       full,
     );
     const seq = Number(r.lastInsertRowid);
+    this.q('INSERT INTO statement_ids_new (tenant, id, seq) VALUES (?, ?, ?)').run(tenant, uuidBytes(p.id), seq);
     const bucket = seqBucket(seq);
     const agent = this.q('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)');
     for (const a of p.agents) agent.run(tenant, bucket, id(a.key), seq, a.role);
@@ -499,7 +521,7 @@ export class SqliteStore implements Store {
     }
     if (!all.size) return;
     const walk = new ReachWalk(all.values());
-    const byId = this.q('SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE tenant = ? AND id = ?');
+    const byId = this.q(`SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`);
     for (let ids = walk.wanted(); ids.length; ids = walk.wanted()) {
       walk.found(
         ids.flatMap((id) => {
@@ -522,7 +544,7 @@ export class SqliteStore implements Store {
   async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
     const tid = this.tenantId(tenant);
     if (tid === undefined) return undefined;
-    const sql = 'SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND id = ? AND voided = ?';
+    const sql = `SELECT seq, stored_ms, full FROM statements WHERE ${BY_ID} AND voided = ?`;
     const r = (
       authority === undefined
         ? this.q(sql).get(tid, uuidBytes(id), voided ? 1 : 0)
@@ -651,7 +673,7 @@ export class SqliteStore implements Store {
       const erased: number[] = [];
       let statements = 0;
       for (const id of ids) {
-        const r = this.q('SELECT seq, full, authority FROM statements WHERE tenant = ? AND id = ?').get(tid, uuidBytes(id)) as Row | undefined;
+        const r = this.q(`SELECT seq, full, authority FROM statements WHERE ${BY_ID}`).get(tid, uuidBytes(id)) as Row | undefined;
         if (!r) continue;
         const seq = Number(r.seq);
         for (const a of this.q('SELECT sha2 FROM statement_attachments WHERE seq = ?').all(seq) as Row[]) hashes.add(String(a.sha2));
@@ -665,6 +687,7 @@ export class SqliteStore implements Store {
         this.q('DELETE FROM forward_outbox WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
         this.q('DELETE FROM statements WHERE seq = ?').run(seq);
+        for (const level of ['statement_ids_new', 'statement_ids']) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, uuidBytes(id));
         erased.push(seq);
         statements++;
       }
@@ -689,7 +712,7 @@ export class SqliteStore implements Store {
       const old = new Set<number>();
       const rewritten: number[] = [];
       for (const row of rows) {
-        const r = this.q('SELECT seq, full, authority FROM statements WHERE tenant = ? AND id = ?').get(tid, uuidBytes(row.id)) as Row | undefined;
+        const r = this.q(`SELECT seq, full, authority FROM statements WHERE ${BY_ID}`).get(tid, uuidBytes(row.id)) as Row | undefined;
         if (!r) continue;
         const seq = Number(r.seq);
         for (const k of this.deleteAgentLinks(tid, seq, JSON.parse(String(r.full)) as Statement)) old.add(k);
