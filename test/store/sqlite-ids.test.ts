@@ -1,6 +1,6 @@
 /**
  * SQLite keeps statement ids in two levels (migration 10): new ids in statement_ids_new, moved into
- * statement_ids in one merge once ID_MERGE_AT statements have arrived. Through HTTP, a statement
+ * statement_ids in one merge once idMergeDue statements have arrived. Through HTTP, a statement
  * is the same statement on either side of a merge: found by id, a conflict when posted again with
  * other content, accepted again unchanged, voided, reached by a StatementRef, erased (its id then
  * free); and in the file, each id is in exactly one level.
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { ID_MERGE_AT } from '../../src/store/sqlite/store.ts';
+import { idMergeDue } from '../../src/store/sqlite/store.ts';
 import { jsonInit, sqliteBackend, sqliteThreadBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { runCli } from '../lifecycle/helpers.ts';
 
@@ -50,9 +50,9 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
       await store(id.a);
       await store(id.b, { verb: { id: RARE } });
       await store(id.c);
-      // The next statement's seq is ID_MERGE_AT past the last merge (none yet: 0), so its
+      // The next statement's seq is idMergeDue(0) past the last merge (none yet: 0), so its
       // transaction ends with a merge.
-      file((db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(ID_MERGE_AT));
+      file((db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(idMergeDue(0)));
       await store(id.d);
       await store(id.e);
     });
@@ -61,7 +61,7 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     test('the merge moved every earlier id into the large level; later ids wait in the new one', () => {
       for (const sid of [id.a, id.b, id.c, id.d]) assert.deepEqual(level(sid), ['statement_ids'], sid);
       assert.deepEqual(level(id.e), ['statement_ids_new']);
-      assert.equal(Number(file((db) => (db.prepare('SELECT through FROM id_merge').get() as { through: number }).through)), ID_MERGE_AT + 1);
+      assert.equal(Number(file((db) => (db.prepare('SELECT through FROM id_merge').get() as { through: number }).through)), idMergeDue(0) + 1);
     });
 
     test('statements on both sides of the merge are found by id, and posting one again is a conflict or a no-op', async () => {

@@ -64,11 +64,15 @@ type Row = Record<string, unknown>;
 const DEFINITION_CACHE_MAX = 50_000;
 
 /**
- * Statements whose ids wait in statement_ids_new (migration 10) before one merge moves them into
- * statement_ids in key order: each merge touches every page of the large level once, so it costs
- * a statement ≈ (its pages / this) page writes instead of one rebalanced leaf each.
+ * When the recent ids (statement_ids_new, migration 10) move into statement_ids: once they number
+ * sqrt(400 × the ids merged so far), at least 4,096 (10,000 at 250k statements, 20,000 at 1M,
+ * 63,000 at 10M). A group commit dirties about one page of the recent level per id while that
+ * level has more pages than the group has statements, and a merge writes every page of the large
+ * level once: this count keeps the two costs per statement about equal (for groups of ≈ 200).
+ * Measured at 1M (docs/benchmarks.md, session 13): 16,384 gave 0→1M ingest 15.9–17.0k
+ * statements/s, 65,536 14.3–15.5k.
  */
-export const ID_MERGE_AT = 2 ** 16;
+export const idMergeDue = (merged: number): number => Math.max(4096, Math.round(Math.sqrt(400 * merged)));
 
 /** A statement's row by (tenant, id), through both levels of the id index. */
 const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
@@ -306,11 +310,11 @@ export class SqliteStore implements Store {
     return { outcomes, queued };
   }
 
-  /** Moves the recent statement ids into the large level once ID_MERGE_AT statements have arrived since the last merge. */
+  /** Moves the recent statement ids into the large level in key order once idMergeDue statements have arrived since the last merge. */
   private mergeIds(): void {
     const r = this.q('SELECT through, (SELECT max(seq) FROM statements) AS last FROM id_merge').get() as Row;
     const last = Number(r.last ?? 0);
-    if (last - Number(r.through) < ID_MERGE_AT) return;
+    if (last - Number(r.through) < idMergeDue(Number(r.through))) return;
     this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_new ORDER BY tenant, id').run();
     this.q('DELETE FROM statement_ids_new').run();
     this.q('UPDATE id_merge SET through = ?').run(last);
