@@ -549,8 +549,9 @@ export function statementPageSql(
 /**
  * The reach rows of every stored StatementRef, built in SQL (the migration that brings the reach
  * tables; the same rows src/store/reach.ts writes, the link rows copied from the reached
- * statements' own). A chain is followed through `statements_id` one step per round; UNION ends a
- * cycle of ids. The authority of a pair is the one its first (shortest) path shares: later
+ * statements' own). A chain is followed through the unique index on (tenant, id) one step per
+ * round (on SQLite that index exists until migration 10, which runs later); UNION ends a cycle of
+ * ids. The authority of a pair is the one its first (shortest) path shares: later
  * visits of a cycle can only have lost it (NULL), so max() keeps it.
  */
 export function reachBuildSql(dialect: Dialect): string[] {
