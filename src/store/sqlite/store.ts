@@ -461,11 +461,12 @@ export class SqliteStore implements Store {
     const { tenant, ids } = dict;
     const id = (key: string) => ids.get(key)!; // keysOf(p) were all resolved for the group
     const authority = p.authorityKey;
+    const idBytes = uuidBytes(p.id);
     const r = this.q(
       'INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
     ).run(
       tenant,
-      uuidBytes(p.id),
+      idBytes,
       storedMs,
       id(p.verb),
       p.registration === null ? null : uuidBytes(p.registration),
@@ -476,7 +477,7 @@ export class SqliteStore implements Store {
       full,
     );
     const seq = Number(r.lastInsertRowid);
-    this.q('INSERT INTO statement_ids_new (tenant, id, seq) VALUES (?, ?, ?)').run(tenant, uuidBytes(p.id), seq);
+    this.q('INSERT INTO statement_ids_new (tenant, id, seq) VALUES (?, ?, ?)').run(tenant, idBytes, seq);
     const bucket = seqBucket(seq);
     const agent = this.q('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)');
     for (const a of p.agents) agent.run(tenant, bucket, id(a.key), seq, a.role);
@@ -677,7 +678,8 @@ export class SqliteStore implements Store {
       const erased: number[] = [];
       let statements = 0;
       for (const id of ids) {
-        const r = this.q(`SELECT seq, full, authority FROM statements WHERE ${BY_ID}`).get(tid, uuidBytes(id)) as Row | undefined;
+        const idBytes = uuidBytes(id);
+        const r = this.q(`SELECT seq, full, authority FROM statements WHERE ${BY_ID}`).get(tid, idBytes) as Row | undefined;
         if (!r) continue;
         const seq = Number(r.seq);
         for (const a of this.q('SELECT sha2 FROM statement_attachments WHERE seq = ?').all(seq) as Row[]) hashes.add(String(a.sha2));
@@ -691,7 +693,7 @@ export class SqliteStore implements Store {
         this.q('DELETE FROM forward_outbox WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
         this.q('DELETE FROM statements WHERE seq = ?').run(seq);
-        for (const level of ['statement_ids_new', 'statement_ids']) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, uuidBytes(id));
+        for (const level of ['statement_ids_new', 'statement_ids']) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, idBytes);
         erased.push(seq);
         statements++;
       }
