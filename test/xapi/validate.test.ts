@@ -567,7 +567,7 @@ for (const [group, cases] of Object.entries(CASES)) {
 
 describe('validateStatements: batches and copies', () => {
   test('an empty array is accepted with no statements', () => {
-    assert.deepEqual(validateStatements([], '1.0.3'), { statements: [], issues: [] });
+    assert.deepEqual(validateStatements([], '1.0.3'), { statements: [], issues: [], more: 0 });
   });
   test('a non-object, non-array body is an issue at loc []', () => {
     for (const body of ['x', 1, null, true]) {
