@@ -183,10 +183,32 @@ function daysFromCivil(y: number, m: number, d: number): number {
  * by `Z`/`z`, `±hh:mm`, `±hhmm`, `±hh` or no offset (the spec only says SHOULD include a time
  * zone; an offset-less timestamp is read as UTC). Rejected: a date alone or a time alone (a
  * Timestamp is a point in time), out-of-range fields (month 13, Feb 30, hour 24, ...) and the
- * "unknown local offset" `-00:00` / `-0000` / `-00` (RFC 3339 §4.3, rejected by the ADL suite).
- * Fractions beyond milliseconds are truncated.
+ * "unknown local offset" `-00:00` / `-0000` / `-00` (RFC 3339 §4.3, rejected by the ADL suite),
+ * and an instant outside years 0000–9999 in UTC (see {@link timestampOutOfRange}). Fractions
+ * beyond milliseconds are truncated.
  */
 export function parseTimestamp(s: unknown): number | undefined {
+  const ms = localTimestamp(s);
+  return ms === undefined || ms < MIN_INSTANT || ms > MAX_INSTANT ? undefined : ms;
+}
+
+/** 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the instants a four-digit year in UTC can write. */
+const MIN_INSTANT = daysFromCivil(0, 1, 1) * 86_400_000;
+const MAX_INSTANT = daysFromCivil(10_000, 1, 1) * 86_400_000 - 1;
+
+/**
+ * True for a timestamp well-formed but for its instant: its offset takes it out of years
+ * 0000–9999 in UTC (`9999-12-31T23:59:59-23:59` is 10000-01-01T23:58:59Z). Such a timestamp has
+ * no UTC form a timestamp can write (under 2.0 it would be stored as `+010000-…`, which no LRS
+ * accepts back), so it is refused under every version.
+ */
+export function timestampOutOfRange(s: unknown): boolean {
+  const ms = localTimestamp(s);
+  return ms !== undefined && (ms < MIN_INSTANT || ms > MAX_INSTANT);
+}
+
+/** {@link parseTimestamp} without the range check. */
+function localTimestamp(s: unknown): number | undefined {
   if (typeof s !== 'string') return undefined;
   const n = s.length;
   if (n < 11) return undefined;
@@ -417,6 +439,10 @@ function uuid(c: Ctx, v: unknown): v is string {
 function timestamp(c: Ctx, v: unknown): v is string {
   if (!str(c, v)) return false;
   if (parseTimestamp(v) !== undefined) return true;
+  if (timestampOutOfRange(v)) {
+    report(c, 'the instant it denotes is outside years 0000-9999 once converted to UTC (its offset takes it across a year boundary)', 'value_error.datetime_range');
+    return false;
+  }
   report(
     c,
     'must be an ISO 8601 date-time such as "2013-05-18T05:32:34.804Z" (a full date and time; offset "-00:00" is not allowed)',
