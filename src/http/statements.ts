@@ -31,7 +31,7 @@ export interface StatementDeps {
 /**
  * Refuses (413) statements JSON holding more statements or JSON values than this LRS accepts in
  * one request, counted on the bytes before anything is parsed: parsing, validating and storing
- * cost memory per value, far more than the bytes of a body of tiny values (docs in README).
+ * cost memory per value, far more than the bytes of a body of tiny values (README, LECTERN_MAX_JSON_VALUES).
  */
 function checkCounts(json: Buffer | undefined, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>): Buffer | undefined {
   if (!json) return json;
