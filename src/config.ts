@@ -197,6 +197,18 @@ export const SETTINGS = {
     help: 'Largest State/Activity Profile/Agent Profile document in bytes; larger ones get 413.',
     parse: int(1),
   },
+  maxStatementsPerRequest: {
+    name: 'LECTERN_MAX_STATEMENTS_PER_REQUEST',
+    default: '10000',
+    help: 'Most statements one PUT/POST may carry (counted before the body is parsed); more get 413. A multipart request may carry at most twice as many attachment parts.',
+    parse: int(1, 1_000_000),
+  },
+  maxJsonValues: {
+    name: 'LECTERN_MAX_JSON_VALUES',
+    default: '2000000',
+    help: 'Most JSON values (objects, arrays, strings, numbers, true/false/null) a statement request or a JSON document may hold (counted before the body is parsed); more get 413.',
+    parse: int(1000),
+  },
   corsAllowedOrigins: {
     name: 'LECTERN_CORS_ALLOWED_ORIGINS',
     default: '*',

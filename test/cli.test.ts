@@ -119,6 +119,32 @@ describe('lectern auth', () => {
   });
 });
 
+describe('lectern auth: users that could never sign in as given', () => {
+  const file = () => join(dir, 'creds-unusable', 'auth.json');
+  const env = () => ({ LECTERN_AUTH_FILE: file() });
+
+  test('a username with ":" and a password over 72 bytes are refused with exit code 2; 72 bytes are accepted', () => {
+    const base = ['-s', 'all', '-M', 'mailto:x@example.com', '-w'];
+    const cases: [string[], RegExp][] = [
+      [['-u', 'us:er', '-p', 'pw'], /username "us:er" contains ":", which HTTP Basic/],
+      [['-u', 'x', '-p', 'p'.repeat(73)], /password is 73 bytes long .*only the first 72/],
+      // 37 two-byte characters: 74 bytes, though only 37 characters.
+      [['-u', 'x', '-p', 'é'.repeat(37)], /password is 74 bytes long/],
+    ];
+    for (const [args, message] of cases) {
+      const r = lectern(['auth', ...args, ...base], env());
+      assert.equal(r.code, 2, args.join(' '));
+      assert.match(r.stderr, message);
+      assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+      assert.equal(existsSync(file()), false, 'nothing written');
+    }
+    const r = lectern(['auth', '-u', 'x', '-p', 'é'.repeat(36), ...base], env());
+    assert.equal(r.code, 0, r.stderr);
+    const [entry] = JSON.parse(readFileSync(file(), 'utf8'));
+    assert.ok(bcrypt.compareSync('é'.repeat(36), entry.hash));
+  });
+});
+
 describe('lectern runserver', () => {
   test('bad settings stop start-up with a one-line error naming the problem', () => {
     const cases: [string[], Record<string, string>, RegExp][] = [

@@ -74,7 +74,7 @@ export class BasicAuthenticator implements Authenticator {
       return;
     }
     try {
-      this.users = new Map(readCredentialsFile(this.path).map((e) => [e.username, e]));
+      this.users = new Map(readCredentialsFile(this.path, (message) => this.logger.warn({ file: this.path }, message)).map((e) => [e.username, e]));
       this.fileError = undefined;
       this.decoy = undefined;
       this.logger.info({ file: this.path, users: this.users.size }, 'credentials file loaded');

@@ -33,8 +33,13 @@ function cleanAgent(agent: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
-/** Parses and checks the file's text; throws CredentialsFileError naming the bad entry. */
-export function parseCredentials(text: string, source: string): CredentialEntry[] {
+/**
+ * Parses and checks the file's text; throws CredentialsFileError naming the bad entry. An entry
+ * that is valid but can never sign in (a username with ":", which HTTP Basic cannot carry) is
+ * kept, as Ralph keeps it, and told to `warn` naming the entry: one unusable user must not lock
+ * out every other one.
+ */
+export function parseCredentials(text: string, source: string, warn?: (message: string) => void): CredentialEntry[] {
   let data: unknown;
   try {
     data = JSON.parse(text);
@@ -50,6 +55,7 @@ export function parseCredentials(text: string, source: string): CredentialEntry[
     if (typeof o.username !== 'string' || o.username === '') throw new CredentialsFileError(`${where} has no username`);
     if (seen.has(o.username)) throw new CredentialsFileError(`${where} repeats the username ${JSON.stringify(o.username)}`);
     seen.add(o.username);
+    if (o.username.includes(':')) warn?.(`${where} (${JSON.stringify(o.username)}): the username contains ":", which HTTP Basic authentication cannot carry in a username: this user can never sign in with Basic`);
     if (typeof o.hash !== 'string' || !/^\$2[aby]\$\d\d\$/.test(o.hash)) throw new CredentialsFileError(`${where} (${o.username}) has no bcrypt hash`);
     if (!Array.isArray(o.scopes) || !o.scopes.every((s) => typeof s === 'string' && isScope(s))) {
       throw new CredentialsFileError(`${where} (${o.username}) has scopes that are not a list of known scope names`);
@@ -68,8 +74,8 @@ export function parseCredentials(text: string, source: string): CredentialEntry[
   });
 }
 
-export function readCredentialsFile(path: string): CredentialEntry[] {
-  return existsSync(path) ? parseCredentials(readFileSync(path, 'utf8'), path) : [];
+export function readCredentialsFile(path: string, warn?: (message: string) => void): CredentialEntry[] {
+  return existsSync(path) ? parseCredentials(readFileSync(path, 'utf8'), path, warn) : [];
 }
 
 /**

@@ -80,8 +80,13 @@ export function buildAgent(o: AuthOptions): Agent {
   return agent;
 }
 
+/** bcrypt hashes only the first 72 bytes of a password: a longer one would match any tail. */
+export const MAX_PASSWORD_BYTES = 72;
+
 export async function authCommand(o: AuthOptions): Promise<void> {
   if (!o.username) throw new CliError('a username is required (-u/--username)');
+  // HTTP Basic splits user and password at the first colon (RFC 7617 §2): such a user could never sign in.
+  if (o.username.includes(':')) throw new CliError(`the username ${JSON.stringify(o.username)} contains ":", which HTTP Basic authentication cannot carry in a username: choose one without it`);
   const scopes = o.scope ?? [];
   if (scopes.length === 0) throw new CliError(`give at least one scope (-s/--scope), among: ${SCOPES.join(', ')}`);
   const bad = scopes.filter((s) => !isScope(s));
@@ -97,6 +102,10 @@ export async function authCommand(o: AuthOptions): Promise<void> {
     password = await promptPassword();
   }
   if (password === '') throw new CliError('the password cannot be empty');
+  const bytes = Buffer.byteLength(password, 'utf8');
+  if (bytes > MAX_PASSWORD_BYTES) {
+    throw new CliError(`the password is ${bytes} bytes long (UTF-8); bcrypt uses only the first ${MAX_PASSWORD_BYTES}, so anything after them would not be checked: choose one of at most ${MAX_PASSWORD_BYTES} bytes`);
+  }
   const hash = await bcrypt.hash(password, await bcrypt.genSalt(12, 'b'));
   const entry: CredentialEntry = { username: o.username, hash, scopes, agent, ...(o.target !== undefined && { target: o.target }) };
   if (!o.writeToDisk) {

@@ -6,12 +6,16 @@
 import { LrsError } from '../errors.ts';
 import type { DocumentKind, Store } from '../store/types.ts';
 import { checkJsonDocument, etagOf, hasPrecondition, headerlessPut, parseDocumentParams, parsePreconditions, resourceName } from '../xapi/documents.ts';
+import { countJson } from '../xapi/json.ts';
+import { isJsonType } from '../xapi/media.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface DocumentDeps {
   store: Store;
   /** Largest document in bytes (LECTERN_MAX_DOCUMENT_SIZE); larger ones get 413. */
   maxDocumentSize: number;
+  /** Most JSON values a JSON document may hold (LECTERN_MAX_JSON_VALUES); more get 413. */
+  maxJsonValues: number;
 }
 
 /** A document sent without a Content-Type is stored as what HTTP says to assume: bytes. */
@@ -57,6 +61,10 @@ export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, re
     throw new LrsError('too_large', `the document is larger than the ${deps.maxDocumentSize} bytes this LRS accepts (LECTERN_MAX_DOCUMENT_SIZE)`);
   }
   const doc = { content, contentType: req.headers['content-type']?.trim() || DEFAULT_CONTENT_TYPE };
+  // Counted before the syntax check parses it: a few MB of `[{},{},…]` are millions of objects.
+  if (isJsonType(doc.contentType) && countJson(content, { maxItems: Infinity, maxValues: deps.maxJsonValues }).over) {
+    throw new LrsError('too_large', `the JSON document holds more than ${deps.maxJsonValues} JSON values, the most this LRS accepts (LECTERN_MAX_JSON_VALUES)`);
+  }
   checkJsonDocument(doc);
   // What a PUT without If-Match/If-None-Match gets depends on the version; POST honours them when sent.
   const pre = parsePreconditions(ifMatch, ifNoneMatch, method === 'PUT' ? headerlessPut(kind, req.version!) : 'allowed');

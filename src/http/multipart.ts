@@ -78,6 +78,12 @@ function nextDelimiter(body: Buffer, lfDash: Buffer, from: number): Delimiter | 
   }
 }
 
+/**
+ * Longest header block of a part. An attachment part needs three short headers; without a bound, a
+ * part with no blank line would have all its bytes decoded and split as header lines.
+ */
+export const MAX_PART_HEADER_BYTES = 16 * 1024;
+
 function parseHeaders(block: string, partNumber: number): Record<string, string> {
   const headers: Record<string, string> = {};
   const lines = block.split(/\r?\n/);
@@ -85,9 +91,11 @@ function parseHeaders(block: string, partNumber: number): Record<string, string>
   for (const line of lines) {
     if (line === '') continue;
     if (line[0] === ' ' || line[0] === '\t') {
-      // obsolete line folding (RFC 5322 §2.2.3): continues the previous header's value
+      // obsolete line folding (RFC 5322 §2.2.3): continues the previous header's value (appended,
+      // never re-trimmed: trimming the whole value each time made many folded lines quadratic)
       if (last === undefined) throw bad(`multipart part ${partNumber}: malformed headers (continuation line with no header)`);
-      headers[last] = `${headers[last]} ${line.trim()}`.trim();
+      const piece = line.trim();
+      if (piece) headers[last] = headers[last] ? `${headers[last]} ${piece}` : piece;
       continue;
     }
     const colon = line.indexOf(':');
@@ -112,10 +120,12 @@ function parsePart(body: Buffer, start: number, end: number, partNumber: number)
   }
   if (body[start] === LF && start < end) return { headers: {}, body: body.subarray(start + 1, end) };
   const part = body.subarray(start, end);
-  // The header block ends at the first empty line: "\n\r\n" (CRLF) or "\n\n" (bare LF). The LF
-  // search is bounded by the CRLF match so that it never scans a large binary body.
-  const crlf = part.indexOf('\n\r\n', 0, 'latin1');
-  const lf = (crlf === -1 ? part : part.subarray(0, crlf + 1)).indexOf('\n\n', 0, 'latin1');
+  // The header block ends at the first empty line: "\n\r\n" (CRLF) or "\n\n" (bare LF), looked
+  // for within the first MAX_PART_HEADER_BYTES only; the LF search is bounded by the CRLF match
+  // so that it never scans a large binary body.
+  const head = part.subarray(0, MAX_PART_HEADER_BYTES + 3);
+  const crlf = head.indexOf('\n\r\n', 0, 'latin1');
+  const lf = (crlf === -1 ? head : head.subarray(0, crlf + 1)).indexOf('\n\n', 0, 'latin1');
   let headerEnd: number;
   let bodyStart: number;
   if (crlf !== -1 && lf === -1) {
@@ -129,6 +139,9 @@ function parsePart(body: Buffer, start: number, end: number, partNumber: number)
     headerEnd = part.length;
     bodyStart = part.length;
   }
+  if (headerEnd > MAX_PART_HEADER_BYTES) {
+    throw bad(`multipart part ${partNumber}: its headers are longer than ${MAX_PART_HEADER_BYTES} bytes (or the blank line that ends them is missing)`);
+  }
   const headers = parseHeaders(part.toString('latin1', 0, headerEnd), partNumber);
   return { headers, body: part.subarray(bodyStart) };
 }
@@ -138,9 +151,12 @@ function parsePart(body: Buffer, start: number, end: number, partNumber: number)
  * preamble before the first delimiter, transport padding after delimiters, and an epilogue after
  * the close delimiter (both ignored). Throws `LrsError('bad_request')` when the Content-Type is not
  * multipart/mixed or has no boundary, when no delimiter is found, when the close delimiter is
- * missing, when a part's headers are malformed, and when there is no part.
+ * missing, when a part's headers are malformed, when there is no part, and as soon as there are
+ * more than `maxParts` parts (each part costs its bookkeeping and, for attachments, a hash: a
+ * body of millions of empty parts is refused at the first one too many).
  */
-export function parseMultipartMixed(contentType: string, body: Buffer): MultipartPart[] {
+export function parseMultipartMixed(contentType: string, body: Buffer, opts: { maxParts?: number } = {}): MultipartPart[] {
+  const maxParts = opts.maxParts ?? Infinity;
   const { mediaType, params } = parseContentType(contentType);
   if (mediaType === 'multipart/form-data') {
     throw bad('Content-Type multipart/form-data is not supported: xAPI attachments are sent as multipart/mixed');
@@ -170,6 +186,9 @@ export function parseMultipartMixed(contentType: string, body: Buffer): Multipar
 
   const parts: MultipartPart[] = [];
   while (!current.close) {
+    if (parts.length === maxParts) {
+      throw bad(`multipart body has more than ${maxParts} parts: a statement request has one for the statements and one per attachment's data, at most ${maxParts - 1} (twice LECTERN_MAX_STATEMENTS_PER_REQUEST)`);
+    }
     // A delimiter line directly followed by another one (sharing its line ending): an empty part.
     if (body.subarray(current.end, current.end + dash.length).equals(dash)) {
       const tail = delimiterTail(body, current.end + dash.length);

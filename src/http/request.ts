@@ -3,7 +3,7 @@
  * request applies the Alternate Request Syntax (xAPI-Communication §1.3): a POST with `?method=`
  * carries the real method, headers and parameters in a form body.
  */
-import { LrsError } from '../errors.ts';
+import { LrsError, ValidationFailed } from '../errors.ts';
 import type { Access } from '../auth/scopes.ts';
 import type { AuthUser } from '../auth/types.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
@@ -32,15 +32,52 @@ export interface XapiResponse {
   body?: string | Buffer;
 }
 
-/** Parses a query string into single-valued parameters; a repeated name is a 400. */
-export function parseQuery(qs: string): Record<string, string> {
+/** A `%` not followed by two hex digits: kept as a literal `%`, as URLSearchParams does. */
+const LONE_PERCENT = /%(?![0-9A-Fa-f]{2})/g;
+
+/**
+ * One name or value of `application/x-www-form-urlencoded` text (WHATWG URL §5.1): `+` is a space,
+ * percent-escapes are UTF-8 bytes. Strict where URLSearchParams is lenient: escapes that do not
+ * decode as UTF-8 (`%FF`, a cut sequence, an overlong form, a surrogate) are undefined, never
+ * U+FFFD, so that `%FF` and `%FE` cannot name the same thing.
+ */
+function decodeFormComponent(s: string): string | undefined {
+  const spaced = s.includes('+') ? s.replaceAll('+', ' ') : s;
+  if (!spaced.includes('%')) return spaced;
+  try {
+    return decodeURIComponent(spaced.replace(LONE_PERCENT, '%25'));
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Parses a query string (or an alternate-syntax form body: `where` = 'form') into single-valued
+ * parameters; a repeated name, or a name or value whose percent-escapes are not UTF-8, is a 400
+ * naming the parameter.
+ */
+export function parseQuery(qs: string, where: 'query' | 'form' = 'query'): Record<string, string> {
   const out: Record<string, string> = Object.create(null) as Record<string, string>;
-  for (const [k, v] of new URLSearchParams(qs)) {
-    if (k in out) throw new LrsError('bad_request', `query parameter ${k} is given more than once`);
+  const what = where === 'query' ? 'query parameter' : 'form field';
+  for (const pair of qs.split('&')) {
+    if (pair === '') continue;
+    const eq = pair.indexOf('=');
+    const rawName = eq === -1 ? pair : pair.slice(0, eq);
+    const k = decodeFormComponent(rawName);
+    const v = decodeFormComponent(eq === -1 ? '' : pair.slice(eq + 1));
+    if (k === undefined || v === undefined) {
+      const name = k ?? rawName.slice(0, 100);
+      const part = k === undefined ? 'name' : 'value';
+      throw new ValidationFailed([{ loc: [where, name], msg: `the ${what}'s ${part} is not valid UTF-8 once its percent-escapes are decoded`, type: 'value_error.encoding' }]);
+    }
+    if (k in out) throw new LrsError('bad_request', `${what} ${k} is given more than once`);
     out[k] = v;
   }
   return out;
 }
+
+/** Strict UTF-8: invalid bytes are refused, not replaced with U+FFFD. */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Headers the alternate syntax may carry as form fields (§1.3.s3.b6), by lower-cased name. */
 const FORM_HEADERS = new Map(
@@ -66,7 +103,13 @@ export function toXapiRequest(method: string, rawQuery: string, headers: Record<
   if (ct !== 'application/x-www-form-urlencoded') {
     throw new LrsError('bad_request', 'a request with the method parameter must have Content-Type application/x-www-form-urlencoded');
   }
-  const form = parseQuery((body ?? Buffer.alloc(0)).toString('utf8'));
+  let text: string;
+  try {
+    text = UTF8.decode(body ?? Buffer.alloc(0));
+  } catch {
+    throw new LrsError('bad_request', 'the form body (alternate request syntax) is not valid UTF-8');
+  }
+  const form = parseQuery(text, 'form');
   const outHeaders: Record<string, string | undefined> = { ...flat };
   delete outHeaders['content-type'];
   delete outHeaders['content-length'];

@@ -233,7 +233,14 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     });
   };
 
-  const statementDeps = { store, maxSearchHits: config.maxSearchHits, basePath: STATEMENTS_PATH, strictVersion: config.xapiStrictVersion };
+  const statementDeps = {
+    store,
+    maxSearchHits: config.maxSearchHits,
+    basePath: STATEMENTS_PATH,
+    strictVersion: config.xapiStrictVersion,
+    maxStatements: config.maxStatementsPerRequest,
+    maxJsonValues: config.maxJsonValues,
+  };
   // Scopes per resource (xAPI-Communication §4.2). `statements/read/mine` lets a user read
   // statements at all; the handler then restricts reads to its own unless it holds `statements/read`.
   const STATEMENTS: RouteScopes = { read: 'statements/read/mine', write: 'statements/write' };
@@ -243,7 +250,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // (and the Agents view, the other read-only view, alike).
   const VIEWS: RouteScopes = { read: 'statements/read', write: 'statements/read' };
   xapi(STATEMENTS_PATH, (req) => handleStatements(statementDeps, req), { allowed: RESOURCES.statements.methods, scopes: STATEMENTS });
-  const documentDeps = { store, maxDocumentSize: config.maxDocumentSize };
+  const documentDeps = { store, maxDocumentSize: config.maxDocumentSize, maxJsonValues: config.maxJsonValues };
   xapi('/xAPI/activities/state', (req) => handleDocuments(documentDeps, 'state', req), { scopes: STATE });
   xapi('/xAPI/activities/profile', (req) => handleDocuments(documentDeps, 'activity_profile', req), { scopes: PROFILE });
   xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req), { scopes: PROFILE });

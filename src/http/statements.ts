@@ -4,7 +4,7 @@ import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
 import { acceptStatements, type Received } from '../xapi/accept.ts';
 import { attachmentHashes, statementParts } from '../xapi/attachments.ts';
 import { activityIdsOf, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
-import { parseJson } from '../xapi/json.ts';
+import { countJson, parseJson } from '../xapi/json.ts';
 import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
 import { prepareBatch } from '../xapi/statement.ts';
@@ -22,19 +22,42 @@ export interface StatementDeps {
   basePath: string;
   /** LECTERN_XAPI_STRICT_VERSION: convert 2.0 statements for 1.0.3 readers. */
   strictVersion: boolean;
+  /** LECTERN_MAX_STATEMENTS_PER_REQUEST. */
+  maxStatements: number;
+  /** LECTERN_MAX_JSON_VALUES. */
+  maxJsonValues: number;
+}
+
+/**
+ * Refuses (413) statements JSON holding more statements or JSON values than this LRS accepts in
+ * one request, counted on the bytes before anything is parsed: parsing, validating and storing
+ * cost memory per value, far more than the bytes of a body of tiny values (README, LECTERN_MAX_JSON_VALUES).
+ */
+function checkCounts(json: Buffer | undefined, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>): Buffer | undefined {
+  if (!json) return json;
+  const count = countJson(json, { maxItems: deps.maxStatements, maxValues: deps.maxJsonValues });
+  if (count.over === 'items') {
+    throw new LrsError('too_large', `the request carries more than ${deps.maxStatements} statements, the most this LRS accepts in one request (LECTERN_MAX_STATEMENTS_PER_REQUEST): send them in smaller batches`);
+  }
+  if (count.over === 'values') {
+    throw new LrsError('too_large', `the statements hold more than ${deps.maxJsonValues} JSON values, the most this LRS accepts in one request (LECTERN_MAX_JSON_VALUES): send them in smaller batches`);
+  }
+  return json;
 }
 
 /**
  * Reads a PUT/POST body (Communication §1.5): application/json, whose attachments must all have a
- * fileUrl, or multipart/mixed with the statements first and one part per attachment's data.
+ * fileUrl, or multipart/mixed with the statements first and one part per attachment's data (at
+ * most two per statement the request may carry: a signature and a file each).
  */
-function readBody(req: XapiRequest, version: XapiVersion): Received {
+function readBody(req: XapiRequest, version: XapiVersion, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>): Received {
   const contentType = req.headers['content-type'];
   const ct = mediaTypeOf(contentType);
-  if (ct === 'application/json') return { value: parseJson(req.body, version), parts: new Map() };
+  if (ct === 'application/json') return { value: parseJson(checkCounts(req.body, deps), version), parts: new Map() };
   if (ct.startsWith('multipart/')) {
-    const { json: first, attachments } = statementParts(parseMultipartMixed(contentType!, req.body ?? Buffer.alloc(0)));
-    return { value: parseJson(first, version), parts: attachments };
+    const parts = parseMultipartMixed(contentType!, req.body ?? Buffer.alloc(0), { maxParts: 1 + 2 * deps.maxStatements });
+    const { json: first, attachments } = statementParts(parts);
+    return { value: parseJson(checkCounts(first, deps), version), parts: attachments };
   }
   throw new LrsError('bad_request', `statements must be sent as application/json or multipart/mixed, not ${ct || 'without a Content-Type'}`);
 }
@@ -69,7 +92,7 @@ const ALLOWED = 'GET, HEAD, PUT, POST';
 async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   const id = parseParams('statements', 'PUT', req.query).statementId as string;
   const version = req.version!;
-  const received = readBody(req, version);
+  const received = readBody(req, version, deps);
   if (Array.isArray(received.value)) {
     throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
   }
@@ -81,7 +104,7 @@ async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
 async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   parseParams('statements', 'POST', req.query);
   const version = req.version!;
-  const { statements, blobs } = await acceptStatements(readBody(req, version), version);
+  const { statements, blobs } = await acceptStatements(readBody(req, version, deps), version);
   const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, { define: req.access?.define ?? false }), blobs);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
 }

@@ -22,8 +22,8 @@ export interface Received {
  * and the attachment data to keep with them.
  */
 export async function acceptStatements(received: Received, version: XapiVersion, id?: string): Promise<{ statements: Statement[]; blobs: AttachmentBlob[] }> {
-  const { statements, issues } = validateStatements(received.value, version);
-  if (issues.length) throw new ValidationFailed(issues);
+  const { statements, issues, more } = validateStatements(received.value, version);
+  if (issues.length) throw new ValidationFailed(issues, more);
   if (id !== undefined) {
     const given = statements[0].id;
     if (given !== undefined && given.toLowerCase() !== id) {

@@ -47,10 +47,26 @@ export interface DocumentPrecondition {
 /** The quoted SHA-1 hex of the content. */
 export const etagOf = (content: Buffer): string => `"${createHash('sha1').update(content).digest('hex')}"`;
 
+/**
+ * A JSON document's text, strictly: JSON is UTF-8 (RFC 8259 §8.1), and a lenient decode would
+ * store (or merge into the stored document) U+FFFD in place of the client's bytes. A BOM is kept,
+ * as before (JSON.parse then refuses it).
+ */
+const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+
+function jsonText(content: Buffer, what: string): string {
+  try {
+    return UTF8.decode(content);
+  } catch {
+    throw new LrsError('bad_request', `${what} is labelled application/json but is not valid UTF-8`);
+  }
+}
+
 function parseJsonObject(content: Buffer, what: string): Record<string, unknown> {
+  const text = jsonText(content, what);
   let v: unknown;
   try {
-    v = JSON.parse(content.toString('utf8'));
+    v = JSON.parse(text);
   } catch {
     throw new LrsError('bad_request', `${what} is labelled application/json but is not valid JSON`);
   }
@@ -88,12 +104,13 @@ function nestingDepth(text: string): number {
 }
 
 /**
- * Checks a JSON document's syntax on write, so a stored JSON document always parses, and its
- * nesting, so merging it later cannot overflow the stack (a 400 now rather than a 500 then).
+ * Checks a JSON document's encoding (UTF-8) and syntax on write, so a stored JSON document always
+ * decodes and parses, and its nesting, so merging it later cannot overflow the stack (a 400 now
+ * rather than a 500 then).
  */
 export function checkJsonDocument(doc: { content: Buffer; contentType: string }): void {
   if (isJsonType(doc.contentType)) {
-    const text = doc.content.toString('utf8');
+    const text = jsonText(doc.content, 'the document');
     try {
       JSON.parse(text);
     } catch {

@@ -32,6 +32,88 @@ export function parseJson(body: Buffer | undefined, version: XapiVersion): unkno
   return value;
 }
 
+/** What {@link countJson} found; `over` names the limit passed, where counting stopped. */
+export interface JsonCount {
+  /** Elements of a top-level array (1 for any other value). */
+  items: number;
+  /** JSON values of every kind and depth: objects, arrays, strings, numbers, true, false, null. */
+  values: number;
+  over?: 'items' | 'values';
+}
+
+const isDigitOrMinus = (b: number): boolean => (b >= 0x30 && b <= 0x39) || b === 0x2d;
+/** Bytes a number may continue with: digits, `.`, `e`/`E`, `+`, `-`. */
+const inNumber = (b: number): boolean => isDigitOrMinus(b) || b === 0x2e || b === 0x65 || b === 0x45 || b === 0x2b;
+
+/**
+ * Counts what JSON.parse would build from `bytes` without building it, and stops as soon as a
+ * limit is passed: a few megabytes of `[{},{},…]` are millions of objects once parsed (and
+ * validated: copied), so a body is refused on its counts before it is parsed. One pass over the
+ * bytes as they are (a UTF-8 multi-byte sequence holds no ASCII byte); strings are skipped with
+ * indexOf. Values are containers, numbers and literals (each `t`, `f`, `n` outside a string
+ * starts one), plus strings that are not keys (each key is followed by one `:`). Malformed JSON
+ * is counted as far as it resembles JSON: JSON.parse then says what is wrong with it.
+ */
+export function countJson(bytes: Uint8Array, limits: { maxItems: number; maxValues: number }): JsonCount {
+  const n = bytes.length;
+  let values = 0;
+  let items = 0;
+  let depth = 0;
+  let rootArray = false;
+  // Inside the top-level array, after `[` or `,`: the next value is a new element.
+  let awaiting = false;
+  let number = false;
+  for (let i = 0; i < n; i++) {
+    const b = bytes[i];
+    if (number) {
+      if (inNumber(b)) continue;
+      number = false;
+    }
+    if (b === 0x20 || b === 0x0a || b === 0x0d || b === 0x09) continue;
+    if (b === 0x2c /* , */) {
+      if (depth === 1 && rootArray) awaiting = true;
+      continue;
+    }
+    if (b === 0x3a /* : */) {
+      values--; // the string before it was a key
+      continue;
+    }
+    if (b === 0x7d /* } */ || b === 0x5d /* ] */) {
+      depth--;
+      continue;
+    }
+    // Anything else starts a value (or is a stray byte JSON.parse will refuse).
+    if (depth === 0 && values === 0 && b === 0x5b /* [ */) {
+      rootArray = true;
+      awaiting = true;
+    } else if (depth === 1 && awaiting) {
+      awaiting = false;
+      if (++items > limits.maxItems) return { items, values, over: 'items' };
+    }
+    if (b === 0x22 /* " */) {
+      // The closing quote: the next one not preceded by an odd run of backslashes.
+      let j = i;
+      for (;;) {
+        j = bytes.indexOf(0x22, j + 1);
+        if (j === -1) break;
+        let k = j - 1;
+        while (bytes[k] === 0x5c) k--;
+        if ((j - 1 - k) % 2 === 0) break;
+      }
+      if (j === -1) break; // unterminated: malformed
+      i = j;
+    } else if (b === 0x7b /* { */ || b === 0x5b /* [ */) {
+      depth++;
+    } else if (isDigitOrMinus(b)) {
+      number = true;
+    } else if (b !== 0x74 /* t */ && b !== 0x66 /* f */ && b !== 0x6e /* n */) {
+      continue; // the rest of a literal, or a stray byte
+    }
+    if (++values > limits.maxValues) return { items, values, over: 'values' };
+  }
+  return { items: rootArray ? items : values > 0 ? 1 : 0, values };
+}
+
 /**
  * The first key repeated within one object of `text` (valid JSON), with the path of that object;
  * undefined when there is none. One pass, no allocation beyond one key set per open object.

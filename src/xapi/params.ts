@@ -6,7 +6,7 @@
  */
 import { ValidationFailed, type ValidationIssue } from '../errors.ts';
 import type { Actor } from './types.ts';
-import { isIri, isUuid, parseTimestamp, validateAgentParam } from './validate.ts';
+import { isIri, isUuid, parseTimestamp, timestampOutOfRange, validateAgentParam } from './validate.ts';
 
 /**
  * - `iri`: an absolute IRI; `uuid`: lower-cased; `timestamp`: ISO 8601, to epoch ms;
@@ -148,8 +148,11 @@ export function parseParamValue(spec: ParamSpec, raw: string, issues: Validation
       return isUuid(raw) ? raw.toLowerCase() : bad('must be a UUID', 'value_error.uuid');
     case 'timestamp': {
       // An offset's "+" sent unencoded arrives as a space (form decoding): no timestamp has a space there.
-      const t = parseTimestamp(raw) ?? (OFFSET_AS_SPACE.test(raw) ? parseTimestamp(raw.replace(OFFSET_AS_SPACE, '+$1')) : undefined);
-      return t ?? bad('must be an ISO 8601 timestamp', 'value_error.datetime');
+      const fixed = OFFSET_AS_SPACE.test(raw) ? raw.replace(OFFSET_AS_SPACE, '+$1') : raw;
+      const t = parseTimestamp(raw) ?? parseTimestamp(fixed);
+      if (t !== undefined) return t;
+      if (timestampOutOfRange(raw) || timestampOutOfRange(fixed)) return bad('the instant it denotes is outside years 0000-9999 once converted to UTC', 'value_error.datetime_range');
+      return bad('must be an ISO 8601 timestamp', 'value_error.datetime');
     }
     case 'int':
       return /^\d+$/.test(raw) ? Number(raw) : bad('must be a non-negative integer', 'type_error.integer');

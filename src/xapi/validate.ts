@@ -17,7 +17,7 @@
  * only copied when an issue is reported, no regex compiled at run time, no try/catch, no JSON
  * round-trips.
  */
-import type { ValidationIssue } from '../errors.ts';
+import { MAX_ISSUES, type ValidationIssue } from '../errors.ts';
 import { isLanguageTag } from './langtag.ts';
 import type { Actor, Statement } from './types.ts';
 import { VOIDED_VERB } from './types.ts';
@@ -33,6 +33,8 @@ interface Ctx {
   /** Path of the value being validated; pushed/popped as the validator descends. */
   path: Loc;
   issues: ValidationIssue[];
+  /** Problems found once `issues` holds MAX_ISSUES: counted, not collected. */
+  dropped: { count: number };
   /** The request's xAPI version. */
   version: XapiVersion;
 }
@@ -181,10 +183,32 @@ function daysFromCivil(y: number, m: number, d: number): number {
  * by `Z`/`z`, `±hh:mm`, `±hhmm`, `±hh` or no offset (the spec only says SHOULD include a time
  * zone; an offset-less timestamp is read as UTC). Rejected: a date alone or a time alone (a
  * Timestamp is a point in time), out-of-range fields (month 13, Feb 30, hour 24, ...) and the
- * "unknown local offset" `-00:00` / `-0000` / `-00` (RFC 3339 §4.3, rejected by the ADL suite).
- * Fractions beyond milliseconds are truncated.
+ * "unknown local offset" `-00:00` / `-0000` / `-00` (RFC 3339 §4.3, rejected by the ADL suite),
+ * and an instant outside years 0000–9999 in UTC (see {@link timestampOutOfRange}). Fractions
+ * beyond milliseconds are truncated.
  */
 export function parseTimestamp(s: unknown): number | undefined {
+  const ms = localTimestamp(s);
+  return ms === undefined || ms < MIN_INSTANT || ms > MAX_INSTANT ? undefined : ms;
+}
+
+/** 0000-01-01T00:00:00Z and 9999-12-31T23:59:59.999Z: the instants a four-digit year in UTC can write. */
+const MIN_INSTANT = daysFromCivil(0, 1, 1) * 86_400_000;
+const MAX_INSTANT = daysFromCivil(10_000, 1, 1) * 86_400_000 - 1;
+
+/**
+ * True for a timestamp well-formed but for its instant: its offset takes it out of years
+ * 0000–9999 in UTC (`9999-12-31T23:59:59-23:59` is 10000-01-01T23:58:59Z). Such a timestamp has
+ * no UTC form a timestamp can write (under 2.0 it would be stored as `+010000-…`, which no LRS
+ * accepts back), so it is refused under every version.
+ */
+export function timestampOutOfRange(s: unknown): boolean {
+  const ms = localTimestamp(s);
+  return ms !== undefined && (ms < MIN_INSTANT || ms > MAX_INSTANT);
+}
+
+/** {@link parseTimestamp} without the range check. */
+function localTimestamp(s: unknown): number | undefined {
   if (typeof s !== 'string') return undefined;
   const n = s.length;
   if (n < 11) return undefined;
@@ -334,10 +358,15 @@ export function isDuration(s: unknown): s is string {
 const isObject = (v: unknown): v is J => typeof v === 'object' && v !== null && !Array.isArray(v);
 
 function report(c: Ctx, msg: string, type: string): void {
-  c.issues.push({ loc: c.path.slice(), msg, type });
+  if (c.issues.length >= MAX_ISSUES) c.dropped.count++;
+  else c.issues.push({ loc: c.path.slice(), msg, type });
 }
 
 function reportAt(c: Ctx, key: string | number, msg: string, type: string): void {
+  if (c.issues.length >= MAX_ISSUES) {
+    c.dropped.count++;
+    return;
+  }
   const loc = c.path.slice();
   loc.push(key);
   c.issues.push({ loc, msg, type });
@@ -410,6 +439,10 @@ function uuid(c: Ctx, v: unknown): v is string {
 function timestamp(c: Ctx, v: unknown): v is string {
   if (!str(c, v)) return false;
   if (parseTimestamp(v) !== undefined) return true;
+  if (timestampOutOfRange(v)) {
+    report(c, 'the instant it denotes is outside years 0000-9999 once converted to UTC (its offset takes it across a year boundary)', 'value_error.datetime_range');
+    return false;
+  }
   report(
     c,
     'must be an ISO 8601 date-time such as "2013-05-18T05:32:34.804Z" (a full date and time; offset "-00:00" is not allowed)',
@@ -1336,12 +1369,12 @@ function statementBody(c: Ctx, s: J, sub: boolean): J {
 // ---------------------------------------------------------------------------------------------
 
 /**
- * Validates one statement (not a SubStatement) at `loc`, appending problems to `issues`.
- * Returns a normalised deep copy (meaningful only when no issue was added), or undefined when
- * `value` is not an object.
+ * Validates one statement (not a SubStatement) at `loc`, appending problems to `issues` up to
+ * MAX_ISSUES and counting the others in `dropped`. Returns a normalised deep copy (meaningful only
+ * when no issue was found), or undefined when `value` is not an object.
  */
-export function validateStatement(value: unknown, loc: Loc, issues: ValidationIssue[], version: XapiVersion): Statement | undefined {
-  const c: Ctx = { path: loc.slice(), issues, version };
+export function validateStatement(value: unknown, loc: Loc, issues: ValidationIssue[], version: XapiVersion, dropped = { count: 0 }): Statement | undefined {
+  const c: Ctx = { path: loc.slice(), issues, dropped, version };
   if (!isObject(value)) {
     wrongType(c, value, 'object', 'a Statement object');
     return undefined;
@@ -1354,15 +1387,17 @@ export function validateStatement(value: unknown, loc: Loc, issues: ValidationIs
  * (normalised where the spec allows, e.g. a single context activity becomes an array) and every
  * problem found, each `loc` starting with the statement's index in the batch (0 for a single
  * statement). Two statements of a batch with the same id are reported too (Communication
- * §2.1.2.s2.b6). When there are issues, `statements` is not meaningful.
+ * §2.1.2.s2.b6). When there are issues, `statements` is not meaningful. At most MAX_ISSUES are
+ * listed: `more` counts the problems found beyond them.
  */
-export function validateStatements(body: unknown, version: XapiVersion): { statements: Statement[]; issues: ValidationIssue[] } {
+export function validateStatements(body: unknown, version: XapiVersion): { statements: Statement[]; issues: ValidationIssue[]; more: number } {
   const issues: ValidationIssue[] = [];
+  const dropped = { count: 0 };
   if (Array.isArray(body)) {
     const statements = new Array<Statement>(body.length);
     let ids: Map<string, number> | undefined;
     for (let i = 0; i < body.length; i++) {
-      const s = validateStatement(body[i], [i], issues, version);
+      const s = validateStatement(body[i], [i], issues, version, dropped);
       statements[i] = s as Statement;
       const id = s?.id;
       if (id !== undefined && body.length > 1) {
@@ -1370,21 +1405,22 @@ export function validateStatements(body: unknown, version: XapiVersion): { state
         const key = id.toLowerCase();
         const first = ids.get(key);
         if (first === undefined) ids.set(key, i);
+        else if (issues.length >= MAX_ISSUES) dropped.count++;
         else issues.push({ loc: [i, 'id'], msg: `duplicate statement id in batch (same as statement ${first})`, type: 'value_error.duplicate' });
       }
     }
-    return { statements, issues };
+    return { statements, issues, more: dropped.count };
   }
   if (isObject(body)) {
-    const s = validateStatement(body, [0], issues, version);
-    return { statements: s ? [s] : [], issues };
+    const s = validateStatement(body, [0], issues, version, dropped);
+    return { statements: s ? [s] : [], issues, more: dropped.count };
   }
   issues.push({
     loc: [],
     msg: `the body must be a Statement object or an array of Statements, got ${jsonTypeName(body)}`,
     type: 'type_error.object',
   });
-  return { statements: [], issues };
+  return { statements: [], issues, more: 0 };
 }
 
 /**
@@ -1394,7 +1430,7 @@ export function validateStatements(body: unknown, version: XapiVersion): { state
  */
 export function validateAgentParam(value: unknown, loc: Loc, issues: ValidationIssue[]): Actor | undefined {
   // An agent parameter is the same under every version.
-  const c: Ctx = { path: loc.slice(), issues, version: '1.0.3' };
+  const c: Ctx = { path: loc.slice(), issues, dropped: { count: 0 }, version: '1.0.3' };
   if (!isObject(value)) {
     wrongType(c, value, 'object', 'an Agent or identified Group JSON object');
     return undefined;

@@ -1,7 +1,7 @@
 /** The credentials file writer: one entry added or replaced, every other byte left as it was. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { type CredentialEntry, upsertCredentialText } from '../../src/auth/credentials.ts';
+import { type CredentialEntry, parseCredentials, upsertCredentialText } from '../../src/auth/credentials.ts';
 
 const HASH = '$2b$04$abcdefghijklmnopqrstuu5mYq1eWxbq4E4a8m9cfY2nYQ6JxGhS2';
 const entry = (username: string, extra: Partial<CredentialEntry> = {}): CredentialEntry => ({
@@ -39,4 +39,13 @@ test('an empty list, an empty file and no file', () => {
     const { text } = upsertCredentialText(original, entry('a'));
     assert.deepEqual(JSON.parse(text).map((e: { username: string }) => e.username), ['a'], String(original));
   }
+});
+
+test('a user whose name has ":" (never able to sign in with Basic) is kept with a warning naming the entry; the others load', () => {
+  const warnings: string[] = [];
+  const text = JSON.stringify([entry('ok'), entry('us:er')]);
+  const entries = parseCredentials(text, 'auth.json', (m) => warnings.push(m));
+  assert.deepEqual(entries.map((e) => e.username), ['ok', 'us:er']);
+  assert.equal(warnings.length, 1);
+  assert.match(warnings[0], /^auth\.json: entry 1 \("us:er"\): the username contains ":".*never sign in with Basic/);
 });

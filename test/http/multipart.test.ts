@@ -490,3 +490,23 @@ describe('matchAttachments', () => {
     matchAttachments([JSON.parse(json.toString()) as Statement], attachments);
   });
 });
+
+describe('parseMultipartMixed: bounded work (issue 27, item 6)', () => {
+  it('refuses the first part beyond maxParts, whatever follows', () => {
+    const parts = (n: number) => Buffer.from(`--${B}\r\n${'\r\n'.repeat(1)}${`--${B}\r\n\r\n`.repeat(n - 1)}--${B}--\r\n`);
+    assert.equal(parseMultipartMixed(CT, parts(5), { maxParts: 5 }).length, 5);
+    rejects400(() => parseMultipartMixed(CT, parts(6), { maxParts: 5 }), /more than 5 parts/);
+    // Never looked at: no closing delimiter after the part too many.
+    rejects400(() => parseMultipartMixed(CT, parts(6).subarray(0, -10), { maxParts: 5 }), /more than 5 parts/);
+  });
+
+  it('a part\'s header block is bounded (16 KiB), and folded lines within it are joined', () => {
+    const folded = Array.from({ length: 2000 }, (_, i) => ` v${i}`).join('\r\n');
+    const [part] = parseMultipartMixed(CT, crlf(`--${B}`, `X-Long: v`, folded, '', 'body', `--${B}--`));
+    assert.equal(part.headers['x-long'], ['v', ...Array.from({ length: 2000 }, (_, i) => `v${i}`)].join(' '));
+    // Folded lines past the bound (which took seconds before: each one re-trimmed the whole value).
+    rejects400(() => parseMultipartMixed(CT, crlf(`--${B}`, 'X-Long: v', ' y\r\n'.repeat(80_000), '', 'body', `--${B}--`)), /part 1: its headers are longer than 16384 bytes/);
+    // A part with no blank line at all is not read as one huge header block.
+    rejects400(() => parseMultipartMixed(CT, crlf(`--${B}`, `A: ${'x'.repeat(20_000)}`, `--${B}--`)), /headers are longer than 16384 bytes/);
+  });
+});

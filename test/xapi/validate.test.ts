@@ -5,7 +5,8 @@
  */
 import { describe, test } from 'node:test';
 import assert from 'node:assert/strict';
-import type { ValidationIssue } from '../../src/errors.ts';
+import { MAX_ISSUES, MORE_ISSUES, ValidationFailed, type ValidationIssue } from '../../src/errors.ts';
+import { toUtc } from '../../src/xapi/statement.ts';
 import {
   isDuration,
   isIri,
@@ -13,6 +14,7 @@ import {
   isTimestamp,
   isUuid,
   parseTimestamp,
+  timestampOutOfRange,
   validateAgentParam,
   validateStatement,
   validateStatements,
@@ -567,7 +569,7 @@ for (const [group, cases] of Object.entries(CASES)) {
 
 describe('validateStatements: batches and copies', () => {
   test('an empty array is accepted with no statements', () => {
-    assert.deepEqual(validateStatements([], '1.0.3'), { statements: [], issues: [] });
+    assert.deepEqual(validateStatements([], '1.0.3'), { statements: [], issues: [], more: 0 });
   });
   test('a non-object, non-array body is an issue at loc []', () => {
     for (const body of ['x', 1, null, true]) {
@@ -817,5 +819,62 @@ describe('format helpers', () => {
   test('isTimestamp matches parseTimestamp', () => {
     assert.equal(isTimestamp('2013-05-18T05:32:34.804Z'), true);
     assert.equal(isTimestamp('2013-05-18'), false);
+  });
+});
+
+describe('timestamps: the UTC range, and stored forms accepted back', () => {
+  test('an instant outside years 0000-9999 in UTC is refused; the edges are accepted', () => {
+    for (const ts of ['9999-12-31T23:59:59-23:59', '9999-12-31T23:00:00-01:00', '9999-12-31T23:59:60Z', '0000-01-01T00:00:00+00:01', '0000-01-01T00:59:59+01']) {
+      assert.equal(parseTimestamp(ts), undefined, ts);
+      assert.equal(timestampOutOfRange(ts), true, ts);
+      const issues: ValidationIssue[] = [];
+      validateStatement({ ...base(), timestamp: ts }, [0], issues, '2.0.0');
+      assert.deepEqual(issues.map((i) => [i.loc, i.type]), [[[0, 'timestamp'], 'value_error.datetime_range']], ts);
+    }
+    assert.equal(timestampOutOfRange('9999-13-01T00:00:00Z'), false, 'malformed is not out of range');
+    for (const ts of ['0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59+23:59', '0000-01-01T23:59:59-00:01']) {
+      assert.notEqual(parseTimestamp(ts), undefined, ts);
+    }
+  });
+
+  test('every accepted timestamp is stored (as sent, or in UTC under 2.0) in a form parseTimestamp accepts, at the same instant', () => {
+    const accepted = [
+      '2013-05-18T05:32:34.804Z',
+      '2013-05-18T05:32:34.804+09:00',
+      '2013-05-18T05:32:34,8045-01:30',
+      '20130518T053234.5+0100',
+      '2013-05-18T05:32+02',
+      '2013-05-18T05',
+      '2016-12-31T23:59:60.5+01:00',
+      '0000-01-01T23:59:59.123456789+23:59',
+      '9999-12-31T00:00:00-23:59',
+      '0500-03-01T00:30:00+01:00',
+      '1969-12-31T23:59:59.999-00:01',
+      '2013-05-18t05:32:34z',
+    ];
+    for (const ts of accepted) {
+      const ms = parseTimestamp(ts);
+      assert.notEqual(ms, undefined, ts);
+      const utc = toUtc(ts);
+      const stored = utc ?? ts;
+      assert.equal(parseTimestamp(stored), ms, `${ts} → ${stored}`);
+      if (utc !== undefined) assert.match(utc, /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/, ts);
+    }
+  });
+});
+
+describe('ValidationFailed: issues capped', () => {
+  test('the first MAX_ISSUES, then one saying how many more; long keys clipped; rebuilt as it is', () => {
+    const issues = Array.from({ length: 150 }, (_, i): ValidationIssue => ({ loc: [i, 'k'.repeat(1000)], msg: 'm'.repeat(1000), type: 't' }));
+    const err = new ValidationFailed(issues, 7);
+    assert.equal(err.issues!.length, MAX_ISSUES + 1);
+    assert.deepEqual(err.issues![MAX_ISSUES], { loc: [], msg: 'and 57 more problems not listed', type: MORE_ISSUES });
+    assert.ok((err.issues![0].loc[1] as string).length <= 201);
+    assert.ok(err.message.length < 50_000);
+    // As the SQLite writer thread's message is turned back into an error: unchanged.
+    assert.deepEqual(new ValidationFailed(err.issues!).issues, err.issues);
+    const { issues: listed, more } = validateStatements(Array(1000).fill({}), '1.0.3');
+    assert.equal(listed.length, MAX_ISSUES);
+    assert.equal(more, 2900);
   });
 });

@@ -1,0 +1,227 @@
+/**
+ * Input handling through HTTP (issue 27, items 1, 6, 13, 14): statements and JSON values per
+ * request counted before anything is parsed, problems reported up to a cap, multipart parts
+ * bounded, timestamps whose UTC form has no four-digit year refused, and invalid UTF-8 refused
+ * wherever text is expected. Each refusal is a short JSON body, nothing is stored, and the server
+ * serves the next request.
+ */
+import assert from 'node:assert/strict';
+import { createHash } from 'node:crypto';
+import { after, before, describe, test } from 'node:test';
+import { BACKENDS, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
+
+const enc = encodeURIComponent;
+const AGENT = enc(JSON.stringify({ mbox: 'mailto:doc@example.com' }));
+const stateUrl = (activityId: string, stateId: string) => `/xAPI/activities/state?activityId=${activityId}&agent=${AGENT}&stateId=${stateId}`;
+const ACTIVITY = enc('http://example.com/input');
+
+/** fetch's BodyInit type wants an ArrayBuffer-backed view. */
+const bytes = (body: string | Buffer): string | Uint8Array<ArrayBuffer> => (typeof body === 'string' ? body : new Uint8Array(body));
+/** `n` copies of `item`, comma-separated. */
+const many = (item: string, n: number) => Array(n).fill(item).join(',');
+
+for (const backend of BACKENDS) {
+  describe(`input handling [${backend.name}]`, () => {
+    let t: TestLrs;
+    before(async () => {
+      t = await startTestLrs(backend);
+    });
+    after(async () => t?.close());
+
+    const post = (body: string | Buffer, headers: Record<string, string> = { 'content-type': 'application/json' }, version = '1.0.3') =>
+      t.fetch('/xAPI/statements', { method: 'POST', headers, body: bytes(body), version });
+    /** Ids of the statements the tests stored: a refused request adds none. */
+    const stored: string[] = [];
+    async function assertNothingStoredBeyond(): Promise<void> {
+      const list = await (await t.fetch('/xAPI/statements?limit=0')).json();
+      assert.deepEqual(list.statements.map((s: { id: string }) => s.id).sort(), [...stored].sort(), 'nothing stored by the refused request');
+    }
+
+    test('item 1: more statements than LECTERN_MAX_STATEMENTS_PER_REQUEST is a short 413 naming it, found before parsing', async () => {
+      assert.equal(t.config.maxStatementsPerRequest, 10_000);
+      // 10,001 empty statements; the syntax error at the very end shows that the body was refused
+      // on its count: parsed first, it would be a 400 for malformed JSON.
+      // The issue's body: 5,000,000 empty objects (15 MB) took the server down (heap limit).
+      for (const body of [`[${many('{}', 10_001)}]`, `[${many('{}', 10_001)}]}garbage`, `[${many('{}', 5_000_000)}]`]) {
+        const res = await post(body);
+        assert.equal(res.status, 413);
+        const text = await res.text();
+        assert.ok(text.length < 500, `short body, got ${text.length} bytes`);
+        assert.match(JSON.parse(text).detail, /more than 10000 statements.*LECTERN_MAX_STATEMENTS_PER_REQUEST/);
+      }
+      await assertNothingStoredBeyond();
+      const ok = await post(JSON.stringify(Array.from({ length: 10 }, () => statement())));
+      assert.equal(ok.status, 200, 'the next request is served');
+      stored.push(...(await ok.json()));
+    });
+
+    test('item 1: a batch of invalid statements lists the first 100 problems and counts the rest, in a short body', async () => {
+      // 5,000 empty statements (within the cap): 15,000 problems (actor, verb, object missing each).
+      const res = await post(`[${many('{}', 5000)}]`);
+      assert.equal(res.status, 400);
+      const text = await res.text();
+      assert.ok(text.length < 20_000, `short body, got ${text.length} bytes`);
+      const { detail } = JSON.parse(text);
+      assert.equal(detail.length, 101);
+      assert.deepEqual(detail[0], { loc: [0, 'actor'], msg: 'field required', type: 'value_error.missing' });
+      assert.deepEqual(detail[100], { loc: [], msg: 'and 14900 more problems not listed', type: 'value_error.more_issues' });
+      // A client's long key is quoted in part only.
+      const longKey = `x${'y'.repeat(100_000)}`;
+      const keyed = await post(JSON.stringify(statement({ [longKey]: 1 })));
+      assert.equal(keyed.status, 400);
+      const keyedText = await keyed.text();
+      assert.ok(keyedText.length < 2000, `short body, got ${keyedText.length} bytes`);
+      await assertNothingStoredBeyond();
+    });
+
+    test('item 1: one statement holding more than LECTERN_MAX_JSON_VALUES values is a 413 before parsing; at the limit it is stored', async () => {
+      assert.equal(t.config.maxJsonValues, 2_000_000);
+      const withExtension = (values: string) =>
+        JSON.stringify(statement({ result: { extensions: { 'http://example.com/e': [] } } })).replace('[]', `[${values}]`);
+      // The statement itself holds 15 values, the extension's array included.
+      const over = withExtension(many('{}', 2_000_000 - 14));
+      const res = await post(over);
+      assert.equal(res.status, 413);
+      const text = await res.text();
+      assert.ok(text.length < 500, `short body, got ${text.length} bytes`);
+      assert.match(JSON.parse(text).detail, /more than 2000000 JSON values.*LECTERN_MAX_JSON_VALUES/);
+      // Malformed after the limit: still 413, so it was counted, not parsed.
+      assert.equal((await post(`${over.slice(0, -3)}}}x`)).status, 413);
+      await assertNothingStoredBeyond();
+      const at = await post(withExtension(many('0', 2_000_000 - 15)));
+      assert.equal(at.status, 200, await at.clone().text());
+      stored.push(...(await at.json()));
+    });
+
+    test('item 1: a JSON document holding more than LECTERN_MAX_JSON_VALUES values is a 413; other documents are bytes', async () => {
+      const body = `[${many('0', 2_000_000)}]`;
+      const res = await t.fetch(stateUrl(ACTIVITY, 'many'), { method: 'PUT', headers: { 'content-type': 'application/json' }, body });
+      assert.equal(res.status, 413);
+      assert.match((await res.json()).detail, /LECTERN_MAX_JSON_VALUES/);
+      assert.equal((await t.fetch(stateUrl(ACTIVITY, 'many'))).status, 404);
+      const bytes = await t.fetch(stateUrl(ACTIVITY, 'many'), { method: 'PUT', headers: { 'content-type': 'text/plain' }, body });
+      assert.equal(bytes.status, 204);
+    });
+
+    test('item 6: a multipart body of more parts than a statement request can have is a 400 at the first one too many', async () => {
+      const B = 'b';
+      const json = JSON.stringify(statement());
+      const head = `--${B}\r\nContent-Type: application/json\r\n\r\n${json}\r\n`;
+      // 30,000 empty parts after the statement: the limit is 1 + 2 × 10,000.
+      const body = `${head}${`--${B}\r\n\r\n\r\n`.repeat(30_000)}--${B}--\r\n`;
+      const res = await post(body, { 'content-type': `multipart/mixed; boundary=${B}` });
+      assert.equal(res.status, 400);
+      const text = await res.text();
+      assert.ok(text.length < 500, `short body, got ${text.length} bytes`);
+      assert.match(JSON.parse(text).detail, /more than 20001 parts/);
+      // A part whose headers never end is refused at 16 KiB of them.
+      const endless = `${head}--${B}\r\nX-Experience-API-Hash: ${'a'.repeat(64)}\r\n${'X-Pad: y\r\n'.repeat(3000)}--${B}--\r\n`;
+      const long = await post(endless, { 'content-type': `multipart/mixed; boundary=${B}` });
+      assert.equal(long.status, 400);
+      assert.match((await long.json()).detail, /headers are longer than 16384 bytes/);
+      await assertNothingStoredBeyond();
+      // A real attachment request is served next.
+      const data = Buffer.from('attachment data');
+      const sha2 = createHash('sha256').update(data).digest('hex');
+      const withAttachment = JSON.stringify(statement({ attachments: [{ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: data.length, sha2 }] }));
+      const good = Buffer.concat([
+        Buffer.from(`--${B}\r\nContent-Type: application/json\r\n\r\n${withAttachment}\r\n--${B}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha2}\r\n\r\n`),
+        data,
+        Buffer.from(`\r\n--${B}--\r\n`),
+      ]);
+      const ok = await post(good, { 'content-type': `multipart/mixed; boundary=${B}` });
+      assert.equal(ok.status, 200);
+      stored.push(...(await ok.json()));
+    });
+
+    test('item 13: a timestamp whose UTC form falls outside years 0000-9999 is a 400 saying where, under 1.0.3 and 2.0', async () => {
+      const cases: [Record<string, unknown>, (string | number)[]][] = [
+        [{ timestamp: '9999-12-31T23:59:59-23:59' }, [0, 'timestamp']],
+        [{ timestamp: '0000-01-01T00:00:00+00:01' }, [0, 'timestamp']],
+        [{ timestamp: '9999-12-31T23:59:60Z' }, [0, 'timestamp']],
+        [{ object: { objectType: 'SubStatement', ...statement(), timestamp: '9999-12-31T23:00:00-01:00' } }, [0, 'object', 'timestamp']],
+      ];
+      for (const version of ['1.0.3', '2.0.0']) {
+        for (const [overrides, loc] of cases) {
+          const res = await post(JSON.stringify(statement(overrides)), undefined, version);
+          assert.equal(res.status, 400, `${version} ${JSON.stringify(overrides)}`);
+          const { detail } = await res.json();
+          assert.deepEqual(detail.map((i: { loc: unknown }) => i.loc), [loc]);
+          assert.equal(detail[0].type, 'value_error.datetime_range');
+        }
+      }
+      for (const [path, name] of [
+        ['/xAPI/statements?since=', 'since'],
+        ['/xAPI/statements?until=', 'until'],
+        [`/xAPI/activities/state?activityId=${ACTIVITY}&agent=${AGENT}&since=`, 'since'],
+      ]) {
+        const res = await t.fetch(`${path}${enc('9999-12-31T23:59:59-23:59')}`);
+        assert.equal(res.status, 400, path);
+        assert.deepEqual((await res.json()).detail[0].loc, ['query', name]);
+      }
+      await assertNothingStoredBeyond();
+    });
+
+    test('item 13: the extreme timestamps still accepted are stored in a form the LRS accepts back', async () => {
+      for (const version of ['1.0.3', '2.0.0']) {
+        for (const timestamp of ['9999-12-31T23:59:59+23:59', '0000-01-01T23:58:00-00:01', '9999-12-31T23:59:59.999999Z', '0000-01-01T00:00:00Z']) {
+          const res = await post(JSON.stringify(statement({ timestamp })), undefined, version);
+          assert.equal(res.status, 200, `${version} ${timestamp}`);
+          const [id] = await res.json();
+          stored.push(id);
+          const back = await (await t.fetch(`/xAPI/statements?statementId=${id}`, { version })).json();
+          // The stored statement, sent again as it is served, is the same statement (204 or 200, never 400).
+          const again = await t.fetch(`/xAPI/statements?statementId=${id}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(back), version });
+          assert.equal(again.status, 204, `${version} ${timestamp} → ${back.timestamp}`);
+          if (version === '2.0.0') assert.match(back.timestamp, /^\d{4}-.*Z$/);
+        }
+      }
+    });
+
+    test('item 14: percent-escapes that are not UTF-8 are a 400 naming the parameter, in the query and the alternate syntax form', async () => {
+      const put = await t.fetch(stateUrl(enc('http://x.org/é'), 'utf8'), { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'a' });
+      assert.equal(put.status, 204);
+      for (const bad of ['%FF', '%FE', '%C3', '%C0%AF', '%ED%A0%80']) {
+        for (const method of ['PUT', 'GET']) {
+          const res = await t.fetch(stateUrl(`http://x.org/${bad}`, 's'), { method, headers: { 'content-type': 'text/plain' }, ...(method === 'PUT' && { body: 'x' }) });
+          assert.equal(res.status, 400, `${method} ${bad}`);
+          const { detail } = await res.json();
+          assert.deepEqual(detail[0].loc, ['query', 'activityId'], bad);
+          assert.match(detail[0].msg, /not valid UTF-8/);
+        }
+      }
+      // A lone % is a literal % as before: `50%` and `50%25` name one document.
+      assert.equal((await t.fetch(stateUrl(ACTIVITY, '50%'), { method: 'PUT', headers: { 'content-type': 'text/plain' }, body: 'p' })).status, 204);
+      assert.equal(await (await t.fetch(stateUrl(ACTIVITY, '50%25'))).text(), 'p');
+      // The alternate request syntax (1.0.3): the same rule for form fields, and the form's own bytes.
+      const form = (body: string | Buffer) =>
+        t.fetch('/xAPI/activities/state?method=GET', { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: bytes(body) });
+      const fields = `activityId=${ACTIVITY}&agent=${AGENT}`;
+      const badField = await form(`${fields}&stateId=%FF`);
+      assert.equal(badField.status, 400);
+      assert.deepEqual((await badField.json()).detail[0].loc, ['form', 'stateId']);
+      const rawByte = await form(Buffer.concat([Buffer.from(`${fields}&stateId=`), Buffer.from([0xff])]));
+      assert.equal(rawByte.status, 400);
+      assert.match((await rawByte.json()).detail, /form body.*not valid UTF-8/);
+      assert.equal((await form(`${fields}&stateId=50%25`)).status, 200);
+    });
+
+    test('item 14: a JSON document with invalid UTF-8 is a 400 on PUT and POST, nothing stored; other types stay opaque bytes', async () => {
+      const invalid = Buffer.concat([Buffer.from('{"a":"'), Buffer.from([0xff, 0xfe]), Buffer.from('"}')]);
+      for (const method of ['PUT', 'POST']) {
+        const res = await t.fetch(stateUrl(ACTIVITY, `bad-${method}`), { method, headers: { 'content-type': 'application/json' }, body: bytes(invalid) });
+        assert.equal(res.status, 400, method);
+        assert.match((await res.json()).detail, /not valid UTF-8/);
+        assert.equal((await t.fetch(stateUrl(ACTIVITY, `bad-${method}`))).status, 404);
+      }
+      // Merged into a stored JSON document: refused, the stored one unchanged.
+      assert.equal((await t.fetch(stateUrl(ACTIVITY, 'merge'), jsonInit('PUT', { kept: 'é' }))).status, 204);
+      const merge = await t.fetch(stateUrl(ACTIVITY, 'merge'), { method: 'POST', headers: { 'content-type': 'application/json' }, body: bytes(invalid) });
+      assert.equal(merge.status, 400);
+      assert.deepEqual(await (await t.fetch(stateUrl(ACTIVITY, 'merge'))).json(), { kept: 'é' });
+      const opaque = await t.fetch(stateUrl(ACTIVITY, 'opaque'), { method: 'PUT', headers: { 'content-type': 'application/octet-stream' }, body: bytes(invalid) });
+      assert.equal(opaque.status, 204);
+      assert.deepEqual(Buffer.from(await (await t.fetch(stateUrl(ACTIVITY, 'opaque'))).arrayBuffer()), invalid);
+    });
+  });
+}
