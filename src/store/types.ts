@@ -7,13 +7,13 @@ import type { IndexedAgent, PreparedStatement } from '../xapi/statement.ts';
 import type { StatementQuery } from '../xapi/query.ts';
 import type { ActivityDefinition } from '../xapi/types.ts';
 import type { AttachmentBlob } from '../xapi/attachments.ts';
-import type { DocumentKey, DocumentPrecondition, StoredDocument } from '../xapi/documents.ts';
+import type { DocumentKey, DocumentPrecondition, DocumentWriteOptions, StoredDocument } from '../xapi/documents.ts';
 import type { InsertOutcome } from '../xapi/insert.ts';
 
 // These types belong to the xAPI layer; re-exported for the backends.
 export type { AttachmentBlob } from '../xapi/attachments.ts';
 export type { InsertOutcome } from '../xapi/insert.ts';
-export type { DocumentKey, DocumentKind, DocumentPrecondition, StoredDocument } from '../xapi/documents.ts';
+export type { DocumentKey, DocumentKind, DocumentPrecondition, DocumentWriteOptions, StoredDocument } from '../xapi/documents.ts';
 
 /** A statement as stored: the JSON the LRS serves, and its position in stored order. */
 export interface StoredRow {
@@ -155,13 +155,14 @@ export interface Store {
   getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined>;
   /**
    * Writes a document. `merge` combines a JSON document with the stored one (POST). Checks
-   * `pre` and applies the write in one transaction; returns the new document.
+   * `pre` and `maxSize` (the merged document included) and applies the write in one
+   * transaction; returns the new document.
    */
   putDocument(
     tenant: string,
     key: DocumentKey,
     doc: { content: Buffer; contentType: string },
-    opts: { merge: boolean; pre: DocumentPrecondition },
+    opts: DocumentWriteOptions,
   ): Promise<StoredDocument>;
   deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void>;
   /**

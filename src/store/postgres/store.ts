@@ -36,6 +36,7 @@ import type {
   AttachmentBlob,
   DocumentKey,
   DocumentPrecondition,
+  DocumentWriteOptions,
   InsertOutcome,
   KeyedDocument,
   QueryPage,
@@ -1211,7 +1212,7 @@ export class PostgresStore implements Store {
     tenant: string,
     key: DocumentKey,
     doc: { content: Buffer; contentType: string },
-    opts: { merge: boolean; pre: DocumentPrecondition },
+    opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
     return this.tx(async (c) => {
       const { current, nowMs } = await this.lockDocument(c, tenant, key);

@@ -25,6 +25,7 @@ import type {
   AttachmentBlob,
   DocumentKey,
   DocumentPrecondition,
+  DocumentWriteOptions,
   InsertOutcome,
   KeyedDocument,
   QueryPage,
@@ -605,7 +606,7 @@ export class SqliteStore implements Store {
     tenant: string,
     key: DocumentKey,
     doc: { content: Buffer; contentType: string },
-    opts: { merge: boolean; pre: DocumentPrecondition },
+    opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
     return docs.putDocument(this.docs, tenant, key, doc, opts);
   }

@@ -22,6 +22,7 @@ import type {
   AttachmentBlob,
   DocumentKey,
   DocumentPrecondition,
+  DocumentWriteOptions,
   ForwardingStats,
   InsertOutcome,
   KeyedDocument,
@@ -254,7 +255,7 @@ export class ThreadedSqliteStore implements Store {
     tenant: string,
     key: DocumentKey,
     doc: { content: Buffer; contentType: string },
-    opts: { merge: boolean; pre: DocumentPrecondition },
+    opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
     const transfer: ArrayBuffer[] = [];
     const sent = { ...doc, content: moved(doc.content, transfer) };
