@@ -33,7 +33,7 @@ function paramSchema(p: ParamSpec): Json {
     case 'id':
       return { type: 'string', minLength: 1 };
     case 'cursor':
-      return { type: 'string', pattern: '^\\d{1,19}$' };
+      return { type: 'string', format: 'uuid' };
     case 'token':
     case 'agent':
       return { type: 'string' };

@@ -27,7 +27,11 @@ export interface StoredRow {
 
 export interface QueryPage {
   rows: StoredRow[];
-  /** Position to continue after, when more matching statements exist. */
+  /**
+   * Where to continue, when more matching statements exist: for queryStatements the id of the
+   * last row (the `more` cursor: positions count every store's writes and never leave the
+   * store), for scanStatements the last row's position.
+   */
   next?: string;
 }
 
@@ -137,6 +141,11 @@ export interface Store {
    * With `authority` (an IFI key), only a statement of that authority is found.
    */
   getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined>;
+  /**
+   * One page of a statement query. `query.after` is a statement id (the `more` cursor): a
+   * ValidationFailed (unknownCursor) when it is not a statement of the tenant (of the filter's
+   * authority under `mine`).
+   */
   queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage>;
   /** Attachment contents by sha2 (those the store has). */
   getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]>;
