@@ -1,7 +1,8 @@
 /**
  * Statement forwarding, on every backend, to real targets on loopback: a second Lectern server
  * (with its own user and scopes) and node:http receivers for the failure modes. Figures are read
- * from /heartbeat; dead letters are re-queued with the built CLI.
+ * from the forwarder (/heartbeat lists the targets and whether they hold dead letters, no figures);
+ * dead letters are re-queued with the built CLI.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -34,14 +35,22 @@ const sha256 = (data: string): string => createHash('sha256').update(data).diges
 
 const FAST = { LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_XAPI_FORWARDING_LEASE: '2' };
 
-/** Per target url, from the forwarder; /heartbeat shows the same figures by configuration entry. */
-async function stats(lrs: TestLrs): Promise<Map<string, Omit<TargetStats, 'entry'>>> {
+/** The public heartbeat's forwarding entries: by configuration entry, whether it holds dead letters. */
+async function heartbeatTargets(lrs: TestLrs): Promise<{ entry: number; dead_letters: boolean }[]> {
   const res = await fetch(`${lrs.url}/heartbeat`);
   assert.equal(res.status, 200);
-  const body = (await res.json()) as { database: string; forwarding: Omit<TargetStats, 'target'>[] };
-  const byUrl = await lrs.lrs.forwarder.stats();
-  assert.deepEqual(body.forwarding.map((s) => s.entry), byUrl.map((s) => s.entry), 'the heartbeat lists every active target by entry');
+  const body = (await res.json()) as { database: string; forwarding: { entry: number; dead_letters: boolean }[] };
   assert.doesNotMatch(JSON.stringify(body), /http:/, 'no target url on the unauthenticated heartbeat');
+  // The queues hold every store's statements: their counts on a public page are every store's volume.
+  for (const s of body.forwarding) assert.deepEqual(Object.keys(s).sort(), ['dead_letters', 'entry'], 'no figures on the unauthenticated heartbeat');
+  return body.forwarding;
+}
+
+/** Per target url, from the forwarder; /heartbeat lists the same targets by configuration entry. */
+async function stats(lrs: TestLrs): Promise<Map<string, Omit<TargetStats, 'entry'>>> {
+  const listed = await heartbeatTargets(lrs);
+  const byUrl = await lrs.lrs.forwarder.stats();
+  assert.deepEqual(listed.map((s) => s.entry), byUrl.map((s) => s.entry), 'the heartbeat lists every active target by entry');
   return new Map(byUrl.map(({ entry: _, ...s }) => [s.target, s]));
 }
 
@@ -195,6 +204,7 @@ for (const backend of BACKENDS) {
       const r = await figures(src, refusing.url, '403 dead-lettered', (s) => s.dead === 3);
       assert.equal(r.retried, 0);
       assert.equal(refusing.requests.length, 1, 'a 4xx is not retried');
+      assert.deepEqual(await heartbeatTargets(src), [0, 1, 2].map((entry) => ({ entry, dead_letters: true })), 'the heartbeat flags each target holding dead letters');
 
       picky.respond = () => ({ status: 200 });
       if (backend.name === 'sqlite') {
@@ -225,6 +235,7 @@ for (const backend of BACKENDS) {
       await figures(src, picky.url, 'the re-queued dead letter delivered', (s) => s.delivered === 3 && s.dead === 0 && s.queued === 0);
       assert.ok(picky.ids().includes(ids[1]));
       assert.equal((await stats(src)).get(failing.url)?.dead, 3, 'other targets keep their dead letters');
+      assert.deepEqual((await heartbeatTargets(src)).map((s) => s.dead_letters), [false, true, true]);
     });
 
     test('two targets, one dead: the healthy one receives everything while the dead one hangs', async () => {
