@@ -13,7 +13,9 @@ import { buildStatementsMultipart } from '../../src/http/multipart.ts';
 import type { TargetStats } from '../../src/forwarding/forwarder.ts';
 import type { ForwardingStats } from '../../src/store/types.ts';
 import { ADMIN, BACKENDS, jsonInit, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
-import { closedPort, eventually, Receiver } from '../helpers/receiver.ts';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/log.ts';
+import { closedPort, eventually, type Received, Receiver } from '../helpers/receiver.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -157,6 +159,60 @@ for (const backend of BACKENDS) {
       // Inactive entries are ignored; passwords never reach the heartbeat.
       assert.deepEqual([...(await stats(src)).keys()].sort(), [targetUrl, rec.url].sort());
       assert.doesNotMatch(await (await fetch(`${src.url}/heartbeat`)).text(), /fw-secret-pw/);
+    });
+
+    test("a target echoing the request's credentials: they reach no log, dead letter, `forwarding status` or heartbeat", async () => {
+      const bearer = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJmb3J3YXJkZXIifQ.c2lnbmF0dXJlLXNlY3JldA';
+      // What careless targets send back: the header as text and as JSON, decoded, in a URL, a token of their own.
+      const echoing = (r: Received) =>
+        [
+          `you sent Authorization: ${r.headers.authorization}`,
+          JSON.stringify({ headers: r.headers }),
+          `decoded: ${Buffer.from(String(r.headers.authorization).slice(6), 'base64').toString()}`,
+          `try http://${FORWARDER.username}:${FORWARDER.password}@127.0.0.1:1/xAPI/statements`,
+          `proxy said Bearer ${bearer}`,
+        ].join('\n');
+      const failing = await receiver();
+      failing.respond = (r) => ({ status: 503, body: echoing(r) });
+      const refusing = await receiver();
+      refusing.respond = (r) => ({ status: 403, body: echoing(r) });
+      const lines: string[] = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      });
+      const src = await startTestLrs(backend, {
+        logger: createLogger('debug', sink),
+        env: { ...FAST, LECTERN_XAPI_FORWARDINGS: JSON.stringify([entry(failing.url, { max_retries: 1 }), entry(refusing.url)]) },
+      });
+      cleanup.push(() => src.close());
+      await post(src, [statement()]);
+      await figures(src, failing.url, 'retries exhausted', (s) => s.dead === 1);
+      await figures(src, refusing.url, 'the 403 dead-lettered', (s) => s.dead === 1);
+      const pair = `${FORWARDER.username}:${FORWARDER.password}`;
+      assert.equal(failing.requests[0].headers.authorization, `Basic ${Buffer.from(pair).toString('base64')}`, 'the targets did get the credentials');
+
+      const status = cli(['forwarding', 'status'], src.env);
+      assert.equal(status.code, 0, status.stderr);
+      const json = cli(['forwarding', 'status', '--json'], src.env);
+      assert.equal(json.code, 0, json.stderr);
+      const rows = JSON.parse(json.stdout) as ForwardingStats[];
+      for (const url of [failing.url, refusing.url]) {
+        // Still an error an operator can act on.
+        assert.match(rows.find((r) => r.target === url)?.lastError ?? '', /^HTTP (503|403): you sent Authorization: \[redacted\]/);
+      }
+      assert.match(rows.find((r) => r.target === failing.url)?.lastError ?? '', /gave up after 2 attempts/);
+      const log = lines.join('');
+      assert.match(log, /forwarding failed; will retry/);
+      assert.match(log, /statements moved to dead letters/);
+      const heartbeat = await (await fetch(`${src.url}/heartbeat`)).text();
+      const recorded = { log, status: status.stdout + status.stderr, json: json.stdout + json.stderr, heartbeat };
+      const b64 = Buffer.from(pair).toString('base64');
+      for (const secret of [FORWARDER.password, b64, b64.replace(/=+$/, ''), bearer, bearer.split('.')[2]]) {
+        for (const [where, text] of Object.entries(recorded)) assert.ok(!text.includes(secret), `${secret.slice(0, 10)}… in ${where}`);
+      }
     });
 
     test('a target that is down receives everything once it comes back', async () => {
