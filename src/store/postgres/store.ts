@@ -46,7 +46,7 @@ import type {
   StoredDocument,
   StoredRow,
 } from '../types.ts';
-import { describe, isRetryable, isUnavailable, toLrsError } from './errors.ts';
+import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
 import { MIGRATIONS } from './migrations.ts';
 import { PostgresOutbox } from './outbox.ts';
 
@@ -569,13 +569,16 @@ export class PostgresStore implements Store {
     return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
   }
 
-  /** Runs `fn`, turning connection failures into 503s (and logging their cause once here). */
+  /** Runs `fn`, turning connection failures and a full disk into 503s (and logging their cause once here). */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
       const mapped = toLrsError(err);
-      if (mapped !== err) this.opts.logger?.warn({ err: describe(err) }, 'PostgreSQL is unavailable');
+      if (mapped !== err) {
+        if (isDiskFull(err)) this.opts.logger?.error({ err: describe(err) }, 'PostgreSQL cannot write (disk full): writes are answered 503 until it can');
+        else this.opts.logger?.warn({ err: describe(err) }, 'PostgreSQL is unavailable');
+      }
       throw mapped;
     }
   }
