@@ -112,7 +112,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await (await busy.fetch(page1.more)).json(), page2);
     });
 
-    test('a cursor naming a statement voided since its page still continues', async () => {
+    test('a cursor naming a statement voided since its page still continues; one erased since is a 400', async () => {
       const t = await startTestLrs(backend, { users: USERS });
       try {
         const ids = await post(t, ADMIN, [statement(), statement(), statement()]);
@@ -123,6 +123,11 @@ for (const backend of BACKENDS) {
         const res = await t.fetch(page1.more);
         assert.equal(res.status, 200, await res.clone().text());
         assert.deepEqual(((await res.json()) as { statements: { id: string }[] }).statements.map((s) => s.id), [ids[1]]);
+        // Erased (lectern erase): the cursor names nothing any more; the client starts again.
+        await t.lrs.store.deleteStatements('', [ids[2]]);
+        const gone = await t.fetch(page1.more);
+        assert.equal(gone.status, 400);
+        assert.deepEqual(((await gone.json()) as { detail: { loc: string[] }[] }).detail[0].loc, ['query', 'search_after']);
       } finally {
         await t.close();
       }
