@@ -66,7 +66,7 @@ export interface StoreLog {
  * not be written: EFBIG past a file size limit, EIO, ENOSPC seen as an I/O error). node:sqlite
  * puts the extended result code in `errcode`; the primary code is its low byte.
  */
-export function isStorageFailure(err: unknown): boolean {
+function isStorageFailure(err: unknown): boolean {
   const code = (err as { errcode?: unknown } | null)?.errcode;
   return typeof code === 'number' && ((code & 0xff) === 13 || (code & 0xff) === 10);
 }
