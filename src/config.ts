@@ -424,7 +424,7 @@ export const SETTINGS = {
   metricsAccess: {
     name: 'LECTERN_METRICS_ACCESS',
     default: 'scope',
-    help: '`GET /metrics`: `scope` (credentials holding the `all` scope), `open` (no credentials: for a scraper on a private network) or `off` (no route).',
+    help: '`GET /metrics`: `scope` (credentials holding the `all` scope in the default store: the operator\'s), `open` (no credentials: for a scraper on a private network) or `off` (no route).',
     parse: oneOf('scope', 'open', 'off'),
   },
   auditFile: {

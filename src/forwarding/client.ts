@@ -21,6 +21,56 @@ export type Outcome = { kind: 'delivered' } | { kind: 'split' | 'retry' | 'rejec
 
 const SPLIT = new Set([400, 409, 413]);
 
+/** Bytes of a refusal's body read for its error message (the rest is discarded unread). */
+const ERROR_BODY_BYTES = 16_384;
+/** Characters of it kept in the error (logs, dead letters, `lectern forwarding status`). */
+const ERROR_TEXT_CHARS = 300;
+
+const REDACTED = '[redacted]';
+/** An Authorization header's value, as `name: value` (to the end of the line) or a JSON/form field. */
+const AUTH_HEADER = /\b((?:proxy-)?authorization)(["']?\s*[:=]\s*)(?:"(?:[^"\\]|\\.)*"|'[^']*'|[^\r\n,;&}]*)/gi;
+/**
+ * A credential after the name of a scheme that carries one (token68, JSON-escaped slashes too).
+ * Case-insensitive, so the word that follows "basic" in prose goes too: a message loses a word
+ * rather than keep a secret.
+ */
+const SCHEME_CREDENTIAL = /\b(Basic|Bearer|Digest|Negotiate|NTLM)(\s+)[\w.~+/\\-]+=*/gi;
+/** The userinfo of a URL (`scheme://user:password@`). */
+const URL_USERINFO = /\b([a-z][a-z\d+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
+
+/**
+ * What a target answered, fit to be logged and stored: credentials taken out wherever they appear
+ * (a target may echo the request's headers): Authorization values, any scheme's credential, URL
+ * userinfo, and this target's username:password in clear or base64 and its password alone.
+ */
+export function redactCredentials(text: string, target: Pick<ForwardingTarget, 'username' | 'password'>): string {
+  const pair = `${target.username}:${target.password}`;
+  const b64 = Buffer.from(pair).toString('base64');
+  // Longest first: the pair before the password it contains. A very short password alone would
+  // blot out ordinary words, and is then only taken out as part of the pair.
+  const secrets = [pair, b64, b64.replace(/=+$/, ''), Buffer.from(pair).toString('base64url'), target.password.length >= 4 ? target.password : '']
+    .filter((s) => s.length > 0)
+    .sort((a, b) => b.length - a.length);
+  let out = text;
+  for (const s of secrets) out = out.split(s).join(REDACTED);
+  return out
+    .replace(AUTH_HEADER, (_m, name: string, sep: string) => `${name}${sep}${REDACTED}`)
+    .replace(SCHEME_CREDENTIAL, (_m, scheme: string, space: string) => `${scheme}${space}${REDACTED}`)
+    .replace(URL_USERINFO, (_m, scheme: string) => `${scheme}${REDACTED}@`);
+}
+
+/** The start of a response body as text, at most `max` bytes read; the rest is dropped unread. */
+async function bodyStart(body: AsyncIterable<Buffer> & { destroy(): unknown }, max: number): Promise<string> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of body) {
+    chunks.push(chunk);
+    size += chunk.length;
+    if (size >= max) break; // leaving the loop destroys the body
+  }
+  return Buffer.concat(chunks).subarray(0, max).toString('utf8');
+}
+
 // undici (≈100 modules, ≈8 MB of a server's memory) loads with the first delivery, not at start-up:
 // most servers forward nothing.
 let undici: Promise<typeof import('undici')> | undefined;
@@ -28,11 +78,13 @@ let undici: Promise<typeof import('undici')> | undefined;
 export class TargetClient {
   private agent?: Agent;
   private closed = false;
+  private readonly target: ForwardingTarget;
   private readonly authorization: string;
   readonly url: string;
   private readonly timeoutSeconds: number;
 
   constructor(target: ForwardingTarget) {
+    this.target = target;
     this.authorization = `Basic ${Buffer.from(`${target.username}:${target.password}`).toString('base64')}`;
     this.url = target.url;
     this.timeoutSeconds = target.timeoutSeconds;
@@ -76,14 +128,16 @@ export class TargetClient {
         await res.body.dump();
         return { kind: 'delivered' };
       }
-      const text = (await res.body.text().catch(() => '')).replace(/\s+/g, ' ').trim().slice(0, 300);
+      // Redacted before it is cut short, so no credential survives in part.
+      const raw = await bodyStart(res.body, ERROR_BODY_BYTES).catch(() => '');
+      const text = redactCredentials(raw, this.target).replace(/\s+/g, ' ').trim().slice(0, ERROR_TEXT_CHARS);
       const error = `HTTP ${status}${text ? `: ${text}` : ''}`;
       if (status === 409 && statements.length === 1) return { kind: 'delivered' };
       if (SPLIT.has(status) && statements.length > 1) return { kind: 'split', error };
       if (status === 408 || status === 429 || status >= 500) return { kind: 'retry', error };
       return { kind: 'reject', error };
     } catch (err) {
-      return { kind: 'retry', error: this.describe(err) };
+      return { kind: 'retry', error: redactCredentials(this.describe(err), this.target) };
     }
   }
 

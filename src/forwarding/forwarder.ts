@@ -26,9 +26,9 @@ export interface ForwarderOptions {
 }
 
 /**
- * The figures a metrics exporter and /heartbeat read: one entry per active target. `entry` is its
- * position in LECTERN_XAPI_FORWARDINGS (as configuration errors name it): the unauthenticated
- * /heartbeat shows that instead of the url.
+ * The figures a metrics exporter reads (and /heartbeat, whether there are dead letters): one entry
+ * per active target. `entry` is its position in LECTERN_XAPI_FORWARDINGS (as configuration errors
+ * name it): the unauthenticated /heartbeat shows that instead of the url.
  */
 export type TargetStats = Omit<ForwardingStats, 'lastError'> & { entry: number };
 

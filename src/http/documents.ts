@@ -5,7 +5,7 @@
  */
 import { LrsError } from '../errors.ts';
 import type { DocumentKind, Store } from '../store/types.ts';
-import { checkJsonDocument, etagOf, hasPrecondition, headerlessPut, parseDocumentParams, parsePreconditions, resourceName } from '../xapi/documents.ts';
+import { checkDocumentSize, checkJsonDocument, etagOf, hasPrecondition, headerlessPut, parseDocumentParams, parsePreconditions, resourceName } from '../xapi/documents.ts';
 import { countJson } from '../xapi/json.ts';
 import { isJsonType } from '../xapi/media.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
@@ -57,9 +57,8 @@ export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, re
 
   // PUT and POST: the parameters guarantee a docId.
   const content = req.body ?? Buffer.alloc(0);
-  if (content.length > deps.maxDocumentSize) {
-    throw new LrsError('too_large', `the document is larger than the ${deps.maxDocumentSize} bytes this LRS accepts (LECTERN_MAX_DOCUMENT_SIZE)`);
-  }
+  // Before parsing the body; the store checks a merge's result the same way (planDocumentWrite).
+  checkDocumentSize(content.length, deps.maxDocumentSize);
   const doc = { content, contentType: req.headers['content-type']?.trim() || DEFAULT_CONTENT_TYPE };
   // Counted before the syntax check parses it: a few MB of `[{},{},…]` are millions of objects.
   if (isJsonType(doc.contentType) && countJson(content, { maxItems: Infinity, maxValues: deps.maxJsonValues }).over) {
@@ -68,6 +67,6 @@ export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, re
   checkJsonDocument(doc);
   // What a PUT without If-Match/If-None-Match gets depends on the version; POST honours them when sent.
   const pre = parsePreconditions(ifMatch, ifNoneMatch, method === 'PUT' ? headerlessPut(kind, req.version!) : 'allowed');
-  const stored = await deps.store.putDocument(tenant, { ...target.scope, docId: target.docId! }, doc, { merge: method === 'POST', pre });
+  const stored = await deps.store.putDocument(tenant, { ...target.scope, docId: target.docId! }, doc, { merge: method === 'POST', pre, maxSize: deps.maxDocumentSize });
   return { status: 204, headers: { etag: stored.etag } };
 }

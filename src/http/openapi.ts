@@ -33,7 +33,7 @@ function paramSchema(p: ParamSpec): Json {
     case 'id':
       return { type: 'string', minLength: 1 };
     case 'cursor':
-      return { type: 'string', pattern: '^\\d{1,19}$' };
+      return { type: 'string', format: 'uuid' };
     case 'token':
     case 'agent':
       return { type: 'string' };
@@ -166,7 +166,7 @@ const OTHER_PATHS: Record<string, Json> = {
   '/metrics': {
     get: {
       tags: ['Operations'],
-      summary: 'Prometheus metrics (LECTERN_METRICS_ACCESS: the all scope by default, or open)',
+      summary: 'Prometheus metrics (LECTERN_METRICS_ACCESS: the all scope in the default store by default, or open)',
       responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, '401': ERRORS['401'], '403': ERRORS['403'] },
     },
   },

@@ -271,7 +271,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       if (config.metricsAccess === 'scope') {
         const result = await auth.authenticate(request.headers.authorization);
         if (!result.ok) return refused(reply, 'GET', result);
-        if (!result.user.scopes.includes('all')) return send(reply, 'GET', json(403, { detail: 'reading /metrics needs the all scope (or LECTERN_METRICS_ACCESS=open)' }));
+        // Its figures are every store's: only the operator's user, `all` in the default store.
+        if (!result.user.scopes.includes('all') || result.user.target !== '') {
+          return send(reply, 'GET', json(403, { detail: 'reading /metrics needs the all scope in the default store, the operator\'s (or LECTERN_METRICS_ACCESS=open)' }));
+        }
       }
       return reply.type(metrics.contentType).send(await metrics.render());
     });

@@ -12,15 +12,16 @@ export const lbHeartbeat = (): XapiResponse => json(200, { status: 'ok' });
 
 /**
  * 200 when the database answers a real query, 500 naming the failed check otherwise. With
- * forwarding targets, their figures too (informational: a failing target does not fail it), by
- * configuration entry: the heartbeat needs no credentials, so target urls stay out of it
- * (`/metrics` and `lectern forwarding status` name them).
+ * forwarding targets, whether each holds dead letters (informational: a failing target does not
+ * fail it), by configuration entry. The heartbeat needs no credentials, so neither target urls
+ * nor figures are in it: the queues hold every store's statements, and their counts would tell
+ * anyone every store's volume (`/metrics`, the operator's, and `lectern forwarding status` show them).
  */
 export async function heartbeat(store: Store, forwarder?: Pick<Forwarder, 'active' | 'stats'>): Promise<XapiResponse> {
   try {
     await store.ping();
     if (!forwarder?.active) return json(200, { database: 'ok' });
-    const forwarding = (await forwarder.stats()).map(({ entry, queued, delivered, retried, dead }) => ({ entry, queued, delivered, retried, dead }));
+    const forwarding = (await forwarder.stats()).map(({ entry, dead }) => ({ entry, dead_letters: dead > 0 }));
     return json(200, { database: 'ok', forwarding });
   } catch (err) {
     return json(500, { database: 'error', detail: `the ${store.backend} database does not answer: ${(err as Error).message}` });

@@ -414,8 +414,8 @@ function linkRange(alias: string, byAgent: boolean, tenant: number, f: Statement
   return c;
 }
 
-/** The columns of a page row. */
-const PAGE_COLS = 's.seq, s.stored_ms, s.full';
+/** The columns of a page row; the id is the `more` cursor of the page's last row. */
+const PAGE_COLS = 's.seq, s.stored_ms, s.full, s.id';
 
 /**
  * Seqs of statements matching the filter directly, read from the driver's index (see Driver);
@@ -513,7 +513,7 @@ function reachMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params
 }
 
 /**
- * The page query: `limit + 1` rows (seq, stored_ms, full) in the requested order, so the caller
+ * The page query: `limit + 1` rows (seq, stored_ms, full, id) in the requested order, so the caller
  * knows whether more exist without a short page. `driver`: the index to read the matches from
  * (see driverCountsSql; by default agent, activity, statements). `ids`: the filter values'
  * dictionary ids, when the store resolved them first; bound as values, so the planner estimates the filter by the

@@ -7,13 +7,13 @@ import type { IndexedAgent, PreparedStatement } from '../xapi/statement.ts';
 import type { StatementQuery } from '../xapi/query.ts';
 import type { ActivityDefinition } from '../xapi/types.ts';
 import type { AttachmentBlob } from '../xapi/attachments.ts';
-import type { DocumentKey, DocumentPrecondition, StoredDocument } from '../xapi/documents.ts';
+import type { DocumentKey, DocumentPrecondition, DocumentWriteOptions, StoredDocument } from '../xapi/documents.ts';
 import type { InsertOutcome } from '../xapi/insert.ts';
 
 // These types belong to the xAPI layer; re-exported for the backends.
 export type { AttachmentBlob } from '../xapi/attachments.ts';
 export type { InsertOutcome } from '../xapi/insert.ts';
-export type { DocumentKey, DocumentKind, DocumentPrecondition, StoredDocument } from '../xapi/documents.ts';
+export type { DocumentKey, DocumentKind, DocumentPrecondition, DocumentWriteOptions, StoredDocument } from '../xapi/documents.ts';
 
 /** A statement as stored: the JSON the LRS serves, and its position in stored order. */
 export interface StoredRow {
@@ -27,7 +27,11 @@ export interface StoredRow {
 
 export interface QueryPage {
   rows: StoredRow[];
-  /** Position to continue after, when more matching statements exist. */
+  /**
+   * Where to continue, when more matching statements exist: for queryStatements the id of the
+   * last row (the `more` cursor: positions count every store's writes and never leave the
+   * store), for scanStatements the last row's position.
+   */
   next?: string;
 }
 
@@ -137,6 +141,11 @@ export interface Store {
    * With `authority` (an IFI key), only a statement of that authority is found.
    */
   getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined>;
+  /**
+   * One page of a statement query. `query.after` is a statement id (the `more` cursor): a
+   * ValidationFailed (unknownCursor) when it is not a statement of the tenant (of the filter's
+   * authority under `mine`).
+   */
   queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage>;
   /** Attachment contents by sha2 (those the store has). */
   getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]>;
@@ -155,13 +164,14 @@ export interface Store {
   getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined>;
   /**
    * Writes a document. `merge` combines a JSON document with the stored one (POST). Checks
-   * `pre` and applies the write in one transaction; returns the new document.
+   * `pre` and `maxSize` (the merged document included) and applies the write in one
+   * transaction; returns the new document.
    */
   putDocument(
     tenant: string,
     key: DocumentKey,
     doc: { content: Buffer; contentType: string },
-    opts: { merge: boolean; pre: DocumentPrecondition },
+    opts: DocumentWriteOptions,
   ): Promise<StoredDocument>;
   deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void>;
   /**

@@ -44,6 +44,28 @@ export interface DocumentPrecondition {
   headerRequiredIfNew?: boolean;
 }
 
+/** What a document write does: merge (POST) or replace, under which preconditions, up to which size. */
+export interface DocumentWriteOptions {
+  merge: boolean;
+  pre: DocumentPrecondition;
+  /** Largest document the write may leave stored, in bytes (LECTERN_MAX_DOCUMENT_SIZE); none: no limit. */
+  maxSize?: number;
+}
+
+/**
+ * 413 when a document of `size` bytes is over `maxSize`: the body sent (checked before it is
+ * parsed) or, for a merging POST, the document the merge would leave stored.
+ */
+export function checkDocumentSize(size: number, maxSize: number | undefined, merged = false): void {
+  if (maxSize === undefined || size <= maxSize) return;
+  throw new LrsError(
+    'too_large',
+    merged
+      ? `merging the document into the stored one would make it ${size} bytes, more than the ${maxSize} bytes this LRS accepts (LECTERN_MAX_DOCUMENT_SIZE): nothing was stored`
+      : `the document is larger than the ${maxSize} bytes this LRS accepts (LECTERN_MAX_DOCUMENT_SIZE)`,
+  );
+}
+
 /** The quoted SHA-1 hex of the content. */
 export const etagOf = (content: Buffer): string => `"${createHash('sha1').update(content).digest('hex')}"`;
 
@@ -151,21 +173,24 @@ export function checkPrecondition(current: string | undefined, pre: DocumentPrec
 /**
  * The document a write leaves stored, given the current one: checks the preconditions, then for a
  * merging POST onto an existing document merges (§2.2.s7; a POST onto no document stores it as a
- * PUT would). `incoming` has already passed checkJsonDocument. Backends call this inside the
+ * PUT would), refusing (413) a document over `opts.maxSize`. `incoming` has already passed checkJsonDocument. Backends call this inside the
  * transaction that read `current` and then store the result.
  */
 export function planDocumentWrite(
   current: StoredDocument | undefined,
   incoming: { content: Buffer; contentType: string },
-  opts: { merge: boolean; pre: DocumentPrecondition },
+  opts: DocumentWriteOptions,
   nowMs: number,
 ): StoredDocument {
   checkPrecondition(current?.etag, opts.pre);
-  // A merge updates the stored document, which keeps its own (JSON) Content-Type.
+  // A merge updates the stored document, which keeps its own (JSON) Content-Type; the limit holds
+  // for what it leaves stored, or POSTs of small bodies would grow one document without bound.
   if (opts.merge && current) {
     const content = mergeJsonDocuments(current, incoming);
+    checkDocumentSize(content.length, opts.maxSize, true);
     return { content, contentType: current.contentType, etag: etagOf(content), updatedMs: nowMs };
   }
+  checkDocumentSize(incoming.content.length, opts.maxSize);
   return { content: incoming.content, contentType: incoming.contentType, etag: etagOf(incoming.content), updatedMs: nowMs };
 }
 

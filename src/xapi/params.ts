@@ -12,7 +12,7 @@ import { isIri, isUuid, parseTimestamp, timestampOutOfRange, validateAgentParam 
  * - `iri`: an absolute IRI; `uuid`: lower-cased; `timestamp`: ISO 8601, to epoch ms;
  * - `agent`: an Agent (or, unless `agentOnly`, an identified Group) as JSON;
  * - `int`: a non-negative integer; `bool`: true/false; `enum`: one of `values`;
- * - `id`: a non-empty document id; `cursor`: a paging position this server issued; `token`: opaque.
+ * - `id`: a non-empty document id; `cursor`: a paging cursor this server issued (a statement id); `token`: opaque.
  */
 export type ParamKind = 'iri' | 'uuid' | 'timestamp' | 'agent' | 'int' | 'bool' | 'enum' | 'id' | 'cursor' | 'token';
 
@@ -81,7 +81,7 @@ export const RESOURCES = {
       { name: 'attachments', kind: 'bool', methods: READ, default: 'false', description: 'true: a multipart/mixed response with the attachments\' data after the JSON.' },
       { name: 'ascending', kind: 'bool', methods: READ, default: 'false', description: 'Oldest first.' },
       { name: 'mine', kind: 'bool', methods: READ, default: 'false', description: 'Ralph\'s extension: only statements whose authority is the requesting user\'s agent.' },
-      { name: 'search_after', kind: 'cursor', methods: READ, description: 'Paging position, as written in the `more` link of the previous page.' },
+      { name: 'search_after', kind: 'cursor', methods: READ, description: 'Paging cursor, as written in the `more` link of the previous page (opaque to clients).' },
       { name: 'pit_id', kind: 'token', methods: READ, description: 'Ralph\'s point-in-time id, accepted for compatibility: paging here needs none.' },
     ],
   },
@@ -163,7 +163,7 @@ export function parseParamValue(spec: ParamSpec, raw: string, issues: Validation
     case 'id':
       return raw === '' ? bad('must not be empty', 'value_error.empty') : raw;
     case 'cursor':
-      return /^\d{1,19}$/.test(raw) ? raw : bad('not a cursor this server issued', 'value_error.cursor');
+      return isUuid(raw) ? raw.toLowerCase() : bad('not a cursor this server issued', 'value_error.cursor');
     case 'token':
       return raw;
     case 'agent': {

@@ -31,7 +31,11 @@ export interface StatementQuery {
   /** Page size, already clamped to the server maximum. */
   limit: number;
   ascending: boolean;
-  /** Keyset cursor from a `more` link: the position of the last statement already returned. */
+  /**
+   * Keyset cursor from a `more` link: the id of the last statement already returned. The store
+   * finds its place within the tenant (and, under `mine`, among the caller's own statements):
+   * the client never sees a position, which would count every store's writes (see unknownCursor).
+   */
   after?: string;
   format: StatementFormat;
   attachments: boolean;
@@ -97,10 +101,24 @@ export function parseStatementRequest(
   };
 }
 
-/** The relative `more` URL: the same parameters with the cursor moved past `lastPosition`. */
-export function moreUrl(base: string, params: Record<string, string>, lastPosition: string): string {
+/**
+ * A 400 for a cursor that names no statement this query may continue after: not one of the
+ * caller's store (or, under `mine`, of its own), or erased since the page that gave it. The
+ * same answer for each, so it tells nothing about other stores' or users' statements.
+ */
+export const unknownCursor = (): ValidationFailed =>
+  new ValidationFailed([
+    {
+      loc: ['query', 'search_after'],
+      msg: 'names no statement this query can continue after (it was erased, or the cursor is not one this server issued for you): start again without search_after',
+      type: 'value_error.cursor',
+    },
+  ]);
+
+/** The relative `more` URL: the same parameters with the cursor moved past `lastId`, the last statement returned. */
+export function moreUrl(base: string, params: Record<string, string>, lastId: string): string {
   const qs = new URLSearchParams();
   for (const [k, v] of Object.entries(params)) if (k !== 'search_after') qs.set(k, v);
-  qs.set('search_after', lastPosition);
+  qs.set('search_after', lastId);
   return `${base}?${qs.toString()}`;
 }

@@ -450,6 +450,25 @@ for (const backend of BACKENDS) {
           assert.equal((await get(p)).headers.get('etag'), sha1(Buffer.alloc(MAX_DOC, 0x61)));
         });
 
+        test('a POST whose merge would leave a document over LECTERN_MAX_DOCUMENT_SIZE is 413 and changes nothing', async () => {
+          const p = one();
+          const part = (key: string) => JSON.stringify({ [key]: 'x'.repeat(MAX_DOC * 0.6) });
+          const first = await send('POST', p, part('a'));
+          assert.equal(first.status, 204, await first.text());
+          const before = await get(p);
+          const beforeBody = await before.text();
+          // Each body is within the limit; together they are not.
+          const res = await send('POST', p, part('b'));
+          assert.equal(res.status, 413);
+          assert.match((await res.json()).detail, /LECTERN_MAX_DOCUMENT_SIZE/);
+          const after = await get(p);
+          assert.equal(after.headers.get('etag'), before.headers.get('etag'), 'the stored document is unchanged');
+          assert.equal(await after.text(), beforeBody);
+          // A merge that replaces a property stays within the limit: stored.
+          const replaced = await send('POST', p, part('a'));
+          assert.equal(replaced.status, 204, await replaced.text());
+        });
+
         test('alternate request syntax: PUT, GET, HEAD, POST, DELETE through ?method= with form fields', async () => {
           const p = one();
           const form = (method: string, fields: Params) =>

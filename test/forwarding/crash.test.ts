@@ -77,9 +77,11 @@ for (const backend of BACKENDS) {
       const stored = new Set(((await res.json()) as { statements: { id: string }[] }).statements.map((s) => s.id));
       for (const id of acked) assert.ok(stored.has(id), `acknowledged ${id} is stored`);
       await eventually('every stored statement at the target', () => [...stored].every((id) => rec.ids().includes(id)));
+      // The figures from /metrics (the operator's: ADMIN is `all` in the default store).
       const hb = await eventually('an empty queue', async () => {
-        const body = (await (await fetch(`${base}/heartbeat`)).json()) as { forwarding: { queued: number; delivered: number }[] };
-        return body.forwarding[0].queued === 0 ? body.forwarding[0] : undefined;
+        const text = await (await fetch(`${base}/metrics`, { headers })).text();
+        const value = (name: string) => Number(new RegExp(`^${name}\\{target="[^"]*"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
+        return value('lectern_forwarding_queued') === 0 ? { delivered: value('lectern_forwarding_delivered_total') } : undefined;
       });
       assert.equal(hb.delivered, stored.size, "each stored statement counted once as delivered");
       assert.deepEqual(new Set(rec.ids()), stored, 'nothing forwarded that was not stored');

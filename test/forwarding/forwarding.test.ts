@@ -1,7 +1,8 @@
 /**
  * Statement forwarding, on every backend, to real targets on loopback: a second Lectern server
  * (with its own user and scopes) and node:http receivers for the failure modes. Figures are read
- * from /heartbeat; dead letters are re-queued with the built CLI.
+ * from the forwarder (/heartbeat lists the targets and whether they hold dead letters, no figures);
+ * dead letters are re-queued with the built CLI.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
@@ -12,7 +13,9 @@ import { buildStatementsMultipart } from '../../src/http/multipart.ts';
 import type { TargetStats } from '../../src/forwarding/forwarder.ts';
 import type { ForwardingStats } from '../../src/store/types.ts';
 import { ADMIN, BACKENDS, jsonInit, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
-import { closedPort, eventually, Receiver } from '../helpers/receiver.ts';
+import { Writable } from 'node:stream';
+import { createLogger } from '../../src/log.ts';
+import { closedPort, eventually, type Received, Receiver } from '../helpers/receiver.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -34,14 +37,22 @@ const sha256 = (data: string): string => createHash('sha256').update(data).diges
 
 const FAST = { LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_XAPI_FORWARDING_LEASE: '2' };
 
-/** Per target url, from the forwarder; /heartbeat shows the same figures by configuration entry. */
-async function stats(lrs: TestLrs): Promise<Map<string, Omit<TargetStats, 'entry'>>> {
+/** The public heartbeat's forwarding entries: by configuration entry, whether it holds dead letters. */
+async function heartbeatTargets(lrs: TestLrs): Promise<{ entry: number; dead_letters: boolean }[]> {
   const res = await fetch(`${lrs.url}/heartbeat`);
   assert.equal(res.status, 200);
-  const body = (await res.json()) as { database: string; forwarding: Omit<TargetStats, 'target'>[] };
-  const byUrl = await lrs.lrs.forwarder.stats();
-  assert.deepEqual(body.forwarding.map((s) => s.entry), byUrl.map((s) => s.entry), 'the heartbeat lists every active target by entry');
+  const body = (await res.json()) as { database: string; forwarding: { entry: number; dead_letters: boolean }[] };
   assert.doesNotMatch(JSON.stringify(body), /http:/, 'no target url on the unauthenticated heartbeat');
+  // The queues hold every store's statements: their counts on a public page are every store's volume.
+  for (const s of body.forwarding) assert.deepEqual(Object.keys(s).sort(), ['dead_letters', 'entry'], 'no figures on the unauthenticated heartbeat');
+  return body.forwarding;
+}
+
+/** Per target url, from the forwarder; /heartbeat lists the same targets by configuration entry. */
+async function stats(lrs: TestLrs): Promise<Map<string, Omit<TargetStats, 'entry'>>> {
+  const listed = await heartbeatTargets(lrs);
+  const byUrl = await lrs.lrs.forwarder.stats();
+  assert.deepEqual(listed.map((s) => s.entry), byUrl.map((s) => s.entry), 'the heartbeat lists every active target by entry');
   return new Map(byUrl.map(({ entry: _, ...s }) => [s.target, s]));
 }
 
@@ -150,6 +161,60 @@ for (const backend of BACKENDS) {
       assert.doesNotMatch(await (await fetch(`${src.url}/heartbeat`)).text(), /fw-secret-pw/);
     });
 
+    test("a target echoing the request's credentials: they reach no log, dead letter, `forwarding status` or heartbeat", async () => {
+      const bearer = 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJmb3J3YXJkZXIifQ.c2lnbmF0dXJlLXNlY3JldA';
+      // What careless targets send back: the header as text and as JSON, decoded, in a URL, a token of their own.
+      const echoing = (r: Received) =>
+        [
+          `you sent Authorization: ${r.headers.authorization}`,
+          JSON.stringify({ headers: r.headers }),
+          `decoded: ${Buffer.from(String(r.headers.authorization).slice(6), 'base64').toString()}`,
+          `try http://${FORWARDER.username}:${FORWARDER.password}@127.0.0.1:1/xAPI/statements`,
+          `proxy said Bearer ${bearer}`,
+        ].join('\n');
+      const failing = await receiver();
+      failing.respond = (r) => ({ status: 503, body: echoing(r) });
+      const refusing = await receiver();
+      refusing.respond = (r) => ({ status: 403, body: echoing(r) });
+      const lines: string[] = [];
+      const sink = new Writable({
+        write(chunk: Buffer, _enc, done) {
+          lines.push(chunk.toString());
+          done();
+        },
+      });
+      const src = await startTestLrs(backend, {
+        logger: createLogger('debug', sink),
+        env: { ...FAST, LECTERN_XAPI_FORWARDINGS: JSON.stringify([entry(failing.url, { max_retries: 1 }), entry(refusing.url)]) },
+      });
+      cleanup.push(() => src.close());
+      await post(src, [statement()]);
+      await figures(src, failing.url, 'retries exhausted', (s) => s.dead === 1);
+      await figures(src, refusing.url, 'the 403 dead-lettered', (s) => s.dead === 1);
+      const pair = `${FORWARDER.username}:${FORWARDER.password}`;
+      assert.equal(failing.requests[0].headers.authorization, `Basic ${Buffer.from(pair).toString('base64')}`, 'the targets did get the credentials');
+
+      const status = cli(['forwarding', 'status'], src.env);
+      assert.equal(status.code, 0, status.stderr);
+      const json = cli(['forwarding', 'status', '--json'], src.env);
+      assert.equal(json.code, 0, json.stderr);
+      const rows = JSON.parse(json.stdout) as ForwardingStats[];
+      for (const url of [failing.url, refusing.url]) {
+        // Still an error an operator can act on.
+        assert.match(rows.find((r) => r.target === url)?.lastError ?? '', /^HTTP (503|403): you sent Authorization: \[redacted\]/);
+      }
+      assert.match(rows.find((r) => r.target === failing.url)?.lastError ?? '', /gave up after 2 attempts/);
+      const log = lines.join('');
+      assert.match(log, /forwarding failed; will retry/);
+      assert.match(log, /statements moved to dead letters/);
+      const heartbeat = await (await fetch(`${src.url}/heartbeat`)).text();
+      const recorded = { log, status: status.stdout + status.stderr, json: json.stdout + json.stderr, heartbeat };
+      const b64 = Buffer.from(pair).toString('base64');
+      for (const secret of [FORWARDER.password, b64, b64.replace(/=+$/, ''), bearer, bearer.split('.')[2]]) {
+        for (const [where, text] of Object.entries(recorded)) assert.ok(!text.includes(secret), `${secret.slice(0, 10)}… in ${where}`);
+      }
+    });
+
     test('a target that is down receives everything once it comes back', async () => {
       const port = await closedPort();
       const url = `http://127.0.0.1:${port}/xAPI/statements`;
@@ -195,6 +260,7 @@ for (const backend of BACKENDS) {
       const r = await figures(src, refusing.url, '403 dead-lettered', (s) => s.dead === 3);
       assert.equal(r.retried, 0);
       assert.equal(refusing.requests.length, 1, 'a 4xx is not retried');
+      assert.deepEqual(await heartbeatTargets(src), [0, 1, 2].map((entry) => ({ entry, dead_letters: true })), 'the heartbeat flags each target holding dead letters');
 
       picky.respond = () => ({ status: 200 });
       if (backend.name === 'sqlite') {
@@ -225,6 +291,7 @@ for (const backend of BACKENDS) {
       await figures(src, picky.url, 'the re-queued dead letter delivered', (s) => s.delivered === 3 && s.dead === 0 && s.queued === 0);
       assert.ok(picky.ids().includes(ids[1]));
       assert.equal((await stats(src)).get(failing.url)?.dead, 3, 'other targets keep their dead letters');
+      assert.deepEqual((await heartbeatTargets(src)).map((s) => s.dead_letters), [false, true, true]);
     });
 
     test('two targets, one dead: the healthy one receives everything while the dead one hangs', async () => {

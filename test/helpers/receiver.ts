@@ -13,8 +13,8 @@ export interface Received {
   parts: { headers: Record<string, string>; body: Buffer }[];
 }
 
-/** `hang`: never answer (until the receiver closes); `delayMs`: answer after that long. */
-export type Reply = { status: number; delayMs?: number } | { hang: true };
+/** `hang`: never answer (until the receiver closes); `delayMs`: answer after that long; `body`: instead of the usual one. */
+export type Reply = { status: number; delayMs?: number; body?: string } | { hang: true };
 
 export class Receiver {
   readonly requests: Received[] = [];
@@ -40,7 +40,7 @@ export class Receiver {
         }
         const send = () => {
           res.writeHead(reply.status, { 'content-type': 'application/json' });
-          res.end(reply.status < 300 ? JSON.stringify(r.statements.map((s) => s.id)) : JSON.stringify({ detail: `refused with ${reply.status}` }));
+          res.end(reply.body ?? (reply.status < 300 ? JSON.stringify(r.statements.map((s) => s.id)) : JSON.stringify({ detail: `refused with ${reply.status}` })));
         };
         if (reply.delayMs) setTimeout(send, reply.delayMs);
         else send();

@@ -1,7 +1,7 @@
 /** GET /metrics through a real server on every backend: access, and counters moving after real requests. */
 import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 
 const READER: TestUser = { username: 'reader', password: 'reader-pass', scopes: ['statements/read'], agent: { mbox: 'mailto:reader@example.com' } };
 
@@ -21,7 +21,7 @@ for (const backend of BACKENDS) {
   describe(`GET /metrics (${backend.name})`, () => {
     let t: TestLrs;
     before(async () => {
-      t = await startTestLrs(backend, { users: [ADMIN, READER] });
+      t = await startTestLrs(backend, { users: [ADMIN, READER, TENANT_B] });
     });
     after(() => t.close());
 
@@ -40,6 +40,13 @@ for (const backend of BACKENDS) {
       assert.equal(reader.status, 403);
       assert.match((await reader.json()).detail, /all scope/);
       await metrics();
+    });
+
+    test("a store's own all user gets 403: the figures count every store's requests and statements", async () => {
+      const tenant = await t.fetch('/metrics', { user: TENANT_B, version: null });
+      assert.equal(tenant.status, 403);
+      assert.match((await tenant.json()).detail, /default store/);
+      await metrics(); // the default store's all user (ADMIN) reads them
     });
 
     test('counters move after real requests', async () => {

@@ -38,8 +38,8 @@ test('two servers on one PostgreSQL deliver one shared queue, each statement exa
     await Promise.all([a, b, a, b, a, b].map(post));
     await eventually('every statement delivered', () => new Set(rec.ids()).size === ids.length);
     const hb = await eventually('an empty queue', async () => {
-      const body = (await (await fetch(`${a.url}/heartbeat`)).json()) as { forwarding: { delivered: number; queued: number }[] };
-      return body.forwarding[0].queued === 0 && body.forwarding[0];
+      const [s] = await a.lrs.forwarder.stats();
+      return s.queued === 0 && s;
     });
     assert.equal(hb.delivered, 30);
     assert.equal(rec.ids().length, ids.length, 'no statement sent twice');

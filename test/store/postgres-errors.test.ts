@@ -34,6 +34,15 @@ test('connection-level failures are unavailable; SQL errors are not', () => {
   assert.equal(toLrsError(known), known);
 });
 
+test('a full disk (53100) is a 503 saying so, without taking the connection for broken', () => {
+  const full = pgError('53100', 'could not extend file "base/16384/16385": No space left on device');
+  assert.equal(isUnavailable(full), false, 'the connection is sound: it goes back to the pool');
+  const mapped = toLrsError(full);
+  assert.ok(mapped instanceof LrsError && mapped.status === 503);
+  assert.match(mapped.message, /disk is full.*nothing of this request was stored/);
+  assert.doesNotMatch(mapped.message, /base\/16384/, 'no file names for clients');
+});
+
 test('messages are one line, even for an AggregateError without a message', () => {
   const agg = new AggregateError([pgError('ECONNREFUSED', 'connect ECONNREFUSED ::1:5432'), pgError('ECONNREFUSED', 'connect ECONNREFUSED 127.0.0.1:5432')], '');
   assert.equal(describeError(agg), 'connect ECONNREFUSED ::1:5432; connect ECONNREFUSED 127.0.0.1:5432');

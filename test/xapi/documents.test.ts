@@ -137,6 +137,13 @@ describe('planDocumentWrite', () => {
     assert.deepEqual(planDocumentWrite(undefined, text, { merge: true, pre: {} }, 2).content, text.content);
   });
 
+  test('maxSize bounds what the write leaves stored: the merged document, not only the body', () => {
+    const big = jsonDoc({ c: 'x'.repeat(20) });
+    assert.equal(kindOf(() => planDocumentWrite(stored, big, { merge: true, pre: {}, maxSize: 30 }, 2)), 'too_large');
+    assert.equal(planDocumentWrite(stored, big, { merge: false, pre: {}, maxSize: 30 }, 2).content.length, big.content.length, 'a PUT of the body alone fits');
+    assert.equal(kindOf(() => planDocumentWrite(undefined, big, { merge: true, pre: {}, maxSize: 20 }, 2)), 'too_large');
+  });
+
   test('the precondition is checked before anything else', () => {
     assert.equal(kindOf(() => planDocumentWrite(stored, jsonDoc({ b: 2 }), { merge: true, pre: { ifMatch: ['"x"'] } }, 2)), 'precondition_failed');
   });

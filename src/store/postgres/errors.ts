@@ -41,12 +41,19 @@ export function describe(err: unknown): string {
 }
 
 /**
- * Maps connection-level failures to a 503 (the cause goes to the log, not to clients: it names
- * hosts and ports); everything else passes through unchanged.
+ * SQLSTATE 53100 (disk_full): PostgreSQL could not extend a file. The connection is sound and the
+ * transaction rolled back; writes succeed again once the disk has room.
+ */
+export const isDiskFull = (err: unknown): boolean => (err as PgLikeError | null)?.code === '53100';
+
+/**
+ * Maps connection-level failures and a full disk to a 503 (the cause goes to the log, not to
+ * clients: it names hosts, ports and files); everything else passes through unchanged.
  */
 export function toLrsError(err: unknown): unknown {
   if (err instanceof LrsError) return err;
   if (isUnavailable(err)) return new LrsError('unavailable', 'the database is unavailable; try again later');
+  if (isDiskFull(err)) return new LrsError('unavailable', 'the LRS cannot write to its database right now (its disk is full): nothing of this request was stored; try again later');
   return err;
 }
 

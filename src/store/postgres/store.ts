@@ -26,7 +26,7 @@ import { LrsError } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
-import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
+import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
@@ -36,6 +36,7 @@ import type {
   AttachmentBlob,
   DocumentKey,
   DocumentPrecondition,
+  DocumentWriteOptions,
   InsertOutcome,
   KeyedDocument,
   QueryPage,
@@ -45,7 +46,7 @@ import type {
   StoredDocument,
   StoredRow,
 } from '../types.ts';
-import { describe, isRetryable, isUnavailable, toLrsError } from './errors.ts';
+import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
 import { MIGRATIONS } from './migrations.ts';
 import { PostgresOutbox } from './outbox.ts';
 
@@ -568,13 +569,16 @@ export class PostgresStore implements Store {
     return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
   }
 
-  /** Runs `fn`, turning connection failures into 503s (and logging their cause once here). */
+  /** Runs `fn`, turning connection failures and a full disk into 503s (and logging their cause once here). */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
       const mapped = toLrsError(err);
-      if (mapped !== err) this.opts.logger?.warn({ err: describe(err) }, 'PostgreSQL is unavailable');
+      if (mapped !== err) {
+        if (isDiskFull(err)) this.opts.logger?.error({ err: describe(err) }, 'PostgreSQL cannot write (disk full): writes are answered 503 until it can');
+        else this.opts.logger?.warn({ err: describe(err) }, 'PostgreSQL is unavailable');
+      }
       throw mapped;
     }
   }
@@ -1061,9 +1065,29 @@ export class PostgresStore implements Store {
     return row && (authority === undefined || row.authority_key === authority) ? toRow(row) : undefined;
   }
 
+  /**
+   * The seq of the statement a `more` cursor names, by the (tenant, id) index: one of the tenant's,
+   * of the filter's authority under `mine`; a 400 otherwise (unknownCursor).
+   */
+  private async cursorSeq(tid: number, query: StatementQuery, id: string): Promise<bigint> {
+    const authority = query.filter.authority;
+    const sql = 'SELECT seq FROM statements WHERE tenant = $1 AND id = $2::uuid';
+    const r =
+      authority === undefined
+        ? await this.query<{ seq: string }>(sql, [tid, id], 'cursor_seq')
+        : await this.query<{ seq: string }>(`${sql} AND authority = (SELECT id FROM keys WHERE tenant = $1 AND key = $3)`, [tid, id, authority], 'cursor_seq_mine');
+    if (!r.rows.length) throw unknownCursor();
+    return BigInt(r.rows[0].seq);
+  }
+
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
     const tid = await this.tenantId(tenant);
-    if (tid === undefined) return { rows: [] };
+    if (tid === undefined) {
+      if (query.after !== undefined) throw unknownCursor();
+      return { rows: [] };
+    }
+    // The cursor first: a bad one is a 400 whatever since/until find.
+    const after = query.after === undefined ? undefined : await this.cursorSeq(tid, query, query.after);
     const w: SeqWindow = {};
     if (query.since !== undefined || query.until !== undefined) {
       const bounds = await this.seqWindow({ id: tid, name: tenant }, { sinceMs: query.since, untilMs: query.until });
@@ -1071,9 +1095,9 @@ export class PostgresStore implements Store {
       if (query.since !== undefined) w.from = BigInt(bounds.from);
       if (query.until !== undefined) w.to = BigInt(bounds.to);
     }
-    if (query.after !== undefined) {
-      if (query.ascending) w.after = BigInt(query.after);
-      else w.before = BigInt(query.after);
+    if (after !== undefined) {
+      if (query.ascending) w.after = after;
+      else w.before = after;
     }
     // The filter values' ids first: the planner then knows how common each is (see statementPageSql).
     const resolve = () => filterKeyIds((text, values) => this.query<{ id: number; key: string }>(text, values, 'filter_keys'), tid, query.filter);
@@ -1093,7 +1117,7 @@ export class PostgresStore implements Store {
     }
     const page = async (known: ReadonlyMap<string, number>) => {
       const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids: known, driver });
-      return (await this.query<StatementRow>(sql, params)).rows.map(toRow);
+      return (await this.query<StatementRow & { id: string }>(sql, params)).rows;
     };
     let rows = await page(ids);
     if (cached && !rows.length) {
@@ -1107,9 +1131,9 @@ export class PostgresStore implements Store {
     }
     if (rows.length > query.limit) {
       rows.length = query.limit;
-      return { rows, next: rows[rows.length - 1].position };
+      return { rows: rows.map(toRow), next: rows[rows.length - 1].id };
     }
-    return { rows };
+    return { rows: rows.map(toRow) };
   }
 
   async getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
@@ -1211,7 +1235,7 @@ export class PostgresStore implements Store {
     tenant: string,
     key: DocumentKey,
     doc: { content: Buffer; contentType: string },
-    opts: { merge: boolean; pre: DocumentPrecondition },
+    opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
     return this.tx(async (c) => {
       const { current, nowMs } = await this.lockDocument(c, tenant, key);

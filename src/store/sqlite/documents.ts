@@ -6,7 +6,7 @@
  */
 import type { StatementSync } from 'node:sqlite';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
-import type { DocumentKey, DocumentPrecondition, StoredDocument } from '../types.ts';
+import type { DocumentKey, DocumentPrecondition, DocumentWriteOptions, StoredDocument } from '../types.ts';
 
 /** What the SqliteStore lends: its cached prepared statements and its transaction helper. */
 export interface SqliteHandle {
@@ -46,7 +46,7 @@ export function putDocument(
   tenant: string,
   key: DocumentKey,
   doc: { content: Buffer; contentType: string },
-  opts: { merge: boolean; pre: DocumentPrecondition },
+  opts: DocumentWriteOptions,
 ): StoredDocument {
   return h.tx(() => {
     const next = planDocumentWrite(read(h, tenant, key), doc, opts, Date.now());

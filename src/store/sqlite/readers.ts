@@ -11,9 +11,9 @@
  */
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
-import { LrsError } from '../../errors.ts';
-import type { StatementQuery } from '../../xapi/query.ts';
-import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql } from '../sql.ts';
+import { LrsError, type LrsErrorKind, ValidationFailed, type ValidationIssue } from '../../errors.ts';
+import { type StatementQuery, unknownCursor } from '../../xapi/query.ts';
+import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
 import type { QueryPage, StoredRow } from '../types.ts';
 import { cacheSize } from './migrations.ts';
 
@@ -40,7 +40,7 @@ export function toRow(r: Row): StoredRow {
   return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
 }
 
-/** A page row read as an array (seq, stored_ms, full): no object per row (≈ 50 µs of a 100-row page). */
+/** A page row read as an array (seq, stored_ms, full, id): no object per row (≈ 50 µs of a 100-row page). */
 const pageRow = (r: unknown[]): StoredRow => ({ json: String(r[2]), storedMs: Number(r[1]), position: String(r[0]) });
 
 /** since/until as a seq bound (see storedSeqSql). */
@@ -63,10 +63,31 @@ function driver(src: PageSource, tenant: number, query: StatementQuery): Driver 
   return chosen;
 }
 
+/**
+ * The seq of the statement a `more` cursor names: one of the tenant's (through both id levels),
+ * of the filter's authority under `mine`; a 400 otherwise (unknownCursor).
+ */
+function cursorSeq(src: PageSource, tenant: number, query: StatementQuery, id: string): bigint {
+  const sql = 'SELECT s.seq FROM statements s WHERE s.seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
+  const authority = query.filter.authority;
+  const r = (
+    authority === undefined
+      ? src.q(sql).get(tenant, uuidBytes(id))
+      : src.q(`${sql} AND s.authority = (SELECT id FROM keys WHERE tenant = ? AND key = ?)`).get(tenant, uuidBytes(id), tenant, authority)
+  ) as Row | undefined;
+  if (!r) throw unknownCursor();
+  return BigInt(r.seq as number);
+}
+
 /** One page of a statement query (GET /statements with filters), on whichever thread holds `src`. */
 export function readPage(src: PageSource, tenant: string, query: StatementQuery): QueryPage {
   const tid = src.tenantId(tenant);
-  if (tid === undefined) return { rows: [] };
+  if (tid === undefined) {
+    if (query.after !== undefined) throw unknownCursor();
+    return { rows: [] };
+  }
+  // The cursor first: a bad one is a 400 whatever since/until find.
+  const after = query.after === undefined ? undefined : cursorSeq(src, tid, query, query.after);
   const w: SeqWindow = {};
   if (query.since !== undefined) {
     const r = storedSeq(src, tid, query.since, 'since');
@@ -78,17 +99,18 @@ export function readPage(src: PageSource, tenant: string, query: StatementQuery)
     if (!r) return { rows: [] };
     w.to = BigInt(r.seq as number);
   }
-  if (query.after !== undefined) {
-    if (query.ascending) w.after = BigInt(query.after);
-    else w.before = BigInt(query.after);
+  if (after !== undefined) {
+    if (query.ascending) w.after = after;
+    else w.before = after;
   }
   const { sql, params } = statementPageSql(tid, query, w, SQLITE, { driver: driver(src, tid, query) });
   const page = src.q(sql);
   page.setReturnArrays(true);
-  const rows = (page.all(...(params as SQLInputValue[])) as unknown as unknown[][]).map(pageRow);
+  const raw = page.all(...(params as SQLInputValue[])) as unknown as unknown[][];
+  const rows = raw.map(pageRow);
   if (rows.length > query.limit) {
     rows.length = query.limit;
-    return { rows, next: rows[rows.length - 1].position };
+    return { rows, next: uuidText(raw[query.limit - 1][3] as Uint8Array) };
   }
   return { rows };
 }
@@ -96,7 +118,13 @@ export function readPage(src: PageSource, tenant: string, query: StatementQuery)
 /** A reader's young generation: what it allocates lives for one page (V8's default is far larger). A --max-semi-space-size flag, as runserver gives, wins over it (see thread.ts). */
 const READER_YOUNG_GENERATION_MB = 8;
 
-type Answer = { id: number; ok: true; page: QueryPage } | { id: number; ok: false; message: string; code?: unknown };
+/** A failed query's error as it crosses the thread: an LrsError (a bad cursor's 400) keeps its kind and issues. */
+type Answer = { id: number; ok: true; page: QueryPage } | { id: number; ok: false; message: string; code?: unknown; kind?: LrsErrorKind; issues?: ValidationIssue[] };
+
+function answeredError(a: Extract<Answer, { ok: false }>): Error {
+  if (a.kind) return a.issues ? new ValidationFailed(a.issues) : new LrsError(a.kind, a.message);
+  return Object.assign(new Error(a.message), { code: a.code });
+}
 
 interface Reader {
   worker: Worker;
@@ -145,7 +173,7 @@ export class SqliteReaders {
       reader.waiting.delete(a.id);
       if (!reader.waiting.size) worker.unref();
       if (a.ok) w.resolve(a.page);
-      else w.reject(Object.assign(new Error(a.message), { code: a.code }));
+      else w.reject(answeredError(a));
     });
     const stopped = (why: string) => {
       if (this.readers[slot] === reader) this.readers[slot] = undefined; // the next query starts a new one
@@ -217,6 +245,7 @@ if (started && parentPort) {
     } catch (e) {
       const err = e as { message?: unknown; code?: unknown };
       answer = { id: m.id, ok: false, message: String(err?.message ?? e), code: err?.code };
+      if (e instanceof LrsError) Object.assign(answer, { kind: e.kind, issues: e.issues });
     }
     port.postMessage(answer);
   });

@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
+import { LrsError } from '../../errors.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import { type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
@@ -25,6 +26,7 @@ import type {
   AttachmentBlob,
   DocumentKey,
   DocumentPrecondition,
+  DocumentWriteOptions,
   InsertOutcome,
   KeyedDocument,
   QueryPage,
@@ -43,8 +45,8 @@ export interface SqliteOptions {
   synchronous?: 'FULL' | 'NORMAL';
   /** Urls of the active forwarding targets: each new statement is queued for each. */
   forwardTargets?: string[];
-  /** Where a long migration announces itself (the writer thread relays it to the server's log). */
-  logger?: MigrationLog;
+  /** Where a long migration announces itself, and a write the disk refuses is reported (the writer thread relays both to the server's log). */
+  logger?: StoreLog;
   /** Threads that read statement pages off the event loop (0: on it; always 0 for `:memory:`). */
   readers?: number;
   /** WAL pages after which a commit checkpoints (SQLite's `wal_autocheckpoint`). */
@@ -53,10 +55,36 @@ export interface SqliteOptions {
   cacheMiB?: number;
 }
 
-/** The one thing the store logs: a pino Logger, or the writer thread's relay of it. */
-export interface MigrationLog {
+/** What the store logs (long migrations, a disk that refuses writes): a pino Logger, or the writer thread's relay of it. */
+export interface StoreLog {
   info(fields: object, msg: string): void;
+  error(fields: object, msg: string): void;
 }
+
+/**
+ * A write the storage refused: SQLITE_FULL (no room on the disk) or SQLITE_IOERR (the file could
+ * not be written: EFBIG past a file size limit, EIO, ENOSPC seen as an I/O error). node:sqlite
+ * puts the extended result code in `errcode`; the primary code is its low byte.
+ */
+function isStorageFailure(err: unknown): boolean {
+  const code = (err as { errcode?: unknown } | null)?.errcode;
+  return typeof code === 'number' && ((code & 0xff) === 13 || (code & 0xff) === 10);
+}
+
+/** An SQLite error in one line for the log: its message and result code. */
+function describeSqlite(err: unknown): string {
+  const e = err as { message?: unknown; errcode?: unknown } | null;
+  const code = typeof e?.errcode === 'number' ? e.errcode : undefined;
+  const primary = code === undefined ? undefined : ({ 10: 'SQLITE_IOERR', 13: 'SQLITE_FULL' } as Record<number, string>)[code & 0xff];
+  const message = String(e?.message ?? err);
+  return code === undefined ? message : `${message} (${primary ?? 'SQLite result code'} ${code})`;
+}
+
+/** What a client is told while the storage refuses writes (503: it heals once there is room). */
+const STORAGE_FAILED = 'the LRS cannot write to its database right now (its disk is full or failing): nothing of this request was stored; try again later';
+
+/** Least time between two log lines about the same outage. */
+const STORAGE_LOG_INTERVAL_MS = 60_000;
 
 type Row = Record<string, unknown>;
 
@@ -114,7 +142,9 @@ export class SqliteStore implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly db: DatabaseSync;
   private readonly cache = new Map<string, StatementSync>();
-  private readonly logger?: MigrationLog;
+  private readonly logger?: StoreLog;
+  /** While the storage refuses writes: since when, how many writes were refused, when that was last logged. */
+  private storageDown?: { sinceMs: number; refused: number; loggedMs: number };
   private readonly readers?: SqliteReaders;
   /** Statement pages read on this thread's connection (no reader threads). */
   private readonly source: PageSource = { q: (sql) => this.q(sql), tenantId: (name) => this.tenantId(name) };
@@ -168,15 +198,47 @@ export class SqliteStore implements Store {
     try {
       const out = fn();
       this.db.exec('COMMIT');
+      if (this.storageDown) this.storageBack();
       return out;
     } catch (err) {
-      this.db.exec('ROLLBACK');
+      // After a full disk or an I/O error SQLite may have rolled back already: a second ROLLBACK
+      // would fail ("no transaction is active") and hide why the write failed.
+      if (this.db.isTransaction) {
+        try {
+          this.db.exec('ROLLBACK');
+        } catch (rollback) {
+          this.logger?.error({ err: describeSqlite(rollback), cause: describeSqlite(err) }, 'SQLite could not roll back a failed transaction');
+        }
+      }
       // Ids it created are gone again: forget every cached one (they are cheap to look up).
       this.tenantIds.clear();
       this.keyIds.clear();
       this.definitions.clear();
-      throw err;
+      throw this.storageRefused(err);
     }
+  }
+
+  /** A write the storage refused becomes a 503 (logged here, once per minute of an outage); any other error passes. */
+  private storageRefused(err: unknown): unknown {
+    const cause = err instanceof WriteFailed ? err.cause : err;
+    if (!isStorageFailure(cause)) return err;
+    const now = Date.now();
+    const down = (this.storageDown ??= { sinceMs: now, refused: 0, loggedMs: 0 });
+    down.refused++;
+    if (now - down.loggedMs >= STORAGE_LOG_INTERVAL_MS) {
+      down.loggedMs = now;
+      this.logger?.error(
+        { err: describeSqlite(cause), since: new Date(down.sinceMs).toISOString(), refused: down.refused },
+        'SQLite cannot write (disk full or failing): writes are answered 503 until it can',
+      );
+    }
+    return new LrsError('unavailable', STORAGE_FAILED);
+  }
+
+  private storageBack(): void {
+    const down = this.storageDown!;
+    this.storageDown = undefined;
+    this.logger?.info({ since: new Date(down.sinceMs).toISOString(), refused: down.refused }, 'SQLite writes again');
   }
 
   async migrate(): Promise<void> {
@@ -286,6 +348,8 @@ export class SqliteStore implements Store {
           outcomes.push({ ok: true, value: this.writeBatch(job.tenant, dicts[i], planned, storedMs) });
         } catch (error) {
           if (!savepoints) throw new WriteFailed(error);
+          // SQLite ended the transaction itself, or the disk refuses writes: the group fails as a whole.
+          if (!this.db.isTransaction || isStorageFailure(error)) throw error;
           this.db.exec('ROLLBACK TO request; RELEASE request');
           outcomes.push({ ok: false, error });
           return;
@@ -605,7 +669,7 @@ export class SqliteStore implements Store {
     tenant: string,
     key: DocumentKey,
     doc: { content: Buffer; contentType: string },
-    opts: { merge: boolean; pre: DocumentPrecondition },
+    opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
     return docs.putDocument(this.docs, tenant, key, doc, opts);
   }
@@ -619,7 +683,8 @@ export class SqliteStore implements Store {
   }
 
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    docs.deleteDocuments(this.docs, tenant, key);
+    // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
+    this.tx(() => docs.deleteDocuments(this.docs, tenant, key));
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------

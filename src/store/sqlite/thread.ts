@@ -22,6 +22,7 @@ import type {
   AttachmentBlob,
   DocumentKey,
   DocumentPrecondition,
+  DocumentWriteOptions,
   ForwardingStats,
   InsertOutcome,
   KeyedDocument,
@@ -71,7 +72,7 @@ type Message =
   | { ready: true }
   | { ready: false; error: WireError }
   | { queued: true }
-  | { log: { fields: object; msg: string } };
+  | { log: { level: 'info' | 'error'; fields: object; msg: string } };
 
 function toWire(e: unknown): WireError {
   if (e instanceof LrsError) return { name: e.name, message: e.message, kind: e.kind, issues: e.issues };
@@ -159,7 +160,7 @@ export class ThreadedSqliteStore implements Store {
           if (m.ready) resolve();
           else reject(fromWire(m.error));
         } else if ('queued' in m) for (const l of this.listeners) l();
-        else if ('log' in m) logger?.info(m.log.fields, m.log.msg);
+        else if ('log' in m) logger?.[m.log.level](m.log.fields, m.log.msg);
         else this.settle(m);
       });
       this.worker!.once('exit', (code) => reject(new Error(`the SQLite writer thread exited with code ${code} before it was ready`)));
@@ -254,7 +255,7 @@ export class ThreadedSqliteStore implements Store {
     tenant: string,
     key: DocumentKey,
     doc: { content: Buffer; contentType: string },
-    opts: { merge: boolean; pre: DocumentPrecondition },
+    opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
     const transfer: ArrayBuffer[] = [];
     const sent = { ...doc, content: moved(doc.content, transfer) };
@@ -366,7 +367,8 @@ function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unk
 async function serve(port: MessagePort, opts: SqliteOptions): Promise<void> {
   let store: SqliteStore;
   try {
-    store = new SqliteStore({ ...opts, logger: { info: (fields, msg) => port.postMessage({ log: { fields, msg } } satisfies Message) } });
+    const relay = (level: 'info' | 'error') => (fields: object, msg: string) => port.postMessage({ log: { level, fields, msg } } satisfies Message);
+    store = new SqliteStore({ ...opts, logger: { info: relay('info'), error: relay('error') } });
     await store.migrate();
   } catch (e) {
     port.postMessage({ ready: false, error: toWire(e) } satisfies Message);
