@@ -11,7 +11,7 @@ import { mergeStats } from '../sql.ts';
 /** What the PostgresStore lends: its guarded query and transaction helpers. */
 export interface PgHandle {
   query<R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string): Promise<pg.QueryResult<R>>;
-  tx<T>(fn: (c: pg.PoolClient) => Promise<T>): Promise<T>;
+  tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin?: string): Promise<T>;
 }
 
 const DB_NOW = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
@@ -100,11 +100,13 @@ export class PostgresOutbox implements Outbox {
   }
 
   async stats(): Promise<ForwardingStats[]> {
-    const [counts, counters, errors] = await Promise.all([
-      this.h.query('SELECT target, count(*) FILTER (WHERE state = 0) AS queued, count(*) FILTER (WHERE state = 1) AS dead FROM forward_outbox GROUP BY target', []),
-      this.h.query('SELECT target, delivered, retried FROM forward_counters', []),
-      this.h.query('SELECT DISTINCT ON (target) target, last_error FROM forward_outbox WHERE state = 1 ORDER BY target, id DESC', []),
-    ]);
-    return mergeStats(counts.rows, counters.rows, errors.rows);
+    // One snapshot: read apart, a settlement committing in between showed an empty queue with the
+    // delivered counter not yet raised.
+    return this.h.tx(async (c) => {
+      const counts = await c.query('SELECT target, count(*) FILTER (WHERE state = 0) AS queued, count(*) FILTER (WHERE state = 1) AS dead FROM forward_outbox GROUP BY target');
+      const counters = await c.query('SELECT target, delivered, retried FROM forward_counters');
+      const errors = await c.query('SELECT DISTINCT ON (target) target, last_error FROM forward_outbox WHERE state = 1 ORDER BY target, id DESC');
+      return mergeStats(counts.rows, counters.rows, errors.rows);
+    }, 'BEGIN ISOLATION LEVEL REPEATABLE READ READ ONLY');
   }
 }

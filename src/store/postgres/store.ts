@@ -558,7 +558,7 @@ export class PostgresStore implements Store {
     this.pool.on('connect', (client) => client.on('error', () => undefined));
     // A server that stops answering without closing the socket: give up a little after it would have.
     if (opts.statementTimeoutMs > 0) watchSilence(this.pool, opts.statementTimeoutMs + opts.connectTimeoutMs);
-    this.outbox = new PostgresOutbox({ query: (text, values, name) => this.query(text, values, name), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
+    this.outbox = new PostgresOutbox({ query: (text, values, name) => this.query(text, values, name), tx: (fn, begin) => this.tx(fn, begin) }, opts.forwardTargets ?? []);
   }
 
   onOutboxWrite(listener: () => void): void {
