@@ -25,7 +25,7 @@ function jsonWithEtag(value: unknown): XapiResponse {
 /** GET /activities?activityId=: the canonical definition, or a bare Activity when none is known (§2.5.s2.b1). */
 export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
   const id = parseParams('activities', req.method, req.query).activityId as string;
-  const definition = await deps.store.getActivityDefinition(req.user!.target, id);
+  const definition = (await deps.store.getActivityDefinitions(req.user!.target, [id])).get(id);
   return jsonWithEtag(canonicalActivity(id, definition));
 }
 
