@@ -100,6 +100,27 @@ async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
 }
 
+/** Longest run of a page's rewriting before the event loop is given back (see mapInTurns). */
+const TURN_MS = 20;
+
+/**
+ * `items.map(fn)`, giving the event loop back whenever a turn has run for TURN_MS: a statement
+ * may be megabytes (tens of thousands of context activities), and a page of them parsed and
+ * rewritten at once held every other request for up to a second (10 × 50,000 activities).
+ */
+async function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
+  const out: R[] = [];
+  let turn = performance.now();
+  for (const item of items) {
+    out.push(fn(item));
+    if (performance.now() - turn > TURN_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      turn = performance.now();
+    }
+  }
+  return out;
+}
+
 /**
  * The body of a GET: the stored JSON texts as they are for `exact` (no parse/serialise round trip
  * on the hot path), rewritten for `ids`/`canonical`; with `attachments=true`, a multipart/mixed
@@ -117,9 +138,9 @@ async function render(
   // A 1.0.3 reader of 2.0 statements under LECTERN_XAPI_STRICT_VERSION gets them converted.
   const convert = deps.strictVersion && jsons.some((j) => needsConversion(j, req.version!));
   if (opts.format === 'exact' && !opts.attachments && !convert) return { contentType: JSON_TYPE, body: concatUtf8(wrap(jsons)) };
-  const statements = jsons.map((j) => forReader(JSON.parse(j) as Statement, req.version!, deps.strictVersion));
-  if (opts.format === 'exact') jsons = statements.map((s) => JSON.stringify(s));
-  if (opts.format === 'ids') jsons = statements.map((s) => JSON.stringify(idsStatement(s)));
+  const statements = await mapInTurns(jsons, (j) => forReader(JSON.parse(j) as Statement, req.version!, deps.strictVersion));
+  if (opts.format === 'exact') jsons = await mapInTurns(statements, (s) => JSON.stringify(s));
+  if (opts.format === 'ids') jsons = await mapInTurns(statements, (s) => JSON.stringify(idsStatement(s)));
   if (opts.format === 'canonical') {
     // The canonical definitions are assembled from every statement of the store: a reader
     // restricted to its own statements gets each statement's own definitions (language-filtered).
@@ -128,7 +149,7 @@ async function render(
       ? new Map<string, ActivityDefinition>()
       : await deps.store.getActivityDefinitions(req.user!.target, activityIdsOf(statements, CANONICAL_DEFINITIONS_MAX));
     const ranges = parseAcceptLanguage(req.headers['accept-language']);
-    jsons = statements.map((s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
+    jsons = await mapInTurns(statements, (s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
   }
   if (!opts.attachments) return { contentType: JSON_TYPE, body: concatUtf8(wrap(jsons)) };
   const body = wrap(jsons).join('');
