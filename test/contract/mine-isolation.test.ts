@@ -160,7 +160,7 @@ for (const backend of BACKENDS) {
   });
 
   describe(`LECTERN_LRS_RESTRICT_BY_AUTHORITY=true: format=canonical and voiding [${backend.name}]`, () => {
-    test('even an `all` user gets its own definitions and may not void another authority\'s statement', async () => {
+    test('even an `all` user gets its own definitions, may not void another authority\'s statement, nor read the Activities and Agents views', async () => {
       const t = await startTestLrs(backend, { users: USERS, env: { LECTERN_LRS_RESTRICT_BY_AUTHORITY: 'true' } });
       try {
         const activity = `http://example.com/activities/restricted-${randomUUID()}`;
@@ -170,6 +170,12 @@ for (const backend of BACKENDS) {
         assert.deepEqual(read.object, { id: activity }, 'no definition: its statement has none');
         const refused = await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: VOIDED }, object: { objectType: 'StatementRef', id: theirs } })));
         assert.equal(refused.status, 403);
+        // The two views assembled from every statement of the store are closed to it.
+        for (const path of [`/xAPI/activities?activityId=${enc(activity)}`, `/xAPI/agents?agent=${enc(JSON.stringify({ mbox: 'mailto:definer@example.com' }))}`]) {
+          const res = await t.fetch(path);
+          assert.equal(res.status, 403, path);
+          assert.match((await res.json()).detail, /LECTERN_LRS_RESTRICT_BY_AUTHORITY/);
+        }
       } finally {
         await t.close();
       }
