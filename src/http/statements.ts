@@ -64,6 +64,9 @@ function concatUtf8(pieces: string[]): Buffer {
   return out;
 }
 
+/** The caller may read only statements of its own authority (`statements/read/mine`, LECTERN_LRS_RESTRICT_BY_AUTHORITY). */
+const readsMineOnly = (req: XapiRequest): boolean => req.access?.mineOnly ?? true;
+
 /**
  * How a request's statements are prepared: whether they may define activities, whether the writer
  * reads only its own statements (the insert rules keep others' from it), the attachment data it brought.
@@ -73,9 +76,6 @@ const writerAccess = (req: XapiRequest, blobs: AttachmentBlob[]) => ({
   mineOnly: readsMineOnly(req),
   received: new Set(blobs.map((b) => b.sha2)),
 });
-
-/** The caller may read only statements of its own authority (`statements/read/mine`, LECTERN_LRS_RESTRICT_BY_AUTHORITY). */
-const readsMineOnly = (req: XapiRequest): boolean => req.access?.mineOnly ?? true;
 
 /** Methods of the Statement resource (Communication §2.1), for 405's Allow header. */
 const ALLOWED = 'GET, HEAD, PUT, POST';
