@@ -12,6 +12,7 @@ export interface ValidationIssue {
 
 export type LrsErrorKind =
   | 'bad_request'
+  | 'forbidden'
   | 'not_found'
   | 'conflict'
   | 'precondition_failed'
@@ -20,6 +21,7 @@ export type LrsErrorKind =
 
 const STATUS: Record<LrsErrorKind, number> = {
   bad_request: 400,
+  forbidden: 403,
   not_found: 404,
   conflict: 409,
   precondition_failed: 412,

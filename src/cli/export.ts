@@ -4,17 +4,17 @@
  * and the documents (one JSON line each, content base64). Streams page by page: memory stays flat
  * whatever the size.
  */
-import { mkdirSync, existsSync, renameSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, existsSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ValidationFailed } from '../errors.ts';
-import type { DocumentKey, KeyedDocument, Store } from '../store/types.ts';
+import type { DocumentKey, KeyedDocument, Store, StoredRow } from '../store/types.ts';
 import { actorFromKey } from '../xapi/agents.ts';
 import { personKey } from '../xapi/erasure.ts';
 import { parseStatementRequest, type StatementQuery } from '../xapi/query.ts';
 import { attachmentHashes } from '../xapi/attachments.ts';
 import type { Statement } from '../xapi/types.ts';
 import { CliError } from './auth.ts';
-import { OutputFile, openCliStore, siblings } from './datafiles.ts';
+import { NOT_CARRIED_FILE, OutputFile, openCliStore, siblings } from './datafiles.ts';
 import { interruptible, Progress, rerun } from './progress.ts';
 
 export interface ExportOptions {
@@ -109,7 +109,7 @@ export async function exportCommand(opts: ExportOptions): Promise<void> {
         ? await store.queryStatements(tenant, { ...query, after })
         : await store.scanStatements(tenant, { after, limit: PAGE, sinceMs: query.since, untilMs: query.until });
       if (page.rows.length) await out.write(`${page.rows.map((r) => r.json).join('\n')}\n`);
-      if (attachmentsDir) attachmentsWritten += await writeAttachments(store, tenant, attachmentsDir, page.rows.map((r) => r.json));
+      if (attachmentsDir) attachmentsWritten += await writeAttachments(store, tenant, attachmentsDir, page.rows, opts.append === true || written > 0);
       written += page.rows.length;
       progress.update(written);
       if (!page.next) break;
@@ -133,12 +133,28 @@ export async function exportCommand(opts: ExportOptions): Promise<void> {
   }
 }
 
-/** Writes the attachments of these statements not already in the folder; returns how many it wrote. */
-async function writeAttachments(store: Store, tenant: string, dir: string, jsons: string[]): Promise<number> {
+/**
+ * Writes the attachments of these statements not already in the folder; returns how many it wrote.
+ * Those a statement declared without carrying the data are listed in NOT_CARRIED_FILE (appended
+ * to after the first page, or with --append; started afresh otherwise).
+ */
+async function writeAttachments(store: Store, tenant: string, dir: string, rows: StoredRow[], append: boolean): Promise<number> {
+  const listed = join(dir, NOT_CARRIED_FILE);
+  if (!append) rmSync(listed, { force: true });
   const wanted = new Set<string>();
-  for (const j of jsons) {
-    if (!j.includes('"attachments"')) continue;
-    for (const h of attachmentHashes(JSON.parse(j) as Statement)) if (!existsSync(join(dir, h))) wanted.add(h);
+  const withAttachments: { id: string; position: string }[] = [];
+  for (const r of rows) {
+    if (!r.json.includes('"attachments"')) continue;
+    const s = JSON.parse(r.json) as Statement;
+    const hashes = attachmentHashes(s);
+    if (!hashes.length) continue;
+    withAttachments.push({ id: s.id!, position: r.position });
+    for (const h of hashes) if (!existsSync(join(dir, h))) wanted.add(h);
+  }
+  if (withAttachments.length) {
+    const notCarried = await store.attachmentsNotCarried(tenant, withAttachments.map((w) => w.position));
+    const lines = withAttachments.flatMap((w) => (notCarried.get(w.position) ?? []).map((sha2) => `${JSON.stringify({ id: w.id, sha2 })}\n`));
+    if (lines.length) appendFileSync(listed, lines.join(''));
   }
   if (!wanted.size) return 0;
   const blobs = await store.getAttachments(tenant, [...wanted]);

@@ -21,7 +21,7 @@ import { validateAgentParam } from '../xapi/validate.ts';
 import { statementRules } from '../xapi/versions.ts';
 import { CliError } from './auth.ts';
 import { openPull, type Pull, type PulledStatement } from './from-lrs.ts';
-import { OutputFile, openCliStore, openInput, parseAgentOption, siblings } from './datafiles.ts';
+import { OutputFile, openCliStore, openInput, parseAgentOption, readNotCarried, siblings } from './datafiles.ts';
 import { interruptible, Progress, rerun } from './progress.ts';
 
 export interface ImportOptions {
@@ -147,11 +147,15 @@ async function* fileItems(stream: Readable): AsyncGenerator<Item> {
   if (mode === 'array') yield { n: element + 1, malformed: 'the JSON array is not closed (truncated file?)' };
 }
 
-/** The attachment data an export folder holds for a statement's attachments. */
-function partsFromFolder(value: unknown, dir: string | undefined): Map<string, AttachmentPart> {
+/**
+ * The attachment data an export folder holds for a statement's attachments, but for those it only
+ * declared in the source store (`notCarried`: `id sha2` pairs, see NOT_CARRIED_FILE).
+ */
+function partsFromFolder(value: unknown, dir: string | undefined, notCarried: ReadonlySet<string>): Map<string, AttachmentPart> {
   const parts = new Map<string, AttachmentPart>();
   if (!dir || value === null || typeof value !== 'object') return parts;
-  const s = value as { attachments?: unknown; object?: { objectType?: unknown; attachments?: unknown } };
+  const s = value as { id?: unknown; attachments?: unknown; object?: { objectType?: unknown; attachments?: unknown } };
+  const id = typeof s.id === 'string' ? s.id.toLowerCase() : '';
   const lists = [s.attachments, s.object?.objectType === 'SubStatement' ? s.object.attachments : undefined];
   for (const list of lists) {
     if (!Array.isArray(list)) continue;
@@ -159,7 +163,7 @@ function partsFromFolder(value: unknown, dir: string | undefined): Map<string, A
       if (typeof a?.sha2 !== 'string') continue;
       const sha2 = a.sha2.toLowerCase();
       const file = join(dir, sha2);
-      if (/^[0-9a-f]+$/.test(sha2) && !parts.has(sha2) && existsSync(file)) {
+      if (/^[0-9a-f]+$/.test(sha2) && !parts.has(sha2) && !notCarried.has(`${id} ${sha2}`) && existsSync(file)) {
         parts.set(sha2, { contentType: typeof a.contentType === 'string' ? a.contentType : 'application/octet-stream', body: readFileSync(file) });
       }
     }
@@ -187,6 +191,7 @@ class Importer {
   private readonly authority: Actor;
   private readonly rejects: () => OutputFile;
   private readonly attachmentsDir: string | undefined;
+  private readonly notCarried: ReadonlySet<string>;
 
   constructor(opts: { store: Store; tenant: string; authority: Actor; rejects: () => OutputFile; attachmentsDir?: string }) {
     this.store = opts.store;
@@ -194,6 +199,7 @@ class Importer {
     this.authority = opts.authority;
     this.rejects = opts.rejects;
     this.attachmentsDir = opts.attachmentsDir;
+    this.notCarried = opts.attachmentsDir ? readNotCarried(opts.attachmentsDir) : new Set();
   }
 
   /** One line of the rejects file. */
@@ -223,7 +229,7 @@ class Importer {
       }
       const id = typeof (item.value as Statement).id === 'string' ? (item.value as Statement).id : undefined;
       try {
-        const parts = item.parts ? narrow(item.value, item.parts) : partsFromFolder(item.value, this.attachmentsDir);
+        const parts = item.parts ? narrow(item.value, item.parts) : partsFromFolder(item.value, this.attachmentsDir, this.notCarried);
         // Each statement is read under the version it was written in (README, "Import").
         const version = statementRules(item.value);
         const { statements, blobs } = await acceptStatements({ value: item.value, parts }, version);
@@ -231,8 +237,9 @@ class Importer {
         // Without an id (and no signed one), a statement gets one derived from its content, not a
         // random one: a re-run then finds it stored instead of storing it twice.
         s.id ??= contentId(item.value);
-        // The authority the source LRS recorded is kept (see README, "Import").
-        const p = prepareStatement(s, s.authority ?? this.authority, version);
+        // The authority the source LRS recorded is kept (see README, "Import"); the statement
+        // carried the data found for it (not the batch's: each statement has its own authority).
+        const p = prepareStatement(s, s.authority ?? this.authority, version, new Set(blobs.map((b) => b.sha2)));
         const twin = byId.get(p.id);
         if (twin) {
           if (sameStatement(p.statement, twin.statement, p.xapiVersion)) this.counts.existing++;

@@ -2,8 +2,9 @@
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
 import { acceptStatements, type Received } from '../xapi/accept.ts';
+import { actorKeys } from '../xapi/agents.ts';
 import { attachmentHashes, statementParts } from '../xapi/attachments.ts';
-import { activityIdsOf, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
+import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
 import { countJson, parseJson } from '../xapi/json.ts';
 import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
@@ -86,6 +87,19 @@ function concatUtf8(pieces: string[]): Buffer {
   return out;
 }
 
+/** The caller may read only statements of its own authority (`statements/read/mine`, LECTERN_LRS_RESTRICT_BY_AUTHORITY). */
+const readsMineOnly = (req: XapiRequest): boolean => req.access?.mineOnly ?? true;
+
+/**
+ * How a request's statements are prepared: whether they may define activities, whether the writer
+ * reads only its own statements (the insert rules keep others' from it), the attachment data it brought.
+ */
+const writerAccess = (req: XapiRequest, blobs: AttachmentBlob[]) => ({
+  define: req.access?.define ?? false,
+  mineOnly: readsMineOnly(req),
+  received: new Set(blobs.map((b) => b.sha2)),
+});
+
 /** Methods of the Statement resource (Communication §2.1), for 405's Allow header. */
 const ALLOWED = 'GET, HEAD, PUT, POST';
 
@@ -97,7 +111,7 @@ async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
     throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
   }
   const { statements, blobs } = await acceptStatements(received, version, id);
-  await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, { define: req.access?.define ?? false }), blobs);
+  await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, writerAccess(req, blobs)), blobs);
   return { status: 204 };
 }
 
@@ -105,8 +119,29 @@ async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse
   parseParams('statements', 'POST', req.query);
   const version = req.version!;
   const { statements, blobs } = await acceptStatements(readBody(req, version, deps), version);
-  const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, { define: req.access?.define ?? false }), blobs);
+  const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, writerAccess(req, blobs)), blobs);
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
+}
+
+/** Longest run of a page's rewriting before the event loop is given back (see mapInTurns). */
+const TURN_MS = 20;
+
+/**
+ * `items.map(fn)`, giving the event loop back whenever a turn has run for TURN_MS: a statement
+ * may be megabytes (tens of thousands of context activities), and a page of them parsed and
+ * rewritten at once held every other request for up to a second (10 × 50,000 activities).
+ */
+async function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
+  const out: R[] = [];
+  let turn = performance.now();
+  for (const item of items) {
+    out.push(fn(item));
+    if (performance.now() - turn > TURN_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      turn = performance.now();
+    }
+  }
+  return out;
 }
 
 /**
@@ -122,26 +157,29 @@ async function render(
   wrap: (jsons: string[]) => string[],
 ): Promise<{ contentType: string; body: string | Buffer }> {
   let jsons = rows.map((r) => r.json);
+  const mine = readsMineOnly(req);
   // A 1.0.3 reader of 2.0 statements under LECTERN_XAPI_STRICT_VERSION gets them converted.
   const convert = deps.strictVersion && jsons.some((j) => needsConversion(j, req.version!));
   if (opts.format === 'exact' && !opts.attachments && !convert) return { contentType: JSON_TYPE, body: concatUtf8(wrap(jsons)) };
-  const statements = jsons.map((j) => forReader(JSON.parse(j) as Statement, req.version!, deps.strictVersion));
-  if (opts.format === 'exact') jsons = statements.map((s) => JSON.stringify(s));
-  if (opts.format === 'ids') jsons = statements.map((s) => JSON.stringify(idsStatement(s)));
+  const statements = await mapInTurns(jsons, (j) => forReader(JSON.parse(j) as Statement, req.version!, deps.strictVersion));
+  if (opts.format === 'exact') jsons = await mapInTurns(statements, (s) => JSON.stringify(s));
+  if (opts.format === 'ids') jsons = await mapInTurns(statements, (s) => JSON.stringify(idsStatement(s)));
   if (opts.format === 'canonical') {
-    const tenant = req.user!.target;
-    const ids = [...new Set(statements.flatMap(activityIdsOf))];
-    const definitions = new Map<string, ActivityDefinition>();
-    for (const [i, d] of (await Promise.all(ids.map((id) => deps.store.getActivityDefinition(tenant, id)))).entries()) {
-      if (d) definitions.set(ids[i], d);
-    }
+    // The canonical definitions are assembled from every statement of the store: a reader
+    // restricted to its own statements gets each statement's own definitions (language-filtered).
+    // Others get them for the page's first CANONICAL_DEFINITIONS_MAX activities, read in chunks.
+    const definitions = mine
+      ? new Map<string, ActivityDefinition>()
+      : await deps.store.getActivityDefinitions(req.user!.target, activityIdsOf(statements, CANONICAL_DEFINITIONS_MAX));
     const ranges = parseAcceptLanguage(req.headers['accept-language']);
-    jsons = statements.map((s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
+    jsons = await mapInTurns(statements, (s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
   }
   if (!opts.attachments) return { contentType: JSON_TYPE, body: concatUtf8(wrap(jsons)) };
   const body = wrap(jsons).join('');
-  // Attachments with a fileUrl and no data received have no part.
-  const blobs = await deps.store.getAttachments(req.user!.target, [...new Set(statements.flatMap(attachmentHashes))]);
+  // Attachments with a fileUrl and no data received have no part, and so have those whose data
+  // only statements this reader may not read carried (a declaration by hash gives nothing).
+  const hashes = [...new Set(statements.flatMap(attachmentHashes))];
+  const blobs = await deps.store.getAttachments(req.user!.target, hashes, mine ? (actorKeys(req.user!.agent)[0] ?? '') : undefined);
   const multipart = buildStatementsMultipart(
     body,
     blobs.map((b) => ({ sha2: b.sha2, contentType: b.contentType, body: b.content })),

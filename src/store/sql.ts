@@ -15,10 +15,24 @@
  * (driverCountsSql).
  */
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
-import { AGENT_ROLE, AGENT_ROLES } from '../xapi/statement.ts';
+import { AGENT_ROLE, AGENT_ROLES, type PreparedStatement } from '../xapi/statement.ts';
 import type { ForwardingStats } from './types.ts';
 
 export type Placeholder = (index: number) => string;
+
+/**
+ * Canonical definitions read per query (getActivityDefinitions): a `format=canonical` page asks
+ * for at most CANONICAL_DEFINITIONS_MAX (src/xapi/formats.ts), so a few queries, one after the
+ * other, each one connection (PostgreSQL) or one turn of the event loop (SQLite).
+ */
+export const DEFINITIONS_PER_QUERY = 500;
+
+/**
+ * statements.is_voiding of a new statement: 0 when it voids nothing, 1 for a voiding statement, 2
+ * for one whose writer may read only its own authority's statements (it voids only those: see
+ * EarlierVoiding in src/xapi/insert.ts). Anything but 0 is a voiding statement.
+ */
+export const isVoidingValue = (p: PreparedStatement): number => (p.voids ? (p.mineOnly ? 2 : 1) : 0);
 
 /** What differs between the backends' SQL: placeholders, how a UUID is stored, seq buckets. */
 export interface Dialect {

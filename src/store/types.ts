@@ -147,8 +147,18 @@ export interface Store {
    * authority under `mine`).
    */
   queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage>;
-  /** Attachment contents by sha2 (those the store has). */
-  getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]>;
+  /**
+   * Attachment contents by sha2 (those the store has). With `carrier` (an authority's IFI key):
+   * only data a statement of that authority carried (its request sent the data, not only the
+   * hash), for a reader restricted to its own statements.
+   */
+  getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]>;
+  /**
+   * For the statements at these positions: the attachment hashes each declares whose data the
+   * store has but that its request did not carry (`lectern export` records them, so that an import
+   * does not make such a statement a carrier).
+   */
+  attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>>;
   /** The instant up to which every acknowledged statement is visible to queries. */
   consistentThrough(tenant: string): Promise<Date>;
 
@@ -158,8 +168,11 @@ export interface Store {
    */
   statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]>;
 
-  /** The canonical definition the LRS keeps for an activity, if it has seen one. */
-  getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined>;
+  /**
+   * The canonical definitions the LRS keeps for these activities (those it has seen one for), by
+   * id: DEFINITIONS_PER_QUERY ids per query (src/store/sql.ts), one query after the other.
+   */
+  getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>>;
 
   getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined>;
   /**

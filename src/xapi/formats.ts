@@ -90,18 +90,32 @@ export function idsStatement(s: Statement): Statement {
   return rewriteBody(s, IDS);
 }
 
-/** Ids of every Activity the statement mentions (object, context activities, SubStatement ones). */
-export function activityIdsOf(s: Statement): string[] {
+/**
+ * Activities of one `format=canonical` response that get the LRS's canonical definition; the
+ * others keep the statement's own definition (language maps filtered all the same). A statement
+ * may name tens of thousands of context activities: the definitions read per request stay
+ * bounded (a default page of 100 statements names a few hundred).
+ */
+export const CANONICAL_DEFINITIONS_MAX = 5000;
+
+/**
+ * Ids of the Activities the statements mention (object, context activities, SubStatement ones),
+ * each once, in order of appearance, the first `max` only.
+ */
+export function activityIdsOf(statements: readonly Statement[], max = Infinity): string[] {
   const ids = new Set<string>();
-  rewriteBody(s, {
-    actor: keep,
-    verb: keep,
-    activity: (a) => {
-      ids.add(a.id);
-      return a;
-    },
-    attachment: keep,
-  });
+  for (const s of statements) {
+    if (ids.size >= max) break;
+    rewriteBody(s, {
+      actor: keep,
+      verb: keep,
+      activity: (a) => {
+        if (ids.size < max) ids.add(a.id);
+        return a;
+      },
+      attachment: keep,
+    });
+  }
   return [...ids];
 }
 

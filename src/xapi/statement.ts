@@ -54,6 +54,11 @@ export interface PreparedStatement {
   verb: string;
   /** The authority's first actor key (statements.authority). */
   authorityKey: string | null;
+  /**
+   * The writer may read only statements of its own authority (Access.mineOnly): the insert rules
+   * then keep another authority's statements from it (src/xapi/insert.ts).
+   */
+  mineOnly: boolean;
   registration: string | null;
   /** Id of the statement this one targets through a StatementRef object (voiding included). */
   refId: string | null;
@@ -65,6 +70,11 @@ export interface PreparedStatement {
   definitions: { id: string; definition: ActivityDefinition }[];
   /** Lower-case sha2 of each attachment the statement (or its SubStatement) declares. */
   attachmentHashes: string[];
+  /**
+   * Those whose data came with it (its request's parts): it carried them, and readers who may
+   * read it may have that data. A declaration by hash alone carries nothing.
+   */
+  carried: string[];
 }
 
 export const isVoiding = (s: Statement): boolean => s.verb.id === VOIDED_VERB && s.object.objectType === 'StatementRef';
@@ -180,7 +190,7 @@ function utcTimestamps(s: Statement): Statement {
  * UTC. `version` is left to `stamp`, so that statement comparison can tell a version the client
  * sent from one the LRS assigns.
  */
-export function prepareStatement(input: Statement, authority: Actor, version: XapiVersion): PreparedStatement {
+export function prepareStatement(input: Statement, authority: Actor, version: XapiVersion, received: ReadonlySet<string> = new Set()): PreparedStatement {
   const statement = { ...(is2(version) ? utcTimestamps(input) : input), id: (input.id ?? randomUUID()).toLowerCase(), authority };
   const c = collect(statement);
   const ref = statement.object.objectType === 'StatementRef' ? statement.object.id : null;
@@ -190,25 +200,37 @@ export function prepareStatement(input: Statement, authority: Actor, version: Xa
     statement,
     verb: statement.verb.id,
     authorityKey: actorKeys(authority)[0] ?? null,
+    mineOnly: false,
     registration: statement.context?.registration?.toLowerCase() ?? null,
     refId: ref?.toLowerCase() ?? null,
     voids: isVoiding(statement) && ref ? ref.toLowerCase() : null,
     ...c.result(),
     definitions: c.definitions,
-    attachmentHashes: attachmentHashes(statement),
+    ...carrying(attachmentHashes(statement), received),
   };
 }
+
+/** A statement's attachment hashes, and those among them whose data was `received` with it. */
+const carrying = (hashes: string[], received: ReadonlySet<string>) => ({ attachmentHashes: hashes, carried: hashes.filter((h) => received.has(h)) });
 
 /**
  * Prepares a whole batch; two statements with one id reject the batch (spec 2.1.2.s2.b6). Without
  * `define` (Communication §4.2) the statements are stored as sent but their activity definitions
- * do not (re)define the canonical Activity.
+ * do not (re)define the canonical Activity. `mineOnly`: the writer reads only its own authority's
+ * statements (see PreparedStatement.mineOnly). `received`: the sha2 of the attachment data the
+ * request brought (every statement declaring one carried it).
  */
-export function prepareBatch(statements: Statement[], authority: Actor, version: XapiVersion, opts: { define: boolean } = { define: true }): PreparedStatement[] {
+export function prepareBatch(
+  statements: Statement[],
+  authority: Actor,
+  version: XapiVersion,
+  opts: { define: boolean; mineOnly?: boolean; received?: ReadonlySet<string> } = { define: true },
+): PreparedStatement[] {
   const seen = new Set<string>();
   return statements.map((s, i) => {
-    const p = prepareStatement(s, authority, version);
+    const p = prepareStatement(s, authority, version, opts.received);
     if (!opts.define) p.definitions = [];
+    p.mineOnly = opts.mineOnly ?? false;
     if (seen.has(p.id)) throw new LrsError('bad_request', `statement ${i} repeats the id ${p.id} of an earlier statement in the batch`);
     seen.add(p.id);
     return p;

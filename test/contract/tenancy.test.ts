@@ -146,11 +146,13 @@ const TENANTLESS = [
   // SQLite's id merge: whether one is due counts seqs across the whole file (storage mechanics); returns no row to a client.
   /^SELECT through, \(SELECT max\(seq\) FROM statements\) AS last FROM id_merge$/,
   // Attachment links are keyed by the seq of a statement inserted in the same transaction, in the tenant's store.
-  /^INSERT OR IGNORE INTO statement_attachments \(seq, sha2\)/,
+  /^INSERT OR IGNORE INTO statement_attachments \(seq, sha2, carrier\)/,
   // SQLite migration start-up: how many statements a rebuilding migration rewrites (logged, not served).
   /^SELECT count\(\*\) AS n FROM statements( WHERE ref_id IS NOT NULL)?$/,
   // PostgreSQL's counterpart (migration 8 announces how many StatementRefs it indexes).
   /^SELECT 'indexing what StatementRefs target: '/,
+  // PostgreSQL migration 11 at start-up: every attachment link gets its statement's authority as carrier (serves nothing).
+  /^ALTER TABLE statement_attachments ADD COLUMN carrier integer; UPDATE statement_attachments l SET carrier = coalesce\(s\.authority, 0\) FROM statements s WHERE s\.seq = l\.seq;/,
 ];
 
 for (const backend of BACKENDS) {

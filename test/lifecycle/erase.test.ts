@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
+import { parseMultipartMixed } from '../../src/http/multipart.ts';
+import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { allStatements, ANN, attachmentOf, BEN, countRows, danglingRows, multipartPost, post, runCli, seed } from './helpers.ts';
 
 const KEY = 'a-secret-of-sixteen-chars-or-more';
@@ -108,6 +109,42 @@ for (const backend of BACKENDS) {
       // Erasing again finds nothing.
       const again = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN)]);
       assert.match(again.stdout, /^erased 0 statements/);
+    });
+  });
+
+  describe(`attachment data and the statements that carried it (${backend.name})`, () => {
+    const BEN_USER: TestUser = { username: 'ben', password: 'ben-pw', scopes: ['statements/write', 'statements/read/mine'], agent: { mbox: BEN.mbox } };
+    let lrs: TestLrs;
+    before(async () => {
+      lrs = await startTestLrs(backend, { users: [ADMIN, BEN_USER] });
+    });
+    after(async () => lrs?.close());
+
+    test('pseudonymization keeps the carrier; erasing the last carrier removes the data, whoever still declares its hash', async () => {
+      const report = 'Ben sent this report';
+      const sent = await lrs.fetch('/xAPI/statements', { ...multipartPost([statement({ actor: ANN, attachments: [attachmentOf(report, 'text/plain')] })], [{ data: report, contentType: 'text/plain' }]), user: BEN_USER });
+      assert.equal(sent.status, 200);
+      // Someone else declares the hash with a fileUrl: its statement carries nothing.
+      const [declared] = await post(lrs, statement({ actor: ANN, attachments: [{ ...attachmentOf(report, 'text/plain'), fileUrl: 'http://example.com/r' }] }));
+      const data = async () => {
+        const res = await lrs.fetch(`/xAPI/statements?statementId=${declared}&attachments=true`);
+        return parseMultipartMixed(res.headers.get('content-type')!, Buffer.from(await res.arrayBuffer())).slice(1).map((p) => p.body.toString('utf8'));
+      };
+      assert.deepEqual(await data(), [report], 'a full reader gets the data carried by Ben\'s statement');
+
+      const pseudo = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN), '--pseudonymize'], { env: { LECTERN_PSEUDONYMIZE_KEY: KEY } });
+      assert.equal(pseudo.code, 0, pseudo.stderr);
+      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), [], 'the carrier follows the authority');
+      assert.deepEqual(await data(), [report]);
+
+      const pseudonym = (await allStatements(lrs)).find((s) => s.id !== declared)!.authority;
+      const erased = await runCli(lrs, ['erase', '--agent', JSON.stringify(pseudonym)]);
+      assert.equal(erased.code, 0, erased.stderr);
+      assert.equal(JSON.parse(erased.stdout.trim().split('\n').at(-1)!).attachments, 1);
+      assert.equal(await countRows(lrs, 'attachments'), 0);
+      assert.deepEqual(await data(), []);
+      assert.equal((await allStatements(lrs))[0].id, declared, 'the declaring statement stays, its attachment object too');
+      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
     });
   });
 

@@ -132,8 +132,11 @@ export async function danglingRows(lrs: TestLrs): Promise<Record<string, number>
     agents: 'SELECT count(*) AS n FROM statement_agents a WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = a.seq)',
     activities: 'SELECT count(*) AS n FROM statement_activities a WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = a.seq)',
     links: 'SELECT count(*) AS n FROM statement_attachments a WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = a.seq)',
+    // Data no statement carried (a statement that only declares the hash keeps nothing).
     attachments:
-      'SELECT count(*) AS n FROM attachments a WHERE NOT EXISTS (SELECT 1 FROM statement_attachments l JOIN statements s ON s.seq = l.seq JOIN tenants t ON t.id = s.tenant WHERE l.sha2 = a.sha2 AND t.name = a.tenant)',
+      'SELECT count(*) AS n FROM attachments a WHERE NOT EXISTS (SELECT 1 FROM statement_attachments l JOIN statements s ON s.seq = l.seq JOIN tenants t ON t.id = s.tenant WHERE l.sha2 = a.sha2 AND l.carrier IS NOT NULL AND t.name = a.tenant)',
+    // A carrying link names its statement's authority (0 for none), also after pseudonymization.
+    carriers: 'SELECT count(*) AS n FROM statement_attachments l JOIN statements s ON s.seq = l.seq WHERE l.carrier IS NOT NULL AND l.carrier <> coalesce(s.authority, 0)',
   };
   const out: Record<string, number> = {};
   if (lrs.config.backend === 'sqlite') {

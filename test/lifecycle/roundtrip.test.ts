@@ -8,8 +8,9 @@ import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
 import { parseMultipartMixed } from '../../src/http/multipart.ts';
-import { BACKENDS, startTestLrs, type TestLrs } from '../helpers/lrs.ts';
-import { allStatements, BEN, runCli, seed, sha256, withoutStored } from './helpers.ts';
+import { NOT_CARRIED_FILE } from '../../src/cli/datafiles.ts';
+import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { allStatements, attachmentOf, BEN, multipartPost, runCli, seed, sha256, withoutStored } from './helpers.ts';
 
 for (const backend of BACKENDS) {
   describe(`export → import round trip (${backend.name})`, () => {
@@ -123,6 +124,50 @@ for (const backend of BACKENDS) {
       const bad = await runCli(source, ['export', '-o', '-', '--verb', 'not an iri']);
       assert.equal(bad.code, 2);
       assert.match(bad.stderr, /--verb must be an absolute IRI/);
+    });
+  });
+
+  describe(`export → import keeps who carried attachment data (${backend.name})`, () => {
+    const mineUser = (name: string): TestUser => ({ username: name, password: `${name}-pw`, scopes: ['statements/write', 'statements/read/mine'], agent: { mbox: `mailto:${name}@example.com` } });
+    const OWNER = mineUser('owner');
+    const MINE = mineUser('mine');
+    let source: TestLrs;
+    let copy: TestLrs;
+    before(async () => {
+      source = await startTestLrs(backend, { users: [ADMIN, OWNER, MINE] });
+      copy = await startTestLrs(backend, { users: [ADMIN, OWNER, MINE] });
+    });
+    after(async () => {
+      await source?.close();
+      await copy?.close();
+    });
+
+    test('a statement that only declared a hash does not carry the data after an import', async () => {
+      const report = 'the owner\'s report';
+      const sent = await source.fetch('/xAPI/statements', { ...multipartPost([statement({ attachments: [attachmentOf(report, 'text/plain')] })], [{ data: report, contentType: 'text/plain' }]), user: OWNER });
+      assert.equal(sent.status, 200);
+      const [carrier] = (await sent.json()) as string[];
+      const declaring = await source.fetch('/xAPI/statements', jsonInit('POST', statement({ attachments: [{ ...attachmentOf(report, 'text/plain'), fileUrl: 'http://example.com/r' }] }), { user: MINE }));
+      assert.equal(declaring.status, 200);
+      const [declared] = (await declaring.json()) as string[];
+
+      const file = join(source.dir, 'carried.ndjson');
+      const exp = await runCli(source, ['export', '-o', file, '--attachments']);
+      assert.equal(exp.code, 0, exp.stderr);
+      const folder = join(source.dir, 'carried.attachments');
+      assert.deepEqual(readdirSync(folder).sort(), [NOT_CARRIED_FILE, sha256(report)].sort());
+      assert.deepEqual(readFileSync(join(folder, NOT_CARRIED_FILE), 'utf8'), `${JSON.stringify({ id: declared, sha2: sha256(report) })}\n`);
+      const imp = await runCli(copy, ['import', file]);
+      assert.equal(imp.code, 0, imp.stderr);
+
+      const data = async (id: string, u: TestUser) => {
+        const res = await copy.fetch(`/xAPI/statements?statementId=${id}&attachments=true`, { user: u });
+        assert.equal(res.status, 200);
+        return parseMultipartMixed(res.headers.get('content-type')!, Buffer.from(await res.arrayBuffer())).slice(1).map((p) => p.body.toString('utf8'));
+      };
+      assert.deepEqual(await data(declared, MINE), []);
+      assert.deepEqual(await data(carrier, OWNER), [report]);
+      assert.deepEqual(await data(declared, ADMIN), [report], 'a full reader still gets it');
     });
   });
 }

@@ -58,14 +58,14 @@ for (const backend of storeBackends) {
       const [a, b] = await Promise.allSettled([insert([defined('rolled back'), { ...taken, result: { success: true } }]), insert([made('mailto:e@example.com', 'http://example.com/verbs/e', activity)])]);
       assert.equal(a.status, 'rejected');
       assert.equal(b.status, 'fulfilled');
-      assert.deepEqual(await store.getActivityDefinition('', activity), { name: { en: 'first' } });
+      assert.deepEqual((await store.getActivityDefinitions('', [activity])).get(activity), { name: { en: 'first' } });
       // The same definition again, now in a request that is stored: merged (the rolled-back one was not remembered as merged).
       await insert([defined('rolled back')]);
-      assert.deepEqual(await store.getActivityDefinition('', activity), { name: { en: 'rolled back' } });
+      assert.deepEqual((await store.getActivityDefinitions('', [activity])).get(activity), { name: { en: 'rolled back' } });
       // Back to the first, then the second again: each change is kept (the cache follows the table).
       await insert([defined('first')]);
       await insert([defined('rolled back')]);
-      assert.deepEqual(await store.getActivityDefinition('', activity), { name: { en: 'rolled back' } });
+      assert.deepEqual((await store.getActivityDefinitions('', [activity])).get(activity), { name: { en: 'rolled back' } });
     });
   });
 }

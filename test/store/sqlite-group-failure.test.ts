@@ -77,8 +77,8 @@ describe('SQLite: a request failing mid-write in a group', () => {
     assert.equal(await store.getStatement('', failing[0].id!, false), undefined);
     assert.ok(await store.getStatement('', first[0].id!, false));
     assert.ok(await store.getStatement('', last[0].id!, false));
-    assert.deepEqual(await store.getActivityDefinition('', 'http://example.com/activities/a'), { name: { en: 'kept a' } });
-    assert.equal(await store.getActivityDefinition('', 'http://example.com/activities/b'), undefined);
+    assert.deepEqual((await store.getActivityDefinitions('', ['http://example.com/activities/a'])).get('http://example.com/activities/a'), { name: { en: 'kept a' } });
+    assert.equal((await store.getActivityDefinitions('', ['http://example.com/activities/b'])).get('http://example.com/activities/b'), undefined);
     // No link row points at a statement that is not there.
     assert.equal(count('SELECT count(*) AS n FROM statement_agents a WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = a.seq)'), 0);
   });
@@ -91,7 +91,7 @@ describe('SQLite: a request failing mid-write in a group', () => {
     const [x, y] = await Promise.allSettled([insert([again]), insert(conflicting)]);
     assert.equal((x as PromiseFulfilledResult<InsertOutcome>).value?.inserted, 1);
     assert.equal(y.status, 'rejected');
-    assert.deepEqual(await store.getActivityDefinition('', 'http://example.com/activities/b'), { name: { en: 'kept b' } });
+    assert.deepEqual((await store.getActivityDefinitions('', ['http://example.com/activities/b'])).get('http://example.com/activities/b'), { name: { en: 'kept b' } });
     const page = await store.queryStatements('', {
       limit: 10,
       ascending: true,

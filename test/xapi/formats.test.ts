@@ -154,8 +154,13 @@ describe('idsStatement (format=ids)', () => {
 
 describe('activityIdsOf', () => {
   it('lists every activity once: object, context activities, SubStatement ones', () => {
-    assert.deepEqual(activityIdsOf(FULL), ['http://example.com/q1', 'http://example.com/quiz', 'http://example.com/cat']);
-    assert.deepEqual(activityIdsOf(SUB), ['http://example.com/museum', 'http://example.com/trip']);
+    assert.deepEqual(activityIdsOf([FULL]), ['http://example.com/q1', 'http://example.com/quiz', 'http://example.com/cat']);
+    assert.deepEqual(activityIdsOf([SUB]), ['http://example.com/museum', 'http://example.com/trip']);
+  });
+
+  it('across statements each once, in order of appearance, the first `max` only', () => {
+    assert.deepEqual(activityIdsOf([FULL, SUB, FULL]), ['http://example.com/q1', 'http://example.com/quiz', 'http://example.com/cat', 'http://example.com/museum', 'http://example.com/trip']);
+    assert.deepEqual(activityIdsOf([FULL, SUB], 4), ['http://example.com/q1', 'http://example.com/quiz', 'http://example.com/cat', 'http://example.com/museum']);
   });
 });
 

@@ -397,4 +397,18 @@ COMMENT ON COLUMN statement_agents.role IS '1: actor/object (agent filter); 0: i
 ANALYZE statement_agents, statement_activities;
 `,
   },
+  {
+    version: 11,
+    name: 'attachment links say who carried the data: only a statement whose request brought it gives it to readers',
+    // As SQLite's migration 11: carrier is the key id of the statement's authority (0 without one)
+    // when its request carried the data, NULL when it only declared the hash; existing links are
+    // taken as carried by their statement.
+    sql: `
+ALTER TABLE statement_attachments ADD COLUMN carrier integer;
+UPDATE statement_attachments l SET carrier = coalesce(s.authority, 0) FROM statements s WHERE s.seq = l.seq;
+DROP INDEX statement_attachments_sha2;
+CREATE INDEX statement_attachments_carrier ON statement_attachments (sha2, carrier) WHERE carrier IS NOT NULL;
+COMMENT ON COLUMN statement_attachments.carrier IS 'keys.id of the authority of the statement whose request carried the data (0: none); NULL: the hash was only declared';
+`,
+  },
 ];

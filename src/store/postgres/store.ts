@@ -27,11 +27,11 @@ import type { Logger } from '../../log.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
 import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
-import { type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
+import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { type ReachSeed, ReachWalk } from '../reach.ts';
-import { agentSeqsSql, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
+import { agentSeqsSql, DEFINITIONS_PER_QUERY, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, isVoidingValue, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -213,7 +213,7 @@ const INSERT_WRITE = `WITH
 ok AS (SELECT
     NOT EXISTS (SELECT 1 FROM unnest($27::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM statements WHERE tenant = $1 AND id = q.id AND seq > $26::bigint LIMIT 1) s)
     AND NOT EXISTS (SELECT 1 FROM unnest($27::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM statements
-      WHERE tenant = $1 AND ref_id = q.id AND is_voiding = 1 AND seq > $26::bigint LIMIT 1) s)
+      WHERE tenant = $1 AND ref_id = q.id AND is_voiding <> 0 AND seq > $26::bigint LIMIT 1) s)
     AND coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1), 0) <= $2::bigint
     AND (SELECT count(*) FROM unnest($28::bigint[], $29::text[]) AS r(q, x) JOIN statements s ON s.seq = r.q AND s.xmin::text = r.x) = cardinality($28::bigint[])
     AND (SELECT count(*) FROM (SELECT DISTINCT unnest($30::text[])) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM activities WHERE tenant = $33 AND id = q.id LIMIT 1) a)
@@ -229,7 +229,7 @@ st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, r
     unnest($10::int[]), json_array_elements($11::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, vd, a, f, n) JOIN sq USING (n)),
 ag AS (INSERT INTO statement_agents (agent, role, seq) SELECT k, d, sq.seq FROM unnest($12::int[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
 ac AS (INSERT INTO statement_activities (activity, direct, seq) SELECT k, d, sq.seq FROM unnest($15::int[], $16::int[], $17::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
-sa AS (INSERT INTO statement_attachments (seq, sha2) SELECT sq.seq, h FROM unnest($18::int[], $19::text[]) AS t(n, h) JOIN sq USING (n) ON CONFLICT DO NOTHING),
+sa AS (INSERT INTO statement_attachments (seq, sha2, carrier) SELECT sq.seq, h, cr FROM unnest($18::int[], $19::text[], $37::int[]) AS t(n, h, cr) JOIN sq USING (n) ON CONFLICT DO NOTHING),
 vo AS (UPDATE statements s SET voided = 1
   FROM (SELECT DISTINCT x.seq FROM unnest($20::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT seq FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) x) v
   WHERE s.seq = v.seq AND s.is_voiding = 0 AND s.voided = 0 AND (SELECT ok FROM ok)),
@@ -251,9 +251,9 @@ SELECT (SELECT ok FROM ok) AS ok, ARRAY(SELECT seq FROM sq ORDER BY n) AS seqs,
 const INSERT_READ =
   'WITH last AS (SELECT seq, stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1) ' +
   `SELECT greatest(${NOW_MS}, coalesce((SELECT stored_ms FROM last), 0)) AS stored_ms, coalesce((SELECT seq FROM last), 0) AS snap_seq, ` +
-  // A voiding statement that arrived before its target voids it on arrival.
-  '(SELECT json_agg(json_build_array(s.ref_id, s.seq::text, s.xmin::text)) FROM (SELECT DISTINCT unnest($2::uuid[])) AS q(id) ' +
-  'CROSS JOIN LATERAL (SELECT ref_id, seq, xmin FROM statements WHERE tenant = $1 AND ref_id = q.id AND is_voiding = 1 OFFSET 0) s) AS voided_earlier, ' +
+  // A voiding statement that arrived before its target may void it on arrival (by its writer: planInsert).
+  '(SELECT json_agg(json_build_array(s.ref_id, s.seq::text, s.xmin::text, s.is_voiding, (SELECT key FROM keys WHERE id = s.authority))) FROM (SELECT DISTINCT unnest($2::uuid[])) AS q(id) ' +
+  'CROSS JOIN LATERAL (SELECT ref_id, seq, xmin, is_voiding, authority FROM statements WHERE tenant = $1 AND ref_id = q.id AND is_voiding <> 0 OFFSET 0) s) AS voided_earlier, ' +
   // One statements_id probe per id (LIMIT 1 keeps the lateral join a nested loop): with the
   // statistics of a growing table, a plan on the tenant alone walked every row of the tenant.
   '(SELECT json_agg(json_build_array(s.id, s.is_voiding, s."full", s.seq::text, s.xmin::text)) FROM unnest($3::uuid[]) AS q(id) ' +
@@ -405,19 +405,22 @@ function writeValues(
   const flags = { isVoiding: [] as number[], voided: [] as number[], authority: [] as (number | null)[], full: [] as string[] };
   const agents: [number[], number[], number[]] = [[], [], []];
   const activities: [number[], number[], number[]] = [[], [], []];
-  const links: [number[], string[]] = [[], []];
-  // One statement writes the group: its UPDATE cannot see the rows it inserts, so a statement
-  // another request of the group voids is inserted already voided.
+  const links: [number[], string[], (number | null)[]] = [[], [], []];
+  // One statement writes the group: its UPDATE cannot see the rows it inserts, so a statement a
+  // later request of the group voids (that request was decided knowing it) is inserted already
+  // voided. One voided by an earlier request was decided so by planInsert (voidedEarlier).
   const voids = new Set(plans.flatMap((p) => p.voids));
-  const fresh = plans.flatMap((plan) => plan.fresh);
-  fresh.forEach(({ p, full, voided }, i) => {
+  const voidedLater = plans.map(() => new Set<string>());
+  for (let i = plans.length - 2; i >= 0; i--) voidedLater[i] = new Set([...voidedLater[i + 1], ...plans[i + 1].voids]);
+  const fresh = plans.flatMap((plan, i) => plan.fresh.map((f) => ({ ...f, later: voidedLater[i] })));
+  fresh.forEach(({ p, full, voided, later }, i) => {
     const n = i + 1;
     st.id.push(p.id);
     st.verb.push(id(p.verb));
     st.reg.push(p.registration);
     st.ref.push(p.refId);
-    flags.isVoiding.push(p.voids ? 1 : 0);
-    flags.voided.push(voided || (!p.voids && voids.has(p.id)) ? 1 : 0);
+    flags.isVoiding.push(isVoidingValue(p));
+    flags.voided.push(voided || (!p.voids && later.has(p.id)) ? 1 : 0);
     flags.authority.push(p.authorityKey === null ? null : id(p.authorityKey));
     flags.full.push(JSON.stringify(full));
     for (const a of p.agents) {
@@ -430,9 +433,11 @@ function writeValues(
       activities[1].push(n);
       activities[2].push(a.direct ? 1 : 0);
     }
+    // The carrier (migration 11): the authority's key id (0 without one) when the statement brought the data.
     for (const h of new Set(p.attachmentHashes)) {
       links[0].push(n);
       links[1].push(h);
+      links[2].push(p.carried.includes(h) ? (p.authorityKey === null ? 0 : id(p.authorityKey)) : null);
     }
   });
   const blobs = [...new Map(plans.flatMap((p) => p.attachments).map((a) => [a.sha2, a])).values()];
@@ -450,7 +455,8 @@ function writeValues(
     jsonArray(flags.full),
     ...agents,
     ...activities,
-    ...links,
+    links[0],
+    links[1],
     [...voids],
     [...changed.keys()],
     jsonArray([...changed.values()].map((d) => d.text)),
@@ -468,6 +474,7 @@ function writeValues(
     keys.epoch,
     basis.flightDefs.map(([id]) => id),
     basis.flightDefs.map(([, text]) => text),
+    links[2],
   ];
 }
 
@@ -1010,15 +1017,15 @@ export class PostgresStore implements Store {
     const known = new Map(
       (JSON.parse(head.known ?? '[]') as [string, number, Statement, string, string][]).map(([id, isVoiding, full, seq, xmin]): [string, KnownStatement] => {
         relied.push([seq, xmin]);
-        return [id, { isVoiding: isVoiding === 1, statement: full }];
+        return [id, { isVoiding: isVoiding !== 0, statement: full }];
       }),
     );
-    const voidedEarlier = new Set(
-      (JSON.parse(head.voided_earlier ?? '[]') as [string, string, string][]).map(([target, seq, xmin]) => {
-        relied.push([seq, xmin]);
-        return target;
-      }),
-    );
+    const voidedEarlier = new Map<string, EarlierVoiding[]>();
+    const voidedBy = (target: string, v: EarlierVoiding) => voidedEarlier.set(target, [...(voidedEarlier.get(target) ?? []), v]);
+    for (const [target, seq, xmin, isVoiding, authorityKey] of JSON.parse(head.voided_earlier ?? '[]') as [string, string, string, number, string | null][]) {
+      relied.push([seq, xmin]);
+      voidedBy(target, { authorityKey, mineOnly: isVoiding === 2 });
+    }
     // What the group in flight writes replaces what this snapshot holds, and is checked by its text.
     const keptDefs: [string, string][] = [];
     const flightDefs: [string, string][] = [];
@@ -1043,8 +1050,11 @@ export class PostgresStore implements Store {
         if (err instanceof LrsError) return err;
         throw err;
       }
-      // Accepted: later requests of the group see these as stored.
-      for (const f of plan.fresh) known.set(f.p.id, { isVoiding: f.p.voids !== null, statement: f.full });
+      // Accepted: later requests of the group see these as stored, and their voiding statements as stored earlier.
+      for (const f of plan.fresh) {
+        known.set(f.p.id, { isVoiding: f.p.voids !== null, statement: f.full });
+        if (f.p.voids) voidedBy(f.p.voids, { authorityKey: f.p.authorityKey, mineOnly: f.p.mineOnly });
+      }
       plans.push(plan);
       return plan.outcome;
     });
@@ -1136,13 +1146,21 @@ export class PostgresStore implements Store {
     return { rows: rows.map(toRow) };
   }
 
-  async getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
+  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
     if (!sha2s.length) return [];
-    const r = await this.query<{ sha2: string; content_type: string; content: Buffer }>(
-      'SELECT sha2, content_type, content FROM attachments WHERE tenant = $1 AND sha2 = ANY($2::text[])',
-      [tenant, [...new Set(sha2s)]],
-      'get_attachments',
-    );
+    const sql = 'SELECT sha2, content_type, content FROM attachments a WHERE tenant = $1 AND sha2 = ANY($2::text[])';
+    let r: pg.QueryResult<{ sha2: string; content_type: string; content: Buffer }>;
+    if (carrier === undefined) r = await this.query(sql, [tenant, [...new Set(sha2s)]], 'get_attachments');
+    else {
+      const tid = await this.tenantId(tenant);
+      if (tid === undefined) return [];
+      // One probe of the carriers' index (migration 11) per hash.
+      r = await this.query(
+        `${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = $3 AND key = $4))`,
+        [tenant, [...new Set(sha2s)], tid, carrier],
+        'get_carried_attachments',
+      );
+    }
     const found = new Map(r.rows.map((row) => [row.sha2, row]));
     return [...new Set(sha2s)].flatMap((h) => {
       const row = found.get(h);
@@ -1195,9 +1213,31 @@ export class PostgresStore implements Store {
     return r.rows.map((row) => row.full);
   }
 
-  async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {
-    const r = await this.query<{ definition: string }>('SELECT definition FROM activities WHERE tenant = $1 AND id = $2', [tenant, activityId], 'get_activity');
-    return r.rows[0] ? (JSON.parse(r.rows[0].definition) as ActivityDefinition) : undefined;
+  async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
+    const out = new Map<string, ActivityDefinition>();
+    // One query per chunk, one after the other: a request holds one connection at a time.
+    for (let i = 0; i < activityIds.length; i += DEFINITIONS_PER_QUERY) {
+      const r = await this.query<{ id: string; definition: string }>(
+        'SELECT a.id, a.definition FROM unnest($2::text[]) AS q(id) CROSS JOIN LATERAL (SELECT id, definition FROM activities WHERE tenant = $1 AND id = q.id LIMIT 1) a',
+        [tenant, activityIds.slice(i, i + DEFINITIONS_PER_QUERY)],
+        'get_activities',
+      );
+      for (const row of r.rows) out.set(row.id, JSON.parse(row.definition) as ActivityDefinition);
+    }
+    return out;
+  }
+
+  async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    if (!positions.length) return out;
+    const r = await this.query<{ seq: string; sha2: string }>(
+      'SELECT l.seq::text AS seq, l.sha2 FROM unnest($2::bigint[]) AS q(seq) JOIN statement_attachments l ON l.seq = q.seq ' +
+        'WHERE l.carrier IS NULL AND EXISTS (SELECT 1 FROM attachments a WHERE a.tenant = $1 AND a.sha2 = l.sha2)',
+      [tenant, positions],
+      'attachments_not_carried',
+    );
+    for (const row of r.rows) out.set(row.seq, [...(out.get(row.seq) ?? []), row.sha2]);
+    return out;
   }
 
   // ----- documents -------------------------------------------------------------------------
@@ -1492,7 +1532,7 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
         name: 'delete_orphan_attachments',
         text:
           'DELETE FROM attachments a WHERE a.tenant = $1 AND a.sha2 = ANY($2::text[]) AND NOT EXISTS ' +
-          '(SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = a.sha2 AND s.tenant = $3)',
+          '(SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = a.sha2 AND sa.carrier IS NOT NULL AND s.tenant = $3)',
         values: [tenant, head.hashes, tid],
       });
       return { statements: removed.length, attachments: orphans.rowCount ?? 0 };
@@ -1525,6 +1565,12 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
         // toast_pad = DEFAULT: the new row is compressed like an inserted one (migration 9).
         text: 'UPDATE statements s SET "full" = t.f, authority = t.a, toast_pad = DEFAULT FROM unnest($2::bigint[], $3::json[], $4::int[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1',
         values: [tid, found.map((r) => seqOf.get(r.id)), found.map((r) => r.json), found.map((r) => (r.authorityKey === null ? null : keyIds.get(r.authorityKey)))],
+      });
+      await c.query({
+        name: 'rewrite_carriers',
+        // The data a statement's request carried stays its authority's (now the new one).
+        text: 'UPDATE statement_attachments l SET carrier = coalesce(s.authority, 0) FROM statements s WHERE s.seq = l.seq AND l.seq = ANY($1::bigint[]) AND l.carrier IS NOT NULL AND s.tenant = $2',
+        values: [found.map((r) => seqOf.get(r.id)), tid],
       });
       await c.query({
         name: 'rewrite_agents',

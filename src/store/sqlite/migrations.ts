@@ -387,4 +387,18 @@ DROP INDEX statements_id;
 CREATE VIEW statement_seqs AS SELECT tenant, id, seq FROM statement_ids_new UNION ALL SELECT tenant, id, seq FROM statement_ids;
 `,
   },
+  {
+    version: 11,
+    name: 'attachment links say who carried the data: only a statement whose request brought it gives it to readers',
+    // carrier: the key id of the statement's authority (0 when it has none) when its request
+    // carried the data as a part, NULL when it only declared the hash. Existing links are taken as
+    // carried by their statement (what was served before). A restricted reader's check is one
+    // probe of (sha2, carrier); erasure keeps the data while a carrying link remains.
+    sql: `
+ALTER TABLE statement_attachments ADD COLUMN carrier INTEGER;
+UPDATE statement_attachments SET carrier = coalesce((SELECT authority FROM statements s WHERE s.seq = statement_attachments.seq), 0);
+DROP INDEX statement_attachments_sha2;
+CREATE INDEX statement_attachments_carrier ON statement_attachments(sha2, carrier) WHERE carrier IS NOT NULL;
+`,
+  },
 ];

@@ -16,12 +16,12 @@ import type { Worker } from 'node:worker_threads';
 import { LrsError } from '../../errors.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
-import { type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
+import { type EarlierVoiding, type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
-import { bucketsIn, seqBucket, uuidBytes, uuidText } from '../sql.ts';
+import { bucketsIn, DEFINITIONS_PER_QUERY, isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -484,19 +484,23 @@ export class SqliteStore implements Store {
     const known = new Map<string, KnownStatement>();
     for (const id of rowsToRead(batch)) {
       const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
-      if (r) known.set(id, { isVoiding: Number(r.is_voiding) === 1, statement: JSON.parse(String(r.full)) as Statement });
+      if (r) known.set(id, { isVoiding: Number(r.is_voiding) !== 0, statement: JSON.parse(String(r.full)) as Statement });
     }
-    // Statements stored earlier that target a new one: a voiding one voids it on arrival, and
-    // every one of them now reaches it (their reach rows are rebuilt by writeBatch).
-    const referredBy = this.q('SELECT seq, is_voiding FROM statements WHERE tenant = ? AND ref_id = ?');
-    const voidedEarlier = new Set<string>();
+    // Statements stored earlier that target a new one: a voiding one may void it on arrival
+    // (planInsert decides, by its writer), and every one of them now reaches it (their reach rows
+    // are rebuilt by writeBatch).
+    const referredBy = this.q('SELECT s.seq, s.is_voiding, (SELECT key FROM keys WHERE id = s.authority) AS authority FROM statements s WHERE s.tenant = ? AND s.ref_id = ?');
+    const voidedEarlier = new Map<string, EarlierVoiding[]>();
     const referrers = new Map<string, number[]>();
     for (const p of batch) {
       if (known.has(p.id)) continue;
       const rows = referredBy.all(tenant, uuidBytes(p.id)) as Row[];
       if (!rows.length) continue;
       referrers.set(p.id, rows.map((r) => Number(r.seq)));
-      if (rows.some((r) => Number(r.is_voiding) === 1)) voidedEarlier.add(p.id);
+      const voiding = rows.filter((r) => Number(r.is_voiding) !== 0);
+      if (voiding.length) {
+        voidedEarlier.set(p.id, voiding.map((r) => ({ authorityKey: r.authority === null ? null : String(r.authority), mineOnly: Number(r.is_voiding) === 2 })));
+      }
     }
     return { plan: planInsert(batch, attachments, known, voidedEarlier, storedIso), referrers };
   }
@@ -535,7 +539,7 @@ export class SqliteStore implements Store {
       id(p.verb),
       p.registration === null ? null : uuidBytes(p.registration),
       p.refId === null ? null : uuidBytes(p.refId),
-      p.voids ? 1 : 0,
+      isVoidingValue(p),
       voided ? 1 : 0,
       authority === null ? null : id(authority),
       full,
@@ -547,8 +551,10 @@ export class SqliteStore implements Store {
     for (const a of p.agents) agent.run(tenant, bucket, id(a.key), seq, a.role);
     const activity = this.q('INSERT INTO statement_activities (tenant, bucket, activity, seq, direct) VALUES (?, ?, ?, ?, ?)');
     for (const a of p.activities) activity.run(tenant, bucket, id(a.id), seq, a.direct ? 1 : 0);
-    const link = this.q('INSERT OR IGNORE INTO statement_attachments (seq, sha2) VALUES (?, ?)');
-    for (const h of p.attachmentHashes) link.run(seq, h);
+    // carrier: the authority's key id (0 without one) when the statement brought the data, else NULL (migration 11).
+    const link = this.q('INSERT OR IGNORE INTO statement_attachments (seq, sha2, carrier) VALUES (?, ?, ?)');
+    const carrier = authority === null ? 0 : id(authority);
+    for (const h of p.attachmentHashes) link.run(seq, h, p.carried.includes(h) ? carrier : null);
     for (const d of p.definitions) {
       const k = id(d.id); // the activity IRI's key id (the tenant's own)
       const input = JSON.stringify(d.definition);
@@ -626,12 +632,31 @@ export class SqliteStore implements Store {
     return this.readers ? this.readers.query(tenant, query) : readPage(this.source, tenant, query);
   }
 
-  async getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
-    const st = this.q('SELECT sha2, content_type, content FROM attachments WHERE tenant = ? AND sha2 = ?');
+  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
     const out: AttachmentBlob[] = [];
+    const sql = 'SELECT sha2, content_type, content FROM attachments a WHERE tenant = ? AND sha2 = ?';
+    const any = this.q(sql);
+    let get = (h: string) => any.get(tenant, h);
+    if (carrier !== undefined) {
+      const tid = this.tenantId(tenant);
+      if (tid === undefined) return out;
+      // One probe of the carriers' index (migration 11) per hash.
+      const st = this.q(`${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = ? AND key = ?))`);
+      get = (h) => st.get(tenant, h, tid, carrier);
+    }
     for (const h of new Set(sha2s)) {
-      const r = st.get(tenant, h) as Row | undefined;
+      const r = get(h) as Row | undefined;
       if (r) out.push({ sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(r.content as Uint8Array) });
+    }
+    return out;
+  }
+
+  async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
+    const out = new Map<string, string[]>();
+    const st = this.q('SELECT l.sha2 FROM statement_attachments l WHERE l.seq = ? AND l.carrier IS NULL AND EXISTS (SELECT 1 FROM attachments a WHERE a.tenant = ? AND a.sha2 = l.sha2)');
+    for (const position of positions) {
+      const rows = st.all(Number(position), tenant) as Row[];
+      if (rows.length) out.set(position, rows.map((r) => String(r.sha2)));
     }
     return out;
   }
@@ -651,11 +676,20 @@ export class SqliteStore implements Store {
     return rows.map((r) => String(r.full));
   }
 
-  async getActivityDefinition(tenant: string, activityId: string): Promise<ActivityDefinition | undefined> {
+  async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
+    const out = new Map<string, ActivityDefinition>();
     const tid = this.tenantId(tenant);
-    if (tid === undefined) return undefined;
-    const r = this.q('SELECT definition FROM definitions WHERE key = (SELECT id FROM keys WHERE tenant = ? AND key = ?)').get(tid, activityId) as Row | undefined;
-    return r ? (JSON.parse(String(r.definition)) as ActivityDefinition) : undefined;
+    if (tid === undefined) return out;
+    // A chunk's ids as one JSON array: one statement, one index probe per id.
+    const st = this.q('SELECT k.key, d.definition FROM keys k JOIN definitions d ON d.key = k.id WHERE k.tenant = ? AND k.key IN (SELECT value FROM json_each(?))');
+    for (let i = 0; i < activityIds.length; i += DEFINITIONS_PER_QUERY) {
+      // The driver is synchronous: between chunks, the other requests get the event loop.
+      if (i) await new Promise((resolve) => setImmediate(resolve));
+      for (const r of st.all(tid, JSON.stringify(activityIds.slice(i, i + DEFINITIONS_PER_QUERY))) as Row[]) {
+        out.set(String(r.key), JSON.parse(String(r.definition)) as ActivityDefinition);
+      }
+    }
+    return out;
   }
 
   /** The document SQL lives in ./documents.ts; it borrows the statement cache and the transaction helper. */
@@ -765,8 +799,9 @@ export class SqliteStore implements Store {
       // Its own reach rows go, and the chains through it end there now.
       this.updateReach(tid, [], erased);
       let attachments = 0;
+      // The data goes once no remaining statement of the tenant carried it (a declaration by hash keeps nothing).
       for (const h of hashes) {
-        const linked = this.q('SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND s.tenant = ? LIMIT 1').get(h, tid);
+        const linked = this.q('SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND sa.carrier IS NOT NULL AND s.tenant = ? LIMIT 1').get(h, tid);
         if (!linked) attachments += Number(this.q('DELETE FROM attachments WHERE tenant = ? AND sha2 = ?').run(tenant, h).changes);
       }
       this.dropUnusedKeys(tid, agents);
@@ -789,7 +824,10 @@ export class SqliteStore implements Store {
         for (const k of this.deleteAgentLinks(tid, seq, JSON.parse(String(r.full)) as Statement)) old.add(k);
         if (r.authority !== null) old.add(Number(r.authority));
         const ids = this.keyIdsOf(tid, [...row.agents.map((a) => a.key), ...(row.authorityKey === null ? [] : [row.authorityKey])]);
-        this.q('UPDATE statements SET full = ?, authority = ? WHERE seq = ?').run(row.json, row.authorityKey === null ? null : ids.get(row.authorityKey)!, seq);
+        const authority = row.authorityKey === null ? null : ids.get(row.authorityKey)!;
+        this.q('UPDATE statements SET full = ?, authority = ? WHERE seq = ?').run(row.json, authority, seq);
+        // The data its request carried stays its authority's (now the new one).
+        this.q('UPDATE statement_attachments SET carrier = ? WHERE seq = ? AND carrier IS NOT NULL').run(authority ?? 0, seq);
         for (const a of row.agents) agent.run(tid, seqBucket(seq), ids.get(a.key)!, seq, a.role);
         rewritten.push(seq);
       }

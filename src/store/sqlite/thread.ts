@@ -291,8 +291,11 @@ export class ThreadedSqliteStore implements Store {
   queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
     return this.read().queryStatements(tenant, query);
   }
-  getAttachments(tenant: string, sha2s: string[]): Promise<AttachmentBlob[]> {
-    return this.read().getAttachments(tenant, sha2s);
+  getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
+    return this.read().getAttachments(tenant, sha2s, carrier);
+  }
+  attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
+    return this.read().attachmentsNotCarried(tenant, positions);
   }
   consistentThrough(): Promise<Date> {
     // Writes are answered after their commit, and this connection sees every committed write.
@@ -301,8 +304,8 @@ export class ThreadedSqliteStore implements Store {
   statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
     return this.read().statementsWithAgent(tenant, agentKey, limit);
   }
-  getActivityDefinition(tenant: string, activityId: string): ReturnType<Store['getActivityDefinition']> {
-    return this.read().getActivityDefinition(tenant, activityId);
+  getActivityDefinitions(tenant: string, activityIds: string[]): ReturnType<Store['getActivityDefinitions']> {
+    return this.read().getActivityDefinitions(tenant, activityIds);
   }
   getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
     return this.read().getDocument(tenant, key);
