@@ -1,7 +1,8 @@
 /**
- * The HTTP server: Fastify for transport only. Each route turns the HTTP request into an
- * XapiRequest (alternate syntax applied), authenticates, checks the xAPI version header and
- * hands it to a resource handler; the reply is written back here, without a body for HEAD.
+ * The HTTP server: Fastify for transport only. Each xAPI route checks the method, authenticates and
+ * authorises from the request's head, only then reads the body (./bodies.ts), builds the
+ * XapiRequest (alternate syntax applied), checks the xAPI version header and hands it to a
+ * resource handler; the reply is written back here, without a body for HEAD.
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
@@ -17,9 +18,10 @@ import type { Store } from '../store/types.ts';
 import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { RESOURCES } from '../xapi/params.ts';
 import { LECTERN_VERSION } from '../version.ts';
-import { errorResponse } from './errors.ts';
+import { BodyBudget, hasBody, readBody, type BodyLimits } from './bodies.ts';
+import { errorResponse, HttpRefusal } from './errors.ts';
 import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
-import { json, toXapiRequest, type XapiRequest, type XapiResponse } from './request.ts';
+import { json, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
 import { handleActivities, handleAgents } from './activities.ts';
 import { handleDocuments } from './documents.ts';
 import { consistentThroughHeader, handleStatements } from './statements.ts';
@@ -70,7 +72,6 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
     },
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: config.maxRequestSize,
     // Node's own default, which Fastify would turn off: a client trickling a body cannot hold a
     // connection (and its buffered bytes) for ever.
     requestTimeout: 300_000,
@@ -87,10 +88,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (methods.length) routes.push({ url: route.url, methods });
   });
 
-  // Bodies reach the handlers as raw bytes: JSON, multipart/mixed, forms and documents are all
-  // parsed by our own code, which knows the xAPI rules for each.
+  // Fastify never reads a body: the xAPI routes read theirs (./bodies.ts) once the request is
+  // allowed, as raw bytes that our own code parses (JSON, multipart/mixed, forms, documents: it
+  // knows the xAPI rules for each). Any other route (404s and CORS preflights included) leaves it unread.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
 
   const allowAll = config.corsAllowedOrigins.includes('*');
   const corsOrigin = (origin: string | undefined): string | undefined => {
@@ -122,6 +124,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (request.routeOptions.url === STATEMENTS_PATH && !reply.hasHeader('x-experience-api-consistent-through')) {
       reply.headers(await consistentThroughHeader(store, ''));
     }
+    // Answered before the body's end (refused, or a route that needs none): Node would read and
+    // discard the rest to keep the connection, however large it is. Closing it costs the client a
+    // new connection instead.
+    if (!request.raw.complete) reply.header('connection', 'close');
     return payload;
   });
 
@@ -144,13 +150,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       monitoring?.captureException(err, { route: request.routeOptions.url ?? 'unmatched' });
     }
     const detail =
-      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-        ? `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`
-        : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-          ? 'the Content-Type header is not a valid media type'
-          : status === 500
-            ? 'internal server error'
-            : err.message;
+      err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'the Content-Type header is not a valid media type' : status === 500 ? 'internal server error' : err.message;
     return reply.status(status).type('application/json; charset=utf-8').send({ detail });
   });
 
@@ -168,13 +168,21 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   };
 
   /**
-   * An xAPI resource route: alternate syntax, the method, auth, version header, then the handler.
-   * A method the resource does not define is a 405 before authentication, as HTTP servers answer
-   * it (Communication §3.2.s3.b1; the ADL suite sends such requests without credentials).
+   * An xAPI resource route. From the request's head: alternate syntax, the method (a method the
+   * resource does not define is a 405 before authentication, as HTTP servers answer it,
+   * Communication §3.2.s3.b1; the ADL suite sends such requests without credentials), then
+   * authentication and the scope check. Only then the body, the version header and the handler.
    */
   const refused = (reply: FastifyReply, method: string, result: AuthFailure) =>
     send(reply, method, { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
   const policy = { restrictByScopes: config.restrictByScopes, restrictByAuthority: config.restrictByAuthority };
+  const budget = new BodyBudget(Infinity, Infinity);
+  const bodyLimits: BodyLimits = {
+    limit: config.maxRequestSize,
+    tooLarge: `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`,
+    busy: 'the server is reading as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
+    idleMs: 300_000,
+  };
 
   /**
    * `scopes` is the route's authorisation, checked here and nowhere else: the scope a read and a
@@ -184,40 +192,65 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const xapi = (path: string, handler: Handler, opts: { allowed?: readonly string[]; versioned?: boolean; scopes?: RouteScopes } = {}) => {
     const versioned = opts.versioned ?? true;
     const allowed = opts.allowed ?? METHODS;
+    const scopes = opts.scopes;
     app.route({
       method: [...METHODS],
       url: path,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         let res: XapiResponse;
         let method = request.method;
+        // The body's bytes count against the budget until the request is answered.
+        let release = () => {};
         try {
           const q = request.url.indexOf('?');
-          const xreq = toXapiRequest(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers, request.body as Buffer | undefined);
-          method = xreq.method;
+          const head = requestHead(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers);
+          method = head.method;
           xapiMethods.set(request, method);
           // Every answer to a request naming a served version (405 and 401 included) says that version.
-          const named = namedVersion(xreq.headers['x-experience-api-version'], config.xapiVersions);
+          const named = namedVersion(head.headers['x-experience-api-version'], config.xapiVersions);
           if (named) reply.header('x-experience-api-version', named);
           if (!allowed.includes(method)) {
             const detail = `method ${method} is not allowed on ${path} (${allowed.join(', ')})`;
             return send(reply, method, json(405, { detail }, { allow: allowed.join(', ') }));
           }
-          if (opts.scopes) {
-            const result = await auth.authenticate(xreq.headers.authorization);
-            if (!result.ok) return refused(reply, method, result);
-            xreq.user = result.user;
-            const decision = authorise(result.user, method, opts.scopes, policy);
+          /** Authenticates and authorises: the refusal to send, or what the user may do. */
+          const admit = async (authorization: string | undefined) => {
+            const result = await auth.authenticate(authorization);
+            if (!result.ok) return { refusal: result };
+            const decision = authorise(result.user, method, scopes!, policy);
             if (!decision.ok) {
               const detail = `${method} ${path} needs the scope ${decision.needed}, which the user ${result.user.username} does not hold`;
-              return send(reply, method, json(403, { detail, scope: decision.needed }));
+              return { forbidden: json(403, { detail, scope: decision.needed }) };
             }
-            xreq.access = decision.access;
+            return { user: result.user, access: decision.access };
+          };
+          // The alternate syntax may carry the credentials in its form: then the body is read first.
+          const early = scopes && (!head.alternate || head.headers.authorization !== undefined) ? await admit(head.headers.authorization) : undefined;
+          if (early?.refusal) return refused(reply, method, early.refusal);
+          if (early?.forbidden) return send(reply, method, early.forbidden);
+          let body: Buffer | undefined;
+          if (hasBody(request.raw)) {
+            const hold = budget.hold(!early);
+            release = hold.release;
+            body = await readBody(request.raw, hold, bodyLimits);
           }
+          const xreq = withBody(head, body);
+          if (head.alternate) {
+            const formVersion = namedVersion(xreq.headers['x-experience-api-version'], config.xapiVersions);
+            if (formVersion) reply.header('x-experience-api-version', formVersion);
+          }
+          const admitted = early ?? (scopes ? await admit(xreq.headers.authorization) : undefined);
+          if (admitted?.refusal) return refused(reply, method, admitted.refusal);
+          if (admitted?.forbidden) return send(reply, method, admitted.forbidden);
+          xreq.user = admitted?.user;
+          xreq.access = admitted?.access;
           if (versioned) xreq.version = checkVersion(xreq, config.xapiVersions);
           res = await handler(xreq);
         } catch (err) {
-          if (!(err instanceof LrsError)) throw err;
+          if (!(err instanceof LrsError || err instanceof HttpRefusal)) throw err;
           res = errorResponse(err);
+        } finally {
+          release();
         }
         return send(reply, method, res);
       },
