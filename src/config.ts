@@ -191,6 +191,18 @@ export const SETTINGS = {
     help: 'Largest request body in bytes (statements with their attachments); larger requests get 413.',
     parse: int(1024),
   },
+  maxBodiesInFlight: {
+    name: 'LECTERN_MAX_BODIES_IN_FLIGHT',
+    default: '',
+    help: 'Bytes of request bodies a server process holds at once (a body counts by its Content-Length from before it is read, else as it arrives, until its request is answered); a request that would go beyond gets 503 with Retry-After. Empty: 4 × LECTERN_MAX_REQUEST_SIZE.',
+    parse: (raw: string, name: string) => (raw.trim() === '' ? undefined : int(1024)(raw, name)),
+  },
+  requestBodyTimeout: {
+    name: 'LECTERN_REQUEST_BODY_TIMEOUT',
+    default: '30',
+    help: 'Seconds a request body being read may go without a byte arriving before the request gets 408 and its connection is closed (a stalled client gives back its share of LECTERN_MAX_BODIES_IN_FLIGHT). Only while the body is read: the work done with it is not limited.',
+    parse: num(1, 3600),
+  },
   maxDocumentSize: {
     name: 'LECTERN_MAX_DOCUMENT_SIZE',
     default: String(16 * MiB),
@@ -464,6 +476,9 @@ export function loadConfig(
     out[key] = setting.parse(raw, override ? override.source : setting.name);
   }
   const config = out as Config;
+  if (config.maxBodiesInFlight !== undefined && config.maxBodiesInFlight < config.maxRequestSize) {
+    throw new ConfigError(`LECTERN_MAX_BODIES_IN_FLIGHT (${config.maxBodiesInFlight}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`);
+  }
   if (authBackends(config).includes('oidc') && !config.oidcIssuerUri) {
     throw new ConfigError('LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI is required when the oidc authentication backend is enabled');
   }
@@ -473,6 +488,9 @@ export function loadConfig(
 /** Whether SQLite writes run on a thread of their own (one in-memory database cannot be shared by two threads' connections). */
 export const sqliteWriterThread = (config: Pick<Config, 'backend' | 'sqliteWriterThread' | 'sqlitePath'>): boolean =>
   config.backend === 'sqlite' && config.sqliteWriterThread && config.sqlitePath !== ':memory:';
+
+/** Bytes of request bodies a process holds at once: LECTERN_MAX_BODIES_IN_FLIGHT, by default 4 largest requests. */
+export const bodiesInFlight = (config: Pick<Config, 'maxBodiesInFlight' | 'maxRequestSize'>): number => config.maxBodiesInFlight ?? 4 * config.maxRequestSize;
 
 /** The authentication backends in force: LECTERN_RUNSERVER_AUTH_BACKEND (the service description's name) when set, else ..._BACKENDS. */
 export const authBackends = (config: Pick<Config, 'authBackend' | 'authBackends'>): ('basic' | 'oidc')[] =>

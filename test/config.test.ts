@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, environment, loadConfig, SETTINGS } from '../src/config.ts';
+import { bodiesInFlight, ConfigError, environment, loadConfig, SETTINGS } from '../src/config.ts';
 
 test('defaults', () => {
   const c = loadConfig({});
@@ -47,4 +47,11 @@ test('the README documents every setting with its default', () => {
     assert.ok(row, `README lacks a row for ${s.name}`);
     assert.ok(row.includes(`\`${s.default}\``) || (s.default === '' && row.includes('(empty)')), `README row of ${s.name} lacks its default ${s.default}`);
   }
+});
+
+test('bodies in flight: by default four largest requests, never fewer than one', () => {
+  assert.equal(bodiesInFlight(loadConfig({})), 4 * 64 * 1024 * 1024);
+  assert.equal(bodiesInFlight(loadConfig({ LECTERN_MAX_REQUEST_SIZE: '2048' })), 8192);
+  assert.equal(bodiesInFlight(loadConfig({ LECTERN_MAX_BODIES_IN_FLIGHT: '100000000' })), 100_000_000);
+  assert.throws(() => loadConfig({ LECTERN_MAX_REQUEST_SIZE: '4096', LECTERN_MAX_BODIES_IN_FLIGHT: '4095' }), /LECTERN_MAX_BODIES_IN_FLIGHT .* must be at least LECTERN_MAX_REQUEST_SIZE/);
 });

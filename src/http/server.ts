@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { authorise, type RouteScopes } from '../auth/scopes.ts';
 import type { AuthFailure, Authenticator } from '../auth/types.ts';
-import type { Config } from '../config.ts';
+import { bodiesInFlight, type Config } from '../config.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -49,6 +49,8 @@ const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Versio
 const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through, X-Request-Id';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
 const STATEMENTS_PATH = '/xAPI/statements';
+/** Largest alternate-syntax form read before its credentials (a form field) are checked. */
+const ANONYMOUS_FORM_SIZE = 1024 * 1024;
 
 /**
  * The version a request is served under (X-Experience-API-Version, Communication §3.3); 2.0 drops
@@ -176,12 +178,20 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const refused = (reply: FastifyReply, method: string, result: AuthFailure) =>
     send(reply, method, { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
   const policy = { restrictByScopes: config.restrictByScopes, restrictByAuthority: config.restrictByAuthority };
-  const budget = new BodyBudget(Infinity, Infinity);
+  // Bodies read before authentication (an alternate-syntax form carrying its credentials) may hold
+  // a quarter of the budget between them, each at most 1 MiB: they cannot crowd out the others.
+  const budget = new BodyBudget(bodiesInFlight(config), Math.floor(bodiesInFlight(config) / 4));
   const bodyLimits: BodyLimits = {
     limit: config.maxRequestSize,
     tooLarge: `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`,
-    busy: 'the server is reading as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
-    idleMs: 300_000,
+    busy: 'the server holds as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
+    idleMs: config.requestBodyTimeout * 1000,
+  };
+  const formLimit = Math.min(ANONYMOUS_FORM_SIZE, config.maxRequestSize, budget.anonymousTotal);
+  const formLimits: BodyLimits = {
+    ...bodyLimits,
+    limit: formLimit,
+    tooLarge: `an alternate-syntax form with its credentials among its fields is read before they are checked, so it may have at most ${formLimit} bytes: send larger ones with an Authorization header`,
   };
 
   /**
@@ -232,7 +242,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           if (hasBody(request.raw)) {
             const hold = budget.hold(!early);
             release = hold.release;
-            body = await readBody(request.raw, hold, bodyLimits);
+            body = await readBody(request.raw, hold, early ? bodyLimits : formLimits);
           }
           const xreq = withBody(head, body);
           if (head.alternate) {

@@ -7,7 +7,7 @@
 import assert from 'node:assert/strict';
 import type { Socket } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN, BACKENDS, basic, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { ADMIN, BACKENDS, basic, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { rawRequest, serverSockets, until } from '../helpers/raw.ts';
 
 const MiB = 1024 * 1024;
@@ -72,3 +72,111 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+/** A form of exactly `size` bytes, in the alternate syntax, posting one padded statement. */
+function formOfSize(size: number, fields: Record<string, string>): Buffer {
+  const base = new URLSearchParams({ ...fields, content: JSON.stringify(statement({ result: { response: '' } })) }).toString();
+  return Buffer.from(new URLSearchParams({ ...fields, content: JSON.stringify(statement({ result: { response: 'x'.repeat(size - base.length) } })) }).toString());
+}
+
+for (const backend of BACKENDS) {
+  describe(`bodies in flight are bounded (LECTERN_MAX_BODIES_IN_FLIGHT) [${backend.name}]`, () => {
+    let t: TestLrs;
+    let sockets: Map<number, Socket>;
+    const budget = 1.5 * MiB;
+    before(async () => {
+      t = await startTestLrs(backend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(budget) } });
+      sockets = serverSockets(t);
+    });
+    after(async () => t?.close());
+
+    const post = (body: Buffer, extra: { chunked?: boolean; holdAt?: number; headers?: Record<string, string> } = {}) =>
+      rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN), ...extra.headers }, size: body.length, fill: body, ...extra });
+
+    test('while one body holds most of it, another gets 503 with Retry-After unread, a small one passes; afterwards all pass', async () => {
+      const full = statementOfSize(MiB);
+      const first = post(full, { holdAt: MiB - 1 });
+      // Past Node's read-ahead: the server is reading this body, so it holds its share.
+      await until(() => first.serverRead() > MiB / 2, 'the first body being read');
+
+      const second = await post(full).answer;
+      assert.equal(second.status, 503, second.body);
+      assert.equal(second.headers['retry-after'], '2');
+      assert.match(JSON.parse(second.body).detail, /LECTERN_MAX_BODIES_IN_FLIGHT/);
+      assert.equal(second.headers.connection, 'close');
+      assert.ok(second.serverRead < READ_AHEAD, `the server read ${second.serverRead} bytes of a body it refused`);
+
+      // Without a Content-Length the body is counted as it arrives: refused once past what is left.
+      const chunked = await post(full, { chunked: true }).answer;
+      assert.equal(chunked.status, 503, chunked.body);
+      assert.ok(chunked.serverRead < MiB, `the server read ${chunked.serverRead} bytes`);
+
+      const small = await post(statementOfSize(100_000)).answer;
+      assert.equal(small.status, 200, small.body);
+
+      first.release();
+      assert.equal((await first.answer).status, 200);
+      for (const body of [full, full]) {
+        const res = await post(body).answer;
+        assert.equal(res.status, 200, `released: ${res.body}`);
+      }
+      assert.equal((await post(full, { chunked: true }).answer).status, 200);
+    });
+
+    test('a client that goes away mid-body gives its share back', async () => {
+      const full = statementOfSize(MiB);
+      const gone = post(full, { holdAt: MiB - 1 });
+      await until(() => gone.serverRead() > MiB / 2, 'the body being read');
+      const busy = await post(full).answer;
+      assert.equal(busy.status, 503);
+      gone.abort();
+      await gone.answer.catch(() => undefined);
+      await until(() => [...sockets.values()].every((s) => s.destroyed || s.bytesRead < MiB / 2), 'the server seeing the connection end');
+      const res = await post(full).answer;
+      assert.equal(res.status, 200, res.body);
+    });
+
+    test('alternate-syntax forms with their credentials inside are read before authentication: at most 1 MiB and a quarter of the budget between them', async () => {
+      const fields = { Authorization: basic(ADMIN), 'X-Experience-API-Version': '1.0.3' };
+      const form = (size: number, holdAt?: number) =>
+        rawRequest(t, sockets, { path: '/xAPI/statements?method=POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, size, fill: formOfSize(size, fields), holdAt });
+      const quarter = budget / 4;
+
+      const tooLarge = await form(quarter + 1).answer;
+      assert.equal(tooLarge.status, 413, tooLarge.body);
+      assert.match(JSON.parse(tooLarge.body).detail, /Authorization header/);
+      assert.ok(tooLarge.serverRead < READ_AHEAD);
+
+      const first = form(quarter - 50_000, quarter - 60_000);
+      await until(() => first.serverRead() > quarter / 2, 'the first form being read');
+      const second = await form(100_000).answer;
+      assert.equal(second.status, 503, 'the forms read before authentication have used their share');
+      // A request authenticated by its header is not crowded out by them.
+      assert.equal((await post(statementOfSize(MiB)).answer).status, 200);
+      first.release();
+      assert.equal((await first.answer).status, 200);
+      assert.equal((await form(100_000).answer).status, 200);
+    });
+  });
+}
+
+describe('a stalled body (LECTERN_REQUEST_BODY_TIMEOUT)', () => {
+  test('gets 408 once no byte came for the timeout, and gives its share back', { timeout: 60_000 }, async () => {
+    const t = await startTestLrs(sqliteBackend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(MiB), LECTERN_REQUEST_BODY_TIMEOUT: '1' } });
+    const sockets = serverSockets(t);
+    try {
+      const body = statementOfSize(MiB);
+      const headers = { ...JSON_HEADERS, authorization: basic(ADMIN) };
+      const stalled = rawRequest(t, sockets, { path: '/xAPI/statements', headers, size: body.length, fill: body, holdAt: MiB / 2 });
+      const res = await stalled.answer;
+      assert.equal(res.status, 408, res.body);
+      assert.match(JSON.parse(res.body).detail, /LECTERN_REQUEST_BODY_TIMEOUT/);
+      assert.equal(res.headers.connection, 'close');
+      // The budget is one largest body: it was given back.
+      const next = await rawRequest(t, sockets, { path: '/xAPI/statements', headers, size: body.length, fill: body }).answer;
+      assert.equal(next.status, 200, next.body);
+    } finally {
+      await t.close();
+    }
+  });
+});
