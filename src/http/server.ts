@@ -77,6 +77,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     // Node's own default, which Fastify would turn off: a client trickling a body cannot hold a
     // connection (and its buffered bytes) for ever.
     requestTimeout: 300_000,
+    // request.ip: the client's address, or behind trusted proxies the one they forward.
+    trustProxy: config.trustProxy as boolean, // or the proxies' addresses: Fastify's overloads take one type at a time
     exposeHeadRoutes: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
@@ -225,7 +227,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           }
           /** Authenticates and authorises: the refusal to send, or what the user may do. */
           const admit = async (authorization: string | undefined) => {
-            const result = await auth.authenticate(authorization);
+            const result = await auth.authenticate(authorization, request.ip);
             if (!result.ok) return { refusal: result };
             const decision = authorise(result.user, method, scopes!, policy);
             if (!decision.ok) {
@@ -297,7 +299,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
   for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store, deps.forwarder)));
   app.get('/whoami', async (request, reply) => {
-    const result = await auth.authenticate(request.headers.authorization);
+    const result = await auth.authenticate(request.headers.authorization, request.ip);
     if (!result.ok) return refused(reply, 'GET', result);
     return send(reply, 'GET', whoami(result.user));
   });
@@ -305,7 +307,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   if (metrics && config.metricsAccess !== 'off') {
     app.get('/metrics', async (request, reply) => {
       if (config.metricsAccess === 'scope') {
-        const result = await auth.authenticate(request.headers.authorization);
+        const result = await auth.authenticate(request.headers.authorization, request.ip);
         if (!result.ok) return refused(reply, 'GET', result);
         if (!result.user.scopes.includes('all')) return send(reply, 'GET', json(403, { detail: 'reading /metrics needs the all scope (or LECTERN_METRICS_ACCESS=open)' }));
       }
