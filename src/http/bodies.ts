@@ -63,6 +63,30 @@ export interface BodyLimits {
 /** Seconds a client told 503 (budget spent) should wait before trying again. */
 export const BUSY_RETRY_AFTER = '2';
 
+/** How long a connection closed before its request body's end stays open after the answer. */
+const LINGER_MS = 500;
+
+/**
+ * For an answer sent before the request body's end: the connection is closed after it (else Node
+ * would read and discard the whole body to keep it), without reading any more of the body. It is
+ * closed gently: the answer, then our end of the connection (FIN), and only LINGER_MS later the
+ * socket. Closed at once with unread bytes, the kernel would reset the connection, and a client
+ * still sending would often see that reset (EPIPE, ECONNRESET) instead of the answer
+ * (RFC 9112 §9.6; Go's HTTP server waits the same 500 ms).
+ */
+export function closeAfterAnswer(raw: IncomingMessage): void {
+  // Read by us (what Node already buffered, dropped): Node then leaves the rest alone rather than
+  // read it to discard it ("the user never called req.read()").
+  raw.read();
+  const socket = raw.socket;
+  // Node's server ends a `Connection: close` response with destroySoon(): linger instead.
+  socket.destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    socket.once('close', () => clearTimeout(timer));
+  };
+}
+
 /** Whether the request has body bytes to read (GET and HEAD bodies are ignored, as HTTP allows). */
 export function hasBody(raw: IncomingMessage): boolean {
   if (raw.method === 'GET' || raw.method === 'HEAD') return false;

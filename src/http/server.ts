@@ -18,7 +18,7 @@ import type { Store } from '../store/types.ts';
 import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { RESOURCES } from '../xapi/params.ts';
 import { LECTERN_VERSION } from '../version.ts';
-import { BodyBudget, hasBody, readBody, type BodyLimits } from './bodies.ts';
+import { BodyBudget, closeAfterAnswer, hasBody, readBody, type BodyLimits } from './bodies.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
 import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
 import { json, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
@@ -131,7 +131,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     // Answered before the body's end (refused, or a route that needs none): Node would read and
     // discard the rest to keep the connection, however large it is. Closing it costs the client a
     // new connection instead.
-    if (!request.raw.complete) reply.header('connection', 'close');
+    if (!request.raw.complete) {
+      reply.header('connection', 'close');
+      closeAfterAnswer(request.raw);
+    }
     return payload;
   });
 

@@ -5,11 +5,14 @@
  * never by timing.
  */
 import assert from 'node:assert/strict';
+import { execFile } from 'node:child_process';
 import type { Socket } from 'node:net';
+import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN, BACKENDS, basic, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { rawRequest, serverSockets, until } from '../helpers/raw.ts';
 
+const run = promisify(execFile);
 const MiB = 1024 * 1024;
 const READER: TestUser = { username: 'reader', password: 'reader-pass', scopes: ['statements/read'], agent: { mbox: 'mailto:reader@example.com' } };
 const JSON_HEADERS = { 'content-type': 'application/json', 'x-experience-api-version': '1.0.3' };
@@ -61,6 +64,14 @@ for (const backend of BACKENDS) {
         if (status !== 204) assert.ok(JSON.parse(res.body).detail ?? JSON.parse(res.body).error);
       });
     }
+
+    test('24 refused 60 MB bodies at once, from another process: every client reads its 401 rather than a reset, the server reads far less than one body', async () => {
+      const before = [...sockets.values()].reduce((n, s) => n + s.bytesRead, 0);
+      const { stdout } = await run(process.execPath, [new URL('../helpers/refused-uploads.ts', import.meta.url).pathname, t.url, '/xAPI/statements', '24', String(size)]);
+      assert.deepEqual(JSON.parse(stdout), Array(24).fill(401));
+      const read = [...sockets.values()].reduce((n, s) => n + s.bytesRead, 0) - before;
+      assert.ok(read < 24 * READ_AHEAD, `the server read ${read} bytes`);
+    });
 
     test('an authorised request reads its body and keeps the connection', async () => {
       const body = statementOfSize(MiB);
