@@ -4,7 +4,7 @@
  * body is held against a budget of bytes in flight for the whole process until its request ends,
  * so many large uploads at once are answered 503 instead of growing the heap without bound.
  */
-import type { IncomingMessage } from 'node:http';
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
 import { HttpRefusal } from './errors.ts';
 
 /** Bytes of request bodies held at once, and the share of it bodies read before authentication may hold. */
@@ -63,6 +63,16 @@ export interface BodyLimits {
 /** Seconds a client told 503 (budget spent) should wait before trying again. */
 export const BUSY_RETRY_AFTER = '2';
 
+/**
+ * `Expect: 100-continue` (RFC 9110 §10.1.1; curl sends it above 1 MiB): Node answers 100 Continue
+ * on its own as soon as the headers arrive, before anything is checked, and the client then sends
+ * its body. Instead the request goes through as any other, and `readBody` says 100 Continue when
+ * it starts reading: a refused client gets its answer without having sent its body.
+ */
+export function expectContinueAfterChecks(server: Server): void {
+  server.on('checkContinue', (req, res) => server.emit('request', req, res));
+}
+
 /** How long a connection closed before its request body's end stays open after the answer. */
 const LINGER_MS = 500;
 
@@ -101,7 +111,7 @@ export function hasBody(raw: IncomingMessage): boolean {
  * nothing for `idleMs`) stop reading: the server answers with `Connection: close`, so the rest is
  * never read. The caller releases `hold` when the request ends, however it ends.
  */
-export function readBody(raw: IncomingMessage, hold: BodyHold, limits: BodyLimits): Promise<Buffer> {
+export function readBody(raw: IncomingMessage, res: ServerResponse, hold: BodyHold, limits: BodyLimits): Promise<Buffer> {
   const busy = () => new HttpRefusal(503, limits.busy, { 'retry-after': BUSY_RETRY_AFTER });
   const header = raw.headers['content-length'];
   // Node's parser has already refused a malformed or contradictory Content-Length (400).
@@ -110,6 +120,9 @@ export function readBody(raw: IncomingMessage, hold: BodyHold, limits: BodyLimit
     if (declared > limits.limit) return Promise.reject(new HttpRefusal(413, limits.tooLarge));
     if (!hold.take(declared)) return Promise.reject(busy());
   }
+  // A client that asked to be told before sending its body (the server says nothing on its own: see
+  // `expectContinueAfterChecks`) sends it now.
+  if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) res.writeContinue();
   return new Promise<Buffer>((resolve, reject) => {
     const into = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
     const chunks: Buffer[] = [];

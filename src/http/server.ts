@@ -18,7 +18,7 @@ import type { Store } from '../store/types.ts';
 import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { RESOURCES } from '../xapi/params.ts';
 import { LECTERN_VERSION } from '../version.ts';
-import { BodyBudget, closeAfterAnswer, hasBody, readBody, type BodyLimits } from './bodies.ts';
+import { BodyBudget, closeAfterAnswer, expectContinueAfterChecks, hasBody, readBody, type BodyLimits } from './bodies.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
 import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
 import { json, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
@@ -84,6 +84,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
   });
+
+  expectContinueAfterChecks(app.server);
 
   // Every route, for the OpenAPI description (which must describe each one).
   const routes: RegisteredRoute[] = [];
@@ -247,7 +249,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           if (hasBody(request.raw)) {
             const hold = budget.hold(!early);
             release = hold.release;
-            body = await readBody(request.raw, hold, early ? bodyLimits : formLimits);
+            body = await readBody(request.raw, reply.raw, hold, early ? bodyLimits : formLimits);
           }
           const xreq = withBody(head, body);
           if (head.alternate) {

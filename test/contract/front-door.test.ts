@@ -73,6 +73,17 @@ for (const backend of BACKENDS) {
       assert.ok(read < 24 * READ_AHEAD, `the server read ${read} bytes`);
     });
 
+    test('Expect: 100-continue is answered 100 only once the request is allowed: a refused client never sends its body', async () => {
+      const body = statementOfSize(MiB);
+      const refused = await rawRequest(t, sockets, { path: '/xAPI/statements', headers: JSON_HEADERS, size: body.length, fill: body, expectContinue: true }).answer;
+      assert.equal(refused.status, 401);
+      assert.equal(refused.continued, false, 'no 100 Continue before the 401');
+      assert.equal(refused.sent, 0);
+      const allowed = await rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN) }, size: body.length, fill: body, expectContinue: true }).answer;
+      assert.equal(allowed.status, 200, allowed.body);
+      assert.equal(allowed.continued, true);
+    });
+
     test('an authorised request reads its body and keeps the connection', async () => {
       const body = statementOfSize(MiB);
       const ex = rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN) }, size: body.length, fill: body });

@@ -17,6 +17,8 @@ export interface RawAnswer {
   sent: number;
   /** Bytes the server's socket of this connection had read from the kernel once the exchange ended. */
   serverRead: number;
+  /** With `expectContinue`: whether the server said 100 Continue. */
+  continued: boolean;
 }
 
 export interface RawRequest {
@@ -31,6 +33,8 @@ export interface RawRequest {
   /** Send only this many body bytes, then wait for `release()` of the returned handle. */
   holdAt?: number;
   localAddress?: string;
+  /** Send `Expect: 100-continue` and the body only once the server says 100 Continue. */
+  expectContinue?: boolean;
 }
 
 /** Records the server-side sockets of a test server by their remote port. */
@@ -61,6 +65,7 @@ export function rawRequest(t: TestLrs, sockets: Map<number, Socket>, r: RawReque
   const fill = r.fill ?? Buffer.alloc(CHUNK, 0x78);
   const headers: Record<string, string> = { ...r.headers };
   if (!r.chunked && size > 0) headers['content-length'] = String(size);
+  if (r.expectContinue) headers.expect = '100-continue';
   let localPort: number | undefined;
   let held: (() => void) | undefined;
   let released = false;
@@ -82,6 +87,7 @@ export function rawRequest(t: TestLrs, sockets: Map<number, Socket>, r: RawReque
     abort = () => req.destroy();
     let sent = 0;
     let answered = false;
+    let continued = false;
     req.on('socket', (s) => s.on('connect', () => (localPort = s.localPort)));
     req.on('error', (err) => {
       // Writing into a connection the server closed after answering is expected.
@@ -97,7 +103,7 @@ export function rawRequest(t: TestLrs, sockets: Map<number, Socket>, r: RawReque
       res.on('data', (c: Buffer) => parts.push(c));
       const done = () => {
         // The server may close its side first: let its socket settle before reading its count.
-        setImmediate(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString(), sent: atAnswer, serverRead: serverRead() }));
+        setImmediate(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString(), sent: atAnswer, serverRead: serverRead(), continued }));
         req.destroy();
         agent.destroy();
       };
@@ -123,7 +129,13 @@ export function rawRequest(t: TestLrs, sockets: Map<number, Socket>, r: RawReque
       }
       if (!answered && sent >= size) req.end();
     };
-    pump();
+    if (r.expectContinue) {
+      req.flushHeaders();
+      req.on('continue', () => {
+        continued = true;
+        pump();
+      });
+    } else pump();
   });
   return {
     answer,
