@@ -43,7 +43,8 @@ export class CheckRefused extends Error {
  * stepping through addresses within it buys no new queue or failure budget).
  */
 export function clientKey(address: string): string {
-  const ip = address.replace(/%.*$/, '');
+  // A socket closed meanwhile has no address left: all such count as one.
+  const ip = (address || 'unknown').replace(/%.*$/, '');
   if (!ip.includes(':')) return ip;
   const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
   if (mapped) return mapped[1];
