@@ -28,7 +28,7 @@ function statementOfSize(size: number): Buffer {
 for (const backend of BACKENDS) {
   describe(`refused requests cost their headers, not their bodies [${backend.name}]`, () => {
     let t: TestLrs;
-    let sockets: Map<number, Socket>;
+    let sockets: Map<string, Socket>;
     before(async () => {
       t = await startTestLrs(backend, { users: [ADMIN, READER] });
       sockets = serverSockets(t);
@@ -106,7 +106,7 @@ function formOfSize(size: number, fields: Record<string, string>): Buffer {
 for (const backend of BACKENDS) {
   describe(`bodies in flight are bounded (LECTERN_MAX_BODIES_IN_FLIGHT) [${backend.name}]`, () => {
     let t: TestLrs;
-    let sockets: Map<number, Socket>;
+    let sockets: Map<string, Socket>;
     const budget = 1.5 * MiB;
     before(async () => {
       t = await startTestLrs(backend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(budget) } });

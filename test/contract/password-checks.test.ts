@@ -38,14 +38,14 @@ const whoami = (t: TestLrs, from: string, user: TestUser, headers: Record<string
  * Waits until the server has read `n` requests from `address`, then for one more round trip: by
  * then each of them has reached its password check (nothing but microtasks lies between).
  */
-async function arrived(t: TestLrs, sockets: Map<number, Socket>, address: string, n: number): Promise<void> {
+async function arrived(t: TestLrs, sockets: Map<string, Socket>, address: string, n: number): Promise<void> {
   await until(() => [...sockets.values()].filter((s) => s.remoteAddress === address && s.bytesRead > 0).length >= n, `${n} requests from ${address}`);
   assert.equal((await t.fetch('/xAPI/about', { user: null })).status, 200);
 }
 
 describe('password checks: bounded, fair between addresses, failures limited per address', () => {
   let t: TestLrs;
-  let sockets: Map<number, Socket>;
+  let sockets: Map<string, Socket>;
   let checks: ReturnType<typeof holdChecks>;
   beforeEach(async () => {
     t = await startTestLrs(sqliteBackend, { users: [ADMIN, OTHER, REAL] });

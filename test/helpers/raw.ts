@@ -37,12 +37,10 @@ export interface RawRequest {
   expectContinue?: boolean;
 }
 
-/** Records the server-side sockets of a test server by their remote port. */
-export function serverSockets(t: TestLrs): Map<number, Socket> {
-  const sockets = new Map<number, Socket>();
-  t.lrs.app.server.on('connection', (s: Socket) => {
-    if (s.remotePort !== undefined) sockets.set(s.remotePort, s);
-  });
+/** Records the server-side sockets of a test server by their client's address and port. */
+export function serverSockets(t: TestLrs): Map<string, Socket> {
+  const sockets = new Map<string, Socket>();
+  t.lrs.app.server.on('connection', (s: Socket) => sockets.set(`${s.remoteAddress}:${s.remotePort}`, s));
   return sockets;
 }
 
@@ -59,18 +57,18 @@ export interface RawExchange {
   abort(): void;
 }
 
-export function rawRequest(t: TestLrs, sockets: Map<number, Socket>, r: RawRequest): RawExchange {
+export function rawRequest(t: TestLrs, sockets: Map<string, Socket>, r: RawRequest): RawExchange {
   const url = new URL(t.url);
   const size = r.size ?? 0;
   const fill = r.fill ?? Buffer.alloc(CHUNK, 0x78);
   const headers: Record<string, string> = { ...r.headers };
   if (!r.chunked && size > 0) headers['content-length'] = String(size);
   if (r.expectContinue) headers.expect = '100-continue';
-  let localPort: number | undefined;
+  let local: string | undefined;
   let held: (() => void) | undefined;
   let released = false;
   let abort = () => {};
-  const serverRead = () => (localPort === undefined ? 0 : (sockets.get(localPort)?.bytesRead ?? 0));
+  const serverRead = () => (local === undefined ? 0 : (sockets.get(local)?.bytesRead ?? 0));
 
   const agent = new Agent({ keepAlive: true, maxSockets: 1 });
   const answer = new Promise<RawAnswer>((resolve, reject) => {
@@ -88,7 +86,7 @@ export function rawRequest(t: TestLrs, sockets: Map<number, Socket>, r: RawReque
     let sent = 0;
     let answered = false;
     let continued = false;
-    req.on('socket', (s) => s.on('connect', () => (localPort = s.localPort)));
+    req.on('socket', (s) => s.on('connect', () => (local = `${s.localAddress}:${s.localPort}`)));
     req.on('error', (err) => {
       // Writing into a connection the server closed after answering is expected.
       if (!answered) {
