@@ -4,6 +4,7 @@
  * `loadConfig` validates them all and throws a ConfigError naming the first bad variable.
  */
 import { existsSync, readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { KNOWN_VERSIONS, parseServed, type XapiVersion } from './xapi/versions.ts';
@@ -155,6 +156,22 @@ const dsn: Parser<string> = (raw, name) => {
   return raw.trim();
 };
 
+/** Fastify's `trustProxy`: off, on, or the proxies' addresses and CIDR ranges (`loopback`, `uniquelocal`, `linklocal` name theirs). */
+const trustProxy: Parser<boolean | string[]> = (raw, name) => {
+  const v = raw.trim().toLowerCase();
+  if (['', '0', 'false', 'no', 'off'].includes(v)) return false;
+  if (['1', 'true', 'yes', 'on'].includes(v)) return true;
+  const proxies = list(raw, name);
+  const bad = proxies.filter((p) => {
+    if (['loopback', 'uniquelocal', 'linklocal'].includes(p)) return false;
+    const [address, bits, ...rest] = p.split('/');
+    const family = isIP(address);
+    return !family || rest.length > 0 || (bits !== undefined && !(/^\d+$/.test(bits) && Number(bits) <= (family === 4 ? 32 : 128)));
+  });
+  if (bad.length) throw new ConfigError(`${name} must be true, false or a comma-separated list of IP addresses and CIDR ranges, got ${JSON.stringify(bad.join(','))}`);
+  return proxies;
+};
+
 export const BACKENDS = ['sqlite', 'postgres'] as const;
 export type BackendName = (typeof BACKENDS)[number];
 
@@ -185,11 +202,47 @@ export const SETTINGS = {
     parse: int(0, 10_000_000),
   },
   authCacheTtl: { name: 'LECTERN_AUTH_CACHE_TTL', default: '3600', help: 'Seconds a verified credential stays cached.', parse: num(0, 31_536_000) },
+  authBcryptConcurrency: {
+    name: 'LECTERN_AUTH_BCRYPT_CONCURRENCY',
+    default: '2',
+    help: 'Password checks (bcrypt) run at once per server process; the others wait, in turns by client address (addresses without a recent failure first). bcrypt runs on libuv\'s thread pool (UV_THREADPOOL_SIZE, 4 by default), which file I/O shares.',
+    parse: int(1, 1024),
+  },
+  authMaxFailures: {
+    name: 'LECTERN_AUTH_MAX_FAILURES',
+    default: '10',
+    help: 'Failed Basic sign-ins (wrong password, unknown user) a client address may have within LECTERN_AUTH_FAILURE_WINDOW; beyond, its requests get 429 with Retry-After and no password check until the window ends (cached credentials still pass). 0: no limit.',
+    parse: int(0, 1_000_000),
+  },
+  authFailureWindow: {
+    name: 'LECTERN_AUTH_FAILURE_WINDOW',
+    default: '60',
+    help: 'Seconds from a client address\'s first failed sign-in during which its failures count towards LECTERN_AUTH_MAX_FAILURES.',
+    parse: num(1, 86_400),
+  },
+  trustProxy: {
+    name: 'LECTERN_RUNSERVER_TRUST_PROXY',
+    default: 'false',
+    help: 'Reverse proxies whose X-Forwarded-For is believed, so that per-client limits count the real client and not the proxy: `false`, `true` (any peer: only when nothing but the proxy can reach the server), or a comma-separated list of the proxies\' addresses and CIDR ranges (`loopback`, `uniquelocal`, `linklocal` name those ranges).',
+    parse: trustProxy,
+  },
   maxRequestSize: {
     name: 'LECTERN_MAX_REQUEST_SIZE',
     default: String(64 * MiB),
     help: 'Largest request body in bytes (statements with their attachments); larger requests get 413.',
     parse: int(1024),
+  },
+  maxBodiesInFlight: {
+    name: 'LECTERN_MAX_BODIES_IN_FLIGHT',
+    default: '',
+    help: 'Bytes of request bodies a server process holds at once (a body counts by its Content-Length from before it is read, else as it arrives, until its request is answered); a request that would go beyond gets 503 with Retry-After. Empty: 4 × LECTERN_MAX_REQUEST_SIZE.',
+    parse: (raw: string, name: string) => (raw.trim() === '' ? undefined : int(1024)(raw, name)),
+  },
+  requestBodyTimeout: {
+    name: 'LECTERN_REQUEST_BODY_TIMEOUT',
+    default: '30',
+    help: 'Seconds a request body being read may go without a byte arriving before the request gets 408 and its connection is closed (a stalled client gives back its share of LECTERN_MAX_BODIES_IN_FLIGHT). Only while the body is read: the work done with it is not limited.',
+    parse: num(1, 3600),
   },
   maxDocumentSize: {
     name: 'LECTERN_MAX_DOCUMENT_SIZE',
@@ -476,6 +529,9 @@ export function loadConfig(
     out[key] = setting.parse(raw, override ? override.source : setting.name);
   }
   const config = out as Config;
+  if (config.maxBodiesInFlight !== undefined && config.maxBodiesInFlight < config.maxRequestSize) {
+    throw new ConfigError(`LECTERN_MAX_BODIES_IN_FLIGHT (${config.maxBodiesInFlight}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`);
+  }
   if (authBackends(config).includes('oidc') && !config.oidcIssuerUri) {
     throw new ConfigError('LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI is required when the oidc authentication backend is enabled');
   }
@@ -485,6 +541,9 @@ export function loadConfig(
 /** Whether SQLite writes run on a thread of their own (one in-memory database cannot be shared by two threads' connections). */
 export const sqliteWriterThread = (config: Pick<Config, 'backend' | 'sqliteWriterThread' | 'sqlitePath'>): boolean =>
   config.backend === 'sqlite' && config.sqliteWriterThread && config.sqlitePath !== ':memory:';
+
+/** Bytes of request bodies a process holds at once: LECTERN_MAX_BODIES_IN_FLIGHT, by default 4 largest requests. */
+export const bodiesInFlight = (config: Pick<Config, 'maxBodiesInFlight' | 'maxRequestSize'>): number => config.maxBodiesInFlight ?? 4 * config.maxRequestSize;
 
 /** The authentication backends in force: LECTERN_RUNSERVER_AUTH_BACKEND (the service description's name) when set, else ..._BACKENDS. */
 export const authBackends = (config: Pick<Config, 'authBackend' | 'authBackends'>): ('basic' | 'oidc')[] =>

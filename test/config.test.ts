@@ -4,7 +4,7 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { ConfigError, environment, loadConfig, SETTINGS } from '../src/config.ts';
+import { bodiesInFlight, ConfigError, environment, loadConfig, SETTINGS } from '../src/config.ts';
 
 test('defaults', () => {
   const c = loadConfig({});
@@ -46,5 +46,21 @@ test('the README documents every setting with its default', () => {
     const row = readme.split('\n').find((l) => l.startsWith(`| \`${s.name}\``));
     assert.ok(row, `README lacks a row for ${s.name}`);
     assert.ok(row.includes(`\`${s.default}\``) || (s.default === '' && row.includes('(empty)')), `README row of ${s.name} lacks its default ${s.default}`);
+  }
+});
+
+test('bodies in flight: by default four largest requests, never fewer than one', () => {
+  assert.equal(bodiesInFlight(loadConfig({})), 4 * 64 * 1024 * 1024);
+  assert.equal(bodiesInFlight(loadConfig({ LECTERN_MAX_REQUEST_SIZE: '2048' })), 8192);
+  assert.equal(bodiesInFlight(loadConfig({ LECTERN_MAX_BODIES_IN_FLIGHT: '100000000' })), 100_000_000);
+  assert.throws(() => loadConfig({ LECTERN_MAX_REQUEST_SIZE: '4096', LECTERN_MAX_BODIES_IN_FLIGHT: '4095' }), /LECTERN_MAX_BODIES_IN_FLIGHT .* must be at least LECTERN_MAX_REQUEST_SIZE/);
+});
+
+test('trusted proxies: off, on, or addresses and ranges', () => {
+  assert.equal(loadConfig({}).trustProxy, false);
+  assert.equal(loadConfig({ LECTERN_RUNSERVER_TRUST_PROXY: 'true' }).trustProxy, true);
+  assert.deepEqual(loadConfig({ LECTERN_RUNSERVER_TRUST_PROXY: '10.0.0.5, 192.168.0.0/16,loopback,2001:db8::/32' }).trustProxy, ['10.0.0.5', '192.168.0.0/16', 'loopback', '2001:db8::/32']);
+  for (const bad of ['2', 'proxy.example.com', '10.0.0.0/33', '10.0.0.1/8/1']) {
+    assert.throws(() => loadConfig({ LECTERN_RUNSERVER_TRUST_PROXY: bad }), /LECTERN_RUNSERVER_TRUST_PROXY must be/, bad);
   }
 });

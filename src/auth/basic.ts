@@ -1,7 +1,8 @@
 /**
  * HTTP Basic authentication against the credentials file, with an LRU+TTL cache of successful
  * bcrypt checks. Cache keys are hashes of username and password under a per-process secret, so
- * no plain-text password is kept, and a wrong password can never hit a cached success.
+ * no plain-text password is kept, and a wrong password can never hit a cached success. The bcrypt
+ * checks themselves are bounded and shared fairly between client addresses (./throttle.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { statSync } from 'node:fs';
@@ -10,12 +11,14 @@ import bcrypt from 'bcrypt';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type CredentialEntry, readCredentialsFile } from './credentials.ts';
-import type { AuthResult, Authenticator, AuthUser } from './types.ts';
+import { CheckRefused, CheckThrottle, type ThrottleOptions } from './throttle.ts';
+import type { AuthFailure, AuthResult, Authenticator, AuthUser } from './types.ts';
 
 export interface BasicAuthOptions {
   file: string;
   cacheMaxSize: number;
   cacheTtlSeconds: number;
+  throttle: ThrottleOptions;
   logger: Logger;
 }
 
@@ -25,6 +28,14 @@ const UNAUTHORIZED: AuthResult = {
   body: { error: 'Invalid authentication credentials: the user is not authenticated' },
   headers: { 'www-authenticate': 'Basic realm="lectern"' },
 };
+
+/** Refused before any bcrypt: too many failures or checks from the address (429), or from all (503). */
+const refusedCheck = (status: 429 | 503, retryAfter: number, detail: string): AuthFailure => ({
+  ok: false,
+  status,
+  body: { detail },
+  headers: { 'retry-after': String(retryAfter) },
+});
 
 function toUser(e: CredentialEntry): AuthUser {
   return { username: e.username, scopes: e.scopes, agent: { ...e.agent, objectType: 'Agent' }, target: e.target ?? '' };
@@ -50,10 +61,17 @@ export class BasicAuthenticator implements Authenticator {
   private fileError: string | undefined;
   /** A hash of a random password at the cost the file's users have: what an unknown user is checked against. */
   private decoy: Promise<string> | undefined;
+  private readonly throttle: CheckThrottle;
+  /**
+   * Checks under way by credentials key: the same credentials sent again meanwhile (a client's
+   * concurrent requests before the first success is cached) wait for that one check.
+   */
+  private readonly checking = new Map<string, Promise<boolean>>();
 
   constructor(opts: BasicAuthOptions) {
     this.path = resolve(opts.file);
     this.logger = opts.logger;
+    this.throttle = new CheckThrottle(opts.throttle);
     this.cache =
       opts.cacheMaxSize > 0 ? new LRUCache<string, string>({ max: opts.cacheMaxSize, ttl: Math.max(1, opts.cacheTtlSeconds * 1000) }) : undefined;
   }
@@ -92,7 +110,7 @@ export class BasicAuthenticator implements Authenticator {
     return this.decoy;
   }
 
-  async authenticate(authorization: string | undefined): Promise<AuthResult> {
+  async authenticate(authorization: string | undefined, client: string): Promise<AuthResult> {
     const m = authorization && /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
     if (!m) return UNAUTHORIZED;
     const decoded = Buffer.from(m[1], 'base64').toString('utf8');
@@ -101,26 +119,45 @@ export class BasicAuthenticator implements Authenticator {
     const username = decoded.slice(0, colon);
     const password = decoded.slice(colon + 1);
     this.refresh();
+    // With no users at all there is nothing to check, and nothing to tell.
+    if (!this.users.size) return UNAUTHORIZED;
     const entry = this.users.get(username);
-    if (!entry) {
-      // An unknown user costs a bcrypt check too: answer time does not tell which users exist
-      // (with no users at all there is nothing to tell).
-      if (this.users.size) await bcrypt.compare(password, await this.decoyHash()).catch(() => false);
-      return UNAUTHORIZED;
-    }
     // A keyed hash (secret prefix) of the credentials: never the password itself.
     const key = createHash('sha256').update(this.secret).update(username).update('\0').update(password).digest('base64');
     // The cached value is the hash it was checked against: a changed hash in the file invalidates it.
-    const cached = this.cache?.get(key);
-    if (cached !== undefined && sameText(cached, entry.hash)) return { ok: true, user: toUser(entry) };
+    const cached = entry && this.cache?.get(key);
+    if (cached !== undefined && sameText(cached, entry!.hash)) return { ok: true, user: toUser(entry!) };
+    const wait = this.throttle.blocked(client);
+    if (wait) return refusedCheck(429, wait, `too many failed sign-ins from this address: try again in ${wait} s`);
+    let check = this.checking.get(key);
+    if (!check) {
+      // An unknown user costs a bcrypt check too, against a hash at the users' cost: answer time
+      // does not tell which users exist. Both go through the same throttle.
+      check = this.throttle.run(client, () => (entry ? this.compare(username, password, entry.hash) : this.decoyHash().then((h) => bcrypt.compare(password, h))));
+      this.checking.set(key, check);
+      void check.finally(() => this.checking.delete(key)).catch(() => {});
+    }
     let good = false;
     try {
-      good = await bcrypt.compare(password, entry.hash);
+      good = await check;
     } catch (err) {
-      this.logger.error({ username, err: (err as Error).message }, 'bcrypt check failed');
+      if (err instanceof CheckRefused) return refusedCheck(err.status, err.retryAfter, err.message);
+      // The decoy's own failure: an unknown user is refused all the same.
     }
-    if (!good) return UNAUTHORIZED;
+    if (!good || !entry) {
+      this.throttle.failed(client);
+      return UNAUTHORIZED;
+    }
     this.cache?.set(key, entry.hash);
     return { ok: true, user: toUser(entry) };
+  }
+
+  private async compare(username: string, password: string, hash: string): Promise<boolean> {
+    try {
+      return await bcrypt.compare(password, hash);
+    } catch (err) {
+      this.logger.error({ username, err: (err as Error).message }, 'bcrypt check failed');
+      return false;
+    }
   }
 }

@@ -15,13 +15,13 @@ class EitherAuthenticator implements Authenticator {
     this.oidc = oidc;
   }
 
-  async authenticate(authorization: string | undefined): Promise<AuthResult> {
+  async authenticate(authorization: string | undefined, client: string): Promise<AuthResult> {
     const scheme = authorization?.trimStart().split(/\s/, 1)[0].toLowerCase();
-    if (scheme === 'bearer' && this.oidc) return this.oidc.authenticate(authorization);
-    if (scheme === 'basic' && this.basic) return this.basic.authenticate(authorization);
+    if (scheme === 'bearer' && this.oidc) return this.oidc.authenticate(authorization, client);
+    if (scheme === 'basic' && this.basic) return this.basic.authenticate(authorization, client);
     // No credentials, or a scheme not enabled: the enabled backends' refusal, naming every scheme
     // accepted here (RFC 9110 §11.6.1: several challenges in one header).
-    const refusal = await (this.basic ?? this.oidc)!.authenticate(undefined);
+    const refusal = await (this.basic ?? this.oidc)!.authenticate(undefined, client);
     if (refusal.ok || !this.basic || !this.oidc) return refusal;
     return { ...refusal, headers: { ...refusal.headers, 'www-authenticate': 'Basic realm="lectern", Bearer realm="lectern"' } };
   }
@@ -31,7 +31,13 @@ class EitherAuthenticator implements Authenticator {
 export async function createAuthenticator(config: Config, logger: Logger): Promise<Authenticator> {
   const names = authBackends(config);
   const basic = names.includes('basic')
-    ? new BasicAuthenticator({ file: config.authFile, cacheMaxSize: config.authCacheMaxSize, cacheTtlSeconds: config.authCacheTtl, logger })
+    ? new BasicAuthenticator({
+        file: config.authFile,
+        cacheMaxSize: config.authCacheMaxSize,
+        cacheTtlSeconds: config.authCacheTtl,
+        throttle: { concurrency: config.authBcryptConcurrency, maxFailures: config.authMaxFailures, failureWindowMs: config.authFailureWindow * 1000 },
+        logger,
+      })
     : undefined;
   const oidc = names.includes('oidc')
     ? // Loaded only when enabled: jose is ≈5 MB of a server's memory.

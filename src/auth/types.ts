@@ -11,10 +11,13 @@ export interface AuthUser {
   target: string;
 }
 
-/** A refusal: 401 (no valid credentials) or 503 (the identity provider cannot be reached). */
+/**
+ * A refusal: 401 (no valid credentials), 429 (too many failed or concurrent checks from the client's
+ * address) or 503 (the identity provider cannot be reached, or too many checks in all).
+ */
 export interface AuthFailure {
   ok: false;
-  status: 401 | 503;
+  status: 401 | 429 | 503;
   body: Record<string, string>;
   headers: Record<string, string>;
 }
@@ -22,6 +25,10 @@ export interface AuthFailure {
 export type AuthResult = { ok: true; user: AuthUser } | AuthFailure;
 
 export interface Authenticator {
-  /** `authorization` is the raw header value (or the alternate-syntax form field). */
-  authenticate(authorization: string | undefined): Promise<AuthResult>;
+  /**
+   * `authorization` is the raw header value (or the alternate-syntax form field); `client` the
+   * client's address (behind trusted proxies, the one they forward: LECTERN_RUNSERVER_TRUST_PROXY),
+   * which per-client limits count by.
+   */
+  authenticate(authorization: string | undefined, client: string): Promise<AuthResult>;
 }

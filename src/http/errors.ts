@@ -2,10 +2,26 @@
 import { LrsError } from '../errors.ts';
 import { json, type XapiResponse } from './request.ts';
 
+/**
+ * An answer the HTTP layer decides by itself, about the transport rather than the xAPI request:
+ * a body too large or too slow, a server too busy to read one (with its Retry-After).
+ */
+export class HttpRefusal extends Error {
+  readonly status: number;
+  readonly headers: Record<string, string>;
+  constructor(status: number, message: string, headers: Record<string, string> = {}) {
+    super(message);
+    this.name = 'HttpRefusal';
+    this.status = status;
+    this.headers = headers;
+  }
+}
+
 /** Known errors become their status; anything else is a 500 whose details stay in the log. */
 export function errorResponse(err: unknown): XapiResponse {
   if (err instanceof LrsError) {
     return json(err.status, err.issues ? { detail: err.issues } : { detail: err.message });
   }
+  if (err instanceof HttpRefusal) return json(err.status, { detail: err.message }, err.headers);
   return json(500, { detail: 'internal server error' });
 }

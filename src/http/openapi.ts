@@ -52,6 +52,7 @@ const ERRORS: Record<string, Json> = {
   '400': { $ref: '#/components/responses/BadRequest' },
   '401': { $ref: '#/components/responses/Unauthorized' },
   '403': { $ref: '#/components/responses/Forbidden' },
+  '429': { $ref: '#/components/responses/TooManyRequests' },
 };
 const etagHeaders = { ETag: { schema: { type: 'string' }, description: 'Quoted SHA-1 of the content' } };
 const documentBody = { required: true, content: { 'application/json': { schema: { type: 'object' } }, '*/*': { schema: { type: 'string', format: 'binary' } } } };
@@ -156,7 +157,7 @@ const OTHER_PATHS: Record<string, Json> = {
     get: {
       tags: ['Operations'],
       summary: 'The authenticated user',
-      responses: { '200': { description: 'The user', content: jsonContent({ type: 'object', properties: { username: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } }, agent: ref('Agent') } }) }, '401': ERRORS['401'] },
+      responses: { '200': { description: 'The user', content: jsonContent({ type: 'object', properties: { username: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } }, agent: ref('Agent') } }) }, '401': ERRORS['401'], '429': ERRORS['429'] },
     },
   },
   '/lbheartbeat': healthCheck('Liveness: 200 while the process is up (no credentials)', { type: 'object' }),
@@ -167,7 +168,7 @@ const OTHER_PATHS: Record<string, Json> = {
     get: {
       tags: ['Operations'],
       summary: 'Prometheus metrics (LECTERN_METRICS_ACCESS: the all scope in the default store by default, or open)',
-      responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, '401': ERRORS['401'], '403': ERRORS['403'] },
+      responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, '401': ERRORS['401'], '403': ERRORS['403'], '429': ERRORS['429'] },
     },
   },
   '/openapi.json': { get: { tags: ['Operations'], summary: 'This description', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: jsonContent({ type: 'object' }) } } } },
@@ -359,7 +360,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], version: string
           ...resource.params.filter((p) => acceptedBy(p, method)).map((p) => queryParameter(p, method)),
           ...((op.parameters as Json[] | undefined) ?? []),
         ],
-        responses: { ...(op.responses as Json), '400': ERRORS['400'], ...(authenticated && { '401': ERRORS['401'], '403': ERRORS['403'] }) },
+        responses: { ...(op.responses as Json), '400': ERRORS['400'], ...(authenticated && { '401': ERRORS['401'], '403': ERRORS['403'], '429': ERRORS['429'] }) },
       };
     }
     paths[url] = item;
@@ -390,6 +391,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], version: string
         Conflict: error('Conflicts with what is stored'),
         PreconditionFailed: error('If-Match / If-None-Match not met'),
         TooLarge: error('The body is larger than this LRS accepts'),
+        TooManyRequests: error('Too many failed or concurrent password checks from this address: try again after Retry-After seconds'),
       },
       schemas: SCHEMAS,
     },

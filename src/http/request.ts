@@ -85,14 +85,22 @@ const FORM_HEADERS = new Map(
 );
 
 /**
- * Builds the XapiRequest. With `?method=` it must be a POST whose only query parameter is
- * `method`, with an `application/x-www-form-urlencoded` body.
+ * What a request is before its body is read: enough to check the method, authenticate and
+ * authorise it. With `?method=` (the alternate syntax) it must be a POST whose only query parameter
+ * is `method`, with an `application/x-www-form-urlencoded` body; its form is applied by `withBody`.
  */
-export function toXapiRequest(method: string, rawQuery: string, headers: Record<string, string | string[] | undefined>, body: Buffer | undefined): XapiRequest {
+export interface RequestHead {
+  method: string;
+  query: Record<string, string>;
+  headers: Record<string, string | undefined>;
+  alternate: boolean;
+}
+
+export function requestHead(method: string, rawQuery: string, headers: Record<string, string | string[] | undefined>): RequestHead {
   const query = parseQuery(rawQuery);
   const flat: Record<string, string | undefined> = {};
   for (const [k, v] of Object.entries(headers)) flat[k] = Array.isArray(v) ? v.join(', ') : v;
-  if (query.method === undefined) return { method, query, headers: flat, body };
+  if (query.method === undefined) return { method, query, headers: flat, alternate: false };
 
   if (method !== 'POST') throw new LrsError('bad_request', `the method parameter (alternate request syntax) is only allowed on POST, not ${method}`);
   const others = Object.keys(query).filter((k) => k !== 'method');
@@ -103,6 +111,16 @@ export function toXapiRequest(method: string, rawQuery: string, headers: Record<
   if (ct !== 'application/x-www-form-urlencoded') {
     throw new LrsError('bad_request', 'a request with the method parameter must have Content-Type application/x-www-form-urlencoded');
   }
+  return { method: target, query: Object.create(null) as Record<string, string>, headers: flat, alternate: true };
+}
+
+/**
+ * The XapiRequest once the body is read: for the alternate syntax, the form's fields become the
+ * headers, parameters and content. An Authorization header already used to authenticate it may not
+ * be contradicted by the form (which one would count?).
+ */
+export function withBody(head: RequestHead, body: Buffer | undefined): XapiRequest {
+  if (!head.alternate) return { method: head.method, query: head.query, headers: head.headers, body };
   let text: string;
   try {
     text = UTF8.decode(body ?? Buffer.alloc(0));
@@ -110,7 +128,7 @@ export function toXapiRequest(method: string, rawQuery: string, headers: Record<
     throw new LrsError('bad_request', 'the form body (alternate request syntax) is not valid UTF-8');
   }
   const form = parseQuery(text, 'form');
-  const outHeaders: Record<string, string | undefined> = { ...flat };
+  const outHeaders: Record<string, string | undefined> = { ...head.headers };
   delete outHeaders['content-type'];
   delete outHeaders['content-length'];
   const outQuery: Record<string, string> = Object.create(null) as Record<string, string>;
@@ -118,11 +136,13 @@ export function toXapiRequest(method: string, rawQuery: string, headers: Record<
   for (const [k, v] of Object.entries(form)) {
     const lower = k.toLowerCase();
     if (k === 'content') content = Buffer.from(v, 'utf8');
-    else if (FORM_HEADERS.has(lower)) outHeaders[lower] = v;
+    else if (lower === 'authorization' && head.headers.authorization !== undefined && v !== head.headers.authorization) {
+      throw new LrsError('bad_request', 'the Authorization form field differs from the Authorization header: send the credentials once');
+    } else if (FORM_HEADERS.has(lower)) outHeaders[lower] = v;
     else outQuery[k] = v;
   }
   if (content !== undefined && outHeaders['content-type'] === undefined) outHeaders['content-type'] = 'application/json';
-  return { method: target, query: outQuery, headers: outHeaders, body: content, alternate: true };
+  return { method: head.method, query: outQuery, headers: outHeaders, body: content, alternate: true };
 }
 
 export const json = (status: number, value: unknown, headers: Record<string, string> = {}): XapiResponse => ({

@@ -1,13 +1,14 @@
 /**
- * The HTTP server: Fastify for transport only. Each route turns the HTTP request into an
- * XapiRequest (alternate syntax applied), authenticates, checks the xAPI version header and
- * hands it to a resource handler; the reply is written back here, without a body for HEAD.
+ * The HTTP server: Fastify for transport only. Each xAPI route checks the method, authenticates and
+ * authorises from the request's head, only then reads the body (./bodies.ts), builds the
+ * XapiRequest (alternate syntax applied), checks the xAPI version header and hands it to a
+ * resource handler; the reply is written back here, without a body for HEAD.
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { authorise, type RouteScopes } from '../auth/scopes.ts';
 import type { AuthFailure, Authenticator } from '../auth/types.ts';
-import type { Config } from '../config.ts';
+import { bodiesInFlight, type Config } from '../config.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -17,9 +18,10 @@ import type { Store } from '../store/types.ts';
 import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { RESOURCES } from '../xapi/params.ts';
 import { LECTERN_VERSION } from '../version.ts';
-import { errorResponse } from './errors.ts';
+import { BodyBudget, closeAfterAnswer, expectContinueAfterChecks, hasBody, readBody, type BodyLimits } from './bodies.ts';
+import { errorResponse, HttpRefusal } from './errors.ts';
 import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
-import { json, toXapiRequest, type XapiRequest, type XapiResponse } from './request.ts';
+import { json, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
 import { handleActivities, handleAgents } from './activities.ts';
 import { handleDocuments } from './documents.ts';
 import { consistentThroughHeader, handleStatements } from './statements.ts';
@@ -47,6 +49,8 @@ const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Versio
 const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through, X-Request-Id';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
 const STATEMENTS_PATH = '/xAPI/statements';
+/** Largest alternate-syntax form read before its credentials (a form field) are checked. */
+const ANONYMOUS_FORM_SIZE = 1024 * 1024;
 
 /**
  * The version a request is served under (X-Experience-API-Version, Communication §3.3); 2.0 drops
@@ -70,15 +74,18 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       return typeof given === 'string' && REQUEST_ID_RE.test(given) ? given : randomUUID();
     },
     logController: new LogController({ disableRequestLogging: true }),
-    bodyLimit: config.maxRequestSize,
     // Node's own default, which Fastify would turn off: a client trickling a body cannot hold a
     // connection (and its buffered bytes) for ever.
     requestTimeout: 300_000,
+    // request.ip: the client's address, or behind trusted proxies the one they forward.
+    trustProxy: config.trustProxy as boolean, // or the proxies' addresses: Fastify's overloads take one type at a time
     exposeHeadRoutes: false,
     return503OnClosing: true,
     forceCloseConnections: 'idle',
     routerOptions: { ignoreTrailingSlash: true },
   });
+
+  expectContinueAfterChecks(app.server);
 
   // Every route, for the OpenAPI description (which must describe each one).
   const routes: RegisteredRoute[] = [];
@@ -87,10 +94,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (methods.length) routes.push({ url: route.url, methods });
   });
 
-  // Bodies reach the handlers as raw bytes: JSON, multipart/mixed, forms and documents are all
-  // parsed by our own code, which knows the xAPI rules for each.
+  // Fastify never reads a body: the xAPI routes read theirs (./bodies.ts) once the request is
+  // allowed, as raw bytes that our own code parses (JSON, multipart/mixed, forms, documents: it
+  // knows the xAPI rules for each). Any other route (404s and CORS preflights included) leaves it unread.
   app.removeAllContentTypeParsers();
-  app.addContentTypeParser('*', { parseAs: 'buffer' }, (_req, body, done) => done(null, body));
+  app.addContentTypeParser('*', (_req, _payload, done) => done(null, undefined));
 
   const allowAll = config.corsAllowedOrigins.includes('*');
   const corsOrigin = (origin: string | undefined): string | undefined => {
@@ -122,6 +130,13 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     if (request.routeOptions.url === STATEMENTS_PATH && !reply.hasHeader('x-experience-api-consistent-through')) {
       reply.headers(await consistentThroughHeader(store, ''));
     }
+    // Answered before the body's end (refused, or a route that needs none): Node would read and
+    // discard the rest to keep the connection, however large it is. Closing it costs the client a
+    // new connection instead.
+    if (!request.raw.complete) {
+      reply.header('connection', 'close');
+      closeAfterAnswer(request.raw);
+    }
     return payload;
   });
 
@@ -144,13 +159,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       monitoring?.captureException(err, { route: request.routeOptions.url ?? 'unmatched' });
     }
     const detail =
-      err.code === 'FST_ERR_CTP_BODY_TOO_LARGE'
-        ? `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`
-        : err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE'
-          ? 'the Content-Type header is not a valid media type'
-          : status === 500
-            ? 'internal server error'
-            : err.message;
+      err.code === 'FST_ERR_CTP_INVALID_MEDIA_TYPE' ? 'the Content-Type header is not a valid media type' : status === 500 ? 'internal server error' : err.message;
     return reply.status(status).type('application/json; charset=utf-8').send({ detail });
   });
 
@@ -168,13 +177,29 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   };
 
   /**
-   * An xAPI resource route: alternate syntax, the method, auth, version header, then the handler.
-   * A method the resource does not define is a 405 before authentication, as HTTP servers answer
-   * it (Communication §3.2.s3.b1; the ADL suite sends such requests without credentials).
+   * An xAPI resource route. From the request's head: alternate syntax, the method (a method the
+   * resource does not define is a 405 before authentication, as HTTP servers answer it,
+   * Communication §3.2.s3.b1; the ADL suite sends such requests without credentials), then
+   * authentication and the scope check. Only then the body, the version header and the handler.
    */
   const refused = (reply: FastifyReply, method: string, result: AuthFailure) =>
     send(reply, method, { status: result.status, headers: { 'content-type': 'application/json; charset=utf-8', ...result.headers }, body: JSON.stringify(result.body) });
   const policy = { restrictByScopes: config.restrictByScopes, restrictByAuthority: config.restrictByAuthority };
+  // Bodies read before authentication (an alternate-syntax form carrying its credentials) may hold
+  // a quarter of the budget between them, each at most 1 MiB: they cannot crowd out the others.
+  const budget = new BodyBudget(bodiesInFlight(config), Math.floor(bodiesInFlight(config) / 4));
+  const bodyLimits: BodyLimits = {
+    limit: config.maxRequestSize,
+    tooLarge: `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`,
+    busy: 'the server holds as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
+    idleMs: config.requestBodyTimeout * 1000,
+  };
+  const formLimit = Math.min(ANONYMOUS_FORM_SIZE, config.maxRequestSize, budget.anonymousTotal);
+  const formLimits: BodyLimits = {
+    ...bodyLimits,
+    limit: formLimit,
+    tooLarge: `an alternate-syntax form with its credentials among its fields is read before they are checked, so it may have at most ${formLimit} bytes: send larger ones with an Authorization header`,
+  };
 
   /**
    * `scopes` is the route's authorisation, checked here and nowhere else: the scope a read and a
@@ -184,40 +209,65 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const xapi = (path: string, handler: Handler, opts: { allowed?: readonly string[]; versioned?: boolean; scopes?: RouteScopes } = {}) => {
     const versioned = opts.versioned ?? true;
     const allowed = opts.allowed ?? METHODS;
+    const scopes = opts.scopes;
     app.route({
       method: [...METHODS],
       url: path,
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         let res: XapiResponse;
         let method = request.method;
+        // The body's bytes count against the budget until the request is answered.
+        let release = () => {};
         try {
           const q = request.url.indexOf('?');
-          const xreq = toXapiRequest(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers, request.body as Buffer | undefined);
-          method = xreq.method;
+          const head = requestHead(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers);
+          method = head.method;
           xapiMethods.set(request, method);
           // Every answer to a request naming a served version (405 and 401 included) says that version.
-          const named = namedVersion(xreq.headers['x-experience-api-version'], config.xapiVersions);
+          const named = namedVersion(head.headers['x-experience-api-version'], config.xapiVersions);
           if (named) reply.header('x-experience-api-version', named);
           if (!allowed.includes(method)) {
             const detail = `method ${method} is not allowed on ${path} (${allowed.join(', ')})`;
             return send(reply, method, json(405, { detail }, { allow: allowed.join(', ') }));
           }
-          if (opts.scopes) {
-            const result = await auth.authenticate(xreq.headers.authorization);
-            if (!result.ok) return refused(reply, method, result);
-            xreq.user = result.user;
-            const decision = authorise(result.user, method, opts.scopes, policy);
+          /** Authenticates and authorises: the refusal to send, or what the user may do. */
+          const admit = async (authorization: string | undefined) => {
+            const result = await auth.authenticate(authorization, request.ip);
+            if (!result.ok) return { refusal: result };
+            const decision = authorise(result.user, method, scopes!, policy);
             if (!decision.ok) {
               const detail = `${method} ${path} needs the scope ${decision.needed}, which the user ${result.user.username} does not hold`;
-              return send(reply, method, json(403, { detail, scope: decision.needed }));
+              return { forbidden: json(403, { detail, scope: decision.needed }) };
             }
-            xreq.access = decision.access;
+            return { user: result.user, access: decision.access };
+          };
+          // The alternate syntax may carry the credentials in its form: then the body is read first.
+          const early = scopes && (!head.alternate || head.headers.authorization !== undefined) ? await admit(head.headers.authorization) : undefined;
+          if (early?.refusal) return refused(reply, method, early.refusal);
+          if (early?.forbidden) return send(reply, method, early.forbidden);
+          let body: Buffer | undefined;
+          if (hasBody(request.raw)) {
+            const hold = budget.hold(!early);
+            release = hold.release;
+            body = await readBody(request.raw, reply.raw, hold, early ? bodyLimits : formLimits);
           }
+          const xreq = withBody(head, body);
+          if (head.alternate) {
+            const formVersion = namedVersion(xreq.headers['x-experience-api-version'], config.xapiVersions);
+            if (formVersion) reply.header('x-experience-api-version', formVersion);
+          }
+          const admitted = early ?? (scopes ? await admit(xreq.headers.authorization) : undefined);
+          if (admitted?.refusal) return refused(reply, method, admitted.refusal);
+          if (admitted?.forbidden) return send(reply, method, admitted.forbidden);
+          xreq.user = admitted?.user;
+          xreq.access = admitted?.access;
           if (versioned) xreq.version = checkVersion(xreq, config.xapiVersions);
           res = await handler(xreq);
         } catch (err) {
-          if (!(err instanceof LrsError)) throw err;
+          if (!(err instanceof LrsError || err instanceof HttpRefusal)) throw err;
           res = errorResponse(err);
+        } finally {
+          release();
         }
         return send(reply, method, res);
       },
@@ -261,7 +311,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
   for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store, deps.forwarder)));
   app.get('/whoami', async (request, reply) => {
-    const result = await auth.authenticate(request.headers.authorization);
+    const result = await auth.authenticate(request.headers.authorization, request.ip);
     if (!result.ok) return refused(reply, 'GET', result);
     return send(reply, 'GET', whoami(result.user));
   });
@@ -269,7 +319,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   if (metrics && config.metricsAccess !== 'off') {
     app.get('/metrics', async (request, reply) => {
       if (config.metricsAccess === 'scope') {
-        const result = await auth.authenticate(request.headers.authorization);
+        const result = await auth.authenticate(request.headers.authorization, request.ip);
         if (!result.ok) return refused(reply, 'GET', result);
         // Its figures are every store's: only the operator's user, `all` in the default store.
         if (!result.user.scopes.includes('all') || result.user.target !== '') {

@@ -19,6 +19,7 @@ const REJECTION: Record<number, string> = {
   412: 'precondition_failed',
   413: 'too_large',
   415: 'unsupported_media_type',
+  429: 'throttled',
   503: 'unavailable',
 };
 
@@ -63,7 +64,7 @@ export class Metrics {
   });
   private readonly authFailures = new Counter({
     name: 'lectern_auth_failures_total',
-    help: 'Requests refused for their credentials: 401 (missing or wrong) or 403 (not allowed)',
+    help: 'Requests refused for their credentials: 401 (missing or wrong), 403 (not allowed) or 429 (too many failed or concurrent checks from the address)',
     labelNames: ['status'] as const,
     registers: [this.registry],
   });
@@ -134,7 +135,7 @@ export class Metrics {
     const labels = { route, method, status: String(status) };
     this.requests.inc(labels);
     this.requestDuration.observe(labels, seconds);
-    if (status === 401 || status === 403) this.authFailures.inc({ status: String(status) });
+    if (status === 401 || status === 403 || status === 429) this.authFailures.inc({ status: String(status) });
     if (route === '/xAPI/statements' && (xapiMethod === 'PUT' || xapiMethod === 'POST') && status >= 400) {
       this.statementsRejected.inc({ reason: REJECTION[status] ?? (status >= 500 ? 'error' : 'other') });
     }

@@ -76,6 +76,16 @@ for (const backend of BACKENDS) {
       assert.match((await noVersion.json()).detail, /X-Experience-API-Version/);
     });
 
+    test('credentials in an Authorization header are used (checked before the form is read); a form field contradicting them is a 400', async () => {
+      const withHeader = (fields: Record<string, string>) =>
+        t.fetch('/xAPI/statements?method=GET', { method: 'POST', user: ADMIN, version: null, headers: { 'content-type': FORM }, body: new URLSearchParams(fields).toString() });
+      assert.equal((await withHeader({ 'X-Experience-API-Version': '1.0.3', limit: '1' })).status, 200);
+      assert.equal((await withHeader({ Authorization: basic(ADMIN), 'X-Experience-API-Version': '1.0.3', limit: '1' })).status, 200, 'the same credentials twice');
+      const other = await withHeader({ Authorization: basic({ ...ADMIN, password: 'wrong' }), 'X-Experience-API-Version': '1.0.3' });
+      assert.equal(other.status, 400);
+      assert.match((await other.json()).detail, /Authorization header/);
+    });
+
     test('any other query-string parameter is a 400', async () => {
       const res = await alt('GET', auth, { query: '&limit=1' });
       assert.equal(res.status, 400);

@@ -1,0 +1,159 @@
+/**
+ * Bounds the bcrypt work password checks cost, and shares it fairly between clients. bcrypt runs
+ * on libuv's thread pool (4 threads, shared with file I/O): unbounded, 32 clients sending unknown
+ * users kept a real user's first sign-in waiting 8-11 s. Here at most `concurrency` checks run at
+ * once; the others wait in one queue per client address, served round-robin, addresses without a
+ * recent failure first (a real user's check starts as soon as a running one ends, however many an
+ * attacker has queued). The queues are bounded (429 for one address, 503 in all), and an address
+ * that failed `maxFailures` times within the window gets 429 without any bcrypt until it ends.
+ */
+import { LRUCache } from 'lru-cache';
+
+export interface ThrottleOptions {
+  /** Checks running at once (LECTERN_AUTH_BCRYPT_CONCURRENCY). */
+  concurrency: number;
+  /** Failed checks an address may have within the window before it gets 429 (0: no limit). */
+  maxFailures: number;
+  /** The window, in milliseconds, from an address's first failure. */
+  failureWindowMs: number;
+}
+
+/** Checks one address may have waiting or running; beyond, 429. */
+export const ADDRESS_CHECKS = 8;
+/** Checks waiting in all; beyond, 503 (at cost 12, 64 checks on two threads are ≈ 8 s of work). */
+export const QUEUED_CHECKS = 64;
+/** Addresses whose failures are remembered (least recently failed forgotten first): bounded memory. */
+const REMEMBERED_ADDRESSES = 100_000;
+
+/** A check refused before any bcrypt: 429 (this address) or 503 (every address), with the seconds to wait. */
+export class CheckRefused extends Error {
+  readonly status: 429 | 503;
+  readonly retryAfter: number;
+  constructor(status: 429 | 503, retryAfter: number, message: string) {
+    super(message);
+    this.name = 'CheckRefused';
+    this.status = status;
+    this.retryAfter = retryAfter;
+  }
+}
+
+/**
+ * The client an address stands for: an IPv4 address as it is (IPv4-mapped IPv6 included), an IPv6
+ * address by its /64 prefix, which one host or one customer's network commonly holds whole (so
+ * stepping through addresses within it buys no new queue or failure budget).
+ */
+export function clientKey(address: string): string {
+  // A socket closed meanwhile has no address left: all such count as one.
+  const ip = (address || 'unknown').replace(/%.*$/, '');
+  if (!ip.includes(':')) return ip;
+  const mapped = /^::ffff:(\d+\.\d+\.\d+\.\d+)$/i.exec(ip);
+  if (mapped) return mapped[1];
+  const [head, tail] = ip.split('::') as [string, string | undefined];
+  const groups = (s: string | undefined) => (s ? s.split(':') : []);
+  // An embedded IPv4 tail (::a.b.c.d) is two groups: only the count matters past the prefix.
+  const size = (gs: string[]) => gs.reduce((n, g) => n + (g.includes('.') ? 2 : 1), 0);
+  const h = groups(head);
+  const t = groups(tail);
+  const full = tail === undefined ? h : [...h, ...Array<string>(Math.max(0, 8 - size(h) - size(t))).fill('0'), ...t];
+  return `${full
+    .slice(0, 4)
+    .map((g) => (Number.parseInt(g, 16) || 0).toString(16))
+    .join(':')}::/64`;
+}
+
+interface Waiting {
+  start(): void;
+}
+
+export class CheckThrottle {
+  private readonly opts: ThrottleOptions;
+  private running = 0;
+  private waiting = 0;
+  /** Per address, its waiting checks; the map's order is the round-robin order. */
+  private readonly queues = new Map<string, Waiting[]>();
+  /** Per address, its checks waiting or running. */
+  private readonly active = new Map<string, number>();
+  private readonly failures: LRUCache<string, { count: number }>;
+
+  constructor(opts: ThrottleOptions) {
+    this.opts = opts;
+    // The window is fixed from the first failure (noUpdateTTL): failing on does not extend it.
+    this.failures = new LRUCache({ max: REMEMBERED_ADDRESSES, ttl: Math.max(1, opts.failureWindowMs), noUpdateTTL: true });
+  }
+
+  /** Seconds the address must wait before its credentials are checked again, or 0. */
+  blocked(address: string): number {
+    if (this.opts.maxFailures <= 0) return 0;
+    const key = clientKey(address);
+    const f = this.failures.get(key);
+    if (!f || f.count < this.opts.maxFailures) return 0;
+    return Math.max(1, Math.ceil(this.failures.getRemainingTTL(key) / 1000));
+  }
+
+  /** Counts a failed check (wrong password, unknown user) against the address. */
+  failed(address: string): void {
+    const key = clientKey(address);
+    const f = this.failures.get(key);
+    if (f) f.count++;
+    else this.failures.set(key, { count: 1 });
+  }
+
+  /** Runs `check` when a slot is free and it is this address's turn; throws CheckRefused when the queues are full. */
+  run<T>(address: string, check: () => Promise<T>): Promise<T> {
+    const key = clientKey(address);
+    const mine = this.active.get(key) ?? 0;
+    if (mine >= ADDRESS_CHECKS) {
+      return Promise.reject(new CheckRefused(429, 1, `too many credential checks from this address at once (${ADDRESS_CHECKS}); try again shortly`));
+    }
+    if (this.running >= this.opts.concurrency && this.waiting >= QUEUED_CHECKS) {
+      return Promise.reject(new CheckRefused(503, 1, 'the server is checking as many credentials as it can; try again shortly'));
+    }
+    this.active.set(key, mine + 1);
+    return new Promise<T>((resolve, reject) => {
+      const job: Waiting = {
+        start: () => {
+          this.running++;
+          let settled: Promise<T>;
+          try {
+            settled = check();
+          } catch (err) {
+            settled = Promise.reject(err);
+          }
+          settled.then(resolve, reject).finally(() => {
+            this.running--;
+            const left = (this.active.get(key) ?? 1) - 1;
+            if (left) this.active.set(key, left);
+            else this.active.delete(key);
+            this.next();
+          });
+        },
+      };
+      if (this.running < this.opts.concurrency) return job.start();
+      const queue = this.queues.get(key);
+      if (queue) queue.push(job);
+      else this.queues.set(key, [job]);
+      this.waiting++;
+    });
+  }
+
+  /** Starts the next check: the first address in turn without a recent failure, else the first in turn. */
+  private next(): void {
+    while (this.running < this.opts.concurrency && this.waiting > 0) {
+      let chosen: string | undefined;
+      for (const key of this.queues.keys()) {
+        chosen ??= key;
+        if (!this.failures.has(key)) {
+          chosen = key;
+          break;
+        }
+      }
+      const queue = this.queues.get(chosen!)!;
+      const job = queue.shift()!;
+      // To the back of the round.
+      this.queues.delete(chosen!);
+      if (queue.length) this.queues.set(chosen!, queue);
+      this.waiting--;
+      job.start();
+    }
+  }
+}

@@ -1,0 +1,168 @@
+/**
+ * Request bodies are read by the route that needs one, once the request is allowed (authenticated
+ * and authorised), never by the framework beforehand: a refused request costs its headers. Each
+ * body is held against a budget of bytes in flight for the whole process until its request ends,
+ * so many large uploads at once are answered 503 instead of growing the heap without bound.
+ */
+import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import { HttpRefusal } from './errors.ts';
+
+/** Bytes of request bodies held at once, and the share of it bodies read before authentication may hold. */
+export class BodyBudget {
+  readonly total: number;
+  readonly anonymousTotal: number;
+  private used = 0;
+  private anonymousUsed = 0;
+
+  constructor(total: number, anonymousTotal: number) {
+    this.total = total;
+    this.anonymousTotal = anonymousTotal;
+  }
+
+  get inFlight(): number {
+    return this.used;
+  }
+
+  /** A request's account: what it takes is given back, all at once, by `release()`. */
+  hold(anonymous: boolean): BodyHold {
+    let held = 0;
+    return {
+      take: (n) => {
+        if (this.used + n > this.total || (anonymous && this.anonymousUsed + n > this.anonymousTotal)) return false;
+        this.used += n;
+        if (anonymous) this.anonymousUsed += n;
+        held += n;
+        return true;
+      },
+      release: () => {
+        this.used -= held;
+        if (anonymous) this.anonymousUsed -= held;
+        held = 0;
+      },
+    };
+  }
+}
+
+export interface BodyHold {
+  /** Takes `n` more bytes from the budget; false (nothing taken) when they do not fit. */
+  take(n: number): boolean;
+  release(): void;
+}
+
+export interface BodyLimits {
+  /** Largest body, in bytes. */
+  limit: number;
+  /** The 413's detail. */
+  tooLarge: string;
+  /** The 503's detail when the budget is spent. */
+  busy: string;
+  /** Longest wait for the next bytes of a body, in milliseconds. */
+  idleMs: number;
+}
+
+/** Seconds a client told 503 (budget spent) should wait before trying again. */
+export const BUSY_RETRY_AFTER = '2';
+
+/**
+ * `Expect: 100-continue` (RFC 9110 §10.1.1; curl sends it above 1 MiB): Node answers 100 Continue
+ * on its own as soon as the headers arrive, before anything is checked, and the client then sends
+ * its body. Instead the request goes through as any other, and `readBody` says 100 Continue when
+ * it starts reading: a refused client gets its answer without having sent its body.
+ */
+export function expectContinueAfterChecks(server: Server): void {
+  server.on('checkContinue', (req, res) => server.emit('request', req, res));
+}
+
+/** How long a connection closed before its request body's end stays open after the answer. */
+const LINGER_MS = 500;
+
+/**
+ * For an answer sent before the request body's end: the connection is closed after it (else Node
+ * would read and discard the whole body to keep it), without reading any more of the body. It is
+ * closed gently: the answer, then our end of the connection (FIN), and only LINGER_MS later the
+ * socket. Closed at once with unread bytes, the kernel would reset the connection, and a client
+ * still sending would often see that reset (EPIPE, ECONNRESET) instead of the answer
+ * (RFC 9112 §9.6; Go's HTTP server waits the same 500 ms).
+ */
+export function closeAfterAnswer(raw: IncomingMessage): void {
+  // Read by us (what Node already buffered, dropped): Node then leaves the rest alone rather than
+  // read it to discard it ("the user never called req.read()").
+  raw.read();
+  const socket = raw.socket;
+  // Node's server ends a `Connection: close` response with destroySoon(): linger instead.
+  socket.destroySoon = () => {
+    socket.end();
+    const timer = setTimeout(() => socket.destroy(), LINGER_MS);
+    socket.once('close', () => clearTimeout(timer));
+  };
+}
+
+/** Whether the request has body bytes to read (GET and HEAD bodies are ignored, as HTTP allows). */
+export function hasBody(raw: IncomingMessage): boolean {
+  if (raw.method === 'GET' || raw.method === 'HEAD') return false;
+  const length = raw.headers['content-length'];
+  return raw.headers['transfer-encoding'] !== undefined || (length !== undefined && length !== '0');
+}
+
+/**
+ * Reads the body into one buffer. With a Content-Length its bytes are checked against the limit
+ * and taken from the budget before a byte is read (and read straight into a buffer of that size);
+ * a chunked body is counted and taken as it arrives. Refusals (413, 503, 408 when the client sends
+ * nothing for `idleMs`) stop reading: the server answers with `Connection: close`, so the rest is
+ * never read. The caller releases `hold` when the request ends, however it ends.
+ */
+export function readBody(raw: IncomingMessage, res: ServerResponse, hold: BodyHold, limits: BodyLimits): Promise<Buffer> {
+  const busy = () => new HttpRefusal(503, limits.busy, { 'retry-after': BUSY_RETRY_AFTER });
+  const header = raw.headers['content-length'];
+  // Node's parser has already refused a malformed or contradictory Content-Length (400).
+  const declared = header === undefined || raw.headers['transfer-encoding'] !== undefined ? undefined : Number(header);
+  if (declared !== undefined) {
+    if (declared > limits.limit) return Promise.reject(new HttpRefusal(413, limits.tooLarge));
+    if (!hold.take(declared)) return Promise.reject(busy());
+  }
+  // A client that asked to be told before sending its body (the server says nothing on its own: see
+  // `expectContinueAfterChecks`) sends it now.
+  if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) res.writeContinue();
+  return new Promise<Buffer>((resolve, reject) => {
+    const into = declared === undefined ? undefined : Buffer.allocUnsafe(declared);
+    const chunks: Buffer[] = [];
+    let received = 0;
+    const timer = setTimeout(() => {
+      finish(new HttpRefusal(408, `no bytes of the request body arrived for ${limits.idleMs / 1000} s (LECTERN_REQUEST_BODY_TIMEOUT)`));
+    }, limits.idleMs);
+    const finish = (err: Error | undefined, body?: Buffer) => {
+      clearTimeout(timer);
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      raw.off('error', onClose);
+      raw.off('close', onClose);
+      if (!err) return resolve(body!);
+      // Whatever is left stays unread: the answer closes the connection.
+      raw.pause();
+      reject(err);
+    };
+    const onData = (chunk: Buffer) => {
+      timer.refresh();
+      if (into) {
+        // The parser frames the body by its Content-Length: it cannot overflow.
+        chunk.copy(into, received);
+      } else {
+        if (received + chunk.length > limits.limit) return finish(new HttpRefusal(413, limits.tooLarge));
+        if (!hold.take(chunk.length)) return finish(busy());
+        chunks.push(chunk);
+      }
+      received += chunk.length;
+    };
+    const onEnd = () => {
+      if (into && received !== declared) return finish(new HttpRefusal(400, `the request body has ${received} bytes, not the ${declared} its Content-Length says`));
+      finish(undefined, into ?? Buffer.concat(chunks, received));
+    };
+    const onClose = () => {
+      if (!raw.complete) finish(new HttpRefusal(400, 'the client closed the connection before the end of the request body'));
+    };
+    raw.on('data', onData);
+    raw.on('end', onEnd);
+    raw.on('error', onClose);
+    raw.on('close', onClose);
+  });
+}
