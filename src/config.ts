@@ -235,7 +235,7 @@ export const SETTINGS = {
   maxBodiesInFlight: {
     name: 'LECTERN_MAX_BODIES_IN_FLIGHT',
     default: '',
-    help: 'Bytes of request bodies a server process holds at once (a body counts by its Content-Length from before it is read, else as it arrives, until its request is answered); a request that would go beyond gets 503 with Retry-After. Empty: 4 × LECTERN_MAX_REQUEST_SIZE.',
+    help: 'Bytes of request bodies a server process holds at once, with an estimate of the parsed size of the JSON they carry: a body counts by the bytes that arrived (a Content-Length that cannot fit in what is free is refused before reading), its parsed estimate once counted, until its request is answered; a request that would go beyond gets 503 with Retry-After. Empty: 4 × LECTERN_MAX_REQUEST_SIZE.',
     parse: (raw: string, name: string) => (raw.trim() === '' ? undefined : int(1024)(raw, name)),
   },
   requestBodyTimeout: {
@@ -243,6 +243,12 @@ export const SETTINGS = {
     default: '30',
     help: 'Seconds a request body being read may go without a byte arriving before the request gets 408 and its connection is closed (a stalled client gives back its share of LECTERN_MAX_BODIES_IN_FLIGHT). Only while the body is read: the work done with it is not limited.',
     parse: num(1, 3600),
+  },
+  requestBodyMinRate: {
+    name: 'LECTERN_REQUEST_BODY_MIN_RATE',
+    default: '240',
+    help: 'Least average bytes per second a request body must arrive at once it has been read for LECTERN_REQUEST_BODY_TIMEOUT seconds; slower ones get 408 and their connection is closed (a client trickling a large body cannot keep its connection for minutes). 0: no minimum.',
+    parse: int(0, 1_000_000_000),
   },
   maxDocumentSize: {
     name: 'LECTERN_MAX_DOCUMENT_SIZE',

@@ -193,7 +193,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     tooLarge: `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`,
     busy: 'the server holds as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
     idleMs: config.requestBodyTimeout * 1000,
+    minRate: config.requestBodyMinRate,
   };
+  metrics?.watchBodies(() => ({ body: budget.held('body'), parsed: budget.held('parsed'), total: budget.total }));
   const formLimit = Math.min(ANONYMOUS_FORM_SIZE, config.maxRequestSize, budget.anonymousTotal);
   const formLimits: BodyLimits = {
     ...bodyLimits,

@@ -6,10 +6,10 @@
  */
 import assert from 'node:assert/strict';
 import { execFile } from 'node:child_process';
-import type { Socket } from 'node:net';
+import { connect, type Socket } from 'node:net';
 import { promisify } from 'node:util';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN, BACKENDS, basic, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { ADMIN, BACKENDS, basic, OTHER, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { rawRequest, serverSockets, until } from '../helpers/raw.ts';
 
 const run = promisify(execFile);
@@ -114,6 +114,11 @@ for (const backend of BACKENDS) {
     });
     after(async () => t?.close());
 
+    const heldBytes = async (): Promise<number> => {
+      const text = await (await t.fetch('/metrics', { version: null })).text();
+      const line = text.split('\n').find((l) => l.startsWith('lectern_request_bodies_held_bytes{kind="body"}'));
+      return line === undefined ? Number.NaN : Number(line.split(' ').pop());
+    };
     const post = (body: Buffer, extra: { chunked?: boolean; holdAt?: number; headers?: Record<string, string> } = {}) =>
       rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN), ...extra.headers }, size: body.length, fill: body, ...extra });
 
@@ -145,6 +150,57 @@ for (const backend of BACKENDS) {
         assert.equal(res.status, 200, `released: ${res.body}`);
       }
       assert.equal((await post(full, { chunked: true }).answer).status, 200);
+    });
+
+    test('clients declaring the largest body and trickling it hold what they sent, not what they declared: another user\'s largest POST passes', async () => {
+      const full = statementOfSize(MiB);
+      // The review's scenario (4 × 64 MiB declared, a byte now and then), scaled to this budget:
+      // each declares the largest body (every one fits in what is free) and sends a few bytes.
+      const tricklers = [1000, 1000, 1000, 100_000].map((n) => post(full, { holdAt: n }));
+      await until(() => tricklers.every((x, i) => x.serverRead() > (i < 3 ? 1000 : 100_000)), 'the trickled bytes to arrive');
+      // The server has read them: what they hold now is in the gauge.
+      await until(async () => (await heldBytes()) > 0, 'the bodies being read');
+      const held = await heldBytes();
+      // A buffer that grows with what arrived (at least 16 KiB, at most twice what was sent).
+      assert.ok(held <= 3 * 16 * 1024 + 2 * 100_000, `the tricklers hold ${held} bytes`);
+      assert.ok(held >= 3 * 1000 + 100_000, `the tricklers hold ${held} bytes`);
+
+      const other = await rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(OTHER) }, size: full.length, fill: full }).answer;
+      assert.equal(other.status, 200, other.body);
+      // Each then sends the rest: one after the other they fit.
+      for (const x of tricklers) {
+        x.release();
+        assert.equal((await x.answer).status, 200);
+      }
+      assert.equal(await heldBytes(), 0, 'everything given back');
+    });
+
+    test('a declared body that cannot fit in what is free now is refused unread; one whose arriving bytes would go beyond the budget is refused once they do', async () => {
+      const full = statementOfSize(MiB);
+      const first = post(full, { holdAt: MiB - 1 });
+      await until(() => first.serverRead() > MiB / 2, 'the first body being read');
+      // Half a MiB is free: a declared MiB is refused before a byte is read.
+      const declared = await post(full).answer;
+      assert.equal(declared.status, 503);
+      assert.ok(declared.serverRead < READ_AHEAD);
+      // Two bodies of 400,000 bytes both fit now (neither is reserved); the second arrives whole first.
+      const body = statementOfSize(400_000);
+      const a = post(body, { holdAt: 20_000 });
+      await until(() => a.serverRead() > 20_000, 'the first bytes of a');
+      const b = post(body, { holdAt: body.length - 1000 });
+      await until(() => b.serverRead() > body.length - 1000, 'b nearly whole');
+      // a's remaining bytes no longer fit: refused as they arrive, the connection closed.
+      a.release();
+      const refused = await a.answer;
+      assert.equal(refused.status, 503, refused.body);
+      assert.equal(refused.headers['retry-after'], '2');
+      assert.equal(refused.headers.connection, 'close');
+      assert.match(JSON.parse(refused.body).detail, /LECTERN_MAX_BODIES_IN_FLIGHT/);
+      first.release();
+      b.release();
+      assert.equal((await first.answer).status, 200);
+      assert.equal((await b.answer).status, 200);
+      assert.equal((await post(body).answer).status, 200);
     });
 
     test('a client that goes away mid-body gives its share back', async () => {
@@ -184,7 +240,40 @@ for (const backend of BACKENDS) {
   });
 }
 
-describe('a stalled body (LECTERN_REQUEST_BODY_TIMEOUT)', () => {
+describe('a stalled body (LECTERN_REQUEST_BODY_TIMEOUT, LECTERN_REQUEST_BODY_MIN_RATE)', () => {
+  test('a body trickled a byte at a time (never idle for the timeout) gets 408 once it has been read for the timeout at less than the least rate, and gives its share back', { timeout: 60_000 }, async () => {
+    const t = await startTestLrs(sqliteBackend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(MiB), LECTERN_REQUEST_BODY_TIMEOUT: '1' } });
+    try {
+      const url = new URL(t.url);
+      const socket = connect(Number(url.port), url.hostname);
+      const answer = new Promise<string>((resolve) => {
+        let got = '';
+        socket.on('data', (d) => (got += d.toString()));
+        socket.on('close', () => resolve(got));
+        socket.on('error', () => resolve(got));
+      });
+      socket.write(`POST /xAPI/statements HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Experience-API-Version: 1.0.3\r\nAuthorization: ${basic(ADMIN)}\r\nContent-Length: ${MiB}\r\n\r\n`);
+      // A byte every 100 ms: never a second without one, 10 bytes per second.
+      let sent = 0;
+      const trickle = setInterval(() => {
+        if (!socket.destroyed && sent < 100) {
+          socket.write(' ');
+          sent++;
+        }
+      }, 100);
+      const text = await answer.finally(() => clearInterval(trickle));
+      assert.match(text, /^HTTP\/1\.1 408 /);
+      assert.match(text, /LECTERN_REQUEST_BODY_MIN_RATE/);
+      assert.ok(sent < 100, 'refused while it was still trickling');
+      const body = statementOfSize(MiB);
+      const next = await rawRequest(t, serverSockets(t), { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN) }, size: body.length, fill: body }).answer;
+      assert.equal(next.status, 200, next.body);
+    } finally {
+      await t.close();
+    }
+  });
+
+
   test('gets 408 once no byte came for the timeout, and gives its share back', { timeout: 60_000 }, async () => {
     const t = await startTestLrs(sqliteBackend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(MiB), LECTERN_REQUEST_BODY_TIMEOUT: '1' } });
     const sockets = serverSockets(t);
