@@ -205,7 +205,7 @@ export const SETTINGS = {
   authBcryptConcurrency: {
     name: 'LECTERN_AUTH_BCRYPT_CONCURRENCY',
     default: '2',
-    help: 'Password checks (bcrypt) run at once per server process; the others wait, in turns by client address (addresses without a recent failure first). bcrypt runs on libuv\'s thread pool (UV_THREADPOOL_SIZE, 4 by default), which file I/O shares.',
+    help: 'Password checks (bcrypt) run at once per server process; the others wait, in turns by client address (addresses without a recent failure first; when the queue is full, such an address takes the place of one that failed). bcrypt runs on libuv\'s thread pool (UV_THREADPOOL_SIZE, 4 by default), which file I/O shares.',
     parse: int(1, 1024),
   },
   authMaxFailures: {
