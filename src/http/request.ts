@@ -24,6 +24,12 @@ export interface XapiRequest {
   version?: XapiVersion;
   /** True when the request came in the alternate request syntax (`?method=`). */
   alternate?: boolean;
+  /**
+   * Holds the estimated parsed size of `values` JSON values (counted before parsing) against
+   * LECTERN_MAX_BODIES_IN_FLIGHT until the request is answered; throws a 503 (with Retry-After)
+   * when it does not fit. Set by the server once the request is admitted.
+   */
+  holdParsed?: (values: number) => void;
 }
 
 export interface XapiResponse {

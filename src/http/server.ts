@@ -18,7 +18,7 @@ import type { Store } from '../store/types.ts';
 import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { RESOURCES } from '../xapi/params.ts';
 import { LECTERN_VERSION } from '../version.ts';
-import { BodyBudget, closeAfterAnswer, expectContinueAfterChecks, hasBody, readBody, type BodyLimits } from './bodies.ts';
+import { BodyBudget, BUSY_RETRY_AFTER, closeAfterAnswer, expectContinueAfterChecks, hasBody, PARSED_BYTES_PER_VALUE, readBody, type BodyHold, type BodyLimits } from './bodies.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
 import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
 import { json, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
@@ -196,6 +196,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     minRate: config.requestBodyMinRate,
   };
   metrics?.watchBodies(() => ({ body: budget.held('body'), parsed: budget.held('parsed'), total: budget.total }));
+  const parsedBusy =
+    'the server holds as much request data as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT: bodies, and the parsed size of the JSON they carry); try again shortly';
   const formLimit = Math.min(ANONYMOUS_FORM_SIZE, config.maxRequestSize, budget.anonymousTotal);
   const formLimits: BodyLimits = {
     ...bodyLimits,
@@ -218,8 +220,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         let res: XapiResponse;
         let method = request.method;
-        // The body's bytes count against the budget until the request is answered.
-        let release = () => {};
+        // The body's bytes, then the estimated parsed size of its JSON, count against the budget
+        // until the request is answered.
+        let bodyHold: BodyHold | undefined;
+        const parsedHold = budget.hold(false);
         try {
           const q = request.url.indexOf('?');
           const head = requestHead(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers);
@@ -249,9 +253,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           if (early?.forbidden) return send(reply, method, early.forbidden);
           let body: Buffer | undefined;
           if (hasBody(request.raw)) {
-            const hold = budget.hold(!early);
-            release = hold.release;
-            body = await readBody(request.raw, reply.raw, hold, early ? bodyLimits : formLimits);
+            bodyHold = budget.hold(!early);
+            body = await readBody(request.raw, reply.raw, bodyHold, early ? bodyLimits : formLimits);
           }
           const xreq = withBody(head, body);
           if (head.alternate) {
@@ -263,13 +266,19 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           if (admitted?.forbidden) return send(reply, method, admitted.forbidden);
           xreq.user = admitted?.user;
           xreq.access = admitted?.access;
+          xreq.holdParsed = (values) => {
+            // Alone, a request always fits: its estimate is at most what its body leaves of the budget.
+            const estimate = Math.min(values * PARSED_BYTES_PER_VALUE, budget.total - (bodyHold?.held ?? 0) - parsedHold.held);
+            if (!parsedHold.take(estimate, 'parsed')) throw new HttpRefusal(503, parsedBusy, { 'retry-after': BUSY_RETRY_AFTER });
+          };
           if (versioned) xreq.version = checkVersion(xreq, config.xapiVersions);
           res = await handler(xreq);
         } catch (err) {
           if (!(err instanceof LrsError || err instanceof HttpRefusal)) throw err;
           res = errorResponse(err);
         } finally {
-          release();
+          bodyHold?.release();
+          parsedHold.release();
         }
         return send(reply, method, res);
       },

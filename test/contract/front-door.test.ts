@@ -5,6 +5,7 @@
  * never by timing.
  */
 import assert from 'node:assert/strict';
+import { randomUUID } from 'node:crypto';
 import { execFile } from 'node:child_process';
 import { connect, type Socket } from 'node:net';
 import { promisify } from 'node:util';
@@ -293,3 +294,68 @@ describe('a stalled body (LECTERN_REQUEST_BODY_TIMEOUT, LECTERN_REQUEST_BODY_MIN
     }
   });
 });
+
+/** A statement whose extension holds `n` numbers: n + 13 JSON values in a few bytes each. */
+const statementOfValues = (n: number, id: string = randomUUID()): Buffer =>
+  Buffer.from(JSON.stringify(statement({ id, context: { extensions: { 'http://example.com/values': Array(n).fill(0) } } })));
+
+for (const backend of BACKENDS) {
+  describe(`the parsed size of a request's JSON counts against LECTERN_MAX_BODIES_IN_FLIGHT [${backend.name}]`, () => {
+    let t: TestLrs;
+    let sockets: Map<string, Socket>;
+    before(async () => {
+      t = await startTestLrs(backend, { env: { LECTERN_MAX_REQUEST_SIZE: String(2 * MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(3 * MiB) } });
+      sockets = serverSockets(t);
+    });
+    after(async () => t?.close());
+
+    const held = async (kind: string): Promise<number> => {
+      const text = await (await t.fetch('/metrics', { version: null })).text();
+      const line = text.split('\n').find((l) => l.startsWith(`lectern_request_bodies_held_bytes{kind="${kind}"}`));
+      return line === undefined ? Number.NaN : Number(line.split(' ').pop());
+    };
+    const post = (body: Buffer, extra: { holdAt?: number } = {}) =>
+      rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN) }, size: body.length, fill: body, ...extra });
+
+    test('while a 2 MiB body holds most of the budget, a small body of many values is refused 503 (nothing stored), one of fewer passes; alone it passes', async () => {
+      const large = statementOfSize(2 * MiB);
+      const occupying = post(large, { holdAt: 2 * MiB - 1 });
+      await until(async () => (await held('body')) >= 2 * MiB, 'the large body being read');
+
+      // 10,000 values: ≈ 20 KB of JSON, estimated at 1.6 MB once parsed, more than the 1 MiB left.
+      const id = randomUUID();
+      const many = await post(statementOfValues(10_000, id)).answer;
+      assert.equal(many.status, 503, many.body);
+      assert.equal(many.headers['retry-after'], '2');
+      assert.match(JSON.parse(many.body).detail, /LECTERN_MAX_BODIES_IN_FLIGHT: bodies, and the parsed size/);
+      assert.ok(many.headers['x-experience-api-consistent-through']);
+      assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`)).status, 404, 'nothing stored');
+      // 2,000 values (320 KB estimated) fit beside it.
+      assert.equal((await post(statementOfValues(2_000)).answer).status, 200);
+
+      occupying.release();
+      assert.equal((await occupying.answer).status, 200);
+      assert.equal((await post(statementOfValues(10_000, id)).answer).status, 200, 'room again');
+      // 200,000 values are estimated at 32 MB, ten times the budget: alone, a request always fits.
+      assert.equal((await post(statementOfValues(200_000)).answer).status, 200);
+      assert.equal(await held('parsed'), 0, 'every estimate given back');
+      assert.equal(await held('body'), 0);
+    });
+
+    test('a JSON document of many values, likewise: 503 while the budget is held, nothing stored; afterwards 204', async () => {
+      const large = statementOfSize(2 * MiB);
+      const occupying = post(large, { holdAt: 2 * MiB - 1 });
+      await until(async () => (await held('body')) >= 2 * MiB, 'the large body being read');
+      const path = `/xAPI/activities/state?activityId=${encodeURIComponent('http://example.com/a')}&agent=${encodeURIComponent(JSON.stringify({ mbox: 'mailto:a@example.com' }))}&stateId=many`;
+      const doc = JSON.stringify({ values: Array(10_000).fill(0) });
+      const put = () => t.fetch(path, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: doc });
+      const refused = await put();
+      assert.equal(refused.status, 503);
+      assert.equal(refused.headers.get('retry-after'), '2');
+      assert.equal((await t.fetch(path)).status, 404, 'nothing stored');
+      occupying.release();
+      assert.equal((await occupying.answer).status, 200);
+      assert.equal((await put()).status, 204);
+    });
+  });
+}
