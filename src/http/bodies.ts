@@ -10,26 +10,30 @@ import { HttpRefusal } from './errors.ts';
 /** What a request holds: its body's bytes as they arrive, and an estimate of their parsed size. */
 export type HeldKind = 'body' | 'parsed';
 
+/** Which share a request would go beyond: the whole budget (or the share of forms read before authentication), or its user's. */
+export type Busy = 'total' | 'user';
+
 /**
- * Bytes request bodies hold at once, and the share of it bodies read before authentication may
- * hold. A body counts by what it holds in memory as it arrives, never by the size it declares (a
- * client declaring 64 MiB and trickling bytes holds what it sent); once parsed, a request may also
- * hold an estimate of its parsed size (`holdParsed` in ./server.ts).
+ * Bytes request bodies hold at once, the share of it bodies read before authentication may hold,
+ * and the share one user's requests may hold (so that one user cannot keep every other out). A
+ * body counts by what it holds in memory as it arrives, never by the size it declares (a client
+ * declaring 64 MiB and trickling bytes holds what it sent); once parsed, a request may also hold an
+ * estimate of its parsed size (`holdParsed` in ./server.ts).
  */
 export class BodyBudget {
   readonly total: number;
   readonly anonymousTotal: number;
+  readonly userTotal: number;
   private used = 0;
   private anonymousUsed = 0;
   private readonly byKind: Record<HeldKind, number> = { body: 0, parsed: 0 };
+  /** Per user (store and name), what its requests hold; users holding nothing are not kept. */
+  private readonly byUser = new Map<string, number>();
 
-  constructor(total: number, anonymousTotal: number) {
+  constructor(total: number, anonymousTotal: number, userTotal: number) {
     this.total = total;
     this.anonymousTotal = anonymousTotal;
-  }
-
-  get inFlight(): number {
-    return this.used;
+    this.userTotal = userTotal;
   }
 
   /** What is held now, by kind. */
@@ -37,19 +41,33 @@ export class BodyBudget {
     return this.byKind[kind];
   }
 
-  /** A request's account: what it takes is given back, all at once, by `release()`. */
-  hold(anonymous: boolean): BodyHold {
+  /**
+   * A request's account, read before authentication (`anonymous`) or for `user`: what it takes is
+   * given back, all at once, by `release()`.
+   */
+  hold(anonymous: boolean, user?: string): BodyHold {
     const mine: Record<HeldKind, number> = { body: 0, parsed: 0 };
-    const fits = (n: number) => this.used + n <= this.total && (!anonymous || this.anonymousUsed + n <= this.anonymousTotal);
+    let mineForUser = 0;
+    const userUsed = () => (user === undefined ? 0 : (this.byUser.get(user) ?? 0));
+    const busy = (n: number, forUser: number): Busy | undefined => {
+      if (this.used + n > this.total || (anonymous && this.anonymousUsed + n > this.anonymousTotal)) return 'total';
+      if (user !== undefined && userUsed() + forUser > this.userTotal) return 'user';
+      return undefined;
+    };
     return {
-      fits,
-      take: (n, kind = 'body') => {
-        if (!fits(n)) return false;
+      busy: (n) => busy(n, n),
+      take: (n, kind = 'body', forUser = n) => {
+        const why = busy(n, forUser);
+        if (why) return why;
         this.used += n;
         if (anonymous) this.anonymousUsed += n;
         this.byKind[kind] += n;
         mine[kind] += n;
-        return true;
+        if (user !== undefined) {
+          this.byUser.set(user, userUsed() + forUser);
+          mineForUser += forUser;
+        }
+        return undefined;
       },
       get held() {
         return mine.body + mine.parsed;
@@ -60,18 +78,27 @@ export class BodyBudget {
         if (anonymous) this.anonymousUsed -= n;
         this.byKind.body -= mine.body;
         this.byKind.parsed -= mine.parsed;
+        if (user !== undefined && mineForUser) {
+          const left = userUsed() - mineForUser;
+          if (left > 0) this.byUser.set(user, left);
+          else this.byUser.delete(user);
+        }
         mine.body = 0;
         mine.parsed = 0;
+        mineForUser = 0;
       },
     };
   }
 }
 
 export interface BodyHold {
-  /** Whether `n` more bytes would fit now (nothing taken). */
-  fits(n: number): boolean;
-  /** Takes `n` more bytes from the budget; false (nothing taken) when they do not fit. */
-  take(n: number, kind?: HeldKind): boolean;
+  /** Which share `n` more bytes would go beyond now, or undefined when they fit (nothing taken). */
+  busy(n: number): Busy | undefined;
+  /**
+   * Takes `n` more bytes (`forUser` of them from the user's share: an estimate clamped to that
+   * share); the share they would go beyond instead, nothing taken.
+   */
+  take(n: number, kind?: HeldKind, forUser?: number): Busy | undefined;
   /** What this request holds now. */
   readonly held: number;
   release(): void;
@@ -82,8 +109,8 @@ export interface BodyLimits {
   limit: number;
   /** The 413's detail. */
   tooLarge: string;
-  /** The 503's detail when the budget is spent. */
-  busy: string;
+  /** The 503's detail when the budget, or the user's share of it, is spent. */
+  busy: Record<Busy, string>;
   /** Longest wait for the next bytes of a body, in milliseconds; also the grace before `minRate` applies. */
   idleMs: number;
   /** Least average bytes per second a body must arrive at once it has been read for `idleMs` (0: none). */
@@ -157,13 +184,14 @@ const FIRST_BUFFER = 16 * 1024;
  * `hold` when the request ends, however it ends.
  */
 export function readBody(raw: IncomingMessage, res: ServerResponse, hold: BodyHold, limits: BodyLimits): Promise<Buffer> {
-  const busy = () => new HttpRefusal(503, limits.busy, { 'retry-after': BUSY_RETRY_AFTER });
+  const busy = (why: Busy) => new HttpRefusal(503, limits.busy[why], { 'retry-after': BUSY_RETRY_AFTER });
   const header = raw.headers['content-length'];
   // Node's parser has already refused a malformed or contradictory Content-Length (400).
   const declared = header === undefined || raw.headers['transfer-encoding'] !== undefined ? undefined : Number(header);
   if (declared !== undefined) {
     if (declared > limits.limit) return Promise.reject(new HttpRefusal(413, limits.tooLarge));
-    if (!hold.fits(declared)) return Promise.reject(busy());
+    const why = hold.busy(declared);
+    if (why) return Promise.reject(busy(why));
   }
   // A client that asked to be told before sending its body (the server says nothing on its own: see
   // `expectContinueAfterChecks`) sends it now.
@@ -194,7 +222,8 @@ export function readBody(raw: IncomingMessage, res: ServerResponse, hold: BodyHo
       if (size > limits.limit) return finish(new HttpRefusal(413, limits.tooLarge));
       if (size > into.length) {
         const grown = Math.min(most, Math.max(size, 2 * into.length, FIRST_BUFFER));
-        if (!hold.take(grown - into.length)) return finish(busy());
+        const why = hold.take(grown - into.length);
+        if (why) return finish(busy(why));
         const next = Buffer.allocUnsafe(grown);
         into.copy(next, 0, 0, received);
         into = next;

@@ -20,6 +20,13 @@ const JSON_HEADERS = { 'content-type': 'application/json', 'x-experience-api-ver
 /** What a refused request may cost: its headers, plus what Node reads ahead before a body is asked for. */
 const READ_AHEAD = 512 * 1024;
 
+/** What the server's requests hold against LECTERN_MAX_BODIES_IN_FLIGHT, by kind (`body`, `parsed`), from /metrics. */
+async function held(t: TestLrs, kind: 'body' | 'parsed'): Promise<number> {
+  const text = await (await t.fetch('/metrics', { version: null })).text();
+  const line = text.split('\n').find((l) => l.startsWith(`lectern_request_bodies_held_bytes{kind="${kind}"}`));
+  return line === undefined ? Number.NaN : Number(line.split(' ').pop());
+}
+
 /** A statement padded to exactly `size` bytes of JSON. */
 function statementOfSize(size: number): Buffer {
   const base = JSON.stringify(statement({ result: { response: '' } }));
@@ -110,16 +117,13 @@ for (const backend of BACKENDS) {
     let sockets: Map<string, Socket>;
     const budget = 1.5 * MiB;
     before(async () => {
-      t = await startTestLrs(backend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(budget) } });
+      // One user may hold it all here: these tests are about the whole budget (its per-user share: below).
+      t = await startTestLrs(backend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(budget), LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER: String(budget) } });
       sockets = serverSockets(t);
     });
     after(async () => t?.close());
 
-    const heldBytes = async (): Promise<number> => {
-      const text = await (await t.fetch('/metrics', { version: null })).text();
-      const line = text.split('\n').find((l) => l.startsWith('lectern_request_bodies_held_bytes{kind="body"}'));
-      return line === undefined ? Number.NaN : Number(line.split(' ').pop());
-    };
+    const heldBytes = () => held(t, 'body');
     const post = (body: Buffer, extra: { chunked?: boolean; holdAt?: number; headers?: Record<string, string> } = {}) =>
       rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN), ...extra.headers }, size: body.length, fill: body, ...extra });
 
@@ -304,23 +308,20 @@ for (const backend of BACKENDS) {
     let t: TestLrs;
     let sockets: Map<string, Socket>;
     before(async () => {
-      t = await startTestLrs(backend, { env: { LECTERN_MAX_REQUEST_SIZE: String(2 * MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(3 * MiB) } });
+      t = await startTestLrs(backend, {
+        env: { LECTERN_MAX_REQUEST_SIZE: String(2 * MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(3 * MiB), LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER: String(3 * MiB) },
+      });
       sockets = serverSockets(t);
     });
     after(async () => t?.close());
 
-    const held = async (kind: string): Promise<number> => {
-      const text = await (await t.fetch('/metrics', { version: null })).text();
-      const line = text.split('\n').find((l) => l.startsWith(`lectern_request_bodies_held_bytes{kind="${kind}"}`));
-      return line === undefined ? Number.NaN : Number(line.split(' ').pop());
-    };
     const post = (body: Buffer, extra: { holdAt?: number } = {}) =>
       rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN) }, size: body.length, fill: body, ...extra });
 
     test('while a 2 MiB body holds most of the budget, a small body of many values is refused 503 (nothing stored), one of fewer passes; alone it passes', async () => {
       const large = statementOfSize(2 * MiB);
       const occupying = post(large, { holdAt: 2 * MiB - 1 });
-      await until(async () => (await held('body')) >= 2 * MiB, 'the large body being read');
+      await until(async () => (await held(t, 'body')) >= 2 * MiB, 'the large body being read');
 
       // 10,000 values: ≈ 20 KB of JSON, estimated at 1.6 MB once parsed, more than the 1 MiB left.
       const id = randomUUID();
@@ -338,14 +339,14 @@ for (const backend of BACKENDS) {
       assert.equal((await post(statementOfValues(10_000, id)).answer).status, 200, 'room again');
       // 200,000 values are estimated at 32 MB, ten times the budget: alone, a request always fits.
       assert.equal((await post(statementOfValues(200_000)).answer).status, 200);
-      assert.equal(await held('parsed'), 0, 'every estimate given back');
-      assert.equal(await held('body'), 0);
+      assert.equal(await held(t, 'parsed'), 0, 'every estimate given back');
+      assert.equal(await held(t, 'body'), 0);
     });
 
     test('a JSON document of many values, likewise: 503 while the budget is held, nothing stored; afterwards 204', async () => {
       const large = statementOfSize(2 * MiB);
       const occupying = post(large, { holdAt: 2 * MiB - 1 });
-      await until(async () => (await held('body')) >= 2 * MiB, 'the large body being read');
+      await until(async () => (await held(t, 'body')) >= 2 * MiB, 'the large body being read');
       const path = `/xAPI/activities/state?activityId=${encodeURIComponent('http://example.com/a')}&agent=${encodeURIComponent(JSON.stringify({ mbox: 'mailto:a@example.com' }))}&stateId=many`;
       const doc = JSON.stringify({ values: Array(10_000).fill(0) });
       const put = () => t.fetch(path, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: doc });
@@ -356,6 +357,47 @@ for (const backend of BACKENDS) {
       occupying.release();
       assert.equal((await occupying.answer).status, 200);
       assert.equal((await put()).status, 204);
+    });
+  });
+}
+
+for (const backend of BACKENDS) {
+  describe(`one user's requests hold at most their share of the budget (LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER, half by default) [${backend.name}]`, () => {
+    let t: TestLrs;
+    let sockets: Map<string, Socket>;
+    before(async () => {
+      t = await startTestLrs(backend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(3 * MiB) } });
+      sockets = serverSockets(t);
+    });
+    after(async () => t?.close());
+
+    const post = (user: TestUser, body: Buffer, holdAt?: number) =>
+      rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(user) }, size: body.length, fill: body, holdAt });
+
+    test('a user holding 1 MiB of its 1.5 MiB share gets 503 for another MiB, and for a body of many values; another user gets 200 for both', async () => {
+      const full = statementOfSize(MiB);
+      const holding = post(ADMIN, full, MiB - 1);
+      await until(async () => (await held(t, 'body')) >= MiB, 'the first body being read');
+
+      const again = await post(ADMIN, full).answer;
+      assert.equal(again.status, 503, again.body);
+      assert.equal(again.headers['retry-after'], '2');
+      assert.match(JSON.parse(again.body).detail, /LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER/);
+      assert.ok(again.serverRead < READ_AHEAD, 'refused unread');
+      // 10,000 values, estimated at 1.6 MB once parsed: beyond what the user has left.
+      const id = randomUUID();
+      const values = await post(ADMIN, statementOfValues(10_000, id)).answer;
+      assert.equal(values.status, 503, values.body);
+      assert.match(JSON.parse(values.body).detail, /LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER: bodies, and the parsed size/);
+      assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`)).status, 404, 'nothing stored');
+
+      // Another user still has room.
+      assert.equal((await post(OTHER, full).answer).status, 200);
+      assert.equal((await post(OTHER, statementOfValues(10_000)).answer).status, 200);
+
+      holding.release();
+      assert.equal((await holding.answer).status, 200);
+      assert.equal((await post(ADMIN, statementOfValues(10_000, id)).answer).status, 200, 'room again');
     });
   });
 }
