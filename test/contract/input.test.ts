@@ -202,6 +202,79 @@ for (const backend of BACKENDS) {
       stored.push(...(await ok.json()));
     });
 
+    test('review item 8: a lone surrogate escape anywhere in a statement, keys included, is a 400 saying where; pairs are kept', async () => {
+      // Valid UTF-8 text, but a JS string no UTF-8 can carry: PostgreSQL answered 500, SQLite stored
+      // U+FFFD and merged identities (an agent filter for \udc81 found \udc80's statement).
+      const S = '\\udfff';
+      const base = '"actor":{"mbox":"mailto:a@x.org"},"verb":{"id":"http://x.org/v"},"object":{"id":"http://x.org/o"}';
+      const cases: [string, (string | number)[]][] = [
+        [`{"actor":{"mbox":"mailto:a@x.org"},"verb":{"id":"http://x.org/${S}"},"object":{"id":"http://x.org/o"}}`, ['verb', 'id']],
+        [`{"actor":{"mbox":"mailto:a@x.org"},"verb":{"id":"http://x.org/v"},"object":{"id":"http://x.org/${S}"}}`, ['object', 'id']],
+        [`{"actor":{"mbox":"mailto:${S}@x.org"},"verb":{"id":"http://x.org/v"},"object":{"id":"http://x.org/o"}}`, ['actor', 'mbox']],
+        [`{"actor":{"openid":"http://x.org/${S}"},"verb":{"id":"http://x.org/v"},"object":{"id":"http://x.org/o"}}`, ['actor', 'openid']],
+        [`{"actor":{"account":{"homePage":"http://x.org","name":"${S}"}},"verb":{"id":"http://x.org/v"},"object":{"id":"http://x.org/o"}}`, ['actor', 'account', 'name']],
+        [`{${base},"context":{"contextActivities":{"parent":[{"id":"http://x.org/${S}"}]}}}`, ['context', 'contextActivities', 'parent', 0, 'id']],
+        [`{${base},"context":{"instructor":{"mbox":"mailto:${S}@x.org"}}}`, ['context', 'instructor', 'mbox']],
+        [`{${base},"context":{"extensions":{"http://x.org/${S}":1}}}`, ['context', 'extensions', `http://x.org/\udfff`]],
+        [`{"actor":{"mbox":"mailto:a@x.org"},"verb":{"id":"http://x.org/v","display":{"en${S}":"x"}},"object":{"id":"http://x.org/o"}}`, ['verb', 'display', 'en\udfff']],
+        [`{${base},"result":{"response":"\\ud800 high then not low \\u0041"}}`, ['result', 'response']],
+        [`[{${base}},{${base},"result":{"extensions":{"http://x.org/e":["ok","\\uDC80"]}}}]`, [1, 'result', 'extensions', 'http://x.org/e', 1]],
+      ];
+      for (const version of ['1.0.3', '2.0.0']) {
+        for (const [body, loc] of cases) {
+          const res = await post(body, undefined, version);
+          assert.equal(res.status, 400, `${version} ${loc.join('.')}`);
+          const { detail } = await res.json();
+          assert.deepEqual(detail, [{ loc: ['body', ...loc], msg: detail[0].msg, type: 'value_error.surrogate' }], `${version} ${loc.join('.')}`);
+          assert.match(detail[0].msg, /unpaired UTF-16 surrogate/);
+        }
+      }
+      await assertNothingStoredBeyond();
+      // A pair is a character; an escaped backslash before "udfff" is no escape at all.
+      const ok = await post(`[{${base},"result":{"response":"\\ud83d\\ude00 and \\\\udfff"}}]`);
+      assert.equal(ok.status, 200, await ok.clone().text());
+      const [id] = await ok.json();
+      stored.push(id);
+      const back = await (await t.fetch(`/xAPI/statements?statementId=${id}`)).json();
+      assert.equal(back.result.response, '\u{1F600} and \\udfff');
+    });
+
+    test('review item 8: a lone surrogate in the agent parameter is a 400 naming it, for statements and documents', async () => {
+      const agents = ['{"mbox":"mailto:\\udc80x@x.org"}', '{"openid":"http://x.org/\\ud800"}', '{"account":{"homePage":"http://x.org","name":"\\uDFFF"}}'];
+      const where = [['mbox'], ['openid'], ['account', 'name']];
+      for (const [i, agent] of agents.entries()) {
+        const urls: [string, string][] = [
+          ['GET', `/xAPI/statements?agent=${enc(agent)}`],
+          ['PUT', `/xAPI/activities/state?activityId=${ACTIVITY}&agent=${enc(agent)}&stateId=s`],
+          ['GET', `/xAPI/activities/state?activityId=${ACTIVITY}&agent=${enc(agent)}&stateId=s`],
+          ['GET', `/xAPI/agents/profile?agent=${enc(agent)}`],
+          ['GET', `/xAPI/agents?agent=${enc(agent)}`],
+        ];
+        for (const [method, url] of urls) {
+          const res = await t.fetch(url, { method, headers: { 'content-type': 'application/json' }, ...(method === 'PUT' && { body: '{"x":1}' }) });
+          assert.equal(res.status, 400, `${method} ${url}`);
+          const { detail } = await res.json();
+          assert.deepEqual(detail.map((d: { loc: unknown; type: string }) => [d.loc, d.type]), [[['query', 'agent', ...where[i]!], 'value_error.surrogate']], `${method} ${url}`);
+        }
+      }
+      // U+FFFD written as itself stays an ordinary character, and names its own document.
+      const replacement = enc('{"mbox":"mailto:\ufffdx@x.org"}');
+      const doc = `/xAPI/activities/state?activityId=${ACTIVITY}&agent=${replacement}&stateId=fffd`;
+      assert.equal((await t.fetch(doc, jsonInit('PUT', { fffd: true }))).status, 204);
+      assert.deepEqual(await (await t.fetch(doc)).json(), { fffd: true });
+    });
+
+    test('review item 8: a JSON document keeps its surrogate escapes: stored as sent, merged without loss', async () => {
+      // Documents are bytes to the LRS: an escape is kept as written, and JSON.stringify writes a
+      // lone surrogate back as the same escape, so a merge neither loses nor merges anything.
+      const url = stateUrl(ACTIVITY, 'escapes');
+      const sent = '{"\\udc80":"a\\ud800"}';
+      assert.equal((await t.fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: sent })).status, 204);
+      assert.equal(await (await t.fetch(url)).text(), sent);
+      assert.equal((await t.fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"\\udc81":"b"}' })).status, 204);
+      assert.equal(await (await t.fetch(url)).text(), '{"\\udc80":"a\\ud800","\\udc81":"b"}');
+    });
+
     test('item 13: a timestamp whose UTC form falls outside years 0000-9999 is a 400 saying where, under 1.0.3 and 2.0', async () => {
       const cases: [Record<string, unknown>, (string | number)[]][] = [
         [{ timestamp: '9999-12-31T23:59:59-23:59' }, [0, 'timestamp']],
