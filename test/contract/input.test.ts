@@ -275,6 +275,29 @@ for (const backend of BACKENDS) {
       assert.equal(await (await t.fetch(url)).text(), '{"\\udc80":"a\\ud800","\\udc81":"b"}');
     });
 
+    test('review item 12: a JSON document with a UTF-8 BOM is accepted as statement bodies are, stored byte for byte; a merge writes none', async () => {
+      // RFC 8259 §8.1 lets a parser ignore a BOM; statement bodies did, documents answered 400.
+      const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+      const url = stateUrl(ACTIVITY, 'bom');
+      const sent = Buffer.concat([BOM, Buffer.from('{"a":1}')]);
+      const put = await t.fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: bytes(sent) });
+      assert.equal(put.status, 204, await put.text());
+      assert.deepEqual(Buffer.from(await (await t.fetch(url)).arrayBuffer()), sent);
+      // Merged: both sides read without their BOM; the document written anew has none.
+      const post = await t.fetch(url, { method: 'POST', headers: { 'content-type': 'application/json' }, body: bytes(Buffer.concat([BOM, Buffer.from('{"b":2}')])) });
+      assert.equal(post.status, 204, await post.text());
+      assert.deepEqual(Buffer.from(await (await t.fetch(url)).arrayBuffer()), Buffer.from('{"a":1,"b":2}'));
+      // The profiles too; a BOM alone, or anywhere but first, is still not JSON.
+      const profile = `/xAPI/agents/profile?agent=${AGENT}&profileId=bom`;
+      const res = await t.fetch(profile, { method: 'PUT', headers: { 'content-type': 'application/json', 'if-none-match': '*' }, body: bytes(sent) });
+      assert.equal(res.status, 204, await res.text());
+      for (const body of [BOM, Buffer.concat([Buffer.from(' '), BOM, Buffer.from('{}')]), Buffer.concat([BOM, BOM, Buffer.from('{}')])]) {
+        const bad = await t.fetch(stateUrl(ACTIVITY, 'bom-bad'), { method: 'PUT', headers: { 'content-type': 'application/json' }, body: bytes(body) });
+        assert.equal(bad.status, 400, body.toString('hex'));
+        assert.match((await bad.json()).detail, /not valid JSON/);
+      }
+    });
+
     test('item 13: a timestamp whose UTC form falls outside years 0000-9999 is a 400 saying where, under 1.0.3 and 2.0', async () => {
       const cases: [Record<string, unknown>, (string | number)[]][] = [
         [{ timestamp: '9999-12-31T23:59:59-23:59' }, [0, 'timestamp']],
