@@ -38,6 +38,9 @@ export function parseJson(body: Buffer | undefined, version: XapiVersion): unkno
 /** A `\uD800`-`\uDFFF` escape: JSON text that decoded as UTF-8 can only hold a surrogate this way. */
 const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
 
+/** Most steps of a path a 400 names. */
+const REPORTED_DEPTH = 64;
+
 /** String.prototype.isWellFormed (ES2024, in every Node this runs on; the compiler targets ES2023). */
 const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
 
@@ -62,10 +65,12 @@ export function unpairedSurrogate(text: string, value: unknown): SurrogateAt | u
     up?: Step;
     at?: string | number;
   }
+  // Leaf to root, then reversed; a path deeper than REPORTED_DEPTH is cut short (the 400 stays short).
   const pathOf = (step: Step, last?: string): (string | number)[] => {
     const path: (string | number)[] = last === undefined ? [] : [last];
-    for (let s: Step | undefined = step; s?.at !== undefined; s = s.up) path.unshift(s.at);
-    return path;
+    for (let s: Step | undefined = step; s?.at !== undefined; s = s.up) path.push(s.at);
+    path.reverse();
+    return path.length > REPORTED_DEPTH ? [...path.slice(0, REPORTED_DEPTH), '…'] : path;
   };
   const stack: Step[] = [{ value }];
   while (stack.length > 0) {
