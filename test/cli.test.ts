@@ -145,6 +145,32 @@ describe('lectern auth: users that could never sign in as given', () => {
   });
 });
 
+describe('lectern auth: control characters (review of issue 27, item 12)', () => {
+  const file = () => join(dir, 'creds-control', 'auth.json');
+  const env = () => ({ LECTERN_AUTH_FILE: file() });
+
+  test('a username or password with a control character is refused with exit code 2, named by code point', () => {
+    // RFC 7617 §2: "The user-id and password MUST NOT contain any control characters".
+    const base = ['-s', 'all', '-M', 'mailto:x@example.com', '-w'];
+    const cases: [string[], RegExp][] = [
+      [['-u', 'us\ner', '-p', 'pw'], /^lectern: error: the username "us\\ner" contains the control character U\+000A, which HTTP Basic/],
+      [['-u', 'us\x01er', '-p', 'pw'], /username "us\\u0001er" contains the control character U\+0001/],
+      [['-u', 'us\x7fer', '-p', 'pw'], /control character U\+007F/],
+      [['-u', 'us\u0085er', '-p', 'pw'], /control character U\+0085/],
+      [['-u', 'x', '-p', 'p\tw'], /the password contains the control character U\+0009/],
+    ];
+    for (const [args, message] of cases) {
+      const r = lectern(['auth', ...args, ...base], env());
+      assert.equal(r.code, 2, JSON.stringify(args));
+      assert.match(r.stderr, message);
+      assert.equal(r.stderr.trim().split('\n').length, 1, 'one line');
+      assert.equal(existsSync(file()), false, 'nothing written');
+    }
+    const r = lectern(['auth', '-u', 'üser name', '-p', 'pw', ...base], env());
+    assert.equal(r.code, 0, r.stderr);
+  });
+});
+
 describe('lectern runserver', () => {
   test('bad settings stop start-up with a one-line error naming the problem', () => {
     const cases: [string[], Record<string, string>, RegExp][] = [

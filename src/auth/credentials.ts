@@ -33,11 +33,17 @@ function cleanAgent(agent: Record<string, unknown>): Record<string, unknown> {
   return out;
 }
 
+/** The first control character of `text` (C0, DEL or C1) as `U+XXXX`, or undefined: RFC 7617 §2 forbids them in Basic credentials. */
+export function controlCharacter(text: string): string | undefined {
+  const c = /\p{Cc}/u.exec(text)?.[0];
+  return c === undefined ? undefined : `U+${c.charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+}
+
 /**
  * Parses and checks the file's text; throws CredentialsFileError naming the bad entry. An entry
- * that is valid but can never sign in (a username with ":", which HTTP Basic cannot carry) is
- * kept, as Ralph keeps it, and told to `warn` naming the entry: one unusable user must not lock
- * out every other one.
+ * that is valid but can never sign in (a username with ":", which HTTP Basic cannot carry) or
+ * should not (one with a control character, which RFC 7617 forbids) is kept, as Ralph keeps it,
+ * and told to `warn` naming the entry: one unusable user must not lock out every other one.
  */
 export function parseCredentials(text: string, source: string, warn?: (message: string) => void): CredentialEntry[] {
   let data: unknown;
@@ -56,6 +62,8 @@ export function parseCredentials(text: string, source: string, warn?: (message: 
     if (seen.has(o.username)) throw new CredentialsFileError(`${where} repeats the username ${JSON.stringify(o.username)}`);
     seen.add(o.username);
     if (o.username.includes(':')) warn?.(`${where} (${JSON.stringify(o.username)}): the username contains ":", which HTTP Basic authentication cannot carry in a username: this user can never sign in with Basic`);
+    const control = controlCharacter(o.username);
+    if (control) warn?.(`${where} (${JSON.stringify(o.username)}): the username contains the control character ${control}, which HTTP Basic authentication does not allow (RFC 7617): clients may refuse to send it`);
     if (typeof o.hash !== 'string' || !/^\$2[aby]\$\d\d\$/.test(o.hash)) throw new CredentialsFileError(`${where} (${o.username}) has no bcrypt hash`);
     if (!Array.isArray(o.scopes) || !o.scopes.every((s) => typeof s === 'string' && isScope(s))) {
       throw new CredentialsFileError(`${where} (${o.username}) has scopes that are not a list of known scope names`);

@@ -6,7 +6,7 @@ import { createInterface } from 'node:readline';
 import bcrypt from 'bcrypt';
 import { loadConfig } from '../config.ts';
 import { existsSync, readFileSync } from 'node:fs';
-import { type CredentialEntry, parseCredentials, upsertCredentialText, writeCredentialsText } from '../auth/credentials.ts';
+import { controlCharacter, type CredentialEntry, parseCredentials, upsertCredentialText, writeCredentialsText } from '../auth/credentials.ts';
 import { isScope, SCOPES } from '../auth/scopes.ts';
 import type { ValidationIssue } from '../errors.ts';
 import type { Agent } from '../xapi/types.ts';
@@ -87,6 +87,10 @@ export async function authCommand(o: AuthOptions): Promise<void> {
   if (!o.username) throw new CliError('a username is required (-u/--username)');
   // HTTP Basic splits user and password at the first colon (RFC 7617 §2): such a user could never sign in.
   if (o.username.includes(':')) throw new CliError(`the username ${JSON.stringify(o.username)} contains ":", which HTTP Basic authentication cannot carry in a username: choose one without it`);
+  // RFC 7617 §2: "The user-id and password MUST NOT contain any control characters" (and a newline
+  // in a name would also split the log lines and listings that show it).
+  const control = controlCharacter(o.username);
+  if (control) throw new CliError(`the username ${JSON.stringify(o.username)} contains the control character ${control}, which HTTP Basic authentication does not allow: choose one without control characters`);
   const scopes = o.scope ?? [];
   if (scopes.length === 0) throw new CliError(`give at least one scope (-s/--scope), among: ${SCOPES.join(', ')}`);
   const bad = scopes.filter((s) => !isScope(s));
@@ -102,6 +106,8 @@ export async function authCommand(o: AuthOptions): Promise<void> {
     password = await promptPassword();
   }
   if (password === '') throw new CliError('the password cannot be empty');
+  const inPassword = controlCharacter(password);
+  if (inPassword) throw new CliError(`the password contains the control character ${inPassword}, which HTTP Basic authentication does not allow: choose one without control characters`);
   const bytes = Buffer.byteLength(password, 'utf8');
   if (bytes > MAX_PASSWORD_BYTES) {
     throw new CliError(`the password is ${bytes} bytes long (UTF-8); bcrypt uses only the first ${MAX_PASSWORD_BYTES}, so anything after them would not be checked: choose one of at most ${MAX_PASSWORD_BYTES} bytes`);

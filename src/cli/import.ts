@@ -12,6 +12,7 @@ import { join } from 'node:path';
 import type { Readable } from 'node:stream';
 import { LrsError, type ValidationIssue } from '../errors.ts';
 import { acceptStatements } from '../xapi/accept.ts';
+import { surrogateMessage, unpairedSurrogate } from '../xapi/json.ts';
 import type { AttachmentPart } from '../xapi/attachments.ts';
 import type { Store } from '../store/types.ts';
 import { ifiKey } from '../xapi/agents.ts';
@@ -64,11 +65,16 @@ function parseItem(n: number, bytes: Buffer): Item | undefined {
     return { n, malformed: 'not valid UTF-8' };
   }
   if (!text) return undefined;
+  let value: unknown;
   try {
-    return { n, value: JSON.parse(text) };
+    value = JSON.parse(text);
   } catch (err) {
     return { n, malformed: `malformed JSON: ${(err as Error).message}` };
   }
+  // As POST refuses it: a lone surrogate would be stored as U+FFFD (or not at all).
+  const lone = unpairedSurrogate(text, value);
+  if (lone) return { n, malformed: `at ${lone.path.join('.') || 'the top'}: ${surrogateMessage(lone)}` };
+  return { n, value };
 }
 
 const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d, 0xef, 0xbb, 0xbf]); // and a UTF-8 BOM

@@ -38,22 +38,56 @@ const SCHEME_CREDENTIAL = /\b(Basic|Bearer|Digest|Negotiate|NTLM)(\s+)[\w.~+/\\-
 /** The userinfo of a URL (`scheme://user:password@`). */
 const URL_USERINFO = /\b([a-z][a-z\d+.-]*:\/\/)[^\s/?#@"'<>]+@/gi;
 
+/** What replaces a target's whole answer when it repeats this target's credentials in some encoding. */
+const WITHHELD = "[the target's answer is not kept: it repeats the credentials Lectern sent it]";
+
+/** Lenient percent-decoding of `%XX` runs: malformed escapes stay as they are. */
+function percentDecoded(text: string): string {
+  return text.replace(/(?:%[0-9a-f]{2})+/gi, (run) => {
+    try {
+      return decodeURIComponent(run);
+    } catch {
+      return Buffer.from(run.replace(/%/g, ''), 'hex').toString('latin1');
+    }
+  });
+}
+
+/** JSON string escapes undone (`\/`, `\uXXXX`, `\"`…), leniently. */
+function jsonUnescaped(text: string): string {
+  return text.replace(/\\u([0-9a-f]{4})|\\(.)/gi, (_m, hex: string | undefined, c: string) => (hex ? String.fromCharCode(parseInt(hex, 16)) : c));
+}
+
 /**
- * What a target answered, fit to be logged and stored: credentials taken out wherever they appear
- * (a target may echo the request's headers): Authorization values, any scheme's credential, URL
- * userinfo, and this target's username:password in clear or base64 and its password alone.
+ * Whether `text` holds this target's password or username:password in any common encoding a
+ * target might echo it in: as is, base64 (with or without padding, base64url, wrapped over lines),
+ * hex, percent-encoded or JSON-escaped. Patterns cannot follow every encoding: such an answer is
+ * not kept at all.
+ */
+function repeatsCredentials(text: string, target: Pick<ForwardingTarget, 'username' | 'password'>): boolean {
+  const pair = `${target.username}:${target.password}`;
+  const plain = [pair, ...(target.password.length >= 4 ? [target.password] : [])];
+  const secrets = new Set<string>();
+  for (const s of plain) {
+    const bytes = Buffer.from(s);
+    secrets.add(s);
+    secrets.add(bytes.toString('base64').replace(/=+$/, ''));
+    secrets.add(bytes.toString('base64url'));
+    secrets.add(bytes.toString('hex'));
+  }
+  const decodings = [text, jsonUnescaped(text), percentDecoded(text), jsonUnescaped(percentDecoded(text))];
+  const views = decodings.flatMap((d) => [d, d.replace(/\s+/g, ''), d.toLowerCase().replace(/[\s:,-]+|0x|\\x/g, '')]);
+  return views.some((view) => [...secrets].some((s) => s.length >= 4 && view.includes(s)));
+}
+
+/**
+ * What a target answered, fit to be logged and stored: withheld whole when it repeats this
+ * target's credentials in any encoding (a target may echo the request's headers), otherwise with
+ * credentials of any kind taken out wherever they appear: Authorization values, any scheme's
+ * credential, URL userinfo.
  */
 export function redactCredentials(text: string, target: Pick<ForwardingTarget, 'username' | 'password'>): string {
-  const pair = `${target.username}:${target.password}`;
-  const b64 = Buffer.from(pair).toString('base64');
-  // Longest first: the pair before the password it contains. A very short password alone would
-  // blot out ordinary words, and is then only taken out as part of the pair.
-  const secrets = [pair, b64, b64.replace(/=+$/, ''), Buffer.from(pair).toString('base64url'), target.password.length >= 4 ? target.password : '']
-    .filter((s) => s.length > 0)
-    .sort((a, b) => b.length - a.length);
-  let out = text;
-  for (const s of secrets) out = out.split(s).join(REDACTED);
-  return out
+  if (repeatsCredentials(text, target)) return WITHHELD;
+  return text
     .replace(AUTH_HEADER, (_m, name: string, sep: string) => `${name}${sep}${REDACTED}`)
     .replace(SCHEME_CREDENTIAL, (_m, scheme: string, space: string) => `${scheme}${space}${REDACTED}`)
     .replace(URL_USERINFO, (_m, scheme: string) => `${scheme}${REDACTED}@`);

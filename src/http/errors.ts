@@ -17,10 +17,17 @@ export class HttpRefusal extends Error {
   }
 }
 
+/**
+ * Seconds a client told 503 by the storage (unreachable, or its disk full) should wait: long
+ * enough not to hammer a database that is recovering, short enough for a retry to find it back.
+ */
+const UNAVAILABLE_RETRY_AFTER = '5';
+
 /** Known errors become their status; anything else is a 500 whose details stay in the log. */
 export function errorResponse(err: unknown): XapiResponse {
   if (err instanceof LrsError) {
-    return json(err.status, err.issues ? { detail: err.issues } : { detail: err.message });
+    const headers: Record<string, string> = err.kind === 'unavailable' ? { 'retry-after': UNAVAILABLE_RETRY_AFTER } : {};
+    return json(err.status, err.issues ? { detail: err.issues } : { detail: err.message }, headers);
   }
   if (err instanceof HttpRefusal) return json(err.status, { detail: err.message }, err.headers);
   return json(500, { detail: 'internal server error' });

@@ -79,13 +79,24 @@ function nextDelimiter(body: Buffer, lfDash: Buffer, from: number): Delimiter | 
 }
 
 /**
- * Longest header block of a part. An attachment part needs three short headers; without a bound, a
- * part with no blank line would have all its bytes decoded and split as header lines.
+ * Longest header block of a part. An attachment part needs three short headers (Content-Type,
+ * Content-Transfer-Encoding, X-Experience-API-Hash: about 200 bytes); without a bound, a part
+ * with no blank line would have all its bytes decoded and split as header lines.
  */
-export const MAX_PART_HEADER_BYTES = 16 * 1024;
+export const MAX_PART_HEADER_BYTES = 4 * 1024;
+
+/**
+ * Most header fields in one part. Each field costs a property and two strings, many times its
+ * bytes: parts each with thousands of tiny distinct fields made 60 MB of body 1.1 GB of heap.
+ */
+export const MAX_PART_HEADER_FIELDS = 16;
+
+/** Longest boundary RFC 2046 §5.1.1 allows ("boundary := 0*69<bchars> bcharsnospace"). */
+export const MAX_BOUNDARY_LENGTH = 70;
 
 function parseHeaders(block: string, partNumber: number): Record<string, string> {
-  const headers: Record<string, string> = {};
+  // A Map, then own properties: a header named "constructor" or "__proto__" is a header like any other.
+  const headers = new Map<string, string>();
   const lines = block.split(/\r?\n/);
   let last: string | undefined;
   for (const line of lines) {
@@ -95,7 +106,8 @@ function parseHeaders(block: string, partNumber: number): Record<string, string>
       // never re-trimmed: trimming the whole value each time made many folded lines quadratic)
       if (last === undefined) throw bad(`multipart part ${partNumber}: malformed headers (continuation line with no header)`);
       const piece = line.trim();
-      if (piece) headers[last] = headers[last] ? `${headers[last]} ${piece}` : piece;
+      const value = headers.get(last)!;
+      if (piece) headers.set(last, value ? `${value} ${piece}` : piece);
       continue;
     }
     const colon = line.indexOf(':');
@@ -105,15 +117,24 @@ function parseHeaders(block: string, partNumber: number): Record<string, string>
       throw bad(`multipart part ${partNumber}: malformed header line ${JSON.stringify(shown)} (expected "Name: value")`);
     }
     const key = name.toLowerCase();
-    if (key in headers) throw bad(`multipart part ${partNumber}: duplicate ${name} header`);
-    headers[key] = line.slice(colon + 1).trim();
+    if (headers.has(key)) throw bad(`multipart part ${partNumber}: duplicate ${name} header`);
+    if (headers.size === MAX_PART_HEADER_FIELDS) {
+      throw bad(`multipart part ${partNumber}: more than ${MAX_PART_HEADER_FIELDS} header fields (an xAPI part needs Content-Type, Content-Transfer-Encoding and X-Experience-API-Hash)`);
+    }
+    headers.set(key, line.slice(colon + 1).trim());
     last = key;
   }
-  return headers;
+  return Object.fromEntries(headers);
+}
+
+/** Header bytes a request's parts may still use (see `maxHeaderBytes`). */
+interface HeaderBudget {
+  left: number;
+  readonly total: number;
 }
 
 /** Splits a part (the bytes between two delimiters) into its headers and its body. */
-function parsePart(body: Buffer, start: number, end: number, partNumber: number): MultipartPart {
+function parsePart(body: Buffer, start: number, end: number, partNumber: number, budget: HeaderBudget): MultipartPart {
   // No headers at all: the part begins with the blank line (RFC 2046: "MIME-part-headers [CRLF *OCTET]").
   if (body[start] === CR && body[start + 1] === LF && start + 1 < end) {
     return { headers: {}, body: body.subarray(start + 2, end) };
@@ -142,6 +163,10 @@ function parsePart(body: Buffer, start: number, end: number, partNumber: number)
   if (headerEnd > MAX_PART_HEADER_BYTES) {
     throw bad(`multipart part ${partNumber}: its headers are longer than ${MAX_PART_HEADER_BYTES} bytes (or the blank line that ends them is missing)`);
   }
+  budget.left -= headerEnd;
+  if (budget.left < 0) {
+    throw bad(`multipart part ${partNumber}: the parts' headers come to more than ${budget.total} bytes in all, more than a statement request needs`);
+  }
   const headers = parseHeaders(part.toString('latin1', 0, headerEnd), partNumber);
   return { headers, body: part.subarray(bodyStart) };
 }
@@ -153,10 +178,19 @@ function parsePart(body: Buffer, start: number, end: number, partNumber: number)
  * multipart/mixed or has no boundary, when no delimiter is found, when the close delimiter is
  * missing, when a part's headers are malformed, when there is no part, and as soon as there are
  * more than `maxParts` parts (each part costs its bookkeeping and, for attachments, a hash: a
- * body of millions of empty parts is refused at the first one too many).
+ * body of millions of empty parts is refused at the first one too many), and when the header
+ * blocks of all parts together exceed `maxHeaderBytes` (each is already at most
+ * MAX_PART_HEADER_BYTES and MAX_PART_HEADER_FIELDS).
+ *
+ * The boundary must be 1 to 70 characters (RFC 2046 §5.1.1): the delimiter is looked for with
+ * `Buffer.indexOf`, whose time grows with the needle's length on bodies of near-delimiters (an
+ * 8,000-character boundary took 45 s over 20 MB; at 70 it is linear in practice, ≈ 5 ns a byte
+ * at worst). Its characters are not checked beyond line breaks: a client's odd but harmless
+ * boundary is accepted.
  */
-export function parseMultipartMixed(contentType: string, body: Buffer, opts: { maxParts?: number } = {}): MultipartPart[] {
+export function parseMultipartMixed(contentType: string, body: Buffer, opts: { maxParts?: number; maxHeaderBytes?: number } = {}): MultipartPart[] {
   const maxParts = opts.maxParts ?? Infinity;
+  const budget: HeaderBudget = { left: opts.maxHeaderBytes ?? Infinity, total: opts.maxHeaderBytes ?? Infinity };
   const { mediaType, params } = parseContentType(contentType);
   if (mediaType === 'multipart/form-data') {
     throw bad('Content-Type multipart/form-data is not supported: xAPI attachments are sent as multipart/mixed');
@@ -167,6 +201,10 @@ export function parseMultipartMixed(contentType: string, body: Buffer, opts: { m
   const boundary = params['boundary'];
   if (boundary === undefined || boundary === '') {
     throw bad('multipart/mixed Content-Type has no boundary parameter');
+  }
+  if (boundary.length > MAX_BOUNDARY_LENGTH) {
+    // Not echoed: it may be kilobytes.
+    throw bad(`multipart/mixed boundary is ${boundary.length} characters long; RFC 2046 §5.1.1 allows at most ${MAX_BOUNDARY_LENGTH}`);
   }
   if (/[\r\n]/.test(boundary)) throw bad('multipart/mixed boundary contains a line break');
 
@@ -202,7 +240,7 @@ export function parseMultipartMixed(contentType: string, body: Buffer, opts: { m
     if (next === undefined) {
       throw bad(`multipart body has no closing delimiter "--${boundary}--"`);
     }
-    parts.push(parsePart(body, current.end, next.start, parts.length + 1));
+    parts.push(parsePart(body, current.end, next.start, parts.length + 1, budget));
     current = next;
   }
   if (parts.length === 0) throw bad('multipart body contains no parts');

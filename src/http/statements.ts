@@ -58,7 +58,9 @@ function readBody(req: XapiRequest, version: XapiVersion, deps: Pick<StatementDe
   const ct = mediaTypeOf(contentType);
   if (ct === 'application/json') return { value: parseJson(checkCounts(req.body, deps, req), version), parts: new Map() };
   if (ct.startsWith('multipart/')) {
-    const parts = parseMultipartMixed(contentType!, req.body ?? Buffer.alloc(0), { maxParts: 1 + 2 * deps.maxStatements });
+    // Header bytes: 512 a part on average (an attachment part's three headers take about 200).
+    const maxParts = 1 + 2 * deps.maxStatements;
+    const parts = parseMultipartMixed(contentType!, req.body ?? Buffer.alloc(0), { maxParts, maxHeaderBytes: 512 * maxParts });
     const { json: first, attachments } = statementParts(parts);
     return { value: parseJson(checkCounts(first, deps, req), version), parts: attachments };
   }

@@ -5,10 +5,13 @@
  */
 import { ValidationFailed } from '../errors.ts';
 import { type AttachmentBlob, type AttachmentPart, attachmentBlobs, matchAttachments } from './attachments.ts';
-import { verifySignedStatement } from './signature.ts';
+import { type CheckedSignatures, verifySignedStatement } from './signature.ts';
 import type { Statement } from './types.ts';
 import { validateStatements } from './validate.ts';
 import type { XapiVersion } from './versions.ts';
+
+/** Longest run of signature checks before the event loop is given back. */
+const TURN_MS = 20;
 
 /** What a PUT/POST carries: the statements as sent and the attachment data, by lower-case sha2. */
 export interface Received {
@@ -32,8 +35,16 @@ export async function acceptStatements(received: Received, version: XapiVersion,
     statements[0] = { ...statements[0], id };
   }
   matchAttachments(statements, received.parts);
+  // Each JWS is checked once for the whole request, whichever statements declare it.
+  const checked: CheckedSignatures = new Map();
+  let turn = performance.now();
   for (let i = 0; i < statements.length; i++) {
-    const signedId = await verifySignedStatement(statements[i], received.parts, version);
+    // Decoding and comparing signed payloads is work on the event loop: given back every TURN_MS.
+    if (performance.now() - turn > TURN_MS) {
+      await new Promise((resolve) => setImmediate(resolve));
+      turn = performance.now();
+    }
+    const signedId = await verifySignedStatement(statements[i], received.parts, version, checked);
     // Sent without an id, a signed statement is stored under the id it was signed with.
     if (signedId !== undefined && statements[i].id === undefined) statements[i] = { ...statements[i], id: signedId };
   }

@@ -71,10 +71,11 @@ export const etagOf = (content: Buffer): string => `"${createHash('sha1').update
 
 /**
  * A JSON document's text, strictly: JSON is UTF-8 (RFC 8259 §8.1), and a lenient decode would
- * store (or merge into the stored document) U+FFFD in place of the client's bytes. A BOM is kept,
- * as before (JSON.parse then refuses it).
+ * store (or merge into the stored document) U+FFFD in place of the client's bytes. A leading BOM
+ * is dropped from the text, as from statement bodies (§8.1 lets a parser ignore it); the stored
+ * bytes keep it, and a merge, which writes the document anew, writes none.
  */
-const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
+const UTF8 = new TextDecoder('utf-8', { fatal: true });
 
 function jsonText(content: Buffer, what: string): string {
   try {

@@ -1,6 +1,7 @@
 /**
  * Statement bodies as JSON: strict UTF-8 (Communication §1.4; a leading BOM is dropped, RFC 8259
- * §8.1) and, under 2.0, no property twice in one object (9274.1.1 §4.2.1: "a Statement MUST NOT
+ * §8.1), no string holding an unpaired surrogate escape (`"\udfff"`: see `unpairedSurrogate`)
+ * and, under 2.0, no property twice in one object (9274.1.1 §4.2.1: "a Statement MUST NOT
  * contain the same property more than once"). JSON.parse keeps the last of duplicate keys
  * silently, so they are found by a scan of the text that JSON.parse has just accepted.
  */
@@ -25,12 +26,73 @@ export function parseJson(body: Buffer | undefined, version: XapiVersion): unkno
   } catch (err) {
     throw new ValidationFailed([{ loc: ['body'], msg: `malformed JSON: ${(err as Error).message}`, type: 'value_error.jsondecode' }]);
   }
+  const lone = unpairedSurrogate(text, value);
+  if (lone) throw new ValidationFailed([{ loc: ['body', ...lone.path], msg: surrogateMessage(lone), type: 'value_error.surrogate' }]);
   if (is2(version)) {
     const dup = duplicateKey(text);
     if (dup) throw new ValidationFailed([{ loc: ['body', ...dup.path], msg: `the property "${dup.key}" appears more than once in one object`, type: 'value_error.duplicate_key' }]);
   }
   return value;
 }
+
+/** A `\uD800`-`\uDFFF` escape: JSON text that decoded as UTF-8 can only hold a surrogate this way. */
+const SURROGATE_ESCAPE = /\\u[dD][89a-fA-F][0-9a-fA-F]{2}/;
+
+/** Most steps of a path a 400 names. */
+const REPORTED_DEPTH = 64;
+
+/** String.prototype.isWellFormed (ES2024, in every Node this runs on; the compiler targets ES2023). */
+const wellFormed = (s: string): boolean => (s as string & { isWellFormed(): boolean }).isWellFormed();
+
+/** Where {@link unpairedSurrogate} found one: the path to the string, or to the key holding it. */
+export interface SurrogateAt {
+  path: (string | number)[];
+  key: boolean;
+}
+
+/**
+ * The first string of `value` (keys included) holding an unpaired UTF-16 surrogate, which only a
+ * `\uD800`-`\uDFFF` escape in `text` (the JSON `value` was parsed from) can produce: such a string
+ * is valid JSON but no Unicode text (RFC 8259 §8.2), and once encoded as UTF-8 (by SQLite, by
+ * PostgreSQL's driver) it becomes U+FFFD or is refused, so two distinct identifiers would merge
+ * or a statement fail to store. Text without such an escape is not walked. The walk keeps a stack
+ * of its own (any nesting JSON.parse accepts) and builds a path only for what it reports.
+ */
+export function unpairedSurrogate(text: string, value: unknown): SurrogateAt | undefined {
+  if (!SURROGATE_ESCAPE.test(text)) return undefined;
+  interface Step {
+    value: unknown;
+    up?: Step;
+    at?: string | number;
+  }
+  // Leaf to root, then reversed; a path deeper than REPORTED_DEPTH is cut short (the 400 stays short).
+  const pathOf = (step: Step, last?: string): (string | number)[] => {
+    const path: (string | number)[] = last === undefined ? [] : [last];
+    for (let s: Step | undefined = step; s?.at !== undefined; s = s.up) path.push(s.at);
+    path.reverse();
+    return path.length > REPORTED_DEPTH ? [...path.slice(0, REPORTED_DEPTH), '…'] : path;
+  };
+  const stack: Step[] = [{ value }];
+  while (stack.length > 0) {
+    const step = stack.pop()!;
+    const v = step.value;
+    if (typeof v === 'string') {
+      if (!wellFormed(v)) return { path: pathOf(step), key: false };
+    } else if (Array.isArray(v)) {
+      for (let i = v.length - 1; i >= 0; i--) stack.push({ value: v[i], up: step, at: i });
+    } else if (v !== null && typeof v === 'object') {
+      const keys = Object.keys(v);
+      const bad = keys.find((k) => !wellFormed(k));
+      if (bad !== undefined) return { path: pathOf(step, bad), key: true };
+      for (let i = keys.length - 1; i >= 0; i--) stack.push({ value: (v as Record<string, unknown>)[keys[i]!], up: step, at: keys[i]! });
+    }
+  }
+  return undefined;
+}
+
+/** The problem {@link unpairedSurrogate} found, in words. */
+export const surrogateMessage = (at: SurrogateAt): string =>
+  `${at.key ? 'this property name' : 'this string'} holds an unpaired UTF-16 surrogate (a \\uD800-\\uDFFF escape not part of a pair), which is no Unicode character`;
 
 /** What {@link countJson} found; `over` names the limit passed, where counting stopped. */
 export interface JsonCount {

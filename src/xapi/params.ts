@@ -5,6 +5,7 @@
  * table, so the two cannot disagree.
  */
 import { ValidationFailed, type ValidationIssue } from '../errors.ts';
+import { surrogateMessage, unpairedSurrogate } from './json.ts';
 import type { Actor } from './types.ts';
 import { isIri, isUuid, parseTimestamp, timestampOutOfRange, validateAgentParam } from './validate.ts';
 
@@ -172,6 +173,11 @@ export function parseParamValue(spec: ParamSpec, raw: string, issues: Validation
         value = JSON.parse(raw);
       } catch {
         return bad(`must be an Agent as JSON${spec.agentOnly ? '' : ' (or an identified Group)'}`, 'value_error.json');
+      }
+      const lone = unpairedSurrogate(raw, value);
+      if (lone) {
+        issues.push({ loc: [...loc, ...lone.path], msg: surrogateMessage(lone), type: 'value_error.surrogate' });
+        return undefined;
       }
       const before = issues.length;
       const actor = validateAgentParam(value, loc, issues);

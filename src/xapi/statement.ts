@@ -292,8 +292,20 @@ type Json = Record<string, unknown>;
  * finer durations, so a statement re-sent or signed with more digits is the same statement).
  */
 export function statementDifference(a: Json, b: Json, version: XapiVersion): string | undefined {
-  const x = normalizeStatement(a, false, version);
-  const y = normalizeStatement(b, false, version);
+  return comparedDifference(comparable(a, version), comparable(b, version));
+}
+
+/**
+ * A statement as {@link statementDifference} compares it, for comparing one statement with many
+ * (a signed payload with every statement declaring it): normalizing costs up to the statement's
+ * size (a Group's members are sorted), comparing two normalized ones stops at the first difference.
+ */
+export const comparable = (statement: Json, version: XapiVersion): Json => normalizeStatement(statement, false, version);
+
+/** {@link statementDifference} of two {@link comparable} statements (neither is changed). */
+export function comparedDifference(a: Json, b: Json): string | undefined {
+  const x = { ...a };
+  const y = { ...b };
   // b1: id, timestamp and version may be assigned by the LRS when absent.
   for (const key of ['id', 'timestamp', 'version']) {
     if (x[key] === undefined || y[key] === undefined) {

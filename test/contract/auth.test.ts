@@ -1,8 +1,10 @@
 /** HTTP Basic auth, /whoami and the heartbeats, through HTTP, on every backend. */
 import assert from 'node:assert/strict';
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { Writable } from 'node:stream';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN, BACKENDS, basic, credentialEntries, OTHER, startTestLrs, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { createLogger } from '../../src/log.ts';
+import { ADMIN, BACKENDS, basic, credentialEntries, OTHER, sqliteBackend, startTestLrs, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 
 /** Made by Python (the `crypt` module, as Ralph's bcrypt does): password "s3cret", cost 12. */
 const RALPH_HASH = '$2b$12$ClNueXjcfkD2Uof5P9.1Tu46AiimdcDwpmrb6ZwMVCjRprTicKwkC';
@@ -148,3 +150,25 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+test('a credentials file with a control character in a username loads with a warning naming the entry; every user signs in (review of issue 27, item 12)', async () => {
+  // As for ":": the entry is kept (one odd user must not lock out the others), and told.
+  const lines: string[] = [];
+  const sink = new Writable({
+    write(chunk: Buffer, _enc, done) {
+      lines.push(chunk.toString());
+      done();
+    },
+  });
+  const odd: TestUser = { ...OTHER, username: 'line\nbreak' };
+  const t = await startTestLrs(sqliteBackend, { users: [ADMIN, odd], logger: createLogger('warn', sink) });
+  try {
+    assert.equal((await t.fetch('/whoami')).status, 200);
+    assert.equal((await t.fetch('/whoami', { user: odd })).status, 200);
+    const warnings = lines.map((l) => JSON.parse(l) as { level: number; msg: string }).filter((l) => l.level === 40);
+    assert.equal(warnings.length, 1, lines.join(''));
+    assert.match(warnings[0]!.msg, /auth\.json: entry 1 \("line\\nbreak"\): the username contains the control character U\+000A, which HTTP Basic authentication does not allow/);
+  } finally {
+    await t.close();
+  }
+});

@@ -3,9 +3,10 @@
  * (xAPI-Data §2.6), through HTTP, on every backend.
  */
 import assert from 'node:assert/strict';
-import { createHash, randomUUID } from 'node:crypto';
+import crypto, { createHash, createPrivateKey, randomUUID, sign as cryptoSign, type JsonWebKey } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { after, before, describe, test } from 'node:test';
+import { syncBuiltinESMExports } from 'node:module';
+import { after, before, describe, mock, test } from 'node:test';
 import { CompactSign, generateKeyPair, importPKCS8 } from 'jose';
 import { parseMultipartMixed } from '../../src/http/multipart.ts';
 import { BACKENDS, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
@@ -388,6 +389,67 @@ for (const backend of BACKENDS) {
         assert.equal((await t.fetch(`/xAPI/statements?statementId=${s.id as string}`)).status, 404);
       });
     }
+
+    /** A JWS of `payload` signed with a private JWK, its certificate in x5c (node:crypto: jose refuses odd keys). */
+    function signWithJwk(payload: unknown, key: { jwk: JsonWebKey; x5c: string }): string {
+      const encode = (value: unknown) => Buffer.from(JSON.stringify(value)).toString('base64url');
+      const input = `${encode({ alg: 'RS256', x5c: [key.x5c] })}.${encode(payload)}`;
+      return `${input}.${cryptoSign('sha256', Buffer.from(input), createPrivateKey({ key: key.jwk, format: 'jwk' })).toString('base64url')}`;
+    }
+
+    test('review item 2: an x5c key with an outsized exponent or modulus is a 400 naming the bound; a 33-bit exponent verifies', async () => {
+      // The review's key: RSA-3072 with an exponent nearly as long (OpenSSL bounds exponents only
+      // above 3,072 bits), 6 ms a verification.
+      const keys = JSON.parse(fixture('odd-keys.json')) as Record<string, { jwk: JsonWebKey; x5c: string }>;
+      const cases: [string, RegExp | undefined][] = [
+        ['3072-bit modulus, exponent nearly as long', /RSA key has a 30\d\d-bit public exponent; this LRS verifies keys whose exponent is odd and from 3 to 2\^33 - 1/],
+        ['34-bit exponent', /RSA key has a 34-bit public exponent/],
+        ['8200-bit modulus', /RSA key has a 8200-bit modulus; this LRS verifies keys of at most 8192 bits/],
+        ['33-bit exponent', undefined],
+      ];
+      for (const [name, refusal] of cases) {
+        const s = statement({ id: randomUUID() });
+        const res = await t.fetch('/xAPI/statements', multipartInit('POST', signed(s, signWithJwk(s, keys[name]!))));
+        if (refusal === undefined) {
+          assert.equal(res.status, 200, `${name}: ${await res.clone().text()}`);
+          continue;
+        }
+        assert.equal(res.status, 400, name);
+        assert.match((await res.json()).detail, new RegExp(`^attachments\\[0\\] \\(signature\\): the x5c certificate's ${refusal.source}`), name);
+        assert.equal((await t.fetch(`/xAPI/statements?statementId=${s.id as string}`)).status, 404);
+      }
+    });
+
+    test('review item 2: a JWS declared 2,000 times by one statement, and by each statement of a batch, is verified once', async () => {
+      // Counted on node:crypto's verify, which the server (in this process) calls per verification.
+      const verify = mock.method(crypto, 'verify');
+      syncBuiltinESMExports();
+      try {
+        const id = randomUUID();
+        const s = statement({ id });
+        const jws = await sign(s);
+        const sig = attachment(jws, { usageType: SIGNATURE, contentType: 'application/octet-stream', display: { 'en-US': 'Signature' } });
+        const part = dataPart(jws, { 'Content-Type': 'application/octet-stream' });
+        const res = await t.fetch('/xAPI/statements', multipartInit('POST', [jsonPart({ ...s, attachments: Array(2_000).fill(sig) }), part]));
+        assert.equal(res.status, 200, await res.clone().text());
+        assert.equal(verify.mock.callCount(), 1, 'one verification for 2,000 declarations');
+        // Statements without an id, all equal to the signed payload: 50 statements, one verification.
+        const anonymous = statement({ timestamp: '2024-05-01T10:00:00.000Z' });
+        const shared = await sign(anonymous);
+        const sharedSig = attachment(shared, { usageType: SIGNATURE, contentType: 'application/octet-stream', display: { 'en-US': 'Signature' } });
+        const batch = await t.fetch('/xAPI/statements', multipartInit('POST', [jsonPart(Array(50).fill({ ...anonymous, attachments: [sharedSig] })), dataPart(shared, { 'Content-Type': 'application/octet-stream' })]));
+        assert.equal(batch.status, 200, await batch.clone().text());
+        assert.equal((await batch.json()).length, 50);
+        assert.equal(verify.mock.callCount(), 2, 'one more verification for the batch');
+        // Each is still compared with its statement: a batch whose second statement differs is refused.
+        const differs = await t.fetch('/xAPI/statements', multipartInit('POST', [jsonPart([{ ...anonymous, attachments: [sharedSig] }, { ...anonymous, result: { success: true }, attachments: [sharedSig] }]), dataPart(shared, { 'Content-Type': 'application/octet-stream' })]));
+        assert.equal(differs.status, 400);
+        assert.match((await differs.json()).detail, /does not match the received statement \(they differ at \$\.result\)/);
+      } finally {
+        verify.mock.restore();
+        syncBuiltinESMExports();
+      }
+    });
 
     test('a signed statement sent as application/json (signature by fileUrl only) is a 400: it cannot be verified', async () => {
       const s = statement({ id: randomUUID() });

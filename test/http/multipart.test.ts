@@ -500,13 +500,38 @@ describe('parseMultipartMixed: bounded work (issue 27, item 6)', () => {
     rejects400(() => parseMultipartMixed(CT, parts(6).subarray(0, -10), { maxParts: 5 }), /more than 5 parts/);
   });
 
-  it('a part\'s header block is bounded (16 KiB), and folded lines within it are joined', () => {
-    const folded = Array.from({ length: 2000 }, (_, i) => ` v${i}`).join('\r\n');
+  it('a part\'s header block is bounded (4 KiB), and folded lines within it are joined', () => {
+    const folded = Array.from({ length: 400 }, (_, i) => ` v${i}`).join('\r\n');
     const [part] = parseMultipartMixed(CT, crlf(`--${B}`, `X-Long: v`, folded, '', 'body', `--${B}--`));
-    assert.equal(part.headers['x-long'], ['v', ...Array.from({ length: 2000 }, (_, i) => `v${i}`)].join(' '));
+    assert.equal(part.headers['x-long'], ['v', ...Array.from({ length: 400 }, (_, i) => `v${i}`)].join(' '));
     // Folded lines past the bound (which took seconds before: each one re-trimmed the whole value).
-    rejects400(() => parseMultipartMixed(CT, crlf(`--${B}`, 'X-Long: v', ' y\r\n'.repeat(80_000), '', 'body', `--${B}--`)), /part 1: its headers are longer than 16384 bytes/);
+    rejects400(() => parseMultipartMixed(CT, crlf(`--${B}`, 'X-Long: v', ' y\r\n'.repeat(80_000), '', 'body', `--${B}--`)), /part 1: its headers are longer than 4096 bytes/);
     // A part with no blank line at all is not read as one huge header block.
-    rejects400(() => parseMultipartMixed(CT, crlf(`--${B}`, `A: ${'x'.repeat(20_000)}`, `--${B}--`)), /headers are longer than 16384 bytes/);
+    rejects400(() => parseMultipartMixed(CT, crlf(`--${B}`, `A: ${'x'.repeat(20_000)}`, `--${B}--`)), /headers are longer than 4096 bytes/);
+  });
+
+  it('a part has at most 16 header fields; "constructor" and "__proto__" are header names like others', () => {
+    const fields = (n: number) => Array.from({ length: n }, (_, i) => `X-${i}: v`);
+    assert.equal(Object.keys(parseMultipartMixed(CT, crlf(`--${B}`, ...fields(16), '', 'body', `--${B}--`))[0].headers).length, 16);
+    rejects400(() => parseMultipartMixed(CT, crlf(`--${B}`, ...fields(17), '', 'body', `--${B}--`)), /part 1: more than 16 header fields/);
+    const [part] = parseMultipartMixed(CT, crlf(`--${B}`, 'Constructor: c', '__proto__: p', '', 'body', `--${B}--`));
+    assert.equal(part.headers['constructor'], 'c');
+    assert.equal(part.headers['__proto__'], 'p');
+  });
+
+  it('refuses the part whose headers take the request past maxHeaderBytes in all', () => {
+    const body = crlf(...[1, 2, 3].flatMap((i) => [`--${B}`, `X-Pad: ${'y'.repeat(93)}`, '', `part ${i}`]), `--${B}--`);
+    assert.equal(parseMultipartMixed(CT, body, { maxHeaderBytes: 300 }).length, 3);
+    rejects400(() => parseMultipartMixed(CT, body, { maxHeaderBytes: 299 }), /^multipart part 3: the parts' headers come to more than 299 bytes in all/);
+  });
+
+  it('refuses a boundary longer than 70 characters (RFC 2046 §5.1.1) without echoing it', () => {
+    const at70 = 'b'.repeat(70);
+    assert.equal(parseMultipartMixed(`multipart/mixed; boundary=${at70}`, crlf(`--${at70}`, '', 'x', `--${at70}--`)).length, 1);
+    const long = 'b'.repeat(8_000);
+    assert.throws(
+      () => parseMultipartMixed(`multipart/mixed; boundary=${long}`, crlf(`--${long}`, '', 'x', `--${long}--`)),
+      (err: LrsError) => err.status === 400 && err.message === 'multipart/mixed boundary is 8000 characters long; RFC 2046 §5.1.1 allows at most 70',
+    );
   });
 });

@@ -71,6 +71,19 @@ describe('lectern import (files)', () => {
     assert.match(again.stderr, /imported 9 statements: 0 stored, 3 already stored, 6 rejected/);
   });
 
+  test('a statement holding a lone surrogate escape is refused as POST refuses it (review of issue 27, item 8)', async () => {
+    const good = JSON.stringify(statement({ id: randomUUID() }));
+    const lone = JSON.stringify(statement({ id: randomUUID(), actor: { mbox: 'mailto:LONE@example.com' } })).replace('LONE', '\\udc80');
+    const file = join(lrs.dir, 'surrogate.ndjson');
+    writeFileSync(file, `${good}\n${lone}\n`);
+    const r = await runCli(lrs, ['import', file]);
+    assert.equal(r.code, 1);
+    assert.match(r.stderr, /imported 2 statements: 1 stored, 0 already stored, 1 rejected/);
+    const [reject] = readFileSync(join(lrs.dir, 'surrogate.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(reject.line, 2);
+    assert.match(reject.error, /^at actor\.mbox: this string holds an unpaired UTF-16 surrogate/);
+  });
+
   test('a gzipped JSON array, with progress lines when stderr is not a terminal', async () => {
     const body = many(600, 'array');
     const file = join(lrs.dir, 'array.json.gz');

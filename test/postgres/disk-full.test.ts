@@ -40,12 +40,16 @@ test('PostgreSQL disk full: 503 with a clear body, the cause logged; writes resu
     const refused = randomUUID();
     const res = await t.fetch('/xAPI/statements', jsonInit('POST', [statement({ id: refused }), statement()]));
     assert.equal(res.status, 503, await res.clone().text());
+    assert.equal(res.headers.get('retry-after'), '5');
     const detail = ((await res.json()) as { detail: string }).detail;
     assert.match(detail, /cannot write to its database .*disk is full.*nothing of this request was stored/);
     assert.doesNotMatch(detail, /base\/16384/, 'no file names for clients');
     const doc = `/xAPI/activities/state?activityId=http://example.com/a&stateId=s&agent=${encodeURIComponent('{"mbox":"mailto:ben@example.com"}')}`;
     assert.equal((await t.fetch(doc, jsonInit('PUT', { page: 1 }))).status, 503);
+    assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', [statement()]))).status, 503);
     const log = lines.join('');
+    // Three refused requests, one line: an outage is not logged once per request.
+    assert.equal(log.match(/PostgreSQL cannot write \(disk full\)/g)?.length, 1, log);
     assert.match(log, /"err":"could not extend file \\"base\/16384\/16385\\": No space left on device \(53100\)".*"msg":"PostgreSQL cannot write \(disk full\)/);
     assert.doesNotMatch(log, /unhandled error/);
     // Reads go on.

@@ -117,6 +117,7 @@ for (const how of DISKS) {
           assert.ok(full, 'the disk filled up');
           assert.ok(acked.size > 0, 'some writes succeeded first');
           assert.equal(full.status, 503, await full.clone().text());
+          assert.equal(full.headers.get('retry-after'), '5');
           assert.match(full.headers.get('content-type') ?? '', /^application\/json/);
           assert.match(((await full.json()) as { detail: string }).detail, /cannot write to its database .*disk is full or failing.*nothing of this request was stored/);
           // Every write is refused alike while the disk is full: statements and documents.

@@ -1,7 +1,7 @@
-/** countJson: what JSON.parse would build, counted on the bytes, stopping at a limit. */
+/** countJson: what JSON.parse would build, counted on the bytes, stopping at a limit; unpairedSurrogate. */
 import assert from 'node:assert/strict';
-import { test } from 'node:test';
-import { countJson } from '../../src/xapi/json.ts';
+import { describe, it, test } from 'node:test';
+import { countJson, unpairedSurrogate } from '../../src/xapi/json.ts';
 
 const NO_LIMIT = { maxItems: Infinity, maxValues: Infinity };
 const count = (text: string, limits = NO_LIMIT) => countJson(Buffer.from(text, 'utf8'), limits);
@@ -49,4 +49,22 @@ test('malformed text is counted as far as it resembles JSON, without throwing', 
     assert.doesNotThrow(() => count(text), text);
   }
   assert.equal(count('').items, 0);
+});
+
+describe('unpairedSurrogate (review of issue 27, item 8)', () => {
+  const at = (text: string) => unpairedSurrogate(text, JSON.parse(text));
+  it('finds a lone high or low surrogate in a string or a key, with its path', () => {
+    assert.deepEqual(at('{"a":[1,{"b":"x\\udfffy"}]}'), { path: ['a', 1, 'b'], key: false });
+    assert.deepEqual(at('{"a":{"\\uD800":1}}'), { path: ['a', '\ud800'], key: true });
+    assert.deepEqual(at('"\\ud800\\ud800\\udc00"'), { path: [], key: false });
+  });
+  it('accepts pairs, escaped backslashes and text without any surrogate escape', () => {
+    for (const text of ['{"a":"\\ud83d\\ude00"}', '{"a":"\\\\udfff"}', '{"\\u00e9":"\\uffff"}', '[1,2]']) assert.equal(at(text), undefined, text);
+  });
+  it('walks any nesting without recursion and names at most 64 steps', () => {
+    const n = 100_000;
+    const found = at(`${'['.repeat(n)}"\\udfff"${']'.repeat(n)}`);
+    assert.equal(found?.path.length, 65);
+    assert.equal(found?.path[64], '…');
+  });
 });

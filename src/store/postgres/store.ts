@@ -516,6 +516,9 @@ interface InsertQueue {
 /** A group stops growing here (a single larger request still goes, alone). */
 const GROUP_MAX_STATEMENTS = 2000;
 
+/** Least time between two log lines about the same outage (each refused request is not a line of its own). */
+const OUTAGE_LOG_INTERVAL_MS = 60_000;
+
 export class PostgresStore implements Store {
   readonly backend = 'postgres';
   readonly outbox: PostgresOutbox;
@@ -576,18 +579,36 @@ export class PostgresStore implements Store {
     return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
   }
 
-  /** Runs `fn`, turning connection failures and a full disk into 503s (and logging their cause once here). */
+  /**
+   * Runs `fn`, turning connection failures and a full disk into 503s. Their cause is logged here,
+   * at most once a minute for each kind (not once per refused request), with how many requests
+   * the failure refused since it was last logged.
+   */
   private async guard<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (err) {
       const mapped = toLrsError(err);
-      if (mapped !== err) {
-        if (isDiskFull(err)) this.opts.logger?.error({ err: describe(err) }, 'PostgreSQL cannot write (disk full): writes are answered 503 until it can');
-        else this.opts.logger?.warn({ err: describe(err) }, 'PostgreSQL is unavailable');
-      }
+      if (mapped !== err) this.outageSeen(err);
       throw mapped;
     }
+  }
+
+  /** Per kind of failure: when it was last logged, and the requests it refused since. */
+  private readonly outages = new Map<'disk full' | 'unavailable', { loggedMs: number; refused: number }>();
+
+  private outageSeen(err: unknown): void {
+    const kind = isDiskFull(err) ? 'disk full' : 'unavailable';
+    let o = this.outages.get(kind);
+    if (!o) this.outages.set(kind, (o = { loggedMs: -Infinity, refused: 0 }));
+    o.refused++;
+    const now = Date.now();
+    if (now - o.loggedMs < OUTAGE_LOG_INTERVAL_MS) return;
+    const fields = { err: describe(err), refused: o.refused };
+    o.loggedMs = now;
+    o.refused = 0;
+    if (kind === 'disk full') this.opts.logger?.error(fields, 'PostgreSQL cannot write (disk full): writes are answered 503 until it can');
+    else this.opts.logger?.warn(fields, 'PostgreSQL is unavailable');
   }
 
   private query<R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string): Promise<pg.QueryResult<R>> {
