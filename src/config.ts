@@ -205,7 +205,7 @@ export const SETTINGS = {
   authBcryptConcurrency: {
     name: 'LECTERN_AUTH_BCRYPT_CONCURRENCY',
     default: '2',
-    help: 'Password checks (bcrypt) run at once per server process; the others wait, in turns by client address (addresses without a recent failure first). bcrypt runs on libuv\'s thread pool (UV_THREADPOOL_SIZE, 4 by default), which file I/O shares.',
+    help: 'Password checks (bcrypt) run at once per server process; the others wait, in turns by client address (addresses without a recent failure first; when the queue is full, such an address takes the place of one that failed). bcrypt runs on libuv\'s thread pool (UV_THREADPOOL_SIZE, 4 by default), which file I/O shares.',
     parse: int(1, 1024),
   },
   authMaxFailures: {
@@ -235,7 +235,13 @@ export const SETTINGS = {
   maxBodiesInFlight: {
     name: 'LECTERN_MAX_BODIES_IN_FLIGHT',
     default: '',
-    help: 'Bytes of request bodies a server process holds at once (a body counts by its Content-Length from before it is read, else as it arrives, until its request is answered); a request that would go beyond gets 503 with Retry-After. Empty: 4 × LECTERN_MAX_REQUEST_SIZE.',
+    help: 'Bytes of request bodies a server process holds at once, with an estimate of the parsed size of the JSON they carry: a body counts by the bytes that arrived (a Content-Length that cannot fit in what is free is refused before reading), its parsed estimate once counted, until its request is answered; a request that would go beyond gets 503 with Retry-After. Empty: 4 × LECTERN_MAX_REQUEST_SIZE.',
+    parse: (raw: string, name: string) => (raw.trim() === '' ? undefined : int(1024)(raw, name)),
+  },
+  maxBodiesInFlightPerUser: {
+    name: 'LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER',
+    default: '',
+    help: 'Bytes of LECTERN_MAX_BODIES_IN_FLIGHT the requests of one user (of one store) may hold at once; beyond, 503 with Retry-After, so that one user cannot keep the others out. Empty: half of LECTERN_MAX_BODIES_IN_FLIGHT, and never less than LECTERN_MAX_REQUEST_SIZE.',
     parse: (raw: string, name: string) => (raw.trim() === '' ? undefined : int(1024)(raw, name)),
   },
   requestBodyTimeout: {
@@ -243,6 +249,12 @@ export const SETTINGS = {
     default: '30',
     help: 'Seconds a request body being read may go without a byte arriving before the request gets 408 and its connection is closed (a stalled client gives back its share of LECTERN_MAX_BODIES_IN_FLIGHT). Only while the body is read: the work done with it is not limited.',
     parse: num(1, 3600),
+  },
+  requestBodyMinRate: {
+    name: 'LECTERN_REQUEST_BODY_MIN_RATE',
+    default: '240',
+    help: 'Least average bytes per second a request body must arrive at once it has been read for LECTERN_REQUEST_BODY_TIMEOUT seconds; slower ones get 408 and their connection is closed (a client trickling a large body cannot keep its connection for minutes). 0: no minimum.',
+    parse: int(0, 1_000_000_000),
   },
   maxDocumentSize: {
     name: 'LECTERN_MAX_DOCUMENT_SIZE',
@@ -532,6 +544,9 @@ export function loadConfig(
   if (config.maxBodiesInFlight !== undefined && config.maxBodiesInFlight < config.maxRequestSize) {
     throw new ConfigError(`LECTERN_MAX_BODIES_IN_FLIGHT (${config.maxBodiesInFlight}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`);
   }
+  if (config.maxBodiesInFlightPerUser !== undefined && config.maxBodiesInFlightPerUser < config.maxRequestSize) {
+    throw new ConfigError(`LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER (${config.maxBodiesInFlightPerUser}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`);
+  }
   if (authBackends(config).includes('oidc') && !config.oidcIssuerUri) {
     throw new ConfigError('LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI is required when the oidc authentication backend is enabled');
   }
@@ -544,6 +559,10 @@ export const sqliteWriterThread = (config: Pick<Config, 'backend' | 'sqliteWrite
 
 /** Bytes of request bodies a process holds at once: LECTERN_MAX_BODIES_IN_FLIGHT, by default 4 largest requests. */
 export const bodiesInFlight = (config: Pick<Config, 'maxBodiesInFlight' | 'maxRequestSize'>): number => config.maxBodiesInFlight ?? 4 * config.maxRequestSize;
+
+/** Bytes of the bodies in flight one user's requests may hold: LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER, by default half of them. */
+export const bodiesInFlightPerUser = (config: Pick<Config, 'maxBodiesInFlight' | 'maxBodiesInFlightPerUser' | 'maxRequestSize'>): number =>
+  Math.min(bodiesInFlight(config), config.maxBodiesInFlightPerUser ?? Math.max(config.maxRequestSize, Math.floor(bodiesInFlight(config) / 2)));
 
 /** The authentication backends in force: LECTERN_RUNSERVER_AUTH_BACKEND (the service description's name) when set, else ..._BACKENDS. */
 export const authBackends = (config: Pick<Config, 'authBackend' | 'authBackends'>): ('basic' | 'oidc')[] =>

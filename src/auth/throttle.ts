@@ -4,8 +4,10 @@
  * users kept a real user's first sign-in waiting 8-11 s. Here at most `concurrency` checks run at
  * once; the others wait in one queue per client address, served round-robin, addresses without a
  * recent failure first (a real user's check starts as soon as a running one ends, however many an
- * attacker has queued). The queues are bounded (429 for one address, 503 in all), and an address
- * that failed `maxFailures` times within the window gets 429 without any bcrypt until it ends.
+ * attacker has queued). The queues are bounded (429 for one address, 503 in all: when full, a check
+ * from an address without a recent failure takes the place of the newest one waiting from an
+ * address with some, so failing addresses cannot fill it against the others), and an address that
+ * failed `maxFailures` times within the window gets 429 without any bcrypt until it ends.
  */
 import { LRUCache } from 'lru-cache';
 
@@ -20,7 +22,7 @@ export interface ThrottleOptions {
 
 /** Checks one address may have waiting or running; beyond, 429. */
 export const ADDRESS_CHECKS = 8;
-/** Checks waiting in all; beyond, 503 (at cost 12, 64 checks on two threads are ≈ 8 s of work). */
+/** Checks waiting in all; beyond, 503 (at cost 12, 64 checks on two threads are ≈ 8 s of work), but see `evictFailing`. */
 export const QUEUED_CHECKS = 64;
 /** Addresses whose failures are remembered (least recently failed forgotten first): bounded memory. */
 const REMEMBERED_ADDRESSES = 100_000;
@@ -61,14 +63,21 @@ export function clientKey(address: string): string {
     .join(':')}::/64`;
 }
 
+const busyRefusal = () => new CheckRefused(503, 1, 'the server is checking as many credentials as it can; try again shortly');
+
 interface Waiting {
+  /** Order of arrival: the newest waiting check of a failing address is the first given up. */
+  seq: number;
   start(): void;
+  /** Refuses it (503) without running it, to make room for a check from a clean address. */
+  evict(): void;
 }
 
 export class CheckThrottle {
   private readonly opts: ThrottleOptions;
   private running = 0;
   private waiting = 0;
+  private arrivals = 0;
   /** Per address, its waiting checks; the map's order is the round-robin order. */
   private readonly queues = new Map<string, Waiting[]>();
   /** Per address, its checks waiting or running. */
@@ -105,12 +114,24 @@ export class CheckThrottle {
     if (mine >= ADDRESS_CHECKS) {
       return Promise.reject(new CheckRefused(429, 1, `too many credential checks from this address at once (${ADDRESS_CHECKS}); try again shortly`));
     }
-    if (this.running >= this.opts.concurrency && this.waiting >= QUEUED_CHECKS) {
-      return Promise.reject(new CheckRefused(503, 1, 'the server is checking as many credentials as it can; try again shortly'));
+    // The queue is full: a clean address's check takes the place of a failing address's newest
+    // one, so that addresses which keep failing cannot keep every other client out.
+    if (this.running >= this.opts.concurrency && this.waiting >= QUEUED_CHECKS && (this.failures.has(key) || !this.evictFailing())) {
+      return Promise.reject(busyRefusal());
     }
     this.active.set(key, mine + 1);
+    const done = () => {
+      const left = (this.active.get(key) ?? 1) - 1;
+      if (left) this.active.set(key, left);
+      else this.active.delete(key);
+    };
     return new Promise<T>((resolve, reject) => {
       const job: Waiting = {
+        seq: this.arrivals++,
+        evict: () => {
+          done();
+          reject(busyRefusal());
+        },
         start: () => {
           this.running++;
           let settled: Promise<T>;
@@ -121,9 +142,7 @@ export class CheckThrottle {
           }
           settled.then(resolve, reject).finally(() => {
             this.running--;
-            const left = (this.active.get(key) ?? 1) - 1;
-            if (left) this.active.set(key, left);
-            else this.active.delete(key);
+            done();
             this.next();
           });
         },
@@ -134,6 +153,22 @@ export class CheckThrottle {
       else this.queues.set(key, [job]);
       this.waiting++;
     });
+  }
+
+  /** Gives up the newest waiting check of an address with a recent failure (503); false when every waiting address is clean. */
+  private evictFailing(): boolean {
+    let newest: { key: string; job: Waiting } | undefined;
+    for (const [key, queue] of this.queues) {
+      const last = queue[queue.length - 1];
+      if (this.failures.has(key) && (!newest || last.seq > newest.job.seq)) newest = { key, job: last };
+    }
+    if (!newest) return false;
+    const queue = this.queues.get(newest.key)!;
+    queue.pop();
+    if (!queue.length) this.queues.delete(newest.key);
+    this.waiting--;
+    newest.job.evict();
+    return true;
   }
 
   /** Starts the next check: the first address in turn without a recent failure, else the first in turn. */

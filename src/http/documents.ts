@@ -60,10 +60,13 @@ export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, re
   // Before parsing the body; the store checks a merge's result the same way (planDocumentWrite).
   checkDocumentSize(content.length, deps.maxDocumentSize);
   const doc = { content, contentType: req.headers['content-type']?.trim() || DEFAULT_CONTENT_TYPE };
-  // Counted before the syntax check parses it: a few MB of `[{},{},…]` are millions of objects.
-  if (isJsonType(doc.contentType) && countJson(content, { maxItems: Infinity, maxValues: deps.maxJsonValues }).over) {
+  // Counted before the syntax check parses it: a few MB of `[{},{},…]` are millions of objects,
+  // held against the server's budget until the answer (`holdParsed`: 503 beyond).
+  const count = isJsonType(doc.contentType) ? countJson(content, { maxItems: Infinity, maxValues: deps.maxJsonValues }) : undefined;
+  if (count?.over) {
     throw new LrsError('too_large', `the JSON document holds more than ${deps.maxJsonValues} JSON values, the most this LRS accepts (LECTERN_MAX_JSON_VALUES)`);
   }
+  if (count) req.holdParsed?.(count.values);
   checkJsonDocument(doc);
   // What a PUT without If-Match/If-None-Match gets depends on the version; POST honours them when sent.
   const pre = parsePreconditions(ifMatch, ifNoneMatch, method === 'PUT' ? headerlessPut(kind, req.version!) : 'allowed');

@@ -7,8 +7,8 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { authorise, type RouteScopes } from '../auth/scopes.ts';
-import type { AuthFailure, Authenticator } from '../auth/types.ts';
-import { bodiesInFlight, type Config } from '../config.ts';
+import type { AuthFailure, Authenticator, AuthUser } from '../auth/types.ts';
+import { bodiesInFlight, bodiesInFlightPerUser, type Config } from '../config.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
 import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
@@ -18,7 +18,7 @@ import type { Store } from '../store/types.ts';
 import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { RESOURCES } from '../xapi/params.ts';
 import { LECTERN_VERSION } from '../version.ts';
-import { BodyBudget, closeAfterAnswer, expectContinueAfterChecks, hasBody, readBody, type BodyLimits } from './bodies.ts';
+import { BodyBudget, BUSY_RETRY_AFTER, closeAfterAnswer, expectContinueAfterChecks, hasBody, PARSED_BYTES_PER_VALUE, readBody, type BodyHold, type BodyLimits } from './bodies.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
 import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
 import { json, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
@@ -49,6 +49,8 @@ const CORS_ALLOW_HEADERS = 'Authorization, Content-Type, X-Experience-API-Versio
 const CORS_EXPOSE_HEADERS = 'ETag, Last-Modified, Content-Type, X-Experience-API-Version, X-Experience-API-Consistent-Through, X-Request-Id';
 const METHODS = ['GET', 'HEAD', 'PUT', 'POST', 'DELETE'] as const;
 const STATEMENTS_PATH = '/xAPI/statements';
+/** Whose share of the bodies in flight a request counts against: a user of a store. */
+const userKey = (user: AuthUser): string => `${user.target}\n${user.username}`;
 /** Largest alternate-syntax form read before its credentials (a form field) are checked. */
 const ANONYMOUS_FORM_SIZE = 1024 * 1024;
 
@@ -187,12 +189,22 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const policy = { restrictByScopes: config.restrictByScopes, restrictByAuthority: config.restrictByAuthority };
   // Bodies read before authentication (an alternate-syntax form carrying its credentials) may hold
   // a quarter of the budget between them, each at most 1 MiB: they cannot crowd out the others.
-  const budget = new BodyBudget(bodiesInFlight(config), Math.floor(bodiesInFlight(config) / 4));
+  // One user's requests may hold a share of it (half by default): one user cannot keep the others out.
+  const budget = new BodyBudget(bodiesInFlight(config), Math.floor(bodiesInFlight(config) / 4), bodiesInFlightPerUser(config));
   const bodyLimits: BodyLimits = {
     limit: config.maxRequestSize,
     tooLarge: `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`,
-    busy: 'the server holds as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
+    busy: {
+      total: 'the server holds as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
+      user: 'this user\'s requests hold as much as one user\'s may at once (LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER); try again shortly',
+    },
     idleMs: config.requestBodyTimeout * 1000,
+    minRate: config.requestBodyMinRate,
+  };
+  metrics?.watchBodies(() => ({ body: budget.held('body'), parsed: budget.held('parsed'), total: budget.total }));
+  const parsedBusy = {
+    total: 'the server holds as much request data as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT: bodies, and the parsed size of the JSON they carry); try again shortly',
+    user: 'this user\'s requests hold as much as one user\'s may at once (LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER: bodies, and the parsed size of the JSON they carry); try again shortly',
   };
   const formLimit = Math.min(ANONYMOUS_FORM_SIZE, config.maxRequestSize, budget.anonymousTotal);
   const formLimits: BodyLimits = {
@@ -216,8 +228,10 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       handler: async (request: FastifyRequest, reply: FastifyReply) => {
         let res: XapiResponse;
         let method = request.method;
-        // The body's bytes count against the budget until the request is answered.
-        let release = () => {};
+        // The body's bytes, then the estimated parsed size of its JSON, count against the budget
+        // until the request is answered.
+        let bodyHold: BodyHold | undefined;
+        let parsedHold: BodyHold | undefined;
         try {
           const q = request.url.indexOf('?');
           const head = requestHead(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers);
@@ -247,9 +261,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           if (early?.forbidden) return send(reply, method, early.forbidden);
           let body: Buffer | undefined;
           if (hasBody(request.raw)) {
-            const hold = budget.hold(!early);
-            release = hold.release;
-            body = await readBody(request.raw, reply.raw, hold, early ? bodyLimits : formLimits);
+            bodyHold = budget.hold(!early, early?.user && userKey(early.user));
+            body = await readBody(request.raw, reply.raw, bodyHold, early ? bodyLimits : formLimits);
           }
           const xreq = withBody(head, body);
           if (head.alternate) {
@@ -261,13 +274,24 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           if (admitted?.forbidden) return send(reply, method, admitted.forbidden);
           xreq.user = admitted?.user;
           xreq.access = admitted?.access;
+          const user = admitted?.user;
+          xreq.holdParsed = (values) => {
+            const hold = (parsedHold ??= budget.hold(false, user && userKey(user)));
+            // Alone, a request always fits: its estimate is at most what it leaves of the budget, and
+            // of its user's share, with its body.
+            const own = (bodyHold?.held ?? 0) + hold.held;
+            const estimate = values * PARSED_BYTES_PER_VALUE;
+            const why = hold.take(Math.min(estimate, budget.total - own), 'parsed', Math.min(estimate, budget.userTotal - own));
+            if (why) throw new HttpRefusal(503, parsedBusy[why], { 'retry-after': BUSY_RETRY_AFTER });
+          };
           if (versioned) xreq.version = checkVersion(xreq, config.xapiVersions);
           res = await handler(xreq);
         } catch (err) {
           if (!(err instanceof LrsError || err instanceof HttpRefusal)) throw err;
           res = errorResponse(err);
         } finally {
-          release();
+          bodyHold?.release();
+          parsedHold?.release();
         }
         return send(reply, method, res);
       },

@@ -33,8 +33,9 @@ export interface StatementDeps {
  * Refuses (413) statements JSON holding more statements or JSON values than this LRS accepts in
  * one request, counted on the bytes before anything is parsed: parsing, validating and storing
  * cost memory per value, far more than the bytes of a body of tiny values (README, LECTERN_MAX_JSON_VALUES).
+ * The values counted are then held against the server's budget until the answer (`holdParsed`: 503 beyond).
  */
-function checkCounts(json: Buffer | undefined, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>): Buffer | undefined {
+function checkCounts(json: Buffer | undefined, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>, req: XapiRequest): Buffer | undefined {
   if (!json) return json;
   const count = countJson(json, { maxItems: deps.maxStatements, maxValues: deps.maxJsonValues });
   if (count.over === 'items') {
@@ -43,6 +44,7 @@ function checkCounts(json: Buffer | undefined, deps: Pick<StatementDeps, 'maxSta
   if (count.over === 'values') {
     throw new LrsError('too_large', `the statements hold more than ${deps.maxJsonValues} JSON values, the most this LRS accepts in one request (LECTERN_MAX_JSON_VALUES): send them in smaller batches`);
   }
+  req.holdParsed?.(count.values);
   return json;
 }
 
@@ -54,13 +56,13 @@ function checkCounts(json: Buffer | undefined, deps: Pick<StatementDeps, 'maxSta
 function readBody(req: XapiRequest, version: XapiVersion, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>): Received {
   const contentType = req.headers['content-type'];
   const ct = mediaTypeOf(contentType);
-  if (ct === 'application/json') return { value: parseJson(checkCounts(req.body, deps), version), parts: new Map() };
+  if (ct === 'application/json') return { value: parseJson(checkCounts(req.body, deps, req), version), parts: new Map() };
   if (ct.startsWith('multipart/')) {
     // Header bytes: 512 a part on average (an attachment part's three headers take about 200).
     const maxParts = 1 + 2 * deps.maxStatements;
     const parts = parseMultipartMixed(contentType!, req.body ?? Buffer.alloc(0), { maxParts, maxHeaderBytes: 512 * maxParts });
     const { json: first, attachments } = statementParts(parts);
-    return { value: parseJson(checkCounts(first, deps), version), parts: attachments };
+    return { value: parseJson(checkCounts(first, deps, req), version), parts: attachments };
   }
   throw new LrsError('bad_request', `statements must be sent as application/json or multipart/mixed, not ${ct || 'without a Content-Type'}`);
 }

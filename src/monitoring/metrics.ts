@@ -205,6 +205,32 @@ export class Metrics {
     }
   }
 
+  /**
+   * Gauges of the request bodies held in memory against LECTERN_MAX_BODIES_IN_FLIGHT, read at each
+   * scrape: the bytes bodies hold as they arrive, and the estimated parsed size of their JSON.
+   */
+  watchBodies(read: () => { body: number; parsed: number; total: number }): void {
+    new Gauge({
+      name: 'lectern_request_bodies_held_bytes',
+      help: 'Bytes held against LECTERN_MAX_BODIES_IN_FLIGHT: request bodies as they arrive (kind="body") and the estimated parsed size of their JSON (kind="parsed")',
+      labelNames: ['kind'] as const,
+      registers: [this.registry],
+      collect() {
+        const now = read();
+        this.set({ kind: 'body' }, now.body);
+        this.set({ kind: 'parsed' }, now.parsed);
+      },
+    });
+    new Gauge({
+      name: 'lectern_request_bodies_max_bytes',
+      help: 'LECTERN_MAX_BODIES_IN_FLIGHT: the most bytes request bodies (and their parsed estimates) may hold at once',
+      registers: [this.registry],
+      collect() {
+        this.set(read().total);
+      },
+    });
+  }
+
   /** The exposition text. */
   render(): Promise<string> {
     return this.registry.metrics();

@@ -1,7 +1,7 @@
 /** The password-check throttle's pieces: what an address counts as, and the order checks start in. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { CheckThrottle, clientKey } from '../../src/auth/throttle.ts';
+import { ADDRESS_CHECKS, CheckThrottle, clientKey, QUEUED_CHECKS, type CheckRefused } from '../../src/auth/throttle.ts';
 
 test('an address counts as itself (IPv4, IPv4-mapped) or by its /64 (IPv6)', () => {
   assert.equal(clientKey('203.0.113.7'), '203.0.113.7');
@@ -41,4 +41,47 @@ test('checks start in turns by address, addresses without a failure first', asyn
   await Promise.all(all);
   // a1 ran at once; b (clean) before the addresses that failed, which then take turns.
   assert.deepEqual(started, ['a1', 'b1', 'b2', 'a2', 'c1', 'a3']);
+});
+
+test('a full queue gives the place of the newest check of an address that failed to a clean address, never a clean one', async () => {
+  const throttle = new CheckThrottle({ concurrency: 1, maxFailures: 0, failureWindowMs: 60_000 });
+  const gates: (() => void)[] = [];
+  const outcomes = new Map<string, string>();
+  const run = (address: string, name: string) =>
+    throttle
+      .run(address, () => new Promise<void>((resolve) => gates.push(resolve)))
+      .then(
+        () => outcomes.set(name, 'ran'),
+        (err: CheckRefused) => outcomes.set(name, String(err.status)),
+      );
+  throttle.failed('10.0.1.1');
+  throttle.failed('10.0.1.2');
+  const all: Promise<unknown>[] = [];
+  // One runs; 7 + 7 × 8 + 1 = 64 wait: the queue is full.
+  for (let i = 0; i < ADDRESS_CHECKS; i++) all.push(run('10.0.1.1', `f1-${i}`));
+  for (let a = 1; a <= 7; a++) for (let i = 0; i < ADDRESS_CHECKS; i++) all.push(run(`10.0.2.${a}`, `c${a}-${i}`));
+  all.push(run('10.0.1.2', 'f2-0'));
+  await new Promise((r) => setImmediate(r));
+  assert.equal(outcomes.size, 0);
+  // A failing address is refused outright; a clean one takes the newest failing check's place.
+  all.push(run('10.0.1.2', 'f2-1'), run('10.0.3.1', 'n1'), run('10.0.3.2', 'n2'));
+  await new Promise((r) => setImmediate(r));
+  assert.deepEqual([...outcomes], [
+    ['f2-1', '503'],
+    ['f2-0', '503'],
+    [`f1-${ADDRESS_CHECKS - 1}`, '503'],
+  ]);
+  // Only clean checks and older failing ones wait now: failing ones give way until none is left, then 503.
+  for (let i = 3; i <= ADDRESS_CHECKS + 1; i++) all.push(run(`10.0.3.${i}`, `n${i}`));
+  await new Promise((r) => setImmediate(r));
+  assert.equal([...outcomes.values()].filter((o) => o === '503').length, 3 + ADDRESS_CHECKS - 2 + 1);
+  assert.equal(outcomes.get(`n${ADDRESS_CHECKS + 1}`), '503', 'every waiter clean: refused');
+  const refused = [...outcomes].filter(([, o]) => o === '503').map(([name]) => name);
+  assert.ok(refused.every((name) => name.startsWith('f') || name === `n${ADDRESS_CHECKS + 1}`), refused.join(' '));
+  while (gates.length) {
+    gates.shift()!();
+    await new Promise((r) => setImmediate(r));
+  }
+  await Promise.all(all);
+  assert.equal(QUEUED_CHECKS, 64);
 });

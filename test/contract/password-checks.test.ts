@@ -132,6 +132,63 @@ describe('password checks: bounded, fair between addresses, failures limited per
     while (state.held.length) state.held.shift()!.resolve(false);
     await Promise.all(all);
   });
+
+  test("a queue full of addresses that failed: a clean address's check takes the place of the newest of theirs; refused only when every waiter is clean", async () => {
+    const { state } = checks;
+    // Nine addresses fail once each (under LECTERN_AUTH_MAX_FAILURES: not yet limited).
+    state.holding = false;
+    const failing = Array.from({ length: 9 }, (_, a) => `127.0.2.${a + 1}`);
+    for (const from of failing) assert.equal((await whoami(t, from, { ...ADMIN, password: 'wrong' })).status, 401);
+    state.holding = true;
+    state.calls.length = 0;
+    // Then 8 unknown users each (the review: 72 addresses × 2): 2 checks run, 64 wait, 6 refused.
+    const answered: RawAnswer[] = [];
+    const flood = failing.flatMap((from, a) =>
+      Array.from({ length: 8 }, (_, i) => {
+        const r = whoami(t, from, { ...ADMIN, username: `nobody-${a}-${i}`, password: `p-${a}-${i}` });
+        void r.then((x) => answered.push(x));
+        return r;
+      }),
+    );
+    await until(() => answered.length === 72 - 66, 'the requests beyond the queue to be refused');
+    assert.ok(answered.every((r) => r.status === 503));
+
+    // A real user from a clean address is queued, in the place of a failing address's newest check.
+    const real = whoami(t, '127.0.0.3', REAL);
+    await until(() => answered.length === 7, 'a failing check to give its place');
+    assert.equal(answered[6].status, 503);
+    assert.ok(answered[6].headers['retry-after']);
+    // A failing address's new check, with the queue full, is refused: the real user keeps its place.
+    const late = await whoami(t, failing[0], { ...ADMIN, username: 'nobody-late', password: 'p-late' });
+    assert.ok(late.status === 503 || late.status === 429, String(late.status));
+
+    // Answered one by one: the clean address's check starts first.
+    state.holding = false;
+    state.held.shift()!.resolve(false);
+    await until(() => state.calls.includes(REAL.password), "the real user's check");
+    assert.equal(state.calls.indexOf(REAL.password), 2, 'next after the two running');
+    assert.equal((await real).status, 200);
+    while (state.held.length) state.held.shift()!.resolve(false);
+    await Promise.all(flood);
+    assert.equal(state.calls.length, 2 + 64, 'no bcrypt for the refused');
+  });
+
+  test('a queue full of clean addresses: a clean newcomer is refused (nobody to give way)', async () => {
+    const { state } = checks;
+    const answered: RawAnswer[] = [];
+    const all = Array.from({ length: 9 * 8 }, (_, n) => {
+      const r = whoami(t, `127.0.3.${Math.floor(n / 8) + 1}`, { ...ADMIN, username: `nobody-${n}`, password: `p-${n}` });
+      void r.then((x) => answered.push(x));
+      return r;
+    });
+    await until(() => answered.length === 72 - 66, 'the requests beyond the queue to be refused');
+    const real = await whoami(t, '127.0.0.3', REAL);
+    assert.equal(real.status, 503);
+    assert.equal(answered.length, 6, 'no waiter gave its place');
+    state.holding = false;
+    while (state.held.length) state.held.shift()!.resolve(false);
+    await Promise.all(all);
+  });
 });
 
 describe('behind a reverse proxy (LECTERN_RUNSERVER_TRUST_PROXY)', () => {

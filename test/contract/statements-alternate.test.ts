@@ -119,6 +119,34 @@ for (const backend of BACKENDS) {
       assert.deepEqual((await res.json()).detail[0].loc, ['query', 'color']);
     });
 
+    test('a form of more than 64 fields is a 400 naming the cap, whatever their number (parsing stops there); nothing stored', async () => {
+      const id = randomUUID();
+      const fields = (n: number) => Array.from({ length: n }, (_, i) => `f${i}=`).join('&');
+      const content = encodeURIComponent(JSON.stringify(statement({ id })));
+      for (const n of [65, 1_000_000]) {
+        // Credentials in the header, so a form of megabytes is read (LECTERN_MAX_REQUEST_SIZE).
+        const res = await t.fetch('/xAPI/statements?method=POST', {
+          method: 'POST',
+          headers: { 'content-type': FORM },
+          body: `content=${content}&${fields(n)}`,
+        });
+        assert.equal(res.status, 400, String(n));
+        assert.match((await res.json()).detail, /the form \(alternate request syntax\) has more than 64 form fields/);
+      }
+      assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`)).status, 404);
+      // 64 are read (and the unknown ones refused by name, as ever).
+      const at = await t.fetch('/xAPI/statements?method=POST', { method: 'POST', headers: { 'content-type': FORM }, body: `content=${content}&${fields(63)}` });
+      assert.equal(at.status, 400);
+      assert.deepEqual((await at.json()).detail[0].loc, ['query', 'f0']);
+    });
+
+    test('a query string of more than 64 parameters is a 400 naming the cap', async () => {
+      const query = Array.from({ length: 65 }, (_, i) => `p${i}=1`).join('&');
+      const res = await t.fetch(`/xAPI/statements?${query}`);
+      assert.equal(res.status, 400);
+      assert.match((await res.json()).detail, /the query string has more than 64 query parameters/);
+    });
+
     test('a POST without the method parameter never lists statements: query parameters are a 400', async () => {
       const res = await t.fetch('/xAPI/statements?limit=1', jsonInit('POST', statement()));
       assert.equal(res.status, 400);
