@@ -286,6 +286,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const statementDeps = {
     store,
     maxSearchHits: config.maxSearchHits,
+    maxPageBytes: config.maxPageBytes,
     basePath: STATEMENTS_PATH,
     strictVersion: config.xapiStrictVersion,
     maxStatements: config.maxStatementsPerRequest,

@@ -153,6 +153,8 @@ export interface Store {
    * hash), for a reader restricted to its own statements.
    */
   getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]>;
+  /** The bytes of the attachment data getAttachments would return for these hashes, by sha2, without reading the data. */
+  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>>;
   /**
    * For the statements at these positions: the attachment hashes each declares whose data the
    * store has but that its request did not carry (`lectern export` records them, so that an import

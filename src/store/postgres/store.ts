@@ -31,7 +31,22 @@ import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert }
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { type ReachSeed, ReachWalk } from '../reach.ts';
-import { agentSeqsSql, DEFINITIONS_PER_QUERY, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, isVoidingValue, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
+import {
+  agentSeqsSql,
+  DEFINITIONS_PER_QUERY,
+  type Driver,
+  DRIVER_COUNT_CAP,
+  DriverChoices,
+  driverCountsSql,
+  drivers,
+  isVoidingValue,
+  pageRowsKept,
+  POSTGRES,
+  rarestDriver,
+  type SeqWindow,
+  statementPageSql,
+  storedSeqSql,
+} from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -175,6 +190,20 @@ interface DocumentRow {
   updated_ms: string;
 }
 
+/** A row of the page query (src/store/sql.ts, pageCols); `page_json` null for a statement too large to come with it. */
+interface PageRow {
+  seq: string;
+  stored_ms: string;
+  page_json: string | null;
+  id: string;
+  json_bytes: number;
+  /** numeric (a sum of bigint), or the integer 0 without attachments. */
+  data_bytes: string | number;
+}
+
+/** Times a page is read again when a statement it kept was erased before its JSON was read. */
+const PAGE_ATTEMPTS = 5;
+
 const toRow = (r: StatementRow): StoredRow => ({ json: r.full, storedMs: Number(r.stored_ms), position: r.seq });
 const toDocument = (r: DocumentRow): StoredDocument => ({ content: r.content, contentType: r.content_type, etag: r.etag, updatedMs: Number(r.updated_ms) });
 
@@ -223,8 +252,8 @@ ok AS (SELECT
     AND (SELECT n FROM keys_epoch) = $34::bigint
     AS ok),
 sq AS (SELECT n, nextval('statements_seq') AS seq FROM generate_series(1, $3::int) AS n WHERE (SELECT ok FROM ok)),
-st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full")
-  SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, vd, a, f
+st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full", full_bytes)
+  SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, vd, a, f, octet_length(f::text)
   FROM ROWS FROM (unnest($4::uuid[]), unnest($5::int[]), unnest($6::uuid[]), unnest($7::uuid[]), unnest($8::smallint[]), unnest($9::smallint[]),
     unnest($10::int[]), json_array_elements($11::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, vd, a, f, n) JOIN sq USING (n)),
 ag AS (INSERT INTO statement_agents (agent, role, seq) SELECT k, d, sq.seq FROM unnest($12::int[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
@@ -1090,7 +1119,7 @@ export class PostgresStore implements Store {
     return BigInt(r.rows[0].seq);
   }
 
-  async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
+  async queryStatements(tenant: string, query: StatementQuery, attempt = 1): Promise<QueryPage> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) {
       if (query.after !== undefined) throw unknownCursor();
@@ -1126,8 +1155,8 @@ export class PostgresStore implements Store {
       }
     }
     const page = async (known: ReadonlyMap<string, number>) => {
-      const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids: known, driver });
-      return (await this.query<StatementRow & { id: string }>(sql, params)).rows;
+      const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids: known, driver, attachmentsOf: query.attachments ? tenant : undefined });
+      return (await this.query<PageRow>(sql, params)).rows;
     };
     let rows = await page(ids);
     if (cached && !rows.length) {
@@ -1139,33 +1168,74 @@ export class PostgresStore implements Store {
       this.filterIds.remember(tid, fresh);
       if ([...fresh].some(([k, id]) => ids.get(k) !== id)) rows = await page(fresh);
     }
-    if (rows.length > query.limit) {
-      rows.length = query.limit;
-      return { rows: rows.map(toRow), next: rows[rows.length - 1].id };
+    return this.keptRows(tenant, tid, rows, query, attempt);
+  }
+
+  /**
+   * The rows of a page query the page keeps (pageRowsKept), the JSON of those too large to come
+   * with it read by seq; a page whose first statement was erased meanwhile is read again.
+   */
+  private async keptRows(tenant: string, tid: number, raw: PageRow[], query: StatementQuery, attempt: number): Promise<QueryPage> {
+    let kept = pageRowsKept(
+      raw.map((r) => r.json_bytes + Number(r.data_bytes)),
+      query,
+    );
+    const missing = raw.slice(0, kept).filter((r) => r.page_json === null);
+    if (missing.length) {
+      const found = await this.query<{ seq: string; full: string }>(
+        'SELECT seq, "full" FROM statements WHERE tenant = $1 AND seq = ANY($2::bigint[])',
+        [tid, missing.map((r) => r.seq)],
+        'page_statements',
+      );
+      const bySeq = new Map(found.rows.map((r) => [r.seq, r.full]));
+      for (let i = 0; i < kept; i++) {
+        if (raw[i].page_json !== null) continue;
+        const full = bySeq.get(raw[i].seq);
+        if (full === undefined) {
+          kept = i; // erased since: the page ends before it
+          break;
+        }
+        raw[i].page_json = full;
+      }
+      if (kept === 0) {
+        if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
+        return this.queryStatements(tenant, query, attempt + 1);
+      }
     }
-    return { rows: rows.map(toRow) };
+    const rows = raw.slice(0, kept).map((r): StoredRow => ({ json: r.page_json!, storedMs: Number(r.stored_ms), position: r.seq }));
+    return kept < raw.length ? { rows, next: raw[kept - 1].id } : { rows };
+  }
+
+  /** The attachments rows (`cols`, named `name`) of these hashes, with `carrier` only if a statement of that authority carried their data. */
+  private async attachmentRows<R extends { sha2: string }>(tenant: string, sha2s: string[], cols: string, name: string, carrier?: string): Promise<Map<string, R>> {
+    if (!sha2s.length) return new Map();
+    const sql = `SELECT ${cols} FROM attachments a WHERE tenant = $1 AND sha2 = ANY($2::text[])`;
+    let r: pg.QueryResult<R>;
+    if (carrier === undefined) r = await this.query<R>(sql, [tenant, [...new Set(sha2s)]], name);
+    else {
+      const tid = await this.tenantId(tenant);
+      if (tid === undefined) return new Map();
+      // One probe of the carriers' index (migration 11) per hash.
+      r = await this.query<R>(
+        `${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = $3 AND key = $4))`,
+        [tenant, [...new Set(sha2s)], tid, carrier],
+        `${name}_carried`,
+      );
+    }
+    return new Map(r.rows.map((row) => [row.sha2, row]));
   }
 
   async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    if (!sha2s.length) return [];
-    const sql = 'SELECT sha2, content_type, content FROM attachments a WHERE tenant = $1 AND sha2 = ANY($2::text[])';
-    let r: pg.QueryResult<{ sha2: string; content_type: string; content: Buffer }>;
-    if (carrier === undefined) r = await this.query(sql, [tenant, [...new Set(sha2s)]], 'get_attachments');
-    else {
-      const tid = await this.tenantId(tenant);
-      if (tid === undefined) return [];
-      // One probe of the carriers' index (migration 11) per hash.
-      r = await this.query(
-        `${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = $3 AND key = $4))`,
-        [tenant, [...new Set(sha2s)], tid, carrier],
-        'get_carried_attachments',
-      );
-    }
-    const found = new Map(r.rows.map((row) => [row.sha2, row]));
+    const found = await this.attachmentRows<{ sha2: string; content_type: string; content: Buffer }>(tenant, sha2s, 'sha2, content_type, content', 'get_attachments', carrier);
     return [...new Set(sha2s)].flatMap((h) => {
       const row = found.get(h);
       return row ? [{ sha2: row.sha2, contentType: row.content_type, content: row.content }] : [];
     });
+  }
+
+  async attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+    const found = await this.attachmentRows<{ sha2: string; length: string }>(tenant, sha2s, 'sha2, length', 'attachment_sizes', carrier);
+    return new Map([...found.values()].map((r) => [r.sha2, Number(r.length)]));
   }
 
   /**
@@ -1563,7 +1633,9 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       await c.query({
         name: 'rewrite_statements',
         // toast_pad = DEFAULT: the new row is compressed like an inserted one (migration 9).
-        text: 'UPDATE statements s SET "full" = t.f, authority = t.a, toast_pad = DEFAULT FROM unnest($2::bigint[], $3::json[], $4::int[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1',
+        text:
+          'UPDATE statements s SET "full" = t.f, full_bytes = octet_length(t.f::text), authority = t.a, toast_pad = DEFAULT ' +
+          'FROM unnest($2::bigint[], $3::json[], $4::int[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1',
         values: [tid, found.map((r) => seqOf.get(r.id)), found.map((r) => r.json), found.map((r) => (r.authorityKey === null ? null : keyIds.get(r.authorityKey)))],
       });
       await c.query({

@@ -13,7 +13,21 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlit
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { LrsError, type LrsErrorKind, ValidationFailed, type ValidationIssue } from '../../errors.ts';
 import { type StatementQuery, unknownCursor } from '../../xapi/query.ts';
-import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
+import {
+  type Driver,
+  DRIVER_COUNT_CAP,
+  DriverChoices,
+  driverCountsSql,
+  drivers,
+  pageRowsKept,
+  rarestDriver,
+  type SeqWindow,
+  SQLITE,
+  statementPageSql,
+  storedSeqSql,
+  uuidBytes,
+  uuidText,
+} from '../sql.ts';
 import type { QueryPage, StoredRow } from '../types.ts';
 import { cacheSize } from './migrations.ts';
 
@@ -40,8 +54,11 @@ export function toRow(r: Row): StoredRow {
   return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
 }
 
-/** A page row read as an array (seq, stored_ms, full, id): no object per row (≈ 50 µs of a 100-row page). */
+/** A page row read as an array (see pageCols): no object per row (≈ 50 µs of a 100-row page). */
 const pageRow = (r: unknown[]): StoredRow => ({ json: String(r[2]), storedMs: Number(r[1]), position: String(r[0]) });
+
+/** Times a page is read again when a statement it kept was erased before its JSON was read. */
+const PAGE_ATTEMPTS = 5;
 
 /** since/until as a seq bound (see storedSeqSql). */
 export function storedSeq(src: PageSource, tenant: number, ms: number, bound: 'since' | 'until'): Row | undefined {
@@ -80,7 +97,7 @@ function cursorSeq(src: PageSource, tenant: number, query: StatementQuery, id: s
 }
 
 /** One page of a statement query (GET /statements with filters), on whichever thread holds `src`. */
-export function readPage(src: PageSource, tenant: string, query: StatementQuery): QueryPage {
+export function readPage(src: PageSource, tenant: string, query: StatementQuery, attempt = 1): QueryPage {
   const tid = src.tenantId(tenant);
   if (tid === undefined) {
     if (query.after !== undefined) throw unknownCursor();
@@ -103,16 +120,30 @@ export function readPage(src: PageSource, tenant: string, query: StatementQuery)
     if (query.ascending) w.after = after;
     else w.before = after;
   }
-  const { sql, params } = statementPageSql(tid, query, w, SQLITE, { driver: driver(src, tid, query) });
+  const { sql, params } = statementPageSql(tid, query, w, SQLITE, { driver: driver(src, tid, query), attachmentsOf: query.attachments ? tenant : undefined });
   const page = src.q(sql);
   page.setReturnArrays(true);
   const raw = page.all(...(params as SQLInputValue[])) as unknown as unknown[][];
-  const rows = raw.map(pageRow);
-  if (rows.length > query.limit) {
-    rows.length = query.limit;
-    return { rows, next: uuidText(raw[query.limit - 1][3] as Uint8Array) };
+  let kept = pageRowsKept(
+    raw.map((r) => (r[4] as number) + (r[5] as number)),
+    query,
+  );
+  // The statements kept but too large to come with the page query, each read on its own.
+  for (let i = 0; i < kept; i++) {
+    if (raw[i][2] !== null) continue;
+    const r = src.q('SELECT full FROM statements WHERE seq = ?').get(raw[i][0] as number) as Row | undefined;
+    if (!r) {
+      kept = i; // erased since (by another connection): the page ends before it
+      break;
+    }
+    raw[i][2] = r.full;
   }
-  return { rows };
+  if (kept === 0 && raw.length) {
+    if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
+    return readPage(src, tenant, query, attempt + 1);
+  }
+  const rows = raw.slice(0, kept).map(pageRow);
+  return kept < raw.length ? { rows, next: uuidText(raw[kept - 1][3] as Uint8Array) } : { rows };
 }
 
 /** A reader's young generation: what it allocates lives for one page (V8's default is far larger). A --max-semi-space-size flag, as runserver gives, wins over it (see thread.ts). */

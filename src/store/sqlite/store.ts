@@ -632,23 +632,33 @@ export class SqliteStore implements Store {
     return this.readers ? this.readers.query(tenant, query) : readPage(this.source, tenant, query);
   }
 
-  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    const out: AttachmentBlob[] = [];
-    const sql = 'SELECT sha2, content_type, content FROM attachments a WHERE tenant = ? AND sha2 = ?';
+  /** Each hash's attachments row (`cols`), with `carrier` only if a statement of that authority carried its data. */
+  private attachmentRows(tenant: string, sha2s: string[], cols: string, carrier?: string): Row[] {
+    const sql = `SELECT ${cols} FROM attachments a WHERE tenant = ? AND sha2 = ?`;
     const any = this.q(sql);
     let get = (h: string) => any.get(tenant, h);
     if (carrier !== undefined) {
       const tid = this.tenantId(tenant);
-      if (tid === undefined) return out;
+      if (tid === undefined) return [];
       // One probe of the carriers' index (migration 11) per hash.
       const st = this.q(`${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = ? AND key = ?))`);
       get = (h) => st.get(tenant, h, tid, carrier);
     }
-    for (const h of new Set(sha2s)) {
+    return [...new Set(sha2s)].flatMap((h): Row[] => {
       const r = get(h) as Row | undefined;
-      if (r) out.push({ sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(r.content as Uint8Array) });
-    }
-    return out;
+      return r ? [r] : [];
+    });
+  }
+
+  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
+    return this.attachmentRows(tenant, sha2s, 'sha2, content_type, content', carrier).map((r) => {
+      const content = r.content as Uint8Array; // a copy node:sqlite made: no second one
+      return { sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(content.buffer, content.byteOffset, content.byteLength) };
+    });
+  }
+
+  async attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+    return new Map(this.attachmentRows(tenant, sha2s, 'sha2, length', carrier).map((r) => [String(r.sha2), Number(r.length)]));
   }
 
   async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {

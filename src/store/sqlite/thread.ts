@@ -294,6 +294,9 @@ export class ThreadedSqliteStore implements Store {
   getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
     return this.read().getAttachments(tenant, sha2s, carrier);
   }
+  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+    return this.read().attachmentSizes(tenant, sha2s, carrier);
+  }
   attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
     return this.read().attachmentsNotCarried(tenant, positions);
   }
