@@ -166,9 +166,10 @@ export interface Store {
 
   /**
    * The newest `limit` statements (JSON, voided ones too) in which an agent with IFI key
-   * `agentKey` appears in any role: the Agents resource reads the names it was given there.
+   * `agentKey` appears in any role, fewer where their JSON would go past `maxBytes` (at least
+   * one; as a statement page): the Agents resource reads the names it was given there.
    */
-  statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]>;
+  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]>;
 
   /**
    * The canonical definitions the LRS keeps for these activities (those it has seen one for), by

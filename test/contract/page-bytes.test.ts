@@ -83,7 +83,7 @@ for (const backend of BACKENDS) {
     /** POST with attachment data parts. */
     const postParts = async (u: TestUser, body: unknown, parts: Buffer[]): Promise<string> => {
       const b = `b${randomUUID()}`;
-      const chunks = [Buffer.from(`--${b}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(body)}\r\n`)];
+      const chunks: Buffer[] = [Buffer.from(`--${b}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(body)}\r\n`)];
       for (const p of parts) {
         chunks.push(Buffer.from(`--${b}\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha256(p)}\r\n\r\n`), p, Buffer.from('\r\n'));
       }
@@ -181,6 +181,19 @@ for (const backend of BACKENDS) {
         // query at most BOUND more (inlineBytes), and a few small rows besides.
         assert.ok(counted <= 2 * BOUND + 8 * 1024, `limit=${limit}: ${counted} bytes read from the database for a page of ${sum(page.jsonBytes)} bytes`);
       }
+    });
+
+    test('GET /agents reads about a page of the agent\'s statements, the newest first', { skip: backend.name === 'sqlite-threads' && 'counted on sqlite (the same store code)' }, async () => {
+      const mbox = `mailto:${randomUUID()}@example.com`;
+      for (let i = 0; i < 30; i++) await post(READER, sized('http://example.com/verbs/named', 8000, { actor: { mbox, name: `name ${i}` } }));
+      counted = 0;
+      counting = true;
+      const res = await t.fetch(`/xAPI/agents?agent=${encodeURIComponent(JSON.stringify({ mbox }))}`, { user: READER });
+      counting = false;
+      assert.equal(res.status, 200);
+      const person = (await res.json()) as { name?: string[] };
+      assert.ok(person.name?.includes('name 29'), JSON.stringify(person));
+      assert.ok(counted <= 2 * BOUND + 8 * 1024, `${counted} bytes read from the database for the Person object`);
     });
 
     test('attachments=true: a page counts the attachment data; a statement with more data than the bound is alone on its page with its data', async () => {

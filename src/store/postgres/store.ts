@@ -39,6 +39,7 @@ import {
   DriverChoices,
   driverCountsSql,
   drivers,
+  inlineBytes,
   isVoidingValue,
   pageRowsKept,
   POSTGRES,
@@ -1182,12 +1183,7 @@ export class PostgresStore implements Store {
     );
     const missing = raw.slice(0, kept).filter((r) => r.page_json === null);
     if (missing.length) {
-      const found = await this.query<{ seq: string; full: string }>(
-        'SELECT seq, "full" FROM statements WHERE tenant = $1 AND seq = ANY($2::bigint[])',
-        [tid, missing.map((r) => r.seq)],
-        'page_statements',
-      );
-      const bySeq = new Map(found.rows.map((r) => [r.seq, r.full]));
+      const bySeq = await this.fullsBySeq(tid, missing.map((r) => r.seq));
       for (let i = 0; i < kept; i++) {
         if (raw[i].page_json !== null) continue;
         const full = bySeq.get(raw[i].seq);
@@ -1223,6 +1219,13 @@ export class PostgresStore implements Store {
       );
     }
     return new Map(r.rows.map((row) => [row.sha2, row]));
+  }
+
+  /** Statements' JSON by seq (those a page keeps that were too large to come with its query), in one query. */
+  private async fullsBySeq(tid: number, seqs: string[]): Promise<Map<string, string>> {
+    if (!seqs.length) return new Map();
+    const r = await this.query<{ seq: string; full: string }>('SELECT seq, "full" FROM statements WHERE tenant = $1 AND seq = ANY($2::bigint[])', [tid, seqs], 'statements_by_seq');
+    return new Map(r.rows.map((row) => [row.seq, row.full]));
   }
 
   async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
@@ -1271,16 +1274,20 @@ export class PostgresStore implements Store {
     return { now: Number(r.rows[0].now_ms), busy };
   }
 
-  async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+  async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return [];
-    const r = await this.query<{ full: string }>(
+    // As a statement page: sizes first, the JSON of small rows with them, the others read once kept.
+    const r = await this.query<{ seq: string; page_json: string | null; json_bytes: number }>(
       `WITH a AS (${agentSeqsSql('(SELECT id FROM keys WHERE tenant = $1 AND key = $2)', '$3')}) ` +
-        'SELECT s."full" FROM a JOIN statements s ON s.seq = a.seq AND s.tenant = $1 ORDER BY a.seq DESC',
-      [tid, agentKey, limit],
+        'SELECT s.seq, CASE WHEN s.full_bytes <= $4 THEN s."full" END AS page_json, s.full_bytes AS json_bytes ' +
+        'FROM a JOIN statements s ON s.seq = a.seq AND s.tenant = $1 ORDER BY a.seq DESC',
+      [tid, agentKey, limit, inlineBytes({ limit, maxBytes })],
       'statements_with_agent',
     );
-    return r.rows.map((row) => row.full);
+    const kept = r.rows.slice(0, pageRowsKept(r.rows.map((row) => row.json_bytes), { limit, maxBytes }));
+    const large = await this.fullsBySeq(tid, kept.filter((row) => row.page_json === null).map((row) => row.seq));
+    return kept.flatMap((row) => row.page_json ?? large.get(row.seq) ?? []);
   }
 
   async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {

@@ -57,6 +57,12 @@ export function toRow(r: Row): StoredRow {
 /** A page row read as an array (see pageCols): no object per row (≈ 50 µs of a 100-row page). */
 const pageRow = (r: unknown[]): StoredRow => ({ json: String(r[2]), storedMs: Number(r[1]), position: String(r[0]) });
 
+/** A statement's JSON by seq (one a page keeps that was too large to come with the page query). */
+export function fullOf(src: PageSource, seq: number): string | undefined {
+  const r = src.q('SELECT full FROM statements WHERE seq = ?').get(seq) as Row | undefined;
+  return r ? String(r.full) : undefined;
+}
+
 /** Times a page is read again when a statement it kept was erased before its JSON was read. */
 const PAGE_ATTEMPTS = 5;
 
@@ -131,12 +137,12 @@ export function readPage(src: PageSource, tenant: string, query: StatementQuery,
   // The statements kept but too large to come with the page query, each read on its own.
   for (let i = 0; i < kept; i++) {
     if (raw[i][2] !== null) continue;
-    const r = src.q('SELECT full FROM statements WHERE seq = ?').get(raw[i][0] as number) as Row | undefined;
-    if (!r) {
+    const full = fullOf(src, raw[i][0] as number);
+    if (full === undefined) {
       kept = i; // erased since (by another connection): the page ends before it
       break;
     }
-    raw[i][2] = r.full;
+    raw[i][2] = full;
   }
   if (kept === 0 && raw.length) {
     if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');

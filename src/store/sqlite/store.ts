@@ -21,7 +21,7 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
-import { bucketsIn, DEFINITIONS_PER_QUERY, isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
+import { bucketsIn, DEFINITIONS_PER_QUERY, inlineBytes, isVoidingValue, pageRowsKept, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -38,7 +38,7 @@ import type {
 import * as docs from './documents.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
-import { type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
+import { fullOf, type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
 
 export interface SqliteOptions {
   path: string;
@@ -676,14 +676,20 @@ export class SqliteStore implements Store {
     return new Date();
   }
 
-  async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+  async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
     const tid = this.tenantId(tenant);
     if (tid === undefined) return [];
+    // As a statement page: sizes first, the JSON of small rows with them, the others read once kept.
     const rows = this.q(
-      `SELECT s.full FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
+      'SELECT s.seq, CASE WHEN octet_length(s.full) <= ? THEN s.full END AS page_json, octet_length(s.full) AS json_bytes ' +
+        `FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
         'AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.bucket DESC, a.seq DESC LIMIT ?',
-    ).all(tid, tid, agentKey, limit) as Row[];
-    return rows.map((r) => String(r.full));
+    ).all(inlineBytes({ limit, maxBytes }), tid, tid, agentKey, limit) as Row[];
+    const kept = rows.slice(0, pageRowsKept(rows.map((r) => Number(r.json_bytes)), { limit, maxBytes }));
+    return kept.flatMap((r) => {
+      const json = r.page_json === null ? fullOf(this.source, Number(r.seq)) : String(r.page_json);
+      return json === undefined ? [] : [json];
+    });
   }
 
   async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {

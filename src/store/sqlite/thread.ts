@@ -304,8 +304,8 @@ export class ThreadedSqliteStore implements Store {
     // Writes are answered after their commit, and this connection sees every committed write.
     return this.read().consistentThrough();
   }
-  statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
-    return this.read().statementsWithAgent(tenant, agentKey, limit);
+  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
+    return this.read().statementsWithAgent(tenant, agentKey, limit, maxBytes);
   }
   getActivityDefinitions(tenant: string, activityIds: string[]): ReturnType<Store['getActivityDefinitions']> {
     return this.read().getActivityDefinitions(tenant, activityIds);
