@@ -436,42 +436,64 @@ function linkRange(alias: string, byAgent: boolean, tenant: number, f: Statement
 }
 
 /**
- * The columns of a page row (PageRow): seq, stored_ms, the JSON when it is small (see inlineBytes),
- * the id (the `more` cursor of the page's last row), the JSON's bytes, and with `attachmentsOf`
- * (the tenant's name, as `attachments` keys it) the bytes of the attachment data the statement
- * links (every declared hash whose data the store has: at least what a reader is served).
+ * A statement's JSON when it is at most `inline` bytes (a placeholder), else NULL, and what the
+ * page cut needs to know of it (pageRowsKept): its bytes when its JSON does not come. SQLite gives
+ * both in one column, the JSON or else its bytes (an integer): a page's rows convert as many
+ * values as before the cut existed (two columns more: +10 % of a plain page's query). A
+ * PostgreSQL CASE has one type: the JSON or NULL (`page_json`), then its bytes or NULL
+ * (`json_bytes`). `json` and `bytes`: the column and its bytes (Dialect.fullBytes).
+ */
+export function sizedJson(dialect: Dialect, json: string, bytes: string, inline: () => string): string {
+  if (!dialect.postgres) return `CASE WHEN ${bytes} <= ${inline()} THEN ${json} ELSE ${bytes} END AS page_json`;
+  const n = inline(); // a numbered placeholder, used twice
+  return `CASE WHEN ${bytes} <= ${n} THEN ${json} END AS page_json, CASE WHEN ${bytes} > ${n} THEN ${bytes} END AS json_bytes`;
+}
+
+/**
+ * The columns of a page row: seq, stored_ms, the JSON or its bytes (sizedJson: one column on
+ * SQLite, two on PostgreSQL), the id (the `more` cursor of the page's last row), and with
+ * `attachmentsOf` (the tenant's name, as `attachments` keys it) `data_bytes`, the bytes of the
+ * attachment data the statement links (every declared hash whose data the store has: at least
+ * what a reader is served).
  */
 function pageCols(q: StatementQuery, p: Params, attachmentsOf?: string): string {
-  const bytes = p.dialect.fullBytes('s');
-  const json = `CASE WHEN ${bytes} <= ${p.add(inlineBytes(q))} THEN s.full END`;
+  const json = sizedJson(p.dialect, 's.full', p.dialect.fullBytes('s'), () => p.add(inlineBytes(q)));
   const data =
     attachmentsOf === undefined
-      ? '0'
-      : `(SELECT coalesce(sum(a.length), 0) FROM statement_attachments l JOIN attachments a ON a.tenant = ${p.add(attachmentsOf)} AND a.sha2 = l.sha2 WHERE l.seq = s.seq)`;
-  return `s.seq, s.stored_ms, ${json} AS page_json, s.id, ${bytes} AS json_bytes, ${data} AS data_bytes`;
+      ? ''
+      : `, (SELECT coalesce(sum(a.length), 0) FROM statement_attachments l JOIN attachments a ON a.tenant = ${p.add(attachmentsOf)} AND a.sha2 = l.sha2 WHERE l.seq = s.seq) AS data_bytes`;
+  return `s.seq, s.stored_ms, ${json}, s.id${data}`;
 }
 
 /**
  * The largest statement the page query returns with its JSON: a page of `limit + 1` such rows
  * holds at most `maxBytes`, whatever the plan (a sort above the rows holds them all at once), so a
  * query never reads more than one page's worth. A typical statement (1–2 KB) is far below it (4 MiB
- * over 101 rows: 41 KB); a larger one that the page keeps is read on its own (pageRowsKept).
+ * over 101 rows: 41 KB); a larger one that the page keeps is read on its own.
  */
 export const inlineBytes = (q: Pick<StatementQuery, 'limit' | 'maxBytes'>): number => Math.floor(q.maxBytes / (q.limit + 1));
 
 /**
- * How many of a page query's rows (in order, `limit + 1` at most) the page returns: up to `limit`,
- * ending before the row that would take the page's bytes past `maxBytes`, but at least the first
- * (a statement is never larger than a request may be). Fewer than the rows read: the page has a
- * `more` link, continued after the last row kept (xAPI lets the LRS return fewer than `limit`).
+ * How many of a page query's `rows` (in order, `limit + 1` at most) the page returns: up to
+ * `limit`, ending before the row that would take the page's bytes past `maxBytes`, but at least
+ * the first (a statement is never larger than a request may be). Fewer than the rows read: the
+ * page has a `more` link, continued after the last row kept (xAPI lets the LRS return fewer than
+ * `limit`). `bytes(i)`: row i's JSON and (with attachments) data bytes; not asked when every row
+ * came with its JSON (`allInline`) and the page carries no data: their total is within the bound
+ * (inlineBytes), so only the limit ends the page.
  */
-export function pageRowsKept(bytes: readonly number[], q: Pick<StatementQuery, 'limit' | 'maxBytes'>): number {
+export function pageRowsKept(
+  rows: number,
+  q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>,
+  allInline: boolean,
+  bytes: (i: number) => number,
+): number {
+  if (allInline && !q.attachments) return Math.min(rows, q.limit);
   let total = 0;
   let n = 0;
-  for (const b of bytes) {
-    total += b;
+  for (; n < rows; n++) {
+    total += bytes(n);
     if (n === q.limit || (n > 0 && total > q.maxBytes)) break;
-    n++;
   }
   return n;
 }

@@ -45,6 +45,7 @@ import {
   POSTGRES,
   rarestDriver,
   type SeqWindow,
+  sizedJson,
   statementPageSql,
   storedSeqSql,
 } from '../sql.ts';
@@ -191,15 +192,19 @@ interface DocumentRow {
   updated_ms: string;
 }
 
-/** A row of the page query (src/store/sql.ts, pageCols); `page_json` null for a statement too large to come with it. */
-interface PageRow {
+/** The JSON of a statement too large to come with its query (page_json null): its bytes (sizedJson in src/store/sql.ts). */
+interface SizedRow {
   seq: string;
-  stored_ms: string;
   page_json: string | null;
+  json_bytes: number | null;
+}
+
+/** A row of the page query (pageCols in src/store/sql.ts). */
+interface PageRow extends SizedRow {
+  stored_ms: string;
   id: string;
-  json_bytes: number;
-  /** numeric (a sum of bigint), or the integer 0 without attachments. */
-  data_bytes: string | number;
+  /** With attachments: the bytes of the attachment data (numeric, a sum of bigint). */
+  data_bytes?: string;
 }
 
 /** Times a page is read again when a statement it kept was erased before its JSON was read. */
@@ -1169,37 +1174,40 @@ export class PostgresStore implements Store {
       this.filterIds.remember(tid, fresh);
       if ([...fresh].some(([k, id]) => ids.get(k) !== id)) rows = await page(fresh);
     }
-    return this.keptRows(tenant, tid, rows, query, attempt);
+    return this.keptPage(tenant, tid, rows, query, attempt);
   }
 
-  /**
-   * The rows of a page query the page keeps (pageRowsKept), the JSON of those too large to come
-   * with it read by seq; a page whose first statement was erased meanwhile is read again.
-   */
-  private async keptRows(tenant: string, tid: number, raw: PageRow[], query: StatementQuery, attempt: number): Promise<QueryPage> {
-    let kept = pageRowsKept(
-      raw.map((r) => r.json_bytes + Number(r.data_bytes)),
-      query,
-    );
-    const missing = raw.slice(0, kept).filter((r) => r.page_json === null);
-    if (missing.length) {
-      const bySeq = await this.fullsBySeq(tid, missing.map((r) => r.seq));
-      for (let i = 0; i < kept; i++) {
-        if (raw[i].page_json !== null) continue;
-        const full = bySeq.get(raw[i].seq);
-        if (full === undefined) {
-          kept = i; // erased since: the page ends before it
-          break;
-        }
-        raw[i].page_json = full;
-      }
-      if (kept === 0) {
-        if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
-        return this.queryStatements(tenant, query, attempt + 1);
-      }
+  /** The page a page query's rows make (keptRows); one whose first statement was erased meanwhile is read again. */
+  private async keptPage(tenant: string, tid: number, raw: PageRow[], query: StatementQuery, attempt: number): Promise<QueryPage> {
+    const kept = await this.keptRows(tid, raw, query, (r) => Number(r.data_bytes ?? 0));
+    if (kept === 0 && raw.length) {
+      if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
+      return this.queryStatements(tenant, query, attempt + 1);
     }
     const rows = raw.slice(0, kept).map((r): StoredRow => ({ json: r.page_json!, storedMs: Number(r.stored_ms), position: r.seq }));
     return kept < raw.length ? { rows, next: raw[kept - 1].id } : { rows };
+  }
+
+  /**
+   * How many of a query's rows (in order) a page keeps (pageRowsKept), the JSON of those too large
+   * to come with the query read by seq into their rows. Fewer when a kept statement was erased
+   * since the query: the page ends before it.
+   */
+  private async keptRows<R extends SizedRow>(tid: number, raw: R[], q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>, data: (r: R) => number): Promise<number> {
+    const allInline = raw.every((r) => r.page_json !== null);
+    const bytes = (i: number) => (raw[i].json_bytes ?? Buffer.byteLength(raw[i].page_json!, 'utf8')) + data(raw[i]);
+    const kept = pageRowsKept(raw.length, q, allInline, bytes);
+    const large = await this.fullsBySeq(
+      tid,
+      raw.slice(0, kept).flatMap((r) => (r.page_json === null ? [r.seq] : [])),
+    );
+    for (let i = 0; i < kept; i++) {
+      if (raw[i].page_json !== null) continue;
+      const full = large.get(raw[i].seq);
+      if (full === undefined) return i;
+      raw[i].page_json = full;
+    }
+    return kept;
   }
 
   /** The attachments rows (`cols`, named `name`) of these hashes, with `carrier` only if a statement of that authority carried their data. */
@@ -1277,17 +1285,16 @@ export class PostgresStore implements Store {
   async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return [];
-    // As a statement page: sizes first, the JSON of small rows with them, the others read once kept.
-    const r = await this.query<{ seq: string; page_json: string | null; json_bytes: number }>(
+    // Read as a statement page is: the JSON of small rows with the query, the others once kept.
+    const r = await this.query<SizedRow>(
       `WITH a AS (${agentSeqsSql('(SELECT id FROM keys WHERE tenant = $1 AND key = $2)', '$3')}) ` +
-        'SELECT s.seq, CASE WHEN s.full_bytes <= $4 THEN s."full" END AS page_json, s.full_bytes AS json_bytes ' +
+        `SELECT s.seq, ${sizedJson(POSTGRES, 's."full"', POSTGRES.fullBytes('s'), () => '$4')} ` +
         'FROM a JOIN statements s ON s.seq = a.seq AND s.tenant = $1 ORDER BY a.seq DESC',
       [tid, agentKey, limit, inlineBytes({ limit, maxBytes })],
       'statements_with_agent',
     );
-    const kept = r.rows.slice(0, pageRowsKept(r.rows.map((row) => row.json_bytes), { limit, maxBytes }));
-    const large = await this.fullsBySeq(tid, kept.filter((row) => row.page_json === null).map((row) => row.seq));
-    return kept.flatMap((row) => row.page_json ?? large.get(row.seq) ?? []);
+    const kept = await this.keptRows(tid, r.rows, { limit, maxBytes, attachments: false }, () => 0);
+    return r.rows.slice(0, kept).map((row) => row.page_json!);
   }
 
   async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {

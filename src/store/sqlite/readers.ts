@@ -54,7 +54,7 @@ export function toRow(r: Row): StoredRow {
   return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
 }
 
-/** A page row read as an array (see pageCols): no object per row (≈ 50 µs of a 100-row page). */
+/** A page row read as an array (pageCols in src/store/sql.ts): no object per row (≈ 50 µs of a 100-row page). */
 const pageRow = (r: unknown[]): StoredRow => ({ json: String(r[2]), storedMs: Number(r[1]), position: String(r[0]) });
 
 /** A statement's JSON by seq (one a page keeps that was too large to come with the page query). */
@@ -65,6 +65,28 @@ export function fullOf(src: PageSource, seq: number): string | undefined {
 
 /** Times a page is read again when a statement it kept was erased before its JSON was read. */
 const PAGE_ATTEMPTS = 5;
+
+/**
+ * How many of a page query's rows (arrays, in order: the seq first, at `json` the JSON or else its
+ * bytes, see sizedJson, at `data` the bytes of its attachment data) the page keeps (pageRowsKept),
+ * the JSON of those too large to come with the query read by seq into their rows. Fewer when a
+ * kept statement was erased since the query (by another connection): the page ends before it.
+ */
+export function keptRows(src: PageSource, raw: unknown[][], q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>, json: number, data?: number): number {
+  const allInline = raw.every((r) => typeof r[json] === 'string');
+  const bytes = (i: number) => {
+    const j = raw[i][json];
+    return (typeof j === 'string' ? Buffer.byteLength(j, 'utf8') : Number(j)) + (data === undefined ? 0 : Number(raw[i][data]));
+  };
+  const kept = pageRowsKept(raw.length, q, allInline, bytes);
+  for (let i = 0; i < kept; i++) {
+    if (typeof raw[i][json] === 'string') continue;
+    const full = fullOf(src, raw[i][0] as number);
+    if (full === undefined) return i;
+    raw[i][json] = full;
+  }
+  return kept;
+}
 
 /** since/until as a seq bound (see storedSeqSql). */
 export function storedSeq(src: PageSource, tenant: number, ms: number, bound: 'since' | 'until'): Row | undefined {
@@ -130,20 +152,8 @@ export function readPage(src: PageSource, tenant: string, query: StatementQuery,
   const page = src.q(sql);
   page.setReturnArrays(true);
   const raw = page.all(...(params as SQLInputValue[])) as unknown as unknown[][];
-  let kept = pageRowsKept(
-    raw.map((r) => (r[4] as number) + (r[5] as number)),
-    query,
-  );
-  // The statements kept but too large to come with the page query, each read on its own.
-  for (let i = 0; i < kept; i++) {
-    if (raw[i][2] !== null) continue;
-    const full = fullOf(src, raw[i][0] as number);
-    if (full === undefined) {
-      kept = i; // erased since (by another connection): the page ends before it
-      break;
-    }
-    raw[i][2] = full;
-  }
+  // Columns: seq, stored_ms, the JSON or its bytes, id, [data bytes] (pageCols).
+  const kept = keptRows(src, raw, query, 2, query.attachments ? 4 : undefined);
   if (kept === 0 && raw.length) {
     if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
     return readPage(src, tenant, query, attempt + 1);

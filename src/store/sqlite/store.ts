@@ -21,7 +21,7 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
-import { bucketsIn, DEFINITIONS_PER_QUERY, inlineBytes, isVoidingValue, pageRowsKept, seqBucket, uuidBytes, uuidText } from '../sql.ts';
+import { bucketsIn, DEFINITIONS_PER_QUERY, inlineBytes, isVoidingValue, seqBucket, sizedJson, SQLITE, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -38,7 +38,7 @@ import type {
 import * as docs from './documents.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
-import { fullOf, type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
+import { keptRows, type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
 
 export interface SqliteOptions {
   path: string;
@@ -679,17 +679,15 @@ export class SqliteStore implements Store {
   async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
     const tid = this.tenantId(tenant);
     if (tid === undefined) return [];
-    // As a statement page: sizes first, the JSON of small rows with them, the others read once kept.
-    const rows = this.q(
-      'SELECT s.seq, CASE WHEN octet_length(s.full) <= ? THEN s.full END AS page_json, octet_length(s.full) AS json_bytes ' +
+    // Read as a statement page is: the JSON of small rows with the query, the others once kept.
+    const st = this.q(
+      `SELECT s.seq, ${sizedJson(SQLITE, 's.full', SQLITE.fullBytes('s'), () => '?')} ` +
         `FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
         'AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.bucket DESC, a.seq DESC LIMIT ?',
-    ).all(inlineBytes({ limit, maxBytes }), tid, tid, agentKey, limit) as Row[];
-    const kept = rows.slice(0, pageRowsKept(rows.map((r) => Number(r.json_bytes)), { limit, maxBytes }));
-    return kept.flatMap((r) => {
-      const json = r.page_json === null ? fullOf(this.source, Number(r.seq)) : String(r.page_json);
-      return json === undefined ? [] : [json];
-    });
+    );
+    st.setReturnArrays(true);
+    const rows = st.all(inlineBytes({ limit, maxBytes }), tid, tid, agentKey, limit) as unknown as unknown[][];
+    return rows.slice(0, keptRows(this.source, rows, { limit, maxBytes, attachments: false }, 1)).map((r) => r[1] as string);
   }
 
   async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
