@@ -420,7 +420,7 @@ COMMENT ON COLUMN statement_attachments.carrier IS 'keys.id of the authority of 
     // text that keeps it as it is): 1.8 s for 40 rows of 19 MB. A statement page reads this
     // column instead (src/store/sql.ts, pageCols). Filled by a rewrite of the table (ALTER TYPE
     // with USING), as migration 9's: no dead rows, each row's JSON kept compressed as it was
-    // (100k rows: 0.3 s).
+    // (100k statements, 130 MB with their indexes: 0.6 s).
     sql: `
 ALTER TABLE statements ADD COLUMN full_bytes integer;
 ALTER TABLE statements ALTER COLUMN full_bytes TYPE integer USING octet_length("full"::text), ALTER COLUMN full_bytes SET NOT NULL;
