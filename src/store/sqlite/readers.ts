@@ -58,8 +58,8 @@ export function toRow(r: Row): StoredRow {
 const pageRow = (r: unknown[]): StoredRow => ({ json: String(r[2]), storedMs: Number(r[1]), position: String(r[0]) });
 
 /** A statement's JSON by seq (one a page keeps that was too large to come with the page query). */
-export function fullOf(src: PageSource, seq: number): string | undefined {
-  const r = src.q('SELECT full FROM statements WHERE seq = ?').get(seq) as Row | undefined;
+export function fullOf(src: PageSource, tenant: number, seq: number): string | undefined {
+  const r = src.q('SELECT full FROM statements WHERE seq = ? AND tenant = ?').get(seq, tenant) as Row | undefined;
   return r ? String(r.full) : undefined;
 }
 
@@ -72,7 +72,14 @@ const PAGE_ATTEMPTS = 5;
  * the JSON of those too large to come with the query read by seq into their rows. Fewer when a
  * kept statement was erased since the query (by another connection): the page ends before it.
  */
-export function keptRows(src: PageSource, raw: unknown[][], q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>, json: number, data?: number): number {
+export function keptRows(
+  src: PageSource,
+  tenant: number,
+  raw: unknown[][],
+  q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>,
+  json: number,
+  data?: number,
+): number {
   const allInline = raw.every((r) => typeof r[json] === 'string');
   const bytes = (i: number) => {
     const j = raw[i][json];
@@ -81,7 +88,7 @@ export function keptRows(src: PageSource, raw: unknown[][], q: Pick<StatementQue
   const kept = pageRowsKept(raw.length, q, allInline, bytes);
   for (let i = 0; i < kept; i++) {
     if (typeof raw[i][json] === 'string') continue;
-    const full = fullOf(src, raw[i][0] as number);
+    const full = fullOf(src, tenant, raw[i][0] as number);
     if (full === undefined) return i;
     raw[i][json] = full;
   }
@@ -153,7 +160,7 @@ export function readPage(src: PageSource, tenant: string, query: StatementQuery,
   page.setReturnArrays(true);
   const raw = page.all(...(params as SQLInputValue[])) as unknown as unknown[][];
   // Columns: seq, stored_ms, the JSON or its bytes, id, [data bytes] (pageCols).
-  const kept = keptRows(src, raw, query, 2, query.attachments ? 4 : undefined);
+  const kept = keptRows(src, tid, raw, query, 2, query.attachments ? 4 : undefined);
   if (kept === 0 && raw.length) {
     if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
     return readPage(src, tenant, query, attempt + 1);

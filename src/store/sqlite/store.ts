@@ -687,7 +687,7 @@ export class SqliteStore implements Store {
     );
     st.setReturnArrays(true);
     const rows = st.all(inlineBytes({ limit, maxBytes }), tid, tid, agentKey, limit) as unknown as unknown[][];
-    return rows.slice(0, keptRows(this.source, rows, { limit, maxBytes, attachments: false }, 1)).map((r) => r[1] as string);
+    return rows.slice(0, keptRows(this.source, tid, rows, { limit, maxBytes, attachments: false }, 1)).map((r) => r[1] as string);
   }
 
   async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
