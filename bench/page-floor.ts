@@ -39,7 +39,7 @@ function page(rows: string[]): string {
 
 /** A bench filter as the request parser makes it. */
 function queryOf(name: string): StatementQuery {
-  const parsed = parseStatementRequest({ ...queryFilters(SEED)[name], limit: '100' }, { maxLimit: 100, onlyMine: false });
+  const parsed = parseStatementRequest({ ...queryFilters(SEED)[name], limit: '100' }, { maxLimit: 100, maxBytes: 4 * 1024 * 1024, onlyMine: false });
   if (parsed.kind !== 'query') throw new Error(`${name}: not a query`);
   return parsed.query;
 }

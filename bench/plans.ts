@@ -26,7 +26,7 @@ export interface Plan {
 }
 
 function toQuery(params: Record<string, string>): StatementQuery {
-  const r = parseStatementRequest(params, { maxLimit: 100 });
+  const r = parseStatementRequest(params, { maxLimit: 100, maxBytes: 4 * 1024 * 1024 });
   if (r.kind !== 'query') throw new Error('not a query');
   return r.query;
 }

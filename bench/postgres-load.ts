@@ -259,6 +259,7 @@ interface Case {
 async function explain(pool: pg.Pool, tenant: number, c: Case): Promise<string> {
   const q: StatementQuery = {
     limit: 100,
+    maxBytes: 4 * 1024 * 1024,
     ascending: false,
     format: 'exact',
     attachments: false,

@@ -115,7 +115,7 @@ function main(): void {
   const out = [`SQLite ${one('SELECT sqlite_version() AS v').v}; ${Number(count.n).toLocaleString('en')} statements in the tenant, ${Number(count.refs).toLocaleString('en')} StatementRefs.\n`];
   const summary = ['| query | rows | ms (median of 5) |', '|---|---|---|'];
   for (const c of cases) {
-    const q: StatementQuery = { limit: 100, ascending: false, format: 'exact', attachments: false, ...c.query, filter: { relatedAgents: false, relatedActivities: false, ...c.query.filter } };
+    const q: StatementQuery = { limit: 100, maxBytes: 4 * 1024 * 1024, ascending: false, format: 'exact', attachments: false, ...c.query, filter: { relatedAgents: false, relatedActivities: false, ...c.query.filter } };
     const w: SeqWindow = {};
     // As SqliteStore.queryStatements: since/until become seq bounds first.
     const bound = (ms: number, which: 'since' | 'until') => {

@@ -188,6 +188,12 @@ export const SETTINGS = {
     help: 'Largest page of statements a GET returns; `limit=0` and any larger `limit` get this many.',
     parse: int(1, 100000),
   },
+  maxPageBytes: {
+    name: 'LECTERN_MAX_PAGE_BYTES',
+    default: String(4 * MiB),
+    help: 'Most bytes of stored statement JSON (with `attachments=true`, plus the attachment data) one page of a statement query carries; a page that would go beyond ends early with a `more` link to the next statement. A page always carries at least one statement.',
+    parse: int(1024, 1024 * MiB),
+  },
   sqlitePath: {
     name: 'LECTERN_SQLITE_PATH',
     default: 'lectern.sqlite',

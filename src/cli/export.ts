@@ -36,6 +36,8 @@ export interface ExportOptions {
 }
 
 const PAGE = 1000;
+/** Bytes of statement JSON a filtered page holds at most (the query ends a page early past it, as for GET). */
+const PAGE_BYTES = 32 * 1024 * 1024;
 
 /** One line of the documents file (read back by importDocuments in ./import.ts). */
 export function documentLine(d: KeyedDocument): string {
@@ -57,7 +59,7 @@ function parseFilters(opts: ExportOptions): StatementQuery {
   const params: Record<string, string> = { ascending: 'true', limit: String(PAGE) };
   for (const k of ['agent', 'verb', 'activity', 'since', 'until'] as const) if (opts[k] !== undefined) params[k] = opts[k];
   try {
-    const r = parseStatementRequest(params, { maxLimit: PAGE });
+    const r = parseStatementRequest(params, { maxLimit: PAGE, maxBytes: PAGE_BYTES });
     if (r.kind !== 'query') throw new CliError('unexpected filters');
     return r.query;
   } catch (err) {

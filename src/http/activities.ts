@@ -15,6 +15,8 @@ import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface ViewDeps {
   store: Store;
+  /** LECTERN_MAX_PAGE_BYTES: the Agents view reads at most about this much statement JSON. */
+  maxPageBytes: number;
 }
 
 /** A JSON reply with an ETag of its body (§3.1.s4.b1: every GET carries one). */
@@ -42,7 +44,10 @@ export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promis
   return jsonWithEtag(canonicalActivity(id, definition));
 }
 
-/** Statements read for the names of an agent: enough for every name a real agent goes by. */
+/**
+ * Statements read for the names of an agent: enough for every name a real agent goes by; fewer
+ * when they hold more than a statement page may (each is parsed whole).
+ */
 const PERSON_STATEMENTS = 200;
 
 /** GET /agents?agent=: a Person object for an Agent (not a Group, §2.4.s2), known or not (§2.4.s3.b3). */
@@ -50,6 +55,6 @@ export async function handleAgents(deps: ViewDeps, req: XapiRequest): Promise<Xa
   const agent = parseParams('agents', req.method, req.query).agent as Agent;
   everyStatementReadable(req, 'the Agents resource');
   const key = ifiKey(agent);
-  const seen = key === undefined ? [] : await deps.store.statementsWithAgent(req.user!.target, key, PERSON_STATEMENTS);
+  const seen = key === undefined ? [] : await deps.store.statementsWithAgent(req.user!.target, key, PERSON_STATEMENTS, deps.maxPageBytes);
   return jsonWithEtag(personOf(agent, seen.map((j) => JSON.parse(j) as Statement)));
 }

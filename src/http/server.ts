@@ -310,6 +310,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const statementDeps = {
     store,
     maxSearchHits: config.maxSearchHits,
+    maxPageBytes: config.maxPageBytes,
     basePath: STATEMENTS_PATH,
     strictVersion: config.xapiStrictVersion,
     maxStatements: config.maxStatementsPerRequest,
@@ -328,8 +329,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   xapi('/xAPI/activities/state', (req) => handleDocuments(documentDeps, 'state', req), { scopes: STATE });
   xapi('/xAPI/activities/profile', (req) => handleDocuments(documentDeps, 'activity_profile', req), { scopes: PROFILE });
   xapi('/xAPI/agents/profile', (req) => handleDocuments(documentDeps, 'agent_profile', req), { scopes: PROFILE });
-  xapi('/xAPI/activities', (req) => handleActivities({ store }, req), { allowed: RESOURCES.activities.methods, scopes: VIEWS });
-  xapi('/xAPI/agents', (req) => handleAgents({ store }, req), { allowed: RESOURCES.agents.methods, scopes: VIEWS });
+  const viewDeps = { store, maxPageBytes: config.maxPageBytes };
+  xapi('/xAPI/activities', (req) => handleActivities(viewDeps, req), { allowed: RESOURCES.activities.methods, scopes: VIEWS });
+  xapi('/xAPI/agents', (req) => handleAgents(viewDeps, req), { allowed: RESOURCES.agents.methods, scopes: VIEWS });
   xapi('/xAPI/about', async (req) => about(req, config.xapiVersions), { allowed: RESOURCES.about.methods, versioned: false });
 
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));

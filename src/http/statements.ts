@@ -3,7 +3,7 @@ import { LrsError, ValidationFailed } from '../errors.ts';
 import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
 import { acceptStatements, type Received } from '../xapi/accept.ts';
 import { actorKeys } from '../xapi/agents.ts';
-import { attachmentHashes, statementParts } from '../xapi/attachments.ts';
+import { attachmentHashes, attachmentsToServe, statementParts } from '../xapi/attachments.ts';
 import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
 import { countJson, parseJson } from '../xapi/json.ts';
 import { parseParams } from '../xapi/params.ts';
@@ -19,6 +19,8 @@ import { json, type XapiRequest, type XapiResponse } from './request.ts';
 export interface StatementDeps {
   store: Store;
   maxSearchHits: number;
+  /** LECTERN_MAX_PAGE_BYTES. */
+  maxPageBytes: number;
   /** Path the `more` links point at. */
   basePath: string;
   /** LECTERN_XAPI_STRICT_VERSION: convert 2.0 statements for 1.0.3 readers. */
@@ -182,8 +184,13 @@ async function render(
   const body = wrap(jsons).join('');
   // Attachments with a fileUrl and no data received have no part, and so have those whose data
   // only statements this reader may not read carried (a declaration by hash gives nothing).
+  // Their sizes first: the data read is what fits in the page's bytes (attachmentsToServe).
   const hashes = [...new Set(statements.flatMap(attachmentHashes))];
-  const blobs = await deps.store.getAttachments(req.user!.target, hashes, mine ? (actorKeys(req.user!.agent)[0] ?? '') : undefined);
+  const carrier = mine ? (actorKeys(req.user!.agent)[0] ?? '') : undefined;
+  const sizes = hashes.length ? await deps.store.attachmentSizes(req.user!.target, hashes, carrier) : new Map<string, number>();
+  const room = deps.maxPageBytes - rows.reduce((n, r) => n + Buffer.byteLength(r.json, 'utf8'), 0);
+  const served = attachmentsToServe(statements, sizes, room);
+  const blobs = served.length ? await deps.store.getAttachments(req.user!.target, served, carrier) : [];
   const multipart = buildStatementsMultipart(
     body,
     blobs.map((b) => ({ sha2: b.sha2, contentType: b.contentType, body: b.content })),
@@ -201,7 +208,7 @@ function statementsResult(jsons: string[], more: string): string[] {
 
 async function get(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   const user = req.user!;
-  const parsed = parseStatementRequest(req.query, { maxLimit: deps.maxSearchHits, mineAgent: user.agent, onlyMine: req.access?.mineOnly ?? true });
+  const parsed = parseStatementRequest(req.query, { maxLimit: deps.maxSearchHits, maxBytes: deps.maxPageBytes, mineAgent: user.agent, onlyMine: req.access?.mineOnly ?? true });
   if (parsed.kind === 'single') {
     // Another authority's statement, for a user restricted to its own, is as absent as a missing one.
     const row = await deps.store.getStatement(user.target, parsed.id, parsed.voided, parsed.authority);

@@ -153,6 +153,8 @@ export interface Store {
    * hash), for a reader restricted to its own statements.
    */
   getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]>;
+  /** The bytes of the attachment data getAttachments would return for these hashes, by sha2, without reading the data. */
+  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>>;
   /**
    * For the statements at these positions: the attachment hashes each declares whose data the
    * store has but that its request did not carry (`lectern export` records them, so that an import
@@ -164,9 +166,10 @@ export interface Store {
 
   /**
    * The newest `limit` statements (JSON, voided ones too) in which an agent with IFI key
-   * `agentKey` appears in any role: the Agents resource reads the names it was given there.
+   * `agentKey` appears in any role, fewer where their JSON would go past `maxBytes` (at least
+   * one; as a statement page): the Agents resource reads the names it was given there.
    */
-  statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]>;
+  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]>;
 
   /**
    * The canonical definitions the LRS keeps for these activities (those it has seen one for), by

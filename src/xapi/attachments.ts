@@ -125,6 +125,35 @@ const statementAttachments = (s: Statement): Attachment[] => located(s).map((l) 
 export const attachmentHashes = (s: Statement): string[] => [...new Set(statementAttachments(s).map((a) => a.sha2.toLowerCase()))];
 
 /**
+ * The hashes whose data a response carries (of those in `sizes`: the data the store has and this
+ * reader may be given, by sha2, with its bytes): the data of every attachment without a fileUrl,
+ * which its statement's own request carried (so at most LECTERN_MAX_REQUEST_SIZE per statement),
+ * then the data of attachments with a fileUrl while it fits in `room` bytes beside it. A statement
+ * may declare by hash any number of attachments other requests carried: past `room`, their
+ * clients have the fileUrl (the LRS serves only data it has, and bounds what one response holds).
+ */
+export function attachmentsToServe(statements: readonly Statement[], sizes: ReadonlyMap<string, number>, room: number): string[] {
+  const required = new Set<string>();
+  const optional = new Set<string>();
+  for (const s of statements) {
+    for (const a of statementAttachments(s)) {
+      const sha2 = a.sha2.toLowerCase();
+      if (sizes.has(sha2)) (a.fileUrl === undefined || a.fileUrl === '' ? required : optional).add(sha2);
+    }
+  }
+  let left = room;
+  for (const sha2 of required) left -= sizes.get(sha2)!;
+  const out = [...required];
+  for (const sha2 of optional) {
+    const bytes = sizes.get(sha2)!;
+    if (required.has(sha2) || bytes > left) continue;
+    out.push(sha2);
+    left -= bytes;
+  }
+  return out;
+}
+
+/**
  * Cross-checks validated statements against the attachment parts received with them
  * (xAPI-Communication §1.5.2.s1.b4, §1.5.2.s3.b5, and the "excess multipart sections" rule):
  *

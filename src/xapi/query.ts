@@ -30,6 +30,11 @@ export interface StatementQuery {
   until?: number;
   /** Page size, already clamped to the server maximum. */
   limit: number;
+  /**
+   * Most bytes of stored statement JSON the page carries, with `attachments` the attachment data
+   * too (LECTERN_MAX_PAGE_BYTES): the page ends early past it, after at least one statement.
+   */
+  maxBytes: number;
   ascending: boolean;
   /**
    * Keyset cursor from a `more` link: the id of the last statement already returned. The store
@@ -56,7 +61,7 @@ const SINGLE_COMPATIBLE = new Set(['statementId', 'voidedStatementId', 'format',
  */
 export function parseStatementRequest(
   params: Record<string, string>,
-  opts: { maxLimit: number; mineAgent?: Actor; onlyMine?: boolean },
+  opts: { maxLimit: number; maxBytes: number; mineAgent?: Actor; onlyMine?: boolean },
 ): StatementRequest {
   const forced = opts.onlyMine && opts.mineAgent ? actorKeys(opts.mineAgent)[0] : undefined;
   const p = parseParams('statements', 'GET', params);
@@ -92,6 +97,7 @@ export function parseStatementRequest(
       since: p.since as number | undefined,
       until: p.until as number | undefined,
       limit,
+      maxBytes: opts.maxBytes,
       ascending: p.ascending === true,
       after: p.search_after as string | undefined,
       format,

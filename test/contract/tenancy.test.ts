@@ -173,12 +173,17 @@ for (const backend of BACKENDS) {
         record(args[0]);
         return originalQuery.apply(this, args);
       });
-      const t = await startTestLrs(backend, { users: [ADMIN, TENANT_B] });
+      // A page bound so small that every page's statements are read one by one after the page
+      // query (src/store/sql.ts, inlineBytes), and an attachment whose size a page counts.
+      const t = await startTestLrs(backend, { users: [ADMIN, TENANT_B], env: { LECTERN_MAX_PAGE_BYTES: '1024' } });
       try {
         const agent = enc(JSON.stringify({ mbox: 'mailto:l@example.com' }));
         const activity = enc('http://example.com/act');
+        const attachment = { usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: 1, sha2: 'a'.repeat(64), fileUrl: 'http://example.com/f' };
         const [id] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ object: { id: 'http://example.com/act', definition: { name: { en: 'x' } } } }), { user: TENANT_B }))).json();
         await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id } }), { user: TENANT_B }));
+        // The newest: first on the `mine` page below (its attachment's size is read).
+        assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', statement({ attachments: [attachment] }), { user: TENANT_B }))).status, 200);
         for (const q of [`statementId=${id}`, `voidedStatementId=${id}`, `agent=${agent}`, `activity=${activity}&related_activities=true`, 'verb=http%3A%2F%2Fexample.com%2Fv&since=2020-01-01T00:00:00Z&until=2100-01-01T00:00:00Z', 'mine=true&format=canonical&attachments=true', 'limit=1']) {
           await t.fetch(`/xAPI/statements?${q}`, { user: TENANT_B });
         }

@@ -25,7 +25,7 @@ for (const backend of storeBackends) {
       ({ id, actor: { mbox: agent }, verb: { id: verb }, object: { id: activity } }) as Statement;
     const insert = (statements: Statement[]) => store.insertStatements('', prepareBatch(statements, AUTHORITY, '1.0.3'), []);
     const ids = async (filter: StatementQuery['filter']) =>
-      (await store.queryStatements('', { limit: 10, ascending: true, format: 'exact', attachments: false, filter })).rows.map((r) => (JSON.parse(r.json) as Statement).id);
+      (await store.queryStatements('', { limit: 10, maxBytes: 4 * 1024 * 1024, ascending: true, format: 'exact', attachments: false, filter })).rows.map((r) => (JSON.parse(r.json) as Statement).id);
 
     test('the committed request is found by its new keys; the conflicting one left nothing', async () => {
       const taken = made('mailto:first@example.com', 'http://example.com/verbs/first', 'http://example.com/first');

@@ -94,6 +94,7 @@ describe('SQLite: a request failing mid-write in a group', () => {
     assert.deepEqual((await store.getActivityDefinitions('', ['http://example.com/activities/b'])).get('http://example.com/activities/b'), { name: { en: 'kept b' } });
     const page = await store.queryStatements('', {
       limit: 10,
+      maxBytes: 4 * 1024 * 1024,
       ascending: true,
       format: 'exact',
       attachments: false,

@@ -85,7 +85,7 @@ test('closing the store while a reader query runs answers it (result or 503), ne
   try {
     await store.migrate();
     await store.insertStatements('', prepareBatch([st() as unknown as Statement], { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
-    const query = { filter: { verb: VERB.id, relatedAgents: false, relatedActivities: false }, limit: 10, ascending: false, format: 'exact' as const, attachments: false };
+    const query = { filter: { verb: VERB.id, relatedAgents: false, relatedActivities: false }, limit: 10, maxBytes: 4 * 1024 * 1024, ascending: false, format: 'exact' as const, attachments: false };
     await store.queryStatements('', query); // the reader is up
     const answered = Promise.all(Array.from({ length: 20 }, () => store.queryStatements('', query))).then(
       () => 'answered',

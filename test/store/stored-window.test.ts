@@ -45,6 +45,7 @@ for (const backend of storeBackends) {
       (
         await store.queryStatements(tenant, {
           limit: 1000,
+          maxBytes: 4 * 1024 * 1024,
           ascending: true,
           format: 'exact',
           attachments: false,

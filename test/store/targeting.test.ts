@@ -91,6 +91,7 @@ for (const backend of storeBackends) {
     const page = async (q: Partial<Omit<StatementQuery, 'filter'>> & { filter: Partial<StatementQuery['filter']> }) => {
       const query: StatementQuery = {
         limit: 100,
+        maxBytes: 4 * 1024 * 1024,
         ascending: false,
         format: 'exact',
         attachments: false,
@@ -184,7 +185,7 @@ for (const backend of storeBackends) {
       await store.insertStatements('', prepareBatch(statements, authority, '1.0.3'), []);
     };
     const ids = async (filter: Partial<StatementQuery['filter']>) => {
-      const query: StatementQuery = { limit: 100, ascending: false, format: 'exact', attachments: false, filter: { relatedAgents: false, relatedActivities: false, ...filter } };
+      const query: StatementQuery = { limit: 100, maxBytes: 4 * 1024 * 1024, ascending: false, format: 'exact', attachments: false, filter: { relatedAgents: false, relatedActivities: false, ...filter } };
       return (await store.queryStatements('', query)).rows.map((row) => (JSON.parse(row.json) as Statement).id);
     };
     const target = (): Statement => ({ ...made(F, { id: LATE_ACTIVITY }, LATE), context: { registration: randomUUID() } }) as Statement;

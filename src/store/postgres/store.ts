@@ -31,7 +31,24 @@ import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert }
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { type ReachSeed, ReachWalk } from '../reach.ts';
-import { agentSeqsSql, DEFINITIONS_PER_QUERY, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, isVoidingValue, POSTGRES, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql } from '../sql.ts';
+import {
+  agentSeqsSql,
+  DEFINITIONS_PER_QUERY,
+  type Driver,
+  DRIVER_COUNT_CAP,
+  DriverChoices,
+  driverCountsSql,
+  drivers,
+  inlineBytes,
+  isVoidingValue,
+  pageRowsKept,
+  POSTGRES,
+  rarestDriver,
+  type SeqWindow,
+  sizedJson,
+  statementPageSql,
+  storedSeqSql,
+} from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -175,6 +192,24 @@ interface DocumentRow {
   updated_ms: string;
 }
 
+/** The JSON of a statement too large to come with its query (page_json null): its bytes (sizedJson in src/store/sql.ts). */
+interface SizedRow {
+  seq: string;
+  page_json: string | null;
+  json_bytes: number | null;
+}
+
+/** A row of the page query (pageCols in src/store/sql.ts). */
+interface PageRow extends SizedRow {
+  stored_ms: string;
+  id: string;
+  /** With attachments: the bytes of the attachment data (numeric, a sum of bigint). */
+  data_bytes?: string;
+}
+
+/** Times a page is read again when a statement it kept was erased before its JSON was read. */
+const PAGE_ATTEMPTS = 5;
+
 const toRow = (r: StatementRow): StoredRow => ({ json: r.full, storedMs: Number(r.stored_ms), position: r.seq });
 const toDocument = (r: DocumentRow): StoredDocument => ({ content: r.content, contentType: r.content_type, etag: r.etag, updatedMs: Number(r.updated_ms) });
 
@@ -223,8 +258,8 @@ ok AS (SELECT
     AND (SELECT n FROM keys_epoch) = $34::bigint
     AS ok),
 sq AS (SELECT n, nextval('statements_seq') AS seq FROM generate_series(1, $3::int) AS n WHERE (SELECT ok FROM ok)),
-st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full")
-  SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, vd, a, f
+st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full", full_bytes)
+  SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, vd, a, f, octet_length(f::text)
   FROM ROWS FROM (unnest($4::uuid[]), unnest($5::int[]), unnest($6::uuid[]), unnest($7::uuid[]), unnest($8::smallint[]), unnest($9::smallint[]),
     unnest($10::int[]), json_array_elements($11::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, vd, a, f, n) JOIN sq USING (n)),
 ag AS (INSERT INTO statement_agents (agent, role, seq) SELECT k, d, sq.seq FROM unnest($12::int[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
@@ -1111,7 +1146,7 @@ export class PostgresStore implements Store {
     return BigInt(r.rows[0].seq);
   }
 
-  async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
+  async queryStatements(tenant: string, query: StatementQuery, attempt = 1): Promise<QueryPage> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) {
       if (query.after !== undefined) throw unknownCursor();
@@ -1147,8 +1182,8 @@ export class PostgresStore implements Store {
       }
     }
     const page = async (known: ReadonlyMap<string, number>) => {
-      const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids: known, driver });
-      return (await this.query<StatementRow & { id: string }>(sql, params)).rows;
+      const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids: known, driver, attachmentsOf: query.attachments ? tenant : undefined });
+      return (await this.query<PageRow>(sql, params)).rows;
     };
     let rows = await page(ids);
     if (cached && !rows.length) {
@@ -1160,33 +1195,79 @@ export class PostgresStore implements Store {
       this.filterIds.remember(tid, fresh);
       if ([...fresh].some(([k, id]) => ids.get(k) !== id)) rows = await page(fresh);
     }
-    if (rows.length > query.limit) {
-      rows.length = query.limit;
-      return { rows: rows.map(toRow), next: rows[rows.length - 1].id };
+    return this.keptPage(tenant, tid, rows, query, attempt);
+  }
+
+  /** The page a page query's rows make (keptRows); one whose first statement was erased meanwhile is read again. */
+  private async keptPage(tenant: string, tid: number, raw: PageRow[], query: StatementQuery, attempt: number): Promise<QueryPage> {
+    const kept = await this.keptRows(tid, raw, query, (r) => Number(r.data_bytes ?? 0));
+    if (kept === 0 && raw.length) {
+      if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
+      return this.queryStatements(tenant, query, attempt + 1);
     }
-    return { rows: rows.map(toRow) };
+    const rows = raw.slice(0, kept).map((r): StoredRow => ({ json: r.page_json!, storedMs: Number(r.stored_ms), position: r.seq }));
+    return kept < raw.length ? { rows, next: raw[kept - 1].id } : { rows };
+  }
+
+  /**
+   * How many of a query's rows (in order) a page keeps (pageRowsKept), the JSON of those too large
+   * to come with the query read by seq into their rows. Fewer when a kept statement was erased
+   * since the query: the page ends before it.
+   */
+  private async keptRows<R extends SizedRow>(tid: number, raw: R[], q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>, data: (r: R) => number): Promise<number> {
+    const allInline = raw.every((r) => r.page_json !== null);
+    const bytes = (i: number) => (raw[i].json_bytes ?? Buffer.byteLength(raw[i].page_json!, 'utf8')) + data(raw[i]);
+    const kept = pageRowsKept(raw.length, q, allInline, bytes);
+    const large = await this.fullsBySeq(
+      tid,
+      raw.slice(0, kept).flatMap((r) => (r.page_json === null ? [r.seq] : [])),
+    );
+    for (let i = 0; i < kept; i++) {
+      if (raw[i].page_json !== null) continue;
+      const full = large.get(raw[i].seq);
+      if (full === undefined) return i;
+      raw[i].page_json = full;
+    }
+    return kept;
+  }
+
+  /** The attachments rows (`cols`, named `name`) of these hashes, with `carrier` only if a statement of that authority carried their data. */
+  private async attachmentRows<R extends { sha2: string }>(tenant: string, sha2s: string[], cols: string, name: string, carrier?: string): Promise<Map<string, R>> {
+    if (!sha2s.length) return new Map();
+    const sql = `SELECT ${cols} FROM attachments a WHERE tenant = $1 AND sha2 = ANY($2::text[])`;
+    let r: pg.QueryResult<R>;
+    if (carrier === undefined) r = await this.query<R>(sql, [tenant, [...new Set(sha2s)]], name);
+    else {
+      const tid = await this.tenantId(tenant);
+      if (tid === undefined) return new Map();
+      // One probe of the carriers' index (migration 11) per hash.
+      r = await this.query<R>(
+        `${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = $3 AND key = $4))`,
+        [tenant, [...new Set(sha2s)], tid, carrier],
+        `${name}_carried`,
+      );
+    }
+    return new Map(r.rows.map((row) => [row.sha2, row]));
+  }
+
+  /** Statements' JSON by seq (those a page keeps that were too large to come with its query), in one query. */
+  private async fullsBySeq(tid: number, seqs: string[]): Promise<Map<string, string>> {
+    if (!seqs.length) return new Map();
+    const r = await this.query<{ seq: string; full: string }>('SELECT seq, "full" FROM statements WHERE tenant = $1 AND seq = ANY($2::bigint[])', [tid, seqs], 'statements_by_seq');
+    return new Map(r.rows.map((row) => [row.seq, row.full]));
   }
 
   async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    if (!sha2s.length) return [];
-    const sql = 'SELECT sha2, content_type, content FROM attachments a WHERE tenant = $1 AND sha2 = ANY($2::text[])';
-    let r: pg.QueryResult<{ sha2: string; content_type: string; content: Buffer }>;
-    if (carrier === undefined) r = await this.query(sql, [tenant, [...new Set(sha2s)]], 'get_attachments');
-    else {
-      const tid = await this.tenantId(tenant);
-      if (tid === undefined) return [];
-      // One probe of the carriers' index (migration 11) per hash.
-      r = await this.query(
-        `${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = $3 AND key = $4))`,
-        [tenant, [...new Set(sha2s)], tid, carrier],
-        'get_carried_attachments',
-      );
-    }
-    const found = new Map(r.rows.map((row) => [row.sha2, row]));
+    const found = await this.attachmentRows<{ sha2: string; content_type: string; content: Buffer }>(tenant, sha2s, 'sha2, content_type, content', 'get_attachments', carrier);
     return [...new Set(sha2s)].flatMap((h) => {
       const row = found.get(h);
       return row ? [{ sha2: row.sha2, contentType: row.content_type, content: row.content }] : [];
     });
+  }
+
+  async attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+    const found = await this.attachmentRows<{ sha2: string; length: string }>(tenant, sha2s, 'sha2, length', 'attachment_sizes', carrier);
+    return new Map([...found.values()].map((r) => [r.sha2, Number(r.length)]));
   }
 
   /**
@@ -1222,16 +1303,19 @@ export class PostgresStore implements Store {
     return { now: Number(r.rows[0].now_ms), busy };
   }
 
-  async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+  async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return [];
-    const r = await this.query<{ full: string }>(
+    // Read as a statement page is: the JSON of small rows with the query, the others once kept.
+    const r = await this.query<SizedRow>(
       `WITH a AS (${agentSeqsSql('(SELECT id FROM keys WHERE tenant = $1 AND key = $2)', '$3')}) ` +
-        'SELECT s."full" FROM a JOIN statements s ON s.seq = a.seq AND s.tenant = $1 ORDER BY a.seq DESC',
-      [tid, agentKey, limit],
+        `SELECT s.seq, ${sizedJson(POSTGRES, 's."full"', POSTGRES.fullBytes('s'), () => '$4')} ` +
+        'FROM a JOIN statements s ON s.seq = a.seq AND s.tenant = $1 ORDER BY a.seq DESC',
+      [tid, agentKey, limit, inlineBytes({ limit, maxBytes })],
       'statements_with_agent',
     );
-    return r.rows.map((row) => row.full);
+    const kept = await this.keptRows(tid, r.rows, { limit, maxBytes, attachments: false }, () => 0);
+    return r.rows.slice(0, kept).map((row) => row.page_json!);
   }
 
   async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
@@ -1584,7 +1668,9 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       await c.query({
         name: 'rewrite_statements',
         // toast_pad = DEFAULT: the new row is compressed like an inserted one (migration 9).
-        text: 'UPDATE statements s SET "full" = t.f, authority = t.a, toast_pad = DEFAULT FROM unnest($2::bigint[], $3::json[], $4::int[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1',
+        text:
+          'UPDATE statements s SET "full" = t.f, full_bytes = octet_length(t.f::text), authority = t.a, toast_pad = DEFAULT ' +
+          'FROM unnest($2::bigint[], $3::json[], $4::int[]) AS t(q, f, a) WHERE s.seq = t.q AND s.tenant = $1',
         values: [tid, found.map((r) => seqOf.get(r.id)), found.map((r) => r.json), found.map((r) => (r.authorityKey === null ? null : keyIds.get(r.authorityKey)))],
       });
       await c.query({

@@ -13,7 +13,21 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlit
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { LrsError, type LrsErrorKind, ValidationFailed, type ValidationIssue } from '../../errors.ts';
 import { type StatementQuery, unknownCursor } from '../../xapi/query.ts';
-import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, rarestDriver, type SeqWindow, SQLITE, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
+import {
+  type Driver,
+  DRIVER_COUNT_CAP,
+  DriverChoices,
+  driverCountsSql,
+  drivers,
+  pageRowsKept,
+  rarestDriver,
+  type SeqWindow,
+  SQLITE,
+  statementPageSql,
+  storedSeqSql,
+  uuidBytes,
+  uuidText,
+} from '../sql.ts';
 import type { QueryPage, StoredRow } from '../types.ts';
 import { cacheSize } from './migrations.ts';
 
@@ -40,8 +54,46 @@ export function toRow(r: Row): StoredRow {
   return { json: String(r.full), storedMs: Number(r.stored_ms), position: String(r.seq) };
 }
 
-/** A page row read as an array (seq, stored_ms, full, id): no object per row (≈ 50 µs of a 100-row page). */
+/** A page row read as an array (pageCols in src/store/sql.ts): no object per row (≈ 50 µs of a 100-row page). */
 const pageRow = (r: unknown[]): StoredRow => ({ json: String(r[2]), storedMs: Number(r[1]), position: String(r[0]) });
+
+/** A statement's JSON by seq (one a page keeps that was too large to come with the page query). */
+export function fullOf(src: PageSource, tenant: number, seq: number): string | undefined {
+  const r = src.q('SELECT full FROM statements WHERE seq = ? AND tenant = ?').get(seq, tenant) as Row | undefined;
+  return r ? String(r.full) : undefined;
+}
+
+/** Times a page is read again when a statement it kept was erased before its JSON was read. */
+const PAGE_ATTEMPTS = 5;
+
+/**
+ * How many of a page query's rows (arrays, in order: the seq first, at `json` the JSON or else its
+ * bytes, see sizedJson, at `data` the bytes of its attachment data) the page keeps (pageRowsKept),
+ * the JSON of those too large to come with the query read by seq into their rows. Fewer when a
+ * kept statement was erased since the query (by another connection): the page ends before it.
+ */
+export function keptRows(
+  src: PageSource,
+  tenant: number,
+  raw: unknown[][],
+  q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>,
+  json: number,
+  data?: number,
+): number {
+  const allInline = raw.every((r) => typeof r[json] === 'string');
+  const bytes = (i: number) => {
+    const j = raw[i][json];
+    return (typeof j === 'string' ? Buffer.byteLength(j, 'utf8') : Number(j)) + (data === undefined ? 0 : Number(raw[i][data]));
+  };
+  const kept = pageRowsKept(raw.length, q, allInline, bytes);
+  for (let i = 0; i < kept; i++) {
+    if (typeof raw[i][json] === 'string') continue;
+    const full = fullOf(src, tenant, raw[i][0] as number);
+    if (full === undefined) return i;
+    raw[i][json] = full;
+  }
+  return kept;
+}
 
 /** since/until as a seq bound (see storedSeqSql). */
 export function storedSeq(src: PageSource, tenant: number, ms: number, bound: 'since' | 'until'): Row | undefined {
@@ -80,7 +132,7 @@ function cursorSeq(src: PageSource, tenant: number, query: StatementQuery, id: s
 }
 
 /** One page of a statement query (GET /statements with filters), on whichever thread holds `src`. */
-export function readPage(src: PageSource, tenant: string, query: StatementQuery): QueryPage {
+export function readPage(src: PageSource, tenant: string, query: StatementQuery, attempt = 1): QueryPage {
   const tid = src.tenantId(tenant);
   if (tid === undefined) {
     if (query.after !== undefined) throw unknownCursor();
@@ -103,16 +155,18 @@ export function readPage(src: PageSource, tenant: string, query: StatementQuery)
     if (query.ascending) w.after = after;
     else w.before = after;
   }
-  const { sql, params } = statementPageSql(tid, query, w, SQLITE, { driver: driver(src, tid, query) });
+  const { sql, params } = statementPageSql(tid, query, w, SQLITE, { driver: driver(src, tid, query), attachmentsOf: query.attachments ? tenant : undefined });
   const page = src.q(sql);
   page.setReturnArrays(true);
   const raw = page.all(...(params as SQLInputValue[])) as unknown as unknown[][];
-  const rows = raw.map(pageRow);
-  if (rows.length > query.limit) {
-    rows.length = query.limit;
-    return { rows, next: uuidText(raw[query.limit - 1][3] as Uint8Array) };
+  // Columns: seq, stored_ms, the JSON or its bytes, id, [data bytes] (pageCols).
+  const kept = keptRows(src, tid, raw, query, 2, query.attachments ? 4 : undefined);
+  if (kept === 0 && raw.length) {
+    if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
+    return readPage(src, tenant, query, attempt + 1);
   }
-  return { rows };
+  const rows = raw.slice(0, kept).map(pageRow);
+  return kept < raw.length ? { rows, next: uuidText(raw[kept - 1][3] as Uint8Array) } : { rows };
 }
 
 /** A reader's young generation: what it allocates lives for one page (V8's default is far larger). A --max-semi-space-size flag, as runserver gives, wins over it (see thread.ts). */

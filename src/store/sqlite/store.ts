@@ -21,7 +21,7 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
-import { bucketsIn, DEFINITIONS_PER_QUERY, isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
+import { bucketsIn, DEFINITIONS_PER_QUERY, inlineBytes, isVoidingValue, seqBucket, sizedJson, SQLITE, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -38,7 +38,7 @@ import type {
 import * as docs from './documents.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
-import { type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
+import { keptRows, type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
 
 export interface SqliteOptions {
   path: string;
@@ -632,23 +632,33 @@ export class SqliteStore implements Store {
     return this.readers ? this.readers.query(tenant, query) : readPage(this.source, tenant, query);
   }
 
-  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    const out: AttachmentBlob[] = [];
-    const sql = 'SELECT sha2, content_type, content FROM attachments a WHERE tenant = ? AND sha2 = ?';
+  /** Each hash's attachments row (`cols`), with `carrier` only if a statement of that authority carried its data. */
+  private attachmentRows(tenant: string, sha2s: string[], cols: string, carrier?: string): Row[] {
+    const sql = `SELECT ${cols} FROM attachments a WHERE tenant = ? AND sha2 = ?`;
     const any = this.q(sql);
     let get = (h: string) => any.get(tenant, h);
     if (carrier !== undefined) {
       const tid = this.tenantId(tenant);
-      if (tid === undefined) return out;
+      if (tid === undefined) return [];
       // One probe of the carriers' index (migration 11) per hash.
       const st = this.q(`${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = ? AND key = ?))`);
       get = (h) => st.get(tenant, h, tid, carrier);
     }
-    for (const h of new Set(sha2s)) {
+    return [...new Set(sha2s)].flatMap((h): Row[] => {
       const r = get(h) as Row | undefined;
-      if (r) out.push({ sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(r.content as Uint8Array) });
-    }
-    return out;
+      return r ? [r] : [];
+    });
+  }
+
+  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
+    return this.attachmentRows(tenant, sha2s, 'sha2, content_type, content', carrier).map((r) => {
+      const content = r.content as Uint8Array; // a copy node:sqlite made: no second one
+      return { sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(content.buffer, content.byteOffset, content.byteLength) };
+    });
+  }
+
+  async attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+    return new Map(this.attachmentRows(tenant, sha2s, 'sha2, length', carrier).map((r) => [String(r.sha2), Number(r.length)]));
   }
 
   async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
@@ -666,14 +676,18 @@ export class SqliteStore implements Store {
     return new Date();
   }
 
-  async statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
+  async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
     const tid = this.tenantId(tenant);
     if (tid === undefined) return [];
-    const rows = this.q(
-      `SELECT s.full FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
+    // Read as a statement page is: the JSON of small rows with the query, the others once kept.
+    const st = this.q(
+      `SELECT s.seq, ${sizedJson(SQLITE, 's.full', SQLITE.fullBytes('s'), () => '?')} ` +
+        `FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
         'AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.bucket DESC, a.seq DESC LIMIT ?',
-    ).all(tid, tid, agentKey, limit) as Row[];
-    return rows.map((r) => String(r.full));
+    );
+    st.setReturnArrays(true);
+    const rows = st.all(inlineBytes({ limit, maxBytes }), tid, tid, agentKey, limit) as unknown as unknown[][];
+    return rows.slice(0, keptRows(this.source, tid, rows, { limit, maxBytes, attachments: false }, 1)).map((r) => r[1] as string);
   }
 
   async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {

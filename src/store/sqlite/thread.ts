@@ -294,6 +294,9 @@ export class ThreadedSqliteStore implements Store {
   getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
     return this.read().getAttachments(tenant, sha2s, carrier);
   }
+  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+    return this.read().attachmentSizes(tenant, sha2s, carrier);
+  }
   attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
     return this.read().attachmentsNotCarried(tenant, positions);
   }
@@ -301,8 +304,8 @@ export class ThreadedSqliteStore implements Store {
     // Writes are answered after their commit, and this connection sees every committed write.
     return this.read().consistentThrough();
   }
-  statementsWithAgent(tenant: string, agentKey: string, limit: number): Promise<string[]> {
-    return this.read().statementsWithAgent(tenant, agentKey, limit);
+  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
+    return this.read().statementsWithAgent(tenant, agentKey, limit, maxBytes);
   }
   getActivityDefinitions(tenant: string, activityIds: string[]): ReturnType<Store['getActivityDefinitions']> {
     return this.read().getActivityDefinitions(tenant, activityIds);
