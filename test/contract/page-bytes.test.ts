@@ -167,7 +167,11 @@ for (const backend of BACKENDS) {
       assert.deepEqual(alone.ids, [ids[17]]);
     });
 
-    test('the store reads about one page of statement JSON, not every row of the page query and cut afterwards', { skip: backend.name === 'sqlite-threads' && 'reads on reader threads (the same readPage as sqlite)' }, async () => {
+    // Counted by wrapping this thread's drivers: on sqlite-threads pages are read on reader threads
+    // (the same readPage the sqlite run counts), so these two run on the other backends only.
+    const countable = backend.name !== 'sqlite-threads';
+
+    if (countable) test('the store reads about one page of statement JSON, not every row of the page query and cut afterwards', async () => {
       const verb = `http://example.com/verbs/read-${randomUUID()}`;
       const ids: string[] = [];
       for (let i = 0; i < 30; i++) ids.push(await post(READER, sized(verb, 8000)));
@@ -183,7 +187,7 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('GET /agents reads about a page of the agent\'s statements, the newest first', { skip: backend.name === 'sqlite-threads' && 'counted on sqlite (the same store code)' }, async () => {
+    if (countable) test('GET /agents reads about a page of the agent\'s statements, the newest first', async () => {
       const mbox = `mailto:${randomUUID()}@example.com`;
       for (let i = 0; i < 30; i++) await post(READER, sized('http://example.com/verbs/named', 8000, { actor: { mbox, name: `name ${i}` } }));
       counted = 0;
