@@ -11,10 +11,12 @@ export const systemClock: Clock = { now: () => Date.now() };
 
 /** A clock that a test moves by hand; each read may also advance it by `stepMs`. */
 export class ManualClock implements Clock {
-  constructor(
-    private ms: number,
-    private readonly stepMs = 0,
-  ) {}
+  private ms: number;
+  private readonly stepMs: number;
+  constructor(startMs: number, stepMs = 0) {
+    this.ms = startMs;
+    this.stepMs = stepMs;
+  }
   now(): number {
     const at = this.ms;
     this.ms += this.stepMs;
