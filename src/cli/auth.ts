@@ -2,7 +2,6 @@
  * `lectern auth`: create or update a user in the credentials file (Ralph's options). Prints the
  * entry, or with -w writes it (atomically), replacing a user of the same name.
  */
-import { createInterface } from 'node:readline';
 import bcrypt from 'bcrypt';
 import { loadConfig } from '../config.ts';
 import { existsSync, readFileSync } from 'node:fs';
@@ -11,11 +10,8 @@ import { isScope, SCOPES } from '../auth/scopes.ts';
 import type { ValidationIssue } from '../errors.ts';
 import type { Agent } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
-
-/** A mistake of the user's: one line on stderr, exit code 2. */
-export class CliError extends Error {
-  override name = 'CliError';
-}
+import { CliError } from './errors.ts';
+import { promptPassword } from './prompt.ts';
 
 export interface AuthOptions {
   username?: string;
@@ -29,26 +25,6 @@ export interface AuthOptions {
   agentName?: string;
   writeToDisk?: boolean;
   file?: string;
-}
-
-/** Reads a password from the terminal without echoing it. */
-export async function promptPassword(): Promise<string> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-  const out = rl as unknown as { _writeToOutput: (s: string) => void; output: NodeJS.WriteStream };
-  let prompted = false;
-  out._writeToOutput = (s: string) => {
-    if (!prompted) {
-      process.stderr.write(s);
-      prompted = true;
-    }
-  };
-  return new Promise((res) =>
-    rl.question('Password: ', (answer) => {
-      rl.close();
-      process.stderr.write('\n');
-      res(answer);
-    }),
-  );
 }
 
 export function buildAgent(o: AuthOptions): Agent {

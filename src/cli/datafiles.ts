@@ -14,7 +14,7 @@ import { openStore, type Store } from '../store/index.ts';
 import type { ValidationIssue } from '../errors.ts';
 import type { Actor } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
-import { CliError } from './auth.ts';
+import { CliError } from './errors.ts';
 
 /** The settings runserver uses, `--backend` overriding LECTERN_RUNSERVER_BACKEND; logs go to stderr. */
 export async function openCliStore(backend: string | undefined): Promise<{ config: Config; store: Store }> {

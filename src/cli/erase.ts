@@ -14,7 +14,7 @@ import { mentionsPerson, personKey, pseudonymFor, pseudonymizeStatement } from '
 import { prepareStatement } from '../xapi/statement.ts';
 import type { Actor, Statement } from '../xapi/types.ts';
 import { statementRules } from '../xapi/versions.ts';
-import { CliError } from './auth.ts';
+import { CliError } from './errors.ts';
 import { openCliStore, parseAgentOption } from './datafiles.ts';
 import { interruptible, Progress } from './progress.ts';
 

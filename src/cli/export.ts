@@ -13,7 +13,7 @@ import { personKey } from '../xapi/erasure.ts';
 import { parseStatementRequest, type StatementQuery } from '../xapi/query.ts';
 import { attachmentHashes } from '../xapi/attachments.ts';
 import type { Statement } from '../xapi/types.ts';
-import { CliError } from './auth.ts';
+import { CliError } from './errors.ts';
 import { NOT_CARRIED_FILE, OutputFile, openCliStore, siblings } from './datafiles.ts';
 import { interruptible, Progress, rerun } from './progress.ts';
 

@@ -5,7 +5,7 @@
 import { loadConfig } from '../config.ts';
 import { openStore } from '../store/index.ts';
 import type { ForwardingStats, Store } from '../store/types.ts';
-import { CliError } from './auth.ts';
+import { CliError } from './errors.ts';
 
 async function withStore<T>(fn: (store: Store, active: Set<string>) => Promise<T>): Promise<T> {
   const config = loadConfig();

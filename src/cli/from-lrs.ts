@@ -6,7 +6,8 @@ import { parseMultipartMixed } from '../http/multipart.ts';
 import { type AttachmentPart, statementParts } from '../xapi/attachments.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import { VOIDED_VERB } from '../xapi/types.ts';
-import { CliError, promptPassword } from './auth.ts';
+import { CliError } from './errors.ts';
+import { promptPassword } from './prompt.ts';
 
 /** A statement as pulled: its number in the pull, its JSON, the attachment data of its page. */
 export interface PulledStatement {

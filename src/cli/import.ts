@@ -20,7 +20,7 @@ import { type PreparedStatement, prepareStatement, sameStatement } from '../xapi
 import type { Actor, Statement } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
 import { statementRules } from '../xapi/versions.ts';
-import { CliError } from './auth.ts';
+import { CliError } from './errors.ts';
 import { openPull, type Pull, type PulledStatement } from './from-lrs.ts';
 import { OutputFile, openCliStore, openInput, parseAgentOption, readNotCarried, siblings } from './datafiles.ts';
 import { interruptible, Progress, rerun } from './progress.ts';
