@@ -13,7 +13,7 @@ import type { ActivityDefinition, Statement } from '../xapi/types.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
-import { buildStatementsMultipart, parseMultipartMixed } from './multipart.ts';
+import { buildStatementsMultipart, parseMultipartMixed } from '../xapi/multipart.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface StatementDeps {
