@@ -4,6 +4,8 @@
  * Ctrl-C handling those commands share: the first SIGINT asks the work to stop after the batch in
  * hand, a second one exits at once.
  */
+import type { OnProgress, ProgressEvent } from '../ops/progress.ts';
+
 export interface ProgressOptions {
   /** What is being done, e.g. "import". */
   label: string;
@@ -96,6 +98,29 @@ export class Progress {
   say(message: string): void {
     this.stream.write(this.tty ? `\r\x1b[2K${message}\n` : `${message}\n`);
   }
+}
+
+/**
+ * A use case's progress events drawn as bars: one Progress per phase, created when the phase
+ * starts (its rate counts from then; a total given here, in another measure, wins over the
+ * event's) and finished when it ends. `figures` turns an advance's
+ * own figures into the bar's measure and extra text.
+ */
+export function progressBars<Phase extends string, Figures extends object = object>(
+  phases: Record<Phase, { label: string; unit: string; total?: number }>,
+  intervalMs: number,
+  figures?: (event: Extract<ProgressEvent<Phase, Figures>, { type: 'advance' }>) => { measure?: number; extra?: string },
+): OnProgress<Phase, Figures> {
+  const bars = new Map<Phase, Progress>();
+  return (event) => {
+    if (event.type === 'start') {
+      bars.set(event.phase, new Progress({ ...phases[event.phase], total: phases[event.phase].total ?? event.total, intervalMs }));
+    } else if (event.type === 'advance') {
+      bars.get(event.phase)?.update(event.done, figures?.(event as Extract<ProgressEvent<Phase, Figures>, { type: 'advance' }>));
+    } else {
+      bars.get(event.phase)?.finish();
+    }
+  };
 }
 
 /**
