@@ -22,7 +22,8 @@ import { validateAgentParam } from '../xapi/validate.ts';
 import { statementRules } from '../xapi/versions.ts';
 import { CliError } from './errors.ts';
 import { openPull, type Pull, type PulledStatement } from './from-lrs.ts';
-import { OutputFile, openCliStore, openInput, parseAgentOption, readNotCarried, siblings } from './datafiles.ts';
+import { readNotCarried } from '../ops/archive.ts';
+import { OutputFile, openCliStore, openInput, parseAgentOption, siblings } from './datafiles.ts';
 import { interruptible, Progress, rerun } from './progress.ts';
 
 export interface ImportOptions {

@@ -11,7 +11,7 @@ import { CliError } from './errors.ts';
 import { LECTERN_VERSION } from '../version.ts';
 
 /** Errors that say what the user must fix: one line on stderr, exit code 2. */
-const USER_ERRORS = new Set(['CliError', 'ConfigError', 'CredentialsFileError']);
+const USER_ERRORS = new Set(['CliError', 'OpsError', 'ConfigError', 'CredentialsFileError']);
 
 let monitoring: Monitoring | undefined;
 

@@ -96,8 +96,13 @@ export class Progress {
 
   /** Writes a message without tearing the bar. */
   say(message: string): void {
-    this.stream.write(this.tty ? `\r\x1b[2K${message}\n` : `${message}\n`);
+    say(message, this.stream);
   }
+}
+
+/** Writes a message on its own line, clearing a bar a terminal may show. */
+export function say(message: string, stream: NodeJS.WriteStream = process.stderr): void {
+  stream.write(stream.isTTY === true ? `\r\x1b[2K${message}\n` : `${message}\n`);
 }
 
 /**
