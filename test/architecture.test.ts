@@ -19,7 +19,7 @@ const SRC = fileURLToPath(new URL('../src/', import.meta.url));
  * place a new one here.
  */
 const LAYERS: { name: string; members: string[] }[] = [
-  { name: 'base', members: ['version.ts', 'log.ts', 'errors.ts', 'clock.ts', 'config.ts'] },
+  { name: 'base', members: ['version.ts', 'log.ts', 'errors.ts', 'clock.ts', 'xapi-versions.ts', 'config.ts'] },
   { name: 'xapi', members: ['xapi/'] },
   { name: 'store', members: ['store/'] },
   { name: 'services', members: ['forwarding/', 'auth/', 'monitoring/'] },
@@ -47,8 +47,6 @@ const KNOWN: string[] = [
   'store/index.ts → forwarding/config.ts', // the store helper
   'store/postgres/store.ts → config.ts', // the store helper (redactUrl)
   'forwarding/client.ts → http/multipart.ts', // the store/ops helper: the multipart codec moves out of http/
-  'config.ts → xapi/versions.ts', // the layering helper, next commit
-  'config.ts → forwarding/config.ts', // the layering helper, next commit
 ];
 
 /** Modules over this many lines are listed (informational: the guide, not a rule). */
@@ -212,7 +210,7 @@ function graph(): { modules: Map<string, number>; imports: Import[] } {
   for (const file of sourceFiles(SRC)) {
     const code = readFileSync(file, 'utf8');
     const from = relative(SRC, file).split('\\').join('/');
-    modules.set(from, code.split('\n').length);
+    modules.set(from, code.split('\n').length - (code.endsWith('\n') ? 1 : 0));
     for (const { specifier, typeOnly } of importsOf(code)) {
       const to = resolveImport(file, specifier);
       if (to.startsWith('..')) continue;
