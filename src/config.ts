@@ -171,11 +171,7 @@ const trustProxy: Parser<boolean | string[]> = (raw, name) => {
   return proxies;
 };
 
-/**
- * LECTERN_XAPI_FORWARDINGS: a JSON list of `{is_active, url, basic_username, basic_password,
- * max_retries, timeout}` (Ralph's format, all six keys required). Parsed strictly: a wrong type is
- * an error naming the entry and the key, never coerced. Passwords never appear in a message.
- */
+/** One entry of LECTERN_XAPI_FORWARDINGS, as src/forwarding/ uses it. */
 export interface ForwardingTarget {
   isActive: boolean;
   /** The target's statements endpoint (e.g. https://lrs.example.com/xAPI/statements); also the target's name in stats. */
@@ -193,6 +189,11 @@ const FORWARDING_KEYS = ['is_active', 'url', 'basic_username', 'basic_password',
 /** A value for a message: the type only for secrets. */
 const shown = (key: string, v: unknown): string => (key === 'basic_password' ? `a ${v === null ? 'null' : typeof v}` : JSON.stringify(v) ?? String(v));
 
+/**
+ * LECTERN_XAPI_FORWARDINGS: a JSON list of `{is_active, url, basic_username, basic_password,
+ * max_retries, timeout}` (Ralph's format, all six keys required). Parsed strictly: a wrong type is
+ * an error naming the entry and the key, never coerced. Passwords never appear in a message.
+ */
 const forwardings: Parser<ForwardingTarget[]> = (raw, name) => {
   if (raw.trim() === '') return [];
   let entries: unknown;
