@@ -7,8 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
-import { KNOWN_VERSIONS, parseServed, type XapiVersion } from './xapi/versions.ts';
-import { ForwardingConfigError, parseForwardings } from './forwarding/config.ts';
+import { KNOWN_VERSIONS, parseServed, type XapiVersion } from './xapi-versions.ts';
 import { CACHE_MIB, WAL_AUTOCHECKPOINT } from './store/sqlite/migrations.ts';
 
 export class ConfigError extends Error {
@@ -170,6 +169,79 @@ const trustProxy: Parser<boolean | string[]> = (raw, name) => {
   });
   if (bad.length) throw new ConfigError(`${name} must be true, false or a comma-separated list of IP addresses and CIDR ranges, got ${JSON.stringify(bad.join(','))}`);
   return proxies;
+};
+
+/** One entry of LECTERN_XAPI_FORWARDINGS, as src/forwarding/ uses it. */
+export interface ForwardingTarget {
+  isActive: boolean;
+  /** The target's statements endpoint (e.g. https://lrs.example.com/xAPI/statements); also the target's name in stats. */
+  url: string;
+  username: string;
+  password: string;
+  /** Retries after the first failed attempt before an item becomes a dead letter. */
+  maxRetries: number;
+  /** Seconds of network inactivity (connect, waiting for headers, between body chunks) before a request fails. */
+  timeoutSeconds: number;
+}
+
+const FORWARDING_KEYS = ['is_active', 'url', 'basic_username', 'basic_password', 'max_retries', 'timeout'] as const;
+
+/** A value for a message: the type only for secrets. */
+const shown = (key: string, v: unknown): string => (key === 'basic_password' ? `a ${v === null ? 'null' : typeof v}` : JSON.stringify(v) ?? String(v));
+
+/**
+ * LECTERN_XAPI_FORWARDINGS: a JSON list of `{is_active, url, basic_username, basic_password,
+ * max_retries, timeout}` (Ralph's format, all six keys required). Parsed strictly: a wrong type is
+ * an error naming the entry and the key, never coerced. Passwords never appear in a message.
+ */
+const forwardings: Parser<ForwardingTarget[]> = (raw, name) => {
+  if (raw.trim() === '') return [];
+  let entries: unknown;
+  try {
+    entries = JSON.parse(raw);
+  } catch (err) {
+    throw new ConfigError(`${name} must be a JSON list of forwarding configurations: ${(err as Error).message}`);
+  }
+  if (!Array.isArray(entries)) throw new ConfigError(`${name} must be a JSON list of forwarding configurations, got ${typeof entries === 'object' && entries ? 'an object' : JSON.stringify(entries)}`);
+  const targets = entries.map((entry: unknown, i): ForwardingTarget => {
+    const at = `${name}[${i}]`;
+    if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ConfigError(`${at} must be an object with the keys ${FORWARDING_KEYS.join(', ')}`);
+    const e = entry as Record<string, unknown>;
+    for (const key of FORWARDING_KEYS) if (!(key in e)) throw new ConfigError(`${at} lacks the key "${key}" (all of ${FORWARDING_KEYS.join(', ')} are required)`);
+    const bad = (key: string, what: string) => new ConfigError(`${at}.${key} must be ${what}, got ${shown(key, e[key])}`);
+    if (typeof e.is_active !== 'boolean') throw bad('is_active', 'true or false');
+    for (const key of ['basic_username', 'basic_password'] as const) if (typeof e[key] !== 'string') throw bad(key, 'a string');
+    if (typeof e.max_retries !== 'number' || !Number.isInteger(e.max_retries) || e.max_retries < 0 || e.max_retries > 1000) {
+      throw bad('max_retries', 'an integer from 0 to 1000');
+    }
+    if (typeof e.timeout !== 'number' || !Number.isFinite(e.timeout) || e.timeout <= 0 || e.timeout > 3600) throw bad('timeout', 'a number of seconds above 0 and at most 3600');
+    if (typeof e.url !== 'string') throw bad('url', 'an http:// or https:// URL');
+    let url: URL;
+    try {
+      url = new URL(e.url);
+    } catch {
+      throw bad('url', 'an http:// or https:// URL');
+    }
+    if (url.protocol !== 'http:' && url.protocol !== 'https:') throw bad('url', 'an http:// or https:// URL');
+    if (url.username || url.password) throw new ConfigError(`${at}.url must not contain credentials: put them in basic_username and basic_password`);
+    return {
+      isActive: e.is_active,
+      url: e.url,
+      username: e.basic_username as string,
+      password: e.basic_password as string,
+      maxRetries: e.max_retries,
+      timeoutSeconds: e.timeout,
+    };
+  });
+  const seen = new Map<string, number>();
+  targets.forEach((t, i) => {
+    if (!t.isActive) return;
+    const first = seen.get(t.url);
+    // The url names a target's queue and counters: two active entries may not share one.
+    if (first !== undefined) throw new ConfigError(`${name}[${i}].url repeats the url of entry ${first}; each active target needs its own url`);
+    seen.set(t.url, i);
+  });
+  return targets;
 };
 
 export const BACKENDS = ['sqlite', 'postgres'] as const;
@@ -436,13 +508,7 @@ export const SETTINGS = {
     name: 'LECTERN_XAPI_FORWARDINGS',
     default: '[]',
     help: 'Statement forwarding targets: a JSON list of `{"is_active", "url", "basic_username", "basic_password", "max_retries", "timeout"}` (all six required).',
-    parse: (raw, name) => {
-      try {
-        return parseForwardings(raw, name);
-      } catch (err) {
-        throw err instanceof ForwardingConfigError ? new ConfigError(err.message) : err;
-      }
-    },
+    parse: forwardings,
   },
   forwardingBackoff: {
     name: 'LECTERN_XAPI_FORWARDING_BACKOFF',

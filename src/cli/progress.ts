@@ -4,6 +4,7 @@
  * Ctrl-C handling those commands share: the first SIGINT asks the work to stop after the batch in
  * hand, a second one exits at once.
  */
+import type { Clock } from '../clock.ts';
 import type { OnProgress, ProgressEvent } from '../ops/progress.ts';
 
 export interface ProgressOptions {
@@ -16,7 +17,11 @@ export interface ProgressOptions {
   stream?: NodeJS.WriteStream;
   /** Non-terminal output: one line this often. */
   intervalMs?: number;
+  /** Only intervals are measured: by default the monotonic clock, which no clock adjustment moves. */
+  clock?: Clock;
 }
+
+const monotonic: Clock = { now: () => performance.now() };
 
 const fmt = (n: number): string => Math.round(n).toLocaleString('en-US');
 
@@ -33,7 +38,8 @@ export class Progress {
   private readonly opts: ProgressOptions;
   private readonly stream: NodeJS.WriteStream;
   private readonly tty: boolean;
-  private readonly started = performance.now();
+  private readonly clock: Clock;
+  private readonly started: number;
   private last = 0;
   private done = 0;
   /** Position in the ETA measure (bytes read, for an import), when it is not `done`. */
@@ -44,8 +50,10 @@ export class Progress {
     this.opts = opts;
     this.stream = opts.stream ?? process.stderr;
     this.tty = this.stream.isTTY === true;
+    this.clock = opts.clock ?? monotonic;
+    this.started = this.clock.now();
     // A terminal gets its first frame at once (performance.now() may still be under 100 ms in a new process).
-    this.last = this.tty ? -Infinity : performance.now();
+    this.last = this.tty ? -Infinity : this.started;
   }
 
   /** Records progress: `done` units so far; `measure` when the total is counted in another measure. */
@@ -53,14 +61,14 @@ export class Progress {
     this.done = done;
     this.measure = opts.measure;
     if (opts.extra !== undefined) this.extra = opts.extra;
-    const now = performance.now();
+    const now = this.clock.now();
     if (now - this.last < (this.tty ? 100 : (this.opts.intervalMs ?? 10_000))) return;
     this.last = now;
     this.draw();
   }
 
   private line(): { text: string; fraction?: number } {
-    const secs = (performance.now() - this.started) / 1000;
+    const secs = (this.clock.now() - this.started) / 1000;
     const rate = secs > 0 ? this.done / secs : 0;
     const { total } = this.opts;
     const at = this.measure ?? this.done;

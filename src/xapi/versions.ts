@@ -8,26 +8,14 @@
  * - `2.0.0`: IEEE 9274.1.1-2023 (xAPI 2.0); requests saying `2.0` or `2.0.0` (any `2.0.x`).
  */
 import { LrsError } from '../errors.ts';
+import { KNOWN_VERSIONS, NAMES_1_0, NAMES_2_0, parseServed, versionNamed, type XapiVersion } from '../xapi-versions.ts';
 
-export type XapiVersion = '1.0.3' | '2.0.0';
-
-/** Every version Lectern implements, newest first. */
-export const KNOWN_VERSIONS: readonly XapiVersion[] = ['2.0.0', '1.0.3'];
-
-const HEADER_1_0 = /^1\.0(?:\.\d+)?$/;
-const HEADER_2_0 = /^2\.0(?:\.\d+)?$/;
-
-/** The rules a version string names (a header value or a configured version), if any. */
-function rulesFor(value: string): XapiVersion | undefined {
-  const v = value.trim();
-  if (HEADER_2_0.test(v)) return '2.0.0';
-  if (HEADER_1_0.test(v)) return '1.0.3';
-  return undefined;
-}
+// Below the settings, which read them too (see src/xapi-versions.ts).
+export { KNOWN_VERSIONS, parseServed, type XapiVersion };
 
 /** The served version a header names, if it names one. */
 export function namedVersion(header: string | undefined, served: readonly XapiVersion[]): XapiVersion | undefined {
-  const v = header === undefined ? undefined : rulesFor(header);
+  const v = header === undefined ? undefined : versionNamed(header);
   return v !== undefined && served.includes(v) ? v : undefined;
 }
 
@@ -63,19 +51,6 @@ export function aboutVersions(served: readonly XapiVersion[]): string[] {
   return out;
 }
 
-/** Parses `LECTERN_XAPI_VERSIONS`-style lists: the versions named (newest first) and the values naming none. */
-export function parseServed(values: string[]): { served: XapiVersion[]; unknown: string[] } {
-  const served = new Set<XapiVersion>();
-  const unknown: string[] = [];
-  for (const v of values) {
-    const r = rulesFor(v);
-    if (r) served.add(r);
-    else unknown.push(v);
-  }
-  // Newest first, whatever order the setting lists them in.
-  return { served: KNOWN_VERSIONS.filter((v) => served.has(v)), unknown };
-}
-
 export const is2 = (v: XapiVersion): boolean => v === '2.0.0';
 
 /** The statement `version` the LRS sets when a statement arrives without one. */
@@ -83,13 +58,13 @@ export const defaultStatementVersion = (v: XapiVersion): string => (is2(v) ? '2.
 
 /** Whether a statement's own `version` property is acceptable under request version `v`. */
 export const acceptsStatementVersion = (v: XapiVersion, value: string): boolean =>
-  HEADER_1_0.test(value) || (is2(v) && HEADER_2_0.test(value));
+  NAMES_1_0.test(value) || (is2(v) && NAMES_2_0.test(value));
 
 /** The `version` values a statement may carry under `v`, for error messages. */
 export const statementVersionHint = (v: XapiVersion): string => (is2(v) ? '1.0.x or 2.0.x' : '1.0.x');
 
 /** True for a statement `version` written by a 2.0 client (or set by this LRS under 2.0). */
-const isVersion2Statement = (value: string | undefined): boolean => value !== undefined && HEADER_2_0.test(value);
+const isVersion2Statement = (value: string | undefined): boolean => value !== undefined && NAMES_2_0.test(value);
 
 /** What only 2.0 statements have: context agents or groups, in the statement or its SubStatement. */
 const CONTEXT_2_0 = /"context(?:Agents|Groups)"\s*:/;

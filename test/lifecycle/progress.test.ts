@@ -2,8 +2,8 @@
 import assert from 'node:assert/strict';
 import { PassThrough } from 'node:stream';
 import { test } from 'node:test';
-import { setTimeout as sleep } from 'node:timers/promises';
 import { Progress } from '../../src/cli/progress.ts';
+import { ManualClock } from '../../src/clock.ts';
 
 function sink(tty: boolean): { stream: NodeJS.WriteStream; text(): string } {
   const s = new PassThrough();
@@ -12,11 +12,12 @@ function sink(tty: boolean): { stream: NodeJS.WriteStream; text(): string } {
   return { stream: Object.assign(s, { isTTY: tty }) as unknown as NodeJS.WriteStream, text: () => out };
 }
 
-test('on a terminal: one redrawn line with a bar, percentage, rate and ETA', async () => {
+test('on a terminal: one redrawn line with a bar, percentage, rate and ETA', () => {
   const out = sink(true);
-  const p = new Progress({ label: 'export', unit: 'statements', total: 1000, stream: out.stream });
+  const clock = new ManualClock(0);
+  const p = new Progress({ label: 'export', unit: 'statements', total: 1000, stream: out.stream, clock });
   p.update(100);
-  await sleep(120);
+  clock.advance(120);
   p.update(250);
   p.finish();
   const frames = out.text().split('\r\x1b[2K').filter(Boolean);
@@ -25,12 +26,14 @@ test('on a terminal: one redrawn line with a bar, percentage, rate and ETA', asy
   assert.match(frames.at(-1)!, /export: 250 statements of 1,000 \(25%\), [\d,]+\/s, ETA \d+:\d\d\n$/);
 });
 
-test('not on a terminal: a plain line per interval, nothing in between', async () => {
+test('not on a terminal: a plain line per interval, nothing in between', () => {
   const out = sink(false);
-  const p = new Progress({ label: 'import', unit: 'statements', stream: out.stream, intervalMs: 50 });
+  const clock = new ManualClock(0);
+  const p = new Progress({ label: 'import', unit: 'statements', stream: out.stream, intervalMs: 50, clock });
   p.update(1);
+  clock.advance(49);
   p.update(2);
-  await sleep(60);
+  clock.advance(11);
   p.update(3, { extra: '3 new' });
   p.finish();
   assert.deepEqual(
