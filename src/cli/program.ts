@@ -7,8 +7,8 @@ import { Command, Option } from 'commander';
 import { SCOPES } from '../auth/scopes.ts';
 import { environment, loadConfig, sqliteWriterThread, type Config } from '../config.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
-import { CliError } from './errors.ts';
 import { LECTERN_VERSION } from '../version.ts';
+import { CliError } from './errors.ts';
 
 /** Errors that say what the user must fix: one line on stderr, exit code 2. */
 const USER_ERRORS = new Set(['CliError', 'OpsError', 'ConfigError', 'CredentialsFileError']);

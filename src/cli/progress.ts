@@ -114,10 +114,10 @@ export function say(message: string, stream: NodeJS.WriteStream = process.stderr
 }
 
 /**
- * A use case's progress events drawn as bars: one Progress per phase, created when the phase
- * starts (its rate counts from then; a total given here, in another measure, wins over the
- * event's) and finished when it ends. `figures` turns an advance's
- * own figures into the bar's measure and extra text.
+ * A use case's progress events (src/ops/progress.ts) drawn as bars: one Progress per phase,
+ * created when the phase starts (its rate counts from then; a total given here, in another
+ * measure, wins over the event's) and finished when it ends. `figures` turns an advance's own
+ * figures into the bar's measure and extra text.
  */
 export function progressBars<Phase extends string, Figures extends object = object>(
   phases: Record<Phase, { label: string; unit: string; total?: number }>,

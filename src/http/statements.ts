@@ -11,9 +11,9 @@ import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
+import { buildStatementsMultipart, parseMultipartMixed } from '../xapi/multipart.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
-import { buildStatementsMultipart, parseMultipartMixed } from '../xapi/multipart.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface StatementDeps {
