@@ -46,7 +46,6 @@ const KNOWN: string[] = [
   'store/index.ts → config.ts', // the store helper: the stores receive their options
   'store/index.ts → forwarding/config.ts', // the store helper
   'store/postgres/store.ts → config.ts', // the store helper (redactUrl)
-  'forwarding/client.ts → http/multipart.ts', // the store/ops helper: the multipart codec moves out of http/
 ];
 
 /** Modules over this many lines are listed (informational: the guide, not a rule). */

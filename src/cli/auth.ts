@@ -1,21 +1,14 @@
 /**
- * `lectern auth`: create or update a user in the credentials file (Ralph's options). Prints the
- * entry, or with -w writes it (atomically), replacing a user of the same name.
+ * `lectern auth`: create or update a user in the credentials file (Ralph's options; the checks,
+ * hashing and file update are src/ops/users.ts). Prints the entry, or with -w writes it
+ * (atomically), replacing a user of the same name; asks for the password in a terminal.
  */
-import { createInterface } from 'node:readline';
-import bcrypt from 'bcrypt';
+import { SCOPES } from '../auth/scopes.ts';
 import { loadConfig } from '../config.ts';
-import { existsSync, readFileSync } from 'node:fs';
-import { controlCharacter, type CredentialEntry, parseCredentials, upsertCredentialText, writeCredentialsText } from '../auth/credentials.ts';
-import { isScope, SCOPES } from '../auth/scopes.ts';
-import type { ValidationIssue } from '../errors.ts';
+import { checkAgent, checkScopes, checkUsername, credentialEntry, readCredentialsText, saveCredentialEntry } from '../ops/users.ts';
 import type { Agent } from '../xapi/types.ts';
-import { validateAgentParam } from '../xapi/validate.ts';
-
-/** A mistake of the user's: one line on stderr, exit code 2. */
-export class CliError extends Error {
-  override name = 'CliError';
-}
+import { CliError } from './errors.ts';
+import { promptPassword } from './prompt.ts';
 
 export interface AuthOptions {
   username?: string;
@@ -29,26 +22,6 @@ export interface AuthOptions {
   agentName?: string;
   writeToDisk?: boolean;
   file?: string;
-}
-
-/** Reads a password from the terminal without echoing it. */
-export async function promptPassword(): Promise<string> {
-  const rl = createInterface({ input: process.stdin, output: process.stderr, terminal: true });
-  const out = rl as unknown as { _writeToOutput: (s: string) => void; output: NodeJS.WriteStream };
-  let prompted = false;
-  out._writeToOutput = (s: string) => {
-    if (!prompted) {
-      process.stderr.write(s);
-      prompted = true;
-    }
-  };
-  return new Promise((res) =>
-    rl.question('Password: ', (answer) => {
-      rl.close();
-      process.stderr.write('\n');
-      res(answer);
-    }),
-  );
 }
 
 export function buildAgent(o: AuthOptions): Agent {
@@ -74,52 +47,31 @@ export function buildAgent(o: AuthOptions): Agent {
     const [name, homePage] = o.agentIfiAccount;
     agent.account = { name, homePage };
   }
-  const issues: ValidationIssue[] = [];
-  validateAgentParam(agent, ['agent'], issues);
-  if (issues.length) throw new CliError(`invalid agent: ${issues.map((i) => `${i.loc.slice(1).join('.') || 'agent'}: ${i.msg}`).join('; ')}`);
+  checkAgent(agent);
   return agent;
 }
 
-/** bcrypt hashes only the first 72 bytes of a password: a longer one would match any tail. */
-export const MAX_PASSWORD_BYTES = 72;
-
 export async function authCommand(o: AuthOptions): Promise<void> {
   if (!o.username) throw new CliError('a username is required (-u/--username)');
-  // HTTP Basic splits user and password at the first colon (RFC 7617 §2): such a user could never sign in.
-  if (o.username.includes(':')) throw new CliError(`the username ${JSON.stringify(o.username)} contains ":", which HTTP Basic authentication cannot carry in a username: choose one without it`);
-  // RFC 7617 §2: "The user-id and password MUST NOT contain any control characters" (and a newline
-  // in a name would also split the log lines and listings that show it).
-  const control = controlCharacter(o.username);
-  if (control) throw new CliError(`the username ${JSON.stringify(o.username)} contains the control character ${control}, which HTTP Basic authentication does not allow: choose one without control characters`);
+  checkUsername(o.username);
   const scopes = o.scope ?? [];
   if (scopes.length === 0) throw new CliError(`give at least one scope (-s/--scope), among: ${SCOPES.join(', ')}`);
-  const bad = scopes.filter((s) => !isScope(s));
-  if (bad.length) throw new CliError(`unknown scope ${bad.map((s) => JSON.stringify(s)).join(', ')}: scopes are ${SCOPES.join(', ')}`);
+  checkScopes(scopes);
   const agent = buildAgent(o);
   const file = o.file ?? loadConfig().authFile;
   // Read (and so validate) the existing file before asking for anything: a corrupt file is left as is.
-  const existing = o.writeToDisk && existsSync(file) ? readFileSync(file, 'utf8') : undefined;
-  if (existing !== undefined && existing.trim() !== '') parseCredentials(existing, file);
+  const existing = o.writeToDisk ? readCredentialsText(file) : undefined;
   let password = o.password;
   if (password === undefined) {
     if (!process.stdin.isTTY) throw new CliError('a password is required (-p/--password), or run in a terminal to be asked for it');
     password = await promptPassword();
   }
-  if (password === '') throw new CliError('the password cannot be empty');
-  const inPassword = controlCharacter(password);
-  if (inPassword) throw new CliError(`the password contains the control character ${inPassword}, which HTTP Basic authentication does not allow: choose one without control characters`);
-  const bytes = Buffer.byteLength(password, 'utf8');
-  if (bytes > MAX_PASSWORD_BYTES) {
-    throw new CliError(`the password is ${bytes} bytes long (UTF-8); bcrypt uses only the first ${MAX_PASSWORD_BYTES}, so anything after them would not be checked: choose one of at most ${MAX_PASSWORD_BYTES} bytes`);
-  }
-  const hash = await bcrypt.hash(password, await bcrypt.genSalt(12, 'b'));
-  const entry: CredentialEntry = { username: o.username, hash, scopes, agent, ...(o.target !== undefined && { target: o.target }) };
+  const entry = await credentialEntry({ username: o.username, password, scopes, agent, target: o.target });
   if (!o.writeToDisk) {
     process.stdout.write(`${JSON.stringify(entry, null, 2)}\n`);
     return;
   }
   // Only this user's entry changes: the others stay byte for byte as they were.
-  const { text, replaced } = upsertCredentialText(existing, entry);
-  writeCredentialsText(file, text);
+  const { replaced } = saveCredentialEntry(file, existing, entry);
   process.stderr.write(`${replaced ? 'updated' : 'added'} user ${o.username} in ${file}\n`);
 }

@@ -1,11 +1,10 @@
 /**
  * What `lectern export`, `import` and `erase` share: the store opened with runserver's settings,
- * and the files of an export — the statements (NDJSON, `.gz` compressed), the attachments folder
- * and the documents file beside it.
+ * the names of an export's files (src/ops/archive.ts: their content), the files or stdin/stdout
+ * they are read from and written to (`.gz` compressed).
  */
 import { once } from 'node:events';
-import { createReadStream, createWriteStream, existsSync, readFileSync, type ReadStream, statSync } from 'node:fs';
-import { join } from 'node:path';
+import { createReadStream, createWriteStream, existsSync, type ReadStream, statSync } from 'node:fs';
 import { type Readable, type Writable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { loadConfig, type Config } from '../config.ts';
@@ -14,7 +13,7 @@ import { openStore, type Store } from '../store/index.ts';
 import type { ValidationIssue } from '../errors.ts';
 import type { Actor } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
-import { CliError } from './auth.ts';
+import { CliError } from './errors.ts';
 
 /** The settings runserver uses, `--backend` overriding LECTERN_RUNSERVER_BACKEND; logs go to stderr. */
 export async function openCliStore(backend: string | undefined): Promise<{ config: Config; store: Store }> {
@@ -50,34 +49,6 @@ export function siblings(file: string): { attachments: string; documents: string
   const gz = file.endsWith('.gz');
   const base = file.replace(/\.gz$/, '').replace(/\.(ndjson|jsonl|json)$/, '');
   return { attachments: `${base}.attachments`, documents: `${base}.documents.ndjson${gz ? '.gz' : ''}`, rejects: `${base}.rejects.ndjson` };
-}
-
-/**
- * In an export's attachments folder, beside the data files (named by sha2): the attachments that
- * statements declared without carrying their data (Store.attachmentsNotCarried), one
- * `{"id", "sha2"}` line each. An import gives those statements no part, so that they do not
- * become carriers of data their authority never sent. A folder without it (an older export)
- * gives every statement the data of each attachment it declares.
- */
-export const NOT_CARRIED_FILE = 'not-carried.ndjson';
-
-/** The (statement id, sha2) pairs of NOT_CARRIED_FILE in `dir`, as `id sha2` strings. */
-export function readNotCarried(dir: string): Set<string> {
-  const file = join(dir, NOT_CARRIED_FILE);
-  const pairs = new Set<string>();
-  if (!existsSync(file)) return pairs;
-  for (const line of readFileSync(file, 'utf8').split('\n')) {
-    if (!line.trim()) continue;
-    let v: { id?: unknown; sha2?: unknown };
-    try {
-      v = JSON.parse(line) as typeof v;
-    } catch {
-      throw new CliError(`${file}: a line is not JSON: ${line.slice(0, 80)}`);
-    }
-    if (typeof v.id !== 'string' || typeof v.sha2 !== 'string') throw new CliError(`${file}: each line needs an "id" and a "sha2"`);
-    pairs.add(`${v.id.toLowerCase()} ${v.sha2.toLowerCase()}`);
-  }
-  return pairs;
 }
 
 /** A writer with backpressure; `.gz` files are gzip compressed; '-' is stdout. */

@@ -1,13 +1,14 @@
 /**
- * `lectern forwarding status|retry`: the forwarding outbox of the configured database, read and
- * mended from the command line (safe while servers run on it).
+ * `lectern forwarding status|retry`: the forwarding outbox of the configured database
+ * (src/ops/forwarding.ts), printed and mended from the command line.
  */
 import { loadConfig } from '../config.ts';
+import { forwardingStatus as status, retryDeadLetters } from '../ops/forwarding.ts';
 import { openStore } from '../store/index.ts';
-import type { ForwardingStats, Store } from '../store/types.ts';
-import { CliError } from './auth.ts';
+import type { Store } from '../store/types.ts';
+import { CliError } from './errors.ts';
 
-async function withStore<T>(fn: (store: Store, active: Set<string>) => Promise<T>): Promise<T> {
+async function withStore<T>(fn: (store: Store, active: string[]) => Promise<T>): Promise<T> {
   const config = loadConfig();
   let store: Store;
   try {
@@ -16,22 +17,15 @@ async function withStore<T>(fn: (store: Store, active: Set<string>) => Promise<T
     throw new CliError(`cannot open the ${config.backend} database: ${(err as Error).message}`);
   }
   try {
-    return await fn(store, new Set(config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url)));
+    return await fn(store, config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url));
   } finally {
     await store.close();
   }
 }
 
-/** Every active target (even with nothing yet) and every target the outbox still holds items of. */
-function allTargets(stats: ForwardingStats[], active: Set<string>): (ForwardingStats & { active: boolean })[] {
-  const byTarget = new Map(stats.map((s) => [s.target, s]));
-  for (const url of active) if (!byTarget.has(url)) byTarget.set(url, { target: url, queued: 0, delivered: 0, retried: 0, dead: 0 });
-  return [...byTarget.values()].map((s) => ({ ...s, active: active.has(s.target) }));
-}
-
 export async function forwardingStatus(opts: { json?: boolean }): Promise<void> {
   await withStore(async (store, active) => {
-    const rows = allTargets(await store.outbox.stats(), active);
+    const rows = await status(store, active);
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
       return;
@@ -52,10 +46,7 @@ export async function forwardingStatus(opts: { json?: boolean }): Promise<void> 
 
 export async function forwardingRetry(opts: { target?: string }): Promise<void> {
   await withStore(async (store, active) => {
-    if (opts.target !== undefined && !active.has(opts.target) && !(await store.outbox.stats()).some((s) => s.target === opts.target)) {
-      throw new CliError(`${opts.target} is not an active forwarding target and the outbox holds nothing for it`);
-    }
-    const n = await store.outbox.requeueDead(opts.target);
+    const n = await retryDeadLetters(store, active, opts.target);
     process.stdout.write(`re-queued ${n} dead letter${n === 1 ? '' : 's'}${opts.target ? ` of ${opts.target}` : ''}\n`);
   });
 }

@@ -2,11 +2,12 @@
  * `lectern import --from-lrs`: every statement of another LRS through its Statement resource
  * (xAPI-Communication §2.1.3) with the 1.0.3 headers, oldest first, following `more` links.
  */
-import { parseMultipartMixed } from '../http/multipart.ts';
+import { parseMultipartMixed } from '../xapi/multipart.ts';
 import { type AttachmentPart, statementParts } from '../xapi/attachments.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import { VOIDED_VERB } from '../xapi/types.ts';
-import { CliError, promptPassword } from './auth.ts';
+import { CliError } from './errors.ts';
+import { promptPassword } from './prompt.ts';
 
 /** A statement as pulled: its number in the pull, its JSON, the attachment data of its page. */
 export interface PulledStatement {

@@ -8,9 +8,10 @@ import { SCOPES } from '../auth/scopes.ts';
 import { environment, loadConfig, sqliteWriterThread, type Config } from '../config.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
 import { LECTERN_VERSION } from '../version.ts';
+import { CliError } from './errors.ts';
 
 /** Errors that say what the user must fix: one line on stderr, exit code 2. */
-const USER_ERRORS = new Set(['CliError', 'ConfigError', 'CredentialsFileError']);
+const USER_ERRORS = new Set(['CliError', 'OpsError', 'ConfigError', 'CredentialsFileError']);
 
 let monitoring: Monitoring | undefined;
 
@@ -127,11 +128,10 @@ program
     monitored(
       'auth',
       async () => {
-        const { authCommand, CliError } = await import('./auth.ts');
         if (o.agentMbox !== undefined && o.agentIfiMbox === undefined) o.agentIfiMbox = o.agentMbox;
         const account = o.agentIfiAccount as string[] | undefined;
         if (account !== undefined && account.length !== 2) throw new CliError('-A/--agent-ifi-account takes two values: NAME HOMEPAGE');
-        await authCommand(o);
+        await (await import('./auth.ts')).authCommand(o);
       },
       [typeof o.password === 'string' ? o.password : undefined],
     ),

@@ -5,6 +5,7 @@
  * hand, a second one exits at once.
  */
 import type { Clock } from '../clock.ts';
+import type { OnProgress, ProgressEvent } from '../ops/progress.ts';
 
 export interface ProgressOptions {
   /** What is being done, e.g. "import". */
@@ -103,8 +104,36 @@ export class Progress {
 
   /** Writes a message without tearing the bar. */
   say(message: string): void {
-    this.stream.write(this.tty ? `\r\x1b[2K${message}\n` : `${message}\n`);
+    say(message, this.stream);
   }
+}
+
+/** Writes a message on its own line, clearing a bar a terminal may show. */
+export function say(message: string, stream: NodeJS.WriteStream = process.stderr): void {
+  stream.write(stream.isTTY === true ? `\r\x1b[2K${message}\n` : `${message}\n`);
+}
+
+/**
+ * A use case's progress events (src/ops/progress.ts) drawn as bars: one Progress per phase,
+ * created when the phase starts (its rate counts from then; a total given here, in another
+ * measure, wins over the event's) and finished when it ends. `figures` turns an advance's own
+ * figures into the bar's measure and extra text.
+ */
+export function progressBars<Phase extends string, Figures extends object = object>(
+  phases: Record<Phase, { label: string; unit: string; total?: number }>,
+  intervalMs: number,
+  figures?: (event: Extract<ProgressEvent<Phase, Figures>, { type: 'advance' }>) => { measure?: number; extra?: string },
+): OnProgress<Phase, Figures> {
+  const bars = new Map<Phase, Progress>();
+  return (event) => {
+    if (event.type === 'start') {
+      bars.set(event.phase, new Progress({ ...phases[event.phase], total: phases[event.phase].total ?? event.total, intervalMs }));
+    } else if (event.type === 'advance') {
+      bars.get(event.phase)?.update(event.done, figures?.(event as Extract<ProgressEvent<Phase, Figures>, { type: 'advance' }>));
+    } else {
+      bars.get(event.phase)?.finish();
+    }
+  };
 }
 
 /**

@@ -4,7 +4,7 @@
  * version header, and the classification of what came back.
  */
 import type { Agent } from 'undici';
-import { buildStatementsMultipart } from '../http/multipart.ts';
+import { buildStatementsMultipart } from '../xapi/multipart.ts';
 import type { AttachmentBlob } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import { textWrittenUnder2 } from '../xapi/versions.ts';

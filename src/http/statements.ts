@@ -1,19 +1,19 @@
-/** The Statement resource (xAPI-Communication §2.1): parse, call the store, reply. */
+/** The Statement resource (xAPI-Communication §2.1): parse, call the use case (src/ops/statements.ts) or the store, reply. */
 import { LrsError, ValidationFailed } from '../errors.ts';
-import type { AttachmentBlob, Store, StoredRow } from '../store/types.ts';
-import { acceptStatements, type Received } from '../xapi/accept.ts';
+import { storeStatements, type Writer } from '../ops/statements.ts';
+import type { Store, StoredRow } from '../store/types.ts';
+import type { Received } from '../xapi/accept.ts';
 import { actorKeys } from '../xapi/agents.ts';
 import { attachmentHashes, attachmentsToServe, statementParts } from '../xapi/attachments.ts';
 import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
 import { countJson, parseJson } from '../xapi/json.ts';
 import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
-import { prepareBatch } from '../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
+import { buildStatementsMultipart, parseMultipartMixed } from '../xapi/multipart.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
-import { buildStatementsMultipart, parseMultipartMixed } from './multipart.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface StatementDeps {
@@ -96,15 +96,8 @@ function concatUtf8(pieces: string[]): Buffer {
 /** The caller may read only statements of its own authority (`statements/read/mine`, LECTERN_LRS_RESTRICT_BY_AUTHORITY). */
 const readsMineOnly = (req: XapiRequest): boolean => req.access?.mineOnly ?? true;
 
-/**
- * How a request's statements are prepared: whether they may define activities, whether the writer
- * reads only its own statements (the insert rules keep others' from it), the attachment data it brought.
- */
-const writerAccess = (req: XapiRequest, blobs: AttachmentBlob[]) => ({
-  define: req.access?.define ?? false,
-  mineOnly: readsMineOnly(req),
-  received: new Set(blobs.map((b) => b.sha2)),
-});
+/** The request's user as the writer of its statements: its agent the authority, its access what it may do. */
+const writer = (req: XapiRequest): Writer => ({ authority: req.user!.agent, define: req.access?.define ?? false, mineOnly: readsMineOnly(req) });
 
 /** Methods of the Statement resource (Communication §2.1), for 405's Allow header. */
 const ALLOWED = 'GET, HEAD, PUT, POST';
@@ -116,16 +109,14 @@ async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
   if (Array.isArray(received.value)) {
     throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
   }
-  const { statements, blobs } = await acceptStatements(received, version, id);
-  await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, writerAccess(req, blobs)), blobs);
+  await storeStatements(deps.store, req.user!.target, received, version, writer(req), id);
   return { status: 204 };
 }
 
 async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   parseParams('statements', 'POST', req.query);
   const version = req.version!;
-  const { statements, blobs } = await acceptStatements(readBody(req, version, deps), version);
-  const out = await deps.store.insertStatements(req.user!.target, prepareBatch(statements, req.user!.agent, version, writerAccess(req, blobs)), blobs);
+  const out = await storeStatements(deps.store, req.user!.target, readBody(req, version, deps), version, writer(req));
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
 }
 

@@ -2,7 +2,7 @@
  * Attachments (xAPI-Data §2.4.11, Communication §1.5.2): the xAPI rules of a multipart statement
  * request's parts (hash headers, encoding), which attachment objects a statement declares, the
  * cross-check of those objects against the parts received, and the data the store keeps. The
- * multipart codec itself is src/http/multipart.ts.
+ * multipart codec itself is ./multipart.ts.
  */
 import { createHash } from 'node:crypto';
 import { LrsError } from '../errors.ts';
@@ -38,7 +38,7 @@ const SHA2_BY_HEX_LENGTH: Record<number, string> = { 56: 'sha224', 64: 'sha256',
 const HEX = /^[0-9a-f]+$/;
 
 /**
- * Splits the parts of a `multipart/mixed` statement request (decoded by src/http/multipart.ts) per
+ * Splits the parts of a `multipart/mixed` statement request (decoded by ./multipart.ts) per
  * xAPI-Communication §1.5.2.s2.b2:
  *
  * - the first part MUST be `application/json` (parameters such as charset are allowed): it is the

@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { syncBuiltinESMExports } from 'node:module';
 import { after, before, describe, mock, test } from 'node:test';
 import { CompactSign, generateKeyPair, importPKCS8 } from 'jose';
-import { parseMultipartMixed } from '../../src/http/multipart.ts';
+import { parseMultipartMixed } from '../../src/xapi/multipart.ts';
 import { BACKENDS, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 
 const SIGNATURE = 'http://adlnet.gov/expapi/attachments/signature';

@@ -9,7 +9,7 @@ import { spawnSync } from 'node:child_process';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { createHash } from 'node:crypto';
-import { buildStatementsMultipart } from '../../src/http/multipart.ts';
+import { buildStatementsMultipart } from '../../src/xapi/multipart.ts';
 import type { TargetStats } from '../../src/forwarding/forwarder.ts';
 import type { ForwardingStats } from '../../src/store/types.ts';
 import { ADMIN, BACKENDS, jsonInit, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';

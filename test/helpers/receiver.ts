@@ -4,7 +4,7 @@
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { parseMultipartMixed } from '../../src/http/multipart.ts';
+import { parseMultipartMixed } from '../../src/xapi/multipart.ts';
 
 export interface Received {
   headers: IncomingHttpHeaders;

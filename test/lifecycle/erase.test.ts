@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { parseMultipartMixed } from '../../src/http/multipart.ts';
+import { parseMultipartMixed } from '../../src/xapi/multipart.ts';
 import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { allStatements, ANN, attachmentOf, BEN, countRows, danglingRows, multipartPost, post, runCli, seed } from './helpers.ts';
 

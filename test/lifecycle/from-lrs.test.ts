@@ -8,7 +8,7 @@ import { randomUUID } from 'node:crypto';
 import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { buildStatementsMultipart } from '../../src/http/multipart.ts';
+import { buildStatementsMultipart } from '../../src/xapi/multipart.ts';
 import { ADMIN, BACKENDS, sqliteBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { allStatements, attachmentOf, runCli, seed, sha256, startCli, withoutStored } from './helpers.ts';
 

@@ -7,8 +7,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
-import { parseMultipartMixed } from '../../src/http/multipart.ts';
-import { NOT_CARRIED_FILE } from '../../src/cli/datafiles.ts';
+import { parseMultipartMixed } from '../../src/xapi/multipart.ts';
+import { NOT_CARRIED_FILE } from '../../src/ops/archive.ts';
 import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { allStatements, attachmentOf, BEN, multipartPost, runCli, seed, sha256, withoutStored } from './helpers.ts';
 

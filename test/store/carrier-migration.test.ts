@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { DatabaseSync } from 'node:sqlite';
 import { describe, test } from 'node:test';
 import pg from 'pg';
-import { parseMultipartMixed } from '../../src/http/multipart.ts';
+import { parseMultipartMixed } from '../../src/xapi/multipart.ts';
 import { ADMIN, jsonInit, postgresBackend, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { attachmentOf, danglingRows, multipartPost } from '../lifecycle/helpers.ts';

@@ -6,7 +6,7 @@ import {
   buildMultipartMixed,
   buildStatementsMultipart,
   parseMultipartMixed,
-} from '../../src/http/multipart.ts';
+} from '../../src/xapi/multipart.ts';
 import { type AttachmentPart, matchAttachments, statementParts } from '../../src/xapi/attachments.ts';
 import { mediaTypeOf, parseContentType } from '../../src/xapi/media.ts';
 import type { Attachment, Statement } from '../../src/xapi/types.ts';

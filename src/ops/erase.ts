@@ -1,0 +1,162 @@
+/**
+ * Erasure of one person from a store (GDPR art. 17): every statement in which they stand anywhere
+ * (src/xapi/erasure.ts), the statements that void or otherwise target those (transitively), the
+ * attachments no remaining statement links, and their State and Agent Profile documents. Or, with
+ * a pseudonymization key, their replacement by a keyed pseudonym everywhere, the statements kept.
+ * Interruptible between batches: what is done stays done, and a re-run finishes the rest.
+ */
+import { appendFileSync } from 'node:fs';
+import type { DocumentKey, Store, StatementRewrite } from '../store/types.ts';
+import { actorFromKey, actorKeys, ifiKey } from '../xapi/agents.ts';
+import { mentionsPerson, personKey, pseudonymFor, pseudonymizeStatement } from '../xapi/erasure.ts';
+import { prepareStatement } from '../xapi/statement.ts';
+import type { Actor, Statement } from '../xapi/types.ts';
+import { statementRules } from '../xapi/versions.ts';
+import type { OnProgress } from './progress.ts';
+
+const PAGE = 1000;
+const CHUNK = 500;
+const DOCUMENT_PAGE = 500;
+
+export interface ErasureRequest {
+  tenant: string;
+  /** The Agent (or identified Group). */
+  person: Actor;
+  /** Replace the person by a pseudonym keyed with this secret instead of erasing (LECTERN_PSEUDONYMIZE_KEY). */
+  pseudonymizeKey?: string;
+  /** Count what would be done; change nothing. */
+  dryRun?: boolean;
+  /** Also return the id of each statement and the key of each document concerned. */
+  list?: boolean;
+  /** Stops the work after the batch in hand (the report then says `complete: false`). */
+  signal?: AbortSignal;
+  /** `scan`: every statement of the store read (`found`: those concerned so far); `delete`: statements deleted. */
+  onProgress?: OnProgress<'scan' | 'delete', { found?: number }>;
+}
+
+/** What was (or, dry, would be) done: counts only, never who or what the data was (it is audited). */
+export interface ErasureReport {
+  action: 'erase' | 'pseudonymize';
+  dryRun: boolean;
+  target: string;
+  statements: number;
+  /** Of `statements`: those that void or target an erased statement without naming the person. */
+  referring?: number;
+  attachments?: number;
+  documents: number;
+  complete: boolean;
+}
+
+export interface Erasure {
+  report: ErasureReport;
+  /** With `list`: the statements concerned (erased: the person's, then those targeting them) and the documents. */
+  listed: { statements: string[]; documents: DocumentKey[] };
+}
+
+/** The person's State and Agent Profile documents (the key compared as personKey does). */
+async function documentsOf(store: Store, tenant: string, key: string): Promise<DocumentKey[]> {
+  const out: DocumentKey[] = [];
+  let after: DocumentKey | undefined;
+  for (;;) {
+    const page = await store.scanDocuments(tenant, { after, limit: DOCUMENT_PAGE });
+    for (const d of page) if (d.key.kind !== 'activity_profile' && personKey(actorFromKey(d.key.agent)) === key) out.push(d.key);
+    if (page.length < DOCUMENT_PAGE) return out;
+    after = page[page.length - 1].key;
+  }
+}
+
+export async function erasePerson(store: Store, req: ErasureRequest): Promise<Erasure> {
+  const key = personKey(req.person)!;
+  const { tenant, signal, onProgress } = req;
+  const dryRun = req.dryRun === true;
+  const pseudonym = req.pseudonymizeKey === undefined ? undefined : pseudonymFor(key, req.pseudonymizeKey);
+  const report: ErasureReport = { action: pseudonym ? 'pseudonymize' : 'erase', dryRun, target: tenant, statements: 0, documents: 0, complete: false };
+  const listed: Erasure['listed'] = { statements: [], documents: [] };
+  const ids: string[] = [];
+  onProgress?.({ type: 'start', phase: 'scan', total: await store.countStatements(tenant, {}) });
+  // One pass over the store in stored order: the person may stand where no index reaches
+  // (SubStatement context, xAPI 2.0 context agents), so every statement is looked at.
+  let after: string | undefined;
+  let scanned = 0;
+  for (;;) {
+    if (signal?.aborted) break;
+    const page = await store.scanStatements(tenant, { after, limit: PAGE });
+    const rewrites: StatementRewrite[] = [];
+    for (const row of page.rows) {
+      const s = JSON.parse(row.json) as Statement & { id: string };
+      if (!mentionsPerson(s, key)) continue;
+      report.statements++;
+      if (!pseudonym) {
+        ids.push(s.id);
+        continue;
+      }
+      if (req.list) listed.statements.push(s.id);
+      const next = pseudonymizeStatement(s, key, pseudonym);
+      const p = prepareStatement(next, next.authority!, statementRules(next));
+      rewrites.push({ id: s.id, json: JSON.stringify(next), agents: p.agents, authorityKey: next.authority ? (actorKeys(next.authority)[0] ?? null) : null });
+    }
+    if (rewrites.length && !dryRun) await store.rewriteStatements(tenant, rewrites);
+    scanned += page.rows.length;
+    onProgress?.({ type: 'advance', phase: 'scan', done: scanned, found: report.statements });
+    if (!page.next) break;
+    after = page.next;
+  }
+  onProgress?.({ type: 'end', phase: 'scan' });
+  if (!signal?.aborted && !pseudonym) {
+    // Statements voiding or targeting erased ones, layer by layer; deleted referrers first, so an
+    // interrupted run leaves nothing that a re-run would no longer find.
+    const layers: string[][] = [ids];
+    const seen = new Set(ids);
+    for (let layer = ids; layer.length; ) {
+      const next: string[] = [];
+      for (let i = 0; i < layer.length; i += CHUNK) {
+        for (const id of await store.referringStatements(tenant, layer.slice(i, i + CHUNK))) {
+          if (seen.has(id)) continue;
+          seen.add(id);
+          next.push(id);
+        }
+      }
+      if (next.length) layers.push(next);
+      layer = next;
+    }
+    if (req.list) listed.statements.push(...seen);
+    report.referring = seen.size - ids.length;
+    report.statements = seen.size;
+    report.attachments = 0;
+    if (!dryRun) {
+      onProgress?.({ type: 'start', phase: 'delete', total: seen.size });
+      let deleted = 0;
+      outer: for (const layer of layers.reverse()) {
+        for (let i = 0; i < layer.length; i += CHUNK) {
+          if (signal?.aborted) break outer;
+          const r = await store.deleteStatements(tenant, layer.slice(i, i + CHUNK));
+          deleted += r.statements;
+          report.attachments += r.attachments;
+          onProgress?.({ type: 'advance', phase: 'delete', done: deleted });
+        }
+      }
+      onProgress?.({ type: 'end', phase: 'delete' });
+      report.statements = deleted;
+    }
+  }
+  if (!signal?.aborted) {
+    const docs = await documentsOf(store, tenant, key);
+    report.documents = docs.length;
+    if (req.list) listed.documents = docs;
+    if (!dryRun && docs.length) {
+      if (pseudonym) await store.moveDocuments(tenant, docs, ifiKey(pseudonym)!);
+      else for (const d of docs) await store.deleteDocument(tenant, d, {});
+    }
+    report.complete = true;
+  }
+  return { report, listed };
+}
+
+/**
+ * Appends the audit line of an erasure that changed the store: what, when, by whom (the operator,
+ * not the person erased), how many. Never the person or any statement content.
+ */
+export function auditErasure(file: string, report: ErasureReport, by: { command: string; user: string; host: string; time: Date }): void {
+  const audit = { time: by.time.toISOString(), command: by.command, user: by.user, host: by.host, ...report };
+  appendFileSync(file, `${JSON.stringify(audit)}\n`);
+}

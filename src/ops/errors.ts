@@ -1,0 +1,12 @@
+/**
+ * What a use case refuses: a request the caller must change. An LrsError, so that an HTTP adapter
+ * answers it with its status as it does the domain's errors; the CLI prints its message (exit 2).
+ */
+import { LrsError, type LrsErrorKind } from '../errors.ts';
+
+export class OpsError extends LrsError {
+  constructor(message: string, kind: LrsErrorKind = 'bad_request') {
+    super(kind, message);
+    this.name = 'OpsError';
+  }
+}

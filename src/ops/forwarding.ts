@@ -1,0 +1,30 @@
+/**
+ * The forwarding outbox of a store, read and mended (safe while servers deliver from it): each
+ * target's figures, and dead letters put back into the queue.
+ */
+import type { ForwardingStats, Store } from '../store/types.ts';
+import { OpsError } from './errors.ts';
+
+/** A target's figures, and whether it is among the active targets (LECTERN_XAPI_FORWARDINGS). */
+export interface TargetStatus extends ForwardingStats {
+  active: boolean;
+}
+
+/** Every active target (even with nothing yet) and every target the outbox still holds items of. */
+export async function forwardingStatus(store: Store, activeTargets: readonly string[]): Promise<TargetStatus[]> {
+  const active = new Set(activeTargets);
+  const byTarget = new Map((await store.outbox.stats()).map((s) => [s.target, s]));
+  for (const url of active) if (!byTarget.has(url)) byTarget.set(url, { target: url, queued: 0, delivered: 0, retried: 0, dead: 0 });
+  return [...byTarget.values()].map((s) => ({ ...s, active: active.has(s.target) }));
+}
+
+/**
+ * Puts the dead letters of every target, or of `target`, back into the queue; returns how many.
+ * A target neither active nor in the outbox is refused (OpsError 'not_found'): likely a typo.
+ */
+export async function retryDeadLetters(store: Store, activeTargets: readonly string[], target?: string): Promise<number> {
+  if (target !== undefined && !activeTargets.includes(target) && !(await store.outbox.stats()).some((s) => s.target === target)) {
+    throw new OpsError(`${target} is not an active forwarding target and the outbox holds nothing for it`, 'not_found');
+  }
+  return store.outbox.requeueDead(target);
+}

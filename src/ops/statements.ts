@@ -1,0 +1,70 @@
+/**
+ * Storing statements: what POST/PUT /statements and `lectern import` share. The statements are
+ * accepted (validated under their version, attachments matched with the data received, signed
+ * ones verified: src/xapi/accept.ts), prepared for the writer (src/xapi/statement.ts) and stored
+ * in one transaction by the store, which queues their forwarding in it (Store.insertStatements).
+ */
+import { createHash } from 'node:crypto';
+import type { Store } from '../store/types.ts';
+import { acceptStatements, type Received } from '../xapi/accept.ts';
+import type { AttachmentBlob, AttachmentPart } from '../xapi/attachments.ts';
+import type { InsertOutcome } from '../xapi/insert.ts';
+import { type PreparedStatement, prepareBatch } from '../xapi/statement.ts';
+import type { Actor } from '../xapi/types.ts';
+import { statementRules, type XapiVersion } from '../xapi/versions.ts';
+
+/** Who stores the statements, and what their access lets them do. */
+export interface Writer {
+  /** The authority the statements are stored under. */
+  authority: Actor;
+  /** May (re)define the canonical Activity from the definitions the statements carry. */
+  define: boolean;
+  /** Reads only statements of its own authority (the insert rules keep others' from it). */
+  mineOnly: boolean;
+}
+
+/** Accepted and prepared statements, and the attachment data to keep with them. */
+export interface PreparedBatch {
+  batch: PreparedStatement[];
+  blobs: AttachmentBlob[];
+}
+
+/** Accepts and prepares a request's statements; `statementId` is PUT's (lower-case). */
+export async function prepareStatements(received: Received, version: XapiVersion, writer: Writer, statementId?: string): Promise<PreparedBatch> {
+  const { statements, blobs } = await acceptStatements(received, version, statementId);
+  const batch = prepareBatch(statements, writer.authority, version, { define: writer.define, mineOnly: writer.mineOnly, received: new Set(blobs.map((b) => b.sha2)) });
+  return { batch, blobs };
+}
+
+/**
+ * Stores a request's statements, all or nothing (LrsError 'conflict' for an id stored with other
+ * content, 'bad_request' for voiding a voiding statement); returns their ids and how many were new.
+ */
+export async function storeStatements(store: Store, tenant: string, received: Received, version: XapiVersion, writer: Writer, statementId?: string): Promise<InsertOutcome> {
+  const { batch, blobs } = await prepareStatements(received, version, writer, statementId);
+  return store.insertStatements(tenant, batch, blobs);
+}
+
+/**
+ * One statement of an import (an export file, another LRS) accepted and prepared as POST would,
+ * under the version it was written in, but for two things (README, "Import"): it keeps the
+ * authority the source LRS recorded (`authority` only for one that has none), and without an id
+ * (nor a signed one) it gets one derived from its content, so that a re-run finds it stored
+ * instead of storing it twice.
+ */
+export async function prepareImported(value: unknown, parts: Map<string, AttachmentPart>, authority: Actor): Promise<PreparedBatch> {
+  const version = statementRules(value);
+  const { statements, blobs } = await acceptStatements({ value, parts }, version);
+  const s = statements[0];
+  s.id ??= contentId(value);
+  // The data found for the statement is what it carried (not the batch's: each has its own authority).
+  const batch = prepareBatch([s], s.authority ?? authority, version, { define: true, received: new Set(blobs.map((b) => b.sha2)) });
+  return { batch, blobs };
+}
+
+/** A UUID (version 8, RFC 9562) from the SHA-256 of a statement's JSON. */
+function contentId(value: unknown): string {
+  const h = createHash('sha256').update(JSON.stringify(value)).digest('hex');
+  const variant = ((parseInt(h[16], 16) & 0x3) | 0x8).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-8${h.slice(13, 16)}-${variant}${h.slice(17, 20)}-${h.slice(20, 32)}`;
+}
