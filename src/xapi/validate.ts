@@ -20,7 +20,7 @@ import type { Actor, Statement } from './types.ts';
 import type { XapiVersion } from './versions.ts';
 import { agentOrGroup, AS_PARAM } from './validate/actors.ts';
 import { statementBody } from './validate/statement.ts';
-import { type Ctx, isObject, jsonTypeName, type Loc, wrongType } from './validate/walk.ts';
+import { type Ctx, isObject, jsonTypeName, type Loc, pathFrom, wrongType } from './validate/walk.ts';
 
 export { isLanguageTag };
 export { isDuration, isIri, isTimestamp, isUuid, parseTimestamp, timestampOutOfRange } from './validate/syntax.ts';
@@ -32,7 +32,7 @@ export { type Loc, MAX_JSON_DEPTH } from './validate/walk.ts';
  * when no issue was found), or undefined when `value` is not an object.
  */
 export function validateStatement(value: unknown, loc: Loc, issues: ValidationIssue[], version: XapiVersion, dropped = { count: 0 }): Statement | undefined {
-  const c: Ctx = { path: loc.slice(), issues, dropped, version };
+  const c: Ctx = { path: pathFrom(loc), issues, dropped, version };
   if (!isObject(value)) {
     wrongType(c, value, 'object', 'a Statement object');
     return undefined;
@@ -88,7 +88,7 @@ export function validateStatements(body: unknown, version: XapiVersion): { state
  */
 export function validateAgentParam(value: unknown, loc: Loc, issues: ValidationIssue[]): Actor | undefined {
   // An agent parameter is the same under every version.
-  const c: Ctx = { path: loc.slice(), issues, dropped: { count: 0 }, version: '1.0.3' };
+  const c: Ctx = { path: pathFrom(loc), issues, dropped: { count: 0 }, version: '1.0.3' };
   if (!isObject(value)) {
     wrongType(c, value, 'object', 'an Agent or identified Group JSON object');
     return undefined;

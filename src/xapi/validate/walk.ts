@@ -26,6 +26,17 @@ export interface Ctx {
   version: XapiVersion;
 }
 
+/**
+ * A path stack starting at `loc`, of one array kind from the start (a path of numbers only would
+ * change kind on its first key, and each push site would then see two kinds).
+ */
+export function pathFrom(loc: Loc): Loc {
+  const path: Loc = [''];
+  path.pop();
+  for (let i = 0; i < loc.length; i++) path.push(loc[i]);
+  return path;
+}
+
 // ---------------------------------------------------------------------------------------------
 // Reporting
 // ---------------------------------------------------------------------------------------------
@@ -94,12 +105,17 @@ export interface Field<S> {
   since2?: true;
 }
 
-/** The table of one object type: its fields and the rules that relate them. */
+/**
+ * The table of one object type, laid out for the walker: parallel arrays indexed by field, and
+ * bit masks over the same indexes (a table has at most 31 fields).
+ */
 export interface Fields<S> {
-  readonly byKey: ReadonlyMap<string, Field<S>>;
-  /** The required keys and their reasons, in the order absences are reported. */
-  readonly required: readonly string[];
+  readonly keys: readonly string[];
+  readonly checks: readonly Check<S>[];
+  /** The reason each required field gives when absent (undefined: none). */
   readonly why: readonly (string | undefined)[];
+  readonly requiredMask: number;
+  readonly since2Mask: number;
   /** Message for a key the table does not have. */
   readonly unknown: string;
   /** Cross-field rules, run after the keys and the required checks. */
@@ -111,44 +127,56 @@ export function fields<S>(
   table: Record<string, Field<S> | Check<S>>,
   opts: { unknown?: string; rules?: (c: Ctx, v: J, out: J, s: S) => void } = {},
 ): Fields<S> {
-  const byKey = new Map<string, Field<S>>();
-  const required: string[] = [];
+  const keys = Object.keys(table);
+  if (keys.length > 31) throw new Error('a table of fields has at most 31 fields');
+  const checks: Check<S>[] = [];
   const why: (string | undefined)[] = [];
-  for (const k of Object.keys(table)) {
+  let requiredMask = 0;
+  let since2Mask = 0;
+  keys.forEach((k, i) => {
     const f = table[k];
     const field = typeof f === 'function' ? { check: f } : f;
-    byKey.set(k, field);
-    if (field.required !== undefined) {
-      required.push(k);
-      why.push(field.required === true ? undefined : field.required);
-    }
-  }
-  return { byKey, required, why, unknown: opts.unknown ?? EXTRA, rules: opts.rules };
+    checks.push(field.check);
+    why.push(typeof field.required === 'string' ? field.required : undefined);
+    if (field.required !== undefined) requiredMask |= 1 << i;
+    if (field.since2) since2Mask |= 1 << i;
+  });
+  return { keys, checks, why, requiredMask, since2Mask, unknown: opts.unknown ?? EXTRA, rules: opts.rules };
 }
 
 /**
- * Validates the object `v` by its table: each own key in order (unknown keys reported), then
- * the absent required keys, then the cross-field rules. Returns the normalised copy.
+ * Validates the object `v` by its table: each key in order (unknown keys reported), then the
+ * absent required keys in table order, then the cross-field rules. Returns the normalised copy.
+ *
+ * Hot path: keys are found by a linear scan (tables are small, keys are internalized strings, so
+ * this is a few pointer compares) and the keys present are recorded in a bit mask, not looked up.
  */
 export function walk<S>(c: Ctx, v: J, t: Fields<S>, s: S): J {
   const out: J = {};
-  const byKey = t.byKey;
+  const keys = t.keys;
+  const n = keys.length;
+  let present = 0;
   for (const k in v) {
     const x = v[k];
     c.path.push(k);
-    const f = byKey.get(k);
-    if (f === undefined) report(c, t.unknown, 'value_error.extra');
-    else if (f.since2 === true && !is2(c.version)) {
-      report(c, `extra field not permitted ("${k}" is xAPI 2.0: send X-Experience-API-Version: 2.0.0)`, 'value_error.extra');
-    } else {
-      const y = f.check(c, x, s, k);
-      if (y !== OMIT) out[k] = y;
+    let i = 0;
+    while (i < n && keys[i] !== k) i++;
+    if (i === n) report(c, t.unknown, 'value_error.extra');
+    else {
+      if (x !== undefined) present |= 1 << i;
+      if ((t.since2Mask & (1 << i)) !== 0 && !is2(c.version)) {
+        report(c, `extra field not permitted ("${k}" is xAPI 2.0: send X-Experience-API-Version: 2.0.0)`, 'value_error.extra');
+      } else {
+        const y = t.checks[i](c, x, s, k);
+        if (y !== OMIT) out[k] = y;
+      }
     }
     c.path.pop();
   }
-  const required = t.required;
-  for (let i = 0; i < required.length; i++) {
-    if (v[required[i]] === undefined) missing(c, required[i], t.why[i]);
+  const absent = t.requiredMask & ~present;
+  if (absent !== 0) {
+    // Looked up to be sure: for-in does not see non-enumerable properties (an inherited `length`, say).
+    for (let i = 0; i < n; i++) if ((absent & (1 << i)) !== 0 && v[keys[i]] === undefined) missing(c, keys[i], t.why[i]);
   }
   if (t.rules !== undefined) t.rules(c, v, out, s);
   return out;
