@@ -30,6 +30,18 @@ export function isUuid(s: unknown): s is string {
   return true;
 }
 
+/** What an ASCII character after an IRI's scheme is: allowed, never allowed, `#` or `%`. */
+const IRI_OK = 0;
+const IRI_NEVER = 1;
+const IRI_HASH = 2;
+const IRI_PERCENT = 3;
+const IRI_ASCII = new Uint8Array(128);
+for (let c = 0; c <= 0x20; c++) IRI_ASCII[c] = IRI_NEVER; // controls and space
+IRI_ASCII[0x7f] = IRI_NEVER;
+for (const ch of '"<>\\^`{|}') IRI_ASCII[ch.charCodeAt(0)] = IRI_NEVER;
+IRI_ASCII[35] = IRI_HASH;
+IRI_ASCII[37] = IRI_PERCENT;
+
 /**
  * True for an absolute IRI (RFC 3987, best effort as §2.2.s4.b6 allows): a scheme
  * (`ALPHA *(ALPHA / DIGIT / "+" / "-" / ".")`), a colon and a non-empty remainder that contains
@@ -51,34 +63,33 @@ export function isIri(s: unknown): s is string {
   let hashes = 0;
   for (let j = i + 1; j < n; j++) {
     const c = s.charCodeAt(j);
-    if (c <= 0x20 || (c >= 0x7f && c <= 0x9f)) return false;
-    switch (c) {
-      case 34: // "
-      case 60: // <
-      case 62: // >
-      case 92: // \
-      case 94: // ^
-      case 96: // `
-      case 123: // {
-      case 124: // |
-      case 125: // }
-        return false;
-      case 35: // #
-        if (++hashes > 1) return false;
-        break;
-      case 37: // %
-        if (j + 2 >= n || !isHexCode(s.charCodeAt(j + 1)) || !isHexCode(s.charCodeAt(j + 2))) return false;
-        j += 2;
-        break;
+    if (c >= 128) {
+      if (c <= 0x9f) return false; // C1 controls
+      continue;
+    }
+    const kind = IRI_ASCII[c];
+    if (kind === IRI_OK) continue;
+    if (kind === IRI_NEVER) return false;
+    if (kind === IRI_HASH) {
+      if (++hashes > 1) return false;
+    } else {
+      if (j + 2 >= n || !isHexCode(s.charCodeAt(j + 1)) || !isHexCode(s.charCodeAt(j + 2))) return false;
+      j += 2;
     }
   }
-  if (i === 4 || i === 5) {
-    const scheme = s.slice(0, i).toLowerCase();
-    if (scheme === 'http' || scheme === 'https') {
-      if (s.charCodeAt(i + 1) !== 47 || s.charCodeAt(i + 2) !== 47) return false;
-      const h = s.charCodeAt(i + 3);
-      if (Number.isNaN(h) || h === 47 || h === 63 || h === 35) return false; // empty authority
-    }
+  // An http or https scheme (any case; `| 32` lower-cases the letters, and no other scheme character
+  // becomes one of these): a non-empty authority.
+  if (
+    (i === 4 || i === 5) &&
+    (s.charCodeAt(0) | 32) === 104 && // h
+    (s.charCodeAt(1) | 32) === 116 && // t
+    (s.charCodeAt(2) | 32) === 116 && // t
+    (s.charCodeAt(3) | 32) === 112 && // p
+    (i === 4 || (s.charCodeAt(4) | 32) === 115) // s
+  ) {
+    if (s.charCodeAt(i + 1) !== 47 || s.charCodeAt(i + 2) !== 47) return false;
+    const h = s.charCodeAt(i + 3);
+    if (Number.isNaN(h) || h === 47 || h === 63 || h === 35) return false; // empty authority
   }
   return true;
 }
