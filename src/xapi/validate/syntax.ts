@@ -6,13 +6,21 @@
 
 const isDigitCode = (c: number): boolean => c >= 48 && c <= 57;
 const isAlphaCode = (c: number): boolean => (c >= 65 && c <= 90) || (c >= 97 && c <= 122);
-const isHexCode = (c: number): boolean =>
-  (c >= 48 && c <= 57) || (c >= 65 && c <= 70) || (c >= 97 && c <= 102);
+/** 1 for the ASCII codes of hex digits. */
+const HEX_DIGIT = new Uint8Array(128);
+for (const ch of '0123456789abcdefABCDEF') HEX_DIGIT[ch.charCodeAt(0)] = 1;
+const isHexCode = (c: number): boolean => c < 128 && HEX_DIGIT[c] === 1;
 
-function isHex(s: string): boolean {
-  for (let i = 0; i < s.length; i++) if (!isHexCode(s.charCodeAt(i))) return false;
+/** Whether `s` holds only hex digits from `from` to `to`. */
+function hexRun(s: string, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
+    const c = s.charCodeAt(i);
+    if (c >= 128 || HEX_DIGIT[c] === 0) return false;
+  }
   return true;
 }
+
+const isHex = (s: string): boolean => hexRun(s, 0, s.length);
 
 /**
  * A UUID in the standard 8-4-4-4-12 hex string form (§2.4.1, §4.4). Any version and variant is
@@ -20,14 +28,19 @@ function isHex(s: string): boolean {
  * variant 2); hex digits may be upper or lower case.
  */
 export function isUuid(s: unknown): s is string {
-  if (typeof s !== 'string' || s.length !== 36) return false;
-  for (let i = 0; i < 36; i++) {
-    const c = s.charCodeAt(i);
-    if (i === 8 || i === 13 || i === 18 || i === 23) {
-      if (c !== 45) return false;
-    } else if (!isHexCode(c)) return false;
-  }
-  return true;
+  return (
+    typeof s === 'string' &&
+    s.length === 36 &&
+    s.charCodeAt(8) === 45 &&
+    s.charCodeAt(13) === 45 &&
+    s.charCodeAt(18) === 45 &&
+    s.charCodeAt(23) === 45 &&
+    hexRun(s, 0, 8) &&
+    hexRun(s, 9, 13) &&
+    hexRun(s, 14, 18) &&
+    hexRun(s, 19, 23) &&
+    hexRun(s, 24, 36)
+  );
 }
 
 /** What an ASCII character after an IRI's scheme is: allowed, never allowed, `#` or `%`. */
