@@ -61,8 +61,20 @@ function supportsList(t: string, list: string): boolean {
   }
 }
 
-/** The keys that make an Activity an interaction (it then needs an interactionType). */
-const INTERACTION_KEYS = new Set(['correctResponsesPattern', 'choices', 'scale', 'source', 'target', 'steps']);
+/** Whether `k` makes an Activity an interaction (it then needs an interactionType). */
+function isInteractionKey(k: string): boolean {
+  switch (k) {
+    case 'correctResponsesPattern':
+    case 'choices':
+    case 'scale':
+    case 'source':
+    case 'target':
+    case 'steps':
+      return true;
+    default:
+      return false;
+  }
+}
 
 /** The walk of one component list carries the ids seen so far: they must be distinct. */
 interface Seen {
@@ -128,7 +140,7 @@ const DEFINITION = fields<J>(
     rules: (c, v) => {
       if (v.interactionType !== undefined) return;
       for (const k in v) {
-        if (INTERACTION_KEYS.has(k)) {
+        if (isInteractionKey(k)) {
           missing(c, 'interactionType', `an interaction Activity (one with "${k}") must have an interactionType`);
           return;
         }
