@@ -7,11 +7,6 @@ import type { Actor, Agent, Group } from './types.ts';
 export type IfiName = 'mbox' | 'mbox_sha1sum' | 'openid' | 'account';
 export const IFI_NAMES: readonly IfiName[] = ['mbox', 'mbox_sha1sum', 'openid', 'account'];
 
-/** The IFIs an actor carries (a valid one carries exactly one, an anonymous Group none). */
-export function ifisOf(actor: Agent | Group): IfiName[] {
-  return IFI_NAMES.filter((k) => actor[k] !== undefined);
-}
-
 /**
  * A stable string key for an actor's IFI, or undefined for an anonymous Group. The key keeps the
  * IFI's name so an mbox never equals an openid with the same text.

@@ -5,7 +5,6 @@
 
 export type JsonPrimitive = string | number | boolean | null;
 export type JsonValue = JsonPrimitive | JsonValue[] | { [key: string]: JsonValue };
-export type JsonObject = { [key: string]: JsonValue };
 
 export type LanguageMap = Record<string, string>;
 export type Extensions = Record<string, JsonValue>;
@@ -158,15 +157,6 @@ export interface Statement {
   authority?: Actor;
   version?: string;
   attachments?: Attachment[];
-}
-
-/** A statement after the LRS has filled in id, stored, timestamp, authority and version. */
-export interface StoredStatement extends Statement {
-  id: string;
-  stored: string;
-  timestamp: string;
-  authority: Actor;
-  version: string;
 }
 
 export const VOIDED_VERB = 'http://adlnet.gov/expapi/verbs/voided';
