@@ -3,7 +3,7 @@
  * mended from the command line (safe while servers run on it).
  */
 import { loadConfig } from '../config.ts';
-import { openStore } from '../store/index.ts';
+import { openConfiguredStore } from '../ops/open-store.ts';
 import type { ForwardingStats, Store } from '../store/types.ts';
 import { CliError } from './auth.ts';
 
@@ -11,7 +11,7 @@ async function withStore<T>(fn: (store: Store, active: Set<string>) => Promise<T
   const config = loadConfig();
   let store: Store;
   try {
-    store = await openStore(config);
+    store = await openConfiguredStore(config);
   } catch (err) {
     throw new CliError(`cannot open the ${config.backend} database: ${(err as Error).message}`);
   }

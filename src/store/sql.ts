@@ -14,6 +14,7 @@
  * sees each value's statistics). A filter on several indexed values is read from the rarest
  * (driverCountsSql).
  */
+import { type Clock, systemClock } from '../clock.ts';
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
 import { AGENT_ROLE, AGENT_ROLES, type PreparedStatement } from '../xapi/statement.ts';
 import type { ForwardingStats } from './types.ts';
@@ -393,17 +394,19 @@ export class DriverChoices {
   private readonly kept = new Map<string, { driver: Driver; until: number }>();
   private readonly ttlMs: number;
   private readonly max: number;
+  private readonly clock: Clock;
 
-  constructor(ttlMs = 10_000, max = 1_000) {
+  constructor(ttlMs = 10_000, max = 1_000, clock: Clock = systemClock) {
     this.ttlMs = ttlMs;
     this.max = max;
+    this.clock = clock;
   }
 
   private static key(tenant: number, f: StatementFilter): string {
     return JSON.stringify([tenant, f.agent, f.activity, f.verb, f.registration, f.authority, f.relatedAgents, f.relatedActivities]);
   }
 
-  get(tenant: number, f: StatementFilter, now = Date.now()): Driver | undefined {
+  get(tenant: number, f: StatementFilter, now = this.clock.now()): Driver | undefined {
     const k = DriverChoices.key(tenant, f);
     const hit = this.kept.get(k);
     if (hit && hit.until > now) return hit.driver;
@@ -411,7 +414,7 @@ export class DriverChoices {
     return undefined;
   }
 
-  set(tenant: number, f: StatementFilter, driver: Driver, now = Date.now()): void {
+  set(tenant: number, f: StatementFilter, driver: Driver, now = this.clock.now()): void {
     if (this.kept.size >= this.max) this.kept.clear();
     this.kept.set(DriverChoices.key(tenant, f), { driver, until: now + this.ttlMs });
   }

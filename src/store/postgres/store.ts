@@ -21,8 +21,9 @@ import { createHash } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { redactUrl } from '../../config.ts';
+import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
+import { redactUrl } from '../../redact.ts';
 import type { Logger } from '../../log.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
@@ -81,6 +82,12 @@ export interface PostgresOptions {
   logger?: Logger;
   /** Urls of the active forwarding targets: each new statement is queued for each. */
   forwardTargets?: string[];
+  /**
+   * This process's clock (default: the system clock): only for its own bookkeeping (log
+   * intervals, kept driver choices). `stored`, document times and forwarding leases are the
+   * database's clock, which every process sharing the database agrees on.
+   */
+  clock?: Clock;
 }
 
 /** Advisory lock namespaces (the first int4 of the two-key form; shows as pg_locks.classid). */
@@ -560,10 +567,11 @@ export class PostgresStore implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly pool: pg.Pool;
   /** Combined filters' drivers chosen (see DriverChoices). */
-  private readonly driverChoices = new DriverChoices();
+  private readonly driverChoices: DriverChoices;
   /** Filter values' dictionary ids, as queries resolved them (see FilterIds). */
   private readonly filterIds = new FilterIds();
   private readonly opts: PostgresOptions;
+  private readonly clock: Clock;
   private readonly queues = new Map<string, InsertQueue>();
   private readonly tenants = new Map<string, number>();
   /** Statements inserted by this process since its last ANALYZE, and the count that ANALYZE saw (see noteInserted). */
@@ -580,6 +588,8 @@ export class PostgresStore implements Store {
 
   constructor(opts: PostgresOptions) {
     this.opts = opts;
+    this.clock = opts.clock ?? systemClock;
+    this.driverChoices = new DriverChoices(undefined, undefined, this.clock);
     this.pool = new pg.Pool({
       connectionString: opts.url,
       max: opts.poolSize,
@@ -637,7 +647,7 @@ export class PostgresStore implements Store {
     let o = this.outages.get(kind);
     if (!o) this.outages.set(kind, (o = { loggedMs: -Infinity, refused: 0 }));
     o.refused++;
-    const now = Date.now();
+    const now = this.clock.now();
     if (now - o.loggedMs < OUTAGE_LOG_INTERVAL_MS) return;
     const fields = { err: describe(err), refused: o.refused };
     o.loggedMs = now;

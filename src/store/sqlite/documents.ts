@@ -12,6 +12,8 @@ import type { DocumentKey, DocumentPrecondition, DocumentWriteOptions, StoredDoc
 export interface SqliteHandle {
   q(sql: string): StatementSync;
   tx<T>(fn: () => T): T;
+  /** The store's clock (epoch ms). */
+  now(): number;
 }
 
 type Row = Record<string, unknown>;
@@ -49,7 +51,7 @@ export function putDocument(
   opts: DocumentWriteOptions,
 ): StoredDocument {
   return h.tx(() => {
-    const next = planDocumentWrite(read(h, tenant, key), doc, opts, Date.now());
+    const next = planDocumentWrite(read(h, tenant, key), doc, opts, h.now());
     h.q(
       'INSERT INTO documents (tenant, kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms) ' +
         'VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?) ON CONFLICT (tenant, kind, activity_id, agent_key, registration, doc_id) DO UPDATE SET ' +

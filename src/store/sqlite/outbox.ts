@@ -39,7 +39,7 @@ export class SqliteOutbox implements Outbox {
   }
 
   async claim(target: string, owner: string, limit: number, leaseMs: number): Promise<OutboxItem[]> {
-    const now = Date.now();
+    const now = this.h.now();
     return this.h.tx(() => {
       const ids = (
         this.h
@@ -62,11 +62,11 @@ export class SqliteOutbox implements Outbox {
 
   async renew(owner: string, ids: string[], leaseMs: number): Promise<void> {
     if (!ids.length) return;
-    this.h.q('UPDATE forward_outbox SET lease_until_ms = ? WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))').run(Date.now() + leaseMs, owner, JSON.stringify(ids.map(Number)));
+    this.h.q('UPDATE forward_outbox SET lease_until_ms = ? WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))').run(this.h.now() + leaseMs, owner, JSON.stringify(ids.map(Number)));
   }
 
   async settle(target: string, owner: string, s: OutboxSettlement): Promise<void> {
-    const now = Date.now();
+    const now = this.h.now();
     this.h.tx(() => {
       let delivered = 0;
       let retried = 0;

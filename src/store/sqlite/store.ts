@@ -13,6 +13,7 @@ import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
+import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
@@ -53,6 +54,8 @@ export interface SqliteOptions {
   walAutocheckpoint?: number;
   /** MiB of pages each connection caches (SQLite's `cache_size`). */
   cacheMiB?: number;
+  /** What `stored`, document times, forwarding due times and leases are read from (default: the system clock). */
+  clock?: Clock;
 }
 
 /** What the store logs (long migrations, a disk that refuses writes): a pino Logger, or the writer thread's relay of it. */
@@ -143,6 +146,7 @@ export class SqliteStore implements Store {
   private readonly db: DatabaseSync;
   private readonly cache = new Map<string, StatementSync>();
   private readonly logger?: StoreLog;
+  private readonly clock: Clock;
   /** While the storage refuses writes: since when, how many writes were refused, when that was last logged. */
   private storageDown?: { sinceMs: number; refused: number; loggedMs: number };
   private readonly readers?: SqliteReaders;
@@ -164,6 +168,8 @@ export class SqliteStore implements Store {
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
   private pending: PendingWrite[] = [];
+  /** What ./documents.ts and ./outbox.ts borrow: the statement cache, the transaction helper, the clock. */
+  private readonly docs: docs.SqliteHandle = { q: (sql) => this.q(sql), tx: (fn) => this.tx(fn), now: () => this.clock.now() };
 
   constructor(opts: SqliteOptions) {
     const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
@@ -181,8 +187,9 @@ export class SqliteStore implements Store {
         `PRAGMA wal_autocheckpoint = ${wal}; PRAGMA journal_size_limit = ${wal * PAGE_SIZE}; PRAGMA cache_size = ${cacheSize(opts.cacheMiB)};`,
     );
     this.logger = opts.logger;
+    this.clock = opts.clock ?? systemClock;
     if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.readers = new SqliteReaders(path, opts.readers!, opts.cacheMiB);
-    this.outbox = new SqliteOutbox({ q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
+    this.outbox = new SqliteOutbox(this.docs, opts.forwardTargets ?? []);
   }
 
   onOutboxWrite(listener: () => void): void {
@@ -222,7 +229,7 @@ export class SqliteStore implements Store {
   private storageRefused(err: unknown): unknown {
     const cause = err instanceof WriteFailed ? err.cause : err;
     if (!isStorageFailure(cause)) return err;
-    const now = Date.now();
+    const now = this.clock.now();
     const down = (this.storageDown ??= { sinceMs: now, refused: 0, loggedMs: 0 });
     down.refused++;
     if (now - down.loggedMs >= STORAGE_LOG_INTERVAL_MS) {
@@ -252,7 +259,7 @@ export class SqliteStore implements Store {
       }
       this.tx(() => {
         this.db.exec(m.sql);
-        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
+        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date(this.clock.now()).toISOString());
       });
     }
   }
@@ -322,7 +329,7 @@ export class SqliteStore implements Store {
       const seqBefore = this.outbox.enabled ? this.outbox.lastSeq() : 0;
       const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
       // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
-      const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
+      const storedMs = Math.max(this.clock.now(), Number(last?.stored_ms ?? 0));
       const storedIso = new Date(storedMs).toISOString();
       // Dictionary ids for the whole group, before any request writes: a request rejected never
       // takes a key row that a cached id or a later request of the group relies on.
@@ -673,7 +680,7 @@ export class SqliteStore implements Store {
 
   async consistentThrough(): Promise<Date> {
     // Writes commit synchronously before they are acknowledged: everything stored is visible.
-    return new Date();
+    return new Date(this.clock.now());
   }
 
   async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
@@ -706,8 +713,6 @@ export class SqliteStore implements Store {
     return out;
   }
 
-  /** The document SQL lives in ./documents.ts; it borrows the statement cache and the transaction helper. */
-  private readonly docs: docs.SqliteHandle = { q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) };
 
   async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
     return docs.getDocument(this.docs, tenant, key);
