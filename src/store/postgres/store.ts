@@ -25,7 +25,6 @@ import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
 import { redactUrl } from '../../redact.ts';
 import type { Logger } from '../../log.ts';
-import { mergeDefinition } from '../../xapi/activity.ts';
 import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
 import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
@@ -41,7 +40,6 @@ import {
   driverCountsSql,
   drivers,
   inlineBytes,
-  isVoidingValue,
   pageRowsKept,
   POSTGRES,
   rarestDriver,
@@ -67,6 +65,7 @@ import type {
 import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
 import { MIGRATIONS } from './migrations.ts';
 import { PostgresOutbox } from './outbox.ts';
+import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, NOW_MS, RESOLVE_KEYS, RESOLVE_KEYS_OWN, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
 
 export interface PostgresOptions {
   url: string;
@@ -184,7 +183,6 @@ const types = {
 };
 
 const STMT_COLS = 'seq, stored_ms, "full"';
-const NOW_MS = 'floor(extract(epoch FROM clock_timestamp()) * 1000)::bigint';
 
 interface StatementRow {
   seq: string;
@@ -228,113 +226,6 @@ function scopeWhere(tenant: string, key: Omit<DocumentKey, 'docId'>): { where: s
   const params = [tenant, key.kind, key.activityId, key.agent];
   if (key.registration === '') return { where: 'tenant = $1 AND kind = $2 AND activity_id = $3 AND agent_key = $4', params };
   return { where: DOC_WHERE, params: [...params, key.registration] };
-}
-
-/**
- * Every write of a statement batch in one statement (data-modifying CTEs), each table fed by
- * unnest() of arrays: a fixed parameter count whatever the batch size. Voiding updates only rows
- * stored earlier (the batch's own rows are inserted with their voided flag already set).
- *
- * The group was decided on a snapshot read before the tenant lock (see insertGroup); `ok` checks,
- * under the lock, that nothing the decisions rested on has changed since: no row of the tenant
- * committed after the snapshot (seq > $26) with one of the group's ids or voiding one of them, the
- * rows that were read unchanged (xmin), the activity definitions unchanged (xmin; those the group
- * before it was writing, by their text: see DefinitionsInFlight), `stored` not behind the
- * tenant's last. When it fails nothing is written and the group is decided again under the
- * lock. `seq` is taken here, under the lock, in statement order: the link rows name their
- * statement by its ordinal in the group.
- *
- * Arrays are joined as unnest() rows, one index probe each, never matched by `= ANY($n)`: the
- * group's transaction runs generic plans (groupBegin), and a generic plan matched `id = ANY($30)`
- * by reading every activity of the tenant (8,195 rows for 30 ids: 5.8 ms under the tenant lock).
- * Each probe is a LATERAL subquery fenced by LIMIT (OFFSET 0 where several rows may match):
- * joined plainly, generic plans read the tenant's whole ref_id index, or merge-joined the ids
- * with the tenant's whole activities index.
- */
-const INSERT_WRITE = `WITH
-ok AS (SELECT
-    NOT EXISTS (SELECT 1 FROM unnest($27::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM statements WHERE tenant = $1 AND id = q.id AND seq > $26::bigint LIMIT 1) s)
-    AND NOT EXISTS (SELECT 1 FROM unnest($27::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM statements
-      WHERE tenant = $1 AND ref_id = q.id AND is_voiding <> 0 AND seq > $26::bigint LIMIT 1) s)
-    AND coalesce((SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1), 0) <= $2::bigint
-    AND (SELECT count(*) FROM unnest($28::bigint[], $29::text[]) AS r(q, x) JOIN statements s ON s.seq = r.q AND s.xmin::text = r.x) = cardinality($28::bigint[])
-    AND (SELECT count(*) FROM (SELECT DISTINCT unnest($30::text[])) AS q(id) CROSS JOIN LATERAL (SELECT 1 FROM activities WHERE tenant = $33 AND id = q.id LIMIT 1) a)
-      = cardinality($31::text[]) + cardinality($35::text[])
-    AND (SELECT count(*) FROM unnest($31::text[], $32::text[]) AS k(i, x) JOIN activities a ON a.tenant = $33 AND a.id = k.i AND a.xmin::text = k.x) = cardinality($31::text[])
-    AND (SELECT count(*) FROM unnest($35::text[], $36::text[]) AS k(i, x) JOIN activities a ON a.tenant = $33 AND a.id = k.i AND a.definition::text = k.x) = cardinality($35::text[])
-    AND (SELECT n FROM keys_epoch) = $34::bigint
-    AS ok),
-sq AS (SELECT n, nextval('statements_seq') AS seq FROM generate_series(1, $3::int) AS n WHERE (SELECT ok FROM ok)),
-st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, "full", full_bytes)
-  SELECT sq.seq, $1, i, $2::bigint, v, r, ref, iv, vd, a, f, octet_length(f::text)
-  FROM ROWS FROM (unnest($4::uuid[]), unnest($5::int[]), unnest($6::uuid[]), unnest($7::uuid[]), unnest($8::smallint[]), unnest($9::smallint[]),
-    unnest($10::int[]), json_array_elements($11::json)) WITH ORDINALITY AS t(i, v, r, ref, iv, vd, a, f, n) JOIN sq USING (n)),
-ag AS (INSERT INTO statement_agents (agent, role, seq) SELECT k, d, sq.seq FROM unnest($12::int[], $13::int[], $14::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
-ac AS (INSERT INTO statement_activities (activity, direct, seq) SELECT k, d, sq.seq FROM unnest($15::int[], $16::int[], $17::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
-sa AS (INSERT INTO statement_attachments (seq, sha2, carrier) SELECT sq.seq, h, cr FROM unnest($18::int[], $19::text[], $37::int[]) AS t(n, h, cr) JOIN sq USING (n) ON CONFLICT DO NOTHING),
-vo AS (UPDATE statements s SET voided = 1
-  FROM (SELECT DISTINCT x.seq FROM unnest($20::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT seq FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) x) v
-  WHERE s.seq = v.seq AND s.is_voiding = 0 AND s.voided = 0 AND (SELECT ok FROM ok)),
-de AS (INSERT INTO activities (tenant, id, definition) SELECT $33, i, d FROM ROWS FROM (unnest($21::text[]), json_array_elements($22::json)) AS t(i, d)
-  WHERE (SELECT ok FROM ok) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
-at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
-  SELECT $33, h, ct, octet_length(b), b FROM unnest($23::text[], $24::text[], $25::bytea[]) AS t(h, ct, b) WHERE (SELECT ok FROM ok) ON CONFLICT DO NOTHING)
-SELECT (SELECT ok FROM ok) AS ok, ARRAY(SELECT seq FROM sq ORDER BY n) AS seqs,
-  -- Statements stored earlier that target a new one: they reach it now (src/store/reach.ts).
-  ARRAY(SELECT s.seq FROM unnest($4::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT seq FROM statements WHERE tenant = $1 AND ref_id = q.id OFFSET 0) s
-    WHERE (SELECT ok FROM ok)) AS referrers`;
-
-/**
- * The read a group's decisions rest on, in one statement (one snapshot): the tenant's last row
- * (the snapshot's seq, and `stored`, which never goes backwards), stored voiding statements that
- * target the group's ids, the rows stored under its ids (and its voiding targets), the kept
- * definitions; with seq and xmin of what was found, for the check in INSERT_WRITE.
- */
-const INSERT_READ =
-  'WITH last AS (SELECT seq, stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1) ' +
-  `SELECT greatest(${NOW_MS}, coalesce((SELECT stored_ms FROM last), 0)) AS stored_ms, coalesce((SELECT seq FROM last), 0) AS snap_seq, ` +
-  // A voiding statement that arrived before its target may void it on arrival (by its writer: planInsert).
-  '(SELECT json_agg(json_build_array(s.ref_id, s.seq::text, s.xmin::text, s.is_voiding, (SELECT key FROM keys WHERE id = s.authority))) FROM (SELECT DISTINCT unnest($2::uuid[])) AS q(id) ' +
-  'CROSS JOIN LATERAL (SELECT ref_id, seq, xmin, is_voiding, authority FROM statements WHERE tenant = $1 AND ref_id = q.id AND is_voiding <> 0 OFFSET 0) s) AS voided_earlier, ' +
-  // One statements_id probe per id (LIMIT 1 keeps the lateral join a nested loop): with the
-  // statistics of a growing table, a plan on the tenant alone walked every row of the tenant.
-  '(SELECT json_agg(json_build_array(s.id, s.is_voiding, s."full", s.seq::text, s.xmin::text)) FROM unnest($3::uuid[]) AS q(id) ' +
-  'CROSS JOIN LATERAL (SELECT id, is_voiding, "full", seq, xmin FROM statements WHERE tenant = $1 AND id = q.id LIMIT 1) s) AS known, ' +
-  '(SELECT json_agg(json_build_array(a.id, a.definition, a.xmin::text)) FROM (SELECT DISTINCT unnest($4::text[])) AS q(id) ' +
-  'CROSS JOIN LATERAL (SELECT id, definition, xmin FROM activities WHERE tenant = $5 AND id = q.id LIMIT 1) a) AS definitions';
-
-/**
- * The dictionary ids of a tenant's keys, created where missing, and `keys_epoch` (bumped by every
- * erasure that deletes keys), read in one snapshot. Only keys not found are inserted (an identity
- * value is spent even when ON CONFLICT skips the row), in sorted order so that writers creating
- * the same keys lock them in one order. A key another transaction committed after this
- * statement's snapshot is neither found nor inserted: asked again.
- *
- * `own`: the statement is its own transaction, whose commit need not wait for the WAL flush: a
- * statement that refers to a key commits later, durably, and that flush covers the key's earlier
- * commit record too (a crash in between loses only keys nothing refers to yet).
- */
-const resolveKeysSql = (own: boolean): string =>
-  // One (tenant, key) probe per key (LATERAL … LIMIT 1): `key = ANY($2)` over hundreds of keys
-  // was planned as a scan of the tenant's whole dictionary, filtered (O(dictionary) per group).
-  'WITH found AS (SELECT k.id, k.key FROM unnest($2::text[]) AS q(key) CROSS JOIN LATERAL (SELECT id, key FROM keys WHERE tenant = $1 AND key = q.key LIMIT 1) k), ' +
-  'ins AS (INSERT INTO keys (tenant, key) SELECT $1, k FROM unnest($2::text[]) AS k WHERE k NOT IN (SELECT key FROM found) ORDER BY k ' +
-  'ON CONFLICT DO NOTHING RETURNING id, key) ' +
-  'SELECT (SELECT n FROM keys_epoch) AS epoch, (SELECT json_agg(json_build_array(id, key)) FROM (SELECT id, key FROM found UNION ALL SELECT id, key FROM ins) u) AS ids' +
-  (own ? ", set_config('synchronous_commit', 'off', true) AS async" : '');
-const RESOLVE_KEYS = resolveKeysSql(false);
-const RESOLVE_KEYS_OWN = resolveKeysSql(true);
-
-/** The dictionary keys statements refer to: verbs, authorities, agents, activities. */
-function statementKeys(statements: PreparedStatement[]): Set<string> {
-  const keys = new Set<string>();
-  for (const p of statements) {
-    keys.add(p.verb);
-    if (p.authorityKey !== null) keys.add(p.authorityKey);
-    for (const a of p.agents) keys.add(a.key);
-    for (const a of p.activities) keys.add(a.id);
-  }
-  return keys;
 }
 
 /** The dictionary keys a query's filter names. */
@@ -394,149 +285,6 @@ class FilterIds {
     const known = this.kept.get(tenant);
     for (const k of filterKeys(f)) known?.delete(k);
   }
-}
-
-/**
- * JSON texts as one `json` array parameter, expanded by json_array_elements: no per-element
- * escaping in the driver (a `json[]` literal escapes every quote and backslash) nor unescaping
- * in the server, which keeps each element's text exactly as given.
- */
-const jsonArray = (texts: string[]): string => `[${texts.join(',')}]`;
-
-/** What a group's decisions rested on (parameters $26… of INSERT_WRITE). */
-interface Basis {
-  snapSeq: string;
-  checkIds: string[];
-  relied: [string, string][];
-  defIds: string[];
-  keptDefs: [string, string][];
-  /** Definitions taken from the group writing before this one: [id, text] as it writes them. */
-  flightDefs: [string, string][];
-}
-
-/**
- * The activity definitions a tenant's group in flight (decided, waiting for the tenant lock or
- * writing) will store, by id: the text it writes, and the definition. The next group decides
- * meanwhile on a snapshot that cannot see them; merging its own into these instead of the stored
- * ones, it need not be decided again under the lock once they are committed (a quarter of the
- * groups were, under a load that keeps bringing new activities). Its write checks that they were.
- */
-type DefinitionsInFlight = Map<string, { text: string; definition: ActivityDefinition }>;
-
-/** Dictionary ids, and the `keys_epoch` they were read at (no erasure has deleted one while it is unchanged). */
-interface ResolvedKeys {
-  ids: Map<string, number>;
-  epoch: string;
-}
-
-/** The parameters of INSERT_WRITE for the plans of a group (their new statements in order). */
-function writeValues(
-  tenant: { id: number; name: string },
-  plans: InsertPlan[],
-  storedMs: number,
-  changed: DefinitionsInFlight,
-  basis: Basis,
-  keys: ResolvedKeys,
-): unknown[] {
-  const id = (key: string): number => {
-    const found = keys.ids.get(key);
-    if (found === undefined) throw new Error('a key of a statement group has no dictionary id');
-    return found;
-  };
-  const st = { id: [] as string[], verb: [] as number[], reg: [] as (string | null)[], ref: [] as (string | null)[] };
-  const flags = { isVoiding: [] as number[], voided: [] as number[], authority: [] as (number | null)[], full: [] as string[] };
-  const agents: [number[], number[], number[]] = [[], [], []];
-  const activities: [number[], number[], number[]] = [[], [], []];
-  const links: [number[], string[], (number | null)[]] = [[], [], []];
-  // One statement writes the group: its UPDATE cannot see the rows it inserts, so a statement a
-  // later request of the group voids (that request was decided knowing it) is inserted already
-  // voided. One voided by an earlier request was decided so by planInsert (voidedEarlier).
-  const voids = new Set(plans.flatMap((p) => p.voids));
-  const voidedLater = plans.map(() => new Set<string>());
-  for (let i = plans.length - 2; i >= 0; i--) voidedLater[i] = new Set([...voidedLater[i + 1], ...plans[i + 1].voids]);
-  const fresh = plans.flatMap((plan, i) => plan.fresh.map((f) => ({ ...f, later: voidedLater[i] })));
-  fresh.forEach(({ p, full, voided, later }, i) => {
-    const n = i + 1;
-    st.id.push(p.id);
-    st.verb.push(id(p.verb));
-    st.reg.push(p.registration);
-    st.ref.push(p.refId);
-    flags.isVoiding.push(isVoidingValue(p));
-    flags.voided.push(voided || (!p.voids && later.has(p.id)) ? 1 : 0);
-    flags.authority.push(p.authorityKey === null ? null : id(p.authorityKey));
-    flags.full.push(JSON.stringify(full));
-    for (const a of p.agents) {
-      agents[0].push(id(a.key));
-      agents[1].push(n);
-      agents[2].push(a.role);
-    }
-    for (const a of p.activities) {
-      activities[0].push(id(a.id));
-      activities[1].push(n);
-      activities[2].push(a.direct ? 1 : 0);
-    }
-    // The carrier (migration 11): the authority's key id (0 without one) when the statement brought the data.
-    for (const h of new Set(p.attachmentHashes)) {
-      links[0].push(n);
-      links[1].push(h);
-      links[2].push(p.carried.includes(h) ? (p.authorityKey === null ? 0 : id(p.authorityKey)) : null);
-    }
-  });
-  const blobs = [...new Map(plans.flatMap((p) => p.attachments).map((a) => [a.sha2, a])).values()];
-  return [
-    tenant.id,
-    storedMs,
-    fresh.length,
-    st.id,
-    st.verb,
-    st.reg,
-    st.ref,
-    flags.isVoiding,
-    flags.voided,
-    flags.authority,
-    jsonArray(flags.full),
-    ...agents,
-    ...activities,
-    links[0],
-    links[1],
-    [...voids],
-    [...changed.keys()],
-    jsonArray([...changed.values()].map((d) => d.text)),
-    blobs.map((a) => a.sha2),
-    blobs.map((a) => a.contentType),
-    blobs.map((a) => a.content),
-    basis.snapSeq,
-    basis.checkIds,
-    basis.relied.map(([seq]) => seq),
-    basis.relied.map(([, xmin]) => xmin),
-    basis.defIds,
-    basis.keptDefs.map(([id]) => id),
-    basis.keptDefs.map(([, xmin]) => xmin),
-    tenant.name,
-    keys.epoch,
-    basis.flightDefs.map(([id]) => id),
-    basis.flightDefs.map(([, text]) => text),
-    links[2],
-  ];
-}
-
-/**
- * The definitions a group's accepted statements leave, folded in statement order into the kept
- * ones; only those that differ from the kept one (most statements repeat a definition the LRS
- * already has), as on SQLite.
- */
-function changedDefinitions(plans: InsertPlan[], kept: Map<string, ActivityDefinition>): DefinitionsInFlight {
-  const merged = new Map<string, ActivityDefinition>();
-  for (const plan of plans) {
-    for (const { p } of plan.fresh) for (const d of p.definitions) merged.set(d.id, mergeDefinition(merged.get(d.id) ?? kept.get(d.id), d.definition));
-  }
-  const changed: DefinitionsInFlight = new Map();
-  for (const [id, definition] of merged) {
-    const text = JSON.stringify(definition);
-    const before = kept.get(id);
-    if (!before || JSON.stringify(before) !== text) changed.set(id, { text, definition });
-  }
-  return changed;
 }
 
 interface InsertJob {
