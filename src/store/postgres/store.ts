@@ -17,7 +17,6 @@
  * Connection failures become LrsError 'unavailable' (503); the pool reconnects by itself when
  * PostgreSQL returns.
  */
-import { createHash } from 'node:crypto';
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
@@ -25,7 +24,6 @@ import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
 import { redactUrl } from '../../redact.ts';
 import type { Logger } from '../../log.ts';
-import { checkPrecondition, planDocumentWrite } from '../../xapi/documents.ts';
 import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
@@ -64,6 +62,8 @@ import type {
 } from '../types.ts';
 import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
 import { MIGRATIONS } from './migrations.ts';
+import * as docs from '../documents.ts';
+import { LOCK_INTENT, LOCK_MIGRATE, LOCK_STATEMENTS, lockKey, POSTGRES_DOCUMENTS } from './documents.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, NOW_MS, RESOLVE_KEYS, RESOLVE_KEYS_OWN, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
 
@@ -89,12 +89,6 @@ export interface PostgresOptions {
   clock?: Clock;
 }
 
-/** Advisory lock namespaces (the first int4 of the two-key form; shows as pg_locks.classid). */
-const LOCK_MIGRATE = 0x4c450001;
-const LOCK_STATEMENTS = 0x4c450002;
-const LOCK_DOCUMENT = 0x4c450003;
-/** Shared, by each statement group from its first read to its commit (see consistentThrough). */
-const LOCK_INTENT = 0x4c450004;
 /** Statements inserted before the first ANALYZE of a process (see noteInserted). */
 const ANALYZE_MIN_ROWS = 1000;
 /** Dictionary ids a process caches per tenant at most (then the cache starts again): bounded memory with many agents. */
@@ -126,9 +120,6 @@ const CONSISTENT_THROUGH =
 
 /** since/until answers kept (see storedSeq); all are forgotten when it is reached. */
 const SEQ_BOUNDS_MAX = 10_000;
-
-/** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
-const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
 
 /** A tenant's statement lock key, asked by every statement request (Consistent-Through) and write. */
 const tenantKeys = new Map<string, number>();
@@ -190,13 +181,6 @@ interface StatementRow {
   full: string;
 }
 
-interface DocumentRow {
-  content: Buffer;
-  content_type: string;
-  etag: string;
-  updated_ms: string;
-}
-
 /** The JSON of a statement too large to come with its query (page_json null): its bytes (sizedJson in src/store/sql.ts). */
 interface SizedRow {
   seq: string;
@@ -216,18 +200,6 @@ interface PageRow extends SizedRow {
 const PAGE_ATTEMPTS = 5;
 
 const toRow = (r: StatementRow): StoredRow => ({ json: r.full, storedMs: Number(r.stored_ms), position: r.seq });
-const toDocument = (r: DocumentRow): StoredDocument => ({ content: r.content, contentType: r.content_type, etag: r.etag, updatedMs: Number(r.updated_ms) });
-
-const DOC_WHERE = 'tenant = $1 AND kind = $2 AND activity_id = $3 AND agent_key = $4 AND registration = $5';
-const docParams = (tenant: string, key: Omit<DocumentKey, 'docId'>): string[] => [tenant, key.kind, key.activityId, key.agent, key.registration];
-
-/** The documents of a scope; registration '' matches every registration (State multi-document calls). */
-function scopeWhere(tenant: string, key: Omit<DocumentKey, 'docId'>): { where: string; params: string[] } {
-  const params = [tenant, key.kind, key.activityId, key.agent];
-  if (key.registration === '') return { where: 'tenant = $1 AND kind = $2 AND activity_id = $3 AND agent_key = $4', params };
-  return { where: DOC_WHERE, params: [...params, key.registration] };
-}
-
 /** The dictionary keys a query's filter names. */
 const filterKeys = (f: StatementFilter): string[] => [...new Set([f.verb, f.agent, f.activity, f.authority].filter((k): k is string => k !== undefined))];
 
@@ -1103,82 +1075,34 @@ export class PostgresStore implements Store {
     return out;
   }
 
-  // ----- documents -------------------------------------------------------------------------
+  // ----- documents (../documents.ts, ./documents.ts) ------------------------------------------
 
-  async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    const r = await this.query<DocumentRow>(
-      `SELECT content, content_type, etag, updated_ms FROM documents WHERE ${DOC_WHERE} AND doc_id = $6`,
-      [...docParams(tenant, key), key.docId],
-      'get_document',
-    );
-    return r.rows[0] && toDocument(r.rows[0]);
-  }
-
-  /**
-   * Locks one document's key (present or not: a row lock could not cover a missing document), so
-   * the ETag check and the write cannot interleave with another process's; returns the current
-   * document and the database clock.
-   */
-  private async lockDocument(c: pg.PoolClient, tenant: string, key: DocumentKey): Promise<{ current?: StoredDocument; nowMs: number }> {
-    await c.query({
-      name: 'lock_document',
-      text: 'SELECT pg_advisory_xact_lock($1, $2)',
-      values: [LOCK_DOCUMENT, lockKey(tenant, key.kind, key.activityId, key.agent, key.registration, key.docId)],
-    });
-    const r = await c.query<DocumentRow & { now_ms: string }>({
-      name: 'current_document',
-      text: `SELECT ${NOW_MS} AS now_ms, d.* FROM (SELECT 1) one LEFT JOIN (SELECT content, content_type, etag, updated_ms FROM documents WHERE ${DOC_WHERE} AND doc_id = $6) d ON true`,
-      values: [...docParams(tenant, key), key.docId],
-    });
-    const row = r.rows[0];
-    return { current: row.etag === null ? undefined : toDocument(row), nowMs: Number(row.now_ms) };
-  }
-
-  async putDocument(
-    tenant: string,
-    key: DocumentKey,
-    doc: { content: Buffer; contentType: string },
-    opts: DocumentWriteOptions,
-  ): Promise<StoredDocument> {
-    return this.tx(async (c) => {
-      const { current, nowMs } = await this.lockDocument(c, tenant, key);
-      const next = planDocumentWrite(current, doc, opts, nowMs);
-      await c.query({
-        name: 'put_document',
-        text:
-          'INSERT INTO documents (tenant, kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms) ' +
-          'VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) ' +
-          'ON CONFLICT (tenant, kind, activity_id, agent_key, registration, doc_id) DO UPDATE SET ' +
-          'content = excluded.content, content_type = excluded.content_type, etag = excluded.etag, updated_ms = excluded.updated_ms',
-        values: [...docParams(tenant, key), key.docId, next.content, next.contentType, next.etag, next.updatedMs],
-      });
-      return next;
+  /** A document program on a pooled connection (outside a transaction) or on a transaction's client. */
+  private documents<T>(program: docs.Program<T>, c?: pg.PoolClient): Promise<T> {
+    return docs.runAsync(program, async (step) => {
+      const r = c ? await c.query(step.name ? { name: step.name, text: step.text, values: step.values } : { text: step.text, values: step.values }) : await this.query(step.text, step.values, step.name);
+      return step.want === 'rows' ? r.rows : step.want === 'row' ? r.rows[0] : (r.rowCount ?? 0);
     });
   }
 
-  async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    await this.tx(async (c) => {
-      const { current } = await this.lockDocument(c, tenant, key);
-      checkPrecondition(current?.etag, pre);
-      if (current) {
-        await c.query({ name: 'delete_document', text: `DELETE FROM documents WHERE ${DOC_WHERE} AND doc_id = $6`, values: [...docParams(tenant, key), key.docId] });
-      }
-    });
+  getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
+    return this.documents(docs.getDocument(POSTGRES_DOCUMENTS, tenant, key));
   }
 
-  async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    const { where, params } = scopeWhere(tenant, key);
-    const since = sinceMs === undefined ? '' : ` AND updated_ms > $${params.length + 1}`;
-    const r = await this.query<{ doc_id: string }>(
-      `SELECT DISTINCT doc_id FROM documents WHERE ${where}${since} ORDER BY doc_id`,
-      sinceMs === undefined ? params : [...params, sinceMs],
-    );
-    return r.rows.map((row) => row.doc_id);
+  putDocument(tenant: string, key: DocumentKey, doc: { content: Buffer; contentType: string }, opts: DocumentWriteOptions): Promise<StoredDocument> {
+    return this.tx((c) => this.documents(docs.putDocument(POSTGRES_DOCUMENTS, tenant, key, doc, opts), c));
   }
 
-  async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    const { where, params } = scopeWhere(tenant, key);
-    await this.query(`DELETE FROM documents WHERE ${where}`, params);
+  deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
+    return this.tx((c) => this.documents(docs.deleteDocument(POSTGRES_DOCUMENTS, tenant, key, pre), c));
+  }
+
+  listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
+    return this.documents(docs.listDocumentIds(POSTGRES_DOCUMENTS, tenant, key, sinceMs));
+  }
+
+  deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
+    return this.documents(docs.deleteDocuments(POSTGRES_DOCUMENTS, tenant, key));
   }
 
   /** since/until as a seq bound (see storedSeqSql). */
@@ -1450,42 +1374,12 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
     });
   }
 
-  async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    const cols = 'kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms';
-    const order = 'ORDER BY tenant, kind, activity_id, agent_key, registration, doc_id';
-    const a = opts.after;
-    const r = a
-      ? await this.query<DocumentRow & { kind: string; activity_id: string; agent_key: string; registration: string; doc_id: string }>(
-          `SELECT ${cols} FROM documents WHERE tenant = $1 AND (kind, activity_id, agent_key, registration, doc_id) > ($2, $3, $4, $5, $6) ${order} LIMIT $7`,
-          [tenant, a.kind, a.activityId, a.agent, a.registration, a.docId, opts.limit],
-          'scan_documents_after',
-        )
-      : await this.query<DocumentRow & { kind: string; activity_id: string; agent_key: string; registration: string; doc_id: string }>(
-          `SELECT ${cols} FROM documents WHERE tenant = $1 ${order} LIMIT $2`,
-          [tenant, opts.limit],
-          'scan_documents',
-        );
-    return r.rows.map((row) => ({
-      key: { kind: row.kind as DocumentKey['kind'], activityId: row.activity_id, agent: row.agent_key, registration: row.registration, docId: row.doc_id },
-      ...toDocument(row),
-    }));
+  scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
+    return this.documents(docs.scanDocuments(POSTGRES_DOCUMENTS, tenant, opts));
   }
 
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     if (!keys.length) return;
-    await this.tx(async (c) => {
-      for (const k of keys) {
-        // The same lock as a document write, on both keys: no PUT interleaves with the move.
-        for (const agent of [k.agent, agentKey]) {
-          await c.query({
-            name: 'lock_document',
-            text: 'SELECT pg_advisory_xact_lock($1, $2)',
-            values: [LOCK_DOCUMENT, lockKey(tenant, k.kind, k.activityId, agent, k.registration, k.docId)],
-          });
-        }
-        await c.query(`DELETE FROM documents WHERE ${DOC_WHERE} AND doc_id = $6`, [tenant, k.kind, k.activityId, agentKey, k.registration, k.docId]);
-        await c.query(`UPDATE documents SET agent_key = $7 WHERE ${DOC_WHERE} AND doc_id = $6`, [...docParams(tenant, k), k.docId, agentKey]);
-      }
-    });
+    await this.tx((c) => this.documents(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));
   }
 }

@@ -36,7 +36,8 @@ import type {
   StoredDocument,
   StoredRow,
 } from '../types.ts';
-import * as docs from './documents.ts';
+import * as docs from '../documents.ts';
+import { runDocuments, type SqliteHandle, sqliteDocuments } from './documents.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
 import { keptRows, type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
@@ -169,7 +170,8 @@ export class SqliteStore implements Store {
   private definitionsChanged = false;
   private pending: PendingWrite[] = [];
   /** What ./documents.ts and ./outbox.ts borrow: the statement cache, the transaction helper, the clock. */
-  private readonly docs: docs.SqliteHandle = { q: (sql) => this.q(sql), tx: (fn) => this.tx(fn), now: () => this.clock.now() };
+  private readonly docs: SqliteHandle = { q: (sql) => this.q(sql), tx: (fn) => this.tx(fn), now: () => this.clock.now() };
+  private readonly documents = sqliteDocuments(this.docs);
 
   constructor(opts: SqliteOptions) {
     const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
@@ -715,7 +717,7 @@ export class SqliteStore implements Store {
 
 
   async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return docs.getDocument(this.docs, tenant, key);
+    return runDocuments(this.docs, docs.getDocument(this.documents, tenant, key));
   }
 
   async putDocument(
@@ -724,20 +726,20 @@ export class SqliteStore implements Store {
     doc: { content: Buffer; contentType: string },
     opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
-    return docs.putDocument(this.docs, tenant, key, doc, opts);
+    return this.tx(() => runDocuments(this.docs, docs.putDocument(this.documents, tenant, key, doc, opts)));
   }
 
   async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    docs.deleteDocument(this.docs, tenant, key, pre);
+    this.tx(() => runDocuments(this.docs, docs.deleteDocument(this.documents, tenant, key, pre)));
   }
 
   async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return docs.listDocumentIds(this.docs, tenant, key, sinceMs);
+    return runDocuments(this.docs, docs.listDocumentIds(this.documents, tenant, key, sinceMs));
   }
 
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
-    this.tx(() => docs.deleteDocuments(this.docs, tenant, key));
+    this.tx(() => runDocuments(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
@@ -858,32 +860,11 @@ export class SqliteStore implements Store {
   }
 
   async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    const cols = 'kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms';
-    const a = opts.after;
-    const rows = (
-      a
-        ? this.q(`SELECT ${cols} FROM documents WHERE tenant = ? AND (kind, activity_id, agent_key, registration, doc_id) > (?, ?, ?, ?, ?) ORDER BY kind, activity_id, agent_key, registration, doc_id LIMIT ?`).all(
-            tenant, a.kind, a.activityId, a.agent, a.registration, a.docId, opts.limit,
-          )
-        : this.q(`SELECT ${cols} FROM documents WHERE tenant = ? ORDER BY kind, activity_id, agent_key, registration, doc_id LIMIT ?`).all(tenant, opts.limit)
-    ) as Row[];
-    return rows.map((r) => ({
-      key: { kind: String(r.kind) as DocumentKey['kind'], activityId: String(r.activity_id), agent: String(r.agent_key), registration: String(r.registration), docId: String(r.doc_id) },
-      content: Buffer.from(r.content as Uint8Array),
-      contentType: String(r.content_type),
-      etag: String(r.etag),
-      updatedMs: Number(r.updated_ms),
-    }));
+    return runDocuments(this.docs, docs.scanDocuments(this.documents, tenant, opts));
   }
 
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
-    const where = 'tenant = ? AND kind = ? AND activity_id = ? AND agent_key = ? AND registration = ? AND doc_id = ?';
-    this.tx(() => {
-      for (const k of keys) {
-        this.q(`DELETE FROM documents WHERE ${where}`).run(tenant, k.kind, k.activityId, agentKey, k.registration, k.docId);
-        this.q(`UPDATE documents SET agent_key = ? WHERE ${where}`).run(agentKey, tenant, k.kind, k.activityId, k.agent, k.registration, k.docId);
-      }
-    });
+    this.tx(() => runDocuments(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
   }
 }
 
