@@ -1,54 +1,16 @@
 /**
  * The document resources (State, Activity Profile, Agent Profile) once for every backend. The
  * rules (merging, preconditions, ETags) live in src/xapi/documents.ts; this module reads the
- * current document and writes the planned one as a `Program`: a generator that yields each SQL
- * statement and receives its result. SQLite runs a program synchronously on its one connection
- * (runSync: no promise per statement), PostgreSQL awaits each statement on a pooled client
- * (runAsync). What differs per backend is the DocumentDialect: placeholders, statement names, and
+ * current document and writes the planned one as a Program (./program.ts), run by the backend
+ * synchronously (SQLite) or statement by statement on a pooled client (PostgreSQL). What differs per backend is the DocumentDialect: placeholders, statement names, and
  * how a write keeps the check and the write together (SQLite: its write transaction holds the
  * database; PostgreSQL: an advisory lock on the document's key, and the database clock).
  */
 import { checkPrecondition, planDocumentWrite } from '../xapi/documents.ts';
+import { type Program, row, rows, run } from './program.ts';
 import type { DocumentKey, DocumentPrecondition, DocumentWriteOptions, KeyedDocument, StoredDocument } from './types.ts';
 
 type Row = Record<string, unknown>;
-
-/** One SQL statement of a program: `rows` answers with every row, `row` with the first (or undefined), `run` with the rows changed. */
-export interface SqlStep {
-  text: string;
-  values: unknown[];
-  /** A name to prepare it under (PostgreSQL: once per connection). */
-  name?: string;
-  want: 'rows' | 'row' | 'run';
-}
-
-/** Statements yielded one at a time, each answered before the next (a transaction is the caller's). */
-export type Program<T> = Generator<SqlStep, T, unknown>;
-
-/** A step's answer, typed for the program. */
-export function* rows(step: Omit<SqlStep, 'want'>): Program<Row[]> {
-  return (yield { ...step, want: 'rows' }) as Row[];
-}
-export function* row(step: Omit<SqlStep, 'want'>): Program<Row | undefined> {
-  return (yield { ...step, want: 'row' }) as Row | undefined;
-}
-export function* run(step: Omit<SqlStep, 'want'>): Program<number> {
-  return (yield { ...step, want: 'run' }) as number;
-}
-
-/** Runs a program on a synchronous connection (SQLite). */
-export function runSync<T>(program: Program<T>, exec: (step: SqlStep) => unknown): T {
-  let next = program.next();
-  while (!next.done) next = program.next(exec(next.value));
-  return next.value;
-}
-
-/** Runs a program on an asynchronous connection (PostgreSQL). */
-export async function runAsync<T>(program: Program<T>, exec: (step: SqlStep) => Promise<unknown>): Promise<T> {
-  let next = program.next();
-  while (!next.done) next = program.next(await exec(next.value));
-  return next.value;
-}
 
 /** What differs in the backends' document SQL. */
 export interface DocumentDialect {

@@ -1,6 +1,6 @@
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
- * paging, since/until as seq bounds) and the forwarding figures. Both schemas use the same table
+ * paging, since/until as seq bounds). Both schemas use the same table
  * and column names; placeholders and the UUID encoding differ (see Dialect), and one join that
  * each planner must take as a per-row probe is spelled per backend (CROSS JOIN for SQLite,
  * LATERAL for PostgreSQL).
@@ -17,7 +17,6 @@
 import { type Clock, systemClock } from '../clock.ts';
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
 import { AGENT_ROLE, AGENT_ROLES, type PreparedStatement } from '../xapi/statement.ts';
-import type { ForwardingStats } from './types.ts';
 
 export type Placeholder = (index: number) => string;
 
@@ -730,26 +729,6 @@ export function reachBuildSql(dialect: Dialect): string[] {
     `INSERT INTO reach_agents (tenant, agent, seq, via, role) SELECT a.tenant, a.agent, r.seq, r.via, a.role FROM statement_agents a ${join} statement_reach r ON r.tenant = a.tenant AND r.via = a.seq`,
     `INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT a.tenant, a.activity, r.seq, r.via, a.direct FROM statement_activities a ${join} statement_reach r ON r.tenant = a.tenant AND r.via = a.seq`,
   ];
-}
-
-type OutboxRow = Record<string, unknown>;
-
-/**
- * Per-target forwarding figures (both backends) from the outbox counts by target (`queued`,
- * `dead`), the counters table (`delivered`, `retried`) and one dead letter's `last_error` per target.
- */
-export function mergeStats(counts: OutboxRow[], counters: OutboxRow[], lastErrors: OutboxRow[]): ForwardingStats[] {
-  const out = new Map<string, ForwardingStats>();
-  const of = (target: unknown) => {
-    const key = String(target);
-    let s = out.get(key);
-    if (!s) out.set(key, (s = { target: key, queued: 0, delivered: 0, retried: 0, dead: 0 }));
-    return s;
-  };
-  for (const r of counts) Object.assign(of(r.target), { queued: Number(r.queued), dead: Number(r.dead) });
-  for (const r of counters) Object.assign(of(r.target), { delivered: Number(r.delivered), retried: Number(r.retried) });
-  for (const r of lastErrors) if (r.last_error != null) of(r.target).lastError = String(r.last_error);
-  return [...out.values()].sort((a, b) => a.target.localeCompare(b.target));
 }
 
 /** SQLite's SQL: positional `?`, 16-byte UUIDs, link tables and the registration index in seq buckets. */

@@ -5,7 +5,8 @@
  * clock, which every process agrees on.
  */
 import { createHash } from 'node:crypto';
-import { type DocumentDialect, documentSql, documentValues, row, toDocument } from '../documents.ts';
+import { type DocumentDialect, documentSql, documentValues, toDocument } from '../documents.ts';
+import { row } from '../program.ts';
 import type { DocumentKey } from '../types.ts';
 import { NOW_MS } from './write.ts';
 

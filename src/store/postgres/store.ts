@@ -63,6 +63,7 @@ import type {
 import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
 import { MIGRATIONS } from './migrations.ts';
 import * as docs from '../documents.ts';
+import { type Program, runAsync } from '../program.ts';
 import { LOCK_INTENT, LOCK_MIGRATE, LOCK_STATEMENTS, lockKey, POSTGRES_DOCUMENTS } from './documents.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, NOW_MS, RESOLVE_KEYS, RESOLVE_KEYS_OWN, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
@@ -333,7 +334,7 @@ export class PostgresStore implements Store {
     this.pool.on('connect', (client) => client.on('error', () => undefined));
     // A server that stops answering without closing the socket: give up a little after it would have.
     if (opts.statementTimeoutMs > 0) watchSilence(this.pool, opts.statementTimeoutMs + opts.connectTimeoutMs);
-    this.outbox = new PostgresOutbox({ query: (text, values, name) => this.query(text, values, name), tx: (fn, begin) => this.tx(fn, begin) }, opts.forwardTargets ?? []);
+    this.outbox = new PostgresOutbox({ run: (p) => this.documents(p), tx: (p, begin) => this.tx((c) => this.documents(p, c), begin) }, opts.forwardTargets ?? []);
   }
 
   onOutboxWrite(listener: () => void): void {
@@ -1077,9 +1078,9 @@ export class PostgresStore implements Store {
 
   // ----- documents (../documents.ts, ./documents.ts) ------------------------------------------
 
-  /** A document program on a pooled connection (outside a transaction) or on a transaction's client. */
-  private documents<T>(program: docs.Program<T>, c?: pg.PoolClient): Promise<T> {
-    return docs.runAsync(program, async (step) => {
+  /** A program (../program.ts: documents, the outbox) on a pooled connection, or on a transaction's client. */
+  private documents<T>(program: Program<T>, c?: pg.PoolClient): Promise<T> {
+    return runAsync(program, async (step) => {
       const r = c ? await c.query(step.name ? { name: step.name, text: step.text, values: step.values } : { text: step.text, values: step.values }) : await this.query(step.text, step.values, step.name);
       return step.want === 'rows' ? r.rows : step.want === 'row' ? r.rows[0] : (r.rowCount ?? 0);
     });

@@ -4,7 +4,8 @@
  * ETag check and the write, so no lock of its own. Times are the store's clock.
  */
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
-import { type DocumentDialect, documentSql, documentValues, type Program, row, runSync, type SqlStep, toDocument } from '../documents.ts';
+import { type DocumentDialect, documentSql, documentValues, toDocument } from '../documents.ts';
+import { type Program, row, runSync, type SqlStep } from '../program.ts';
 
 /** What the SqliteStore lends: its cached prepared statements, its transaction helper and its clock. */
 export interface SqliteHandle {
@@ -14,8 +15,8 @@ export interface SqliteHandle {
   now(): number;
 }
 
-/** A document program (../documents.ts) run on the store's connection, one prepared statement after the other. */
-export function runDocuments<T>(h: SqliteHandle, program: Program<T>): T {
+/** A program (../program.ts) run on the store's connection, one cached prepared statement after the other. */
+export function runStatements<T>(h: SqliteHandle, program: Program<T>): T {
   return runSync(program, (step: SqlStep) => {
     const st = h.q(step.text);
     const values = step.values as SQLInputValue[];

@@ -37,7 +37,7 @@ import type {
   StoredRow,
 } from '../types.ts';
 import * as docs from '../documents.ts';
-import { runDocuments, type SqliteHandle, sqliteDocuments } from './documents.ts';
+import { runStatements, type SqliteHandle, sqliteDocuments } from './documents.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
 import { keptRows, type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
@@ -717,7 +717,7 @@ export class SqliteStore implements Store {
 
 
   async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return runDocuments(this.docs, docs.getDocument(this.documents, tenant, key));
+    return runStatements(this.docs, docs.getDocument(this.documents, tenant, key));
   }
 
   async putDocument(
@@ -726,20 +726,20 @@ export class SqliteStore implements Store {
     doc: { content: Buffer; contentType: string },
     opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
-    return this.tx(() => runDocuments(this.docs, docs.putDocument(this.documents, tenant, key, doc, opts)));
+    return this.tx(() => runStatements(this.docs, docs.putDocument(this.documents, tenant, key, doc, opts)));
   }
 
   async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    this.tx(() => runDocuments(this.docs, docs.deleteDocument(this.documents, tenant, key, pre)));
+    this.tx(() => runStatements(this.docs, docs.deleteDocument(this.documents, tenant, key, pre)));
   }
 
   async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return runDocuments(this.docs, docs.listDocumentIds(this.documents, tenant, key, sinceMs));
+    return runStatements(this.docs, docs.listDocumentIds(this.documents, tenant, key, sinceMs));
   }
 
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
-    this.tx(() => runDocuments(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
+    this.tx(() => runStatements(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
@@ -860,11 +860,11 @@ export class SqliteStore implements Store {
   }
 
   async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    return runDocuments(this.docs, docs.scanDocuments(this.documents, tenant, opts));
+    return runStatements(this.docs, docs.scanDocuments(this.documents, tenant, opts));
   }
 
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
-    this.tx(() => runDocuments(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
+    this.tx(() => runStatements(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
   }
 }
 
