@@ -1007,8 +1007,7 @@ export class PostgresStore implements Store {
    * `stored` no earlier than that. Inserts that take the intent lock after this query read the
    * clock later than now(). Needs the LRS processes to share one database role (pg_stat_activity
    * shows xact_start only for one's own role).
-   */
-  /**
+   *
    * One query at a time, shared by every request that asks meanwhile, of any tenant (it answers
    * for all): the instant it finds is a lower bound on what is visible, and visibility only
    * grows, so it stays true for a request that arrived after the query started (at most one round
@@ -1106,7 +1105,6 @@ export class PostgresStore implements Store {
     return this.documents(docs.deleteDocuments(POSTGRES_DOCUMENTS, tenant, key));
   }
 
-  /** since/until as a seq bound (see storedSeqSql). */
   /**
    * since/until as a seq (storedSeqSql); undefined when no statement is on that side. An answer
    * that can no longer change is kept (a client paging through a window, or polling from the same
