@@ -4,21 +4,11 @@
  * missing document) with a transaction-level advisory lock, and stamps it with the database
  * clock, which every process agrees on.
  */
-import { createHash } from 'node:crypto';
 import { type DocumentDialect, documentSql, documentValues, toDocument } from '../documents.ts';
 import { row } from '../program.ts';
 import type { DocumentKey } from '../types.ts';
+import { LOCK_DOCUMENT, lockKey } from './connection.ts';
 import { NOW_MS } from './write.ts';
-
-/** Advisory lock namespaces (the first int4 of the two-key form; shows as pg_locks.classid). */
-export const LOCK_MIGRATE = 0x4c450001;
-export const LOCK_STATEMENTS = 0x4c450002;
-export const LOCK_DOCUMENT = 0x4c450003;
-/** Shared, by each statement group from its first read to its commit (see consistentThrough). */
-export const LOCK_INTENT = 0x4c450004;
-
-/** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
-export const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
 
 function* lock(tenant: string, key: DocumentKey) {
   yield* row({ name: 'lock_document', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_DOCUMENT, lockKey(tenant, key.kind, key.activityId, key.agent, key.registration, key.docId)] });

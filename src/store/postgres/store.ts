@@ -15,123 +15,28 @@
  * the page query, never cached (erasure deletes keys: `keys_epoch`).
  *
  * Connection failures become LrsError 'unavailable' (503); the pool reconnects by itself when
- * PostgreSQL returns.
+ * PostgreSQL returns (./connection.ts). Reads: ./readers.ts; this module: the writes.
  */
-import type { Socket } from 'node:net';
-import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
-import { redactUrl } from '../../redact.ts';
-import type { Logger } from '../../log.ts';
-import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
-import { type ReachSeed, ReachWalk } from '../reach.ts';
-import {
-  agentSeqsSql,
-  DEFINITIONS_PER_QUERY,
-  type Driver,
-  DRIVER_COUNT_CAP,
-  DriverChoices,
-  driverCountsSql,
-  drivers,
-  inlineBytes,
-  pageRowsKept,
-  POSTGRES,
-  rarestDriver,
-  type SeqWindow,
-  sizedJson,
-  statementPageSql,
-  storedSeqSql,
-} from '../sql.ts';
-import type {
-  AttachmentBlob,
-  DocumentKey,
-  DocumentPrecondition,
-  DocumentWriteOptions,
-  InsertOutcome,
-  KeyedDocument,
-  QueryPage,
-  PoolStats,
-  StatementRewrite,
-  Store,
-  StoredDocument,
-  StoredRow,
-} from '../types.ts';
-import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
-import { MIGRATIONS } from './migrations.ts';
 import * as docs from '../documents.ts';
-import { type Program, runAsync } from '../program.ts';
-import { LOCK_INTENT, LOCK_MIGRATE, LOCK_STATEMENTS, lockKey, POSTGRES_DOCUMENTS } from './documents.ts';
+import { type ReachSeed, ReachWalk } from '../reach.ts';
+import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
+import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
+import { POSTGRES_DOCUMENTS } from './documents.ts';
+import { describe, toLrsError } from './errors.ts';
 import { PostgresOutbox } from './outbox.ts';
-import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, NOW_MS, RESOLVE_KEYS, RESOLVE_KEYS_OWN, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
+import { KEY_CACHE_MAX, PostgresReaders } from './readers.ts';
+import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, RESOLVE_KEYS, RESOLVE_KEYS_OWN, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
 
-export interface PostgresOptions {
-  url: string;
-  poolSize: number;
-  /** Server-side statement_timeout in ms (lock waits included); 0: none. */
-  statementTimeoutMs: number;
-  /** Wait for a connection (new, or free in the pool) in ms. */
-  connectTimeoutMs: number;
-  /** Start-up only: attempts after the first while the server cannot be reached. */
-  connectRetries: number;
-  /** Start-up only: first wait between attempts in ms; doubles, capped at 30 s. */
-  connectBackoffMs: number;
-  logger?: Logger;
-  /** Urls of the active forwarding targets: each new statement is queued for each. */
-  forwardTargets?: string[];
-  /**
-   * This process's clock (default: the system clock): only for its own bookkeeping (log
-   * intervals, kept driver choices). `stored`, document times and forwarding leases are the
-   * database's clock, which every process sharing the database agrees on.
-   */
-  clock?: Clock;
-}
+export { filterKeyIds } from './readers.ts';
+export { type PostgresOptions, SESSION_OPTIONS } from './connection.ts';
 
 /** Statements inserted before the first ANALYZE of a process (see noteInserted). */
 const ANALYZE_MIN_ROWS = 1000;
-/** Dictionary ids a process caches per tenant at most (then the cache starts again): bounded memory with many agents. */
-const KEY_CACHE_MAX = 200_000;
-/**
- * The settings of every connection. Plan every execution for its parameters: one tenant may hold
- * most rows and another a few, and a generic plan picked for "any tenant" can walk the whole table
- * for a small one. No JIT: every query is a short index walk, but the cost estimates of recursive
- * queries pass jit_above_cost, and compiling took 70-170 ms of a 2 ms query. No bitmap scans:
- * they cannot return rows in index order, and with no statistics on `tenant` (migration 2) a
- * tenant's since/until window of 6,000 statements was estimated at 30 rows, read whole and
- * sorted for a page of 100 (4.7 ms at 100k, against 0.2 ms walking the index to the page).
- */
-export const SESSION_OPTIONS = '-c plan_cache_mode=force_custom_plan -c jit=off -c enable_bitmapscan=off';
-
-/**
- * Now, and per tenant (its lock key) the start of the oldest transaction holding its intent or
- * statement lock: the inserts in flight. Without parameters, so a prepared statement keeps its
- * plan (with plan_cache_mode=force_custom_plan PostgreSQL planned it at every call: 0.4 ms of
- * its 0.6). The status of each lock holder only (pg_stat_get_activity(pid), the function behind
- * pg_stat_activity): the view builds every backend's row, 0.29 against 0.09 ms with no insert in
- * flight. xact_start shows only for the role's own sessions: the LRS processes share one role.
- */
-const CONSISTENT_THROUGH =
-  'SELECT n.now_ms, b.objid, b.busy_ms FROM (SELECT floor(extract(epoch FROM now()) * 1000)::bigint AS now_ms) n LEFT JOIN (' +
-  'SELECT l.objid, floor(extract(epoch FROM min(a.xact_start)) * 1000)::bigint AS busy_ms FROM pg_locks l CROSS JOIN LATERAL pg_stat_get_activity(l.pid) a ' +
-  `WHERE l.locktype = 'advisory' AND l.granted AND l.classid IN (${LOCK_STATEMENTS}, ${LOCK_INTENT}) AND l.objsubid = 2 ` +
-  'AND l.database = (SELECT oid FROM pg_database WHERE datname = current_database()) GROUP BY l.objid) b ON true';
-
-/** since/until answers kept (see storedSeq); all are forgotten when it is reached. */
-const SEQ_BOUNDS_MAX = 10_000;
-
-/** A tenant's statement lock key, asked by every statement request (Consistent-Through) and write. */
-const tenantKeys = new Map<string, number>();
-const tenantLockKey = (tenant: string): number => {
-  let key = tenantKeys.get(tenant);
-  if (key === undefined) {
-    if (tenantKeys.size >= 10_000) tenantKeys.clear();
-    tenantKeys.set(tenant, (key = lockKey(tenant)));
-  }
-  return key;
-};
 
 /**
  * How a statement group's transaction opens, in one round trip: its tenant's intent lock (before
@@ -142,123 +47,6 @@ const tenantLockKey = (tenant: string): number => {
  */
 const groupBegin = (tenant: string): string =>
   `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock_shared(${LOCK_INTENT}, ${tenantLockKey(tenant)})`;
-
-/**
- * A connection checked out of the pool whose socket has been silent for `limitMs` (longer than
- * statement_timeout, after which the server itself answers) lost its server: it is destroyed,
- * which fails its query (503) and takes it out of the pool. One inactivity timer per socket,
- * which Node re-arms on every read and write. Not pg's query_timeout (a timer per query): with
- * it, measured, every statement page's rows outlived young-generation collections (4–7 MB
- * promoted per scavenge instead of ≈ 10 KB), a third of a PostgreSQL page's CPU
- * (docs/benchmarks.md, session 10).
- */
-function watchSilence(pool: pg.Pool, limitMs: number): void {
-  const checkedOut = new Set<pg.PoolClient>();
-  pool.on('acquire', (client) => checkedOut.add(client));
-  pool.on('release', (_err, client) => checkedOut.delete(client));
-  pool.on('remove', (client) => checkedOut.delete(client as pg.PoolClient));
-  pool.on('connect', (client) => {
-    const socket = client.connection.stream as Socket;
-    socket.setTimeout(limitMs);
-    socket.on('timeout', () => {
-      // Idle in the pool: nothing is awaited from the server.
-      if (checkedOut.has(client)) socket.destroy(Object.assign(new Error(`PostgreSQL did not answer for ${limitMs} ms`), { code: 'ETIMEDOUT' }));
-    });
-  });
-}
-
-/** json/jsonb come back as text (served as is, or parsed where needed); int8 stays a string. */
-const RAW = (v: string): string => v;
-const types = {
-  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
-    oid === 114 || oid === 3802 ? RAW : pg.types.getTypeParser(oid, format ?? 'text')) as pg.CustomTypesConfig['getTypeParser'],
-};
-
-const STMT_COLS = 'seq, stored_ms, "full"';
-
-interface StatementRow {
-  seq: string;
-  stored_ms: string;
-  full: string;
-}
-
-/** The JSON of a statement too large to come with its query (page_json null): its bytes (sizedJson in src/store/sql.ts). */
-interface SizedRow {
-  seq: string;
-  page_json: string | null;
-  json_bytes: number | null;
-}
-
-/** A row of the page query (pageCols in src/store/sql.ts). */
-interface PageRow extends SizedRow {
-  stored_ms: string;
-  id: string;
-  /** With attachments: the bytes of the attachment data (numeric, a sum of bigint). */
-  data_bytes?: string;
-}
-
-/** Times a page is read again when a statement it kept was erased before its JSON was read. */
-const PAGE_ATTEMPTS = 5;
-
-const toRow = (r: StatementRow): StoredRow => ({ json: r.full, storedMs: Number(r.stored_ms), position: r.seq });
-/** The dictionary keys a query's filter names. */
-const filterKeys = (f: StatementFilter): string[] => [...new Set([f.verb, f.agent, f.activity, f.authority].filter((k): k is string => k !== undefined))];
-
-/**
- * The dictionary ids of a query's filter values (verb, agent, activity, authority), for
- * statementPageSql; undefined when one is unknown: every condition must hold (of a targeted
- * statement too), so nothing matches.
- */
-export async function filterKeyIds(
-  run: (text: string, values: unknown[]) => Promise<{ rows: { id: number; key: string }[] }>,
-  tenantId: number,
-  f: StatementFilter,
-): Promise<Map<string, number> | undefined> {
-  const wanted = filterKeys(f);
-  const ids = new Map<string, number>();
-  if (!wanted.length) return ids;
-  const sql = 'SELECT k.id, k.key FROM unnest($2::text[]) AS q(key) CROSS JOIN LATERAL (SELECT id, key FROM keys WHERE tenant = $1 AND key = q.key LIMIT 1) k';
-  for (const row of (await run(sql, [tenantId, wanted])).rows) ids.set(row.key, row.id);
-  return ids.size < wanted.length ? undefined : ids;
-}
-
-/**
- * The dictionary ids of filter values, kept per tenant so that a query whose values are known
- * costs no `filter_keys` round trip (0.14 ms of planning and a round trip per GET; the verb filter
- * +30 % req/s with them kept). Safe without checking `keys_epoch`: ids are never reused and no key
- * is renamed, so a kept id is either the key's id or a deleted key's, which no row refers to any
- * more: a page read with it is empty, and queryStatements asks again when a page is empty.
- * Apart from `keyCache`, whose ids a write checks against `keys_epoch` in its own statement: a
- * page read has no such check, and the two are valid by different rules.
- */
-class FilterIds {
-  private readonly kept = new Map<number, Map<string, number>>();
-
-  lookup(tenant: number, f: StatementFilter): Map<string, number> | undefined {
-    const known = this.kept.get(tenant);
-    const wanted = filterKeys(f);
-    // No values: nothing to look up (filterKeyIds answers without a query).
-    if (!wanted.length || !known) return undefined;
-    const ids = new Map<string, number>();
-    for (const k of wanted) {
-      const id = known.get(k);
-      if (id === undefined) return undefined;
-      ids.set(k, id);
-    }
-    return ids;
-  }
-
-  remember(tenant: number, ids: ReadonlyMap<string, number>): void {
-    let known = this.kept.get(tenant);
-    if (!known || known.size > KEY_CACHE_MAX) this.kept.set(tenant, (known = new Map()));
-    for (const [k, id] of ids) known.set(k, id);
-  }
-
-  forget(tenant: number, f: StatementFilter): void {
-    const known = this.kept.get(tenant);
-    for (const k of filterKeys(f)) known?.delete(k);
-  }
-}
 
 interface InsertJob {
   batch: PreparedStatement[];
@@ -279,258 +67,25 @@ interface InsertQueue {
 /** A group stops growing here (a single larger request still goes, alone). */
 const GROUP_MAX_STATEMENTS = 2000;
 
-/** Least time between two log lines about the same outage (each refused request is not a line of its own). */
-const OUTAGE_LOG_INTERVAL_MS = 60_000;
-
-export class PostgresStore implements Store {
-  readonly backend = 'postgres';
+export class PostgresStore extends PostgresReaders implements Store {
   readonly outbox: PostgresOutbox;
   private readonly outboxListeners: (() => void)[] = [];
-  private readonly pool: pg.Pool;
-  /** Combined filters' drivers chosen (see DriverChoices). */
-  private readonly driverChoices: DriverChoices;
-  /** Filter values' dictionary ids, as queries resolved them (see FilterIds). */
-  private readonly filterIds = new FilterIds();
-  private readonly opts: PostgresOptions;
-  private readonly clock: Clock;
   private readonly queues = new Map<string, InsertQueue>();
-  private readonly tenants = new Map<string, number>();
   /** Statements inserted by this process since its last ANALYZE, and the count that ANALYZE saw (see noteInserted). */
   private sinceAnalyze = 0;
-  private analyzedRows = 0;
   private analyzing = false;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new Map<number, { epoch: string; ids: Map<string, number> }>();
-  /** The consistent-through query in flight (see consistentThrough). */
-  private throughQuery?: Promise<{ now: number; busy: Map<number, number> }>;
-  /** since/until → seq answers that can no longer change, by tenant id, bound and time (see storedSeq). */
-  private readonly seqBounds = new Map<string, string>();
-  private closed = false;
 
   constructor(opts: PostgresOptions) {
-    this.opts = opts;
-    this.clock = opts.clock ?? systemClock;
-    this.driverChoices = new DriverChoices(undefined, undefined, this.clock);
-    this.pool = new pg.Pool({
-      connectionString: opts.url,
-      max: opts.poolSize,
-      connectionTimeoutMillis: opts.connectTimeoutMs,
-      idleTimeoutMillis: 30_000,
-      ...(opts.statementTimeoutMs > 0 && {
-        statement_timeout: opts.statementTimeoutMs,
-      }),
-      keepAlive: true,
-      application_name: 'lectern',
-      options: SESSION_OPTIONS,
-      types,
-    });
-    // An idle connection that dies (server restart, fail-over) is dropped by the pool; the next
-    // request opens a fresh one. Without a listener the error would crash the process.
-    this.pool.on('error', (err) => opts.logger?.warn({ err: describe(err) }, 'an idle PostgreSQL connection was lost'));
-    // pg also emits 'error' on a checked-out connection with no query in flight when the server
-    // ends the session (a restart: 57P01); the pool and each query listen only part of the time,
-    // and one unheard would crash the process (seen once per few test runs of a PostgreSQL
-    // restart). The query, transaction or pool that owns the connection still gets the error.
-    this.pool.on('connect', (client) => client.on('error', () => undefined));
-    // A server that stops answering without closing the socket: give up a little after it would have.
-    if (opts.statementTimeoutMs > 0) watchSilence(this.pool, opts.statementTimeoutMs + opts.connectTimeoutMs);
+    super(opts);
     this.outbox = new PostgresOutbox({ run: (p) => this.documents(p), tx: (p, begin) => this.tx((c) => this.documents(p, c), begin) }, opts.forwardTargets ?? []);
   }
 
   onOutboxWrite(listener: () => void): void {
     this.outboxListeners.push(listener);
   }
-
-  poolStats(): PoolStats {
-    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
-  }
-
-  /**
-   * Runs `fn`, turning connection failures and a full disk into 503s. Their cause is logged here,
-   * at most once a minute for each kind (not once per refused request), with how many requests
-   * the failure refused since it was last logged.
-   */
-  private async guard<T>(fn: () => Promise<T>): Promise<T> {
-    try {
-      return await fn();
-    } catch (err) {
-      const mapped = toLrsError(err);
-      if (mapped !== err) this.outageSeen(err);
-      throw mapped;
-    }
-  }
-
-  /** Per kind of failure: when it was last logged, and the requests it refused since. */
-  private readonly outages = new Map<'disk full' | 'unavailable', { loggedMs: number; refused: number }>();
-
-  private outageSeen(err: unknown): void {
-    const kind = isDiskFull(err) ? 'disk full' : 'unavailable';
-    let o = this.outages.get(kind);
-    if (!o) this.outages.set(kind, (o = { loggedMs: -Infinity, refused: 0 }));
-    o.refused++;
-    const now = this.clock.now();
-    if (now - o.loggedMs < OUTAGE_LOG_INTERVAL_MS) return;
-    const fields = { err: describe(err), refused: o.refused };
-    o.loggedMs = now;
-    o.refused = 0;
-    if (kind === 'disk full') this.opts.logger?.error(fields, 'PostgreSQL cannot write (disk full): writes are answered 503 until it can');
-    else this.opts.logger?.warn(fields, 'PostgreSQL is unavailable');
-  }
-
-  private query<R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string): Promise<pg.QueryResult<R>> {
-    return this.guard(() => this.pool.query<R>(name ? { name, text, values } : { text, values }));
-  }
-
-  /**
-   * One transaction on one connection. Serialization failures, deadlocks and a unique violation
-   * from a racing writer run the whole transaction again (it re-reads what it depends on).
-   * `begin` opens it (one simple query: what follows BEGIN costs no round trip of its own).
-   */
-  private tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
-    return this.guard(async () => {
-      for (let attempt = 1; ; attempt++) {
-        const c = await this.pool.connect();
-        let broken: Error | undefined;
-        // A checked-out client whose connection dies between queries emits 'error' (the pool
-        // only listens while it is idle): unhandled, that would crash the process.
-        const onError = (err: Error) => {
-          broken = err;
-        };
-        c.on('error', onError);
-        try {
-          await c.query(begin);
-          const out = await fn(c);
-          await c.query('COMMIT');
-          return out;
-        } catch (err) {
-          // A connection that failed, or that reached a server unable to take writes (a demoted
-          // primary after a fail-over), is not given back to the pool: the next one is fresh.
-          if (isUnavailable(err)) broken ??= err as Error;
-          await c.query('ROLLBACK').catch((e: Error) => {
-            broken ??= e;
-          });
-          if (!broken && attempt < 3 && isRetryable(err)) continue;
-          throw err;
-        } finally {
-          c.off('error', onError);
-          c.release(broken);
-        }
-      }
-    });
-  }
-
-  // ----- lifecycle -------------------------------------------------------------------------
-
-  /**
-   * Start-up: waits for the server (retrying with backoff while it cannot be reached), creates the
-   * database when it does not exist, then fails with one clear line if it never answers.
-   */
-  async waitForServer(): Promise<void> {
-    const where = redactUrl(this.opts.url);
-    let createdDb = false;
-    for (let attempt = 0; ; attempt++) {
-      try {
-        await this.pool.query('SELECT 1');
-        return;
-      } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code === '3D000' && !createdDb) {
-          createdDb = true;
-          await this.createDatabase();
-          attempt--;
-          continue;
-        }
-        if (!isUnavailable(err)) throw new Error(`PostgreSQL at ${where} refused the connection: ${describe(err)}`);
-        if (attempt >= this.opts.connectRetries) {
-          throw new Error(`cannot reach PostgreSQL at ${where}: ${describe(err)} (gave up after ${attempt + 1} attempt${attempt ? 's' : ''})`);
-        }
-        const wait = Math.min(this.opts.connectBackoffMs * 2 ** attempt, 30_000);
-        this.opts.logger?.warn(
-          { attempt: attempt + 1, retries: this.opts.connectRetries, waitMs: wait, err: describe(err) },
-          `cannot reach PostgreSQL at ${where}; retrying in ${wait} ms`,
-        );
-        await sleep(wait);
-      }
-    }
-  }
-
-  /** Creates the configured database through the `postgres` maintenance database. */
-  private async createDatabase(): Promise<void> {
-    const url = new URL(this.opts.url);
-    const name = decodeURIComponent(url.pathname.slice(1));
-    url.pathname = '/postgres';
-    const c = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: this.opts.connectTimeoutMs });
-    try {
-      await c.connect();
-      await c.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
-      this.opts.logger?.info({ database: name }, 'created the PostgreSQL database');
-    } catch (err) {
-      const code = (err as { code?: string }).code;
-      if (code === '42P04' || code === '23505') return; // another process created it first
-      throw new Error(`PostgreSQL database ${JSON.stringify(name)} does not exist and cannot be created: ${describe(err)}`);
-    } finally {
-      await c.end().catch(() => undefined);
-    }
-  }
-
-  /** Applies missing migrations; a session advisory lock makes concurrent start-ups take turns. */
-  async migrate(): Promise<void> {
-    const c = await this.guard(() => this.pool.connect());
-    let broken: Error | undefined;
-    const onError = (err: Error) => {
-      broken = err;
-    };
-    c.on('error', onError);
-    // Waiting for another process's migration, and a long one, is fine: neither the server's
-    // statement_timeout nor the silence watch applies (the connection is not reused).
-    (c.connection.stream as Socket).setTimeout(0);
-    try {
-      await c.query('SET statement_timeout = 0');
-      await c.query('SELECT pg_advisory_lock($1, 0)', [LOCK_MIGRATE]);
-      await c.query(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-      );
-      const applied = new Set((await c.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
-      for (const m of MIGRATIONS) {
-        if (applied.has(m.version)) continue;
-        // An operator sees why start-up takes time.
-        const note = m.announce ? (await c.query<{ message: string }>(m.announce)).rows[0] : undefined;
-        if (note) this.opts.logger?.info({ version: m.version }, note.message);
-        await c.query('BEGIN');
-        try {
-          await c.query(m.sql);
-          await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
-          await c.query('COMMIT');
-        } catch (err) {
-          await c.query('ROLLBACK');
-          throw new Error(`PostgreSQL migration ${m.version} (${m.name}) failed: ${describe(err)}`);
-        }
-        this.opts.logger?.info({ version: m.version, migration: m.name }, 'applied PostgreSQL migration');
-      }
-      // What the planner last counted (-1: never analyzed): the base noteInserted grows from.
-      this.analyzedRows = Math.max(0, Number((await c.query<{ n: number }>("SELECT reltuples AS n FROM pg_class WHERE oid = 'statements'::regclass")).rows[0].n));
-    } catch (err) {
-      broken = err as Error;
-      throw /^PostgreSQL migration \d/.test(broken.message) ? err : new Error(`cannot migrate the PostgreSQL schema: ${describe(err)}`);
-    } finally {
-      // The session lock and the SET go away with the connection.
-      c.off('error', onError);
-      c.release(broken ?? true);
-    }
-  }
-
-  async ping(): Promise<void> {
-    await this.query('SELECT count(*) FROM schema_migrations', [], 'ping');
-  }
-
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    await this.pool.end();
-  }
-
   // ----- statements ------------------------------------------------------------------------
-
   /**
    * Requests for one tenant are queued and written as groups: while one transaction holds the
    * tenant lock (until its commit is flushed), the requests that arrive meanwhile gather and then
@@ -547,7 +102,6 @@ export class PostgresStore implements Store {
       else q.wake?.();
     });
   }
-
   /**
    * Two groups of a tenant are in flight at once: while one holds the tenant lock (its write and
    * commit), the next reads, decides and builds its parameters on another connection, then waits
@@ -582,7 +136,6 @@ export class PostgresStore implements Store {
     q.running = false;
     this.queues.delete(tenant);
   }
-
   /** Never rejects: each job is answered. `q`: its tenant's queue, where it shows the next group what it writes. */
   private async runGroup(
     tenant: string,
@@ -624,7 +177,6 @@ export class PostgresStore implements Store {
     results.forEach((r, i) => (r instanceof LrsError ? group[i].reject(r) : group[i].resolve(r)));
     if (this.outbox.enabled && results.some((r) => !(r instanceof LrsError) && r.inserted > 0)) for (const listener of this.outboxListeners) listener();
   }
-
   /**
    * One transaction for a group of requests. Outside the tenant lock (while the previous group
    * writes): the tenant's shared "intent" lock, which holds Consistent-Through back to this
@@ -675,7 +227,6 @@ export class PostgresStore implements Store {
     await this.outbox.enqueue(c, seqs);
     return decided.results;
   }
-
   /**
    * Planner statistics that keep up with a fast-growing store. Autovacuum analyzes a table about
    * once a minute at best; a store loaded faster than that is planned from statistics of a much
@@ -695,7 +246,6 @@ export class PostgresStore implements Store {
       .catch((err: unknown) => this.opts.logger?.warn({ err: describe(err) }, 'ANALYZE of the statement tables failed'))
       .finally(() => (this.analyzing = false));
   }
-
   /**
    * Rejected requests keep none of the keys they brought (an agent key may name a person): those
    * no stored statement uses are deleted, under the tenant lock like an erasure (writers that
@@ -713,7 +263,6 @@ export class PostgresStore implements Store {
       this.opts.logger?.warn({ err: describe(err), keys: keys.length }, 'the keys of a rejected request could not be deleted');
     }
   }
-
   /**
    * The dictionary ids of `keys` (creating missing ones), on `c` or, committed at once, on the
    * pool. On the pool, ids already known at the cached `keys_epoch` cost no round trip: the write
@@ -747,7 +296,6 @@ export class PostgresStore implements Store {
     this.keyCache.set(tenantId, { epoch: all.epoch, ids: new Map(all.ids) });
     return all;
   }
-
   private async queryKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
     const ids = new Map<string, number>();
     for (let attempt = 1; ; attempt++) {
@@ -760,26 +308,6 @@ export class PostgresStore implements Store {
       if (attempt >= 3) throw new Error('dictionary keys could not be resolved');
     }
   }
-
-  /** A tenant's id (cached: tenants are never deleted, ids never reused); undefined if unknown and not `create`. */
-  private async tenantId(name: string, create: true): Promise<number>;
-  private async tenantId(name: string, create?: boolean): Promise<number | undefined>;
-  private async tenantId(name: string, create = false): Promise<number | undefined> {
-    const cached = this.tenants.get(name);
-    if (cached !== undefined) return cached;
-    for (let attempt = 0; attempt < 3; attempt++) {
-      const found = await this.query<{ id: number }>('SELECT id FROM tenants WHERE name = $1', [name], 'tenant_id');
-      let id = found.rows[0]?.id;
-      if (id === undefined && create) {
-        id = (await this.query<{ id: number }>('INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id', [name], 'tenant_create')).rows[0]?.id;
-      }
-      if (id !== undefined) this.tenants.set(name, id);
-      if (id !== undefined || !create) return id;
-      // Another process created it since the SELECT: read it again.
-    }
-    throw new Error('the tenant could not be created');
-  }
-
   /** Reads what a group's decisions need, decides each request in order, and builds the write. */
   private async decideGroup(
     c: pg.PoolClient,
@@ -849,335 +377,16 @@ export class PostgresStore implements Store {
     const changed = changedDefinitions(plans, kept);
     return { results, values: (keys) => writeValues(tenant, plans, storedMs, changed, basis, keys), fresh: () => plans.flatMap((plan) => plan.fresh.map((f) => f.p)), changed };
   }
-
-  async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
-    const tid = await this.tenantId(tenant);
-    if (tid === undefined) return undefined;
-    const r = await this.query<StatementRow & { authority_key: string | null }>(
-      `SELECT ${STMT_COLS}, (SELECT key FROM keys WHERE id = s.authority) AS authority_key FROM statements s WHERE tenant = $1 AND id = $2::uuid AND voided = $3`,
-      [tid, id, voided ? 1 : 0],
-      'get_statement',
-    );
-    const row = r.rows[0];
-    return row && (authority === undefined || row.authority_key === authority) ? toRow(row) : undefined;
-  }
-
-  /**
-   * The seq of the statement a `more` cursor names, by the (tenant, id) index: one of the tenant's,
-   * of the filter's authority under `mine`; a 400 otherwise (unknownCursor).
-   */
-  private async cursorSeq(tid: number, query: StatementQuery, id: string): Promise<bigint> {
-    const authority = query.filter.authority;
-    const sql = 'SELECT seq FROM statements WHERE tenant = $1 AND id = $2::uuid';
-    const r =
-      authority === undefined
-        ? await this.query<{ seq: string }>(sql, [tid, id], 'cursor_seq')
-        : await this.query<{ seq: string }>(`${sql} AND authority = (SELECT id FROM keys WHERE tenant = $1 AND key = $3)`, [tid, id, authority], 'cursor_seq_mine');
-    if (!r.rows.length) throw unknownCursor();
-    return BigInt(r.rows[0].seq);
-  }
-
-  async queryStatements(tenant: string, query: StatementQuery, attempt = 1): Promise<QueryPage> {
-    const tid = await this.tenantId(tenant);
-    if (tid === undefined) {
-      if (query.after !== undefined) throw unknownCursor();
-      return { rows: [] };
-    }
-    // The cursor first: a bad one is a 400 whatever since/until find.
-    const after = query.after === undefined ? undefined : await this.cursorSeq(tid, query, query.after);
-    const w: SeqWindow = {};
-    if (query.since !== undefined || query.until !== undefined) {
-      const bounds = await this.seqWindow({ id: tid, name: tenant }, { sinceMs: query.since, untilMs: query.until });
-      if (!bounds) return { rows: [] };
-      if (query.since !== undefined) w.from = BigInt(bounds.from);
-      if (query.until !== undefined) w.to = BigInt(bounds.to);
-    }
-    if (after !== undefined) {
-      if (query.ascending) w.after = after;
-      else w.before = after;
-    }
-    // The filter values' ids first: the planner then knows how common each is (see statementPageSql).
-    const resolve = () => filterKeyIds((text, values) => this.query<{ id: number; key: string }>(text, values, 'filter_keys'), tid, query.filter);
-    const cached = this.filterIds.lookup(tid, query.filter);
-    const ids = cached ?? (await resolve());
-    if (!ids) return { rows: [] };
-    if (!cached) this.filterIds.remember(tid, ids);
-    // A filter on several indexed values is read from the rarest (see driverCountsSql).
-    let driver: Driver | undefined;
-    if (drivers(query.filter).length > 1) {
-      driver = this.driverChoices.get(tid, query.filter);
-      if (!driver) {
-        const counts = driverCountsSql(tid, query.filter, DRIVER_COUNT_CAP, POSTGRES);
-        driver = rarestDriver((await this.query<Record<string, unknown>>(counts.sql, counts.params)).rows[0]);
-        this.driverChoices.set(tid, query.filter, driver);
-      }
-    }
-    const page = async (known: ReadonlyMap<string, number>) => {
-      const { sql, params } = statementPageSql(tid, query, w, POSTGRES, { ids: known, driver, attachmentsOf: query.attachments ? tenant : undefined });
-      return (await this.query<PageRow>(sql, params)).rows;
-    };
-    let rows = await page(ids);
-    if (cached && !rows.length) {
-      // A kept id can only be stale one way: its key was deleted (erasure, a rejected request's
-      // keys), so no row refers to it any more and the page is empty. Asked again.
-      this.filterIds.forget(tid, query.filter);
-      const fresh = await resolve();
-      if (!fresh) return { rows: [] };
-      this.filterIds.remember(tid, fresh);
-      if ([...fresh].some(([k, id]) => ids.get(k) !== id)) rows = await page(fresh);
-    }
-    return this.keptPage(tenant, tid, rows, query, attempt);
-  }
-
-  /** The page a page query's rows make (keptRows); one whose first statement was erased meanwhile is read again. */
-  private async keptPage(tenant: string, tid: number, raw: PageRow[], query: StatementQuery, attempt: number): Promise<QueryPage> {
-    const kept = await this.keptRows(tid, raw, query, (r) => Number(r.data_bytes ?? 0));
-    if (kept === 0 && raw.length) {
-      if (attempt >= PAGE_ATTEMPTS) throw new LrsError('unavailable', 'the statements of this page were erased while it was read; try again');
-      return this.queryStatements(tenant, query, attempt + 1);
-    }
-    const rows = raw.slice(0, kept).map((r): StoredRow => ({ json: r.page_json!, storedMs: Number(r.stored_ms), position: r.seq }));
-    return kept < raw.length ? { rows, next: raw[kept - 1].id } : { rows };
-  }
-
-  /**
-   * How many of a query's rows (in order) a page keeps (pageRowsKept), the JSON of those too large
-   * to come with the query read by seq into their rows. Fewer when a kept statement was erased
-   * since the query: the page ends before it.
-   */
-  private async keptRows<R extends SizedRow>(tid: number, raw: R[], q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>, data: (r: R) => number): Promise<number> {
-    const allInline = raw.every((r) => r.page_json !== null);
-    const bytes = (i: number) => (raw[i].json_bytes ?? Buffer.byteLength(raw[i].page_json!, 'utf8')) + data(raw[i]);
-    const kept = pageRowsKept(raw.length, q, allInline, bytes);
-    const large = await this.fullsBySeq(
-      tid,
-      raw.slice(0, kept).flatMap((r) => (r.page_json === null ? [r.seq] : [])),
-    );
-    for (let i = 0; i < kept; i++) {
-      if (raw[i].page_json !== null) continue;
-      const full = large.get(raw[i].seq);
-      if (full === undefined) return i;
-      raw[i].page_json = full;
-    }
-    return kept;
-  }
-
-  /** The attachments rows (`cols`, named `name`) of these hashes, with `carrier` only if a statement of that authority carried their data. */
-  private async attachmentRows<R extends { sha2: string }>(tenant: string, sha2s: string[], cols: string, name: string, carrier?: string): Promise<Map<string, R>> {
-    if (!sha2s.length) return new Map();
-    const sql = `SELECT ${cols} FROM attachments a WHERE tenant = $1 AND sha2 = ANY($2::text[])`;
-    let r: pg.QueryResult<R>;
-    if (carrier === undefined) r = await this.query<R>(sql, [tenant, [...new Set(sha2s)]], name);
-    else {
-      const tid = await this.tenantId(tenant);
-      if (tid === undefined) return new Map();
-      // One probe of the carriers' index (migration 11) per hash.
-      r = await this.query<R>(
-        `${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = $3 AND key = $4))`,
-        [tenant, [...new Set(sha2s)], tid, carrier],
-        `${name}_carried`,
-      );
-    }
-    return new Map(r.rows.map((row) => [row.sha2, row]));
-  }
-
-  /** Statements' JSON by seq (those a page keeps that were too large to come with its query), in one query. */
-  private async fullsBySeq(tid: number, seqs: string[]): Promise<Map<string, string>> {
-    if (!seqs.length) return new Map();
-    const r = await this.query<{ seq: string; full: string }>('SELECT seq, "full" FROM statements WHERE tenant = $1 AND seq = ANY($2::bigint[])', [tid, seqs], 'statements_by_seq');
-    return new Map(r.rows.map((row) => [row.seq, row.full]));
-  }
-
-  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    const found = await this.attachmentRows<{ sha2: string; content_type: string; content: Buffer }>(tenant, sha2s, 'sha2, content_type, content', 'get_attachments', carrier);
-    return [...new Set(sha2s)].flatMap((h) => {
-      const row = found.get(h);
-      return row ? [{ sha2: row.sha2, contentType: row.content_type, content: row.content }] : [];
-    });
-  }
-
-  async attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
-    const found = await this.attachmentRows<{ sha2: string; length: string }>(tenant, sha2s, 'sha2, length', 'attachment_sizes', carrier);
-    return new Map([...found.values()].map((r) => [r.sha2, Number(r.length)]));
-  }
-
-  /**
-   * "Now", unless an insert of this tenant is in flight (it holds the tenant's intent or statement
-   * lock): then just before the oldest such transaction began, since its statements will carry a
-   * `stored` no earlier than that. Inserts that take the intent lock after this query read the
-   * clock later than now(). Needs the LRS processes to share one database role (pg_stat_activity
-   * shows xact_start only for one's own role).
-   *
-   * One query at a time, shared by every request that asks meanwhile, of any tenant (it answers
-   * for all): the instant it finds is a lower bound on what is visible, and visibility only
-   * grows, so it stays true for a request that arrived after the query started (at most one round
-   * trip older than its own would be). Without this, every statement request cost a scan of
-   * pg_locks and pg_stat_activity on the server (0.38 ms each, the largest server time under
-   * single writes). Only a query in flight is shared, not a settled answer reused for a while: an
-   * answer older than another process's fresh one would take Consistent-Through back across
-   * servers, and a client reading (previous through, through] windows would read some statements
-   * twice.
-   */
-  async consistentThrough(tenant: string): Promise<Date> {
-    if (!this.throughQuery) this.throughQuery = this.queryConsistentThrough().finally(() => (this.throughQuery = undefined));
-    const { now, busy } = await this.throughQuery;
-    // One millisecond back: `since` is exclusive and stored has millisecond precision.
-    return new Date(Math.min(now, busy.get(tenantLockKey(tenant)) ?? now) - 1);
-  }
-
-  /** Now, and per tenant lock key the start of its oldest insert in flight. */
-  private async queryConsistentThrough(): Promise<{ now: number; busy: Map<number, number> }> {
-    const r = await this.query<{ now_ms: string; objid: string | null; busy_ms: string | null }>(CONSISTENT_THROUGH, [], 'consistent_through');
-    const busy = new Map<number, number>();
-    for (const row of r.rows) if (row.objid !== null && row.busy_ms !== null) busy.set(Number(row.objid), Number(row.busy_ms));
-    return { now: Number(r.rows[0].now_ms), busy };
-  }
-
-  async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
-    const tid = await this.tenantId(tenant);
-    if (tid === undefined) return [];
-    // Read as a statement page is: the JSON of small rows with the query, the others once kept.
-    const r = await this.query<SizedRow>(
-      `WITH a AS (${agentSeqsSql('(SELECT id FROM keys WHERE tenant = $1 AND key = $2)', '$3')}) ` +
-        `SELECT s.seq, ${sizedJson(POSTGRES, 's."full"', POSTGRES.fullBytes('s'), () => '$4')} ` +
-        'FROM a JOIN statements s ON s.seq = a.seq AND s.tenant = $1 ORDER BY a.seq DESC',
-      [tid, agentKey, limit, inlineBytes({ limit, maxBytes })],
-      'statements_with_agent',
-    );
-    const kept = await this.keptRows(tid, r.rows, { limit, maxBytes, attachments: false }, () => 0);
-    return r.rows.slice(0, kept).map((row) => row.page_json!);
-  }
-
-  async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
-    const out = new Map<string, ActivityDefinition>();
-    // One query per chunk, one after the other: a request holds one connection at a time.
-    for (let i = 0; i < activityIds.length; i += DEFINITIONS_PER_QUERY) {
-      const r = await this.query<{ id: string; definition: string }>(
-        'SELECT a.id, a.definition FROM unnest($2::text[]) AS q(id) CROSS JOIN LATERAL (SELECT id, definition FROM activities WHERE tenant = $1 AND id = q.id LIMIT 1) a',
-        [tenant, activityIds.slice(i, i + DEFINITIONS_PER_QUERY)],
-        'get_activities',
-      );
-      for (const row of r.rows) out.set(row.id, JSON.parse(row.definition) as ActivityDefinition);
-    }
-    return out;
-  }
-
-  async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
-    const out = new Map<string, string[]>();
-    if (!positions.length) return out;
-    const r = await this.query<{ seq: string; sha2: string }>(
-      'SELECT l.seq::text AS seq, l.sha2 FROM unnest($2::bigint[]) AS q(seq) JOIN statement_attachments l ON l.seq = q.seq ' +
-        'WHERE l.carrier IS NULL AND EXISTS (SELECT 1 FROM attachments a WHERE a.tenant = $1 AND a.sha2 = l.sha2)',
-      [tenant, positions],
-      'attachments_not_carried',
-    );
-    for (const row of r.rows) out.set(row.seq, [...(out.get(row.seq) ?? []), row.sha2]);
-    return out;
-  }
-
   // ----- documents (../documents.ts, ./documents.ts) ------------------------------------------
-
-  /** A program (../program.ts: documents, the outbox) on a pooled connection, or on a transaction's client. */
-  private documents<T>(program: Program<T>, c?: pg.PoolClient): Promise<T> {
-    return runAsync(program, async (step) => {
-      const r = c ? await c.query(step.name ? { name: step.name, text: step.text, values: step.values } : { text: step.text, values: step.values }) : await this.query(step.text, step.values, step.name);
-      return step.want === 'rows' ? r.rows : step.want === 'row' ? r.rows[0] : (r.rowCount ?? 0);
-    });
-  }
-
-  getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return this.documents(docs.getDocument(POSTGRES_DOCUMENTS, tenant, key));
-  }
-
   putDocument(tenant: string, key: DocumentKey, doc: { content: Buffer; contentType: string }, opts: DocumentWriteOptions): Promise<StoredDocument> {
     return this.tx((c) => this.documents(docs.putDocument(POSTGRES_DOCUMENTS, tenant, key, doc, opts), c));
   }
-
   deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
     return this.tx((c) => this.documents(docs.deleteDocument(POSTGRES_DOCUMENTS, tenant, key, pre), c));
   }
-
-  listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return this.documents(docs.listDocumentIds(POSTGRES_DOCUMENTS, tenant, key, sinceMs));
-  }
-
   deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     return this.documents(docs.deleteDocuments(POSTGRES_DOCUMENTS, tenant, key));
   }
-
-  /**
-   * since/until as a seq (storedSeqSql); undefined when no statement is on that side. An answer
-   * that can no longer change is kept (a client paging through a window, or polling from the same
-   * `since`, asks the same again; the bisection costs the server ≈ 1.4 ms, most of it planning):
-   * `since` once found, as later statements take later seqs; `until` once every statement stored
-   * at or before it is visible (it is older than consistent-through: later ones are stored after
-   * that). Erasure deletes statements, which a kept bound still bounds correctly.
-   */
-  private async storedSeq(tenant: { id: number; name: string }, ms: number, bound: 'since' | 'until'): Promise<string | undefined> {
-    const key = `${tenant.id}|${bound}|${ms}`;
-    const kept = this.seqBounds.get(key);
-    if (kept !== undefined) return kept;
-    const through = bound === 'until' ? await this.consistentThrough(tenant.name) : undefined;
-    const { sql, params } = storedSeqSql(tenant.id, ms, bound, POSTGRES);
-    const seq = (await this.query<{ seq: string }>(sql, params, `${bound}_seq`)).rows[0]?.seq;
-    if (seq !== undefined && (bound === 'since' || ms < through!.getTime())) {
-      if (this.seqBounds.size >= SEQ_BOUNDS_MAX) this.seqBounds.clear();
-      this.seqBounds.set(key, seq);
-    }
-    return seq;
-  }
-
-  // ----- data lifecycle ----------------------------------------------------------------------
-
-  /** The seq range of a stored-time window: within a tenant stored order and seq order agree. */
-  private async seqWindow(tenant: { id: number; name: string }, opts: { sinceMs?: number; untilMs?: number }): Promise<{ from: string; to: string } | undefined> {
-    let from = '0';
-    let to = '9223372036854775807';
-    if (opts.sinceMs !== undefined) {
-      const seq = await this.storedSeq(tenant, opts.sinceMs, 'since');
-      if (seq === undefined) return undefined;
-      from = seq;
-    }
-    if (opts.untilMs !== undefined) {
-      const seq = await this.storedSeq(tenant, opts.untilMs, 'until');
-      if (seq === undefined) return undefined;
-      to = seq;
-    }
-    return { from, to };
-  }
-
-  async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
-    const tid = await this.tenantId(tenant);
-    if (tid === undefined) return { rows: [] };
-    const w = await this.seqWindow({ id: tid, name: tenant }, opts);
-    if (!w) return { rows: [] };
-    const from = opts.after === undefined ? BigInt(w.from) : [BigInt(w.from), BigInt(opts.after) + 1n].reduce((x, y) => (x > y ? x : y));
-    const r = await this.query<StatementRow>(
-      `SELECT ${STMT_COLS} FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3 ORDER BY tenant, seq LIMIT $4`,
-      [tid, String(from), w.to, opts.limit + 1],
-      'scan_statements',
-    );
-    const rows = r.rows.map(toRow);
-    if (rows.length <= opts.limit) return { rows };
-    rows.length = opts.limit;
-    return { rows, next: rows[rows.length - 1].position };
-  }
-
-  async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
-    const tid = await this.tenantId(tenant);
-    const w = tid === undefined ? undefined : await this.seqWindow({ id: tid, name: tenant }, opts);
-    if (!w) return 0;
-    const r = await this.query<{ n: string }>('SELECT count(*) AS n FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3', [tid, w.from, w.to]);
-    return Number(r.rows[0].n);
-  }
-
-  async referringStatements(tenant: string, ids: string[]): Promise<string[]> {
-    const tid = await this.tenantId(tenant);
-    if (!ids.length || tid === undefined) return [];
-    const r = await this.query<{ id: string }>('SELECT id FROM statements WHERE tenant = $1 AND ref_id = ANY($2::uuid[])', [tid, ids], 'referring_statements');
-    return r.rows.map((row) => row.id);
-  }
-
   /**
    * Writes the reach rows (src/store/reach.ts) of new StatementRefs (`seeds`), and rebuilds those
    * of the statements in `stored` and of every statement reaching one of them: a statement they
@@ -1237,12 +446,10 @@ INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT $1, k, 
       ],
     });
   }
-
   /** Erasure and pseudonymisation take the tenant's statement lock: no insert decides on rows they change. */
   private lockTenant(c: pg.PoolClient, tenant: string): Promise<unknown> {
     return c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, tenantLockKey(tenant)] });
   }
-
   /**
    * Deletes the link rows (agents; activities too unless `agentsOnly`) of removed statement
    * versions by primary key, computed from their stored JSON (indexRows: as they were written; the
@@ -1268,7 +475,6 @@ SELECT 1`,
     });
     return [...new Set(agents[0])];
   }
-
   /**
    * Deletes the dictionary keys (of agents whose rows were unlinked) that nothing of the tenant
    * refers to any more: after an erasure no personal data stays in `keys`. Every use is checked
@@ -1292,7 +498,6 @@ SELECT 1`,
       this.keyCache.delete(tenantId);
     }
   }
-
   async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
     const tid = await this.tenantId(tenant);
     if (!ids.length || tid === undefined) return { statements: 0, attachments: 0 };
@@ -1324,7 +529,6 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       return { statements: removed.length, attachments: orphans.rowCount ?? 0 };
     });
   }
-
   async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
     const tid = await this.tenantId(tenant);
     if (!rows.length || tid === undefined) return;
@@ -1372,11 +576,6 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       await this.dropUnusedKeys(c, tid, unlinked);
     });
   }
-
-  scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    return this.documents(docs.scanDocuments(POSTGRES_DOCUMENTS, tenant, opts));
-  }
-
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     if (!keys.length) return;
     await this.tx((c) => this.documents(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));
