@@ -68,6 +68,7 @@ export const tenantLockKey = (tenant: string): number => {
     if (tenantKeys.size >= 10_000) tenantKeys.clear();
     tenantKeys.set(tenant, (key = lockKey(tenant)));
   }
+
   return key;
 };
 
@@ -146,6 +147,7 @@ export abstract class PostgresConnection {
   poolStats(): PoolStats {
     return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
   }
+
   /**
    * Runs `fn`, turning connection failures and a full disk into 503s. Their cause is logged here,
    * at most once a minute for each kind (not once per refused request), with how many requests
@@ -160,6 +162,7 @@ export abstract class PostgresConnection {
       throw mapped;
     }
   }
+
   /** Per kind of failure: when it was last logged, and the requests it refused since. */
   protected readonly outages = new Map<'disk full' | 'unavailable', { loggedMs: number; refused: number }>();
   protected outageSeen(err: unknown): void {
@@ -175,9 +178,11 @@ export abstract class PostgresConnection {
     if (kind === 'disk full') this.opts.logger?.error(fields, 'PostgreSQL cannot write (disk full): writes are answered 503 until it can');
     else this.opts.logger?.warn(fields, 'PostgreSQL is unavailable');
   }
+
   protected query<R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string): Promise<pg.QueryResult<R>> {
     return this.guard(() => this.pool.query<R>(name ? { name, text, values } : { text, values }));
   }
+
   /**
    * One transaction on one connection. Serialization failures, deadlocks and a unique violation
    * from a racing writer run the whole transaction again (it re-reads what it depends on).
@@ -215,6 +220,7 @@ export abstract class PostgresConnection {
       }
     });
   }
+
   // ----- lifecycle -------------------------------------------------------------------------
   /**
    * Start-up: waits for the server (retrying with backoff while it cannot be reached), creates the
@@ -248,6 +254,7 @@ export abstract class PostgresConnection {
       }
     }
   }
+
   /** Creates the configured database through the `postgres` maintenance database. */
   protected async createDatabase(): Promise<void> {
     const url = new URL(this.opts.url);
@@ -266,6 +273,7 @@ export abstract class PostgresConnection {
       await c.end().catch(() => undefined);
     }
   }
+
   /** Applies missing migrations; a session advisory lock makes concurrent start-ups take turns. */
   async migrate(): Promise<void> {
     const c = await this.guard(() => this.pool.connect());
@@ -311,14 +319,17 @@ export abstract class PostgresConnection {
       c.release(broken ?? true);
     }
   }
+
   async ping(): Promise<void> {
     await this.query('SELECT count(*) FROM schema_migrations', [], 'ping');
   }
+
   async close(): Promise<void> {
     if (this.closed) return;
     this.closed = true;
     await this.pool.end();
   }
+
   /** A tenant's id (cached: tenants are never deleted, ids never reused); undefined if unknown and not `create`. */
   protected async tenantId(name: string, create: true): Promise<number>;
   protected async tenantId(name: string, create?: boolean): Promise<number | undefined>;
@@ -337,6 +348,7 @@ export abstract class PostgresConnection {
     }
     throw new Error('the tenant could not be created');
   }
+
   /** A program (../program.ts: documents, the outbox) on a pooled connection, or on a transaction's client. */
   protected documents<T>(program: Program<T>, c?: pg.PoolClient): Promise<T> {
     return runAsync(program, async (step) => {

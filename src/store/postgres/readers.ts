@@ -142,6 +142,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     const row = r.rows[0];
     return row && (authority === undefined || row.authority_key === authority) ? toRow(row) : undefined;
   }
+
   /**
    * The seq of the statement a `more` cursor names, by the (tenant, id) index: one of the tenant's,
    * of the filter's authority under `mine`; a 400 otherwise (unknownCursor).
@@ -156,6 +157,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     if (!r.rows.length) throw unknownCursor();
     return BigInt(r.rows[0].seq);
   }
+
   async queryStatements(tenant: string, query: StatementQuery, attempt = 1): Promise<QueryPage> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) {
@@ -207,6 +209,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     }
     return this.keptPage(tenant, tid, rows, query, attempt);
   }
+
   /** The page a page query's rows make (keptRows); one whose first statement was erased meanwhile is read again. */
   protected async keptPage(tenant: string, tid: number, raw: PageRow[], query: StatementQuery, attempt: number): Promise<QueryPage> {
     const kept = await this.keptRows(tid, raw, query, (r) => Number(r.data_bytes ?? 0));
@@ -217,6 +220,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     const rows = raw.slice(0, kept).map((r): StoredRow => ({ json: r.page_json!, storedMs: Number(r.stored_ms), position: r.seq }));
     return kept < raw.length ? { rows, next: raw[kept - 1].id } : { rows };
   }
+
   /**
    * How many of a query's rows (in order) a page keeps (pageRowsKept), the JSON of those too large
    * to come with the query read by seq into their rows. Fewer when a kept statement was erased
@@ -238,6 +242,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     }
     return kept;
   }
+
   /** The attachments rows (`cols`, named `name`) of these hashes, with `carrier` only if a statement of that authority carried their data. */
   protected async attachmentRows<R extends { sha2: string }>(tenant: string, sha2s: string[], cols: string, name: string, carrier?: string): Promise<Map<string, R>> {
     if (!sha2s.length) return new Map();
@@ -256,12 +261,14 @@ export abstract class PostgresReaders extends PostgresConnection {
     }
     return new Map(r.rows.map((row) => [row.sha2, row]));
   }
+
   /** Statements' JSON by seq (those a page keeps that were too large to come with its query), in one query. */
   protected async fullsBySeq(tid: number, seqs: string[]): Promise<Map<string, string>> {
     if (!seqs.length) return new Map();
     const r = await this.query<{ seq: string; full: string }>('SELECT seq, "full" FROM statements WHERE tenant = $1 AND seq = ANY($2::bigint[])', [tid, seqs], 'statements_by_seq');
     return new Map(r.rows.map((row) => [row.seq, row.full]));
   }
+
   async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
     const found = await this.attachmentRows<{ sha2: string; content_type: string; content: Buffer }>(tenant, sha2s, 'sha2, content_type, content', 'get_attachments', carrier);
     return [...new Set(sha2s)].flatMap((h) => {
@@ -269,10 +276,12 @@ export abstract class PostgresReaders extends PostgresConnection {
       return row ? [{ sha2: row.sha2, contentType: row.content_type, content: row.content }] : [];
     });
   }
+
   async attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
     const found = await this.attachmentRows<{ sha2: string; length: string }>(tenant, sha2s, 'sha2, length', 'attachment_sizes', carrier);
     return new Map([...found.values()].map((r) => [r.sha2, Number(r.length)]));
   }
+
   /**
    * "Now", unless an insert of this tenant is in flight (it holds the tenant's intent or statement
    * lock): then just before the oldest such transaction began, since its statements will carry a
@@ -296,6 +305,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     // One millisecond back: `since` is exclusive and stored has millisecond precision.
     return new Date(Math.min(now, busy.get(tenantLockKey(tenant)) ?? now) - 1);
   }
+
   /** Now, and per tenant lock key the start of its oldest insert in flight. */
   protected async queryConsistentThrough(): Promise<{ now: number; busy: Map<number, number> }> {
     const r = await this.query<{ now_ms: string; objid: string | null; busy_ms: string | null }>(CONSISTENT_THROUGH, [], 'consistent_through');
@@ -303,6 +313,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     for (const row of r.rows) if (row.objid !== null && row.busy_ms !== null) busy.set(Number(row.objid), Number(row.busy_ms));
     return { now: Number(r.rows[0].now_ms), busy };
   }
+
   async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return [];
@@ -317,6 +328,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     const kept = await this.keptRows(tid, r.rows, { limit, maxBytes, attachments: false }, () => 0);
     return r.rows.slice(0, kept).map((row) => row.page_json!);
   }
+
   async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
     const out = new Map<string, ActivityDefinition>();
     // One query per chunk, one after the other: a request holds one connection at a time.
@@ -330,6 +342,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     }
     return out;
   }
+
   async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
     if (!positions.length) return out;
@@ -342,12 +355,15 @@ export abstract class PostgresReaders extends PostgresConnection {
     for (const row of r.rows) out.set(row.seq, [...(out.get(row.seq) ?? []), row.sha2]);
     return out;
   }
+
   getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
     return this.documents(docs.getDocument(POSTGRES_DOCUMENTS, tenant, key));
   }
+
   listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
     return this.documents(docs.listDocumentIds(POSTGRES_DOCUMENTS, tenant, key, sinceMs));
   }
+
   /**
    * since/until as a seq (storedSeqSql); undefined when no statement is on that side. An answer
    * that can no longer change is kept (a client paging through a window, or polling from the same
@@ -369,6 +385,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     }
     return seq;
   }
+
   // ----- data lifecycle ----------------------------------------------------------------------
   /** The seq range of a stored-time window: within a tenant stored order and seq order agree. */
   protected async seqWindow(tenant: { id: number; name: string }, opts: { sinceMs?: number; untilMs?: number }): Promise<{ from: string; to: string } | undefined> {
@@ -386,6 +403,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     }
     return { from, to };
   }
+
   async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
     const tid = await this.tenantId(tenant);
     if (tid === undefined) return { rows: [] };
@@ -402,6 +420,7 @@ export abstract class PostgresReaders extends PostgresConnection {
     rows.length = opts.limit;
     return { rows, next: rows[rows.length - 1].position };
   }
+
   async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
     const tid = await this.tenantId(tenant);
     const w = tid === undefined ? undefined : await this.seqWindow({ id: tid, name: tenant }, opts);
@@ -409,12 +428,14 @@ export abstract class PostgresReaders extends PostgresConnection {
     const r = await this.query<{ n: string }>('SELECT count(*) AS n FROM statements WHERE tenant = $1 AND seq >= $2 AND seq <= $3', [tid, w.from, w.to]);
     return Number(r.rows[0].n);
   }
+
   async referringStatements(tenant: string, ids: string[]): Promise<string[]> {
     const tid = await this.tenantId(tenant);
     if (!ids.length || tid === undefined) return [];
     const r = await this.query<{ id: string }>('SELECT id FROM statements WHERE tenant = $1 AND ref_id = ANY($2::uuid[])', [tid, ids], 'referring_statements');
     return r.rows.map((row) => row.id);
   }
+
   scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
     return this.documents(docs.scanDocuments(POSTGRES_DOCUMENTS, tenant, opts));
   }

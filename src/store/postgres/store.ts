@@ -23,14 +23,14 @@ import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert }
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
-import { type ReachSeed, ReachWalk } from '../reach.ts';
+import { type ReachSeed, rebuildReach } from '../reach.ts';
 import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
 import { POSTGRES_DOCUMENTS } from './documents.ts';
 import { describe, toLrsError } from './errors.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { KEY_CACHE_MAX, PostgresReaders } from './readers.ts';
-import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, RESOLVE_KEYS, RESOLVE_KEYS_OWN, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
+import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
 
 export { filterKeyIds } from './readers.ts';
 export { type PostgresOptions, SESSION_OPTIONS } from './connection.ts';
@@ -85,6 +85,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   onOutboxWrite(listener: () => void): void {
     this.outboxListeners.push(listener);
   }
+
   // ----- statements ------------------------------------------------------------------------
   /**
    * Requests for one tenant are queued and written as groups: while one transaction holds the
@@ -102,6 +103,7 @@ export class PostgresStore extends PostgresReaders implements Store {
       else q.wake?.();
     });
   }
+
   /**
    * Two groups of a tenant are in flight at once: while one holds the tenant lock (its write and
    * commit), the next reads, decides and builds its parameters on another connection, then waits
@@ -136,6 +138,7 @@ export class PostgresStore extends PostgresReaders implements Store {
     q.running = false;
     this.queues.delete(tenant);
   }
+
   /** Never rejects: each job is answered. `q`: its tenant's queue, where it shows the next group what it writes. */
   private async runGroup(
     tenant: string,
@@ -177,6 +180,7 @@ export class PostgresStore extends PostgresReaders implements Store {
     results.forEach((r, i) => (r instanceof LrsError ? group[i].reject(r) : group[i].resolve(r)));
     if (this.outbox.enabled && results.some((r) => !(r instanceof LrsError) && r.inserted > 0)) for (const listener of this.outboxListeners) listener();
   }
+
   /**
    * One transaction for a group of requests. Outside the tenant lock (while the previous group
    * writes): the tenant's shared "intent" lock, which holds Consistent-Through back to this
@@ -227,6 +231,7 @@ export class PostgresStore extends PostgresReaders implements Store {
     await this.outbox.enqueue(c, seqs);
     return decided.results;
   }
+
   /**
    * Planner statistics that keep up with a fast-growing store. Autovacuum analyzes a table about
    * once a minute at best; a store loaded faster than that is planned from statistics of a much
@@ -246,6 +251,7 @@ export class PostgresStore extends PostgresReaders implements Store {
       .catch((err: unknown) => this.opts.logger?.warn({ err: describe(err) }, 'ANALYZE of the statement tables failed'))
       .finally(() => (this.analyzing = false));
   }
+
   /**
    * Rejected requests keep none of the keys they brought (an agent key may name a person): those
    * no stored statement uses are deleted, under the tenant lock like an erasure (writers that
@@ -263,6 +269,7 @@ export class PostgresStore extends PostgresReaders implements Store {
       this.opts.logger?.warn({ err: describe(err), keys: keys.length }, 'the keys of a rejected request could not be deleted');
     }
   }
+
   /**
    * The dictionary ids of `keys` (creating missing ones), on `c` or, committed at once, on the
    * pool. On the pool, ids already known at the cached `keys_epoch` cost no round trip: the write
@@ -296,18 +303,11 @@ export class PostgresStore extends PostgresReaders implements Store {
     this.keyCache.set(tenantId, { epoch: all.epoch, ids: new Map(all.ids) });
     return all;
   }
-  private async queryKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
-    const ids = new Map<string, number>();
-    for (let attempt = 1; ; attempt++) {
-      const missing = [...keys].filter((k) => !ids.has(k)).sort();
-      const r = c
-        ? await c.query<{ epoch: string; ids: string | null }>({ name: 'resolve_keys', text: RESOLVE_KEYS, values: [tenantId, missing] })
-        : await this.query<{ epoch: string; ids: string | null }>(RESOLVE_KEYS_OWN, [tenantId, missing], 'resolve_keys_own');
-      for (const [id, key] of JSON.parse(r.rows[0].ids ?? '[]') as [number, string][]) ids.set(key, id);
-      if (ids.size === keys.size) return { ids, epoch: r.rows[0].epoch };
-      if (attempt >= 3) throw new Error('dictionary keys could not be resolved');
-    }
+
+  private queryKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
+    return c ? this.documents(resolveKeys(tenantId, keys, false), c) : this.documents(resolveKeys(tenantId, keys, true));
   }
+
   /** Reads what a group's decisions need, decides each request in order, and builds the write. */
   private async decideGroup(
     c: pg.PoolClient,
@@ -377,79 +377,36 @@ export class PostgresStore extends PostgresReaders implements Store {
     const changed = changedDefinitions(plans, kept);
     return { results, values: (keys) => writeValues(tenant, plans, storedMs, changed, basis, keys), fresh: () => plans.flatMap((plan) => plan.fresh.map((f) => f.p)), changed };
   }
+
   // ----- documents (../documents.ts, ./documents.ts) ------------------------------------------
   putDocument(tenant: string, key: DocumentKey, doc: { content: Buffer; contentType: string }, opts: DocumentWriteOptions): Promise<StoredDocument> {
     return this.tx((c) => this.documents(docs.putDocument(POSTGRES_DOCUMENTS, tenant, key, doc, opts), c));
   }
+
   deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
     return this.tx((c) => this.documents(docs.deleteDocument(POSTGRES_DOCUMENTS, tenant, key, pre), c));
   }
+
   deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     return this.documents(docs.deleteDocuments(POSTGRES_DOCUMENTS, tenant, key));
   }
+
   /**
    * Writes the reach rows (src/store/reach.ts) of new StatementRefs (`seeds`), and rebuilds those
    * of the statements in `stored` and of every statement reaching one of them: a statement they
    * target has arrived, or a statement of their chains was erased or rewritten. `known`: key ids
    * at hand (the group's), so only the others are read.
    */
-  private async updateReach(c: pg.PoolClient, tenantId: number, seeds: ReachSeed[], stored: number[], known?: ReadonlyMap<string, number>): Promise<void> {
-    const all = new Map(seeds.map((s) => [s.seq, s]));
-    if (stored.length) {
-      const r = await c.query<{ seq: string; ref_id: string; authority: number | null }>({
-        name: 'reach_rebuild',
-        text: `WITH q AS (SELECT unnest($2::bigint[]) AS seq UNION SELECT seq FROM statement_reach WHERE tenant = $1 AND via = ANY($2::bigint[])),
-d1 AS (DELETE FROM statement_reach WHERE tenant = $1 AND seq IN (SELECT seq FROM q)),
-d2 AS (DELETE FROM reach_agents WHERE tenant = $1 AND seq IN (SELECT seq FROM q)),
-d3 AS (DELETE FROM reach_activities WHERE tenant = $1 AND seq IN (SELECT seq FROM q))
-SELECT seq, ref_id, authority FROM statements WHERE tenant = $1 AND seq IN (SELECT seq FROM q) AND ref_id IS NOT NULL`,
-        values: [tenantId, stored],
-      });
-      for (const row of r.rows) all.set(Number(row.seq), { seq: Number(row.seq), refId: row.ref_id, authority: row.authority });
-    }
-    if (!all.size) return;
-    const walk = new ReachWalk(all.values());
-    for (let ids = walk.wanted(); ids.length; ids = walk.wanted()) {
-      const r = await c.query<{ seq: string; id: string; ref_id: string | null; verb: number; registration: string | null; authority: number | null; full: string }>({
-        name: 'reach_targets',
-        text: 'SELECT seq, id, ref_id, verb, registration, authority, "full" FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[])',
-        values: [tenantId, ids],
-      });
-      walk.found(r.rows.map((row) => ({ seq: Number(row.seq), id: row.id, refId: row.ref_id, verb: row.verb, registration: row.registration, authority: row.authority, full: row.full })));
-    }
-    const ids = new Map(known);
-    const missing = new Set(walk.keys().filter((k) => !ids.has(k)));
-    if (missing.size) for (const [k, id] of (await this.queryKeys(c, tenantId, missing)).ids) ids.set(k, id);
-    const rows = walk.rows(ids);
-    await c.query({
-      name: 'reach_insert',
-      text: `WITH
-r AS (INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority)
-  SELECT $1, s, v, b, g, a FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::uuid[], $6::int[]) AS t(s, v, b, g, a)),
-ag AS (INSERT INTO reach_agents (tenant, agent, seq, via, role) SELECT $1, k, s, v, d FROM unnest($7::int[], $8::bigint[], $9::bigint[], $10::smallint[]) AS t(k, s, v, d))
-INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT $1, k, s, v, d FROM unnest($11::int[], $12::bigint[], $13::bigint[], $14::smallint[]) AS t(k, s, v, d)`,
-      values: [
-        tenantId,
-        rows.reach.map((r) => r.seq),
-        rows.reach.map((r) => r.via),
-        rows.reach.map((r) => r.verb),
-        rows.reach.map((r) => r.registration),
-        rows.reach.map((r) => r.authority),
-        rows.agents.map((a) => a.agent),
-        rows.agents.map((a) => a.seq),
-        rows.agents.map((a) => a.via),
-        rows.agents.map((a) => a.role),
-        rows.activities.map((a) => a.activity),
-        rows.activities.map((a) => a.seq),
-        rows.activities.map((a) => a.via),
-        rows.activities.map((a) => a.direct),
-      ],
-    });
+  /** The reach rows (src/store/reach.ts: rebuildReach) of new StatementRefs (`seeds`) and of the statements in `stored` and those reaching them. */
+  private updateReach(c: pg.PoolClient, tenantId: number, seeds: ReachSeed[], stored: number[], known?: ReadonlyMap<string, number>): Promise<void> {
+    return this.documents(rebuildReach(POSTGRES_REACH, tenantId, seeds, stored, known), c);
   }
+
   /** Erasure and pseudonymisation take the tenant's statement lock: no insert decides on rows they change. */
   private lockTenant(c: pg.PoolClient, tenant: string): Promise<unknown> {
     return c.query({ name: 'lock_statements', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_STATEMENTS, tenantLockKey(tenant)] });
   }
+
   /**
    * Deletes the link rows (agents; activities too unless `agentsOnly`) of removed statement
    * versions by primary key, computed from their stored JSON (indexRows: as they were written; the
@@ -475,6 +432,7 @@ SELECT 1`,
     });
     return [...new Set(agents[0])];
   }
+
   /**
    * Deletes the dictionary keys (of agents whose rows were unlinked) that nothing of the tenant
    * refers to any more: after an erasure no personal data stays in `keys`. Every use is checked
@@ -498,6 +456,7 @@ SELECT 1`,
       this.keyCache.delete(tenantId);
     }
   }
+
   async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
     const tid = await this.tenantId(tenant);
     if (!ids.length || tid === undefined) return { statements: 0, attachments: 0 };
@@ -529,6 +488,7 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       return { statements: removed.length, attachments: orphans.rowCount ?? 0 };
     });
   }
+
   async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
     const tid = await this.tenantId(tenant);
     if (!rows.length || tid === undefined) return;
@@ -576,6 +536,7 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       await this.dropUnusedKeys(c, tid, unlinked);
     });
   }
+
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     if (!keys.length) return;
     await this.tx((c) => this.documents(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));

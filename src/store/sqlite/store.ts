@@ -21,7 +21,8 @@ import { type EarlierVoiding, type KnownStatement, planInsert, rowsToRead } from
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
-import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
+import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
+import { row, rows, run } from '../program.ts';
 import { bucketsIn, DEFINITIONS_PER_QUERY, inlineBytes, isVoidingValue, seqBucket, sizedJson, SQLITE, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
@@ -584,46 +585,12 @@ export class SqliteStore implements Store {
     return seq;
   }
 
-  /**
-   * Writes the reach rows (src/store/reach.ts) of new StatementRefs (`seeds`), and rebuilds those
-   * of the statements in `stored` and of every statement reaching one of them: a statement they
-   * target has arrived, or a statement of their chains was erased or rewritten.
-   */
+  /** The reach rows (src/store/reach.ts: rebuildReach) of new StatementRefs (`seeds`) and of the statements in `stored` and those reaching them. */
   private updateReach(tenant: number, seeds: ReachSeed[], stored: number[]): void {
-    const all = new Map(seeds.map((s) => [s.seq, s]));
-    if (stored.length) {
-      const seqs = new Set(stored);
-      const reaching = this.q('SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?');
-      for (const via of stored) for (const r of reaching.all(tenant, via) as Row[]) seqs.add(Number(r.seq));
-      const dels = REACH_TABLES.map((table) => this.q(`DELETE FROM ${table} WHERE tenant = ? AND seq = ?`));
-      const row = this.q('SELECT ref_id, authority FROM statements WHERE tenant = ? AND seq = ?');
-      for (const seq of seqs) {
-        for (const del of dels) del.run(tenant, seq);
-        const r = row.get(tenant, seq) as Row | undefined;
-        if (r && r.ref_id !== null) all.set(seq, { seq, refId: uuidText(r.ref_id as Uint8Array), authority: r.authority === null ? null : Number(r.authority) });
-      }
-    }
-    if (!all.size) return;
-    const walk = new ReachWalk(all.values());
-    const byId = this.q(`SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`);
-    for (let ids = walk.wanted(); ids.length; ids = walk.wanted()) {
-      walk.found(
-        ids.flatMap((id) => {
-          const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
-          if (!r) return [];
-          const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
-          return [{ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) }];
-        }),
-      );
-    }
-    const rows = walk.rows(this.keyIdsOf(tenant, walk.keys()));
-    const reach = this.q('INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)');
-    for (const r of rows.reach) reach.run(tenant, r.seq, r.via, r.verb, r.registration as Uint8Array | null, r.authority);
-    const agent = this.q('INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)');
-    for (const a of rows.agents) agent.run(tenant, a.agent, a.seq, a.via, a.role);
-    const activity = this.q('INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)');
-    for (const a of rows.activities) activity.run(tenant, a.activity, a.seq, a.via, a.direct);
+    if (seeds.length || stored.length) runStatements(this.docs, rebuildReach(this.reach, tenant, seeds, stored));
   }
+
+  private readonly reach = sqliteReach((tenant, keys) => this.keyIdsOf(tenant, keys));
 
   async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
     const tid = this.tenantId(tenant);
@@ -866,6 +833,44 @@ export class SqliteStore implements Store {
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     this.tx(() => runStatements(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
   }
+}
+
+/** SQLite's reach SQL (src/store/reach.ts): row by row, through both levels of the id index; key ids from the writer's `keyIdsOf`. */
+function sqliteReach(keyIdsOf: (tenant: number, keys: string[]) => Map<string, number>): ReachDialect {
+  return {
+    *forget(tenant, stored) {
+      const seqs = new Set(stored);
+      for (const via of stored) for (const r of yield* rows({ text: 'SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?', values: [tenant, via] })) seqs.add(Number(r.seq));
+      const seeds: ReachSeed[] = [];
+      for (const seq of seqs) {
+        for (const table of REACH_TABLES) yield* run({ text: `DELETE FROM ${table} WHERE tenant = ? AND seq = ?`, values: [tenant, seq] });
+        const r = yield* row({ text: 'SELECT ref_id, authority FROM statements WHERE tenant = ? AND seq = ?', values: [tenant, seq] });
+        if (r && r.ref_id !== null) seeds.push({ seq, refId: uuidText(r.ref_id as Uint8Array), authority: r.authority === null ? null : Number(r.authority) });
+      }
+      return seeds;
+    },
+    *targets(tenant, ids) {
+      const out: ReachStatement[] = [];
+      for (const id of ids) {
+        const r = yield* row({ text: `SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`, values: [tenant, uuidBytes(id)] });
+        if (!r) continue;
+        const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
+        out.push({ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) });
+      }
+      return out;
+    },
+    // The writer's cache and its own inserts (in this transaction): no statement to yield.
+    *keyIds(tenant, keys) {
+      return keyIdsOf(tenant, keys);
+    },
+    *write(tenant, out) {
+      for (const r of out.reach) {
+        yield* run({ text: 'INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)', values: [tenant, r.seq, r.via, r.verb, r.registration, r.authority] });
+      }
+      for (const a of out.agents) yield* run({ text: 'INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.agent, a.seq, a.via, a.role] });
+      for (const a of out.activities) yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
+    },
+  };
 }
 
 /** Every key a statement's rows name: verb, authority, agents, activities. */
