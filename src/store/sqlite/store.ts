@@ -23,7 +23,7 @@ import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
 import { row, rows, run } from '../program.ts';
-import { bucketsIn, DEFINITIONS_PER_QUERY, inlineBytes, isVoidingValue, seqBucket, sizedJson, SQLITE, uuidBytes, uuidText } from '../sql.ts';
+import { bucketsIn, isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
   DocumentKey,
@@ -41,7 +41,8 @@ import * as docs from '../documents.ts';
 import { runStatements, type SqliteHandle, sqliteDocuments } from './documents.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { SqliteOutbox } from './outbox.ts';
-import { keptRows, type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
+import * as reads from './readers.ts';
+import { BY_ID, type PageSource, prepared, readPage, SqliteReaders } from './readers.ts';
 
 export interface SqliteOptions {
   path: string;
@@ -106,9 +107,6 @@ const DEFINITION_CACHE_MAX = 50_000;
  * statements/s, 65,536 14.3–15.5k.
  */
 export const idMergeDue = (merged: number): number => Math.max(4096, Math.round(Math.sqrt(400 * merged)));
-
-/** A statement's row by (tenant, id), through both levels of the id index. */
-const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
 
 /** Key ids cached at most (then the cache starts again): bounded memory with many agents. */
 const KEY_CACHE_MAX = 200_000;
@@ -592,59 +590,24 @@ export class SqliteStore implements Store {
 
   private readonly reach = sqliteReach((tenant, keys) => this.keyIdsOf(tenant, keys));
 
-  async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return undefined;
-    const sql = `SELECT seq, stored_ms, full FROM statements WHERE ${BY_ID} AND voided = ?`;
-    const r = (
-      authority === undefined
-        ? this.q(sql).get(tid, uuidBytes(id), voided ? 1 : 0)
-        : this.q(`${sql} AND authority = (SELECT id FROM keys WHERE tenant = ? AND key = ?)`).get(tid, uuidBytes(id), voided ? 1 : 0, tid, authority)
-    ) as Row | undefined;
-    return r ? toRow(r) : undefined;
+  getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
+    return reads.getStatement(this.source, tenant, id, voided, authority);
   }
 
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
     return this.readers ? this.readers.query(tenant, query) : readPage(this.source, tenant, query);
   }
 
-  /** Each hash's attachments row (`cols`), with `carrier` only if a statement of that authority carried its data. */
-  private attachmentRows(tenant: string, sha2s: string[], cols: string, carrier?: string): Row[] {
-    const sql = `SELECT ${cols} FROM attachments a WHERE tenant = ? AND sha2 = ?`;
-    const any = this.q(sql);
-    let get = (h: string) => any.get(tenant, h);
-    if (carrier !== undefined) {
-      const tid = this.tenantId(tenant);
-      if (tid === undefined) return [];
-      // One probe of the carriers' index (migration 11) per hash.
-      const st = this.q(`${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = ? AND key = ?))`);
-      get = (h) => st.get(tenant, h, tid, carrier);
-    }
-    return [...new Set(sha2s)].flatMap((h): Row[] => {
-      const r = get(h) as Row | undefined;
-      return r ? [r] : [];
-    });
+  getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
+    return reads.getAttachments(this.source, tenant, sha2s, carrier);
   }
 
-  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    return this.attachmentRows(tenant, sha2s, 'sha2, content_type, content', carrier).map((r) => {
-      const content = r.content as Uint8Array; // a copy node:sqlite made: no second one
-      return { sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(content.buffer, content.byteOffset, content.byteLength) };
-    });
+  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+    return reads.attachmentSizes(this.source, tenant, sha2s, carrier);
   }
 
-  async attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
-    return new Map(this.attachmentRows(tenant, sha2s, 'sha2, length', carrier).map((r) => [String(r.sha2), Number(r.length)]));
-  }
-
-  async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
-    const out = new Map<string, string[]>();
-    const st = this.q('SELECT l.sha2 FROM statement_attachments l WHERE l.seq = ? AND l.carrier IS NULL AND EXISTS (SELECT 1 FROM attachments a WHERE a.tenant = ? AND a.sha2 = l.sha2)');
-    for (const position of positions) {
-      const rows = st.all(Number(position), tenant) as Row[];
-      if (rows.length) out.set(position, rows.map((r) => String(r.sha2)));
-    }
-    return out;
+  attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
+    return reads.attachmentsNotCarried(this.source, tenant, positions);
   }
 
   async consistentThrough(): Promise<Date> {
@@ -652,36 +615,13 @@ export class SqliteStore implements Store {
     return new Date(this.clock.now());
   }
 
-  async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return [];
-    // Read as a statement page is: the JSON of small rows with the query, the others once kept.
-    const st = this.q(
-      `SELECT s.seq, ${sizedJson(SQLITE, 's.full', SQLITE.fullBytes('s'), () => '?')} ` +
-        `FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
-        'AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.bucket DESC, a.seq DESC LIMIT ?',
-    );
-    st.setReturnArrays(true);
-    const rows = st.all(inlineBytes({ limit, maxBytes }), tid, tid, agentKey, limit) as unknown as unknown[][];
-    return rows.slice(0, keptRows(this.source, tid, rows, { limit, maxBytes, attachments: false }, 1)).map((r) => r[1] as string);
+  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
+    return reads.statementsWithAgent(this.source, tenant, agentKey, limit, maxBytes);
   }
 
-  async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
-    const out = new Map<string, ActivityDefinition>();
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return out;
-    // A chunk's ids as one JSON array: one statement, one index probe per id.
-    const st = this.q('SELECT k.key, d.definition FROM keys k JOIN definitions d ON d.key = k.id WHERE k.tenant = ? AND k.key IN (SELECT value FROM json_each(?))');
-    for (let i = 0; i < activityIds.length; i += DEFINITIONS_PER_QUERY) {
-      // The driver is synchronous: between chunks, the other requests get the event loop.
-      if (i) await new Promise((resolve) => setImmediate(resolve));
-      for (const r of st.all(tid, JSON.stringify(activityIds.slice(i, i + DEFINITIONS_PER_QUERY))) as Row[]) {
-        out.set(String(r.key), JSON.parse(String(r.definition)) as ActivityDefinition);
-      }
-    }
-    return out;
+  getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
+    return reads.activityDefinitions(this.source, tenant, activityIds);
   }
-
 
   async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
     return runStatements(this.docs, docs.getDocument(this.documents, tenant, key));
@@ -711,48 +651,16 @@ export class SqliteStore implements Store {
 
   // ----- data lifecycle ----------------------------------------------------------------------
 
-  /** The seq range of a stored-time window: stored order and seq order agree. */
-  private seqWindow(tenant: number, opts: { sinceMs?: number; untilMs?: number }): { from: number; to: number } | undefined {
-    let from = 0;
-    let to = Number.MAX_SAFE_INTEGER;
-    if (opts.sinceMs !== undefined) {
-      const r = storedSeq(this.source, tenant, opts.sinceMs, 'since');
-      if (!r) return undefined;
-      from = Number(r.seq);
-    }
-    if (opts.untilMs !== undefined) {
-      const r = storedSeq(this.source, tenant, opts.untilMs, 'until');
-      if (!r) return undefined;
-      to = Number(r.seq);
-    }
-    return { from, to };
+  scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
+    return reads.scanStatements(this.source, tenant, opts);
   }
 
-  async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
-    const tid = this.tenantId(tenant);
-    const w = tid === undefined ? undefined : this.seqWindow(tid, opts);
-    if (!w) return { rows: [] };
-    const from = Math.max(w.from, opts.after === undefined ? 0 : Number(opts.after) + 1);
-    const rows = (
-      this.q('SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?').all(tid!, from, w.to, opts.limit + 1) as Row[]
-    ).map(toRow);
-    if (rows.length <= opts.limit) return { rows };
-    rows.length = opts.limit;
-    return { rows, next: rows[rows.length - 1].position };
+  countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
+    return reads.countStatements(this.source, tenant, opts);
   }
 
-  async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
-    const tid = this.tenantId(tenant);
-    const w = tid === undefined ? undefined : this.seqWindow(tid, opts);
-    if (!w) return 0;
-    return Number((this.q('SELECT count(*) AS n FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ?').get(tid!, w.from, w.to) as Row).n);
-  }
-
-  async referringStatements(tenant: string, ids: string[]): Promise<string[]> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return [];
-    const st = this.q('SELECT id FROM statements WHERE tenant = ? AND ref_id = ?');
-    return ids.flatMap((id) => (st.all(tid, uuidBytes(id)) as Row[]).map((r) => uuidText(r.id as Uint8Array)));
+  referringStatements(tenant: string, ids: string[]): Promise<string[]> {
+    return reads.referringStatements(this.source, tenant, ids);
   }
 
   async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
