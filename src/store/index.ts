@@ -1,6 +1,6 @@
 /** Opens a backend, its schema migrated. Only that backend's driver is loaded. */
 import type { PostgresOptions } from './postgres/store.ts';
-import type { SqliteOptions } from './sqlite/store.ts';
+import type { SqliteOptions } from './sqlite/connection.ts';
 import type { ThreadedSqliteOptions } from './sqlite/thread.ts';
 import type { Store } from './types.ts';
 
