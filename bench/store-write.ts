@@ -30,14 +30,17 @@ async function run(label: string, open: (path: string) => Store): Promise<void> 
   const store = open(join(dir, 'lectern.sqlite'));
   await store.migrate();
   let next = 0;
+  const cpu0 = process.cpuUsage();
   const t0 = performance.now();
   await Promise.all(Array.from({ length: CALLERS }, async () => {
     while (next < batches.length) await store.insertStatements('', batches[next++], []);
   }));
   const s = (performance.now() - t0) / 1000;
+  const cpu = process.cpuUsage(cpu0);
   await store.close();
   rmSync(dir, { recursive: true, force: true });
-  console.log(`${label.padEnd(16)} ${Math.round(N / s).toLocaleString('en').padStart(8)} statements/s`);
+  // CPU of this process (every thread): steadier than the rate on a shared machine.
+  console.log(`${label.padEnd(16)} ${Math.round(N / s).toLocaleString('en').padStart(8)} statements/s  ${((cpu.user + cpu.system) / N).toFixed(1).padStart(6)} µs CPU/statement`);
 }
 
 const which = process.argv[5] ?? 'sqlite';
