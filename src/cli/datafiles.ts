@@ -9,7 +9,8 @@ import { type Readable, type Writable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { loadConfig, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { openStore, type Store } from '../store/index.ts';
+import { openConfiguredStore } from '../ops/open-store.ts';
+import type { Store } from '../store/index.ts';
 import type { ValidationIssue } from '../errors.ts';
 import type { Actor } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
@@ -21,7 +22,7 @@ export async function openCliStore(backend: string | undefined): Promise<{ confi
   // Warnings only: stdout may be the export itself, and progress is shown on stderr.
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
   try {
-    return { config, store: await openStore(config, logger) };
+    return { config, store: await openConfiguredStore(config, logger) };
   } catch (err) {
     throw new CliError(`cannot open the ${config.backend} store: ${(err as Error).message}`);
   }

@@ -4,7 +4,7 @@
  */
 import { loadConfig } from '../config.ts';
 import { forwardingStatus as status, retryDeadLetters } from '../ops/forwarding.ts';
-import { openStore } from '../store/index.ts';
+import { openConfiguredStore } from '../ops/open-store.ts';
 import type { Store } from '../store/types.ts';
 import { CliError } from './errors.ts';
 
@@ -12,7 +12,7 @@ async function withStore<T>(fn: (store: Store, active: string[]) => Promise<T>):
   const config = loadConfig();
   let store: Store;
   try {
-    store = await openStore(config);
+    store = await openConfiguredStore(config);
   } catch (err) {
     throw new CliError(`cannot open the ${config.backend} database: ${(err as Error).message}`);
   }
