@@ -90,3 +90,14 @@ describe('the packed package, with the system Node', () => {
     assert.equal((await npx(['--version'])).stdout.trim(), pkg.version);
   });
 });
+
+test('a clean install has nothing to warn of but its dependencies\' engines: every install script is allowed or denied, Lectern accepts Node 20', () => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; allowScripts: Record<string, boolean> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+  const scripted = Object.entries(lock.packages)
+    .filter(([, p]) => p.hasInstallScript)
+    .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+  assert.ok(scripted.length > 0);
+  for (const name of scripted) assert.ok(name in manifest.allowScripts, `allowScripts says nothing of ${name}: npm ci warns`);
+  assert.equal(manifest.engines.node, '>=20');
+});
