@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
 import { request } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -16,6 +16,30 @@ function lectern(args: string[], env: Record<string, string> = {}) {
   // A command that unexpectedly keeps running (a server that started) fails the test instead of hanging it.
   const r = spawnSync(process.execPath, [CLI, ...args], { cwd: dir, env: { PATH: process.env.PATH, ...env }, encoding: 'utf8', input: '', timeout: 20_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `lectern runserver` in `cwd` until `stop()`; resolves once it listens (rejects with its output if it exits). */
+async function serve(args: string[], env: Record<string, string>, cwd = dir) {
+  const child = spawn(process.execPath, [CLI, 'runserver', ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"url":"(http:[^"]+)"/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    exited.then((code) => reject(new Error(`exited ${code}: ${out}`)));
+  });
+  return {
+    url,
+    output: () => out,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+  };
 }
 
 before(() => {
@@ -189,15 +213,40 @@ describe('lectern runserver', () => {
     }
   });
 
-  test('.env is read; a real environment variable wins over it', () => {
+  test('.env is read; a real environment variable wins over it; a bad value says where it came from', () => {
     writeFileSync(join(dir, '.env'), 'LECTERN_RUNSERVER_PORT=notaport\n');
     try {
-      assert.match(lectern(['runserver']).stderr, /LECTERN_RUNSERVER_PORT/);
+      const env = join(dir, '.env').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      assert.match(lectern(['runserver']).stderr, new RegExp(`LECTERN_RUNSERVER_PORT must be an integer .* \\(from ${env}\\)$`, 'm'));
       const r = lectern(['runserver'], { LECTERN_RUNSERVER_BACKEND: 'bad' });
-      assert.match(r.stderr, /LECTERN_RUNSERVER_(PORT|BACKEND)/);
+      assert.match(r.stderr, /LECTERN_RUNSERVER_BACKEND must be one of sqlite, postgres, got "bad" \(from the environment\)/);
+      assert.match(lectern(['runserver'], { LECTERN_RUNSERVER_PORT: 'x' }).stderr, /LECTERN_RUNSERVER_PORT .* \(from the environment\)/);
     } finally {
       rmSync(join(dir, '.env'));
     }
+  });
+
+  test('a misspelled LECTERN_ variable (environment or .env) is warned of at start-up, naming the closest setting and its origin', async () => {
+    const cwd = join(dir, 'misspelled');
+    mkdirSync(cwd);
+    writeFileSync(join(cwd, '.env'), 'LECTERN_AUTH_FIEL=elsewhere.json\n');
+    const server = await serve(['-p', '0'], { LECTERN_RUNSERVER_PROT: '9000', LECTERN_SQLITE_PATH: ':memory:', LECTERN_TEST_ANYTHING: '1' }, cwd);
+    assert.equal(await server.stop(), 0);
+    const warnings = server
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; variable?: string; closest?: string; msg: string })
+      .filter((l) => l.variable);
+    assert.deepEqual(
+      warnings.map((w) => [w.level, w.variable, w.closest]),
+      [
+        [40, 'LECTERN_AUTH_FIEL', 'LECTERN_AUTH_FILE'],
+        [40, 'LECTERN_RUNSERVER_PROT', 'LECTERN_RUNSERVER_PORT'],
+      ],
+    );
+    assert.match(warnings[0].msg, new RegExp(`^LECTERN_AUTH_FIEL \\(from ${join(cwd, '.env')}\\) is not a Lectern setting and is ignored: did you mean LECTERN_AUTH_FILE\\?$`));
+    assert.match(warnings[1].msg, /^LECTERN_RUNSERVER_PROT \(from the environment\) is not a Lectern setting .*did you mean LECTERN_RUNSERVER_PORT\?$/);
   });
 
   test('starts on SQLite, answers, and stops cleanly on SIGTERM keeping its data', async () => {

@@ -6,7 +6,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type RunningLrs, startLrs } from '../app.ts';
-import { authBackends, ConfigError, loadConfig, type Config } from '../config.ts';
+import { authBackends, ConfigError, environment, loadConfig, unknownSettings, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
 
@@ -65,7 +65,8 @@ export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.en
 }
 
 export async function runserver(opts: RunserverOptions, monitoring?: Monitoring): Promise<void> {
-  const config = loadConfig(undefined, {
+  const env = environment();
+  const config = loadConfig(env, {
     ...(opts.backend !== undefined && { backend: { value: opts.backend, source: '--backend' } }),
     ...(opts.host !== undefined && { host: { value: opts.host, source: '--host' } }),
     ...(opts.port !== undefined && { port: { value: opts.port, source: '--port' } }),
@@ -78,6 +79,7 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
   }
   const logger = createLogger(config.logLevel);
   if (cluster.isPrimary) {
+    for (const u of unknownSettings(env)) logger.warn({ variable: u.variable, closest: u.closest }, u.message);
     const hint = firstRunHint(config);
     if (hint) logger.warn({ file: resolve(config.authFile) }, hint);
   }
