@@ -226,6 +226,50 @@ describe('lectern runserver', () => {
     }
   });
 
+  test('a malformed credentials file stops start-up with one line naming the file and the entry', () => {
+    const file = join(dir, 'bad-auth.json');
+    const good = { username: 'u', hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: 'mailto:u@example.com' } };
+    const cases: [string, RegExp][] = [
+      [JSON.stringify([good, { username: 'v', scopes: ['all'], agent: { mbox: 'mailto:v@example.com' } }]), /: entry 1 \(v\) has no bcrypt hash$/],
+      [JSON.stringify([good, { ...good, username: 'w', scopes: ['everything'] }]), /: entry 1 \(w\) has scopes that are not a list of known scope names$/],
+      ['[{"username": "u",', /is not valid JSON/],
+    ];
+    for (const [text, message] of cases) {
+      writeFileSync(file, text);
+      const r = lectern(['runserver', '-p', '0'], { LECTERN_AUTH_FILE: file, LECTERN_SQLITE_PATH: ':memory:' });
+      assert.equal(r.code, 2, r.stderr);
+      const line = r.stderr.trim();
+      assert.equal(line.split('\n').length, 1, line);
+      assert.ok(line.startsWith(`lectern: error: ${file}`), line);
+      assert.match(line, message);
+    }
+  });
+
+  test('a credentials file edited badly while serving: the error is logged and the last good content stays in force', async () => {
+    const file = join(dir, 'reload-auth.json');
+    const entry = (username: string) => ({ username, hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: `mailto:${username}@example.com` } });
+    writeFileSync(file, JSON.stringify([entry('u1'), entry('u2')]));
+    const server = await serve(['-p', '0'], { LECTERN_AUTH_FILE: file, LECTERN_SQLITE_PATH: ':memory:' });
+    const whoami = (user: string) => fetch(`${server.url}/whoami`, { headers: { authorization: `Basic ${Buffer.from(`${user}:p`).toString('base64')}` } });
+    try {
+      assert.equal((await whoami('u1')).status, 200);
+      writeFileSync(file, '[{"username": "u1", "hash": ');
+      assert.equal((await whoami('u2')).status, 200, 'u2 (never signed in before) is still known');
+      const logged = server
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: number; file?: string; msg: string })
+        .find((l) => l.level === 50 && l.file === file);
+      assert.ok(logged, server.output());
+      assert.match(logged.msg, /credentials file is invalid, keeping its last good content \(2 users\): .* is not valid JSON/);
+      writeFileSync(file, JSON.stringify([entry('u1')]));
+      assert.equal((await whoami('u2')).status, 401, 'a good file is read again');
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
   test('a misspelled LECTERN_ variable (environment or .env) is warned of at start-up, naming the closest setting and its origin', async () => {
     const cwd = join(dir, 'misspelled');
     mkdirSync(cwd);

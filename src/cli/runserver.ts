@@ -6,6 +6,7 @@ import cluster, { type Worker } from 'node:cluster';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type RunningLrs, startLrs } from '../app.ts';
+import { parseCredentials } from '../auth/credentials.ts';
 import { authBackends, ConfigError, environment, loadConfig, unknownSettings, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
@@ -34,9 +35,21 @@ function checkSqlitePath(config: Config): void {
 }
 
 /**
+ * A credentials file that does not load stops start-up (CredentialsFileError: one line naming the
+ * file and the entry) rather than serving 401 to everyone; once running, the server keeps the last
+ * good content of a file edited badly (src/auth/basic.ts).
+ */
+function checkCredentialsFile(config: Config): void {
+  if (!authBackends(config).includes('basic')) return;
+  const path = resolve(config.authFile);
+  // An empty file is a first run (firstRunHint), like a missing one.
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  if (text.trim() !== '') parseCredentials(text, path);
+}
+
+/**
  * First run: with no user in the credentials file every request gets 401, so say how to create
- * one, in a line the user can paste. (A file that does not parse is reported by the authenticator.
- * A server using OpenID Connect alone needs no file: no hint then.)
+ * one, in a line the user can paste. (A server using OpenID Connect alone needs no file: no hint then.)
  */
 export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (!authBackends(config).includes('basic')) return undefined;
@@ -73,6 +86,7 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
     ...(opts.workers !== undefined && { workers: { value: opts.workers, source: '--workers' } }),
   });
   checkSqlitePath(config);
+  checkCredentialsFile(config);
   if (config.workers > 1 && config.backend !== 'postgres') {
     // SQLite serialises writers on a file lock and this store's guarantees assume one process.
     throw new ConfigError(`LECTERN_RUNSERVER_WORKERS=${config.workers} needs the postgres backend; the ${config.backend} backend runs in one process`);
