@@ -1,7 +1,8 @@
 /** The `lectern` command line, run as a user would: the built CLI under plain node. */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { request } from 'node:http';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -267,6 +268,27 @@ describe('lectern runserver', () => {
       assert.equal((await whoami('u2')).status, 401, 'a good file is read again');
     } finally {
       assert.equal(await server.stop(), 0);
+    }
+  });
+
+  test('a port in use: one line saying which option or setting chose it and how to choose another', async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const port = String((busy.address() as AddressInfo).port);
+    try {
+      const env = { LECTERN_SQLITE_PATH: ':memory:' };
+      for (const [args, extra, chosen] of [
+        [['-p', port], {}, '-p/--port'],
+        [[], { LECTERN_RUNSERVER_PORT: port }, 'LECTERN_RUNSERVER_PORT'],
+      ] as const) {
+        const r = lectern(['runserver', ...args], { ...env, ...extra });
+        assert.equal(r.code, 2, r.stderr);
+        const line = r.stderr.trim();
+        assert.equal(line.split('\n').length, 1, line);
+        assert.match(line, new RegExp(`EADDRINUSE.*127\\.0\\.0\\.1:${port}: another process listens on that port \\(chosen by ${chosen}\\); choose another with -p/--port or LECTERN_RUNSERVER_PORT \\(0 picks a free one\\)$`));
+      }
+    } finally {
+      busy.close();
     }
   });
 

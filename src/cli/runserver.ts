@@ -77,6 +77,20 @@ export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.en
   );
 }
 
+/** What chose the address a failed listen asked for, and which option or setting chooses another. */
+function listenHint(err: unknown, opts: RunserverOptions, env: Record<string, string | undefined>): string {
+  const code = (err as { code?: unknown }).code;
+  const from = (option: string, setting: string, given: string | undefined) =>
+    given !== undefined ? option : env[setting] !== undefined ? setting : `the default (${setting} unset)`;
+  if (code === 'EADDRINUSE') {
+    return `: another process listens on that port (chosen by ${from('-p/--port', 'LECTERN_RUNSERVER_PORT', opts.port)}); choose another with -p/--port or LECTERN_RUNSERVER_PORT (0 picks a free one)`;
+  }
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+    return `: no such address on this machine (chosen by ${from('--host', 'LECTERN_RUNSERVER_HOST', opts.host)}); choose another with --host or LECTERN_RUNSERVER_HOST`;
+  }
+  return '';
+}
+
 export async function runserver(opts: RunserverOptions, monitoring?: Monitoring): Promise<void> {
   const env = environment();
   const config = loadConfig(env, {
@@ -102,7 +116,7 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
   try {
     lrs = await startLrs(config, logger, monitoring);
   } catch (err) {
-    throw new ConfigError(`cannot start the ${config.backend} LRS: ${(err as Error).message}`);
+    throw new ConfigError(`cannot start the ${config.backend} LRS: ${(err as Error).message}${listenHint(err, opts, env)}`);
   }
   logger.info({ url: lrs.url, backend: config.backend }, `Lectern LRS listening on ${lrs.url}`);
   // Logs are written asynchronously: this line reaches stdout before the primary announces the workers.
