@@ -133,6 +133,21 @@ for (const backend of BACKENDS) {
       assert.equal(res.status, 404);
       assert.ok((await res.json()).detail);
     });
+
+    test('/xapi/… in the wrong case: 404 with a JSON body pointing at /xAPI/', async () => {
+      for (const [path, where] of [
+        ['/xapi/statements?limit=1', '/xAPI/statements'],
+        ['/XAPI/about', '/xAPI/about'],
+        ['/xapi', '/xAPI'],
+      ]) {
+        const res = await t.fetch(path);
+        assert.equal(res.status, 404, path);
+        assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+        const { detail } = await res.json();
+        assert.ok(detail.endsWith(`the xAPI resources are under /xAPI/ (paths are case-sensitive), e.g. ${where}`), detail);
+      }
+      assert.doesNotMatch((await (await t.fetch('/nope')).json()).detail, /xAPI/);
+    });
   });
 
   describe(`heartbeat with a broken database [${backend.name}]`, () => {
