@@ -58,6 +58,41 @@ describe('lectern --help / --version', () => {
     assert.match(lectern(['runserver', '--help']).stdout, /--backend/);
     assert.match(lectern(['auth', '--help']).stdout, /--agent-ifi-account/);
   });
+  test('-h is help on every command; runserver takes its host as -H (or Ralph\'s -h HOST)', () => {
+    for (const command of [[], ['runserver'], ['auth'], ['export'], ['import'], ['erase'], ['forwarding'], ['forwarding', 'status'], ['forwarding', 'retry']]) {
+      const short = lectern([...command, '-h']);
+      assert.equal(short.code, 0, `${command.join(' ')} -h: ${short.stderr}`);
+      assert.match(short.stdout, new RegExp(`^Usage: lectern ${command.join(' ')}`.trimEnd()), command.join(' '));
+      assert.equal(short.stdout, lectern([...command, '--help']).stdout, command.join(' '));
+      assert.match(short.stdout, /-h, --help +show help/);
+    }
+    assert.match(lectern(['runserver', '-h']).stdout, /-H, --host <host>/);
+    // A host that cannot be listened on shows which option the value reached.
+    for (const flag of ['-H', '-h']) assert.match(lectern(['runserver', flag, '192.0.2.1', '-p', '0'], { LECTERN_SQLITE_PATH: ':memory:' }).stderr, /192\.0\.2\.1.*chosen by --host/, flag);
+  });
+
+  test('every command that opens a store takes -b/--backend (and -t/--target, but the forwarding outbox, shared by every store)', () => {
+    for (const command of [['export'], ['import'], ['erase'], ['forwarding', 'status'], ['forwarding', 'retry']]) {
+      const help = lectern([...command, '--help']).stdout;
+      assert.match(help, /-b, --backend <backend>/, command.join(' '));
+      if (command[0] !== 'forwarding') assert.match(help, /-t, --target <target>/, command.join(' '));
+    }
+    const db = join(dir, 'forwarding.sqlite');
+    // The environment says postgres (unreachable); -b sqlite wins.
+    const env = { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: 'postgres://nobody@127.0.0.1:1/none', LECTERN_POSTGRES_CONNECT_RETRIES: '0', LECTERN_SQLITE_PATH: db };
+    for (const args of [['status', '-b', 'sqlite'], ['status', '--backend', 'sqlite', '--json'], ['retry', '-b', 'sqlite']]) {
+      const r = lectern(['forwarding', ...args], env);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    const postgres = lectern(['forwarding', 'status', '-b', 'postgres'], env);
+    assert.equal(postgres.code, 2);
+    assert.match(postgres.stderr, /cannot open the postgres store/);
+    assert.match(lectern(['forwarding', 'status', '-b', 'mongo'], env).stderr, /--backend must be one of sqlite, postgres/);
+    const t = lectern(['forwarding', 'retry', '-t', 'http://example.com/x'], env);
+    assert.equal(t.code, 2);
+    assert.match(t.stderr, /-t\/--target names a store; name a forwarding target with --url http:\/\/example.com\/x/);
+  });
+
   test('--version prints the package version', () => {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
     assert.equal(lectern(['--version']).stdout.trim(), pkg.version);
