@@ -327,6 +327,14 @@ describe('lectern runserver', () => {
     }
   });
 
+  test('start-up says once that the server listens (not Fastify\'s line too)', async () => {
+    const server = await serve(['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:' });
+    assert.equal(await server.stop(), 0);
+    const lines = server.output().split('\n').filter((l) => /listening/i.test(l));
+    assert.equal(lines.length, 1, lines.join('\n'));
+    assert.match(lines[0], /"msg":"Lectern LRS listening on http:\/\/127\.0\.0\.1:\d+"/);
+  });
+
   test('a misspelled LECTERN_ variable (environment or .env) is warned of at start-up, naming the closest setting and its origin', async () => {
     const cwd = join(dir, 'misspelled');
     mkdirSync(cwd);
