@@ -99,6 +99,14 @@ describe('lectern --help / --version', () => {
   });
 });
 
+test('what the commands write in the working directory by default is git-ignored', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  for (const file of ['lectern.sqlite', 'lectern.sqlite-wal', 'auth.json', '.env', 'lectern-audit.log']) {
+    const r = spawnSync('git', ['check-ignore', '--no-index', '-q', file], { cwd: root });
+    assert.equal(r.status, 0, `${file} is not git-ignored`);
+  }
+});
+
 describe('lectern auth', () => {
   const file = () => join(dir, 'creds', 'auth.json');
   const env = () => ({ LECTERN_AUTH_FILE: file() });
