@@ -41,7 +41,8 @@ before(() => {
   mkdirSync(join(realCache, '_cacache'), { recursive: true });
   mkdirSync(join(dir, 'cache'));
   symlinkSync(join(realCache, '_cacache'), join(dir, 'cache', '_cacache'));
-  npmEnv = { PATH: SYSTEM_PATH, HOME: dir, npm_config_cache: join(dir, 'cache'), npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
+  // The real HOME: its .npmrc (and the machine's) set how npm reaches the registry.
+  npmEnv = { PATH: SYSTEM_PATH, HOME: homedir(), npm_config_cache: join(dir, 'cache'), npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
   // The files a user gets (dist, built by `npm test` before the tests run: no prepack build here).
   execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, env: npmEnv, stdio: 'ignore' });
   tarball = join(dir, `${pkg.name}-${pkg.version}.tgz`);
