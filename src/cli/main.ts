@@ -39,8 +39,11 @@ if (older) {
     process.exit(2);
   }
   const child = spawn(node, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
-  // A terminal's Ctrl-C reaches both processes; a signal sent to this one alone is passed on.
-  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
+  // A terminal's Ctrl-C (SIGINT) reaches the whole process group, the child included: passed on
+  // again, it would be runserver's second one, which stops it at once. SIGTERM and SIGHUP are
+  // usually sent to this process alone (kill PID, a container's stop): passed on.
+  process.on('SIGINT', () => {});
+  for (const signal of ['SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
   child.on('error', (err) => {
     process.stderr.write(`lectern: error: cannot run ${node}: ${err.message}\n`);
     process.exit(2);
