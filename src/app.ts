@@ -7,7 +7,7 @@ import { buildServer } from './http/server.ts';
 import type { Logger } from './log.ts';
 import { Metrics } from './monitoring/metrics.ts';
 import type { Monitoring } from './monitoring/sentry.ts';
-import { openStore } from './store/index.ts';
+import { openConfiguredStore } from './ops/open-store.ts';
 import type { Store } from './store/types.ts';
 
 export interface RunningLrs {
@@ -31,7 +31,7 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
   const auth = await createAuthenticator(config, logger);
   const metrics = new Metrics();
-  const store = metrics.instrument(await openStore(config, logger));
+  const store = metrics.instrument(await openConfiguredStore(config, logger));
   const forwarder = new Forwarder({
     store,
     targets: config.xapiForwardings,

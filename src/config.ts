@@ -8,7 +8,7 @@ import { isIP } from 'node:net';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import { KNOWN_VERSIONS, parseServed, type XapiVersion } from './xapi-versions.ts';
-import { CACHE_MIB, WAL_AUTOCHECKPOINT } from './store/sqlite/migrations.ts';
+import { redactUrl } from './redact.ts';
 
 export class ConfigError extends Error {
   constructor(message: string) {
@@ -93,17 +93,6 @@ const postgresUrl: Parser<string> = (raw, name) => {
   if (u.pathname.length < 2) throw new ConfigError(`${name} must name a database (postgres://host/database), got ${JSON.stringify(redactUrl(raw))}`);
   return raw;
 };
-
-/** The URL with its password masked, for messages and logs. */
-export function redactUrl(raw: string): string {
-  try {
-    const u = new URL(raw);
-    if (u.password) u.password = '***';
-    return u.toString();
-  } catch {
-    return raw.replace(/\/\/([^:/@]*):[^@/]*@/, '//$1:***@');
-  }
-}
 
 /** The SETTINGS table below uses these parsers too. */
 const nonEmpty: Parser<string> = (raw, name) => {
@@ -384,13 +373,13 @@ export const SETTINGS = {
   },
   sqliteWalAutocheckpoint: {
     name: 'LECTERN_SQLITE_WAL_AUTOCHECKPOINT',
-    default: String(WAL_AUTOCHECKPOINT),
+    default: '20000', // as the SQLite backend's own default (test/store/options.test.ts checks they agree)
     help: 'WAL pages (8 KB) a commit may leave before it copies them into the database file (SQLite `wal_autocheckpoint`); the WAL file grows to about this many pages. Larger merges more writes per page: 1,000 (SQLite\'s default) ingests 25–40 % slower at 300k statements (docs/benchmarks.md).',
     parse: int(100, 10_000_000),
   },
   sqliteCacheSize: {
     name: 'LECTERN_SQLITE_CACHE_SIZE',
-    default: String(CACHE_MIB),
+    default: '6', // the SQLite backend's own default, as above
     help: 'MiB of database pages each SQLite connection keeps in memory (SQLite `cache_size`, whose own default is 2): a page of 100 statements spread over the file, and the indexes that find them, stay in memory between requests (docs/benchmarks.md).',
     parse: int(1, 1_048_576),
   },

@@ -9,7 +9,8 @@ import { type Readable, type Writable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { environment, loadConfig, unknownSettings, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
-import { openStore, type Store } from '../store/index.ts';
+import { openConfiguredStore } from '../ops/open-store.ts';
+import type { Store } from '../store/index.ts';
 import type { ValidationIssue } from '../errors.ts';
 import type { Actor } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
@@ -23,7 +24,7 @@ export async function openCliStore(backend: string | undefined): Promise<{ confi
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
   for (const u of unknownSettings(env)) logger.warn({ variable: u.variable, closest: u.closest }, u.message);
   try {
-    return { config, store: await openStore(config, logger) };
+    return { config, store: await openConfiguredStore(config, logger) };
   } catch (err) {
     throw new CliError(`cannot open the ${config.backend} store: ${(err as Error).message}`);
   }

@@ -144,8 +144,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
 
   app.addHook('onResponse', async (request, reply) => {
     // The path only: query strings carry agents and the alternate syntax's form carries credentials.
+    // `ip`: the client's address (behind trusted proxies, the one they forward), as the throttle sees it.
     request.log.info(
-      { method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10 },
+      { method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ip: request.ip },
       'request',
     );
     metrics?.observeRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000, xapiMethods.get(request) ?? request.method);

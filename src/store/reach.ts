@@ -16,6 +16,7 @@
  */
 import { indexRows } from '../xapi/statement.ts';
 import type { Statement } from '../xapi/types.ts';
+import type { Program } from './program.ts';
 
 /** The tables of reach rows, each with an index on (tenant, seq): a statement's rows are deleted by seq. */
 export const REACH_TABLES = ['statement_reach', 'reach_agents', 'reach_activities'] as const;
@@ -119,4 +120,30 @@ export class ReachWalk {
     }
     return out;
   }
+}
+
+/** What differs in the backends' reach SQL (SQLite: row by row on its connection; PostgreSQL: arrays, one statement per step). */
+export interface ReachDialect {
+  /** Deletes the reach rows of `stored` and of every statement reaching one of them; returns those that are StatementRefs, as seeds. */
+  forget(tenant: number, stored: number[]): Program<ReachSeed[]>;
+  /** The stored statements with these ids (a level of the walk). */
+  targets(tenant: number, ids: string[]): Program<ReachStatement[]>;
+  /** The dictionary ids of these keys (`known`: ids the caller has already). */
+  keyIds(tenant: number, keys: string[], known?: ReadonlyMap<string, number>): Program<ReadonlyMap<string, number>>;
+  write(tenant: number, rows: ReachRows): Program<void>;
+}
+
+/**
+ * Writes the reach rows of new StatementRefs (`seeds`), and rebuilds those of the statements in
+ * `stored` and of every statement reaching one of them: a statement they target has arrived, or a
+ * statement of their chains was erased or rewritten. Both backends' write paths run it in their
+ * transaction (src/store/program.ts).
+ */
+export function* rebuildReach(d: ReachDialect, tenant: number, seeds: ReachSeed[], stored: number[], known?: ReadonlyMap<string, number>): Program<void> {
+  const all = new Map(seeds.map((s) => [s.seq, s]));
+  if (stored.length) for (const s of yield* d.forget(tenant, stored)) all.set(s.seq, s);
+  if (!all.size) return;
+  const walk = new ReachWalk(all.values());
+  for (let ids = walk.wanted(); ids.length; ids = walk.wanted()) walk.found(yield* d.targets(tenant, ids));
+  yield* d.write(tenant, walk.rows(yield* d.keyIds(tenant, walk.keys(), known)));
 }

@@ -1,6 +1,6 @@
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
- * paging, since/until as seq bounds) and the forwarding figures. Both schemas use the same table
+ * paging, since/until as seq bounds). Both schemas use the same table
  * and column names; placeholders and the UUID encoding differ (see Dialect), and one join that
  * each planner must take as a per-row probe is spelled per backend (CROSS JOIN for SQLite,
  * LATERAL for PostgreSQL).
@@ -14,9 +14,9 @@
  * sees each value's statistics). A filter on several indexed values is read from the rarest
  * (driverCountsSql).
  */
+import { type Clock, systemClock } from '../clock.ts';
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
 import { AGENT_ROLE, AGENT_ROLES, type PreparedStatement } from '../xapi/statement.ts';
-import type { ForwardingStats } from './types.ts';
 
 export type Placeholder = (index: number) => string;
 
@@ -34,20 +34,32 @@ export const DEFINITIONS_PER_QUERY = 500;
  */
 export const isVoidingValue = (p: PreparedStatement): number => (p.voids ? (p.mineOnly ? 2 : 1) : 0);
 
-/** What differs between the backends' SQL: placeholders, how a UUID is stored, seq buckets. */
+/**
+ * What differs between the backends' SQL, as the fragments each one writes: placeholders, how a
+ * UUID is stored, the layout of the link tables (SQLite: keyed by tenant and seq bucket;
+ * PostgreSQL: by key and role, see LINK_ROLES) and of the statements table's registration index
+ * (bucketed on SQLite), and a few spellings. SQLITE and POSTGRES below are the two.
+ */
 export interface Dialect {
-  readonly postgres: boolean;
   readonly ph: Placeholder;
   /** A lower-case UUID as the column stores it: 16 bytes on SQLite, `uuid` on PostgreSQL. */
   readonly uuid: (id: string) => unknown;
-  /** The link tables and the registration index are ordered by seq bucket first (SEQ_BUCKET_BITS). */
-  readonly seqBuckets: boolean;
-  /**
-   * The link tables are keyed (key, role, seq), without the tenant (see LINK_ROLES): a filter's
-   * range is read role by role, merged in seq order. Else (tenant, [bucket,] key, seq), the role
-   * beside the key.
-   */
-  readonly linksByRole: boolean;
+  /** The smaller of two or more scalar expressions. */
+  readonly least: (exprs: string[]) => string;
+  /** The join a per-row probe of a small table is written with (SQLite joins in the order written with CROSS JOIN). */
+  readonly probeJoin: string;
+  /** The page row's JSON column(s) (see sizedJson). */
+  readonly sizedJson: (json: string, bytes: string, inline: () => string) => string;
+  /** The filter's agent and activity (but `skip`) as probes of the link tables for the statement whose seq is `seq` (see linkProbes). */
+  readonly linkProbes: (tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence?: boolean) => string[];
+  /** driverCountsSql's columns for the link tables (`agent`, `activity`). */
+  readonly linkCounts: (tenant: number, f: StatementFilter, p: Params, c: DriverCounting) => string[];
+  /** directMatches driven by a link table (see directMatches). */
+  readonly linkMatches: (tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, byAgent: boolean, m: MatchParts) => string;
+  /** driverCountsSql's counts of the statements table's indexes the filter may be read from (verb, registration). */
+  readonly statementCounts: (tenant: number, f: StatementFilter, p: Params, c: DriverCounting) => string[];
+  /** directMatches from the statements table: the range's leading conditions, the index it is read by, its bucket order. */
+  readonly statementRange: (tenant: number, f: StatementFilter, w: SeqWindow, p: Params) => { head: string[]; indexed: string; bucket?: string };
   /**
    * The bytes of a statement row's JSON (`alias`.full), found without reading the JSON: SQLite's
    * octet_length() of a TEXT column reads only the record header (40 rows of 20 MB: 0.3 ms,
@@ -159,8 +171,6 @@ export function uuidText(b: Uint8Array): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-export const SQLITE: Dialect = { postgres: false, ph: () => '?', uuid: uuidBytes, seqBuckets: true, linksByRole: false, fullBytes: (a) => `octet_length(${a}.full)` };
-export const POSTGRES: Dialect = { postgres: true, ph: (i) => `$${i}`, uuid: (id) => id, seqBuckets: false, linksByRole: true, fullBytes: (a) => `${a}.full_bytes` };
 
 /** Collects parameters and hands out placeholders in order (SQLite's `?` are positional). */
 export class Params {
@@ -275,16 +285,22 @@ function rowConds(alias: string, tenant: number, f: StatementFilter, p: Params):
  * EXISTS), as PostgreSQL otherwise may join the key's whole range to it; unfenced it is left to
  * plan (it may rightly drive from the rarer key's range).
  */
-function linkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
+const linkProbes = (tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] =>
+  p.dialect.linkProbes(tenant, f, p, seq, skip, fence);
+
+/** PostgreSQL: the key names the tenant (LINK_ROLES); one probe of (key, role, seq) per role. */
+function roleLinkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
+  const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
+  return roleLinks(f, skip).map(
+    ({ table: t, value, roles }) => `EXISTS (SELECT 1 FROM ${t.table} x WHERE x.${t.key} = ${p.key(tenant, value)} AND x.${t.role} ${roleIn(roles)} AND x.seq = ${seq}${limit})`,
+  );
+}
+
+/** SQLite: a probe of (tenant, bucket, key, seq), the role beside the key. */
+function bucketLinkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
   const c: string[] = [];
   const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
-  if (p.dialect.linksByRole) {
-    // The key names the tenant (LINK_ROLES); one probe of (key, role, seq) per role.
-    return roleLinks(f, skip).map(
-      ({ table: t, value, roles }) => `EXISTS (SELECT 1 FROM ${t.table} x WHERE x.${t.key} = ${p.key(tenant, value)} AND x.${t.role} ${roleIn(roles)} AND x.seq = ${seq}${limit})`,
-    );
-  }
-  const bucket = (alias: string) => (p.dialect.seqBuckets ? ` AND ${alias}.bucket = ${bucketOf(seq)}` : '');
+  const bucket = (alias: string) => ` AND ${alias}.bucket = ${bucketOf(seq)}`;
   if (f.agent !== undefined && skip !== 'agent') {
     c.push(
       `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)}${bucket('xa')} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${seq}` +
@@ -339,38 +355,67 @@ export function driverCountsSql(tenant: number, f: StatementFilter, cap: number,
   const countOf = (entries: string) =>
     `(SELECT CASE WHEN count(*) < ${limit} THEN count(*) * 1.0 ELSE count(*) * (1.0 + count(*) * 1.0 / (max(seq) - min(seq) + 1)) END FROM (${entries}) c)`;
   const count = (from: string, conds: string[], order: string) => countOf(newest(from, conds, order));
-  // Bucket by bucket where the index is bucketed (SEQ_BUCKET_BITS).
-  const buckets = (seq: string) => (dialect.seqBuckets ? [`${seq} IN ${bucketsIn()}`] : []);
-  const linkOrder = dialect.seqBuckets ? 'bucket DESC, seq DESC' : 'seq DESC';
-  const cols: string[] = [];
-  if (dialect.linksByRole) {
-    // The newest entries of the key's roles, merged (LINK_ROLES).
-    for (const { table: t, value, roles } of roleLinks(f)) {
-      const key = p.key(tenant, value);
-      const branch = (r: number, bound?: SeqBound) => newest(t.table, [`${t.key} = ${key}`, `${t.role} = ${r}`, ...(bound ? [bound('seq')] : [])], 'seq DESC');
-      cols.push(`${countOf(byRoles(roles, branch, 'DESC', () => String(limit)))} AS ${t.key}`);
-    }
-  } else if (f.agent !== undefined) {
-    const conds = [`tenant = ${p.add(tenant)}`, ...buckets('bucket'), `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])];
-    cols.push(`${count('statement_agents', conds, linkOrder)} AS agent`);
-  }
-  if (f.activity !== undefined && !dialect.linksByRole) {
-    const conds = [`tenant = ${p.add(tenant)}`, ...buckets('bucket'), `activity = ${p.key(tenant, f.activity)}`, ...(f.relatedActivities ? [] : ['direct = 1'])];
-    cols.push(`${count('statement_activities', conds, linkOrder)} AS activity`);
-  }
+  const c: DriverCounting = { limit, newest, countOf, count };
+  const cols = dialect.linkCounts(tenant, f, p, c);
   // The statements table is read by whichever of its indexes the planner takes: count the rarer.
-  // SQLite reads a registration's bucketed index whenever the filter has one (directMatches).
-  const byStatements: string[] = [];
-  if (f.verb !== undefined && !(dialect.seqBuckets && f.registration !== undefined)) {
-    byStatements.push(count('statements', [`tenant = ${p.add(tenant)}`, `verb = ${p.key(tenant, f.verb)}`], 'seq DESC'));
-  }
-  if (f.registration !== undefined) {
-    const order = dialect.seqBuckets ? `${bucketOf('seq')} DESC, seq DESC` : 'seq DESC';
-    byStatements.push(count('statements', [`tenant = ${p.add(tenant)}`, ...buckets(bucketOf('seq')), `registration = ${p.add(dialect.uuid(f.registration))}`], order));
-  }
+  const byStatements = dialect.statementCounts(tenant, f, p, c);
   if (byStatements.length === 1) cols.push(`${byStatements[0]} AS statements`);
-  if (byStatements.length === 2) cols.push(`${dialect.postgres ? 'least' : 'min'}(${byStatements.join(', ')}) AS statements`);
+  if (byStatements.length === 2) cols.push(`${dialect.least(byStatements)} AS statements`);
   return { sql: `SELECT ${cols.join(', ')}`, params: p.values };
+}
+
+/** What driverCountsSql lends the dialect's counts: the newest `limit` entries of an index range, and their count (see driverCountsSql). */
+interface DriverCounting {
+  limit: number;
+  newest(from: string, conds: string[], order: string): string;
+  countOf(entries: string): string;
+  count(from: string, conds: string[], order: string): string;
+}
+
+/** PostgreSQL: the newest entries of the key's roles, merged (LINK_ROLES). */
+function roleLinkCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
+  const cols: string[] = [];
+  for (const { table: t, value, roles } of roleLinks(f)) {
+    const key = p.key(tenant, value);
+    const branch = (r: number, bound?: SeqBound) => c.newest(t.table, [`${t.key} = ${key}`, `${t.role} = ${r}`, ...(bound ? [bound('seq')] : [])], 'seq DESC');
+    cols.push(`${c.countOf(byRoles(roles, branch, 'DESC', () => String(c.limit)))} AS ${t.key}`);
+  }
+  return cols;
+}
+
+/** SQLite: the key's range of (tenant, bucket, key, seq), bucket by bucket (SEQ_BUCKET_BITS). */
+function bucketLinkCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
+  const cols: string[] = [];
+  const order = 'bucket DESC, seq DESC';
+  if (f.agent !== undefined) {
+    const conds = [`tenant = ${p.add(tenant)}`, `bucket IN ${bucketsIn()}`, `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])];
+    cols.push(`${c.count('statement_agents', conds, order)} AS agent`);
+  }
+  if (f.activity !== undefined) {
+    const conds = [`tenant = ${p.add(tenant)}`, `bucket IN ${bucketsIn()}`, `activity = ${p.key(tenant, f.activity)}`, ...(f.relatedActivities ? [] : ['direct = 1'])];
+    cols.push(`${c.count('statement_activities', conds, order)} AS activity`);
+  }
+  return cols;
+}
+
+const verbCount = (tenant: number, verb: string, p: Params, c: DriverCounting): string =>
+  c.count('statements', [`tenant = ${p.add(tenant)}`, `verb = ${p.key(tenant, verb)}`], 'seq DESC');
+
+/** PostgreSQL: the verb's and the registration's index ranges. */
+function plainStatementCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
+  const out: string[] = [];
+  if (f.verb !== undefined) out.push(verbCount(tenant, f.verb, p, c));
+  if (f.registration !== undefined) out.push(c.count('statements', [`tenant = ${p.add(tenant)}`, `registration = ${p.add(p.dialect.uuid(f.registration))}`], 'seq DESC'));
+  return out;
+}
+
+/** SQLite reads a registration's bucketed index whenever the filter has one (directMatches); else the verb's. */
+function bucketStatementCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
+  if (f.registration !== undefined) {
+    const conds = [`tenant = ${p.add(tenant)}`, `${bucketOf('seq')} IN ${bucketsIn()}`, `registration = ${p.add(p.dialect.uuid(f.registration))}`];
+    return [c.count('statements', conds, `${bucketOf('seq')} DESC, seq DESC`)];
+  }
+  return f.verb === undefined ? [] : [verbCount(tenant, f.verb, p, c)];
 }
 
 /** The driver with the rarest value of a driverCountsSql row (ties: the default order). */
@@ -393,17 +438,19 @@ export class DriverChoices {
   private readonly kept = new Map<string, { driver: Driver; until: number }>();
   private readonly ttlMs: number;
   private readonly max: number;
+  private readonly clock: Clock;
 
-  constructor(ttlMs = 10_000, max = 1_000) {
+  constructor(ttlMs = 10_000, max = 1_000, clock: Clock = systemClock) {
     this.ttlMs = ttlMs;
     this.max = max;
+    this.clock = clock;
   }
 
   private static key(tenant: number, f: StatementFilter): string {
     return JSON.stringify([tenant, f.agent, f.activity, f.verb, f.registration, f.authority, f.relatedAgents, f.relatedActivities]);
   }
 
-  get(tenant: number, f: StatementFilter, now = Date.now()): Driver | undefined {
+  get(tenant: number, f: StatementFilter, now = this.clock.now()): Driver | undefined {
     const k = DriverChoices.key(tenant, f);
     const hit = this.kept.get(k);
     if (hit && hit.until > now) return hit.driver;
@@ -411,7 +458,7 @@ export class DriverChoices {
     return undefined;
   }
 
-  set(tenant: number, f: StatementFilter, driver: Driver, now = Date.now()): void {
+  set(tenant: number, f: StatementFilter, driver: Driver, now = this.clock.now()): void {
     if (this.kept.size >= this.max) this.kept.clear();
     this.kept.set(DriverChoices.key(tenant, f), { driver, until: now + this.ttlMs });
   }
@@ -443,8 +490,11 @@ function linkRange(alias: string, byAgent: boolean, tenant: number, f: Statement
  * one 8 µs). A PostgreSQL CASE has one type: the JSON or NULL (`page_json`), then its bytes or
  * NULL (`json_bytes`). `json` and `bytes`: the column and its bytes (Dialect.fullBytes).
  */
-export function sizedJson(dialect: Dialect, json: string, bytes: string, inline: () => string): string {
-  if (!dialect.postgres) return `CASE WHEN ${bytes} <= ${inline()} THEN ${json} ELSE ${bytes} END AS page_json`;
+export const sizedJson = (dialect: Dialect, json: string, bytes: string, inline: () => string): string => dialect.sizedJson(json, bytes, inline);
+
+const oneColumnJson = (json: string, bytes: string, inline: () => string): string => `CASE WHEN ${bytes} <= ${inline()} THEN ${json} ELSE ${bytes} END AS page_json`;
+
+function twoColumnJson(json: string, bytes: string, inline: () => string): string {
   const n = inline(); // a numbered placeholder, used twice
   return `CASE WHEN ${bytes} <= ${n} THEN ${json} END AS page_json, CASE WHEN ${bytes} > ${n} THEN ${bytes} END AS json_bytes`;
 }
@@ -504,57 +554,81 @@ export function pageRowsKept(
  */
 function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, by: Driver, cols = (): string => 's.seq'): string {
   const f = q.filter;
-  const buckets = p.dialect.seqBuckets;
   // In seq order; on a bucketed index, bucket by bucket (the same order, read without a sort).
   const tail = (conds: string[], seqCol: string, bucket?: string) =>
     `WHERE ${conds.join(' AND ')} ORDER BY ${bucket ? `${bucket} ${order}, ` : ''}${seqCol} ${order} LIMIT ${p.add(q.limit + 1)}`;
   // The statement row's own conditions (not voided, verb, registration, `mine`).
   const own = () => ['s.voided = 0', ...rowConds('s', tenant, f, p)];
   if ((by === 'agent' && f.agent !== undefined) || (by === 'activity' && f.activity !== undefined)) {
-    const byAgent = by === 'agent';
-    const skip = byAgent ? 'agent' : 'activity';
-    const otherLink = byAgent ? f.activity !== undefined : f.agent !== undefined;
-    if (p.dialect.linksByRole) {
-      // PostgreSQL, one range per role (LINK_ROLES), each read in seq order with the statement
-      // row probed per entry (fenced: the link table has statistics per key, `statements` none on
-      // the tenant, so joined freely the planner walked the tenant's statements newest first and
-      // probed the link key per row, 4,211 probes for a course's page at 200k). With a probe of
-      // the other link table too, the probe and then the row, in that order (a CASE: it orders
-      // subplans by estimated cost, and took the row first, 3,422 row reads for a busy learner's
-      // 100 matches among the question's entries at 1M, 19 ms). The key names the tenant.
-      const t = LINK_ROLES[by];
-      const key = p.key(tenant, byAgent ? f.agent! : f.activity!);
-      const branch = (role: number, bound?: SeqBound) => {
-        const head = [`d.${t.key} = ${key}`, `d.${t.role} = ${role}`, ...windowConds('d', w, p), ...(bound ? [bound('d.seq')] : [])];
-        const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')} LIMIT 1 OFFSET 0)`;
-        const probes = otherLink ? linkProbes(tenant, f, p, 'd.seq', skip, true) : [];
-        return `SELECT d.seq FROM ${t.table} d ${tail([...head, probes.length ? `CASE WHEN ${probes.join(' AND ')} THEN ${row} ELSE false END` : row], 'd.seq')}`;
-      };
-      // Sparse: the other link table or the row's own columns (verb, registration, `mine`) decide.
-      const sparse = otherLink || f.verb !== undefined || f.registration !== undefined || f.authority !== undefined;
-      return byRoles(linkRoles(byAgent, f), branch, order, () => p.add(q.limit + 1), sparse);
-    }
-    // The other link table is probed by the driving row's seq before the statement row is read
-    // (a probe of a small index against a row read, for every entry of the range: a busy
-    // learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at 1M on SQLite), which
-    // SQLite does in the order written when the row is an EXISTS after the probes.
-    const head = [...linkRange('d', byAgent, tenant, f, p, buckets ? w : undefined), ...windowConds('d', w, p)];
-    const table = byAgent ? 'statement_agents' : 'statement_activities';
-    const probes = linkProbes(tenant, f, p, 'd.seq', skip);
-    const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...own()].join(' AND ')})`;
-    return `SELECT d.seq FROM ${table} d ${tail([...head, ...probes, row], 'd.seq', buckets ? 'd.bucket' : undefined)}`;
+    return p.dialect.linkMatches(tenant, q, w, p, order, by === 'agent', { tail, own });
   }
-  // SQLite, not knowing how common the value is, read a verb within since/until through the seq
-  // range, row by row (5.9 ms at 1M); its own index holds the same window in order. A
-  // registration (rarer than a verb) is read from its own index, bucket by bucket.
-  const byRegistration = buckets && f.registration !== undefined;
   const selected = cols(); // its placeholders first: SQLite's `?` are positional
-  const head = [`s.tenant = ${p.add(tenant)}`, ...(byRegistration ? [`${bucketOf('s.seq')} IN ${bucketsIn(w, p)}`] : []), ...windowConds('s', w, p)];
-  let indexed = '';
-  if (byRegistration) indexed = ' INDEXED BY statements_registration';
-  else if (!p.dialect.postgres && f.verb !== undefined) indexed = ' INDEXED BY statements_verb';
-  const conds = [...head, ...own(), ...linkProbes(tenant, f, p, 's.seq')];
-  return `SELECT ${selected} FROM statements s${indexed} ${tail(conds, 's.seq', byRegistration ? bucketOf('s.seq') : undefined)}`;
+  const range = p.dialect.statementRange(tenant, f, w, p);
+  const conds = [...range.head, ...own(), ...linkProbes(tenant, f, p, 's.seq')];
+  return `SELECT ${selected} FROM statements s${range.indexed} ${tail(conds, 's.seq', range.bucket)}`;
+}
+
+/** What directMatches lends the dialect's link matches: the range's ORDER BY and LIMIT, and the statement row's own conditions. */
+interface MatchParts {
+  tail(conds: string[], seqCol: string, bucket?: string): string;
+  own(): string[];
+}
+
+/**
+ * PostgreSQL, one range per role (LINK_ROLES), each read in seq order with the statement row
+ * probed per entry (fenced: the link table has statistics per key, `statements` none on the
+ * tenant, so joined freely the planner walked the tenant's statements newest first and probed
+ * the link key per row, 4,211 probes for a course's page at 200k). With a probe of the other
+ * link table too, the probe and then the row, in that order (a CASE: it orders subplans by
+ * estimated cost, and took the row first, 3,422 row reads for a busy learner's 100 matches
+ * among the question's entries at 1M, 19 ms). The key names the tenant.
+ */
+function roleLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, byAgent: boolean, m: MatchParts): string {
+  const f = q.filter;
+  const skip = byAgent ? 'agent' : 'activity';
+  const otherLink = byAgent ? f.activity !== undefined : f.agent !== undefined;
+  const t = LINK_ROLES[skip];
+  const key = p.key(tenant, byAgent ? f.agent! : f.activity!);
+  const branch = (role: number, bound?: SeqBound) => {
+    const head = [`d.${t.key} = ${key}`, `d.${t.role} = ${role}`, ...windowConds('d', w, p), ...(bound ? [bound('d.seq')] : [])];
+    const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...m.own()].join(' AND ')} LIMIT 1 OFFSET 0)`;
+    const probes = otherLink ? linkProbes(tenant, f, p, 'd.seq', skip, true) : [];
+    return `SELECT d.seq FROM ${t.table} d ${m.tail([...head, probes.length ? `CASE WHEN ${probes.join(' AND ')} THEN ${row} ELSE false END` : row], 'd.seq')}`;
+  };
+  // Sparse: the other link table or the row's own columns (verb, registration, `mine`) decide.
+  const sparse = otherLink || f.verb !== undefined || f.registration !== undefined || f.authority !== undefined;
+  return byRoles(linkRoles(byAgent, f), branch, order, () => p.add(q.limit + 1), sparse);
+}
+
+/**
+ * SQLite, the key's range bucket by bucket. The other link table is probed by the driving row's
+ * seq before the statement row is read (a probe of a small index against a row read, for every
+ * entry of the range: a busy learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at
+ * 1M), which SQLite does in the order written when the row is an EXISTS after the probes.
+ */
+function bucketLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, _order: string, byAgent: boolean, m: MatchParts): string {
+  const f = q.filter;
+  const head = [...linkRange('d', byAgent, tenant, f, p, w), ...windowConds('d', w, p)];
+  const table = byAgent ? 'statement_agents' : 'statement_activities';
+  const probes = linkProbes(tenant, f, p, 'd.seq', byAgent ? 'agent' : 'activity');
+  const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...m.own()].join(' AND ')})`;
+  return `SELECT d.seq FROM ${table} d ${m.tail([...head, ...probes, row], 'd.seq', 'd.bucket')}`;
+}
+
+/** PostgreSQL: the statements table's own range; the planner picks the index. */
+const plainStatementRange = (tenant: number, _f: StatementFilter, w: SeqWindow, p: Params) => ({ head: [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)], indexed: '' });
+
+/**
+ * SQLite, not knowing how common the value is, read a verb within since/until through the seq
+ * range, row by row (5.9 ms at 1M); its own index holds the same window in order. A
+ * registration (rarer than a verb) is read from its own index, bucket by bucket.
+ */
+function bucketStatementRange(tenant: number, f: StatementFilter, w: SeqWindow, p: Params): { head: string[]; indexed: string; bucket?: string } {
+  if (f.registration !== undefined) {
+    const head = [`s.tenant = ${p.add(tenant)}`, `${bucketOf('s.seq')} IN ${bucketsIn(w, p)}`, ...windowConds('s', w, p)];
+    return { head, indexed: ' INDEXED BY statements_registration', bucket: bucketOf('s.seq') };
+  }
+  return { head: [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)], indexed: f.verb !== undefined ? ' INDEXED BY statements_verb' : '' };
 }
 
 /**
@@ -643,7 +717,7 @@ export function reachBuildSql(dialect: Dialect): string[] {
   const shared = (a: string, b: string) => `CASE WHEN ${a} = ${b} THEN ${a} END`;
   // SQLite joins in the order written with CROSS JOIN: the link table scanned once, the small
   // reach table probed by (tenant, via); PostgreSQL plans the join itself.
-  const join = dialect.postgres ? 'JOIN' : 'CROSS JOIN';
+  const join = dialect.probeJoin;
   return [
     'WITH RECURSIVE c(tenant, seq, via, authority) AS (' +
       `SELECT s.tenant, s.seq, t.seq, ${shared('s.authority', 't.authority')} FROM statements s JOIN statements t ON t.tenant = s.tenant AND t.id = s.ref_id ` +
@@ -657,22 +731,32 @@ export function reachBuildSql(dialect: Dialect): string[] {
   ];
 }
 
-type OutboxRow = Record<string, unknown>;
+/** SQLite's SQL: positional `?`, 16-byte UUIDs, link tables and the registration index in seq buckets. */
+export const SQLITE: Dialect = {
+  ph: () => '?',
+  uuid: uuidBytes,
+  least: (exprs) => `min(${exprs.join(', ')})`,
+  probeJoin: 'CROSS JOIN',
+  sizedJson: oneColumnJson,
+  linkProbes: bucketLinkProbes,
+  linkCounts: bucketLinkCounts,
+  linkMatches: bucketLinkMatches,
+  statementCounts: bucketStatementCounts,
+  statementRange: bucketStatementRange,
+  fullBytes: (a) => `octet_length(${a}.full)`,
+};
 
-/**
- * Per-target forwarding figures (both backends) from the outbox counts by target (`queued`,
- * `dead`), the counters table (`delivered`, `retried`) and one dead letter's `last_error` per target.
- */
-export function mergeStats(counts: OutboxRow[], counters: OutboxRow[], lastErrors: OutboxRow[]): ForwardingStats[] {
-  const out = new Map<string, ForwardingStats>();
-  const of = (target: unknown) => {
-    const key = String(target);
-    let s = out.get(key);
-    if (!s) out.set(key, (s = { target: key, queued: 0, delivered: 0, retried: 0, dead: 0 }));
-    return s;
-  };
-  for (const r of counts) Object.assign(of(r.target), { queued: Number(r.queued), dead: Number(r.dead) });
-  for (const r of counters) Object.assign(of(r.target), { delivered: Number(r.delivered), retried: Number(r.retried) });
-  for (const r of lastErrors) if (r.last_error != null) of(r.target).lastError = String(r.last_error);
-  return [...out.values()].sort((a, b) => a.target.localeCompare(b.target));
-}
+/** PostgreSQL's SQL: numbered placeholders, `uuid` columns, link tables keyed by role (LINK_ROLES). */
+export const POSTGRES: Dialect = {
+  ph: (i) => `$${i}`,
+  uuid: (id) => id,
+  least: (exprs) => `least(${exprs.join(', ')})`,
+  probeJoin: 'JOIN',
+  sizedJson: twoColumnJson,
+  linkProbes: roleLinkProbes,
+  linkCounts: roleLinkCounts,
+  linkMatches: roleLinkMatches,
+  statementCounts: plainStatementCounts,
+  statementRange: plainStatementRange,
+  fullBytes: (a) => `${a}.full_bytes`,
+};

@@ -114,12 +114,9 @@ export interface StatementRewrite {
   authorityKey: string | null;
 }
 
-export interface Store {
+/** Opening, checking and closing a backend. */
+export interface StoreLifecycle {
   readonly backend: string;
-  /** The forwarding outbox (src/forwarding/ delivers it). */
-  readonly outbox: Outbox;
-  /** Calls `listener` after a commit that queued forwarding items (this process's writes only). */
-  onOutboxWrite(listener: () => void): void;
   /** Creates or migrates the schema. */
   migrate(): Promise<void>;
   /** Runs a real query; throws when the database does not answer. */
@@ -127,7 +124,17 @@ export interface Store {
   close(): Promise<void>;
   /** Connection pool figures, for backends that keep a pool (for /metrics). */
   poolStats?(): PoolStats;
+}
 
+/** The forwarding outbox and its wake-up (src/forwarding/ delivers it). */
+export interface ForwardingStore {
+  readonly outbox: Outbox;
+  /** Calls `listener` after a commit that queued forwarding items (this process's writes only). */
+  onOutboxWrite(listener: () => void): void;
+}
+
+/** Statements: the write (all or nothing per request) and the reads of the Statement and Agents resources. */
+export interface StatementStore {
   /**
    * Stores a batch in one transaction: all or nothing. Rejects with LrsError 'conflict' when an id
    * is stored with different content (nothing from the batch is stored), 'bad_request' when a
@@ -176,7 +183,10 @@ export interface Store {
    * id: DEFINITIONS_PER_QUERY ids per query (src/store/sql.ts), one query after the other.
    */
   getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>>;
+}
 
+/** State, Activity Profile and Agent Profile documents. */
+export interface DocumentStore {
   getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined>;
   /**
    * Writes a document. `merge` combines a JSON document with the stored one (POST). Checks
@@ -198,9 +208,10 @@ export interface Store {
   listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]>;
   /** Deletes every document matching `key` with docId ignored (state resource multi-delete); registration as above. */
   deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void>;
+}
 
-  // ----- data lifecycle (lectern export / import / erase) ------------------------------------
-
+/** Bulk reads and maintenance writes of the data lifecycle (lectern export / import / erase). */
+export interface MaintenanceStore {
   /**
    * Every stored statement (voided ones included) in stored order after position `after`, at most
    * `limit`; `sinceMs` (exclusive) and `untilMs` (inclusive) bound `stored`. `next` as for queries.
@@ -222,3 +233,6 @@ export interface Store {
   /** Moves documents to another agent key in one transaction, replacing what is there. */
   moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void>;
 }
+
+/** Everything a backend implements; callers may depend on just the part they use. */
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore;

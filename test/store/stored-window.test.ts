@@ -7,15 +7,15 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { ManualClock } from '../../src/clock.ts';
 import type { Store } from '../../src/store/types.ts';
 import type { StatementQuery } from '../../src/xapi/query.ts';
 import { prepareBatch } from '../../src/xapi/statement.ts';
 import type { Actor, Statement } from '../../src/xapi/types.ts';
-import { storeBackends } from '../helpers/stores.ts';
+import { nextStoredMs, storeBackends } from '../helpers/stores.ts';
 
 const ADMIN: Actor = { objectType: 'Agent', mbox: 'mailto:admin@example.com' };
 const made = (): Statement => ({ id: randomUUID(), actor: ADMIN, verb: { id: 'http://example.com/verbs/did' }, object: { id: 'http://example.com/o' } }) as Statement;
-const pause = () => new Promise((r) => setTimeout(r, 2));
 
 for (const backend of storeBackends) {
   describe(`since/until by seq [${backend.name}]`, () => {
@@ -24,15 +24,18 @@ for (const backend of storeBackends) {
     /** Per tenant: [id, stored ms] in stored order. */
     const written: Record<string, [string, number][]> = { t1: [], t2: [] };
 
+    // Distinct stored times without sleeping where the store reads its clock (see nextStoredMs).
+    const clock = new ManualClock(Date.now());
+
     before(async () => {
-      ({ store, dispose } = await backend.open());
+      ({ store, dispose } = await backend.open({ clock }));
       for (let round = 0; round < 12; round++) {
         for (const tenant of ['t1', 't2']) {
           const batch = Array.from({ length: 1 + ((round * 7 + tenant.length) % 3) }, made);
           if (tenant === 't1' || round % 3 === 0) await store.insertStatements(tenant, prepareBatch(batch, ADMIN, '1.0.3'), []);
           else continue;
           for (const s of batch) written[tenant].push([s.id!, (await store.getStatement(tenant, s.id!, false))!.storedMs]);
-          await pause();
+          await nextStoredMs(backend, clock, 2);
         }
       }
     });

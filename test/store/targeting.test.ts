@@ -8,12 +8,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { ManualClock } from '../../src/clock.ts';
 import type { Store } from '../../src/store/types.ts';
 import { actorKeys } from '../../src/xapi/agents.ts';
 import type { StatementQuery } from '../../src/xapi/query.ts';
 import { prepareBatch } from '../../src/xapi/statement.ts';
 import type { Actor, Statement } from '../../src/xapi/types.ts';
-import { storeBackends } from '../helpers/stores.ts';
+import { nextStoredMs, storeBackends } from '../helpers/stores.ts';
 
 const ADMIN: Actor = { objectType: 'Agent', mbox: 'mailto:admin@example.com' };
 const MINE: Actor = { objectType: 'Agent', mbox: 'mailto:mine@example.com' };
@@ -31,23 +32,23 @@ const RARE_ACTIVITY = 'http://example.com/rare-activity';
 const made = (actor: Actor, object: Record<string, unknown> = { id: 'http://example.com/o' }, verb = VERB): Statement =>
   ({ id: randomUUID(), actor, verb, object }) as Statement;
 const ref = (id: string) => ({ objectType: 'StatementRef', id });
-const pause = () => new Promise((r) => setTimeout(r, 3)); // distinct stored milliseconds
 
 for (const backend of storeBackends) {
   describe(`StatementRef targeting [${backend.name}]`, () => {
     let store: Store;
     let dispose: () => Promise<void>;
+    const clock = new ManualClock(Date.now()); // distinct stored milliseconds (see nextStoredMs)
     const s: Record<string, Statement> = {};
     const as: Statement[] = [];
     const es: Statement[] = [];
     const put = async (authority: Actor, ...statements: Statement[]) => {
       await store.insertStatements('', prepareBatch(statements, authority, '1.0.3'), []);
-      await pause();
+      await nextStoredMs(backend, clock);
     };
     const stored = async (st: Statement) => (await store.getStatement('', st.id!, false))!.storedMs;
 
     before(async () => {
-      ({ store, dispose } = await backend.open());
+      ({ store, dispose } = await backend.open({ clock }));
       for (let i = 0; i < 600; i++) as.push(made(A));
       await put(ADMIN, ...as); // more than 500 matches: the forward walk
       s.b1 = made(B);

@@ -2,6 +2,14 @@
  * Versioned PostgreSQL schema. Append new versions; never edit an applied one. Table and column
  * names match the SQLite schema so src/store/sql.ts serves both; flags are smallint 0/1 for the
  * same reason.
+ *
+ * Where it differs from SQLite's (../sqlite/migrations.ts) on purpose: the link tables are keyed
+ * (key, role, seq) without the tenant (version 10: a key id belongs to one tenant; 28-byte entries
+ * let B-tree pages split at the full point as a key's newest entries arrive, 76 % full against
+ * 52 %); no seq buckets and one unique (tenant, id) index, as PostgreSQL's ingest keeps its pace
+ * as the store grows (SQLite's bucketed link tables and two-level id index are for a single
+ * writer's dirtied pages and checkpoints); every process shares the database, so `seq` is taken
+ * under the tenant's advisory lock and times come from the database clock.
  */
 import { POSTGRES, reachBuildSql } from '../sql.ts';
 

@@ -17,7 +17,18 @@ export const CACHE_MIB = 6;
 /** SQLite's `cache_size` pragma value for `mib` MiB (negative: in KiB). */
 export const cacheSize = (mib = CACHE_MIB): number => -mib * 1024;
 
-/** Versioned SQLite schema. Append new versions; never edit an applied one. */
+/**
+ * Versioned SQLite schema. Append new versions; never edit an applied one.
+ *
+ * Where it differs from PostgreSQL's (../postgres/migrations.ts) on purpose: one process writes
+ * the file through one connection, and what costs is the pages a commit dirties and the WAL
+ * checkpoint writes back. So the link tables are keyed (tenant, bucket, key, seq) and the
+ * registration index (tenant, seq >> 16, registration, seq) (version 8: writes dirty the newest
+ * bucket's pages only, not a random page of each key's range); statement ids live in two levels
+ * (version 10: recent ids in a small table merged into the large one in key order, since random
+ * UUIDs dirtied a page of the one large index per statement). PostgreSQL, whose ingest kept its
+ * pace as the store grew, needs neither, and keys its link tables without the tenant.
+ */
 export interface Migration {
   version: number;
   name: string;

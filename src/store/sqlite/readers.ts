@@ -7,33 +7,43 @@
  * the single-thread store runs (readPage below, built by src/store/sql.ts).
  *
  * A reader that dies fails only its own queries (503) and is replaced on the next query. This
- * file is also the reader's entry point; it imports nothing heavier than node:sqlite.
+ * file is also the reader's entry point; it imports nothing heavier than node:sqlite. The store's
+ * other reads (single statements, attachments, the Agents resource, definitions, export scans)
+ * are here too, as functions of a PageSource, run on the store's own connection.
  */
 import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { LrsError, type LrsErrorKind, ValidationFailed, type ValidationIssue } from '../../errors.ts';
 import { type StatementQuery, unknownCursor } from '../../xapi/query.ts';
+import type { ActivityDefinition } from '../../xapi/types.ts';
 import {
+  bucketsIn,
+  DEFINITIONS_PER_QUERY,
   type Driver,
   DRIVER_COUNT_CAP,
   DriverChoices,
   driverCountsSql,
   drivers,
+  inlineBytes,
   pageRowsKept,
   rarestDriver,
   type SeqWindow,
+  sizedJson,
   SQLITE,
   statementPageSql,
   storedSeqSql,
   uuidBytes,
   uuidText,
 } from '../sql.ts';
-import type { QueryPage, StoredRow } from '../types.ts';
+import type { AttachmentBlob, QueryPage, StoredRow } from '../types.ts';
 import { cacheSize } from './migrations.ts';
 
 type Row = Record<string, unknown>;
 
 /** What a page read needs of a connection: its prepared statements and the tenants' ids. */
+/** A statement's row by (tenant, id), through both levels of the id index. */
+export const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
+
 export interface PageSource {
   q(sql: string): StatementSync;
   tenantId(name: string): number | undefined;
@@ -304,3 +314,132 @@ if (started && parentPort) {
     port.postMessage(answer);
   });
 }
+
+// ----- the store's other reads (SqliteStore: on its own connection) --------------------------
+
+export async function getStatement(src: PageSource, tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
+  const tid = src.tenantId(tenant);
+  if (tid === undefined) return undefined;
+  const sql = `SELECT seq, stored_ms, full FROM statements WHERE ${BY_ID} AND voided = ?`;
+  const r = (
+    authority === undefined
+      ? src.q(sql).get(tid, uuidBytes(id), voided ? 1 : 0)
+      : src.q(`${sql} AND authority = (SELECT id FROM keys WHERE tenant = ? AND key = ?)`).get(tid, uuidBytes(id), voided ? 1 : 0, tid, authority)
+  ) as Row | undefined;
+  return r ? toRow(r) : undefined;
+}
+
+/** Each hash's attachments row (`cols`), with `carrier` only if a statement of that authority carried its data. */
+function attachmentRows(src: PageSource, tenant: string, sha2s: string[], cols: string, carrier?: string): Row[] {
+  const sql = `SELECT ${cols} FROM attachments a WHERE tenant = ? AND sha2 = ?`;
+  const any = src.q(sql);
+  let get = (h: string) => any.get(tenant, h);
+  if (carrier !== undefined) {
+    const tid = src.tenantId(tenant);
+    if (tid === undefined) return [];
+    // One probe of the carriers' index (migration 11) per hash.
+    const st = src.q(`${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = ? AND key = ?))`);
+    get = (h) => st.get(tenant, h, tid, carrier);
+  }
+  return [...new Set(sha2s)].flatMap((h): Row[] => {
+    const r = get(h) as Row | undefined;
+    return r ? [r] : [];
+  });
+}
+
+export async function getAttachments(src: PageSource, tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
+  return attachmentRows(src, tenant, sha2s, 'sha2, content_type, content', carrier).map((r) => {
+    const content = r.content as Uint8Array; // a copy node:sqlite made: no second one
+    return { sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(content.buffer, content.byteOffset, content.byteLength) };
+  });
+}
+
+export async function attachmentSizes(src: PageSource, tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+  return new Map(attachmentRows(src, tenant, sha2s, 'sha2, length', carrier).map((r) => [String(r.sha2), Number(r.length)]));
+}
+
+export async function attachmentsNotCarried(src: PageSource, tenant: string, positions: string[]): Promise<Map<string, string[]>> {
+  const out = new Map<string, string[]>();
+  const st = src.q('SELECT l.sha2 FROM statement_attachments l WHERE l.seq = ? AND l.carrier IS NULL AND EXISTS (SELECT 1 FROM attachments a WHERE a.tenant = ? AND a.sha2 = l.sha2)');
+  for (const position of positions) {
+    const rows = st.all(Number(position), tenant) as Row[];
+    if (rows.length) out.set(position, rows.map((r) => String(r.sha2)));
+  }
+  return out;
+}
+
+export async function statementsWithAgent(src: PageSource, tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
+  const tid = src.tenantId(tenant);
+  if (tid === undefined) return [];
+  // Read as a statement page is: the JSON of small rows with the query, the others once kept.
+  const st = src.q(
+    `SELECT s.seq, ${sizedJson(SQLITE, 's.full', SQLITE.fullBytes('s'), () => '?')} ` +
+      `FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
+      'AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.bucket DESC, a.seq DESC LIMIT ?',
+  );
+  st.setReturnArrays(true);
+  const rows = st.all(inlineBytes({ limit, maxBytes }), tid, tid, agentKey, limit) as unknown as unknown[][];
+  return rows.slice(0, keptRows(src, tid, rows, { limit, maxBytes, attachments: false }, 1)).map((r) => r[1] as string);
+}
+
+export async function activityDefinitions(src: PageSource, tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
+  const out = new Map<string, ActivityDefinition>();
+  const tid = src.tenantId(tenant);
+  if (tid === undefined) return out;
+  // A chunk's ids as one JSON array: one statement, one index probe per id.
+  const st = src.q('SELECT k.key, d.definition FROM keys k JOIN definitions d ON d.key = k.id WHERE k.tenant = ? AND k.key IN (SELECT value FROM json_each(?))');
+  for (let i = 0; i < activityIds.length; i += DEFINITIONS_PER_QUERY) {
+    // The driver is synchronous: between chunks, the other requests get the event loop.
+    if (i) await new Promise((resolve) => setImmediate(resolve));
+    for (const r of st.all(tid, JSON.stringify(activityIds.slice(i, i + DEFINITIONS_PER_QUERY))) as Row[]) {
+      out.set(String(r.key), JSON.parse(String(r.definition)) as ActivityDefinition);
+    }
+  }
+  return out;
+}
+
+
+/** The seq range of a stored-time window: stored order and seq order agree. */
+function seqWindow(src: PageSource, tenant: number, opts: { sinceMs?: number; untilMs?: number }): { from: number; to: number } | undefined {
+  let from = 0;
+  let to = Number.MAX_SAFE_INTEGER;
+  if (opts.sinceMs !== undefined) {
+    const r = storedSeq(src, tenant, opts.sinceMs, 'since');
+    if (!r) return undefined;
+    from = Number(r.seq);
+  }
+  if (opts.untilMs !== undefined) {
+    const r = storedSeq(src, tenant, opts.untilMs, 'until');
+    if (!r) return undefined;
+    to = Number(r.seq);
+  }
+  return { from, to };
+}
+
+export async function scanStatements(src: PageSource, tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
+  const tid = src.tenantId(tenant);
+  const w = tid === undefined ? undefined : seqWindow(src, tid, opts);
+  if (!w) return { rows: [] };
+  const from = Math.max(w.from, opts.after === undefined ? 0 : Number(opts.after) + 1);
+  const rows = (
+    src.q('SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?').all(tid!, from, w.to, opts.limit + 1) as Row[]
+  ).map(toRow);
+  if (rows.length <= opts.limit) return { rows };
+  rows.length = opts.limit;
+  return { rows, next: rows[rows.length - 1].position };
+}
+
+export async function countStatements(src: PageSource, tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
+  const tid = src.tenantId(tenant);
+  const w = tid === undefined ? undefined : seqWindow(src, tid, opts);
+  if (!w) return 0;
+  return Number((src.q('SELECT count(*) AS n FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ?').get(tid!, w.from, w.to) as Row).n);
+}
+
+export async function referringStatements(src: PageSource, tenant: string, ids: string[]): Promise<string[]> {
+  const tid = src.tenantId(tenant);
+  if (tid === undefined) return [];
+  const st = src.q('SELECT id FROM statements WHERE tenant = ? AND ref_id = ?');
+  return ids.flatMap((id) => (st.all(tid, uuidBytes(id)) as Row[]).map((r) => uuidText(r.id as Uint8Array)));
+}
+

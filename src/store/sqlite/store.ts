@@ -5,86 +5,27 @@
  *
  * Lean storage (see src/store/sql.ts): tenants, verbs, activity IRIs and agent keys are stored
  * once, in `tenants` and `keys`; statements and link rows hold their integer ids, and UUIDs are
- * 16 bytes. Ids are never reused, so this process caches them; erasure, the only thing that
- * deletes keys, bumps `keys_epoch` (as does every write of an activity definition, which a
- * writer also caches), and a writer that sees it changed by another forgets its caches.
+ * 16 bytes. The connection, transactions, migrations and the dictionaries: ./connection.ts;
+ * the reads: ./readers.ts; this module: the writes.
  */
-import { mkdirSync } from 'node:fs';
-import { dirname, resolve } from 'node:path';
-import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlite';
-import type { Worker } from 'node:worker_threads';
-import { LrsError } from '../../errors.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import { type EarlierVoiding, type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
-import { REACH_TABLES, type ReachSeed, ReachWalk } from '../reach.ts';
-import { bucketsIn, DEFINITIONS_PER_QUERY, inlineBytes, isVoidingValue, seqBucket, sizedJson, SQLITE, uuidBytes, uuidText } from '../sql.ts';
-import type {
-  AttachmentBlob,
-  DocumentKey,
-  DocumentPrecondition,
-  DocumentWriteOptions,
-  InsertOutcome,
-  KeyedDocument,
-  QueryPage,
-  StatementRewrite,
-  Store,
-  StoredDocument,
-  StoredRow,
-} from '../types.ts';
-import * as docs from './documents.ts';
-import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
+import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
+import { row, rows, run } from '../program.ts';
+import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
+import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, KeyedDocument, QueryPage, StatementRewrite, Store, StoredDocument, StoredRow } from '../types.ts';
+import * as docs from '../documents.ts';
+import { runStatements, sqliteDocuments } from './documents.ts';
 import { SqliteOutbox } from './outbox.ts';
-import { keptRows, type PageSource, prepared, readPage, SqliteReaders, storedSeq, toRow } from './readers.ts';
+import * as reads from './readers.ts';
+import { BY_ID, readPage } from './readers.ts';
+import { isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
 
-export interface SqliteOptions {
-  path: string;
-  synchronous?: 'FULL' | 'NORMAL';
-  /** Urls of the active forwarding targets: each new statement is queued for each. */
-  forwardTargets?: string[];
-  /** Where a long migration announces itself, and a write the disk refuses is reported (the writer thread relays both to the server's log). */
-  logger?: StoreLog;
-  /** Threads that read statement pages off the event loop (0: on it; always 0 for `:memory:`). */
-  readers?: number;
-  /** WAL pages after which a commit checkpoints (SQLite's `wal_autocheckpoint`). */
-  walAutocheckpoint?: number;
-  /** MiB of pages each connection caches (SQLite's `cache_size`). */
-  cacheMiB?: number;
-}
-
-/** What the store logs (long migrations, a disk that refuses writes): a pino Logger, or the writer thread's relay of it. */
-export interface StoreLog {
-  info(fields: object, msg: string): void;
-  error(fields: object, msg: string): void;
-}
-
-/**
- * A write the storage refused: SQLITE_FULL (no room on the disk) or SQLITE_IOERR (the file could
- * not be written: EFBIG past a file size limit, EIO, ENOSPC seen as an I/O error). node:sqlite
- * puts the extended result code in `errcode`; the primary code is its low byte.
- */
-function isStorageFailure(err: unknown): boolean {
-  const code = (err as { errcode?: unknown } | null)?.errcode;
-  return typeof code === 'number' && ((code & 0xff) === 13 || (code & 0xff) === 10);
-}
-
-/** An SQLite error in one line for the log: its message and result code. */
-function describeSqlite(err: unknown): string {
-  const e = err as { message?: unknown; errcode?: unknown } | null;
-  const code = typeof e?.errcode === 'number' ? e.errcode : undefined;
-  const primary = code === undefined ? undefined : ({ 10: 'SQLITE_IOERR', 13: 'SQLITE_FULL' } as Record<number, string>)[code & 0xff];
-  const message = String(e?.message ?? err);
-  return code === undefined ? message : `${message} (${primary ?? 'SQLite result code'} ${code})`;
-}
-
-/** What a client is told while the storage refuses writes (503: it heals once there is room). */
-const STORAGE_FAILED = 'the LRS cannot write to its database right now (its disk is full or failing): nothing of this request was stored; try again later';
-
-/** Least time between two log lines about the same outage. */
-const STORAGE_LOG_INTERVAL_MS = 60_000;
+export { type SqliteOptions, type StoreLog } from './connection.ts';
 
 type Row = Record<string, unknown>;
 
@@ -101,12 +42,6 @@ const DEFINITION_CACHE_MAX = 50_000;
  * statements/s, 65,536 14.3–15.5k.
  */
 export const idMergeDue = (merged: number): number => Math.max(4096, Math.round(Math.sqrt(400 * merged)));
-
-/** A statement's row by (tenant, id), through both levels of the id index. */
-const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
-
-/** Key ids cached at most (then the cache starts again): bounded memory with many agents. */
-const KEY_CACHE_MAX = 200_000;
 
 /** A write waiting for the next group commit. */
 interface PendingWrite {
@@ -129,146 +64,21 @@ interface GroupResult {
   queued: number;
 }
 
-/** A request of a group failed after it began writing: the group is rolled back and written again with savepoints. */
-class WriteFailed extends Error {
-  constructor(failure: unknown) {
-    super('a write failed mid-request', { cause: failure });
-  }
-}
-
-export class SqliteStore implements Store {
-  readonly backend = 'sqlite';
+export class SqliteStore extends SqliteConnection implements Store {
   readonly outbox: SqliteOutbox;
   private readonly outboxListeners: (() => void)[] = [];
-  private readonly db: DatabaseSync;
-  private readonly cache = new Map<string, StatementSync>();
-  private readonly logger?: StoreLog;
-  /** While the storage refuses writes: since when, how many writes were refused, when that was last logged. */
-  private storageDown?: { sinceMs: number; refused: number; loggedMs: number };
-  private readonly readers?: SqliteReaders;
-  /** Statement pages read on this thread's connection (no reader threads). */
-  private readonly source: PageSource = { q: (sql) => this.q(sql), tenantId: (name) => this.tenantId(name) };
-  /** Tenant name → tenants.id (tenants are never deleted; only known tenants are cached). */
-  private readonly tenantIds = new Map<string, number>();
-  /** `${tenant id} ${key}` → keys.id, valid while keys_epoch is `epoch`. */
-  private readonly keyIds = new Map<string, number>();
-  private epoch = -1;
-  /**
-   * The activity IRI's key id → the canonical definition kept (`kept`) and the last definition
-   * merged into it (`input`): a statement repeating that definition leaves it as it is (merging is
-   * idempotent), so it costs no read, parse or merge. Valid while keys_epoch is `epoch`: every
-   * writer that changes a definition bumps it. `staged`: the current request's entries, kept only
-   * if the request is stored.
-   */
-  private readonly definitions = new Map<number, { input: string; kept: string }>();
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
   private pending: PendingWrite[] = [];
+  private readonly documents = sqliteDocuments(this.docs);
 
   constructor(opts: SqliteOptions) {
-    const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
-    if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
-    this.db = new DatabaseSync(path);
-    // No foreign keys: a check costs a parent probe per link row (erasure deletes link rows itself).
-    // 8 KB pages for a new database (an existing one keeps its size): a ≈ 1.4 KB statement row
-    // leaves a third of a 4 KB page unused, of an 8 KB page a sixth (−14 % on disk, measured).
-    // A checkpoint copies every page the WAL holds back into the database file: the fewer there
-    // are, the more commits' writes to one page it merges (each random index entry dirties a whole
-    // page; bench: bytes written per statement). The WAL is truncated back to that size after a reset.
-    const wal = opts.walAutocheckpoint ?? WAL_AUTOCHECKPOINT;
-    this.db.exec(
-      `PRAGMA page_size = ${PAGE_SIZE}; PRAGMA journal_mode = WAL; PRAGMA synchronous = ${opts.synchronous ?? 'FULL'}; PRAGMA busy_timeout = 5000; ` +
-        `PRAGMA wal_autocheckpoint = ${wal}; PRAGMA journal_size_limit = ${wal * PAGE_SIZE}; PRAGMA cache_size = ${cacheSize(opts.cacheMiB)};`,
-    );
-    this.logger = opts.logger;
-    if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.readers = new SqliteReaders(path, opts.readers!, opts.cacheMiB);
-    this.outbox = new SqliteOutbox({ q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) }, opts.forwardTargets ?? []);
+    super(opts);
+    this.outbox = new SqliteOutbox(this.docs, opts.forwardTargets ?? []);
   }
 
   onOutboxWrite(listener: () => void): void {
     this.outboxListeners.push(listener);
-  }
-
-  private q(sql: string): StatementSync {
-    return prepared(this.db, this.cache, sql);
-  }
-
-  private tx<T>(fn: () => T): T {
-    this.db.exec('BEGIN IMMEDIATE');
-    try {
-      const out = fn();
-      this.db.exec('COMMIT');
-      if (this.storageDown) this.storageBack();
-      return out;
-    } catch (err) {
-      // After a full disk or an I/O error SQLite may have rolled back already: a second ROLLBACK
-      // would fail ("no transaction is active") and hide why the write failed.
-      if (this.db.isTransaction) {
-        try {
-          this.db.exec('ROLLBACK');
-        } catch (rollback) {
-          this.logger?.error({ err: describeSqlite(rollback), cause: describeSqlite(err) }, 'SQLite could not roll back a failed transaction');
-        }
-      }
-      // Ids it created are gone again: forget every cached one (they are cheap to look up).
-      this.tenantIds.clear();
-      this.keyIds.clear();
-      this.definitions.clear();
-      throw this.storageRefused(err);
-    }
-  }
-
-  /** A write the storage refused becomes a 503 (logged here, once per minute of an outage); any other error passes. */
-  private storageRefused(err: unknown): unknown {
-    const cause = err instanceof WriteFailed ? err.cause : err;
-    if (!isStorageFailure(cause)) return err;
-    const now = Date.now();
-    const down = (this.storageDown ??= { sinceMs: now, refused: 0, loggedMs: 0 });
-    down.refused++;
-    if (now - down.loggedMs >= STORAGE_LOG_INTERVAL_MS) {
-      down.loggedMs = now;
-      this.logger?.error(
-        { err: describeSqlite(cause), since: new Date(down.sinceMs).toISOString(), refused: down.refused },
-        'SQLite cannot write (disk full or failing): writes are answered 503 until it can',
-      );
-    }
-    return new LrsError('unavailable', STORAGE_FAILED);
-  }
-
-  private storageBack(): void {
-    const down = this.storageDown!;
-    this.storageDown = undefined;
-    this.logger?.info({ since: new Date(down.sinceMs).toISOString(), refused: down.refused }, 'SQLite writes again');
-  }
-
-  async migrate(): Promise<void> {
-    this.db.exec('CREATE TABLE IF NOT EXISTS schema_migrations (version INTEGER PRIMARY KEY, name TEXT NOT NULL, applied_at TEXT NOT NULL)');
-    const applied = new Set((this.db.prepare('SELECT version FROM schema_migrations').all() as Row[]).map((r) => Number(r.version)));
-    for (const m of MIGRATIONS) {
-      if (applied.has(m.version)) continue;
-      if (m.rebuilds) {
-        const n = Number((this.db.prepare(m.rebuilds.count).get() as Row).n);
-        if (n > 0) this.logger?.info({ version: m.version, statements: n }, `${m.rebuilds.message}: ${n} statements`);
-      }
-      this.tx(() => {
-        this.db.exec(m.sql);
-        this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date().toISOString());
-      });
-    }
-  }
-
-  async ping(): Promise<void> {
-    this.q('SELECT count(*) AS n FROM schema_migrations').get();
-  }
-
-  async close(): Promise<void> {
-    await this.readers?.close();
-    if (this.db.isOpen) this.db.close();
-  }
-
-  /** The reader threads started so far (tests stop one). */
-  get readerThreads(): Worker[] {
-    return this.readers?.threads ?? [];
   }
 
   /**
@@ -322,7 +132,7 @@ export class SqliteStore implements Store {
       const seqBefore = this.outbox.enabled ? this.outbox.lastSeq() : 0;
       const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
       // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
-      const storedMs = Math.max(Date.now(), Number(last?.stored_ms ?? 0));
+      const storedMs = Math.max(this.clock.now(), Number(last?.stored_ms ?? 0));
       const storedIso = new Date(storedMs).toISOString();
       // Dictionary ids for the whole group, before any request writes: a request rejected never
       // takes a key row that a cached id or a later request of the group relies on.
@@ -382,87 +192,6 @@ export class SqliteStore implements Store {
     this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_new ORDER BY tenant, id').run();
     this.q('DELETE FROM statement_ids_new').run();
     this.q('UPDATE id_merge SET through = ?').run(last);
-  }
-
-  // ----- the dictionaries (tenants, keys) -----------------------------------------------------
-
-  /** The tenant's id; undefined for a tenant that never stored a statement (nothing to read). */
-  private tenantId(name: string): number | undefined {
-    let id = this.tenantIds.get(name);
-    if (id === undefined) {
-      const r = this.q('SELECT id FROM tenants WHERE name = ?').get(name) as Row | undefined;
-      if (!r) return undefined;
-      id = Number(r.id);
-      this.tenantIds.set(name, id);
-    }
-    return id;
-  }
-
-  /** In a write transaction: the tenant's id, created when new. */
-  private ensureTenant(name: string): number {
-    const known = this.tenantId(name);
-    if (known !== undefined) return known;
-    const id = Number(this.q('INSERT INTO tenants (name) VALUES (?)').run(name).lastInsertRowid);
-    this.tenantIds.set(name, id);
-    return id;
-  }
-
-  /** In a write transaction, before keyIdsOf: forget cached key ids once an erasure (in any process) deleted keys. */
-  private checkEpoch(): void {
-    const epoch = Number((this.q('SELECT epoch FROM keys_epoch').get() as Row).epoch);
-    if (epoch !== this.epoch) {
-      this.keyIds.clear();
-      this.definitions.clear();
-      this.epoch = epoch;
-    }
-  }
-
-  /** In a write transaction, after checkEpoch: the ids of a tenant's keys, created when new (their ids into `created`). */
-  private keyIdsOf(tenant: number, keys: Iterable<string>, created: number[] = []): Map<string, number> {
-    const out = new Map<string, number>();
-    const find = this.q('SELECT id FROM keys WHERE tenant = ? AND key = ?');
-    const add = this.q('INSERT INTO keys (tenant, key) VALUES (?, ?)');
-    for (const key of keys) {
-      if (out.has(key)) continue;
-      const cached = `${tenant} ${key}`;
-      let id = this.keyIds.get(cached);
-      if (id === undefined) {
-        const r = find.get(tenant, key) as Row | undefined;
-        if (r) id = Number(r.id);
-        else created.push((id = Number(add.run(tenant, key).lastInsertRowid)));
-        if (this.keyIds.size >= KEY_CACHE_MAX) this.keyIds.clear();
-        this.keyIds.set(cached, id);
-      }
-      out.set(key, id);
-    }
-    return out;
-  }
-
-  /**
-   * After erasure removed statements naming these keys (or a rejected request brought them):
-   * deletes the ones no statement of the tenant names any more (in any role, or as a verb or
-   * activity, should an IRI equal an agent key), so no personal data stays in `keys`, and tells
-   * every writer to forget its cached ids.
-   */
-  private dropUnusedKeys(tenant: number, ids: Iterable<number>): void {
-    const drop = this.q(
-      'DELETE FROM keys WHERE tenant = ? AND id = ? ' +
-        `AND NOT EXISTS (SELECT 1 FROM statement_agents WHERE tenant = ? AND bucket IN ${bucketsIn()} AND agent = ?) ` +
-        'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND authority = ?) ' +
-        `AND NOT EXISTS (SELECT 1 FROM statement_activities WHERE tenant = ? AND bucket IN ${bucketsIn()} AND activity = ?) ` +
-        'AND NOT EXISTS (SELECT 1 FROM statements WHERE tenant = ? AND verb = ?) ' +
-        'AND NOT EXISTS (SELECT 1 FROM definitions WHERE key = ?)',
-    );
-    let dropped = 0;
-    for (const id of ids) dropped += Number(drop.run(tenant, id, tenant, id, tenant, id, tenant, id, tenant, id, id).changes);
-    if (dropped) this.q('UPDATE keys_epoch SET epoch = epoch + 1').run();
-    this.keyIds.clear();
-  }
-
-  /** The id of one of the tenant's keys, if it has it. */
-  private keyId(tenant: number, key: string): number | undefined {
-    const r = this.q('SELECT id FROM keys WHERE tenant = ? AND key = ?').get(tenant, key) as Row | undefined;
-    return r ? Number(r.id) : undefined;
   }
 
   /** Deletes a stored statement's agent link rows by primary key (keys from its JSON); returns their key ids. */
@@ -575,142 +304,48 @@ export class SqliteStore implements Store {
     return seq;
   }
 
-  /**
-   * Writes the reach rows (src/store/reach.ts) of new StatementRefs (`seeds`), and rebuilds those
-   * of the statements in `stored` and of every statement reaching one of them: a statement they
-   * target has arrived, or a statement of their chains was erased or rewritten.
-   */
+  /** The reach rows (src/store/reach.ts: rebuildReach) of new StatementRefs (`seeds`) and of the statements in `stored` and those reaching them. */
   private updateReach(tenant: number, seeds: ReachSeed[], stored: number[]): void {
-    const all = new Map(seeds.map((s) => [s.seq, s]));
-    if (stored.length) {
-      const seqs = new Set(stored);
-      const reaching = this.q('SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?');
-      for (const via of stored) for (const r of reaching.all(tenant, via) as Row[]) seqs.add(Number(r.seq));
-      const dels = REACH_TABLES.map((table) => this.q(`DELETE FROM ${table} WHERE tenant = ? AND seq = ?`));
-      const row = this.q('SELECT ref_id, authority FROM statements WHERE tenant = ? AND seq = ?');
-      for (const seq of seqs) {
-        for (const del of dels) del.run(tenant, seq);
-        const r = row.get(tenant, seq) as Row | undefined;
-        if (r && r.ref_id !== null) all.set(seq, { seq, refId: uuidText(r.ref_id as Uint8Array), authority: r.authority === null ? null : Number(r.authority) });
-      }
-    }
-    if (!all.size) return;
-    const walk = new ReachWalk(all.values());
-    const byId = this.q(`SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`);
-    for (let ids = walk.wanted(); ids.length; ids = walk.wanted()) {
-      walk.found(
-        ids.flatMap((id) => {
-          const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
-          if (!r) return [];
-          const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
-          return [{ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) }];
-        }),
-      );
-    }
-    const rows = walk.rows(this.keyIdsOf(tenant, walk.keys()));
-    const reach = this.q('INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)');
-    for (const r of rows.reach) reach.run(tenant, r.seq, r.via, r.verb, r.registration as Uint8Array | null, r.authority);
-    const agent = this.q('INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)');
-    for (const a of rows.agents) agent.run(tenant, a.agent, a.seq, a.via, a.role);
-    const activity = this.q('INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)');
-    for (const a of rows.activities) activity.run(tenant, a.activity, a.seq, a.via, a.direct);
+    if (seeds.length || stored.length) runStatements(this.docs, rebuildReach(this.reach, tenant, seeds, stored));
   }
 
-  async getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return undefined;
-    const sql = `SELECT seq, stored_ms, full FROM statements WHERE ${BY_ID} AND voided = ?`;
-    const r = (
-      authority === undefined
-        ? this.q(sql).get(tid, uuidBytes(id), voided ? 1 : 0)
-        : this.q(`${sql} AND authority = (SELECT id FROM keys WHERE tenant = ? AND key = ?)`).get(tid, uuidBytes(id), voided ? 1 : 0, tid, authority)
-    ) as Row | undefined;
-    return r ? toRow(r) : undefined;
+  private readonly reach = sqliteReach((tenant, keys) => this.keyIdsOf(tenant, keys));
+
+  getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
+    return reads.getStatement(this.source, tenant, id, voided, authority);
   }
 
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
     return this.readers ? this.readers.query(tenant, query) : readPage(this.source, tenant, query);
   }
 
-  /** Each hash's attachments row (`cols`), with `carrier` only if a statement of that authority carried its data. */
-  private attachmentRows(tenant: string, sha2s: string[], cols: string, carrier?: string): Row[] {
-    const sql = `SELECT ${cols} FROM attachments a WHERE tenant = ? AND sha2 = ?`;
-    const any = this.q(sql);
-    let get = (h: string) => any.get(tenant, h);
-    if (carrier !== undefined) {
-      const tid = this.tenantId(tenant);
-      if (tid === undefined) return [];
-      // One probe of the carriers' index (migration 11) per hash.
-      const st = this.q(`${sql} AND EXISTS (SELECT 1 FROM statement_attachments l WHERE l.sha2 = a.sha2 AND l.carrier = (SELECT id FROM keys WHERE tenant = ? AND key = ?))`);
-      get = (h) => st.get(tenant, h, tid, carrier);
-    }
-    return [...new Set(sha2s)].flatMap((h): Row[] => {
-      const r = get(h) as Row | undefined;
-      return r ? [r] : [];
-    });
+  getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
+    return reads.getAttachments(this.source, tenant, sha2s, carrier);
   }
 
-  async getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    return this.attachmentRows(tenant, sha2s, 'sha2, content_type, content', carrier).map((r) => {
-      const content = r.content as Uint8Array; // a copy node:sqlite made: no second one
-      return { sha2: String(r.sha2), contentType: String(r.content_type), content: Buffer.from(content.buffer, content.byteOffset, content.byteLength) };
-    });
+  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
+    return reads.attachmentSizes(this.source, tenant, sha2s, carrier);
   }
 
-  async attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
-    return new Map(this.attachmentRows(tenant, sha2s, 'sha2, length', carrier).map((r) => [String(r.sha2), Number(r.length)]));
-  }
-
-  async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
-    const out = new Map<string, string[]>();
-    const st = this.q('SELECT l.sha2 FROM statement_attachments l WHERE l.seq = ? AND l.carrier IS NULL AND EXISTS (SELECT 1 FROM attachments a WHERE a.tenant = ? AND a.sha2 = l.sha2)');
-    for (const position of positions) {
-      const rows = st.all(Number(position), tenant) as Row[];
-      if (rows.length) out.set(position, rows.map((r) => String(r.sha2)));
-    }
-    return out;
+  attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
+    return reads.attachmentsNotCarried(this.source, tenant, positions);
   }
 
   async consistentThrough(): Promise<Date> {
     // Writes commit synchronously before they are acknowledged: everything stored is visible.
-    return new Date();
+    return new Date(this.clock.now());
   }
 
-  async statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return [];
-    // Read as a statement page is: the JSON of small rows with the query, the others once kept.
-    const st = this.q(
-      `SELECT s.seq, ${sizedJson(SQLITE, 's.full', SQLITE.fullBytes('s'), () => '?')} ` +
-        `FROM statement_agents a JOIN statements s ON s.seq = a.seq WHERE a.tenant = ? AND a.bucket IN ${bucketsIn()} ` +
-        'AND a.agent = (SELECT id FROM keys WHERE tenant = ? AND key = ?) ORDER BY a.bucket DESC, a.seq DESC LIMIT ?',
-    );
-    st.setReturnArrays(true);
-    const rows = st.all(inlineBytes({ limit, maxBytes }), tid, tid, agentKey, limit) as unknown as unknown[][];
-    return rows.slice(0, keptRows(this.source, tid, rows, { limit, maxBytes, attachments: false }, 1)).map((r) => r[1] as string);
+  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
+    return reads.statementsWithAgent(this.source, tenant, agentKey, limit, maxBytes);
   }
 
-  async getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
-    const out = new Map<string, ActivityDefinition>();
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return out;
-    // A chunk's ids as one JSON array: one statement, one index probe per id.
-    const st = this.q('SELECT k.key, d.definition FROM keys k JOIN definitions d ON d.key = k.id WHERE k.tenant = ? AND k.key IN (SELECT value FROM json_each(?))');
-    for (let i = 0; i < activityIds.length; i += DEFINITIONS_PER_QUERY) {
-      // The driver is synchronous: between chunks, the other requests get the event loop.
-      if (i) await new Promise((resolve) => setImmediate(resolve));
-      for (const r of st.all(tid, JSON.stringify(activityIds.slice(i, i + DEFINITIONS_PER_QUERY))) as Row[]) {
-        out.set(String(r.key), JSON.parse(String(r.definition)) as ActivityDefinition);
-      }
-    }
-    return out;
+  getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
+    return reads.activityDefinitions(this.source, tenant, activityIds);
   }
-
-  /** The document SQL lives in ./documents.ts; it borrows the statement cache and the transaction helper. */
-  private readonly docs: docs.SqliteHandle = { q: (sql) => this.q(sql), tx: (fn) => this.tx(fn) };
 
   async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return docs.getDocument(this.docs, tenant, key);
+    return runStatements(this.docs, docs.getDocument(this.documents, tenant, key));
   }
 
   async putDocument(
@@ -719,66 +354,34 @@ export class SqliteStore implements Store {
     doc: { content: Buffer; contentType: string },
     opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
-    return docs.putDocument(this.docs, tenant, key, doc, opts);
+    return this.tx(() => runStatements(this.docs, docs.putDocument(this.documents, tenant, key, doc, opts)));
   }
 
   async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    docs.deleteDocument(this.docs, tenant, key, pre);
+    this.tx(() => runStatements(this.docs, docs.deleteDocument(this.documents, tenant, key, pre)));
   }
 
   async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return docs.listDocumentIds(this.docs, tenant, key, sinceMs);
+    return runStatements(this.docs, docs.listDocumentIds(this.documents, tenant, key, sinceMs));
   }
 
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
-    this.tx(() => docs.deleteDocuments(this.docs, tenant, key));
+    this.tx(() => runStatements(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
 
-  /** The seq range of a stored-time window: stored order and seq order agree. */
-  private seqWindow(tenant: number, opts: { sinceMs?: number; untilMs?: number }): { from: number; to: number } | undefined {
-    let from = 0;
-    let to = Number.MAX_SAFE_INTEGER;
-    if (opts.sinceMs !== undefined) {
-      const r = storedSeq(this.source, tenant, opts.sinceMs, 'since');
-      if (!r) return undefined;
-      from = Number(r.seq);
-    }
-    if (opts.untilMs !== undefined) {
-      const r = storedSeq(this.source, tenant, opts.untilMs, 'until');
-      if (!r) return undefined;
-      to = Number(r.seq);
-    }
-    return { from, to };
+  scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
+    return reads.scanStatements(this.source, tenant, opts);
   }
 
-  async scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
-    const tid = this.tenantId(tenant);
-    const w = tid === undefined ? undefined : this.seqWindow(tid, opts);
-    if (!w) return { rows: [] };
-    const from = Math.max(w.from, opts.after === undefined ? 0 : Number(opts.after) + 1);
-    const rows = (
-      this.q('SELECT seq, stored_ms, full FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ? ORDER BY seq LIMIT ?').all(tid!, from, w.to, opts.limit + 1) as Row[]
-    ).map(toRow);
-    if (rows.length <= opts.limit) return { rows };
-    rows.length = opts.limit;
-    return { rows, next: rows[rows.length - 1].position };
+  countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
+    return reads.countStatements(this.source, tenant, opts);
   }
 
-  async countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
-    const tid = this.tenantId(tenant);
-    const w = tid === undefined ? undefined : this.seqWindow(tid, opts);
-    if (!w) return 0;
-    return Number((this.q('SELECT count(*) AS n FROM statements WHERE tenant = ? AND seq >= ? AND seq <= ?').get(tid!, w.from, w.to) as Row).n);
-  }
-
-  async referringStatements(tenant: string, ids: string[]): Promise<string[]> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return [];
-    const st = this.q('SELECT id FROM statements WHERE tenant = ? AND ref_id = ?');
-    return ids.flatMap((id) => (st.all(tid, uuidBytes(id)) as Row[]).map((r) => uuidText(r.id as Uint8Array)));
+  referringStatements(tenant: string, ids: string[]): Promise<string[]> {
+    return reads.referringStatements(this.source, tenant, ids);
   }
 
   async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
@@ -853,33 +456,51 @@ export class SqliteStore implements Store {
   }
 
   async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    const cols = 'kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms';
-    const a = opts.after;
-    const rows = (
-      a
-        ? this.q(`SELECT ${cols} FROM documents WHERE tenant = ? AND (kind, activity_id, agent_key, registration, doc_id) > (?, ?, ?, ?, ?) ORDER BY kind, activity_id, agent_key, registration, doc_id LIMIT ?`).all(
-            tenant, a.kind, a.activityId, a.agent, a.registration, a.docId, opts.limit,
-          )
-        : this.q(`SELECT ${cols} FROM documents WHERE tenant = ? ORDER BY kind, activity_id, agent_key, registration, doc_id LIMIT ?`).all(tenant, opts.limit)
-    ) as Row[];
-    return rows.map((r) => ({
-      key: { kind: String(r.kind) as DocumentKey['kind'], activityId: String(r.activity_id), agent: String(r.agent_key), registration: String(r.registration), docId: String(r.doc_id) },
-      content: Buffer.from(r.content as Uint8Array),
-      contentType: String(r.content_type),
-      etag: String(r.etag),
-      updatedMs: Number(r.updated_ms),
-    }));
+    return runStatements(this.docs, docs.scanDocuments(this.documents, tenant, opts));
   }
 
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
-    const where = 'tenant = ? AND kind = ? AND activity_id = ? AND agent_key = ? AND registration = ? AND doc_id = ?';
-    this.tx(() => {
-      for (const k of keys) {
-        this.q(`DELETE FROM documents WHERE ${where}`).run(tenant, k.kind, k.activityId, agentKey, k.registration, k.docId);
-        this.q(`UPDATE documents SET agent_key = ? WHERE ${where}`).run(agentKey, tenant, k.kind, k.activityId, k.agent, k.registration, k.docId);
-      }
-    });
+    this.tx(() => runStatements(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
   }
+}
+
+
+/** SQLite's reach SQL (src/store/reach.ts): row by row, through both levels of the id index; key ids from the writer's `keyIdsOf`. */
+function sqliteReach(keyIdsOf: (tenant: number, keys: string[]) => Map<string, number>): ReachDialect {
+  return {
+    *forget(tenant, stored) {
+      const seqs = new Set(stored);
+      for (const via of stored) for (const r of yield* rows({ text: 'SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?', values: [tenant, via] })) seqs.add(Number(r.seq));
+      const seeds: ReachSeed[] = [];
+      for (const seq of seqs) {
+        for (const table of REACH_TABLES) yield* run({ text: `DELETE FROM ${table} WHERE tenant = ? AND seq = ?`, values: [tenant, seq] });
+        const r = yield* row({ text: 'SELECT ref_id, authority FROM statements WHERE tenant = ? AND seq = ?', values: [tenant, seq] });
+        if (r && r.ref_id !== null) seeds.push({ seq, refId: uuidText(r.ref_id as Uint8Array), authority: r.authority === null ? null : Number(r.authority) });
+      }
+      return seeds;
+    },
+    *targets(tenant, ids) {
+      const out: ReachStatement[] = [];
+      for (const id of ids) {
+        const r = yield* row({ text: `SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`, values: [tenant, uuidBytes(id)] });
+        if (!r) continue;
+        const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
+        out.push({ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) });
+      }
+      return out;
+    },
+    // The writer's cache and its own inserts (in this transaction): no statement to yield.
+    *keyIds(tenant, keys) {
+      return keyIdsOf(tenant, keys);
+    },
+    *write(tenant, out) {
+      for (const r of out.reach) {
+        yield* run({ text: 'INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)', values: [tenant, r.seq, r.via, r.verb, r.registration, r.authority] });
+      }
+      for (const a of out.agents) yield* run({ text: 'INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.agent, a.seq, a.via, a.role] });
+      for (const a of out.activities) yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
+    },
+  };
 }
 
 /** Every key a statement's rows name: verb, authority, agents, activities. */

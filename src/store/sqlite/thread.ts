@@ -15,6 +15,7 @@
  * go on. This file is also the worker's entry point.
  */
 import { isMainThread, MessageChannel, type MessagePort, Worker, workerData } from 'node:worker_threads';
+import { ManualClock } from '../../clock.ts';
 import { LrsError, type LrsErrorKind, ValidationFailed, type ValidationIssue } from '../../errors.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
@@ -36,6 +37,15 @@ import type {
   StoredRow,
 } from '../types.ts';
 import { type SqliteOptions, SqliteStore } from './store.ts';
+
+/**
+ * The threaded store's options. A clock is a function and cannot cross to the writer thread, so
+ * instead of SqliteOptions.clock it takes `manualClock`, plain data from which the writer builds a
+ * ManualClock (src/clock.ts) of its own: `stored`, document times and forwarding leases are all
+ * read on the writer, so that one clock orders them as the single-thread store's would. Reads on
+ * this thread (consistent-through) keep the system clock. Without it, the system clock.
+ */
+export type ThreadedSqliteOptions = Omit<SqliteOptions, 'clock'> & { manualClock?: { startMs: number; stepMs?: number } };
 
 /** The store's writes: what the worker runs (outbox methods prefixed `outbox.`). */
 type WriteCall =
@@ -108,7 +118,7 @@ function moved(u: Uint8Array, transfer: ArrayBuffer[]): Buffer {
 export class ThreadedSqliteStore implements Store {
   readonly backend = 'sqlite';
   readonly outbox: Outbox;
-  private readonly opts: SqliteOptions;
+  private readonly opts: ThreadedSqliteOptions;
   private readonly listeners: (() => void)[] = [];
   private readonly waiting = new Map<number, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
   private nextId = 1;
@@ -118,7 +128,7 @@ export class ThreadedSqliteStore implements Store {
   private failure: LrsError | undefined;
   private closing: Promise<void> | undefined;
 
-  constructor(opts: SqliteOptions) {
+  constructor(opts: ThreadedSqliteOptions) {
     this.opts = opts;
     const call = <T>(op: WriteCall['op'], args: unknown[]) => this.send({ op, args } as WriteCall) as Promise<T>;
     this.outbox = {
@@ -168,7 +178,8 @@ export class ThreadedSqliteStore implements Store {
     this.worker.on('error', (err) => this.fail(err.message));
     this.worker.on('exit', (code) => this.fail(`exited with code ${code}`));
     await ready;
-    this.reader = new SqliteStore({ ...options, forwardTargets: [] });
+    const { manualClock: _, ...readerOptions } = options;
+    this.reader = new SqliteStore({ ...readerOptions, forwardTargets: [] });
     this.hold(false);
   }
 
@@ -370,11 +381,12 @@ function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unk
  * The worker: migrates, then runs each job as it arrives. Statement inserts that arrive together
  * (the port delivers every queued message before the next turn of the loop) form one group commit.
  */
-async function serve(port: MessagePort, opts: SqliteOptions): Promise<void> {
+async function serve(port: MessagePort, { manualClock, ...opts }: ThreadedSqliteOptions): Promise<void> {
   let store: SqliteStore;
   try {
     const relay = (level: 'info' | 'error') => (fields: object, msg: string) => port.postMessage({ log: { level, fields, msg } } satisfies Message);
-    store = new SqliteStore({ ...opts, logger: { info: relay('info'), error: relay('error') } });
+    const clock = manualClock && new ManualClock(manualClock.startMs, manualClock.stepMs);
+    store = new SqliteStore({ ...opts, clock, logger: { info: relay('info'), error: relay('error') } });
     await store.migrate();
   } catch (e) {
     port.postMessage({ ready: false, error: toWire(e) } satisfies Message);
@@ -403,5 +415,5 @@ async function serve(port: MessagePort, opts: SqliteOptions): Promise<void> {
   port.postMessage({ ready: true } satisfies Message);
 }
 
-const started = isMainThread ? undefined : (workerData as { lecternSqliteWriter?: { port: MessagePort; options: SqliteOptions } } | null)?.lecternSqliteWriter;
+const started = isMainThread ? undefined : (workerData as { lecternSqliteWriter?: { port: MessagePort; options: ThreadedSqliteOptions } } | null)?.lecternSqliteWriter;
 if (started) void serve(started.port, started.options);

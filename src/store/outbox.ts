@@ -1,0 +1,99 @@
+/**
+ * The forwarding outbox (see Outbox in ./types.ts) once for every backend: what a claim,
+ * renewal, settlement, re-queue and the figures do, as programs (./program.ts) of the
+ * backend's OutboxDialect, run by its OutboxPort. Rows are queued by the statement write, inside
+ * its transaction (each backend's own outbox module).
+ */
+import type { Program } from './program.ts';
+import type { ForwardingStats, Outbox, OutboxItem, OutboxSettlement } from './types.ts';
+
+type Row = Record<string, unknown>;
+
+/** How a backend runs outbox programs: alone, or in a transaction opened by `begin` (its default BEGIN when not given). */
+export interface OutboxPort {
+  run<T>(program: Program<T>): Promise<T>;
+  tx<T>(program: Program<T>, begin?: string): Promise<T>;
+}
+
+/** What differs in the backends' outbox SQL (SQLite: this process's clock, one row per statement; PostgreSQL: the database clock, arrays). */
+export interface OutboxDialect {
+  /** Claims up to `limit` due, unleased items of `target` for `leaseMs`, oldest due first. */
+  claim(target: string, owner: string, limit: number, leaseMs: number): Program<OutboxItem[]>;
+  /** The BEGIN of the claim's transaction; none when the claim is one statement. */
+  claimBegin?: string;
+  renew(owner: string, ids: string[], leaseMs: number): Program<void>;
+  /** Deletes delivered items `owner` holds; returns how many. */
+  delivered(owner: string, ids: string[]): Program<number>;
+  /** Back in the queue after their delay, one attempt more; returns how many. */
+  retry(owner: string, items: NonNullable<OutboxSettlement['retry']>): Program<number>;
+  dead(owner: string, items: NonNullable<OutboxSettlement['dead']>): Program<void>;
+  release(owner: string, ids: string[]): Program<void>;
+  /** Adds to a target's delivered and retried counters. */
+  count(target: string, delivered: number, retried: number): Program<void>;
+  requeueDead(target?: string): Program<number>;
+  /** Per target: queued and dead counts, the counters, the newest dead letter's error (for mergeStats). */
+  stats(): Program<[Row[], Row[], Row[]]>;
+  /** The BEGIN of the figures' snapshot; none when the reads already agree (one synchronous connection). */
+  statsBegin?: string;
+}
+
+export class StoreOutbox implements Outbox {
+  protected readonly port: OutboxPort;
+  protected readonly d: OutboxDialect;
+
+  constructor(port: OutboxPort, dialect: OutboxDialect) {
+    this.port = port;
+    this.d = dialect;
+  }
+
+  claim(target: string, owner: string, limit: number, leaseMs: number): Promise<OutboxItem[]> {
+    const program = this.d.claim(target, owner, limit, leaseMs);
+    return this.d.claimBegin === undefined ? this.port.run(program) : this.port.tx(program, this.d.claimBegin);
+  }
+
+  async renew(owner: string, ids: string[], leaseMs: number): Promise<void> {
+    if (!ids.length) return;
+    await this.port.run(this.d.renew(owner, ids, leaseMs));
+  }
+
+  async settle(target: string, owner: string, s: OutboxSettlement): Promise<void> {
+    const d = this.d;
+    await this.port.tx(
+      (function* () {
+        const delivered = s.delivered?.length ? yield* d.delivered(owner, s.delivered) : 0;
+        const retried = s.retry?.length ? yield* d.retry(owner, s.retry) : 0;
+        if (s.dead?.length) yield* d.dead(owner, s.dead);
+        if (s.release?.length) yield* d.release(owner, s.release);
+        if (delivered || retried) yield* d.count(target, delivered, retried);
+      })(),
+    );
+  }
+
+  requeueDead(target?: string): Promise<number> {
+    return this.port.run(this.d.requeueDead(target));
+  }
+
+  async stats(): Promise<ForwardingStats[]> {
+    const program = this.d.stats();
+    const [counts, counters, errors] = await (this.d.statsBegin === undefined ? this.port.run(program) : this.port.tx(program, this.d.statsBegin));
+    return mergeStats(counts, counters, errors);
+  }
+}
+
+/**
+ * Per-target forwarding figures (both backends) from the outbox counts by target (`queued`,
+ * `dead`), the counters table (`delivered`, `retried`) and one dead letter's `last_error` per target.
+ */
+function mergeStats(counts: Row[], counters: Row[], lastErrors: Row[]): ForwardingStats[] {
+  const out = new Map<string, ForwardingStats>();
+  const of = (target: unknown) => {
+    const key = String(target);
+    let s = out.get(key);
+    if (!s) out.set(key, (s = { target: key, queued: 0, delivered: 0, retried: 0, dead: 0 }));
+    return s;
+  };
+  for (const r of counts) Object.assign(of(r.target), { queued: Number(r.queued), dead: Number(r.dead) });
+  for (const r of counters) Object.assign(of(r.target), { delivered: Number(r.delivered), retried: Number(r.retried) });
+  for (const r of lastErrors) if (r.last_error != null) of(r.target).lastError = String(r.last_error);
+  return [...out.values()].sort((a, b) => a.target.localeCompare(b.target));
+}

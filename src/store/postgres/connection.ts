@@ -1,0 +1,359 @@
+/**
+ * The PostgreSQL backend's connection: a pool per process, failures turned into LrsError
+ * 'unavailable' (503) and logged once per outage, transactions retried on serialization
+ * failures, start-up (waiting for the server, creating the database) and versioned migrations
+ * under an advisory lock (many processes may start at once). The reads (./readers.ts) and the
+ * writes (./store.ts) build on it.
+ */
+import type { Socket } from 'node:net';
+import { setTimeout as sleep } from 'node:timers/promises';
+import pg from 'pg';
+import { createHash } from 'node:crypto';
+import { type Clock, systemClock } from '../../clock.ts';
+import { redactUrl } from '../../redact.ts';
+import type { Logger } from '../../log.ts';
+import { type Program, runAsync } from '../program.ts';
+import type { PoolStats } from '../types.ts';
+import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
+import { MIGRATIONS } from './migrations.ts';
+
+export interface PostgresOptions {
+  url: string;
+  poolSize: number;
+  /** Server-side statement_timeout in ms (lock waits included); 0: none. */
+  statementTimeoutMs: number;
+  /** Wait for a connection (new, or free in the pool) in ms. */
+  connectTimeoutMs: number;
+  /** Start-up only: attempts after the first while the server cannot be reached. */
+  connectRetries: number;
+  /** Start-up only: first wait between attempts in ms; doubles, capped at 30 s. */
+  connectBackoffMs: number;
+  logger?: Logger;
+  /** Urls of the active forwarding targets: each new statement is queued for each. */
+  forwardTargets?: string[];
+  /**
+   * This process's clock (default: the system clock): only for its own bookkeeping (log
+   * intervals, kept driver choices). `stored`, document times and forwarding leases are the
+   * database's clock, which every process sharing the database agrees on.
+   */
+  clock?: Clock;
+}
+
+/**
+ * The settings of every connection. Plan every execution for its parameters: one tenant may hold
+ * most rows and another a few, and a generic plan picked for "any tenant" can walk the whole table
+ * for a small one. No JIT: every query is a short index walk, but the cost estimates of recursive
+ * queries pass jit_above_cost, and compiling took 70-170 ms of a 2 ms query. No bitmap scans:
+ * they cannot return rows in index order, and with no statistics on `tenant` (migration 2) a
+ * tenant's since/until window of 6,000 statements was estimated at 30 rows, read whole and
+ * sorted for a page of 100 (4.7 ms at 100k, against 0.2 ms walking the index to the page).
+ */
+export const SESSION_OPTIONS = '-c plan_cache_mode=force_custom_plan -c jit=off -c enable_bitmapscan=off';
+
+/** Advisory lock namespaces (the first int4 of the two-key form; shows as pg_locks.classid). */
+export const LOCK_MIGRATE = 0x4c450001;
+export const LOCK_STATEMENTS = 0x4c450002;
+export const LOCK_DOCUMENT = 0x4c450003;
+/** Shared, by each statement group from its first read to its commit (see consistentThrough). */
+export const LOCK_INTENT = 0x4c450004;
+
+/** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
+export const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
+
+/** A tenant's statement lock key, asked by every statement request (Consistent-Through) and write. */
+const tenantKeys = new Map<string, number>();
+export const tenantLockKey = (tenant: string): number => {
+  let key = tenantKeys.get(tenant);
+  if (key === undefined) {
+    if (tenantKeys.size >= 10_000) tenantKeys.clear();
+    tenantKeys.set(tenant, (key = lockKey(tenant)));
+  }
+
+  return key;
+};
+
+/**
+ * A connection checked out of the pool whose socket has been silent for `limitMs` (longer than
+ * statement_timeout, after which the server itself answers) lost its server: it is destroyed,
+ * which fails its query (503) and takes it out of the pool. One inactivity timer per socket,
+ * which Node re-arms on every read and write. Not pg's query_timeout (a timer per query): with
+ * it, measured, every statement page's rows outlived young-generation collections (4–7 MB
+ * promoted per scavenge instead of ≈ 10 KB), a third of a PostgreSQL page's CPU
+ * (docs/benchmarks.md, session 10).
+ */
+function watchSilence(pool: pg.Pool, limitMs: number): void {
+  const checkedOut = new Set<pg.PoolClient>();
+  pool.on('acquire', (client) => checkedOut.add(client));
+  pool.on('release', (_err, client) => checkedOut.delete(client));
+  pool.on('remove', (client) => checkedOut.delete(client as pg.PoolClient));
+  pool.on('connect', (client) => {
+    const socket = client.connection.stream as Socket;
+    socket.setTimeout(limitMs);
+    socket.on('timeout', () => {
+      // Idle in the pool: nothing is awaited from the server.
+      if (checkedOut.has(client)) socket.destroy(Object.assign(new Error(`PostgreSQL did not answer for ${limitMs} ms`), { code: 'ETIMEDOUT' }));
+    });
+  });
+}
+
+/** json/jsonb come back as text (served as is, or parsed where needed); int8 stays a string. */
+const RAW = (v: string): string => v;
+const types = {
+  getTypeParser: ((oid: number, format?: 'text' | 'binary') =>
+    oid === 114 || oid === 3802 ? RAW : pg.types.getTypeParser(oid, format ?? 'text')) as pg.CustomTypesConfig['getTypeParser'],
+};
+
+/** Least time between two log lines about the same outage (each refused request is not a line of its own). */
+const OUTAGE_LOG_INTERVAL_MS = 60_000;
+
+export abstract class PostgresConnection {
+  readonly backend = 'postgres';
+  protected readonly pool: pg.Pool;
+  protected readonly opts: PostgresOptions;
+  protected readonly clock: Clock;
+  protected readonly tenants = new Map<string, number>();
+  /** What the planner last counted at migrate (see PostgresStore.noteInserted). */
+  protected analyzedRows = 0;
+  protected closed = false;
+
+  constructor(opts: PostgresOptions) {
+    this.opts = opts;
+    this.clock = opts.clock ?? systemClock;
+    this.pool = new pg.Pool({
+      connectionString: opts.url,
+      max: opts.poolSize,
+      connectionTimeoutMillis: opts.connectTimeoutMs,
+      idleTimeoutMillis: 30_000,
+      ...(opts.statementTimeoutMs > 0 && {
+        statement_timeout: opts.statementTimeoutMs,
+      }),
+      keepAlive: true,
+      application_name: 'lectern',
+      options: SESSION_OPTIONS,
+      types,
+    });
+    // An idle connection that dies (server restart, fail-over) is dropped by the pool; the next
+    // request opens a fresh one. Without a listener the error would crash the process.
+    this.pool.on('error', (err) => opts.logger?.warn({ err: describe(err) }, 'an idle PostgreSQL connection was lost'));
+    // pg also emits 'error' on a checked-out connection with no query in flight when the server
+    // ends the session (a restart: 57P01); the pool and each query listen only part of the time,
+    // and one unheard would crash the process (seen once per few test runs of a PostgreSQL
+    // restart). The query, transaction or pool that owns the connection still gets the error.
+    this.pool.on('connect', (client) => client.on('error', () => undefined));
+    // A server that stops answering without closing the socket: give up a little after it would have.
+    if (opts.statementTimeoutMs > 0) watchSilence(this.pool, opts.statementTimeoutMs + opts.connectTimeoutMs);
+  }
+
+  poolStats(): PoolStats {
+    return { total: this.pool.totalCount, idle: this.pool.idleCount, waiting: this.pool.waitingCount, max: this.opts.poolSize };
+  }
+
+  /**
+   * Runs `fn`, turning connection failures and a full disk into 503s. Their cause is logged here,
+   * at most once a minute for each kind (not once per refused request), with how many requests
+   * the failure refused since it was last logged.
+   */
+  protected async guard<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      const mapped = toLrsError(err);
+      if (mapped !== err) this.outageSeen(err);
+      throw mapped;
+    }
+  }
+
+  /** Per kind of failure: when it was last logged, and the requests it refused since. */
+  protected readonly outages = new Map<'disk full' | 'unavailable', { loggedMs: number; refused: number }>();
+  protected outageSeen(err: unknown): void {
+    const kind = isDiskFull(err) ? 'disk full' : 'unavailable';
+    let o = this.outages.get(kind);
+    if (!o) this.outages.set(kind, (o = { loggedMs: -Infinity, refused: 0 }));
+    o.refused++;
+    const now = this.clock.now();
+    if (now - o.loggedMs < OUTAGE_LOG_INTERVAL_MS) return;
+    const fields = { err: describe(err), refused: o.refused };
+    o.loggedMs = now;
+    o.refused = 0;
+    if (kind === 'disk full') this.opts.logger?.error(fields, 'PostgreSQL cannot write (disk full): writes are answered 503 until it can');
+    else this.opts.logger?.warn(fields, 'PostgreSQL is unavailable');
+  }
+
+  protected query<R extends pg.QueryResultRow>(text: string, values: unknown[], name?: string): Promise<pg.QueryResult<R>> {
+    return this.guard(() => this.pool.query<R>(name ? { name, text, values } : { text, values }));
+  }
+
+  /**
+   * One transaction on one connection. Serialization failures, deadlocks and a unique violation
+   * from a racing writer run the whole transaction again (it re-reads what it depends on).
+   * `begin` opens it (one simple query: what follows BEGIN costs no round trip of its own).
+   */
+  protected tx<T>(fn: (c: pg.PoolClient) => Promise<T>, begin = 'BEGIN'): Promise<T> {
+    return this.guard(async () => {
+      for (let attempt = 1; ; attempt++) {
+        const c = await this.pool.connect();
+        let broken: Error | undefined;
+        // A checked-out client whose connection dies between queries emits 'error' (the pool
+        // only listens while it is idle): unhandled, that would crash the process.
+        const onError = (err: Error) => {
+          broken = err;
+        };
+        c.on('error', onError);
+        try {
+          await c.query(begin);
+          const out = await fn(c);
+          await c.query('COMMIT');
+          return out;
+        } catch (err) {
+          // A connection that failed, or that reached a server unable to take writes (a demoted
+          // primary after a fail-over), is not given back to the pool: the next one is fresh.
+          if (isUnavailable(err)) broken ??= err as Error;
+          await c.query('ROLLBACK').catch((e: Error) => {
+            broken ??= e;
+          });
+          if (!broken && attempt < 3 && isRetryable(err)) continue;
+          throw err;
+        } finally {
+          c.off('error', onError);
+          c.release(broken);
+        }
+      }
+    });
+  }
+
+  // ----- lifecycle -------------------------------------------------------------------------
+  /**
+   * Start-up: waits for the server (retrying with backoff while it cannot be reached), creates the
+   * database when it does not exist, then fails with one clear line if it never answers.
+   */
+  async waitForServer(): Promise<void> {
+    const where = redactUrl(this.opts.url);
+    let createdDb = false;
+    for (let attempt = 0; ; attempt++) {
+      try {
+        await this.pool.query('SELECT 1');
+        return;
+      } catch (err) {
+        const code = (err as { code?: string }).code;
+        if (code === '3D000' && !createdDb) {
+          createdDb = true;
+          await this.createDatabase();
+          attempt--;
+          continue;
+        }
+        if (!isUnavailable(err)) throw new Error(`PostgreSQL at ${where} refused the connection: ${describe(err)}`);
+        if (attempt >= this.opts.connectRetries) {
+          throw new Error(`cannot reach PostgreSQL at ${where}: ${describe(err)} (gave up after ${attempt + 1} attempt${attempt ? 's' : ''})`);
+        }
+        const wait = Math.min(this.opts.connectBackoffMs * 2 ** attempt, 30_000);
+        this.opts.logger?.warn(
+          { attempt: attempt + 1, retries: this.opts.connectRetries, waitMs: wait, err: describe(err) },
+          `cannot reach PostgreSQL at ${where}; retrying in ${wait} ms`,
+        );
+        await sleep(wait);
+      }
+    }
+  }
+
+  /** Creates the configured database through the `postgres` maintenance database. */
+  protected async createDatabase(): Promise<void> {
+    const url = new URL(this.opts.url);
+    const name = decodeURIComponent(url.pathname.slice(1));
+    url.pathname = '/postgres';
+    const c = new pg.Client({ connectionString: url.toString(), connectionTimeoutMillis: this.opts.connectTimeoutMs });
+    try {
+      await c.connect();
+      await c.query(`CREATE DATABASE "${name.replaceAll('"', '""')}"`);
+      this.opts.logger?.info({ database: name }, 'created the PostgreSQL database');
+    } catch (err) {
+      const code = (err as { code?: string }).code;
+      if (code === '42P04' || code === '23505') return; // another process created it first
+      throw new Error(`PostgreSQL database ${JSON.stringify(name)} does not exist and cannot be created: ${describe(err)}`);
+    } finally {
+      await c.end().catch(() => undefined);
+    }
+  }
+
+  /** Applies missing migrations; a session advisory lock makes concurrent start-ups take turns. */
+  async migrate(): Promise<void> {
+    const c = await this.guard(() => this.pool.connect());
+    let broken: Error | undefined;
+    const onError = (err: Error) => {
+      broken = err;
+    };
+    c.on('error', onError);
+    // Waiting for another process's migration, and a long one, is fine: neither the server's
+    // statement_timeout nor the silence watch applies (the connection is not reused).
+    (c.connection.stream as Socket).setTimeout(0);
+    try {
+      await c.query('SET statement_timeout = 0');
+      await c.query('SELECT pg_advisory_lock($1, 0)', [LOCK_MIGRATE]);
+      await c.query(
+        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
+      );
+      const applied = new Set((await c.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
+      for (const m of MIGRATIONS) {
+        if (applied.has(m.version)) continue;
+        // An operator sees why start-up takes time.
+        const note = m.announce ? (await c.query<{ message: string }>(m.announce)).rows[0] : undefined;
+        if (note) this.opts.logger?.info({ version: m.version }, note.message);
+        await c.query('BEGIN');
+        try {
+          await c.query(m.sql);
+          await c.query('INSERT INTO schema_migrations (version, name) VALUES ($1, $2)', [m.version, m.name]);
+          await c.query('COMMIT');
+        } catch (err) {
+          await c.query('ROLLBACK');
+          throw new Error(`PostgreSQL migration ${m.version} (${m.name}) failed: ${describe(err)}`);
+        }
+        this.opts.logger?.info({ version: m.version, migration: m.name }, 'applied PostgreSQL migration');
+      }
+      // What the planner last counted (-1: never analyzed): the base noteInserted grows from.
+      this.analyzedRows = Math.max(0, Number((await c.query<{ n: number }>("SELECT reltuples AS n FROM pg_class WHERE oid = 'statements'::regclass")).rows[0].n));
+    } catch (err) {
+      broken = err as Error;
+      throw /^PostgreSQL migration \d/.test(broken.message) ? err : new Error(`cannot migrate the PostgreSQL schema: ${describe(err)}`);
+    } finally {
+      // The session lock and the SET go away with the connection.
+      c.off('error', onError);
+      c.release(broken ?? true);
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.query('SELECT count(*) FROM schema_migrations', [], 'ping');
+  }
+
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    await this.pool.end();
+  }
+
+  /** A tenant's id (cached: tenants are never deleted, ids never reused); undefined if unknown and not `create`. */
+  protected async tenantId(name: string, create: true): Promise<number>;
+  protected async tenantId(name: string, create?: boolean): Promise<number | undefined>;
+  protected async tenantId(name: string, create = false): Promise<number | undefined> {
+    const cached = this.tenants.get(name);
+    if (cached !== undefined) return cached;
+    for (let attempt = 0; attempt < 3; attempt++) {
+      const found = await this.query<{ id: number }>('SELECT id FROM tenants WHERE name = $1', [name], 'tenant_id');
+      let id = found.rows[0]?.id;
+      if (id === undefined && create) {
+        id = (await this.query<{ id: number }>('INSERT INTO tenants (name) VALUES ($1) ON CONFLICT DO NOTHING RETURNING id', [name], 'tenant_create')).rows[0]?.id;
+      }
+      if (id !== undefined) this.tenants.set(name, id);
+      if (id !== undefined || !create) return id;
+      // Another process created it since the SELECT: read it again.
+    }
+    throw new Error('the tenant could not be created');
+  }
+
+  /** A program (../program.ts: documents, the outbox) on a pooled connection, or on a transaction's client. */
+  protected documents<T>(program: Program<T>, c?: pg.PoolClient): Promise<T> {
+    return runAsync(program, async (step) => {
+      const r = c ? await c.query(step.name ? { name: step.name, text: step.text, values: step.values } : { text: step.text, values: step.values }) : await this.query(step.text, step.values, step.name);
+      return step.want === 'rows' ? r.rows : step.want === 'row' ? r.rows[0] : (r.rowCount ?? 0);
+    });
+  }
+}
