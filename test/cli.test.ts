@@ -40,6 +40,8 @@ async function serve(args: string[], env: Record<string, string>, cwd = dir) {
       child.kill('SIGTERM');
       return exited;
     },
+    signal: (signal: NodeJS.Signals) => child.kill(signal),
+    exited,
   };
 }
 
@@ -341,6 +343,33 @@ describe('lectern runserver', () => {
     const lines = server.output().split('\n').filter((l) => /listening/i.test(l));
     assert.equal(lines.length, 1, lines.join('\n'));
     assert.match(lines[0], /"msg":"Lectern LRS listening on http:\/\/127\.0\.0\.1:\d+"/);
+  });
+
+  test('a stop signal that arrives twice at once (process group and passed on) stops gracefully, exit code 0', async () => {
+    const authFile = join(dir, 'twice-auth.json');
+    writeFileSync(authFile, JSON.stringify([{ username: 'u', hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: 'mailto:u@example.com' } }]));
+    const server = await serve(['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:', LECTERN_AUTH_FILE: authFile });
+    // A request in flight (its body half sent) keeps the shutdown going while the second signal arrives.
+    const body = JSON.stringify({ actor: { mbox: 'mailto:a@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/o' } });
+    const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const answer = new Promise<number>((resolve, reject) => {
+      const req = request(`${server.url}/xAPI/statements`, { method: 'POST', headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.write(body.slice(0, 20));
+      setTimeout(() => {
+        server.signal('SIGTERM');
+        setTimeout(() => {
+          server.signal('SIGTERM');
+          setTimeout(() => req.end(body.slice(20)), 200);
+        }, 100);
+      }, 200);
+    });
+    assert.equal(await answer, 200);
+    assert.equal(await server.exited, 0, server.output());
+    assert.match(server.output(), /"msg":"stopped"/);
   });
 
   test('a misspelled LECTERN_ variable (environment or .env) is warned of at start-up, naming the closest setting and its origin', async () => {

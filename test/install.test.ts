@@ -53,13 +53,14 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 describe('the packed package, with the system Node', () => {
   const systemNode = () => execFileSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).trim();
 
-  test('npm install -g: `lectern runserver` serves HTTP and stops on SIGTERM with exit code 0', async () => {
+  test('npm install -g: `lectern runserver` serves HTTP and stops gracefully on SIGTERM to its process group, exit code 0', async () => {
     const prefix = join(dir, 'prefix');
     await run('npm', ['install', '-g', '--prefix', prefix, tarball], { cwd: dir, env: npmEnv });
     const work = join(dir, 'work');
     mkdirSync(work);
     // `lectern` found on PATH, run by the `#!/usr/bin/env node` of its bin: the system Node.
-    const child = spawn('lectern', ['runserver', '-p', '0'], { cwd: work, env: { PATH: `${join(prefix, 'bin')}:${SYSTEM_PATH}`, HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'] });
+    // In a process group of its own, stopped as systemd stops a unit: SIGTERM to every process.
+    const child = spawn('lectern', ['runserver', '-p', '0'], { cwd: work, env: { PATH: `${join(prefix, 'bin')}:${SYSTEM_PATH}`, HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
     let out = '';
     child.stderr.on('data', (d: Buffer) => (out += d.toString()));
     const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
@@ -77,9 +78,10 @@ describe('the packed package, with the system Node', () => {
       assert.ok(((await res.json()) as { version: string[] }).version.includes('1.0.3'));
       assert.equal((await fetch(`${url}/xAPI/statements`)).status, 401, 'no user yet');
     } finally {
-      child.kill('SIGTERM');
+      process.kill(-child.pid!, 'SIGTERM');
     }
     assert.equal(await exited, 0, out);
+    assert.match(out, /"msg":"stopped"/, 'a graceful stop');
   });
 
   test('npx from the tarball: `lectern auth` prints an entry (bcrypt loads), `--version` the version', async () => {

@@ -122,7 +122,16 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
   // Logs are written asynchronously: this line reaches stdout before the primary announces the workers.
   await new Promise<void>((done) => logger.flush(() => done()));
   process.send?.({ type: 'ready', url: lrs.url } satisfies ReadyMessage);
-  const stop = (signal: string) => {
+  let stopping: number | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping !== undefined) {
+      // The same stop often arrives twice: sent to the process group (a terminal, systemd) and passed
+      // on by the entry that runs Lectern under the npm Node (src/cli/main.ts). A later one insists.
+      if (performance.now() - stopping < 1000) return;
+      logger.warn({ signal }, 'stopping now, without waiting for in-flight requests');
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
+    stopping = performance.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     lrs.close().then(
       async () => {
@@ -136,8 +145,8 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
       },
     );
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }
 
 interface ReadyMessage {
