@@ -44,7 +44,16 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
   let app: FastifyInstance;
   try {
     app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring });
-    await app.listen({ host: config.host, port: config.port });
+    await app.ready();
+    // Fastify logs its own "Server listening at …" (a line per interface address); runserver logs
+    // the one line, with the url and backend, that says the LRS is up.
+    const level = app.log.level;
+    app.log.level = 'warn';
+    try {
+      await app.listen({ host: config.host, port: config.port });
+    } finally {
+      app.log.level = level;
+    }
   } catch (err) {
     await store.close();
     throw err;

@@ -573,6 +573,9 @@ export const SETTINGS = {
 type Settings = typeof SETTINGS;
 export type Config = { [K in keyof Settings]: ReturnType<Settings[K]['parse']> };
 
+/** Where the variables of an `environment()` result came from: the `.env` file's path, and the names it gave. */
+const origins = new WeakMap<object, { file: string; fromFile: Set<string> }>();
+
 /** Reads `.env` from `cwd` (if present) under the real environment, which wins. */
 export function environment(env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): Record<string, string | undefined> {
   const file = resolve(cwd, '.env');
@@ -584,12 +587,51 @@ export function environment(env: NodeJS.ProcessEnv = process.env, cwd = process.
       throw new ConfigError(`cannot read ${file}: ${(err as Error).message}`);
     }
   }
-  return { ...fromFile, ...env };
+  const merged = { ...fromFile, ...env };
+  origins.set(merged, { file, fromFile: new Set(Object.keys(fromFile).filter((name) => env[name] === undefined)) });
+  return merged;
+}
+
+/** "from /path/.env" or "from the environment", for a variable of an `environment()` result. */
+function origin(env: Record<string, string | undefined>, name: string): string | undefined {
+  const o = origins.get(env);
+  return o && (o.fromFile.has(name) ? `from ${o.file}` : 'from the environment');
+}
+
+/** Levenshtein distance: the closest known name to a misspelled one. */
+function editDistance(a: string, b: string): number {
+  let row = Array.from({ length: b.length + 1 }, (_, j) => j);
+  for (let i = 1; i <= a.length; i++) {
+    const next = [i];
+    for (let j = 1; j <= b.length; j++) next[j] = Math.min(row[j] + 1, next[j - 1] + 1, row[j - 1] + (a[i - 1] === b[j - 1] ? 0 : 1));
+    row = next;
+  }
+  return row[b.length];
+}
+
+/** LECTERN_ variables that are not settings but the test suite's and the benchmark's own. */
+const NOT_SETTINGS = /^LECTERN_(TEST|FUZZ|BENCH)_/;
+
+/**
+ * One warning per LECTERN_* variable that is no setting (a misspelling is otherwise silently
+ * ignored), naming where it came from and the closest setting.
+ */
+export function unknownSettings(env: Record<string, string | undefined>): { variable: string; closest: string; message: string }[] {
+  const known = Object.values(SETTINGS).map((s) => s.name);
+  return Object.keys(env)
+    .filter((name) => name.startsWith('LECTERN_') && !known.includes(name) && !NOT_SETTINGS.test(name))
+    .sort()
+    .map((variable) => {
+      const closest = known.reduce((best, k) => (editDistance(variable, k) < editDistance(variable, best) ? k : best));
+      const from = origin(env, variable);
+      return { variable, closest, message: `${variable}${from ? ` (${from})` : ''} is not a Lectern setting and is ignored: did you mean ${closest}?` };
+    });
 }
 
 /**
  * Builds the configuration. `overrides` (from command-line options) win over the environment and
- * are validated the same way, with the option's own name in the message.
+ * are validated the same way, with the option's own name in the message; a bad value from the
+ * environment says whether it came from `.env` or the real environment.
  */
 export function loadConfig(
   env: Record<string, string | undefined> = environment(),
@@ -599,7 +641,13 @@ export function loadConfig(
   for (const [key, setting] of Object.entries(SETTINGS) as [keyof Settings, Setting<unknown>][]) {
     const override = overrides[key];
     const raw = override?.value ?? env[setting.name] ?? setting.default;
-    out[key] = setting.parse(raw, override ? override.source : setting.name);
+    try {
+      out[key] = setting.parse(raw, override ? override.source : setting.name);
+    } catch (err) {
+      const from = !override && env[setting.name] !== undefined ? origin(env, setting.name) : undefined;
+      if (err instanceof ConfigError && from) throw new ConfigError(`${err.message} (${from})`);
+      throw err;
+    }
   }
   const config = out as Config;
   if (config.maxBodiesInFlight !== undefined && config.maxBodiesInFlight < config.maxRequestSize) {

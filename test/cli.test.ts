@@ -1,8 +1,9 @@
 /** The `lectern` command line, run as a user would: the built CLI under plain node. */
 import assert from 'node:assert/strict';
 import { spawn, spawnSync } from 'node:child_process';
-import { request } from 'node:http';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, request } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
@@ -16,6 +17,32 @@ function lectern(args: string[], env: Record<string, string> = {}) {
   // A command that unexpectedly keeps running (a server that started) fails the test instead of hanging it.
   const r = spawnSync(process.execPath, [CLI, ...args], { cwd: dir, env: { PATH: process.env.PATH, ...env }, encoding: 'utf8', input: '', timeout: 20_000 });
   return { code: r.status, stdout: r.stdout, stderr: r.stderr };
+}
+
+/** `lectern runserver` in `cwd` until `stop()`; resolves once it listens (rejects with its output if it exits). */
+async function serve(args: string[], env: Record<string, string>, cwd = dir) {
+  const child = spawn(process.execPath, [CLI, 'runserver', ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+  let out = '';
+  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    child.stdout.on('data', (d: Buffer) => {
+      out += d.toString();
+      const m = /"url":"(http:[^"]+)"/.exec(out);
+      if (m) resolve(m[1]);
+    });
+    exited.then((code) => reject(new Error(`exited ${code}: ${out}`)));
+  });
+  return {
+    url,
+    output: () => out,
+    stop: async () => {
+      child.kill('SIGTERM');
+      return exited;
+    },
+    signal: (signal: NodeJS.Signals) => child.kill(signal),
+    exited,
+  };
 }
 
 before(() => {
@@ -33,10 +60,53 @@ describe('lectern --help / --version', () => {
     assert.match(lectern(['runserver', '--help']).stdout, /--backend/);
     assert.match(lectern(['auth', '--help']).stdout, /--agent-ifi-account/);
   });
+  test('-h is help on every command; runserver takes its host as -H (or Ralph\'s -h HOST)', () => {
+    for (const command of [[], ['runserver'], ['auth'], ['export'], ['import'], ['erase'], ['forwarding'], ['forwarding', 'status'], ['forwarding', 'retry']]) {
+      const short = lectern([...command, '-h']);
+      assert.equal(short.code, 0, `${command.join(' ')} -h: ${short.stderr}`);
+      assert.match(short.stdout, new RegExp(`^Usage: lectern ${command.join(' ')}`.trimEnd()), command.join(' '));
+      assert.equal(short.stdout, lectern([...command, '--help']).stdout, command.join(' '));
+      assert.match(short.stdout, /-h, --help +show help/);
+    }
+    assert.match(lectern(['runserver', '-h']).stdout, /-H, --host <host>/);
+    // A host that cannot be listened on shows which option the value reached.
+    for (const flag of ['-H', '-h']) assert.match(lectern(['runserver', flag, '192.0.2.1', '-p', '0'], { LECTERN_SQLITE_PATH: ':memory:' }).stderr, /192\.0\.2\.1.*chosen by --host/, flag);
+  });
+
+  test('every command that opens a store takes -b/--backend (and -t/--target, but the forwarding outbox, shared by every store)', () => {
+    for (const command of [['export'], ['import'], ['erase'], ['forwarding', 'status'], ['forwarding', 'retry']]) {
+      const help = lectern([...command, '--help']).stdout;
+      assert.match(help, /-b, --backend <backend>/, command.join(' '));
+      if (command[0] !== 'forwarding') assert.match(help, /-t, --target <target>/, command.join(' '));
+    }
+    const db = join(dir, 'forwarding.sqlite');
+    // The environment says postgres (unreachable); -b sqlite wins.
+    const env = { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: 'postgres://nobody@127.0.0.1:1/none', LECTERN_POSTGRES_CONNECT_RETRIES: '0', LECTERN_SQLITE_PATH: db };
+    for (const args of [['status', '-b', 'sqlite'], ['status', '--backend', 'sqlite', '--json'], ['retry', '-b', 'sqlite']]) {
+      const r = lectern(['forwarding', ...args], env);
+      assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
+    }
+    const postgres = lectern(['forwarding', 'status', '-b', 'postgres'], env);
+    assert.equal(postgres.code, 2);
+    assert.match(postgres.stderr, /cannot open the postgres store/);
+    assert.match(lectern(['forwarding', 'status', '-b', 'mongo'], env).stderr, /--backend must be one of sqlite, postgres/);
+    const t = lectern(['forwarding', 'retry', '-t', 'http://example.com/x'], env);
+    assert.equal(t.code, 2);
+    assert.match(t.stderr, /-t\/--target names a store; name a forwarding target with --url http:\/\/example.com\/x/);
+  });
+
   test('--version prints the package version', () => {
     const pkg = JSON.parse(readFileSync(new URL('../package.json', import.meta.url), 'utf8'));
     assert.equal(lectern(['--version']).stdout.trim(), pkg.version);
   });
+});
+
+test('what the commands write in the working directory by default is git-ignored', () => {
+  const root = fileURLToPath(new URL('..', import.meta.url));
+  for (const file of ['lectern.sqlite', 'lectern.sqlite-wal', 'auth.json', '.env', 'lectern-audit.log']) {
+    const r = spawnSync('git', ['check-ignore', '--no-index', '-q', file], { cwd: root });
+    assert.equal(r.status, 0, `${file} is not git-ignored`);
+  }
 });
 
 describe('lectern auth', () => {
@@ -189,15 +259,140 @@ describe('lectern runserver', () => {
     }
   });
 
-  test('.env is read; a real environment variable wins over it', () => {
+  test('.env is read; a real environment variable wins over it; a bad value says where it came from', () => {
     writeFileSync(join(dir, '.env'), 'LECTERN_RUNSERVER_PORT=notaport\n');
     try {
-      assert.match(lectern(['runserver']).stderr, /LECTERN_RUNSERVER_PORT/);
+      const env = join(dir, '.env').replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+      assert.match(lectern(['runserver']).stderr, new RegExp(`LECTERN_RUNSERVER_PORT must be an integer .* \\(from ${env}\\)$`, 'm'));
       const r = lectern(['runserver'], { LECTERN_RUNSERVER_BACKEND: 'bad' });
-      assert.match(r.stderr, /LECTERN_RUNSERVER_(PORT|BACKEND)/);
+      assert.match(r.stderr, /LECTERN_RUNSERVER_BACKEND must be one of sqlite, postgres, got "bad" \(from the environment\)/);
+      assert.match(lectern(['runserver'], { LECTERN_RUNSERVER_PORT: 'x' }).stderr, /LECTERN_RUNSERVER_PORT .* \(from the environment\)/);
     } finally {
       rmSync(join(dir, '.env'));
     }
+  });
+
+  test('a malformed credentials file stops start-up with one line naming the file and the entry', () => {
+    const file = join(dir, 'bad-auth.json');
+    const good = { username: 'u', hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: 'mailto:u@example.com' } };
+    const cases: [string, RegExp][] = [
+      [JSON.stringify([good, { username: 'v', scopes: ['all'], agent: { mbox: 'mailto:v@example.com' } }]), /: entry 1 \(v\) has no bcrypt hash$/],
+      [JSON.stringify([good, { ...good, username: 'w', scopes: ['everything'] }]), /: entry 1 \(w\) has scopes that are not a list of known scope names$/],
+      ['[{"username": "u",', /is not valid JSON/],
+    ];
+    for (const [text, message] of cases) {
+      writeFileSync(file, text);
+      const r = lectern(['runserver', '-p', '0'], { LECTERN_AUTH_FILE: file, LECTERN_SQLITE_PATH: ':memory:' });
+      assert.equal(r.code, 2, r.stderr);
+      const line = r.stderr.trim();
+      assert.equal(line.split('\n').length, 1, line);
+      assert.ok(line.startsWith(`lectern: error: ${file}`), line);
+      assert.match(line, message);
+    }
+  });
+
+  test('a credentials file edited badly while serving: the error is logged and the last good content stays in force', async () => {
+    const file = join(dir, 'reload-auth.json');
+    const entry = (username: string) => ({ username, hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: `mailto:${username}@example.com` } });
+    writeFileSync(file, JSON.stringify([entry('u1'), entry('u2')]));
+    const server = await serve(['-p', '0'], { LECTERN_AUTH_FILE: file, LECTERN_SQLITE_PATH: ':memory:' });
+    const whoami = (user: string) => fetch(`${server.url}/whoami`, { headers: { authorization: `Basic ${Buffer.from(`${user}:p`).toString('base64')}` } });
+    try {
+      assert.equal((await whoami('u1')).status, 200);
+      writeFileSync(file, '[{"username": "u1", "hash": ');
+      assert.equal((await whoami('u2')).status, 200, 'u2 (never signed in before) is still known');
+      const logged = server
+        .output()
+        .split('\n')
+        .filter((l) => l.startsWith('{'))
+        .map((l) => JSON.parse(l) as { level: number; file?: string; msg: string })
+        .find((l) => l.level === 50 && l.file === file);
+      assert.ok(logged, server.output());
+      assert.match(logged.msg, /credentials file is invalid, keeping its last good content \(2 users\): .* is not valid JSON/);
+      writeFileSync(file, JSON.stringify([entry('u1')]));
+      assert.equal((await whoami('u2')).status, 401, 'a good file is read again');
+    } finally {
+      assert.equal(await server.stop(), 0);
+    }
+  });
+
+  test('a port in use: one line saying which option or setting chose it and how to choose another', async () => {
+    const busy = createServer();
+    await new Promise<void>((r) => busy.listen(0, '127.0.0.1', r));
+    const port = String((busy.address() as AddressInfo).port);
+    try {
+      const env = { LECTERN_SQLITE_PATH: ':memory:' };
+      for (const [args, extra, chosen] of [
+        [['-p', port], {}, '-p/--port'],
+        [[], { LECTERN_RUNSERVER_PORT: port }, 'LECTERN_RUNSERVER_PORT'],
+      ] as const) {
+        const r = lectern(['runserver', ...args], { ...env, ...extra });
+        assert.equal(r.code, 2, r.stderr);
+        const line = r.stderr.trim();
+        assert.equal(line.split('\n').length, 1, line);
+        assert.match(line, new RegExp(`EADDRINUSE.*127\\.0\\.0\\.1:${port}: another process listens on that port \\(chosen by ${chosen}\\); choose another with -p/--port or LECTERN_RUNSERVER_PORT \\(0 picks a free one\\)$`));
+      }
+    } finally {
+      busy.close();
+    }
+  });
+
+  test('start-up says once that the server listens (not Fastify\'s line too)', async () => {
+    const server = await serve(['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:' });
+    assert.equal(await server.stop(), 0);
+    const lines = server.output().split('\n').filter((l) => /listening/i.test(l));
+    assert.equal(lines.length, 1, lines.join('\n'));
+    assert.match(lines[0], /"msg":"Lectern LRS listening on http:\/\/127\.0\.0\.1:\d+"/);
+  });
+
+  test('a stop signal that arrives twice at once (process group and passed on) stops gracefully, exit code 0', async () => {
+    const authFile = join(dir, 'twice-auth.json');
+    writeFileSync(authFile, JSON.stringify([{ username: 'u', hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: 'mailto:u@example.com' } }]));
+    const server = await serve(['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:', LECTERN_AUTH_FILE: authFile });
+    // A request in flight (its body half sent) keeps the shutdown going while the second signal arrives.
+    const body = JSON.stringify({ actor: { mbox: 'mailto:a@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/o' } });
+    const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const answer = new Promise<number>((resolve, reject) => {
+      const req = request(`${server.url}/xAPI/statements`, { method: 'POST', headers }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', reject);
+      req.write(body.slice(0, 20));
+      setTimeout(() => {
+        server.signal('SIGTERM');
+        setTimeout(() => {
+          server.signal('SIGTERM');
+          setTimeout(() => req.end(body.slice(20)), 200);
+        }, 100);
+      }, 200);
+    });
+    assert.equal(await answer, 200);
+    assert.equal(await server.exited, 0, server.output());
+    assert.match(server.output(), /"msg":"stopped"/);
+  });
+
+  test('a misspelled LECTERN_ variable (environment or .env) is warned of at start-up, naming the closest setting and its origin', async () => {
+    const cwd = join(dir, 'misspelled');
+    mkdirSync(cwd);
+    writeFileSync(join(cwd, '.env'), 'LECTERN_AUTH_FIEL=elsewhere.json\n');
+    const server = await serve(['-p', '0'], { LECTERN_RUNSERVER_PROT: '9000', LECTERN_SQLITE_PATH: ':memory:', LECTERN_TEST_ANYTHING: '1' }, cwd);
+    assert.equal(await server.stop(), 0);
+    const warnings = server
+      .output()
+      .split('\n')
+      .filter((l) => l.startsWith('{'))
+      .map((l) => JSON.parse(l) as { level: number; variable?: string; closest?: string; msg: string })
+      .filter((l) => l.variable);
+    assert.deepEqual(
+      warnings.map((w) => [w.level, w.variable, w.closest]),
+      [
+        [40, 'LECTERN_AUTH_FIEL', 'LECTERN_AUTH_FILE'],
+        [40, 'LECTERN_RUNSERVER_PROT', 'LECTERN_RUNSERVER_PORT'],
+      ],
+    );
+    assert.match(warnings[0].msg, new RegExp(`^LECTERN_AUTH_FIEL \\(from ${join(cwd, '.env')}\\) is not a Lectern setting and is ignored: did you mean LECTERN_AUTH_FILE\\?$`));
+    assert.match(warnings[1].msg, /^LECTERN_RUNSERVER_PROT \(from the environment\) is not a Lectern setting .*did you mean LECTERN_RUNSERVER_PORT\?$/);
   });
 
   test('starts on SQLite, answers, and stops cleanly on SIGTERM keeping its data', async () => {

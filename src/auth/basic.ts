@@ -97,9 +97,12 @@ export class BasicAuthenticator implements Authenticator {
       this.decoy = undefined;
       this.logger.info({ file: this.path, users: this.users.size }, 'credentials file loaded');
     } catch (err) {
-      this.users = new Map();
+      // A half-saved edit must not lock every user out: the last good content stays in force.
       this.fileError = (err as Error).message;
-      this.logger.error({ file: this.path, err: this.fileError }, 'credentials file is invalid: every request will get 401');
+      this.logger.error(
+        { file: this.path, err: this.fileError },
+        `credentials file is invalid, keeping its last good content (${this.users.size} users): ${this.fileError}`,
+      );
     }
   }
 

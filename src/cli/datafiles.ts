@@ -7,7 +7,7 @@ import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, type ReadStream, statSync } from 'node:fs';
 import { type Readable, type Writable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
-import { loadConfig, type Config } from '../config.ts';
+import { environment, loadConfig, unknownSettings, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
 import { openConfiguredStore } from '../ops/open-store.ts';
 import type { Store } from '../store/index.ts';
@@ -18,9 +18,11 @@ import { CliError } from './errors.ts';
 
 /** The settings runserver uses, `--backend` overriding LECTERN_RUNSERVER_BACKEND; logs go to stderr. */
 export async function openCliStore(backend: string | undefined): Promise<{ config: Config; store: Store }> {
-  const config = loadConfig(undefined, backend === undefined ? {} : { backend: { value: backend, source: '--backend' } });
+  const env = environment();
+  const config = loadConfig(env, backend === undefined ? {} : { backend: { value: backend, source: '--backend' } });
   // Warnings only: stdout may be the export itself, and progress is shown on stderr.
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
+  for (const u of unknownSettings(env)) logger.warn({ variable: u.variable, closest: u.closest }, u.message);
   try {
     return { config, store: await openConfiguredStore(config, logger) };
   } catch (err) {

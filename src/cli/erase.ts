@@ -59,7 +59,7 @@ export async function eraseCommand(opts: EraseOptions): Promise<void> {
     opts.pseudonymize
       ? `${did('pseudonymized', 'pseudonymize')} the agent in ${report.statements} statements and ${report.documents} documents`
       : `${did('erased', 'erase')} ${report.statements} statements (${report.referring ?? 0} of them voiding or targeting the agent's statements), ` +
-        `${dryRun ? 'their attachments no other statement uses' : `${report.attachments} attachments no other statement used`}, and ${report.documents} State/Agent Profile documents`,
+        `${report.attachments} attachments no other statement ${dryRun ? 'uses' : 'used'}, and ${report.documents} State/Agent Profile documents`,
   ];
   if (!report.complete) lines.push('interrupted before the end: run the same command again to finish (what is done stays done)');
   const items = [

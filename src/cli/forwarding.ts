@@ -2,20 +2,25 @@
  * `lectern forwarding status|retry`: the forwarding outbox of the configured database
  * (src/ops/forwarding.ts), printed and mended from the command line.
  */
-import { loadConfig } from '../config.ts';
 import { forwardingStatus as status, retryDeadLetters } from '../ops/forwarding.ts';
-import { openConfiguredStore } from '../ops/open-store.ts';
 import type { Store } from '../store/types.ts';
+import { openCliStore } from './datafiles.ts';
 import { CliError } from './errors.ts';
 
-async function withStore<T>(fn: (store: Store, active: string[]) => Promise<T>): Promise<T> {
-  const config = loadConfig();
-  let store: Store;
-  try {
-    store = await openConfiguredStore(config);
-  } catch (err) {
-    throw new CliError(`cannot open the ${config.backend} database: ${(err as Error).message}`);
+interface StoreOptions {
+  backend?: string;
+  target?: string;
+}
+
+async function withStore<T>(opts: StoreOptions, fn: (store: Store, active: string[]) => Promise<T>): Promise<T> {
+  if (opts.target !== undefined) {
+    throw new CliError(
+      /^https?:\/\//.test(opts.target)
+        ? `-t/--target names a store; name a forwarding target with --url ${opts.target}`
+        : '-t/--target does not apply to forwarding: the outbox is shared by every store of the database',
+    );
   }
+  const { config, store } = await openCliStore(opts.backend);
   try {
     return await fn(store, config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url));
   } finally {
@@ -23,8 +28,8 @@ async function withStore<T>(fn: (store: Store, active: string[]) => Promise<T>):
   }
 }
 
-export async function forwardingStatus(opts: { json?: boolean }): Promise<void> {
-  await withStore(async (store, active) => {
+export async function forwardingStatus(opts: StoreOptions & { json?: boolean }): Promise<void> {
+  await withStore(opts, async (store, active) => {
     const rows = await status(store, active);
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
@@ -44,9 +49,9 @@ export async function forwardingStatus(opts: { json?: boolean }): Promise<void> 
   });
 }
 
-export async function forwardingRetry(opts: { target?: string }): Promise<void> {
-  await withStore(async (store, active) => {
-    const n = await retryDeadLetters(store, active, opts.target);
-    process.stdout.write(`re-queued ${n} dead letter${n === 1 ? '' : 's'}${opts.target ? ` of ${opts.target}` : ''}\n`);
+export async function forwardingRetry(opts: StoreOptions & { url?: string }): Promise<void> {
+  await withStore(opts, async (store, active) => {
+    const n = await retryDeadLetters(store, active, opts.url);
+    process.stdout.write(`re-queued ${n} dead letter${n === 1 ? '' : 's'}${opts.url ? ` of ${opts.url}` : ''}\n`);
   });
 }

@@ -88,12 +88,12 @@ export async function importCommand(file: string | undefined, opts: ImportOption
       process.exitCode = 130;
       return;
     }
-    let docs: { stored: number; rejected: number } | undefined;
+    let docs: Awaited<ReturnType<typeof importDocuments>> | undefined;
     if (documentsFile) docs = await importDocuments(store, { tenant, input: openInput(documentsFile).stream, file: documentsFile, rejects: rejectsSink });
     const c = job.counts;
     process.stderr.write(
       `imported ${c.read} statements: ${c.inserted} stored, ${c.existing} already stored, ${c.rejected} rejected` +
-        (docs ? `; ${docs.stored} documents stored, ${docs.rejected} rejected` : '') +
+        (docs ? `; ${docs.stored} documents stored, ${docs.unchanged} unchanged, ${docs.rejected} rejected` : '') +
         (c.rejected || docs?.rejected ? ` (reasons in ${rejectsPath})` : '') +
         '\n',
     );

@@ -1,30 +1,60 @@
 #!/usr/bin/env node
 /**
- * The `lectern` entry point. Deliberately plain: it must parse and run on any Node, so that on
- * one older than package.json's `engines` it says in one line which Node it needs and how to get
- * it, instead of a stack trace from a module that needs a newer Node. Nothing else is imported
- * before that check.
+ * The `lectern` entry point (package.json `bin`). Deliberately plain: it must parse and run on any
+ * Node ≥ 20, so nothing else is imported before the version check. Lectern itself needs Node
+ * 22.13 (node:sqlite unflagged); on an older Node (a system Node 20) it runs the CLI under the
+ * Node 24 that the npm `node` package (a dependency) brings, forwarding signals and the exit code.
+ * Only when that Node is missing too does it say, in one line, what to do.
  */
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, readFileSync, realpathSync } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
 
-const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8'));
-const wanted = /(\d+)(?:\.(\d+))?(?:\.(\d+))?/.exec(String(pkg.engines && pkg.engines.node) || '') || ['', '0'];
-const have = process.versions.node.split('.');
-let older = false;
-for (let i = 1; i <= 3; i++) {
-  const a = Number(have[i - 1] || 0);
-  const b = Number(wanted[i] || 0);
-  if (a !== b) {
-    older = a < b;
-    break;
+const NEEDS = [22, 13];
+const have = process.versions.node.split('.').map(Number);
+const older = have[0] < NEEDS[0] || (have[0] === NEEDS[0] && have[1] < NEEDS[1]);
+
+/** The `node` package's binary, if installed beside Lectern and not the Node running now. */
+function bundledNode(): string | undefined {
+  try {
+    const manifest = createRequire(import.meta.url).resolve('node/package.json');
+    const bin = JSON.parse(readFileSync(manifest, 'utf8')).bin;
+    const path = join(dirname(manifest), typeof bin === 'string' ? bin : bin.node);
+    if (existsSync(path) && realpathSync(path) !== realpathSync(process.execPath)) return path;
+  } catch {
+    // not installed (or its install script did not run)
   }
+  return undefined;
 }
+
 if (older) {
-  process.stderr.write(
-    'lectern: error: Lectern needs Node.js ' + pkg.engines.node + ', this is ' + process.version + ' (' + process.execPath + '): ' +
-      'in the Lectern folder run `npm ci` then `npm run lectern -- <command>` (npm brings Node 24 from the `node` package), ' +
-      'or install a newer Node, e.g. `npm install -g node@24`\n',
-  );
-  process.exit(2);
+  const node = bundledNode();
+  if (!node) {
+    process.stderr.write(
+      `lectern: error: Lectern needs Node.js >=${NEEDS.join('.')}, this is ${process.version} (${process.execPath}), and the Node 24 of the npm \`node\` package is not installed: ` +
+        'in the Lectern folder run `npm ci`, or reinstall Lectern with install scripts enabled (the script of the `node` package downloads Node 24), ' +
+        'or install a newer Node, e.g. `npm install -g node@24`\n',
+    );
+    process.exit(2);
+  }
+  const child = spawn(node, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
+  // A terminal's Ctrl-C (SIGINT) reaches the whole process group, the child included: passed on
+  // again, it would be runserver's second one, which stops it at once. SIGTERM and SIGHUP are
+  // usually sent to this process alone (kill PID, a container's stop): passed on.
+  process.on('SIGINT', () => {});
+  for (const signal of ['SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
+  child.on('error', (err) => {
+    process.stderr.write(`lectern: error: cannot run ${node}: ${err.message}\n`);
+    process.exit(2);
+  });
+  child.on('exit', (code, signal) => {
+    if (signal) {
+      process.removeAllListeners(signal);
+      process.kill(process.pid, signal);
+    }
+    process.exit(code ?? 1);
+  });
+} else {
+  import('./program.ts');
 }
-import('./program.ts');

@@ -89,14 +89,14 @@ function restartWithMemorySettings(backend: string | undefined): void {
 const program = new Command('lectern')
   .description('Lectern: an xAPI 1.0.3 and 2.0 Learning Record Store')
   .version(LECTERN_VERSION, '-v, --version')
-  .helpOption('--help', 'show help');
+  .helpOption('-h, --help', 'show help');
 
 program
   .command('runserver')
   .description('serve the LRS (settings: LECTERN_* environment variables and .env)')
-  .helpOption('--help', 'show help')
+  .helpOption('-h, --help', 'show help')
   .option('-b, --backend <backend>', 'storage backend: sqlite or postgres (LECTERN_RUNSERVER_BACKEND)')
-  .option('-h, --host <host>', 'address to listen on (LECTERN_RUNSERVER_HOST)')
+  .option('-H, --host <host>', 'address to listen on (LECTERN_RUNSERVER_HOST)')
   .option('-p, --port <port>', 'port to listen on (LECTERN_RUNSERVER_PORT)')
   .option('-w, --workers <n>', 'server processes sharing the port; more than 1 needs postgres (LECTERN_RUNSERVER_WORKERS)')
   .action(async (o: Record<string, string | undefined>) => {
@@ -112,7 +112,7 @@ const collect = (v: string, prev: string[] = []) => [...prev, v];
 program
   .command('auth')
   .description('create or update a user in the credentials file (LECTERN_AUTH_FILE)')
-  .helpOption('--help', 'show help')
+  .helpOption('-h, --help', 'show help')
   .option('-u, --username <username>', 'the user name')
   .option('-p, --password <password>', 'the password (asked for, hidden, when omitted in a terminal)')
   .option('-s, --scope <scope>', `a scope (repeatable): ${SCOPES.join(', ')}`, collect)
@@ -143,7 +143,7 @@ const progressOption = () => new Option('--progress-interval <seconds>', 'second
 program
   .command('export')
   .description("write a store's statements as NDJSON in stored order (and optionally attachments and documents)")
-  .helpOption('--help', 'show help')
+  .helpOption('-h, --help', 'show help')
   .requiredOption('-o, --output <file>', 'the statements file (- for stdout; .gz compresses)')
   .addOption(backendOption())
   .option('-t, --target <target>', 'the store (tenant) to export; default: the default store')
@@ -162,7 +162,7 @@ program
 program
   .command('import')
   .description('store statements from an export file (NDJSON or JSON array, .gz too) or from another LRS, as POST would')
-  .helpOption('--help', 'show help')
+  .helpOption('-h, --help', 'show help')
   .argument('[file]', 'the statements file (- for stdin)')
   .addOption(backendOption())
   .option('-t, --target <target>', 'the store (tenant) to import into')
@@ -186,7 +186,7 @@ program
 program
   .command('erase')
   .description("remove (or pseudonymize) one agent's statements, attachments and documents from a store")
-  .helpOption('--help', 'show help')
+  .helpOption('-h, --help', 'show help')
   .requiredOption('--agent <json>', 'the Agent, e.g. \'{"mbox":"mailto:ben@example.com"}\'')
   .addOption(backendOption())
   .option('-t, --target <target>', 'the store (tenant)')
@@ -199,22 +199,38 @@ program
 const forwarding = program
   .command('forwarding')
   .description('statement forwarding (LECTERN_XAPI_FORWARDINGS): outbox figures and dead letters')
-  .helpOption('--help', 'show help');
+  .helpOption('-h, --help', 'show help');
+// The outbox belongs to the database, shared by its stores: -t/--target (a store elsewhere) is
+// refused with the reason, and a forwarding target is named by --url.
+const outboxTarget = () => new Option('-t, --target <target>', 'not for forwarding: the outbox is shared by every store of the database').hideHelp();
 forwarding
   .command('status')
   .description('queued, delivered, retried and dead-lettered statements per target')
-  .helpOption('--help', 'show help')
+  .helpOption('-h, --help', 'show help')
+  .addOption(backendOption())
+  .addOption(outboxTarget())
   .option('--json', 'print JSON')
-  .action((o: { json?: boolean }) => monitored('forwarding status', async () => (await import('./forwarding.ts')).forwardingStatus(o)));
+  .action((o: Parameters<typeof import('./forwarding.ts').forwardingStatus>[0]) => monitored('forwarding status', async () => (await import('./forwarding.ts')).forwardingStatus(o)));
 forwarding
   .command('retry')
   .description('put dead letters back into the queue (of every target, or of one)')
-  .helpOption('--help', 'show help')
-  .option('-t, --target <url>', 'only the dead letters of this target url')
-  .action((o: { target?: string }) => monitored('forwarding retry', async () => (await import('./forwarding.ts')).forwardingRetry(o)));
+  .helpOption('-h, --help', 'show help')
+  .addOption(backendOption())
+  .addOption(outboxTarget())
+  .option('--url <url>', 'only the dead letters of the forwarding target with this url')
+  .action((o: Parameters<typeof import('./forwarding.ts').forwardingRetry>[0]) => monitored('forwarding retry', async () => (await import('./forwarding.ts')).forwardingRetry(o)));
+
+/**
+ * `-h` is help on every command; Ralph's `runserver -h HOST` (a value after it) still names the
+ * host, as `-H HOST` does.
+ */
+function ralphHost(argv: string[]): string[] {
+  if (argv[2] !== 'runserver') return argv;
+  return argv.map((a, i) => (a === '-h' && i + 1 < argv.length && !argv[i + 1].startsWith('-') ? '--host' : a));
+}
 
 try {
-  await program.parseAsync(process.argv);
+  await program.parseAsync(ralphHost(process.argv));
   await monitoring?.flush();
 } catch (err) {
   const known = err instanceof Error && USER_ERRORS.has(err.name);

@@ -6,7 +6,8 @@ import cluster, { type Worker } from 'node:cluster';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type RunningLrs, startLrs } from '../app.ts';
-import { authBackends, ConfigError, loadConfig, type Config } from '../config.ts';
+import { parseCredentials } from '../auth/credentials.ts';
+import { authBackends, ConfigError, environment, loadConfig, unknownSettings, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
 
@@ -34,9 +35,21 @@ function checkSqlitePath(config: Config): void {
 }
 
 /**
+ * A credentials file that does not load stops start-up (CredentialsFileError: one line naming the
+ * file and the entry) rather than serving 401 to everyone; once running, the server keeps the last
+ * good content of a file edited badly (src/auth/basic.ts).
+ */
+function checkCredentialsFile(config: Config): void {
+  if (!authBackends(config).includes('basic')) return;
+  const path = resolve(config.authFile);
+  // An empty file is a first run (firstRunHint), like a missing one.
+  const text = existsSync(path) ? readFileSync(path, 'utf8') : '';
+  if (text.trim() !== '') parseCredentials(text, path);
+}
+
+/**
  * First run: with no user in the credentials file every request gets 401, so say how to create
- * one, in a line the user can paste. (A file that does not parse is reported by the authenticator.
- * A server using OpenID Connect alone needs no file: no hint then.)
+ * one, in a line the user can paste. (A server using OpenID Connect alone needs no file: no hint then.)
  */
 export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.env): string | undefined {
   if (!authBackends(config).includes('basic')) return undefined;
@@ -64,20 +77,37 @@ export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.en
   );
 }
 
+/** What chose the address a failed listen asked for, and which option or setting chooses another. */
+function listenHint(err: unknown, opts: RunserverOptions, env: Record<string, string | undefined>): string {
+  const code = (err as { code?: unknown }).code;
+  const from = (option: string, setting: string, given: string | undefined) =>
+    given !== undefined ? option : env[setting] !== undefined ? setting : `the default (${setting} unset)`;
+  if (code === 'EADDRINUSE') {
+    return `: another process listens on that port (chosen by ${from('-p/--port', 'LECTERN_RUNSERVER_PORT', opts.port)}); choose another with -p/--port or LECTERN_RUNSERVER_PORT (0 picks a free one)`;
+  }
+  if (code === 'EADDRNOTAVAIL' || code === 'ENOTFOUND') {
+    return `: no such address on this machine (chosen by ${from('--host', 'LECTERN_RUNSERVER_HOST', opts.host)}); choose another with --host or LECTERN_RUNSERVER_HOST`;
+  }
+  return '';
+}
+
 export async function runserver(opts: RunserverOptions, monitoring?: Monitoring): Promise<void> {
-  const config = loadConfig(undefined, {
+  const env = environment();
+  const config = loadConfig(env, {
     ...(opts.backend !== undefined && { backend: { value: opts.backend, source: '--backend' } }),
     ...(opts.host !== undefined && { host: { value: opts.host, source: '--host' } }),
     ...(opts.port !== undefined && { port: { value: opts.port, source: '--port' } }),
     ...(opts.workers !== undefined && { workers: { value: opts.workers, source: '--workers' } }),
   });
   checkSqlitePath(config);
+  checkCredentialsFile(config);
   if (config.workers > 1 && config.backend !== 'postgres') {
     // SQLite serialises writers on a file lock and this store's guarantees assume one process.
     throw new ConfigError(`LECTERN_RUNSERVER_WORKERS=${config.workers} needs the postgres backend; the ${config.backend} backend runs in one process`);
   }
   const logger = createLogger(config.logLevel);
   if (cluster.isPrimary) {
+    for (const u of unknownSettings(env)) logger.warn({ variable: u.variable, closest: u.closest }, u.message);
     const hint = firstRunHint(config);
     if (hint) logger.warn({ file: resolve(config.authFile) }, hint);
   }
@@ -86,13 +116,22 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
   try {
     lrs = await startLrs(config, logger, monitoring);
   } catch (err) {
-    throw new ConfigError(`cannot start the ${config.backend} LRS: ${(err as Error).message}`);
+    throw new ConfigError(`cannot start the ${config.backend} LRS: ${(err as Error).message}${listenHint(err, opts, env)}`);
   }
   logger.info({ url: lrs.url, backend: config.backend }, `Lectern LRS listening on ${lrs.url}`);
   // Logs are written asynchronously: this line reaches stdout before the primary announces the workers.
   await new Promise<void>((done) => logger.flush(() => done()));
   process.send?.({ type: 'ready', url: lrs.url } satisfies ReadyMessage);
-  const stop = (signal: string) => {
+  let stopping: number | undefined;
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping !== undefined) {
+      // The same stop often arrives twice: sent to the process group (a terminal, systemd) and passed
+      // on by the entry that runs Lectern under the npm Node (src/cli/main.ts). A later one insists.
+      if (performance.now() - stopping < 1000) return;
+      logger.warn({ signal }, 'stopping now, without waiting for in-flight requests');
+      process.exit(signal === 'SIGINT' ? 130 : 143);
+    }
+    stopping = performance.now();
     logger.info({ signal }, 'shutting down: finishing in-flight requests');
     lrs.close().then(
       async () => {
@@ -106,8 +145,8 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
       },
     );
   };
-  process.once('SIGINT', stop);
-  process.once('SIGTERM', stop);
+  process.on('SIGINT', stop);
+  process.on('SIGTERM', stop);
 }
 
 interface ReadyMessage {

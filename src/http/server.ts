@@ -166,9 +166,13 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     return reply.status(status).type('application/json; charset=utf-8').send({ detail });
   });
 
-  app.setNotFoundHandler(async (request, reply) =>
-    reply.status(404).type('application/json; charset=utf-8').send({ detail: `no resource at ${request.method} ${request.url.split('?')[0]}` }),
-  );
+  app.setNotFoundHandler(async (request, reply) => {
+    const path = request.url.split('?')[0];
+    // Paths are case-sensitive: `/xapi/statements` is a common slip for `/xAPI/statements`.
+    const miscased = /^\/xapi(\/|$)/i.test(path) && !path.startsWith('/xAPI');
+    const hint = miscased ? `: the xAPI resources are under /xAPI/ (paths are case-sensitive), e.g. /xAPI${path.slice(5)}` : '';
+    return reply.status(404).type('application/json; charset=utf-8').send({ detail: `no resource at ${request.method} ${path}${hint}` });
+  });
 
   const send = (reply: FastifyReply, method: string, res: XapiResponse): FastifyReply => {
     reply.status(res.status);

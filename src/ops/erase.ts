@@ -6,7 +6,7 @@
  * Interruptible between batches: what is done stays done, and a re-run finishes the rest.
  */
 import { appendFileSync } from 'node:fs';
-import type { DocumentKey, Store, StatementRewrite } from '../store/types.ts';
+import type { DocumentKey, Store, StatementRewrite, StoredRow } from '../store/types.ts';
 import { actorFromKey, actorKeys, ifiKey } from '../xapi/agents.ts';
 import { mentionsPerson, personKey, pseudonymFor, pseudonymizeStatement } from '../xapi/erasure.ts';
 import { prepareStatement } from '../xapi/statement.ts';
@@ -65,6 +65,28 @@ async function documentsOf(store: Store, tenant: string, key: string): Promise<D
   }
 }
 
+/** Records, for each attachment hash the page's statements declare, which of them carried its data. */
+async function noteCarriers(store: Store, tenant: string, rows: StoredRow[], carriers: Map<string, string[]>): Promise<void> {
+  const declaring = rows.flatMap((row) => {
+    const s = JSON.parse(row.json) as Statement & { id: string };
+    return s.attachments?.length ? [{ id: s.id, position: row.position, hashes: s.attachments.map((a) => a.sha2) }] : [];
+  });
+  if (!declaring.length) return;
+  const notCarried = await store.attachmentsNotCarried(tenant, declaring.map((d) => d.position));
+  for (const d of declaring) {
+    const skip = new Set(notCarried.get(d.position));
+    for (const h of new Set(d.hashes)) if (!skip.has(h)) carriers.set(h, [...(carriers.get(h) ?? []), d.id]);
+  }
+}
+
+/** How many attachments the store holds data of that only the statements in `erased` carried. */
+async function removableAttachments(store: Store, tenant: string, carriers: Map<string, string[]>, erased: Set<string>): Promise<number> {
+  const candidates = [...carriers].filter(([, ids]) => ids.every((id) => erased.has(id))).map(([h]) => h);
+  let n = 0;
+  for (let i = 0; i < candidates.length; i += CHUNK) n += (await store.attachmentSizes(tenant, candidates.slice(i, i + CHUNK))).size;
+  return n;
+}
+
 export async function erasePerson(store: Store, req: ErasureRequest): Promise<Erasure> {
   const key = personKey(req.person)!;
   const { tenant, signal, onProgress } = req;
@@ -78,10 +100,14 @@ export async function erasePerson(store: Store, req: ErasureRequest): Promise<Er
   // (SubStatement context, xAPI 2.0 context agents), so every statement is looked at.
   let after: string | undefined;
   let scanned = 0;
+  // A dry erasure counts the attachment data the real one would remove: the statements that
+  // carried each (a declaration by hash keeps nothing), as deleteStatements decides.
+  const carriers = dryRun && !pseudonym ? new Map<string, string[]>() : undefined;
   for (;;) {
     if (signal?.aborted) break;
     const page = await store.scanStatements(tenant, { after, limit: PAGE });
     const rewrites: StatementRewrite[] = [];
+    if (carriers) await noteCarriers(store, tenant, page.rows, carriers);
     for (const row of page.rows) {
       const s = JSON.parse(row.json) as Statement & { id: string };
       if (!mentionsPerson(s, key)) continue;
@@ -122,7 +148,7 @@ export async function erasePerson(store: Store, req: ErasureRequest): Promise<Er
     if (req.list) listed.statements.push(...seen);
     report.referring = seen.size - ids.length;
     report.statements = seen.size;
-    report.attachments = 0;
+    report.attachments = carriers ? await removableAttachments(store, tenant, carriers, seen) : 0;
     if (!dryRun) {
       onProgress?.({ type: 'start', phase: 'delete', total: seen.size });
       let deleted = 0;

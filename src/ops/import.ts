@@ -362,13 +362,22 @@ interface DocumentLine {
   registration?: unknown;
   id?: unknown;
   contentType?: unknown;
+  updated?: unknown;
   content?: unknown;
 }
 
-/** The documents of an export's documents file (`file` names it in the rejects lines), each replacing the stored one. */
-export async function importDocuments(store: Store, req: { tenant: string; input: Readable; file: string; rejects: TextSink }): Promise<{ stored: number; rejected: number }> {
+/**
+ * The documents of an export's documents file (`file` names it in the rejects lines), each
+ * replacing the stored one with the exported `updated` (Last-Modified) kept; a document stored
+ * exactly so already (a re-import) is not written again.
+ */
+export async function importDocuments(
+  store: Store,
+  req: { tenant: string; input: Readable; file: string; rejects: TextSink },
+): Promise<{ stored: number; unchanged: number; rejected: number }> {
   const { tenant, file, rejects } = req;
   let stored = 0;
+  let unchanged = 0;
   let rejected = 0;
   for await (const item of fileItems(req.input)) {
     const d = item.value as DocumentLine | undefined;
@@ -379,6 +388,7 @@ export async function importDocuments(store: Store, req: { tenant: string; input
       if (!d || typeof d !== 'object' || !kinds.includes(d.kind as string)) problem = `kind must be one of ${kinds.join(', ')}`;
       else if (typeof d.id !== 'string' || typeof d.contentType !== 'string' || typeof d.content !== 'string') problem = 'id, contentType and content (base64) are required';
       else if (d.kind !== 'agent_profile' && typeof d.activityId !== 'string') problem = 'activityId is required';
+      else if (d.updated !== undefined && (typeof d.updated !== 'string' || !Number.isFinite(Date.parse(d.updated)))) problem = 'updated must be a timestamp';
       else if (d.kind !== 'activity_profile') {
         const issues: { loc: (string | number)[]; msg: string; type: string }[] = [];
         const agent = validateAgentParam(d.agent, ['agent'], issues);
@@ -398,8 +408,16 @@ export async function importDocuments(store: Store, req: { tenant: string; input
       registration: typeof d!.registration === 'string' ? d!.registration.toLowerCase() : '',
       docId: d!.id as string,
     };
-    await store.putDocument(tenant, key, { content: Buffer.from(d!.content as string, 'base64'), contentType: d!.contentType as string }, { merge: false, pre: {} });
+    const content = Buffer.from(d!.content as string, 'base64');
+    const contentType = d!.contentType as string;
+    const updatedMs = typeof d!.updated === 'string' ? Date.parse(d!.updated) : undefined;
+    const current = await store.getDocument(tenant, key);
+    if (current && current.contentType === contentType && current.content.equals(content) && (updatedMs === undefined || current.updatedMs === updatedMs)) {
+      unchanged++;
+      continue;
+    }
+    await store.putDocument(tenant, key, { content, contentType }, { merge: false, pre: {}, updatedMs });
     stored++;
   }
-  return { stored, rejected };
+  return { stored, unchanged, rejected };
 }

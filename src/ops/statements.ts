@@ -5,6 +5,7 @@
  * in one transaction by the store, which queues their forwarding in it (Store.insertStatements).
  */
 import { createHash } from 'node:crypto';
+import { ValidationFailed } from '../errors.ts';
 import type { Store } from '../store/types.ts';
 import { acceptStatements, type Received } from '../xapi/accept.ts';
 import type { AttachmentBlob, AttachmentPart } from '../xapi/attachments.ts';
@@ -41,8 +42,16 @@ export async function prepareStatements(received: Received, version: XapiVersion
  * content, 'bad_request' for voiding a voiding statement); returns their ids and how many were new.
  */
 export async function storeStatements(store: Store, tenant: string, received: Received, version: XapiVersion, writer: Writer, statementId?: string): Promise<InsertOutcome> {
-  const { batch, blobs } = await prepareStatements(received, version, writer, statementId);
-  return store.insertStatements(tenant, batch, blobs);
+  try {
+    const { batch, blobs } = await prepareStatements(received, version, writer, statementId);
+    return await store.insertStatements(tenant, batch, blobs);
+  } catch (err) {
+    // PUT sends one statement, not a batch: its problems are located in it, without a batch index.
+    if (statementId !== undefined && err instanceof ValidationFailed && err.issues) {
+      throw new ValidationFailed(err.issues.map((i) => (i.loc[0] === 0 ? { ...i, loc: i.loc.slice(1) } : i)));
+    }
+    throw err;
+  }
 }
 
 /**

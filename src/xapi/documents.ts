@@ -50,6 +50,8 @@ export interface DocumentWriteOptions {
   pre: DocumentPrecondition;
   /** Largest document the write may leave stored, in bytes (LECTERN_MAX_DOCUMENT_SIZE); none: no limit. */
   maxSize?: number;
+  /** The Last-Modified recorded instead of now (epoch ms): `lectern import` keeps the exported one. */
+  updatedMs?: number;
 }
 
 /**
@@ -189,10 +191,10 @@ export function planDocumentWrite(
   if (opts.merge && current) {
     const content = mergeJsonDocuments(current, incoming);
     checkDocumentSize(content.length, opts.maxSize, true);
-    return { content, contentType: current.contentType, etag: etagOf(content), updatedMs: nowMs };
+    return { content, contentType: current.contentType, etag: etagOf(content), updatedMs: opts.updatedMs ?? nowMs };
   }
   checkDocumentSize(incoming.content.length, opts.maxSize);
-  return { content: incoming.content, contentType: incoming.contentType, etag: etagOf(incoming.content), updatedMs: nowMs };
+  return { content: incoming.content, contentType: incoming.contentType, etag: etagOf(incoming.content), updatedMs: opts.updatedMs ?? nowMs };
 }
 
 /**

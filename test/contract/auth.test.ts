@@ -86,15 +86,16 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('a missing or malformed credentials file gives 401, never 500, and recovers when fixed', async () => {
+    test('a malformed credentials file keeps its last good content in force; a missing one gives 401, never 500; both recover when fixed', async () => {
       const file = t.env.LECTERN_AUTH_FILE;
       const original = readFileSync(file, 'utf8');
       try {
         writeFileSync(file, '{not json');
-        assert.equal((await t.fetch('/whoami')).status, 401);
-        assert.equal((await t.fetch('/xAPI/statements')).status, 401);
+        assert.equal((await t.fetch('/whoami')).status, 200);
+        // A cached success counts only for a user the file holds: here, its last good content.
+        assert.equal((await t.fetch('/xAPI/statements', { user: OTHER })).status, 200);
         writeFileSync(file, JSON.stringify([{ username: 'x' }]));
-        assert.equal((await t.fetch('/whoami')).status, 401);
+        assert.equal((await t.fetch('/whoami', { user: OTHER })).status, 200);
         rmSync(file);
         assert.equal((await t.fetch('/whoami')).status, 401);
       } finally {
@@ -131,6 +132,21 @@ for (const backend of BACKENDS) {
       const res = await t.fetch('/nope');
       assert.equal(res.status, 404);
       assert.ok((await res.json()).detail);
+    });
+
+    test('/xapi/… in the wrong case: 404 with a JSON body pointing at /xAPI/', async () => {
+      for (const [path, where] of [
+        ['/xapi/statements?limit=1', '/xAPI/statements'],
+        ['/XAPI/about', '/xAPI/about'],
+        ['/xapi', '/xAPI'],
+      ]) {
+        const res = await t.fetch(path);
+        assert.equal(res.status, 404, path);
+        assert.match(res.headers.get('content-type') ?? '', /^application\/json/);
+        const { detail } = await res.json();
+        assert.ok(detail.endsWith(`the xAPI resources are under /xAPI/ (paths are case-sensitive), e.g. ${where}`), detail);
+      }
+      assert.doesNotMatch((await (await t.fetch('/nope')).json()).detail, /xAPI/);
     });
   });
 

@@ -66,7 +66,15 @@ for (const backend of BACKENDS) {
     test('PUT: id in the body must match statementId; statementId is required and a UUID', async () => {
       const res = await put(randomUUID(), statement({ id: randomUUID() }));
       assert.equal(res.status, 400);
-      assert.deepEqual((await res.json()).detail[0].loc, [0, 'id']);
+      // One statement, not a batch: no batch index in `loc`.
+      assert.deepEqual((await res.json()).detail[0].loc, ['id']);
+      const { actor: _drop, ...noActor } = statement();
+      const invalid = await put(randomUUID(), { ...noActor, verb: { id: 'not an IRI' } });
+      assert.equal(invalid.status, 400);
+      assert.deepEqual(
+        ((await invalid.json()).detail as { loc: string[] }[]).map((d) => d.loc.join('.')).sort(),
+        ['actor', 'verb.id'],
+      );
       const missing = await t.fetch('/xAPI/statements', jsonInit('PUT', statement()));
       assert.equal(missing.status, 400);
       assert.deepEqual((await missing.json()).detail[0].loc, ['query', 'statementId']);

@@ -65,7 +65,7 @@ test('lectern runserver stops on an invalid LECTERN_XAPI_FORWARDINGS with exit c
       timeout: 20_000,
     });
     assert.equal(r.status, 2, r.stderr);
-    assert.equal(r.stderr.trim(), 'lectern: error: LECTERN_XAPI_FORWARDINGS[0].timeout must be a number of seconds above 0 and at most 3600, got "soon"');
+    assert.equal(r.stderr.trim(), 'lectern: error: LECTERN_XAPI_FORWARDINGS[0].timeout must be a number of seconds above 0 and at most 3600, got "soon" (from the environment)');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

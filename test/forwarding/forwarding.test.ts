@@ -281,10 +281,10 @@ for (const backend of BACKENDS) {
         const row = json.find((x) => x.target === failing.url);
         assert.match(row?.lastError ?? '', /^HTTP 503/);
         assert.deepEqual({ ...row, lastError: undefined }, { target: failing.url, queued: 0, delivered: 0, retried: 3, dead: 3, lastError: undefined, active: true });
-        const unknown = cli(['forwarding', 'retry', '--target', 'http://example.com/nothing'], src.env);
+        const unknown = cli(['forwarding', 'retry', '--url', 'http://example.com/nothing'], src.env);
         assert.equal(unknown.code, 2);
         assert.match(unknown.stderr, /not an active forwarding target/);
-        const retry = cli(['forwarding', 'retry', '--target', picky.url], src.env);
+        const retry = cli(['forwarding', 'retry', '--url', picky.url], src.env);
         assert.equal(retry.code, 0, retry.stderr);
         assert.match(retry.stdout, /re-queued 1 dead letter/);
       } else {

@@ -53,12 +53,14 @@ for (const backend of BACKENDS) {
       const dry = await runCli(lrs, ['erase', '--agent', JSON.stringify({ mbox: 'mailto:ben@example.com' }), '--dry-run', '--list']);
       assert.equal(dry.code, 0, dry.stderr);
       const dryReport = JSON.parse(dry.stdout.trim().split('\n').at(-1)!);
-      assert.match(dry.stdout, /^would erase 8 statements \(1 of them voiding or targeting/m);
+      assert.match(dry.stdout, /^would erase 8 statements \(1 of them voiding or targeting the agent's statements\), 1 attachments no other statement uses, and 3 /m);
       const listed = dry.stdout.split('\n').filter((l) => /^statement [0-9a-f-]{36}$/.test(l)).map((l) => l.slice(10));
       assert.equal(listed.length, 8);
       assert.ok(listed.includes(benStatement));
       assert.equal(dry.stdout.split('\n').filter((l) => l.startsWith('document {')).length, 3);
       assert.equal(dryReport.documents, 3);
+      // What the real erase removes (Ben's certificate; the shared syllabus stays, Ann carried it too).
+      assert.equal(dryReport.attachments, 1);
       assert.deepEqual(await allStatements(lrs), before);
 
       const r = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN)]);
@@ -138,6 +140,8 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await data(), [report]);
 
       const pseudonym = (await allStatements(lrs)).find((s) => s.id !== declared)!.authority;
+      const dry = await runCli(lrs, ['erase', '--agent', JSON.stringify(pseudonym), '--dry-run']);
+      assert.equal(JSON.parse(dry.stdout.trim().split('\n').at(-1)!).attachments, 1, 'a dry run counts what the erase removes');
       const erased = await runCli(lrs, ['erase', '--agent', JSON.stringify(pseudonym)]);
       assert.equal(erased.code, 0, erased.stderr);
       assert.equal(JSON.parse(erased.stdout.trim().split('\n').at(-1)!).attachments, 1);

@@ -43,7 +43,7 @@ for (const backend of BACKENDS) {
 
       const imp = await runCli(copy, ['import', file]);
       assert.equal(imp.code, 0, imp.stderr);
-      assert.match(imp.stderr, /imported 8 statements: 8 stored, 0 already stored, 0 rejected; 6 documents stored/);
+      assert.match(imp.stderr, /imported 8 statements: 8 stored, 0 already stored, 0 rejected; 6 documents stored, 0 unchanged, 0 rejected\n/);
 
       // The same statements in the same order; only `stored` is the importing LRS's own.
       const before = await allStatements(source);
@@ -77,18 +77,22 @@ for (const backend of BACKENDS) {
       const ids = await copy.fetch(`/xAPI/activities/state?activityId=${act}&agent=${ben}`);
       assert.deepEqual(((await ids.json()) as string[]).sort(), ['bookmark', 'photo']);
 
-      // Exported again, the copy gives the same lines but for `stored`.
+      // Exported again, the copy gives the same lines but for `stored`; the documents' lines are
+      // the same, `updated` (Last-Modified) included.
       const again = join(copy.dir, 'again.ndjson');
-      assert.equal((await runCli(copy, ['export', '-o', again])).code, 0);
+      assert.equal((await runCli(copy, ['export', '-o', again, '--documents'])).code, 0);
       const strip = (l: string) => l.replace(/"stored":"[^"]*",/, '');
       assert.deepEqual(readFileSync(again, 'utf8').trim().split('\n').map(strip), lines.map(strip));
+      const documents = gunzipSync(readFileSync(join(source.dir, 'backup.documents.ndjson.gz'))).toString('utf8');
+      assert.match(documents, /"updated":"/);
+      assert.equal(readFileSync(join(copy.dir, 'again.documents.ndjson'), 'utf8'), documents);
     });
 
     test('importing again stores nothing twice', async () => {
       const file = join(source.dir, 'backup.ndjson.gz');
       const imp = await runCli(copy, ['import', file]);
       assert.equal(imp.code, 0, imp.stderr);
-      assert.match(imp.stderr, /imported 8 statements: 0 stored, 8 already stored, 0 rejected/);
+      assert.match(imp.stderr, /imported 8 statements: 0 stored, 8 already stored, 0 rejected; 0 documents stored, 6 unchanged, 0 rejected\n/);
       // A plain file too (read while the store is still being opened: nothing may be lost),
       // exported without --attachments: the statement whose attachment has no data is refused, as POST would.
       const plain = await runCli(copy, ['import', join(copy.dir, 'again.ndjson')]);

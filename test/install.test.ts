@@ -1,0 +1,106 @@
+/**
+ * The package as a user installs it: `npm pack`, then `npm install -g` into a throwaway prefix and
+ * `npx` from the tarball, both with the machine's own Node and npm (/usr/bin: a Node 20 here, older
+ * than Lectern needs), then `lectern runserver` answering HTTP. One pack per run; npm's download
+ * cache is shared (installs are offline when it holds everything), its npx folder is not.
+ */
+import assert from 'node:assert/strict';
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { after, before, describe, test } from 'node:test';
+import { fileURLToPath } from 'node:url';
+
+const ROOT = fileURLToPath(new URL('..', import.meta.url));
+const SYSTEM_PATH = '/usr/bin:/bin';
+const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { name: string; version: string };
+let dir: string;
+let tarball: string;
+let npmEnv: Record<string, string>;
+
+/** Runs a command to its end; rejects with its output when it fails. */
+function run(cmd: string, args: string[], opts: { cwd: string; env: Record<string, string> }): Promise<{ stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}\n${stdout}\n${stderr}`))));
+  });
+}
+
+before(() => {
+  assert.ok(existsSync(join(ROOT, 'dist/cli/main.js')), 'build first: npm run build');
+  assert.ok(existsSync('/usr/bin/node') && existsSync('/usr/bin/npm'), 'the machine has no system node and npm in /usr/bin');
+  dir = mkdtempSync(join(tmpdir(), 'lectern-install-'));
+  // npm's cache of downloads is shared; npx installs into <cache>/_npx, which must not pile up.
+  const realCache = process.env.npm_config_cache || join(homedir(), '.npm');
+  mkdirSync(join(realCache, '_cacache'), { recursive: true });
+  mkdirSync(join(dir, 'cache'));
+  symlinkSync(join(realCache, '_cacache'), join(dir, 'cache', '_cacache'));
+  // The real HOME: its .npmrc (and the machine's) set how npm reaches the registry.
+  npmEnv = { PATH: SYSTEM_PATH, HOME: homedir(), npm_config_cache: join(dir, 'cache'), npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
+  // The files a user gets (dist, built by `npm test` before the tests run: no prepack build here).
+  execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, env: npmEnv, stdio: 'ignore' });
+  tarball = join(dir, `${pkg.name}-${pkg.version}.tgz`);
+  assert.ok(existsSync(tarball));
+});
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+describe('the packed package, with the system Node', () => {
+  const systemNode = () => execFileSync('/usr/bin/node', ['--version'], { encoding: 'utf8' }).trim();
+
+  test('npm install -g: `lectern runserver` serves HTTP and stops gracefully on SIGTERM to its process group, exit code 0', async () => {
+    const prefix = join(dir, 'prefix');
+    await run('npm', ['install', '-g', '--prefix', prefix, tarball], { cwd: dir, env: npmEnv });
+    const work = join(dir, 'work');
+    mkdirSync(work);
+    // `lectern` found on PATH, run by the `#!/usr/bin/env node` of its bin: the system Node.
+    // In a process group of its own, stopped as systemd stops a unit: SIGTERM to every process.
+    const child = spawn('lectern', ['runserver', '-p', '0'], { cwd: work, env: { PATH: `${join(prefix, 'bin')}:${SYSTEM_PATH}`, HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
+    let out = '';
+    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
+    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    try {
+      const url = await new Promise<string>((resolve, reject) => {
+        child.stdout.on('data', (d: Buffer) => {
+          out += d.toString();
+          const m = /"url":"(http:[^"]+)"/.exec(out);
+          if (m) resolve(m[1]);
+        });
+        child.on('exit', (code) => reject(new Error(`lectern runserver exited ${code} under ${systemNode()}: ${out}`)));
+      });
+      const res = await fetch(`${url}/xAPI/about`);
+      assert.equal(res.status, 200);
+      assert.ok(((await res.json()) as { version: string[] }).version.includes('1.0.3'));
+      assert.equal((await fetch(`${url}/xAPI/statements`)).status, 401, 'no user yet');
+    } finally {
+      process.kill(-child.pid!, 'SIGTERM');
+    }
+    assert.equal(await exited, 0, out);
+    assert.match(out, /"msg":"stopped"/, 'a graceful stop');
+  });
+
+  test('npx from the tarball: `lectern auth` prints an entry (bcrypt loads), `--version` the version', async () => {
+    const work = join(dir, 'npx');
+    mkdirSync(work);
+    const npx = (args: string[]) => run('npm', ['exec', '--yes', `--package=${tarball}`, '--', 'lectern', ...args], { cwd: work, env: npmEnv });
+    const { stdout } = await npx(['auth', '-u', 'jane', '-p', 'pw', '-s', 'all', '-M', 'mailto:jane@example.com']);
+    assert.equal(JSON.parse(stdout).username, 'jane');
+    assert.equal((await npx(['--version'])).stdout.trim(), pkg.version);
+  });
+});
+
+test('a clean install has nothing to warn of but its dependencies\' engines: every install script is allowed or denied, Lectern accepts Node 20', () => {
+  const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; allowScripts: Record<string, boolean> };
+  const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
+  const scripted = Object.entries(lock.packages)
+    .filter(([, p]) => p.hasInstallScript)
+    .map(([path]) => path.slice(path.lastIndexOf('node_modules/') + 'node_modules/'.length));
+  assert.ok(scripted.length > 0);
+  for (const name of scripted) assert.ok(name in manifest.allowScripts, `allowScripts says nothing of ${name}: npm ci warns`);
+  assert.equal(manifest.engines.node, '>=20');
+});
