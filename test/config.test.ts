@@ -1,6 +1,6 @@
-/** Settings: parsing, validation, .env, and the README documenting every one. */
+/** Settings: parsing, validation, .env (docs/configuration.md documenting every one: test/docs-config.test.ts). */
 import assert from 'node:assert/strict';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
@@ -37,15 +37,6 @@ test('.env is read and the real environment wins', () => {
     assert.equal(c.authFile, '/x/auth.json');
   } finally {
     rmSync(dir, { recursive: true });
-  }
-});
-
-test('the README documents every setting with its default', () => {
-  const readme = readFileSync(new URL('../README.md', import.meta.url), 'utf8');
-  for (const s of Object.values(SETTINGS)) {
-    const row = readme.split('\n').find((l) => l.startsWith(`| \`${s.name}\``));
-    assert.ok(row, `README lacks a row for ${s.name}`);
-    assert.ok(row.includes(`\`${s.default}\``) || (s.default === '' && row.includes('(empty)')), `README row of ${s.name} lacks its default ${s.default}`);
   }
 });
 

@@ -340,7 +340,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], version: string
       if (other) paths[url] = other;
       else {
         missing.push(`${route.methods.join('/')} ${url}`);
-        paths[url] = Object.fromEntries(route.methods.map((m) => [m.toLowerCase(), { summary: 'Not described yet', responses: { default: { description: 'See the README' } } }]));
+        paths[url] = Object.fromEntries(route.methods.map((m) => [m.toLowerCase(), { summary: 'Not described yet', responses: { default: { description: 'See docs/api.md' } } }]));
       }
       continue;
     }

@@ -34,7 +34,7 @@ export interface StatementDeps {
 /**
  * Refuses (413) statements JSON holding more statements or JSON values than this LRS accepts in
  * one request, counted on the bytes before anything is parsed: parsing, validating and storing
- * cost memory per value, far more than the bytes of a body of tiny values (README, LECTERN_MAX_JSON_VALUES).
+ * cost memory per value, far more than the bytes of a body of tiny values (docs/configuration.md, LECTERN_MAX_JSON_VALUES).
  * The values counted are then held against the server's budget until the answer (`holdParsed`: 503 beyond).
  */
 function checkCounts(json: Buffer | undefined, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>, req: XapiRequest): Buffer | undefined {

@@ -56,7 +56,7 @@ export async function storeStatements(store: Store, tenant: string, received: Re
 
 /**
  * One statement of an import (an export file, another LRS) accepted and prepared as POST would,
- * under the version it was written in, but for two things (README, "Import"): it keeps the
+ * under the version it was written in, but for two things (docs/data-lifecycle.md, "Import"): it keeps the
  * authority the source LRS recorded (`authority` only for one that has none), and without an id
  * (nor a signed one) it gets one derived from its content, so that a re-run finds it stored
  * instead of storing it twice.

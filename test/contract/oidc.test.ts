@@ -168,7 +168,7 @@ describe('OpenID Connect only, and start-up', () => {
     });
     try {
       await refused(await t.fetch('/whoami'), /bearer token is required/);
-      // Without an audience setting any audience is accepted (the README strongly advises setting it).
+      // Without an audience setting any audience is accepted (docs/configuration.md strongly advises setting it).
       assert.equal((await t.fetch('/whoami', bearer(await op.token({ resource: 'http://any.test/' })))).status, 200);
       // The provider stops: a token naming a key not yet fetched cannot be checked: 503, not 401.
       const unknown = await op.sign({}, { key: await newKey('later') });

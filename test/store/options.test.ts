@@ -1,6 +1,6 @@
 /**
  * A backend's options (src/store/index.ts): its own tuning defaults, which the settings table
- * documents (README), and the injected clock, on the writer thread too (ThreadedSqliteOptions).
+ * documents (docs/configuration.md), and the injected clock, on the writer thread too (ThreadedSqliteOptions).
  */
 import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
