@@ -4,7 +4,7 @@
  * no id inside the frame, so without the checksum the wrong dictionary decodes to wrong text
  * silently. Frames are standard zstd: anything that has the dictionary can read them.
  *
- * Speed (bench/compress.ts, docs/benchmarks.md): node:zlib's public zstd calls build a context
+ * Speed (bench/compress.ts): node:zlib's public zstd calls build a context
  * and load the dictionary on every call (≈ 30–50 µs per 1.4 KB statement to decompress, 60–350 µs
  * to compress), and its stream objects are asynchronous and decode only the first of several
  * frames. The same native context, kept open and driven synchronously, costs ≈ 5 µs and 7–12 µs.
@@ -13,7 +13,7 @@
  * at construction that this works and agrees with the public calls, and otherwise falls back to
  * the public one-shot calls — same frames, same results, only slower (`engine` tells which).
  *
- * Pure: no I/O. Not used by the stores (docs/benchmarks.md, "JSON compression": measured, not
+ * Pure: no I/O. Not used by the stores (docs/performance.md, "Disk": measured, not
  * adopted — it rests on node:zlib internals, and a raw dictionary holds learners' statements that
  * erasure cannot reach); kept here so the experiment can be repeated.
  */

@@ -1,6 +1,6 @@
 /**
- * Can the stored statement JSON be compressed cheaply enough? (docs/benchmarks.md, redesign plan
- * step 6.) The rule: adopt zstd only if a page of 100 statements decompresses in ≤ 1 ms and a
+ * Can the stored statement JSON be compressed cheaply enough? (Measured, not adopted:
+ * docs/performance.md, "Disk".) The rule: adopt zstd only if a page of 100 statements decompresses in ≤ 1 ms and a
  * ≈ 1.2 KB statement compresses in ≈ 10–15 µs on the write path.
  *
  * Statements are the benchmark's seeded stream (bench/generate.ts), stamped as the server stores

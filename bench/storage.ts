@@ -1,5 +1,5 @@
 /**
- * The storage experiment behind the redesign plan in docs/benchmarks.md: the same statements,
+ * The storage experiment behind the lean storage layout (docs/performance.md, "Disk"): the same statements,
  * indexed exactly as Lectern indexes them (src/xapi/statement.ts prepareStatement), written in a
  * tight node:sqlite loop (no HTTP, no validation) into
  *

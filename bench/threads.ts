@@ -1,5 +1,5 @@
 /**
- * The cost the writer-thread plan adds (docs/benchmarks.md, step 1): handing a request's rows to
+ * The cost the writer thread (LECTERN_SQLITE_WRITER_THREAD) adds: handing a request's rows to
  * another thread and getting the answer back. A worker echoes an outcome for each batch of 100
  * statements, sent as (a) the rows as objects (structured clone), (b) one JSON string per batch.
  *

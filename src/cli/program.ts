@@ -39,14 +39,14 @@ async function monitored(name: string, run: () => Promise<void>, secrets: (strin
  * machine: a young generation of two semi-spaces of up to 64 MB each (V8 without pointer
  * compression), filled before each scavenge; an old generation let grow to up to 4 × what
  * survived the last full collection; a glibc malloc arena per busy thread. Measured under the
- * benchmark's load (docs/benchmarks.md, "Memory"), 16 MB semi-spaces, an old generation let grow
+ * benchmark's load (docs/performance.md, "Memory"), 16 MB semi-spaces, an old generation let grow
  * by half of what survives, and two arenas cut the server's peak RSS by 40–55 % at the same speed
  * (≈ 3 % more of the main thread's time in GC pauses; growing to twice, 20 MB more). With an
  * old generation that small, V8's rule for starting a full collection (when the old generation's
  * headroom is less than the young generation) fired every ≈ 40 ms under PostgreSQL statement
  * pages: a quarter of the server's CPU. Started at half the old generation's limit instead, a
  * third as many: those pages +15–30 % req/s for ≈ 5 MB of peak RSS (at 80 %, ≈ 10 MB and no
- * faster; docs/benchmarks.md, session 10). They are read at process start only, so the command
+ * faster; docs/performance.md, "Memory"). They are read at process start only, so the command
  * re-executes itself in place (execve: same pid, same stdio, signals reach it as before) with
  * them. glibc's threshold for giving a large block its own mapping is fixed at 1 MB: by default
  * it rises to the largest such block freed (up to 32 MB), and the big blocks that then come from
@@ -63,8 +63,9 @@ async function monitored(name: string, run: () => Promise<void>, secrets: (strin
  * malloc arena for both threads (with two, the writer's arena held 30–40 MB more after the
  * benchmark's writes) keep the process's peak within ≈ 10 MB of one event loop with 16 MB and two
  * arenas under steady ingest, and faster than it in every workload up to a few hundred thousand
- * statements; 4 MB gave up that speed for no memory measurably saved (docs/benchmarks.md,
- * session 12). Settings that do not load are reported by runserver itself, after the restart.
+ * statements; 4 MB gave up that speed for no memory measurably saved (docs/performance.md,
+ * "The SQLite writer and reader threads"). Settings that do not load are reported by runserver
+ * itself, after the restart.
  */
 function restartWithMemorySettings(backend: string | undefined): void {
   const given = process.execArgv.join(' ') + ' ' + (process.env.NODE_OPTIONS || '');
