@@ -3,6 +3,7 @@ import { type Config, sqliteWriterThread } from '../config.ts';
 import { activeTargets } from '../forwarding/config.ts';
 import type { Logger } from '../log.ts';
 import { openStore, type Store } from '../store/index.ts';
+import { StoreUnreachableError } from '../store/types.ts';
 
 export function openConfiguredStore(config: Config, logger?: Logger): Promise<Store> {
   const forwardTargets = activeTargets(config.xapiForwardings);
@@ -17,6 +18,12 @@ export function openConfiguredStore(config: Config, logger?: Logger): Promise<St
       connectBackoffMs: config.postgresConnectBackoff,
       logger,
       forwardTargets,
+    }).catch((err: unknown) => {
+      // The store knows its options, not the settings that chose them: name those here.
+      if (err instanceof StoreUnreachableError) {
+        err.message += `; LECTERN_POSTGRES_CONNECT_RETRIES (${config.postgresConnectRetries}) and LECTERN_POSTGRES_CONNECT_BACKOFF (${config.postgresConnectBackoff} ms, doubling up to 30 s) set how long start-up waits, LECTERN_POSTGRES_CONNECT_TIMEOUT (${config.postgresConnectTimeout} ms) each attempt`;
+      }
+      throw err;
     });
   }
   return openStore({

@@ -115,6 +115,11 @@ export interface StatementRewrite {
 }
 
 /** Opening, checking and closing a backend. */
+/** A database server that could not be reached at start-up, after every retry the options allow. */
+export class StoreUnreachableError extends Error {
+  override name = 'StoreUnreachableError';
+}
+
 export interface StoreLifecycle {
   readonly backend: string;
   /** Creates or migrates the schema. */

@@ -99,7 +99,7 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
     }
   });
 
-  test('an unreachable PostgreSQL: retries with backoff, then exit code 2 and one line naming the server (password masked)', async () => {
+  test('an unreachable PostgreSQL: retries with backoff, each logged with how long is left, then exit code 2 and one line naming the server (password masked) and the settings that set the wait', async () => {
     const port = await closedPort();
     const env = {
       LECTERN_RUNSERVER_BACKEND: 'postgres',
@@ -116,6 +116,11 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
       assert.match(lines[0], new RegExp(`cannot reach PostgreSQL at postgres://lectern:\\*\\*\\*@127\\.0\\.0\\.1:${port}/lrs.*ECONNREFUSED.*gave up after 3 attempts`));
       assert.doesNotMatch(r.err() + r.out(), /secret-pw/);
       assert.equal(r.out().match(/retrying in/g)?.length, 2, r.out());
+      assert.match(lines[0], /LECTERN_POSTGRES_CONNECT_RETRIES \(2\).*LECTERN_POSTGRES_CONNECT_BACKOFF \(10 ms/);
+      // The retries: 10 ms then 20 ms; the first says both are left, the second its own.
+      assert.match(r.out(), /retrying in 10 ms, attempt 2 of 3; giving up in about 1 s/);
+      assert.match(r.out(), /"leftMs":30\b/);
+      assert.match(r.out(), /"leftMs":20\b/);
     }
   });
 

@@ -13,7 +13,7 @@ import { type Clock, systemClock } from '../../clock.ts';
 import { redactUrl } from '../../redact.ts';
 import type { Logger } from '../../log.ts';
 import { type Program, runAsync } from '../program.ts';
-import type { PoolStats } from '../types.ts';
+import { type PoolStats, StoreUnreachableError } from '../types.ts';
 import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
 import { MIGRATIONS } from './migrations.ts';
 
@@ -243,16 +243,24 @@ export abstract class PostgresConnection {
         }
         if (!isUnavailable(err)) throw new Error(`PostgreSQL at ${where} refused the connection: ${describe(err)}`);
         if (attempt >= this.opts.connectRetries) {
-          throw new Error(`cannot reach PostgreSQL at ${where}: ${describe(err)} (gave up after ${attempt + 1} attempt${attempt ? 's' : ''})`);
+          throw new StoreUnreachableError(`cannot reach PostgreSQL at ${where}: ${describe(err)} (gave up after ${attempt + 1} attempt${attempt ? 's' : ''})`);
         }
-        const wait = Math.min(this.opts.connectBackoffMs * 2 ** attempt, 30_000);
+        const wait = this.retryWait(attempt);
+        // What is left if the server stays away: this wait and the later ones (each attempt may also take up to the connect timeout).
+        let leftMs = 0;
+        for (let a = attempt; a < this.opts.connectRetries; a++) leftMs += this.retryWait(a);
         this.opts.logger?.warn(
-          { attempt: attempt + 1, retries: this.opts.connectRetries, waitMs: wait, err: describe(err) },
-          `cannot reach PostgreSQL at ${where}; retrying in ${wait} ms`,
+          { attempt: attempt + 1, retries: this.opts.connectRetries, waitMs: wait, leftMs, err: describe(err) },
+          `cannot reach PostgreSQL at ${where} (${describe(err)}); retrying in ${wait} ms, attempt ${attempt + 2} of ${this.opts.connectRetries + 1}; giving up in about ${Math.ceil(leftMs / 1000)} s`,
         );
         await sleep(wait);
       }
     }
+  }
+
+  /** The wait before start-up attempt `attempt + 2`: the backoff doubling from connectBackoffMs, at most 30 s. */
+  private retryWait(attempt: number): number {
+    return Math.min(this.opts.connectBackoffMs * 2 ** attempt, 30_000);
   }
 
   /** Creates the configured database through the `postgres` maintenance database. */
