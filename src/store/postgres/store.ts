@@ -23,6 +23,7 @@ import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert }
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
+import { type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
 import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
@@ -30,7 +31,7 @@ import { POSTGRES_DOCUMENTS } from './documents.ts';
 import { describe, toLrsError } from './errors.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { KEY_CACHE_MAX, PostgresReaders } from './readers.ts';
-import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
+import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, writeValues } from './write.ts';
 
 export { filterKeyIds } from './readers.ts';
 export { type PostgresOptions, SESSION_OPTIONS } from './connection.ts';
@@ -48,16 +49,8 @@ const ANALYZE_MIN_ROWS = 1000;
 const groupBegin = (tenant: string): string =>
   `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock_shared(${LOCK_INTENT}, ${tenantLockKey(tenant)})`;
 
-interface InsertJob {
-  batch: PreparedStatement[];
-  attachments: AttachmentBlob[];
-  resolve(outcome: InsertOutcome): void;
-  reject(err: unknown): void;
-}
-
+/** A tenant's drain (its requests wait in the store's GroupQueue). */
 interface InsertQueue {
-  pending: InsertJob[];
-  running: boolean;
   /** Set while the drain waits for work or for its last group. */
   wake?: () => void;
   /** What the group decided last, until it has committed or failed (see DefinitionsInFlight). */
@@ -71,6 +64,12 @@ export class PostgresStore extends PostgresReaders implements Store {
   readonly outbox: PostgresOutbox;
   private readonly outboxListeners: (() => void)[] = [];
   private readonly queues = new Map<string, InsertQueue>();
+  /** Per tenant; a tenant without a drain starts one, a waiting drain is woken. */
+  private readonly pending = new GroupQueue(GROUP_MAX_STATEMENTS, (tenant) => {
+    const q = this.queues.get(tenant);
+    if (!q) void this.drain(tenant);
+    else q.wake?.();
+  });
   /** Statements inserted by this process since its last ANALYZE, and the count that ANALYZE saw (see noteInserted). */
   private sinceAnalyze = 0;
   private analyzing = false;
@@ -95,13 +94,7 @@ export class PostgresStore extends PostgresReaders implements Store {
    */
   async insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
     if (batch.length === 0 && attachments.length === 0) return { ids: [], inserted: 0 };
-    return new Promise<InsertOutcome>((resolve, reject) => {
-      let q = this.queues.get(tenant);
-      if (!q) this.queues.set(tenant, (q = { pending: [], running: false }));
-      q.pending.push({ batch, attachments, resolve, reject });
-      if (!q.running) void this.drain(tenant, q);
-      else q.wake?.();
-    });
+    return this.pending.add(tenant, tenant, batch, attachments);
   }
 
   /**
@@ -109,23 +102,18 @@ export class PostgresStore extends PostgresReaders implements Store {
    * commit), the next reads, decides and builds its parameters on another connection, then waits
    * for the lock. A third gathers meanwhile.
    */
-  private async drain(tenant: string, q: InsertQueue): Promise<void> {
-    q.running = true;
+  private async drain(tenant: string): Promise<void> {
+    const q: InsertQueue = {};
+    this.queues.set(tenant, q);
     let previous: Promise<void> = Promise.resolve();
     for (;;) {
-      if (!q.pending.length) {
+      if (!this.pending.has(tenant)) {
         // Requests that arrive while the last group writes form the next group at once.
         await Promise.race([previous, new Promise<void>((resolve) => (q.wake = resolve))]);
         q.wake = undefined;
-        if (!q.pending.length) break;
+        if (!this.pending.has(tenant)) break;
       }
-      const group: InsertJob[] = [];
-      let size = 0;
-      while (q.pending.length && (group.length === 0 || size + q.pending[0].batch.length <= GROUP_MAX_STATEMENTS)) {
-        const job = q.pending.shift()!;
-        size += job.batch.length;
-        group.push(job);
-      }
+      const group = this.pending.take(tenant);
       let markPrepared!: () => void;
       const prepared = new Promise<void>((resolve) => (markPrepared = resolve));
       const done = this.runGroup(tenant, group, previous, markPrepared, q).finally(markPrepared);
@@ -135,14 +123,13 @@ export class PostgresStore extends PostgresReaders implements Store {
       // Let the callers just answered send their next requests before deciding the queue is empty.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    q.running = false;
     this.queues.delete(tenant);
   }
 
   /** Never rejects: each job is answered. `q`: its tenant's queue, where it shows the next group what it writes. */
   private async runGroup(
     tenant: string,
-    group: InsertJob[],
+    group: GroupRequest[],
     previous: Promise<void> = Promise.resolve(),
     prepared: () => void = () => undefined,
     q?: InsertQueue,
@@ -193,7 +180,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   private async insertGroup(
     c: pg.PoolClient,
     tenant: { id: number; name: string },
-    group: InsertJob[],
+    group: GroupRequest[],
     keys: ResolvedKeys,
     prepared: () => void,
     q: InsertQueue | undefined,
@@ -258,7 +245,7 @@ export class PostgresStore extends PostgresReaders implements Store {
    * resolved one meanwhile see `keys_epoch` move and resolve again). Before the rejection is
    * answered; a failure here is logged, not the request's.
    */
-  private async dropRejectedKeys(tenant: string, tenantId: number, jobs: InsertJob[]): Promise<void> {
+  private async dropRejectedKeys(tenant: string, tenantId: number, jobs: GroupRequest[]): Promise<void> {
     const keys = [...statementKeys(jobs.flatMap((j) => j.batch))];
     try {
       await this.tx(async (c) => {
@@ -312,7 +299,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   private async decideGroup(
     c: pg.PoolClient,
     tenant: { id: number; name: string },
-    group: InsertJob[],
+    group: GroupRequest[],
     inFlight?: DefinitionsInFlight,
   ): Promise<{ results: (InsertOutcome | LrsError)[]; values: (keys: ResolvedKeys) => unknown[]; fresh: () => PreparedStatement[]; changed: DefinitionsInFlight }> {
     const all = group.flatMap((j) => j.batch);

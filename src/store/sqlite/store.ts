@@ -15,6 +15,7 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
+import { type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
 import { row, rows, run } from '../program.ts';
 import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, KeyedDocument, QueryPage, StatementRewrite, Store, StoredDocument, StoredRow } from '../types.ts';
@@ -43,15 +44,6 @@ const DEFINITION_CACHE_MAX = 50_000;
  */
 export const idMergeDue = (merged: number): number => Math.max(4096, Math.round(Math.sqrt(400 * merged)));
 
-/** A write waiting for the next group commit. */
-interface PendingWrite {
-  tenant: string;
-  batch: PreparedStatement[];
-  attachments: AttachmentBlob[];
-  resolve: (o: InsertOutcome) => void;
-  reject: (e: unknown) => void;
-}
-
 /** A request's insert plan (src/xapi/insert.ts) and the stored statements targeting its new ones. */
 interface PlannedBatch {
   plan: ReturnType<typeof planInsert>;
@@ -69,7 +61,10 @@ export class SqliteStore extends SqliteConnection implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
-  private pending: PendingWrite[] = [];
+  /** One queue for the connection, every tenant's requests in it, written whole on the next turn of the event loop. */
+  private readonly pending = new GroupQueue(Infinity, (_, first) => {
+    if (first) setImmediate(() => this.flush());
+  });
   private readonly documents = sqliteDocuments(this.docs);
 
   constructor(opts: SqliteOptions) {
@@ -86,15 +81,11 @@ export class SqliteStore extends SqliteConnection implements Store {
    * transaction (one WAL sync for all of them). Every caller is answered after the COMMIT.
    */
   insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ tenant, batch, attachments, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => this.flush());
-    });
+    return this.pending.add('', tenant, batch, attachments);
   }
 
   private flush(): void {
-    const jobs = this.pending;
-    this.pending = [];
+    const jobs = this.pending.take('');
     let written: GroupResult;
     try {
       try {
@@ -125,7 +116,7 @@ export class SqliteStore extends SqliteConnection implements Store {
    * which doubled the database work of single-statement writes. With `savepoints` (after a
    * WriteFailed), each request gets one, so a failure while writing rolls back that request only.
    */
-  private writeGroup(jobs: PendingWrite[], savepoints: boolean): GroupResult {
+  private writeGroup(jobs: GroupRequest[], savepoints: boolean): GroupResult {
     const outcomes: GroupResult['outcomes'] = [];
     let queued = 0;
     this.tx(() => {
@@ -140,7 +131,7 @@ export class SqliteStore extends SqliteConnection implements Store {
       const dicts = jobs.map((job) => {
         const tenant = this.ensureTenant(job.tenant);
         const created: number[] = [];
-        return { tenant, ids: this.keyIdsOf(tenant, job.batch.flatMap(keysOf), created), created };
+        return { tenant, ids: this.keyIdsOf(tenant, statementKeys(job.batch), created), created };
       });
       let changed = false;
       jobs.forEach((job, i) => {
@@ -501,11 +492,6 @@ function sqliteReach(keyIdsOf: (tenant: number, keys: string[]) => Map<string, n
       for (const a of out.activities) yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
     },
   };
-}
-
-/** Every key a statement's rows name: verb, authority, agents, activities. */
-function keysOf(p: PreparedStatement): string[] {
-  return [p.verb, ...(p.authorityKey === null ? [] : [p.authorityKey]), ...p.agents.map((a) => a.key), ...p.activities.map((a) => a.id)];
 }
 
 /** statements.authority of a new statement: its key's id. */

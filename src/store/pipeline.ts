@@ -1,0 +1,72 @@
+/**
+ * The statement write pipeline's shared front: requests queued and taken as groups (one
+ * transaction per group, each request still all-or-nothing), and the dictionary keys a group's
+ * statements name. SQLite keeps one queue for its connection and writes a group synchronously on
+ * the next turn of the event loop (./sqlite/store.ts); PostgreSQL keeps one queue per tenant,
+ * drained while the tenant's previous group holds its lock (./postgres/store.ts).
+ */
+import type { PreparedStatement } from '../xapi/statement.ts';
+import type { AttachmentBlob, InsertOutcome } from './types.ts';
+
+/** A request waiting for its group: its statements, and how it is answered. */
+export interface GroupRequest {
+  tenant: string;
+  batch: PreparedStatement[];
+  attachments: AttachmentBlob[];
+  resolve(outcome: InsertOutcome): void;
+  reject(err: unknown): void;
+}
+
+/**
+ * Requests by queue key, taken in arrival order as groups of at most `maxStatements` statements
+ * (a single larger request still goes, alone). `arrived` is the backend's scheduler: told of every
+ * request, and whether its queue was empty before it.
+ */
+export class GroupQueue {
+  private readonly queues = new Map<string, GroupRequest[]>();
+  private readonly maxStatements: number;
+  private readonly arrived: (key: string, first: boolean) => void;
+
+  constructor(maxStatements: number, arrived: (key: string, first: boolean) => void) {
+    this.maxStatements = maxStatements;
+    this.arrived = arrived;
+  }
+
+  /** Queues a request under `key`; settles once its group is written. */
+  add(key: string, tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
+    return new Promise((resolve, reject) => {
+      let q = this.queues.get(key);
+      if (!q) this.queues.set(key, (q = []));
+      q.push({ tenant, batch, attachments, resolve, reject });
+      this.arrived(key, q.length === 1);
+    });
+  }
+
+  has(key: string): boolean {
+    return this.queues.has(key);
+  }
+
+  /** The next group of `key`'s queue (empty when none waits). */
+  take(key: string): GroupRequest[] {
+    const q = this.queues.get(key);
+    if (!q) return [];
+    let n = 0;
+    let size = 0;
+    while (n < q.length && (n === 0 || size + q[n].batch.length <= this.maxStatements)) size += q[n++].batch.length;
+    if (n < q.length) return q.splice(0, n);
+    this.queues.delete(key);
+    return q;
+  }
+}
+
+/** The dictionary keys statements refer to: verbs, authorities, agents, activities (first use first). */
+export function statementKeys(statements: PreparedStatement[]): Set<string> {
+  const keys = new Set<string>();
+  for (const p of statements) {
+    keys.add(p.verb);
+    if (p.authorityKey !== null) keys.add(p.authorityKey);
+    for (const a of p.agents) keys.add(a.key);
+    for (const a of p.activities) keys.add(a.id);
+  }
+  return keys;
+}
