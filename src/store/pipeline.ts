@@ -5,6 +5,7 @@
  * the next turn of the event loop (./sqlite/store.ts); PostgreSQL keeps one queue per tenant,
  * drained while the tenant's previous group holds its lock (./postgres/store.ts).
  */
+import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert } from '../xapi/insert.ts';
 import type { PreparedStatement } from '../xapi/statement.ts';
 import type { AttachmentBlob, InsertOutcome } from './types.ts';
 
@@ -69,4 +70,45 @@ export function statementKeys(statements: PreparedStatement[]): Set<string> {
     for (const a of p.activities) keys.add(a.id);
   }
   return keys;
+}
+
+/** What the insert rules need of the store for one tenant's requests of a group, read before the first is decided. */
+export interface InsertBasis {
+  /** Stored statements by id: the requests' ids and their voiding statements' targets (rowsToRead). */
+  known: Map<string, KnownStatement>;
+  /** Stored voiding statements by the id (not stored) they target. */
+  voidedEarlier: Map<string, EarlierVoiding[]>;
+}
+
+/**
+ * The insert rules (src/xapi/insert.ts) over a group's requests, in order, on one basis read for
+ * all of them: a request is decided seeing what the earlier ones of its group stored (`stored`,
+ * once its write succeeded), as if each had been read after the one before.
+ */
+export class GroupPlanner {
+  private readonly basis: InsertBasis;
+  private readonly storedIso: string;
+
+  constructor(basis: InsertBasis, storedIso: string) {
+    this.basis = basis;
+    this.storedIso = storedIso;
+  }
+
+  /** A request's plan; throws the LrsError of a rule it breaks. */
+  plan(request: Pick<GroupRequest, 'batch' | 'attachments'>): InsertPlan {
+    return planInsert(request.batch, request.attachments, this.basis.known, this.basis.voidedEarlier, this.storedIso);
+  }
+
+  /** The plan is written: later requests see its statements as stored, and its voiding statements as stored earlier. */
+  stored(plan: InsertPlan): void {
+    const { known, voidedEarlier } = this.basis;
+    for (const f of plan.fresh) {
+      known.set(f.p.id, { isVoiding: f.p.voids !== null, statement: f.full });
+      if (!f.p.voids) continue;
+      const earlier = voidedEarlier.get(f.p.voids);
+      const v = { authorityKey: f.p.authorityKey, mineOnly: f.p.mineOnly };
+      if (earlier) earlier.push(v);
+      else voidedEarlier.set(f.p.voids, [v]);
+    }
+  }
 }

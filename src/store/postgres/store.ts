@@ -19,11 +19,11 @@
  */
 import pg from 'pg';
 import { LrsError } from '../../errors.ts';
-import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
+import type { EarlierVoiding, InsertPlan, KnownStatement } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
-import { type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
+import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
 import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
@@ -323,10 +323,12 @@ export class PostgresStore extends PostgresReaders implements Store {
       }),
     );
     const voidedEarlier = new Map<string, EarlierVoiding[]>();
-    const voidedBy = (target: string, v: EarlierVoiding) => voidedEarlier.set(target, [...(voidedEarlier.get(target) ?? []), v]);
     for (const [target, seq, xmin, isVoiding, authorityKey] of JSON.parse(head.voided_earlier ?? '[]') as [string, string, string, number, string | null][]) {
       relied.push([seq, xmin]);
-      voidedBy(target, { authorityKey, mineOnly: isVoiding === 2 });
+      const v = { authorityKey, mineOnly: isVoiding === 2 };
+      const earlier = voidedEarlier.get(target);
+      if (earlier) earlier.push(v);
+      else voidedEarlier.set(target, [v]);
     }
     // What the group in flight writes replaces what this snapshot holds, and is checked by its text.
     const keptDefs: [string, string][] = [];
@@ -343,20 +345,18 @@ export class PostgresStore extends PostgresReaders implements Store {
       flightDefs.push([id, f.text]);
       kept.set(id, f.definition);
     }
+    const planner = new GroupPlanner({ known, voidedEarlier }, storedIso);
     const plans: InsertPlan[] = [];
     const results = group.map((job): InsertOutcome | LrsError => {
       let plan: InsertPlan;
       try {
-        plan = planInsert(job.batch, job.attachments, known, voidedEarlier, storedIso);
+        plan = planner.plan(job);
       } catch (err) {
         if (err instanceof LrsError) return err;
         throw err;
       }
-      // Accepted: later requests of the group see these as stored, and their voiding statements as stored earlier.
-      for (const f of plan.fresh) {
-        known.set(f.p.id, { isVoiding: f.p.voids !== null, statement: f.full });
-        if (f.p.voids) voidedBy(f.p.voids, { authorityKey: f.p.authorityKey, mineOnly: f.p.mineOnly });
-      }
+      // The group is written whole or not at all: later requests see this one's statements.
+      planner.stored(plan);
       plans.push(plan);
       return plan.outcome;
     });
