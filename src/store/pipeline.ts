@@ -112,3 +112,66 @@ export class GroupPlanner {
     }
   }
 }
+
+/**
+ * Dictionary ids (the `keys` table) by tenant, as this process learned them, each tenant's at the
+ * `keys_epoch` it read (an erasure deletes keys and moves the epoch). SQLite reads the epoch once
+ * per write transaction and forgets everything when it moved; PostgreSQL resolves a group's keys
+ * before its transaction and its write checks the tenant's epoch under the tenant lock. At most
+ * `max` ids in all (then it starts again).
+ */
+export class KeyCache<E> {
+  private readonly tenants = new Map<number, { epoch: E; ids: Map<string, number> }>();
+  private size = 0;
+  private readonly max: number;
+
+  constructor(max: number) {
+    this.max = max;
+  }
+
+  get(tenant: number, key: string): number | undefined {
+    return this.tenants.get(tenant)?.ids.get(key);
+  }
+
+  /** The cached ids among `keys` and the keys missing, at the tenant's epoch; undefined when nothing of the tenant is cached. */
+  lookup(tenant: number, keys: Iterable<string>): { ids: Map<string, number>; missing: Set<string>; epoch: E } | undefined {
+    const cached = this.tenants.get(tenant);
+    if (!cached) return undefined;
+    const ids = new Map<string, number>();
+    const missing = new Set<string>();
+    for (const k of keys) {
+      const id = cached.ids.get(k);
+      if (id === undefined) missing.add(k);
+      else ids.set(k, id);
+    }
+    return { ids, missing, epoch: cached.epoch };
+  }
+
+  /** An id learned at `epoch` (a tenant cached at another epoch starts again). */
+  set(tenant: number, epoch: E, key: string, id: number): void {
+    if (this.size >= this.max) this.forget();
+    let cached = this.tenants.get(tenant);
+    if (cached && cached.epoch !== epoch) this.forget(tenant), (cached = undefined);
+    if (!cached) this.tenants.set(tenant, (cached = { epoch, ids: new Map() }));
+    const before = cached.ids.size;
+    cached.ids.set(key, id);
+    this.size += cached.ids.size - before;
+  }
+
+  add(tenant: number, epoch: E, ids: ReadonlyMap<string, number>): void {
+    for (const [key, id] of ids) this.set(tenant, epoch, key, id);
+  }
+
+  /** Forgets a tenant's ids, or every tenant's. */
+  forget(tenant?: number): void {
+    if (tenant === undefined) {
+      this.tenants.clear();
+      this.size = 0;
+      return;
+    }
+    const cached = this.tenants.get(tenant);
+    if (!cached) return;
+    this.size -= cached.ids.size;
+    this.tenants.delete(tenant);
+  }
+}

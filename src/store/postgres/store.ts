@@ -23,7 +23,7 @@ import type { EarlierVoiding, InsertPlan, KnownStatement } from '../../xapi/inse
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
-import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
+import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
 import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
@@ -74,7 +74,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   private sinceAnalyze = 0;
   private analyzing = false;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
-  private readonly keyCache = new Map<number, { epoch: string; ids: Map<string, number> }>();
+  private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
 
   constructor(opts: PostgresOptions) {
     super(opts);
@@ -199,7 +199,7 @@ export class PostgresStore extends PostgresReaders implements Store {
       // keys resolved again (an erasure may have deleted some), the check passes.
       decided = await this.decideGroup(c, tenant, group);
       if (q && q.inFlight === flight.defs) q.inFlight = flight.defs = decided.changed;
-      this.keyCache.delete(tenant.id);
+      this.keyCache.forget(tenant.id);
       keys = await this.resolveKeys(c, tenant.id, statementKeys(group.flatMap((j) => j.batch)));
       written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(keys) });
       if (!written.rows[0].ok) throw new Error('a statement group decided under the tenant lock failed its check');
@@ -265,29 +265,21 @@ export class PostgresStore extends PostgresReaders implements Store {
    */
   private async resolveKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
     if (c) return this.queryKeys(c, tenantId, keys);
-    const cached = this.keyCache.get(tenantId);
+    const cached = this.keyCache.lookup(tenantId, keys);
     if (cached) {
-      const ids = new Map<string, number>();
-      const missing = new Set<string>();
-      for (const k of keys) {
-        const id = cached.ids.get(k);
-        if (id === undefined) missing.add(k);
-        else ids.set(k, id);
-      }
-      if (!missing.size) return { ids, epoch: cached.epoch };
+      const { ids, missing, epoch } = cached;
+      if (!missing.size) return { ids, epoch };
       const found = await this.queryKeys(undefined, tenantId, missing);
-      if (found.epoch === cached.epoch) {
-        for (const [k, id] of found.ids) {
-          ids.set(k, id);
-          cached.ids.set(k, id);
-        }
-        if (cached.ids.size > KEY_CACHE_MAX) this.keyCache.delete(tenantId);
-        return { ids, epoch: cached.epoch };
+      if (found.epoch === epoch) {
+        for (const [k, id] of found.ids) ids.set(k, id);
+        this.keyCache.add(tenantId, epoch, found.ids);
+        return { ids, epoch };
       }
     }
     // Nothing cached, or an erasure since: every id again, at one epoch.
     const all = await this.queryKeys(undefined, tenantId, keys);
-    this.keyCache.set(tenantId, { epoch: all.epoch, ids: new Map(all.ids) });
+    this.keyCache.forget(tenantId);
+    this.keyCache.add(tenantId, all.epoch, all.ids);
     return all;
   }
 
@@ -440,7 +432,7 @@ SELECT 1`,
     // Writers resolve ids before their transaction: this tells them to resolve again.
     if (dropped.rowCount) {
       await c.query({ name: 'bump_keys_epoch', text: 'UPDATE keys_epoch SET n = n + 1', values: [] });
-      this.keyCache.delete(tenantId);
+      this.keyCache.forget(tenantId);
     }
   }
 
