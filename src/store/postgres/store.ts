@@ -23,7 +23,7 @@ import type { EarlierVoiding, InsertPlan, KnownStatement } from '../../xapi/inse
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
-import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys } from '../pipeline.ts';
+import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys, voidedBy } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
 import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
@@ -317,10 +317,7 @@ export class PostgresStore extends PostgresReaders implements Store {
     const voidedEarlier = new Map<string, EarlierVoiding[]>();
     for (const [target, seq, xmin, isVoiding, authorityKey] of JSON.parse(head.voided_earlier ?? '[]') as [string, string, string, number, string | null][]) {
       relied.push([seq, xmin]);
-      const v = { authorityKey, mineOnly: isVoiding === 2 };
-      const earlier = voidedEarlier.get(target);
-      if (earlier) earlier.push(v);
-      else voidedEarlier.set(target, [v]);
+      voidedBy(voidedEarlier, target, { authorityKey, mineOnly: isVoiding === 2 });
     }
     // What the group in flight writes replaces what this snapshot holds, and is checked by its text.
     const keptDefs: [string, string][] = [];
