@@ -134,6 +134,13 @@ export class SqliteStore extends SqliteConnection implements Store {
         return { tenant, ids: this.keyIdsOf(tenant, statementKeys(job.batch), created), created };
       });
       let changed = false;
+      // Each tenant's requests, in order, and the plan of those read.
+      const byTenant = new Map<number, GroupRequest[]>();
+      jobs.forEach((job, i) => {
+        const mine = byTenant.get(dicts[i].tenant);
+        if (mine) mine.push(job);
+        else byTenant.set(dicts[i].tenant, [job]);
+      });
       const tenants = new Map<number, TenantPlan>();
       jobs.forEach((job, i) => {
         this.staged.clear();
@@ -145,7 +152,8 @@ export class SqliteStore extends SqliteConnection implements Store {
           planned = tenants.get(tenant);
           if (!planned) {
             // Read for the tenant's requests from this one on (their planner sees what the earlier ones store).
-            planned = this.readBasis(tenant, jobs.filter((_, j) => j >= i && dicts[j].tenant === tenant), storedIso);
+            const mine = byTenant.get(tenant)!;
+            planned = this.readBasis(tenant, mine.slice(mine.indexOf(job)), storedIso);
             tenants.set(tenant, planned);
           }
           plan = planned.planner.plan(job);
