@@ -19,10 +19,11 @@
  */
 import pg from 'pg';
 import { LrsError } from '../../errors.ts';
-import { type EarlierVoiding, type InsertPlan, type KnownStatement, planInsert } from '../../xapi/insert.ts';
+import type { EarlierVoiding, InsertPlan, KnownStatement } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
+import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys, voidedBy } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
 import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
@@ -30,7 +31,7 @@ import { POSTGRES_DOCUMENTS } from './documents.ts';
 import { describe, toLrsError } from './errors.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { KEY_CACHE_MAX, PostgresReaders } from './readers.ts';
-import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, statementKeys, writeValues } from './write.ts';
+import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, writeValues } from './write.ts';
 
 export { filterKeyIds } from './readers.ts';
 export { type PostgresOptions, SESSION_OPTIONS } from './connection.ts';
@@ -48,16 +49,8 @@ const ANALYZE_MIN_ROWS = 1000;
 const groupBegin = (tenant: string): string =>
   `BEGIN; SET LOCAL plan_cache_mode = force_generic_plan; SELECT pg_advisory_xact_lock_shared(${LOCK_INTENT}, ${tenantLockKey(tenant)})`;
 
-interface InsertJob {
-  batch: PreparedStatement[];
-  attachments: AttachmentBlob[];
-  resolve(outcome: InsertOutcome): void;
-  reject(err: unknown): void;
-}
-
+/** A tenant's drain (its requests wait in the store's GroupQueue). */
 interface InsertQueue {
-  pending: InsertJob[];
-  running: boolean;
   /** Set while the drain waits for work or for its last group. */
   wake?: () => void;
   /** What the group decided last, until it has committed or failed (see DefinitionsInFlight). */
@@ -71,11 +64,17 @@ export class PostgresStore extends PostgresReaders implements Store {
   readonly outbox: PostgresOutbox;
   private readonly outboxListeners: (() => void)[] = [];
   private readonly queues = new Map<string, InsertQueue>();
+  /** Per tenant; a tenant without a drain starts one, a waiting drain is woken. */
+  private readonly pending = new GroupQueue(GROUP_MAX_STATEMENTS, (tenant) => {
+    const q = this.queues.get(tenant);
+    if (!q) void this.drain(tenant);
+    else q.wake?.();
+  });
   /** Statements inserted by this process since its last ANALYZE, and the count that ANALYZE saw (see noteInserted). */
   private sinceAnalyze = 0;
   private analyzing = false;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
-  private readonly keyCache = new Map<number, { epoch: string; ids: Map<string, number> }>();
+  private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
 
   constructor(opts: PostgresOptions) {
     super(opts);
@@ -95,13 +94,7 @@ export class PostgresStore extends PostgresReaders implements Store {
    */
   async insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
     if (batch.length === 0 && attachments.length === 0) return { ids: [], inserted: 0 };
-    return new Promise<InsertOutcome>((resolve, reject) => {
-      let q = this.queues.get(tenant);
-      if (!q) this.queues.set(tenant, (q = { pending: [], running: false }));
-      q.pending.push({ batch, attachments, resolve, reject });
-      if (!q.running) void this.drain(tenant, q);
-      else q.wake?.();
-    });
+    return this.pending.add(tenant, tenant, batch, attachments);
   }
 
   /**
@@ -109,23 +102,18 @@ export class PostgresStore extends PostgresReaders implements Store {
    * commit), the next reads, decides and builds its parameters on another connection, then waits
    * for the lock. A third gathers meanwhile.
    */
-  private async drain(tenant: string, q: InsertQueue): Promise<void> {
-    q.running = true;
+  private async drain(tenant: string): Promise<void> {
+    const q: InsertQueue = {};
+    this.queues.set(tenant, q);
     let previous: Promise<void> = Promise.resolve();
     for (;;) {
-      if (!q.pending.length) {
+      if (!this.pending.has(tenant)) {
         // Requests that arrive while the last group writes form the next group at once.
         await Promise.race([previous, new Promise<void>((resolve) => (q.wake = resolve))]);
         q.wake = undefined;
-        if (!q.pending.length) break;
+        if (!this.pending.has(tenant)) break;
       }
-      const group: InsertJob[] = [];
-      let size = 0;
-      while (q.pending.length && (group.length === 0 || size + q.pending[0].batch.length <= GROUP_MAX_STATEMENTS)) {
-        const job = q.pending.shift()!;
-        size += job.batch.length;
-        group.push(job);
-      }
+      const group = this.pending.take(tenant);
       let markPrepared!: () => void;
       const prepared = new Promise<void>((resolve) => (markPrepared = resolve));
       const done = this.runGroup(tenant, group, previous, markPrepared, q).finally(markPrepared);
@@ -135,14 +123,13 @@ export class PostgresStore extends PostgresReaders implements Store {
       // Let the callers just answered send their next requests before deciding the queue is empty.
       await new Promise<void>((resolve) => setImmediate(resolve));
     }
-    q.running = false;
     this.queues.delete(tenant);
   }
 
   /** Never rejects: each job is answered. `q`: its tenant's queue, where it shows the next group what it writes. */
   private async runGroup(
     tenant: string,
-    group: InsertJob[],
+    group: GroupRequest[],
     previous: Promise<void> = Promise.resolve(),
     prepared: () => void = () => undefined,
     q?: InsertQueue,
@@ -193,7 +180,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   private async insertGroup(
     c: pg.PoolClient,
     tenant: { id: number; name: string },
-    group: InsertJob[],
+    group: GroupRequest[],
     keys: ResolvedKeys,
     prepared: () => void,
     q: InsertQueue | undefined,
@@ -212,7 +199,7 @@ export class PostgresStore extends PostgresReaders implements Store {
       // keys resolved again (an erasure may have deleted some), the check passes.
       decided = await this.decideGroup(c, tenant, group);
       if (q && q.inFlight === flight.defs) q.inFlight = flight.defs = decided.changed;
-      this.keyCache.delete(tenant.id);
+      this.keyCache.forget(tenant.id);
       keys = await this.resolveKeys(c, tenant.id, statementKeys(group.flatMap((j) => j.batch)));
       written = await c.query({ name: 'insert_write', text: INSERT_WRITE, values: decided.values(keys) });
       if (!written.rows[0].ok) throw new Error('a statement group decided under the tenant lock failed its check');
@@ -258,7 +245,7 @@ export class PostgresStore extends PostgresReaders implements Store {
    * resolved one meanwhile see `keys_epoch` move and resolve again). Before the rejection is
    * answered; a failure here is logged, not the request's.
    */
-  private async dropRejectedKeys(tenant: string, tenantId: number, jobs: InsertJob[]): Promise<void> {
+  private async dropRejectedKeys(tenant: string, tenantId: number, jobs: GroupRequest[]): Promise<void> {
     const keys = [...statementKeys(jobs.flatMap((j) => j.batch))];
     try {
       await this.tx(async (c) => {
@@ -278,29 +265,21 @@ export class PostgresStore extends PostgresReaders implements Store {
    */
   private async resolveKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
     if (c) return this.queryKeys(c, tenantId, keys);
-    const cached = this.keyCache.get(tenantId);
+    const cached = this.keyCache.lookup(tenantId, keys);
     if (cached) {
-      const ids = new Map<string, number>();
-      const missing = new Set<string>();
-      for (const k of keys) {
-        const id = cached.ids.get(k);
-        if (id === undefined) missing.add(k);
-        else ids.set(k, id);
-      }
-      if (!missing.size) return { ids, epoch: cached.epoch };
+      const { ids, missing, epoch } = cached;
+      if (!missing.size) return { ids, epoch };
       const found = await this.queryKeys(undefined, tenantId, missing);
-      if (found.epoch === cached.epoch) {
-        for (const [k, id] of found.ids) {
-          ids.set(k, id);
-          cached.ids.set(k, id);
-        }
-        if (cached.ids.size > KEY_CACHE_MAX) this.keyCache.delete(tenantId);
-        return { ids, epoch: cached.epoch };
+      if (found.epoch === epoch) {
+        for (const [k, id] of found.ids) ids.set(k, id);
+        this.keyCache.add(tenantId, epoch, found.ids);
+        return { ids, epoch };
       }
     }
     // Nothing cached, or an erasure since: every id again, at one epoch.
     const all = await this.queryKeys(undefined, tenantId, keys);
-    this.keyCache.set(tenantId, { epoch: all.epoch, ids: new Map(all.ids) });
+    this.keyCache.forget(tenantId);
+    this.keyCache.add(tenantId, all.epoch, all.ids);
     return all;
   }
 
@@ -312,7 +291,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   private async decideGroup(
     c: pg.PoolClient,
     tenant: { id: number; name: string },
-    group: InsertJob[],
+    group: GroupRequest[],
     inFlight?: DefinitionsInFlight,
   ): Promise<{ results: (InsertOutcome | LrsError)[]; values: (keys: ResolvedKeys) => unknown[]; fresh: () => PreparedStatement[]; changed: DefinitionsInFlight }> {
     const all = group.flatMap((j) => j.batch);
@@ -336,10 +315,9 @@ export class PostgresStore extends PostgresReaders implements Store {
       }),
     );
     const voidedEarlier = new Map<string, EarlierVoiding[]>();
-    const voidedBy = (target: string, v: EarlierVoiding) => voidedEarlier.set(target, [...(voidedEarlier.get(target) ?? []), v]);
     for (const [target, seq, xmin, isVoiding, authorityKey] of JSON.parse(head.voided_earlier ?? '[]') as [string, string, string, number, string | null][]) {
       relied.push([seq, xmin]);
-      voidedBy(target, { authorityKey, mineOnly: isVoiding === 2 });
+      voidedBy(voidedEarlier, target, { authorityKey, mineOnly: isVoiding === 2 });
     }
     // What the group in flight writes replaces what this snapshot holds, and is checked by its text.
     const keptDefs: [string, string][] = [];
@@ -356,20 +334,18 @@ export class PostgresStore extends PostgresReaders implements Store {
       flightDefs.push([id, f.text]);
       kept.set(id, f.definition);
     }
+    const planner = new GroupPlanner({ known, voidedEarlier }, storedIso);
     const plans: InsertPlan[] = [];
     const results = group.map((job): InsertOutcome | LrsError => {
       let plan: InsertPlan;
       try {
-        plan = planInsert(job.batch, job.attachments, known, voidedEarlier, storedIso);
+        plan = planner.plan(job);
       } catch (err) {
         if (err instanceof LrsError) return err;
         throw err;
       }
-      // Accepted: later requests of the group see these as stored, and their voiding statements as stored earlier.
-      for (const f of plan.fresh) {
-        known.set(f.p.id, { isVoiding: f.p.voids !== null, statement: f.full });
-        if (f.p.voids) voidedBy(f.p.voids, { authorityKey: f.p.authorityKey, mineOnly: f.p.mineOnly });
-      }
+      // The group is written whole or not at all: later requests see this one's statements.
+      planner.stored(plan);
       plans.push(plan);
       return plan.outcome;
     });
@@ -453,7 +429,7 @@ SELECT 1`,
     // Writers resolve ids before their transaction: this tells them to resolve again.
     if (dropped.rowCount) {
       await c.query({ name: 'bump_keys_epoch', text: 'UPDATE keys_epoch SET n = n + 1', values: [] });
-      this.keyCache.delete(tenantId);
+      this.keyCache.forget(tenantId);
     }
   }
 

@@ -129,18 +129,6 @@ const resolveKeysSql = (own: boolean): string =>
 export const RESOLVE_KEYS = resolveKeysSql(false);
 export const RESOLVE_KEYS_OWN = resolveKeysSql(true);
 
-/** The dictionary keys statements refer to: verbs, authorities, agents, activities. */
-export function statementKeys(statements: PreparedStatement[]): Set<string> {
-  const keys = new Set<string>();
-  for (const p of statements) {
-    keys.add(p.verb);
-    if (p.authorityKey !== null) keys.add(p.authorityKey);
-    for (const a of p.agents) keys.add(a.key);
-    for (const a of p.activities) keys.add(a.id);
-  }
-  return keys;
-}
-
 /**
  * JSON texts as one `json` array parameter, expanded by json_array_elements: no per-element
  * escaping in the driver (a `json[]` literal escapes every quote and backslash) nor unescaping

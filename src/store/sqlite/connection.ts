@@ -13,6 +13,7 @@ import { DatabaseSync, type StatementSync } from 'node:sqlite';
 import type { Worker } from 'node:worker_threads';
 import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
+import { KeyCache } from '../pipeline.ts';
 import { bucketsIn } from '../sql.ts';
 import type { SqliteHandle } from './documents.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
@@ -91,8 +92,8 @@ export abstract class SqliteConnection {
   protected readonly source: PageSource = { q: (sql) => this.q(sql), tenantId: (name) => this.tenantId(name) };
   /** Tenant name → tenants.id (tenants are never deleted; only known tenants are cached). */
   protected readonly tenantIds = new Map<string, number>();
-  /** `${tenant id} ${key}` → keys.id, valid while keys_epoch is `epoch`. */
-  protected readonly keyIds = new Map<string, number>();
+  /** keys.id by tenant and key, valid while keys_epoch is `epoch` (checkEpoch forgets them all, so no epoch per tenant). */
+  protected readonly keyIds = new KeyCache<null>(KEY_CACHE_MAX);
   protected epoch = -1;
   /**
    * The activity IRI's key id → the canonical definition kept (`kept`) and the last definition
@@ -148,7 +149,7 @@ export abstract class SqliteConnection {
       }
       // Ids it created are gone again: forget every cached one (they are cheap to look up).
       this.tenantIds.clear();
-      this.keyIds.clear();
+      this.keyIds.forget();
       this.definitions.clear();
       throw this.storageRefused(err);
     }
@@ -234,7 +235,7 @@ export abstract class SqliteConnection {
   protected checkEpoch(): void {
     const epoch = Number((this.q('SELECT epoch FROM keys_epoch').get() as Row).epoch);
     if (epoch !== this.epoch) {
-      this.keyIds.clear();
+      this.keyIds.forget();
       this.definitions.clear();
       this.epoch = epoch;
     }
@@ -247,14 +248,12 @@ export abstract class SqliteConnection {
     const add = this.q('INSERT INTO keys (tenant, key) VALUES (?, ?)');
     for (const key of keys) {
       if (out.has(key)) continue;
-      const cached = `${tenant} ${key}`;
-      let id = this.keyIds.get(cached);
+      let id = this.keyIds.get(tenant, key);
       if (id === undefined) {
         const r = find.get(tenant, key) as Row | undefined;
         if (r) id = Number(r.id);
         else created.push((id = Number(add.run(tenant, key).lastInsertRowid)));
-        if (this.keyIds.size >= KEY_CACHE_MAX) this.keyIds.clear();
-        this.keyIds.set(cached, id);
+        this.keyIds.set(tenant, null, key, id);
       }
       out.set(key, id);
     }
@@ -279,7 +278,7 @@ export abstract class SqliteConnection {
     let dropped = 0;
     for (const id of ids) dropped += Number(drop.run(tenant, id, tenant, id, tenant, id, tenant, id, tenant, id, id).changes);
     if (dropped) this.q('UPDATE keys_epoch SET epoch = epoch + 1').run();
-    this.keyIds.clear();
+    this.keyIds.forget();
   }
 
   /** The id of one of the tenant's keys, if it has it. */

@@ -10,11 +10,12 @@
  */
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
-import { type EarlierVoiding, type KnownStatement, planInsert, rowsToRead } from '../../xapi/insert.ts';
+import { type EarlierVoiding, type InsertPlan, type KnownStatement, rowsToRead } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
+import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
 import { row, rows, run } from '../program.ts';
 import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, KeyedDocument, QueryPage, StatementRewrite, Store, StoredDocument, StoredRow } from '../types.ts';
@@ -43,18 +44,9 @@ const DEFINITION_CACHE_MAX = 50_000;
  */
 export const idMergeDue = (merged: number): number => Math.max(4096, Math.round(Math.sqrt(400 * merged)));
 
-/** A write waiting for the next group commit. */
-interface PendingWrite {
-  tenant: string;
-  batch: PreparedStatement[];
-  attachments: AttachmentBlob[];
-  resolve: (o: InsertOutcome) => void;
-  reject: (e: unknown) => void;
-}
-
-/** A request's insert plan (src/xapi/insert.ts) and the stored statements targeting its new ones. */
-interface PlannedBatch {
-  plan: ReturnType<typeof planInsert>;
+/** A tenant's requests of a group: their planner, and by new id the stored statements targeting it (their reach is rebuilt when it arrives). */
+interface TenantPlan {
+  planner: GroupPlanner;
   referrers: Map<string, number[]>;
 }
 
@@ -69,7 +61,10 @@ export class SqliteStore extends SqliteConnection implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
-  private pending: PendingWrite[] = [];
+  /** One queue for the connection, every tenant's requests in it, written whole on the next turn of the event loop. */
+  private readonly pending = new GroupQueue(Infinity, (_, first) => {
+    if (first) setImmediate(() => this.flush());
+  });
   private readonly documents = sqliteDocuments(this.docs);
 
   constructor(opts: SqliteOptions) {
@@ -86,15 +81,11 @@ export class SqliteStore extends SqliteConnection implements Store {
    * transaction (one WAL sync for all of them). Every caller is answered after the COMMIT.
    */
   insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
-    return new Promise((resolve, reject) => {
-      this.pending.push({ tenant, batch, attachments, resolve, reject });
-      if (this.pending.length === 1) setImmediate(() => this.flush());
-    });
+    return this.pending.add('', tenant, batch, attachments);
   }
 
   private flush(): void {
-    const jobs = this.pending;
-    this.pending = [];
+    const jobs = this.pending.take('');
     let written: GroupResult;
     try {
       try {
@@ -125,7 +116,7 @@ export class SqliteStore extends SqliteConnection implements Store {
    * which doubled the database work of single-statement writes. With `savepoints` (after a
    * WriteFailed), each request gets one, so a failure while writing rolls back that request only.
    */
-  private writeGroup(jobs: PendingWrite[], savepoints: boolean): GroupResult {
+  private writeGroup(jobs: GroupRequest[], savepoints: boolean): GroupResult {
     const outcomes: GroupResult['outcomes'] = [];
     let queued = 0;
     this.tx(() => {
@@ -140,22 +131,41 @@ export class SqliteStore extends SqliteConnection implements Store {
       const dicts = jobs.map((job) => {
         const tenant = this.ensureTenant(job.tenant);
         const created: number[] = [];
-        return { tenant, ids: this.keyIdsOf(tenant, job.batch.flatMap(keysOf), created), created };
+        return { tenant, ids: this.keyIdsOf(tenant, statementKeys(job.batch), created), created };
       });
       let changed = false;
+      // Each tenant's requests, in order, and the plan of those read.
+      const byTenant = new Map<number, GroupRequest[]>();
+      jobs.forEach((job, i) => {
+        const mine = byTenant.get(dicts[i].tenant);
+        if (mine) mine.push(job);
+        else byTenant.set(dicts[i].tenant, [job]);
+      });
+      const tenants = new Map<number, TenantPlan>();
       jobs.forEach((job, i) => {
         this.staged.clear();
         this.definitionsChanged = false;
-        let planned: PlannedBatch;
+        const tenant = dicts[i].tenant;
+        let planned: TenantPlan | undefined;
+        let plan: InsertPlan;
         try {
-          planned = this.planBatch(dicts[i].tenant, job.batch, job.attachments, storedIso);
+          planned = tenants.get(tenant);
+          if (!planned) {
+            // Read for the tenant's requests from this one on (their planner sees what the earlier ones store).
+            const mine = byTenant.get(tenant)!;
+            planned = this.readBasis(tenant, mine.slice(mine.indexOf(job)), storedIso);
+            tenants.set(tenant, planned);
+          }
+          plan = planned.planner.plan(job);
         } catch (error) {
           outcomes.push({ ok: false, error });
           return;
         }
+        let refs: ReachSeed[];
         if (savepoints) this.db.exec('SAVEPOINT request');
         try {
-          outcomes.push({ ok: true, value: this.writeBatch(job.tenant, dicts[i], planned, storedMs) });
+          refs = this.writeBatch(job.tenant, dicts[i], plan, planned.referrers, storedMs);
+          outcomes.push({ ok: true, value: plan.outcome });
         } catch (error) {
           if (!savepoints) throw new WriteFailed(error);
           // SQLite ended the transaction itself, or the disk refuses writes: the group fails as a whole.
@@ -165,6 +175,12 @@ export class SqliteStore extends SqliteConnection implements Store {
           return;
         }
         if (savepoints) this.db.exec('RELEASE request');
+        planned.planner.stored(plan);
+        for (const r of refs) {
+          const referrers = planned.referrers.get(r.refId);
+          if (referrers) referrers.push(r.seq);
+          else planned.referrers.set(r.refId, [r.seq]);
+        }
         for (const [k, v] of this.staged) this.definitions.set(k, v);
         changed ||= this.definitionsChanged;
       });
@@ -205,12 +221,13 @@ export class SqliteStore extends SqliteConnection implements Store {
   // ----- statements ---------------------------------------------------------------------------
 
   /**
-   * Reads what the insert rules need and applies them (src/xapi/insert.ts; earlier requests of
-   * the group are visible). Writes nothing: a request rejected here has nothing to roll back.
+   * Reads what the insert rules need for a tenant's requests of the group (GroupPlanner decides
+   * them in order). Writes nothing: a request rejected by its plan has nothing to roll back.
    */
-  private planBatch(tenant: number, batch: PreparedStatement[], attachments: AttachmentBlob[], storedIso: string): PlannedBatch {
+  private readBasis(tenant: number, requests: GroupRequest[], storedIso: string): TenantPlan {
     const byId = this.q(`SELECT full, is_voiding FROM statements WHERE ${BY_ID}`);
     const known = new Map<string, KnownStatement>();
+    const batch = requests.length === 1 ? requests[0].batch : requests.flatMap((r) => r.batch);
     for (const id of rowsToRead(batch)) {
       const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
       if (r) known.set(id, { isVoiding: Number(r.is_voiding) !== 0, statement: JSON.parse(String(r.full)) as Statement });
@@ -222,7 +239,7 @@ export class SqliteStore extends SqliteConnection implements Store {
     const voidedEarlier = new Map<string, EarlierVoiding[]>();
     const referrers = new Map<string, number[]>();
     for (const p of batch) {
-      if (known.has(p.id)) continue;
+      if (known.has(p.id) || referrers.has(p.id)) continue;
       const rows = referredBy.all(tenant, uuidBytes(p.id)) as Row[];
       if (!rows.length) continue;
       referrers.set(p.id, rows.map((r) => Number(r.seq)));
@@ -231,13 +248,12 @@ export class SqliteStore extends SqliteConnection implements Store {
         voidedEarlier.set(p.id, voiding.map((r) => ({ authorityKey: r.authority === null ? null : String(r.authority), mineOnly: Number(r.is_voiding) === 2 })));
       }
     }
-    return { plan: planInsert(batch, attachments, known, voidedEarlier, storedIso), referrers };
+    return { planner: new GroupPlanner({ known, voidedEarlier }, storedIso), referrers };
   }
 
-  /** Writes what planBatch decided: the new statements, their reach rows, voidings, attachments. */
-  private writeBatch(tenantName: string, dict: { tenant: number; ids: Map<string, number> }, planned: PlannedBatch, storedMs: number): InsertOutcome {
+  /** Writes a request's plan: the new statements, their reach rows, voidings, attachments. Returns its new StatementRefs. */
+  private writeBatch(tenantName: string, dict: { tenant: number; ids: Map<string, number> }, plan: InsertPlan, referrers: ReadonlyMap<string, number[]>, storedMs: number): ReachSeed[] {
     const { tenant } = dict;
-    const { plan, referrers } = planned;
     const seeds: ReachSeed[] = [];
     const reached: number[] = [];
     for (const f of plan.fresh) {
@@ -250,7 +266,7 @@ export class SqliteStore extends SqliteConnection implements Store {
     for (const id of plan.voids) voids.run(tenant, uuidBytes(id));
     const put = this.q('INSERT OR IGNORE INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)');
     for (const a of plan.attachments) put.run(tenantName, a.sha2, a.contentType, a.content.length, a.content);
-    return plan.outcome;
+    return seeds;
   }
 
   /** Stores one statement with its link rows and definitions; returns its seq. */
@@ -501,11 +517,6 @@ function sqliteReach(keyIdsOf: (tenant: number, keys: string[]) => Map<string, n
       for (const a of out.activities) yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
     },
   };
-}
-
-/** Every key a statement's rows name: verb, authority, agents, activities. */
-function keysOf(p: PreparedStatement): string[] {
-  return [p.verb, ...(p.authorityKey === null ? [] : [p.authorityKey]), ...p.agents.map((a) => a.key), ...p.activities.map((a) => a.id)];
 }
 
 /** statements.authority of a new statement: its key's id. */
