@@ -77,7 +77,7 @@ export interface Dialect {
  * is 28 bytes, which lets PostgreSQL split a page where a key's newest entries keep arriving at
  * the full point rather than in the middle (nbtsplitloc.c, for entries of at most two 8-byte
  * columns): the keys' B-trees came out 76 % full against 52 %, and the heaps 15 % smaller
- * (docs/benchmarks.md, "Session 9"). The plain agent and activity filters read exactly their
+ * (docs/performance.md, "Disk"). The plain agent and activity filters read exactly their
  * role's range; related_agents and related_activities merge one range per role.
  */
 const LINK_ROLES = {

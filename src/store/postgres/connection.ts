@@ -79,7 +79,7 @@ export const tenantLockKey = (tenant: string): number => {
  * which Node re-arms on every read and write. Not pg's query_timeout (a timer per query): with
  * it, measured, every statement page's rows outlived young-generation collections (4–7 MB
  * promoted per scavenge instead of ≈ 10 KB), a third of a PostgreSQL page's CPU
- * (docs/benchmarks.md, session 10).
+ * (docs/performance.md, "PostgreSQL").
  */
 function watchSilence(pool: pg.Pool, limitMs: number): void {
   const checkedOut = new Set<pg.PoolClient>();
@@ -357,8 +357,8 @@ export abstract class PostgresConnection {
     throw new Error('the tenant could not be created');
   }
 
-  /** A program (../program.ts: documents, the outbox) on a pooled connection, or on a transaction's client. */
-  protected documents<T>(program: Program<T>, c?: pg.PoolClient): Promise<T> {
+  /** A program (../program.ts: documents, the outbox, the reach rows, key ids) on a pooled connection, or on a transaction's client. */
+  protected runProgram<T>(program: Program<T>, c?: pg.PoolClient): Promise<T> {
     return runAsync(program, async (step) => {
       const r = c ? await c.query(step.name ? { name: step.name, text: step.text, values: step.values } : { text: step.text, values: step.values }) : await this.query(step.text, step.values, step.name);
       return step.want === 'rows' ? r.rows : step.want === 'row' ? r.rows[0] : (r.rowCount ?? 0);

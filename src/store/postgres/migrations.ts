@@ -344,7 +344,7 @@ ANALYZE statement_reach, reach_agents, reach_activities;
     // cross that threshold: 2 KB of spaces, which compress to ≈ 20 bytes. The toaster then
     // compresses `full` in the row (STORAGE MAIN: compressed in place, moved out of line only
     // past ≈ 8 KB), down to toast_tuple_target. lz4 decompresses a page's rows in PostgreSQL
-    // faster than it reads them uncompressed (docs/benchmarks.md, "Session 9"). A row written
+    // faster than it reads them uncompressed (docs/performance.md, "Disk"). A row written
     // without the pad default (an UPDATE of `full`) must set `toast_pad = DEFAULT` too.
     //
     // The volatile default of ADD COLUMN rewrites the table once, each row compressed as it is

@@ -357,11 +357,11 @@ export abstract class PostgresReaders extends PostgresConnection {
   }
 
   getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return this.documents(docs.getDocument(POSTGRES_DOCUMENTS, tenant, key));
+    return this.runProgram(docs.getDocument(POSTGRES_DOCUMENTS, tenant, key));
   }
 
   listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return this.documents(docs.listDocumentIds(POSTGRES_DOCUMENTS, tenant, key, sinceMs));
+    return this.runProgram(docs.listDocumentIds(POSTGRES_DOCUMENTS, tenant, key, sinceMs));
   }
 
   /**
@@ -437,6 +437,6 @@ export abstract class PostgresReaders extends PostgresConnection {
   }
 
   scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    return this.documents(docs.scanDocuments(POSTGRES_DOCUMENTS, tenant, opts));
+    return this.runProgram(docs.scanDocuments(POSTGRES_DOCUMENTS, tenant, opts));
   }
 }

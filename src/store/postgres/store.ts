@@ -78,7 +78,7 @@ export class PostgresStore extends PostgresReaders implements Store {
 
   constructor(opts: PostgresOptions) {
     super(opts);
-    this.outbox = new PostgresOutbox({ run: (p) => this.documents(p), tx: (p, begin) => this.tx((c) => this.documents(p, c), begin) }, opts.forwardTargets ?? []);
+    this.outbox = new PostgresOutbox({ run: (p) => this.runProgram(p), tx: (p, begin) => this.tx((c) => this.runProgram(p, c), begin) }, opts.forwardTargets ?? []);
   }
 
   onOutboxWrite(listener: () => void): void {
@@ -223,7 +223,7 @@ export class PostgresStore extends PostgresReaders implements Store {
    * Planner statistics that keep up with a fast-growing store. Autovacuum analyzes a table about
    * once a minute at best; a store loaded faster than that is planned from statistics of a much
    * smaller one (100,000 statements loaded in 30 s: the plain page query was estimated at 28 rows
-   * and took 112 ms instead of 0.8 ms, docs/benchmarks.md). So once this process has inserted
+   * and took 112 ms instead of 0.8 ms, docs/performance.md, "PostgreSQL"). So once this process has inserted
    * half as many statements as the last ANALYZE saw (at least 1,000), it analyzes the statement
    * tables in the background: ≈ 17 times from empty to 1M, each a sample of 30,000 rows, which
    * blocks no write.
@@ -284,7 +284,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   }
 
   private queryKeys(c: pg.PoolClient | undefined, tenantId: number, keys: Set<string>): Promise<ResolvedKeys> {
-    return c ? this.documents(resolveKeys(tenantId, keys, false), c) : this.documents(resolveKeys(tenantId, keys, true));
+    return c ? this.runProgram(resolveKeys(tenantId, keys, false), c) : this.runProgram(resolveKeys(tenantId, keys, true));
   }
 
   /** Reads what a group's decisions need, decides each request in order, and builds the write. */
@@ -356,15 +356,15 @@ export class PostgresStore extends PostgresReaders implements Store {
 
   // ----- documents (../documents.ts, ./documents.ts) ------------------------------------------
   putDocument(tenant: string, key: DocumentKey, doc: { content: Buffer; contentType: string }, opts: DocumentWriteOptions): Promise<StoredDocument> {
-    return this.tx((c) => this.documents(docs.putDocument(POSTGRES_DOCUMENTS, tenant, key, doc, opts), c));
+    return this.tx((c) => this.runProgram(docs.putDocument(POSTGRES_DOCUMENTS, tenant, key, doc, opts), c));
   }
 
   deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    return this.tx((c) => this.documents(docs.deleteDocument(POSTGRES_DOCUMENTS, tenant, key, pre), c));
+    return this.tx((c) => this.runProgram(docs.deleteDocument(POSTGRES_DOCUMENTS, tenant, key, pre), c));
   }
 
   deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    return this.documents(docs.deleteDocuments(POSTGRES_DOCUMENTS, tenant, key));
+    return this.runProgram(docs.deleteDocuments(POSTGRES_DOCUMENTS, tenant, key));
   }
 
   /**
@@ -373,9 +373,8 @@ export class PostgresStore extends PostgresReaders implements Store {
    * target has arrived, or a statement of their chains was erased or rewritten. `known`: key ids
    * at hand (the group's), so only the others are read.
    */
-  /** The reach rows (src/store/reach.ts: rebuildReach) of new StatementRefs (`seeds`) and of the statements in `stored` and those reaching them. */
   private updateReach(c: pg.PoolClient, tenantId: number, seeds: ReachSeed[], stored: number[], known?: ReadonlyMap<string, number>): Promise<void> {
-    return this.documents(rebuildReach(POSTGRES_REACH, tenantId, seeds, stored, known), c);
+    return this.runProgram(rebuildReach(POSTGRES_REACH, tenantId, seeds, stored, known), c);
   }
 
   /** Erasure and pseudonymisation take the tenant's statement lock: no insert decides on rows they change. */
@@ -515,6 +514,6 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
 
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     if (!keys.length) return;
-    await this.tx((c) => this.documents(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));
+    await this.tx((c) => this.runProgram(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));
   }
 }

@@ -374,7 +374,7 @@ DROP TABLE activities;
     rebuilds: { count: 'SELECT count(*) AS n FROM statements', message: 'moving statement ids to their own index' },
     // Statement ids are random (client UUIDs): under a unique index on statements, every insert at
     // 1M statements dirtied a leaf of a 3,500-page B-tree kept ≈ 92 % full (splits, rebalancing),
-    // 50 KB written per statement against 22 KB without it (docs/benchmarks.md, session 13). New
+    // 50 KB written per statement against 22 KB without it (docs/performance.md, "Batch ingest"). New
     // ids go to a small table; every few thousand statements (idMergeDue in store.ts) they move
     // to the large one in key order, touching each of its pages once. A lookup probes both (the
     // statement_seqs view).

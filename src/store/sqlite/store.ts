@@ -39,7 +39,7 @@ const DEFINITION_CACHE_MAX = 50_000;
  * 63,000 at 10M). A group commit dirties about one page of the recent level per id while that
  * level has more pages than the group has statements, and a merge writes every page of the large
  * level once: this count keeps the two costs per statement about equal (for groups of ≈ 200).
- * Measured at 1M (docs/benchmarks.md, session 13): 16,384 gave 0→1M ingest 15.9–17.0k
+ * Measured at 1M (docs/performance.md, "Batch ingest"): 16,384 gave 0→1M ingest 15.9–17.0k
  * statements/s, 65,536 14.3–15.5k.
  */
 export const idMergeDue = (merged: number): number => Math.max(4096, Math.round(Math.sqrt(400 * merged)));
