@@ -7,7 +7,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
@@ -109,4 +109,18 @@ test('the bench tools run on today\'s schema: store-write and experiments/canoni
   const fanout = node('bench/experiments/canonical-fanout.ts', 'sqlite', '2', '20');
   assert.match(fanout, /^sqlite mine: canonical 200 .*other client's limit=1 200/m);
   assert.match(fanout, /^sqlite reader: canonical 200 .*other client's limit=1 200/m);
+});
+
+test('every bench file the docs name exists, and CI runs the smoke run after the tests', () => {
+  const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  let named = 0;
+  for (const page of pages) {
+    for (const [path] of readFileSync(join(ROOT, page), 'utf8').matchAll(/\bbench\/[\w./-]+\.(?:ts|js)\b/g)) {
+      named++;
+      assert.ok(existsSync(join(ROOT, path)), `${page} names ${path}`);
+    }
+  }
+  assert.ok(named > 5);
+  const last = readFileSync(join(ROOT, '.ci/run'), 'utf8').trim().split('\n').at(-1) ?? '';
+  assert.match(last, /npm test && npm run bench -- --quick --check/);
 });
