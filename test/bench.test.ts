@@ -12,6 +12,8 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { queryFilters, statement } from '../bench/generate.ts';
+import { paramsOf, postgresPlans, sqlitePlans } from '../bench/plans.ts';
+import { BACKENDS, jsonInit, startTestLrs } from './helpers/lrs.ts';
 import { validateStatements } from '../src/xapi/validate.ts';
 
 const SEED = 20261123;
@@ -124,3 +126,21 @@ test('every bench file the docs name exists, and CI runs the smoke run after the
   const last = readFileSync(join(ROOT, '.ci/run'), 'utf8').trim().split('\n').at(-1) ?? '';
   assert.match(last, /npm test && npm run bench -- --quick --check/);
 });
+
+for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
+  test(`${backend.name}: the bench's plans phase explains a page reached by its \`more\` cursor`, async () => {
+    const t = await startTestLrs(backend);
+    try {
+      const batch = Array.from({ length: 30 }, (_, i) => statement(SEED, i));
+      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', batch))).status, 200);
+      const first = (await (await t.fetch('/xAPI/statements?limit=10')).json()) as { more: string };
+      assert.ok(first.more);
+      const cases = [{ name: 'plain', params: {} }, { name: 'plain (page 2)', params: paramsOf(first.more) }];
+      const plans = backend.name === 'postgres' ? await postgresPlans(t.env.LECTERN_POSTGRES_URL, cases) : sqlitePlans(t.env.LECTERN_SQLITE_PATH, cases);
+      // The page query reads one row past the limit (to know whether there is a next page): 10 + 1 after the cursor.
+      assert.deepEqual(plans.map((p) => [p.name, p.rows]), [['plain', 30], ['plain (page 2)', 11]]);
+    } finally {
+      await t.close();
+    }
+  });
+}
