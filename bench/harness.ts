@@ -1,7 +1,7 @@
 /**
  * Processes the benchmark drives: Lectern itself (the built CLI, `lectern runserver`, as a child
  * process), the bare HTTP baseline, the load generator (bench/load.ts) and the raw-database
- * baselines, plus a throwaway PostgreSQL cluster (test/helpers/postgres.ts) and the server's RSS.
+ * baselines, plus a throwaway PostgreSQL cluster (bench/postgres-cluster.ts) and the server's RSS.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
