@@ -23,15 +23,7 @@ import pg from 'pg';
 import { from as copyFrom } from 'pg-copy-streams';
 import { PAGE_SIZE, WAL_AUTOCHECKPOINT } from '../src/store/sqlite/migrations.ts';
 import { statement } from './generate.ts';
-import { bytesWritten } from './harness.ts';
-
-export interface DbLimit {
-  rowsPerSec: number;
-  seconds: number;
-  bytesOnDisk: number;
-  /** Bytes written to storage during the timed loop (WAL, checkpoints), per row (SQLite). */
-  writtenPerRow?: number;
-}
+import { bytesWritten, type DbLimit } from './harness.ts';
 
 function rows(seed: number, count: number): { id: string; json: string }[] {
   return Array.from({ length: count }, (_, i) => {

@@ -1,7 +1,7 @@
 /**
  * Processes the benchmark drives: Lectern itself (the built CLI, `lectern runserver`, as a child
  * process), the bare HTTP baseline, the load generator (bench/load.ts) and the raw-database
- * baselines, plus a throwaway PostgreSQL cluster (test/helpers/postgres.ts) and the server's RSS.
+ * baselines, plus a throwaway PostgreSQL cluster (bench/postgres-cluster.ts) and the server's RSS.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -9,8 +9,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
 import pg from 'pg';
-import { startCluster, type PgCluster } from '../test/helpers/postgres.ts';
-import type { DbLimit } from './baselines.ts';
+import { startCluster, type PgCluster } from './postgres-cluster.ts';
 import type { Job, LoadResult } from './load.ts';
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
@@ -168,7 +167,7 @@ export function startBareHttp(seed: number, o: { nodeFlags?: string[]; env?: Rec
 }
 
 /**
- * A throwaway PostgreSQL cluster (the tests' helper) with durable settings: fsync and full WAL on,
+ * A throwaway PostgreSQL cluster (bench/postgres-cluster.ts, shared with the tests) with durable settings: fsync and full WAL on,
  * as a production server would run; a larger buffer cache and WAL so a 1M load is not a
  * checkpoint storm.
  */
@@ -241,4 +240,54 @@ export function machine(): Machine {
     loadavg: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
     kernel: sh('uname', ['-r']),
   };
+}
+
+/** What a raw-database limit loop (bench/baselines.ts) measured. */
+export interface DbLimit {
+  rowsPerSec: number;
+  seconds: number;
+  bytesOnDisk: number;
+  /** Bytes written to storage during the timed loop (WAL, checkpoints), per row (SQLite). */
+  writtenPerRow?: number;
+}
+
+/** Extra benchmark entries (bench/extras.ts): what each is given and returns. */
+export interface BenchContext {
+  backend: BackendName;
+  /** The running Lectern (url, pid). */
+  server: Server;
+  seed: number;
+  quick: boolean;
+  /** A scratch folder of this backend's run (removed afterwards). */
+  dir: string;
+  /** Statements stored so far (the loaded stream is statements 0 … n-1 of `seed`). */
+  statements: number;
+  /** The database the server uses: a file (sqlite) or a URL (postgres). */
+  sqlitePath?: string;
+  postgresUrl?: string;
+  /** `Authorization` header value of the benchmark user (all scopes, default tenant). */
+  authorization: string;
+  /** The load generator (a separate process) against any URL. */
+  load(url: string, jobs: Job[]): Promise<LoadResult[]>;
+}
+
+/** One line of the results table. Ratios come first in the table; give one when there is a baseline. */
+export interface BenchRow {
+  workload: string;
+  value: number;
+  unit: string;
+  baseline?: number;
+  /** What the baseline is, e.g. "raw SQLite insert loop". */
+  baselineName?: string;
+  /** value / baseline (or baseline / value when lower is better): 1.0 is the limit. */
+  ratio?: number;
+  p50?: number;
+  p99?: number;
+  failed?: boolean;
+  note?: string;
+}
+
+export interface BenchEntry {
+  name: string;
+  run(ctx: BenchContext): Promise<BenchRow[]>;
 }

@@ -16,7 +16,7 @@ import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
 import bcrypt from 'bcrypt';
-import type { BenchEntry } from './extras.ts';
+import type { BenchEntry } from './harness.ts';
 import { statement } from './generate.ts';
 import { VOIDED_VERB } from '../src/xapi/types.ts';
 

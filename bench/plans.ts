@@ -8,7 +8,7 @@
 import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { filterKeyIds, SESSION_OPTIONS } from '../src/store/postgres/store.ts';
-import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, POSTGRES, rarestDriver, SQLITE, type SeqWindow, statementPageSql, storedSeqSql } from '../src/store/sql.ts';
+import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, POSTGRES, rarestDriver, SQLITE, type SeqWindow, statementPageSql, storedSeqSql, uuidBytes } from '../src/store/sql.ts';
 import { parseStatementRequest, type StatementQuery } from '../src/xapi/query.ts';
 
 export interface PlanCase {
@@ -36,6 +36,11 @@ export function paramsOf(path: string): Record<string, string> {
   return Object.fromEntries(new URL(path, 'http://x').searchParams);
 }
 
+function cursorSeq(seq: number | string | undefined, id: string): bigint {
+  if (seq === undefined) throw new Error(`the cursor ${id} names no stored statement`);
+  return BigInt(seq);
+}
+
 const median = (xs: number[]) => xs.sort((a, b) => a - b)[Math.floor(xs.length / 2)];
 
 export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[] {
@@ -56,8 +61,10 @@ export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[
       if (q.until !== undefined) w.to = bound(q.until, 'until');
       const windowMs = performance.now() - t0;
       if (q.after !== undefined) {
-        if (q.ascending) w.after = BigInt(q.after);
-        else w.before = BigInt(q.after);
+        // The `more` cursor names a statement id: its seq bounds the page, as the store resolves it.
+        const seq = cursorSeq((db.prepare('SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?').get(tid, uuidBytes(q.after)) as { seq: number } | undefined)?.seq, q.after);
+        if (q.ascending) w.after = seq;
+        else w.before = seq;
       }
       // A combined filter is read from its rarest value, as the store chooses it.
       let driver: Driver | undefined;
@@ -114,8 +121,10 @@ export async function postgresPlans(url: string, cases: PlanCase[], tenant = '')
       if (q.since !== undefined) w.from = await bound('since → first seq', 'since', q.since);
       if (q.until !== undefined) w.to = await bound('until → last seq', 'until', q.until);
       if (q.after !== undefined) {
-        if (q.ascending) w.after = BigInt(q.after);
-        else w.before = BigInt(q.after);
+        // The `more` cursor names a statement id: its seq bounds the page, as the store resolves it.
+        const seq = cursorSeq((await c.query<{ seq: string }>('SELECT seq FROM statements WHERE tenant = $1 AND id = $2::uuid', [tid, q.after])).rows[0]?.seq, q.after);
+        if (q.ascending) w.after = seq;
+        else w.before = seq;
       }
       // The filter values' ids, resolved first as the store does (an unknown one: the plan of the subqueries).
       const ids = await filterKeyIds((text, values) => c.query<{ id: number; key: string }>(text, values), tid, q.filter);

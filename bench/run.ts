@@ -25,14 +25,16 @@ import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
-import type { PgCluster } from '../test/helpers/postgres.ts';
-import type { DbLimit } from './baselines.ts';
+import type { PgCluster } from './postgres-cluster.ts';
 import { averageSize, queryFilters, statementId, VERB } from './generate.ts';
-import { EXTRA_ENTRIES, type BenchContext, type BenchRow } from './extras.ts';
+import { EXTRA_ENTRIES } from './extras.ts';
 import {
   AUTHORIZATION,
   bytesWritten,
   type BackendName,
+  type BenchContext,
+  type BenchRow,
+  type DbLimit,
   machine,
   type Machine,
   memory,

@@ -1,12 +1,19 @@
 /**
  * The benchmark's statement generator (bench/generate.ts): what it makes is valid xAPI the LRS
  * accepts, the same for the same seed, and the query filters it hands the benchmark match what
- * it generated. (The benchmark itself is never timed in tests; `npm run bench -- --quick --check`
- * is its smoke run.)
+ * it generated. The bench folder's shape: no imports from test/, no import cycles, results
+ * git-ignored, and its tools run on today's schema. (The benchmark itself is never timed in
+ * tests; `npm run bench -- --quick --check` is its smoke run, in .ci/run.)
  */
 import assert from 'node:assert/strict';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
+import { fileURLToPath } from 'node:url';
 import { queryFilters, statement } from '../bench/generate.ts';
+import { paramsOf, postgresPlans, sqlitePlans } from '../bench/plans.ts';
+import { BACKENDS, jsonInit, startTestLrs } from './helpers/lrs.ts';
 import { validateStatements } from '../src/xapi/validate.ts';
 
 const SEED = 20261123;
@@ -57,3 +64,83 @@ test('every benchmark query filter matches statements among the first 2,000', ()
     }
   }
 });
+
+const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
+const BENCH = join(ROOT, 'bench');
+
+/** bench/'s source files and the relative modules each imports (static and dynamic). */
+function benchImports(): Map<string, string[]> {
+  const graph = new Map<string, string[]>();
+  const files = readdirSync(BENCH, { recursive: true, encoding: 'utf8' }).filter((f) => /\.(ts|js)$/.test(f) && !f.startsWith('results'));
+  for (const f of files) {
+    const file = join(BENCH, f);
+    const specs = [...readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]);
+    graph.set(relative(ROOT, file), specs.map((spec) => relative(ROOT, resolve(dirname(file), spec))));
+  }
+  return graph;
+}
+
+test('bench/ imports nothing from test/ and has no import cycles', () => {
+  const graph = benchImports();
+  assert.ok(graph.has('bench/run.ts') && graph.size > 5);
+  for (const [file, deps] of graph) {
+    for (const dep of deps) assert.ok(!dep.startsWith('test/'), `${file} imports ${dep}`);
+  }
+  const state = new Map<string, 'open' | 'done'>();
+  const visit = (file: string, path: string[]): void => {
+    if (state.get(file) === 'done') return;
+    assert.notEqual(state.get(file), 'open', `import cycle: ${[...path.slice(path.indexOf(file)), file].join(' -> ')}`);
+    state.set(file, 'open');
+    for (const dep of graph.get(file) ?? []) if (graph.has(dep)) visit(dep, [...path, file]);
+    state.set(file, 'done');
+  };
+  for (const file of graph.keys()) visit(file, []);
+});
+
+test('bench results are git-ignored and none is tracked', (t) => {
+  const git = (...args: string[]) => spawnSync('git', args, { cwd: ROOT, encoding: 'utf8' });
+  if (git('rev-parse', '--is-inside-work-tree').stdout.trim() !== 'true') return t.skip('not a git checkout');
+  assert.equal(git('check-ignore', '-q', 'bench/results/bench-x.json').status, 0, 'bench/results/ is ignored');
+  assert.equal(git('ls-files', 'bench/results').stdout, '', 'no tracked file under bench/results/');
+});
+
+test('the bench tools run on today\'s schema: store-write and experiments/canonical-fanout, tiny sizes', () => {
+  const node = (...args: string[]) => execFileSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8', env: { ...process.env, LECTERN_LOG_LEVEL: 'silent' }, timeout: 60_000 });
+  const writes = node('bench/store-write.ts', '400', '100', '2', 'sqlite');
+  assert.match(writes, /^sqlite\s+[\d,]+ statements\/s/m);
+  const fanout = node('bench/experiments/canonical-fanout.ts', 'sqlite', '2', '20');
+  assert.match(fanout, /^sqlite mine: canonical 200 .*other client's limit=1 200/m);
+  assert.match(fanout, /^sqlite reader: canonical 200 .*other client's limit=1 200/m);
+});
+
+test('every bench file the docs name exists, and CI runs the smoke run after the tests', () => {
+  const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  let named = 0;
+  for (const page of pages) {
+    for (const [path] of readFileSync(join(ROOT, page), 'utf8').matchAll(/\bbench\/[\w./-]+\.(?:ts|js)\b/g)) {
+      named++;
+      assert.ok(existsSync(join(ROOT, path)), `${page} names ${path}`);
+    }
+  }
+  assert.ok(named > 5);
+  const last = readFileSync(join(ROOT, '.ci/run'), 'utf8').trim().split('\n').at(-1) ?? '';
+  assert.match(last, /npm test && npm run bench -- --quick --check/);
+});
+
+for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
+  test(`${backend.name}: the bench's plans phase explains a page reached by its \`more\` cursor`, async () => {
+    const t = await startTestLrs(backend);
+    try {
+      const batch = Array.from({ length: 30 }, (_, i) => statement(SEED, i));
+      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', batch))).status, 200);
+      const first = (await (await t.fetch('/xAPI/statements?limit=10')).json()) as { more: string };
+      assert.ok(first.more);
+      const cases = [{ name: 'plain', params: {} }, { name: 'plain (page 2)', params: paramsOf(first.more) }];
+      const plans = backend.name === 'postgres' ? await postgresPlans(t.env.LECTERN_POSTGRES_URL, cases) : sqlitePlans(t.env.LECTERN_SQLITE_PATH, cases);
+      // The page query reads one row past the limit (to know whether there is a next page): 10 + 1 after the cursor.
+      assert.deepEqual(plans.map((p) => [p.name, p.rows]), [['plain', 30], ['plain (page 2)', 11]]);
+    } finally {
+      await t.close();
+    }
+  });
+}
