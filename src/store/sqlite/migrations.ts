@@ -412,4 +412,31 @@ DROP INDEX statement_attachments_sha2;
 CREATE INDEX statement_attachments_carrier ON statement_attachments(sha2, carrier) WHERE carrier IS NOT NULL;
 `,
   },
+  {
+    version: 13,
+    name: 'rejected writes kept for the operator (src/ops/rejections.ts), bounded per store',
+    // AUTOINCREMENT: an id is never given again after the oldest rows are trimmed, so the id an
+    // operator read in \`lectern rejections list\` names the same rejection until it goes.
+    sql: `
+CREATE TABLE rejections (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  tenant TEXT NOT NULL,
+  at_ms INTEGER NOT NULL,
+  username TEXT NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  query TEXT NOT NULL,
+  status INTEGER NOT NULL,
+  reasons TEXT NOT NULL,                -- JSON: [{loc, msg, type, requirement?}]
+  types TEXT NOT NULL,                  -- ' type1 type2 ': what --reason matches
+  content_type TEXT NOT NULL,
+  version TEXT NOT NULL,
+  body BLOB,                            -- up to LECTERN_REJECTIONS_MAX_BODY bytes; NULL: none read
+  body_bytes INTEGER NOT NULL,          -- the body's size as received
+  writer TEXT NOT NULL                  -- JSON: the credential's agent and access, for replay
+);
+CREATE INDEX rejections_tenant ON rejections(tenant, id);
+CREATE INDEX rejections_at ON rejections(at_ms);
+`,
+  },
 ];
