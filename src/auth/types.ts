@@ -9,6 +9,8 @@ export interface AuthUser {
   agent: Agent;
   /** The store (tenant) the user works in: '' for the default store. */
   target: string;
+  /** How the user's statements are validated; the configured default (LECTERN_XAPI_VALIDATION) when absent. */
+  validation?: 'strict' | 'lax';
 }
 
 /**

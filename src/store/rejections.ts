@@ -18,7 +18,7 @@ const sql = (d: RejectionDialect, text: string): string => {
   return text.replace(/\?/g, () => `$${++n}`);
 };
 
-const COLUMNS = 'tenant, at_ms, username, method, path, query, status, reasons, types, content_type, version, body, body_bytes, writer';
+const COLUMNS = 'tenant, at_ms, username, method, path, query, status, reasons, types, headers, version, body, body_bytes, writer';
 const SELECT = `SELECT id, ${COLUMNS} FROM rejections`;
 
 /** ` a b c `: reason types between spaces, so that LIKE finds a whole type or a prefix ending at a dot. */
@@ -39,10 +39,10 @@ function toRejection(r: Row): KeptRejection {
     username: String(r.username),
     method: String(r.method),
     path: String(r.path),
-    query: String(r.query),
+    query: JSON.parse(String(r.query)) as Record<string, string>,
     status: Number(r.status),
     reasons: JSON.parse(String(r.reasons)) as RejectionReason[],
-    contentType: String(r.content_type),
+    headers: JSON.parse(String(r.headers)) as Record<string, string>,
     version: String(r.version),
     body: asBuffer(r.body),
     bodyBytes: Number(r.body_bytes),
@@ -61,7 +61,7 @@ export function* keepRejections(d: RejectionDialect, items: NewRejection[], boun
     tenants.add(r.tenant);
     yield* run({
       text: sql(d, `INSERT INTO rejections (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
-      values: [r.tenant, r.atMs, r.username, r.method, r.path, r.query, r.status, JSON.stringify(r.reasons), typesText(r.reasons), r.contentType, r.version, r.body ?? null, r.bodyBytes, r.writer],
+      values: [r.tenant, r.atMs, r.username, r.method, r.path, JSON.stringify(r.query), r.status, JSON.stringify(r.reasons), typesText(r.reasons), JSON.stringify(r.headers), r.version, r.body ?? null, r.bodyBytes, r.writer],
     });
   }
   for (const tenant of tenants) {

@@ -257,11 +257,12 @@ export interface NewRejection {
   method: string;
   /** The resource path, e.g. `/xAPI/statements`. */
   path: string;
-  /** The query string (statementId, document parameters), without credentials. */
-  query: string;
+  /** The query parameters (statementId, a document's parameters). */
+  query: Record<string, string>;
   status: number;
   reasons: RejectionReason[];
-  contentType: string;
+  /** content-type, and a document write's if-match and if-none-match, as sent. */
+  headers: Record<string, string>;
   /** X-Experience-API-Version as sent. */
   version: string;
   /** The body up to LECTERN_REJECTIONS_MAX_BODY (a multipart request's JSON part only); undefined when none was read. */

@@ -92,7 +92,7 @@ CREATE TABLE activities (
 CREATE TABLE attachments (
   tenant TEXT NOT NULL,
   sha2 TEXT NOT NULL,
-  content_type TEXT NOT NULL,
+  headers TEXT NOT NULL,                -- JSON: content-type, if-match, if-none-match as sent
   length INTEGER NOT NULL,
   content BLOB NOT NULL,
   PRIMARY KEY (tenant, sha2)
@@ -112,7 +112,7 @@ CREATE TABLE documents (
   registration TEXT NOT NULL,
   doc_id TEXT NOT NULL,
   content BLOB NOT NULL,
-  content_type TEXT NOT NULL,
+  headers TEXT NOT NULL,                -- JSON: content-type, if-match, if-none-match as sent
   etag TEXT NOT NULL,
   updated_ms INTEGER NOT NULL,
   PRIMARY KEY (tenant, kind, activity_id, agent_key, registration, doc_id)
@@ -425,11 +425,11 @@ CREATE TABLE rejections (
   username TEXT NOT NULL,
   method TEXT NOT NULL,
   path TEXT NOT NULL,
-  query TEXT NOT NULL,
+  query TEXT NOT NULL,                  -- JSON: the query parameters
   status INTEGER NOT NULL,
   reasons TEXT NOT NULL,                -- JSON: [{loc, msg, type, requirement?}]
   types TEXT NOT NULL,                  -- ' type1 type2 ': what --reason matches
-  content_type TEXT NOT NULL,
+  headers TEXT NOT NULL,                -- JSON: content-type, if-match, if-none-match as sent
   version TEXT NOT NULL,
   body BLOB,                            -- up to LECTERN_REJECTIONS_MAX_BODY bytes; NULL: none read
   body_bytes INTEGER NOT NULL,          -- the body's size as received
