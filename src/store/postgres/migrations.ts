@@ -83,7 +83,7 @@ CREATE TABLE activities (
 CREATE TABLE attachments (
   tenant text NOT NULL,
   sha2 text NOT NULL,
-  headers text NOT NULL,
+  content_type text NOT NULL,
   length bigint NOT NULL,
   content bytea NOT NULL,
   PRIMARY KEY (tenant, sha2)
@@ -103,7 +103,7 @@ CREATE TABLE documents (
   registration text NOT NULL,
   doc_id text NOT NULL,
   content bytea NOT NULL,
-  headers text NOT NULL,
+  content_type text NOT NULL,
   etag text NOT NULL,
   updated_ms bigint NOT NULL,
   PRIMARY KEY (tenant, kind, activity_id, agent_key, registration, doc_id)

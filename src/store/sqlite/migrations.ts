@@ -92,7 +92,7 @@ CREATE TABLE activities (
 CREATE TABLE attachments (
   tenant TEXT NOT NULL,
   sha2 TEXT NOT NULL,
-  headers TEXT NOT NULL,                -- JSON: content-type, if-match, if-none-match as sent
+  content_type TEXT NOT NULL,
   length INTEGER NOT NULL,
   content BLOB NOT NULL,
   PRIMARY KEY (tenant, sha2)
@@ -112,7 +112,7 @@ CREATE TABLE documents (
   registration TEXT NOT NULL,
   doc_id TEXT NOT NULL,
   content BLOB NOT NULL,
-  headers TEXT NOT NULL,                -- JSON: content-type, if-match, if-none-match as sent
+  content_type TEXT NOT NULL,
   etag TEXT NOT NULL,
   updated_ms INTEGER NOT NULL,
   PRIMARY KEY (tenant, kind, activity_id, agent_key, registration, doc_id)
