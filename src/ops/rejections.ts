@@ -226,6 +226,13 @@ function keptBody(w: RefusedWrite): { body: Buffer | undefined; contentType: str
   }
 }
 
+/** The first `max` bytes in memory of their own (never a pooled slab's): the request's buffer is not held. */
+function ownCopy(body: Buffer, max: number): Buffer {
+  const copy = Buffer.allocUnsafeSlow(Math.min(max, body.length));
+  body.copy(copy, 0, 0, copy.length);
+  return copy;
+}
+
 function toNewRejection(w: RefusedWrite, atMs: number, maxBody: number): NewRejection {
   const { body, contentType } = keptBody(w);
   const headers: Record<string, string> = {};
@@ -246,8 +253,7 @@ function toNewRejection(w: RefusedWrite, atMs: number, maxBody: number): NewReje
     reasons: w.reasons,
     headers,
     version: w.headers['x-experience-api-version'] ?? '',
-    // A copy of just the kept bytes: the request's buffer is not held.
-    body: body && maxBody > 0 ? Buffer.from(body.subarray(0, maxBody)) : undefined,
+    body: body && maxBody > 0 ? ownCopy(body, maxBody) : undefined,
     bodyBytes: body?.length ?? w.declaredBytes ?? 0,
     writer: JSON.stringify(writer),
   };
