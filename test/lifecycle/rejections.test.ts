@@ -36,7 +36,7 @@ for (const backend of BACKENDS) {
       });
       lrs = await startTestLrs(backend, {
         users: [ADMIN, OTHER, TENANT_B, READER],
-        env: { LECTERN_REJECTIONS_MAX: String(MAX), LECTERN_REJECTIONS_MAX_BODY: String(MAX_BODY), LECTERN_MAX_STATEMENTS_PER_REQUEST: '5' },
+        env: { LECTERN_REJECTIONS_MAX: String(MAX), LECTERN_REJECTIONS_MAX_BODY: String(MAX_BODY), LECTERN_MAX_STATEMENTS_PER_REQUEST: '5', LECTERN_MAX_REQUEST_SIZE: String(64 * 1024) },
         logger: createLogger('info', sink),
       });
     });
@@ -118,6 +118,25 @@ for (const backend of BACKENDS) {
       assert.equal(shown.bodyCut, true);
       assert.match(await cli(['replay', cut.id]), new RegExp(`^${cut.id} not replayable`, 'm'));
       assert.equal((await kept()).length, 2);
+    });
+
+    test('a body over LECTERN_MAX_REQUEST_SIZE is kept unread (its size from Content-Length); the alternate syntax keeps its content, never the credentials of its form', async () => {
+      await fresh();
+      const huge = JSON.stringify(statement({ result: { response: 'x'.repeat(70 * 1024) } }));
+      assert.equal((await lrs.fetch('/xAPI/statements', { method: 'POST', headers: { 'content-type': 'application/json' }, body: huge })).status, 413);
+      const content = JSON.stringify(badVerb());
+      const form = new URLSearchParams({ Authorization: `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`, 'X-Experience-API-Version': '1.0.3', 'Content-Type': 'application/json', content });
+      const alt = await lrs.fetch('/xAPI/statements?method=POST', { method: 'POST', user: null, version: null, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+      assert.equal(alt.status, 400);
+      const [tooLarge, alternate] = await kept();
+      assert.equal(tooLarge.status, 413);
+      assert.equal(tooLarge.body, undefined);
+      assert.equal(tooLarge.bodyBytes, Buffer.byteLength(huge));
+      assert.match(tooLarge.reasons[0].msg, /LECTERN_MAX_REQUEST_SIZE/);
+      assert.equal(alternate.username, 'admin');
+      assert.equal(alternate.body!.toString(), content);
+      assert.ok(!JSON.stringify({ ...alternate, body: alternate.body!.toString() }).includes(ADMIN.password));
+      assert.ok(!JSON.stringify(alternate).includes('Basic '));
     });
 
     test('lectern rejections list: --json, --since, --reason, -t; show prints one with its reasons and body', async () => {
