@@ -241,11 +241,11 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         let bodyHold: BodyHold | undefined;
         let parsedHold: BodyHold | undefined;
         // What a refused write is kept with (src/ops/rejections.ts): the request as parsed, its user.
-        let seen: { head?: RequestHead; req?: XapiRequest; user?: AuthUser; access?: Access } = {};
+        const seen: { head?: RequestHead; req?: XapiRequest; user?: AuthUser; access?: Access } = {};
         try {
           const q = request.url.indexOf('?');
           const head = requestHead(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers);
-          seen = { head };
+          seen.head = head;
           method = head.method;
           xapiMethods.set(request, method);
           // Every answer to a request naming a served version (405 and 401 included) says that version.
@@ -287,7 +287,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           if (admitted?.forbidden) return send(reply, method, admitted.forbidden);
           xreq.user = admitted?.user;
           xreq.access = admitted?.access;
-          seen = { head, req: xreq, user: xreq.user, access: xreq.access };
+          seen.req = xreq;
+          seen.user = xreq.user;
+          seen.access = xreq.access;
           const user = admitted?.user;
           xreq.holdParsed = (values) => {
             const hold = (parsedHold ??= budget.hold(false, user && userKey(user)));
