@@ -8,6 +8,7 @@ import { randomBytes } from 'node:crypto';
 import { hashSecret } from '../auth/database.ts';
 import { controlCharacter } from '../auth/credentials.ts';
 import { type Clock, systemClock } from '../clock.ts';
+import { LrsError } from '../errors.ts';
 import type { CredentialRow, CredentialStore } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
 import { OpsError } from './errors.ts';
@@ -130,7 +131,13 @@ export async function createCredential(store: CredentialStore, input: NewCredent
   const row: CredentialRow = { key, secretHash: hashSecret(secret), label, scopes: [...input.scopes], target, agent: input.agent, createdMs: now };
   if (validation) row.validation = validation;
   if (expiresMs !== undefined) row.expiresMs = expiresMs;
-  await store.createCredential(row);
+  try {
+    await store.createCredential(row);
+  } catch (err) {
+    // The key exists (rolled back: nothing written): the caller's to change.
+    if (err instanceof LrsError && err.kind === 'conflict') throw new OpsError(`key: ${err.message}`, 'conflict');
+    throw err;
+  }
   return { ...credentialInfo(row, now), secret };
 }
 
