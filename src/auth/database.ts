@@ -87,6 +87,8 @@ export class DatabaseCredentials {
         const version = await this.store.credentialsVersion();
         if (version !== this.version) {
           this.rows.clear();
+          // Reads under way may predate the change: later requests start their own.
+          this.loading.clear();
           this.generation++;
           this.version = version;
         }
@@ -109,7 +111,12 @@ export class DatabaseCredentials {
         return row;
       });
       this.loading.set(key, load);
-      void load.finally(() => this.loading.delete(key)).catch(() => {});
+      const started = load;
+      void load
+        .finally(() => {
+          if (this.loading.get(key) === started) this.loading.delete(key);
+        })
+        .catch(() => {});
     }
     return load;
   }

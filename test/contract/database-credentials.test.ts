@@ -21,6 +21,16 @@ import { ADMIN, BACKENDS, credentialEntries, jsonInit, OTHER, startTestLrs, stat
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const AGENT = { mbox: 'mailto:credential@example.com' };
 
+test('lectern credentials: -h on the command and each subcommand', () => {
+  for (const command of [[], ['create'], ['list'], ['revoke'], ['rotate']]) {
+    const r = spawnSync(process.execPath, [CLI, 'credentials', ...command, '-h'], { env: { PATH: process.env.PATH }, encoding: 'utf8', timeout: 20_000 });
+    assert.equal(r.status, 0, r.stderr);
+    assert.match(r.stdout, new RegExp(`^Usage: lectern credentials${command.length ? ` ${command[0]}` : ''}`));
+    if (command.length) assert.match(r.stdout, /-b, --backend <backend>/);
+  }
+  assert.match(spawnSync(process.execPath, [CLI, '--help'], { encoding: 'utf8' }).stdout, /credentials/);
+});
+
 for (const backend of BACKENDS) {
   describe(`database credentials (${backend.name})`, () => {
     let t: TestLrs;

@@ -5,7 +5,7 @@
  * thread (WAL: readers never wait for the writer, and see every committed write).
  *
  * The worker runs an ordinary SqliteStore: every write of the Store interface (statements,
- * documents, forwarding outbox, data lifecycle) is sent to it as a call and answered after its
+ * documents, forwarding outbox, data lifecycle, credentials) is sent to it as a call and answered after its
  * COMMIT. Calls that arrive while the writer is busy queue on its port and are written as one
  * group commit (SqliteStore.insertStatements: one transaction, each request all or nothing), so
  * every guarantee of the single-thread store holds: an answer only after the commit, all or
