@@ -1,9 +1,10 @@
 /**
  * HTTP Basic authentication against the credentials file, with an LRU+TTL cache of successful
  * bcrypt checks, and against the database credentials (./database.ts) for a name the file does
- * not have: the file's users keep their names. Cache keys are hashes of username and password under a per-process secret, so
- * no plain-text password is kept, and a wrong password can never hit a cached success. The bcrypt
- * checks themselves are bounded and shared fairly between client addresses (./throttle.ts).
+ * not have: the file's users keep their names. Cache keys are hashes of username and password
+ * under a per-process secret, so no plain-text password is kept, and a wrong password can never
+ * hit a cached success. The bcrypt checks themselves are bounded and shared fairly between client
+ * addresses (./throttle.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { statSync } from 'node:fs';
