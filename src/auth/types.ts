@@ -9,7 +9,7 @@ export interface AuthUser {
   agent: Agent;
   /** The store (tenant) the user works in: '' for the default store. */
   target: string;
-  /** How the user's statements are validated; the configured default (LECTERN_XAPI_VALIDATION) when absent. */
+  /** How its statements are validated (a database credential's `--validation`); undefined: the server's default. */
   validation?: 'strict' | 'lax';
 }
 
