@@ -46,6 +46,7 @@ export async function createAuthenticator(config: Config, logger: Logger): Promi
         audience: config.oidcAudience,
         scopeClaim: config.oidcScopeClaim,
         targetClaim: config.oidcTargetClaim,
+        validationClaim: config.oidcValidationClaim,
         discoveryRetries: config.oidcDiscoveryRetries,
         jwksCooldownSeconds: config.oidcJwksCooldown,
         logger,

@@ -9,6 +9,11 @@ export interface AuthUser {
   agent: Agent;
   /** The store (tenant) the user works in: '' for the default store. */
   target: string;
+  /**
+   * How the user's statement writes are validated (docs/validation.md), when its credential
+   * chooses: absent, the server's LECTERN_XAPI_VALIDATION.
+   */
+  validation?: 'strict' | 'lax';
 }
 
 /**
