@@ -435,4 +435,16 @@ ALTER TABLE statements ALTER COLUMN full_bytes TYPE integer USING octet_length("
 COMMENT ON COLUMN statements.full_bytes IS 'octet_length of full as text: what a statement page counts against LECTERN_MAX_PAGE_BYTES (migration 12)';
 `,
   },
+  {
+    version: 13,
+    name: 'the rules a statement stored under lax validation broke, kept beside it',
+    // As SQLite's migration 12: a row only for a statement accepted with violations (docs/validation.md).
+    sql: `
+CREATE TABLE statement_violations (
+  seq bigint PRIMARY KEY,
+  violations json NOT NULL
+);
+COMMENT ON TABLE statement_violations IS 'the rules a statement stored under lax validation broke (statements.seq; a JSON list of {loc, msg, type})';
+`,
+  },
 ];

@@ -412,4 +412,16 @@ DROP INDEX statement_attachments_sha2;
 CREATE INDEX statement_attachments_carrier ON statement_attachments(sha2, carrier) WHERE carrier IS NOT NULL;
 `,
   },
+  {
+    version: 12,
+    name: 'the rules a statement stored under lax validation broke, kept beside it',
+    // A side table, so that the statements table and the strict write path stay as they were: a
+    // row only for a statement accepted with violations (docs/validation.md).
+    sql: `
+CREATE TABLE statement_violations (
+  seq INTEGER PRIMARY KEY,              -- statements.seq
+  violations TEXT NOT NULL              -- JSON list of {loc, msg, type}: the rules it broke
+);
+`,
+  },
 ];
