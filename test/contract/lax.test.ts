@@ -164,6 +164,15 @@ for (const backend of BACKENDS) {
       return (await res.json()) as Json & { statements: Json[] };
     };
 
+    test('a statement that breaks no rule is stored under lax as under strict, with no violation', async () => {
+      const sent = { ...base(randomUUID()), context: { contextActivities: { parent: { id: 'http://example.com/p' } } } };
+      const res = await post(sent, LAX);
+      const [id] = (await res.json()) as string[];
+      assert.deepEqual(await t.lrs.store.statementViolations('', id), []);
+      const served = (await (await t.fetch(`/xAPI/statements?statementId=${id}`)).json()) as Json;
+      assert.deepEqual((served.context as Json).contextActivities, { parent: [{ id: 'http://example.com/p' }] }, 'normalised as under strict');
+    });
+
     test('the default is strict: every statement of the corpus is refused with 400 and the rule it breaks', async () => {
       for (const c of CORPUS) {
         const res = await post(c.make(randomUUID()), ADMIN);
@@ -192,6 +201,9 @@ for (const backend of BACKENDS) {
         assert.equal(served.id, id);
         assert.deepEqual(served.authority, { objectType: 'Agent', mbox: 'mailto:lax@example.com' });
         assert.equal(served.version, '1.0.0');
+        // The rule it broke, kept with it (what `lectern violations` prints).
+        const violations = await t.lrs.store.statementViolations('', id);
+        assert.ok(violations?.some((v) => v.type === c.rule && JSON.stringify(v.loc) === JSON.stringify(c.loc)), JSON.stringify(violations));
 
         // Every filter, by what the statement carries.
         const actor = sent.actor as Json;
