@@ -14,6 +14,8 @@ import type { XapiVersion } from './versions.ts';
 export type ValidationMode = 'strict' | 'lax';
 export const VALIDATION_MODES: readonly ValidationMode[] = ['strict', 'lax'];
 
+const NO_VIOLATIONS: readonly undefined[] = [];
+
 /** Longest run of signature checks before the event loop is given back. */
 const TURN_MS = 20;
 
@@ -33,8 +35,10 @@ export async function acceptStatements(
   version: XapiVersion,
   id?: string,
   mode: ValidationMode = 'strict',
-): Promise<{ statements: Statement[]; blobs: AttachmentBlob[]; violations: (Violations | undefined)[] }> {
-  const { statements, issues, more, violations } = mode === 'lax' ? validateStatementsLax(received.value, version) : { ...validateStatements(received.value, version), violations: [] };
+): Promise<{ statements: Statement[]; blobs: AttachmentBlob[]; violations: readonly (Violations | undefined)[] }> {
+  const lax = mode === 'lax' ? validateStatementsLax(received.value, version) : undefined;
+  const { statements, issues, more } = lax ?? validateStatements(received.value, version);
+  const violations = lax?.violations ?? NO_VIOLATIONS;
   if (issues.length) throw new ValidationFailed(issues, more);
   if (id !== undefined) {
     const given = statements[0].id;
