@@ -11,7 +11,7 @@ export interface AuthUser {
   target: string;
   /**
    * How the user's statement writes are validated (docs/validation.md), when its credential
-   * chooses: absent, the server's LECTERN_XAPI_VALIDATION.
+   * chooses (auth.json entry, database credential, token claim); absent: LECTERN_XAPI_VALIDATION.
    */
   validation?: 'strict' | 'lax';
 }

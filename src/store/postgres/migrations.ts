@@ -11,7 +11,8 @@
  * writer's dirtied pages and checkpoints); every process shares the database, so `seq` is taken
  * under the tenant's advisory lock and times come from the database clock.
  */
-import { POSTGRES, reachBuildSql } from '../sql.ts';
+import { reachBuildSql } from '../sql.ts';
+import { POSTGRES } from './dialect.ts';
 
 export interface Migration {
   version: number;
@@ -380,7 +381,7 @@ ANALYZE statements;
     // A key id belongs to one tenant's dictionary, so the tenant column repeated what the key
     // says; the role moves into the key. Each entry is then 28 bytes, small enough for
     // PostgreSQL to split a page at the point where a key's newest entries arrive rather than in
-    // the middle (src/store/sql.ts, LINK_ROLES). Rebuilt as migration 7 did: new tables filled in
+    // the middle (src/store/postgres/dialect.ts, LINK_ROLES). Rebuilt as migration 7 did: new tables filled in
     // their old order, the old ones dropped, the keys built on the full tables.
     sql: `
 SET LOCAL maintenance_work_mem = '256MB';
@@ -445,6 +446,33 @@ CREATE TABLE statement_violations (
   violations json NOT NULL
 );
 COMMENT ON TABLE statement_violations IS 'the rules a statement stored under lax validation broke (statements.seq; a JSON list of {loc, msg, type})';
+`,
+  },
+  {
+    version: 15,
+    name: 'credentials in the database: key and secret pairs with scopes, and a change counter every process reads',
+    // As SQLite's migration 14: the secret as its SHA-256 only, the scopes and agent as JSON text
+    // (read whole, written by the same SQL on both backends), times in epoch ms.
+    sql: `
+CREATE TABLE credentials (
+  key text PRIMARY KEY,
+  secret_hash text NOT NULL,
+  previous_hash text,
+  previous_until_ms bigint,
+  label text NOT NULL DEFAULT '',
+  scopes text NOT NULL,
+  target text NOT NULL DEFAULT '',
+  agent text NOT NULL,
+  validation text,
+  created_ms bigint NOT NULL,
+  expires_ms bigint,
+  last_used_ms bigint,
+  revoked_ms bigint
+);
+CREATE TABLE credential_changes (one integer PRIMARY KEY CHECK (one = 1), counter bigint NOT NULL);
+INSERT INTO credential_changes (one, counter) VALUES (1, 0);
+COMMENT ON COLUMN credentials.secret_hash IS 'base64url SHA-256 of the generated secret (never the secret)';
+COMMENT ON TABLE credential_changes IS 'bumped by every credential create, revoke and rotation: servers drop their cached credentials when it moves';
 `,
   },
 ];
