@@ -8,6 +8,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
+import { createCredential } from '../../src/ops/credentials.ts';
 import { ADMIN, BACKENDS, jsonInit, startTestLrs, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 
 const LAX: TestUser = { username: 'lax', password: 'lax-pass', scopes: ['all'], agent: { mbox: 'mailto:lax@example.com' }, validation: 'lax' };
@@ -345,6 +346,15 @@ for (const backend of BACKENDS) {
       assert.equal((await post(voiding, LAX)).status, 200);
       assert.equal((await t.fetch(`/xAPI/statements?voidedStatementId=${id}`)).status, 200);
       assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`)).status, 404);
+    });
+
+    test('a database credential choosing lax (lectern credentials create --validation lax) stores what the default refuses', async () => {
+      const { key, secret } = await createCredential(t.lrs.store, { scopes: ['all'], agent: { objectType: 'Agent', mbox: 'mailto:robot@example.com' }, validation: 'lax' });
+      const robot: TestUser = { username: key, password: secret, scopes: [], agent: {} };
+      const sent = CORPUS[2].make(randomUUID());
+      assert.equal((await post(sent, ADMIN)).status, 400);
+      const res = await post(sent, robot);
+      assert.equal(res.status, 200, await res.clone().text());
     });
 
     test('/metrics counts the violations by rule', async () => {
