@@ -93,6 +93,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // Every route, for the OpenAPI description (which must describe each one).
   const routes: RegisteredRoute[] = [];
   app.addHook('onRoute', (route) => {
+    // The console's pages are for browsers, not an API (docs/console.md).
+    if (route.url.startsWith('/console')) return;
     const methods = [route.method].flat().filter((m) => m !== 'OPTIONS');
     if (methods.length) routes.push({ url: route.url, methods });
   });
