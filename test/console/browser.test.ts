@@ -6,68 +6,19 @@
  * server. Screenshots of each page go to docs/screenshots/ (the README shows them).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
-import { ADMIN, basic, credentialEntries, postgresBackend, sqliteBackend, statement, type Backend } from '../helpers/lrs.ts';
+import { ADMIN, postgresBackend, sqliteBackend, statement } from '../helpers/lrs.ts';
 import { LRS_AUDIENCE, startProvider } from '../helpers/oidc.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { freePort } from '../helpers/tools.ts';
+import { runserver, type Server } from './runserver.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const AXE = readFileSync(fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url)), 'utf8');
 const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
-
-interface Server {
-  url: string;
-  post(body: unknown): Promise<string[]>;
-  stop(): Promise<void>;
-}
-
-/** `lectern runserver` on a fresh database of `backend`, with the test users. */
-async function runserver(backend: Backend, env: Record<string, string> = {}, port = 0): Promise<Server> {
-  const dir = mkdtempSync(join(tmpdir(), 'lectern-console-'));
-  writeFileSync(join(dir, 'auth.json'), JSON.stringify(await credentialEntries([ADMIN])));
-  const settings = await backend.settings(dir);
-  const child = spawn(process.execPath, [CLI, 'runserver', '--port', String(port)], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: join(dir, 'auth.json'), LECTERN_SHUTDOWN_TIMEOUT: '2', ...settings, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"url":"(http:[^"]+)"/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`runserver exited ${code}: ${out}`)));
-  });
-  return {
-    url,
-    async post(body) {
-      const res = await fetch(`${url}/xAPI/statements`, {
-        method: 'POST',
-        headers: { authorization: basic(ADMIN), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' },
-        body: JSON.stringify(body),
-      });
-      assert.equal(res.status, 200, await res.clone().text());
-      return (await res.json()) as string[];
-    },
-    async stop() {
-      child.kill('SIGTERM');
-      await exited;
-      rmSync(dir, { recursive: true, force: true });
-      await backend.dispose?.(settings);
-    },
-  };
-}
 
 let browser: Browser;
 before(async () => {

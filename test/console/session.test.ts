@@ -4,10 +4,12 @@
  * in, headers and assets, downloads. On SQLite and PostgreSQL.
  */
 import assert from 'node:assert/strict';
+import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ADMIN, jsonInit, postgresBackend, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
+import { runserver } from './runserver.ts';
 
 const SECRET = 'a-console-secret-of-at-least-32-characters';
 
@@ -198,6 +200,37 @@ describe('console sign-in limits', () => {
       assert.match(res.headers.get('location')!, /^\/console\/sign-in/);
     } finally {
       await t.close();
+    }
+  });
+});
+
+describe('console sessions across worker processes', { skip: postgresSkipped() && 'needs PostgreSQL' }, () => {
+  test('lectern runserver -w 2 without a secret: every worker accepts a session another one opened', async () => {
+    const server = await runserver(postgresBackend, {}, 0, ['--workers', '2']);
+    try {
+      const res = await fetch(`${server.url}/console/sign-in`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ username: ADMIN.username, password: ADMIN.password }),
+      });
+      const cookie = res.headers.get('set-cookie')!.split(';')[0];
+      // A new connection each time: the cluster hands connections to the workers in turn.
+      const statuses = await Promise.all(
+        Array.from({ length: 8 }, () =>
+          new Promise<number>((resolve, reject) => {
+            const req = request(`${server.url}/console/session`, { agent: false, headers: { cookie } }, (r) => {
+              r.resume();
+              resolve(r.statusCode ?? 0);
+            });
+            req.on('error', reject);
+            req.end();
+          }),
+        ),
+      );
+      assert.deepEqual(statuses, Array(8).fill(200));
+    } finally {
+      await server.stop();
     }
   });
 });
