@@ -44,6 +44,8 @@ const ASSET_DIR = new URL('../../console/', import.meta.url);
 const ASSET_TYPES: Record<string, string> = { 'console.css': 'text/css; charset=utf-8', 'console.js': 'text/javascript; charset=utf-8' };
 /** Most statements one download carries: narrow the query (since/until) for more. */
 export const DOWNLOAD_MAX = 100_000;
+/** How far back from the newest statement shown each poll of the live tail looks. */
+const TAIL_OVERLAP_MS = 5000;
 /** Largest sign-in or sign-out form read. */
 const FORM_MAX = 8 * 1024;
 
@@ -273,11 +275,17 @@ export function registerConsole(app: FastifyInstance, deps: ConsoleDeps): void {
     const filters = filtersOf(query);
     const after = query.after ?? '';
     if (!after || Number.isNaN(Date.parse(after))) return sendJson(reply, 400, { detail: 'after must be a timestamp' });
-    const since = filters.since && Date.parse(filters.since) > Date.parse(after) ? filters.since : after;
+    // A few seconds back from the newest shown: a statement committed after a later-stored one
+    // (another process, a slower transaction) still shows; the page skips those it has.
+    const from = new Date(Date.parse(after) - TAIL_OVERLAP_MS).toISOString();
+    const since = filters.since && Date.parse(filters.since) > Date.parse(from) ? filters.since : from;
     const r = await queryStatements(s.user, { ...filters, since, ascending: 'true', limit: '100' });
     if (!r.ok) return sendJson(reply, r.status, { detail: r.detail });
     const rows = r.result.statements;
-    return sendJson(reply, 200, { rows: rows.map((st) => statementRow(st).text), after: (rows.at(-1)?.stored as string | undefined) ?? after, more: r.result.more !== '' });
+    const last = rows.at(-1)?.stored as string | undefined;
+    const newest = last && Date.parse(last) > Date.parse(after) ? last : after;
+    // More at once than a page: ask again at once, from the newest, while that moves on.
+    return sendJson(reply, 200, { rows: rows.map((st) => statementRow(st).text), after: newest, more: r.result.more !== '' && newest !== after });
   });
 
   app.get('/console/statements/download', async (request, reply) => {

@@ -159,6 +159,22 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal((await get(t, '/console/statements/download?fields=password', s)).status, 400);
     });
 
+    test('the live tail looks a few seconds back: a statement committed late, stored before the newest shown, still comes', async () => {
+      const s = await signIn(t);
+      const verb = encodeURIComponent('http://example.com/verbs/tail');
+      const [id] = (await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://example.com/verbs/tail' } })))).json()) as string[];
+      const stored = ((await (await t.fetch(`/xAPI/statements?statementId=${id}`)).json()) as { stored: string }).stored;
+      const later = new Date(Date.parse(stored) + 1000).toISOString();
+      const res = await get(t, `/console/statements/tail?verb=${verb}&after=${encodeURIComponent(later)}`, s);
+      const body = (await res.json()) as { rows: string[]; after: string; more: boolean };
+      assert.equal(body.rows.length, 1);
+      assert.match(body.rows[0], new RegExp(`data-id="${id}"`));
+      assert.equal(body.after, later, 'the newest shown stays the newest');
+      assert.equal(body.more, false);
+      const bad = await get(t, '/console/statements/tail?after=soon', s);
+      assert.equal(bad.status, 400);
+    });
+
     test('a bad filter shows the reason on the page (400), never a 500', async () => {
       const s = await signIn(t, ADMIN);
       const res = await get(t, '/console/statements?agent=nobody&registration=nope', s);
