@@ -95,16 +95,41 @@ function detailOf(res: XapiResponse): string {
 /** The next page's query string of a `more` link. */
 const moreQuery = (more: string): string => (more ? more.slice(more.indexOf('?') + 1) : '');
 
-/** Reads a small urlencoded form; beyond FORM_MAX bytes, 413. */
-async function readForm(request: FastifyRequest): Promise<Record<string, string>> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of request.raw as AsyncIterable<Buffer>) {
-    size += chunk.length;
-    if (size > FORM_MAX) throw new HttpRefusal(413, `a console form has at most ${FORM_MAX} bytes`);
-    chunks.push(chunk);
-  }
-  return parseQuery(Buffer.concat(chunks).toString('utf8'), 'form');
+/**
+ * Reads a small urlencoded form; beyond FORM_MAX bytes, 413 with the rest left unread (the server
+ * then closes the connection after the answer).
+ */
+function readForm(request: FastifyRequest): Promise<Record<string, string>> {
+  const tooLarge = () => new HttpRefusal(413, `a console form has at most ${FORM_MAX} bytes`);
+  if (Number(request.headers['content-length'] ?? 0) > FORM_MAX) return Promise.reject(tooLarge());
+  const raw = request.raw;
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const stop = () => {
+      raw.off('data', onData);
+      raw.off('end', onEnd);
+      raw.off('error', reject);
+    };
+    const onData = (chunk: Buffer) => {
+      size += chunk.length;
+      if (size <= FORM_MAX) return void chunks.push(chunk);
+      stop();
+      raw.pause();
+      reject(tooLarge());
+    };
+    const onEnd = () => {
+      stop();
+      try {
+        resolve(parseQuery(Buffer.concat(chunks).toString('utf8'), 'form'));
+      } catch (err) {
+        reject(err);
+      }
+    };
+    raw.on('data', onData);
+    raw.once('end', onEnd);
+    raw.once('error', reject);
+  });
 }
 
 /** A CSV cell: quoted when needed; text that a spreadsheet would run as a formula is prefixed with '. */
@@ -129,7 +154,12 @@ function fieldValue(statement: Record<string, unknown>, name: string): unknown {
   return v;
 }
 
-export function registerConsole(app: FastifyInstance, deps: ConsoleDeps): void {
+export function registerConsole(parent: FastifyInstance, deps: ConsoleDeps): void {
+  // A scope of its own: its error handler and hooks apply to the console's routes only.
+  void parent.register(async (app) => consoleRoutes(app, deps));
+}
+
+function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const { config, auth, policy, resources } = deps;
   const now = deps.now ?? Date.now;
   const sealer = new Sealer(config.consoleSecret);
@@ -199,8 +229,15 @@ export function registerConsole(app: FastifyInstance, deps: ConsoleDeps): void {
     return i < 0 ? {} : parseQuery(request.url.slice(i + 1));
   };
 
-  app.addHook('onRequest', async (request, reply) => {
-    if (request.url === '/console' || request.url.startsWith('/console/')) reply.removeHeader('x-experience-api-version');
+  app.addHook('onRequest', async (_request, reply) => {
+    reply.removeHeader('x-experience-api-version');
+  });
+  // A client's mistake (a repeated parameter, bad percent-escapes, a form too large) is its 4xx;
+  // anything else goes on to the server's handler (a 500, logged).
+  app.setErrorHandler(async (err, _request, reply) => {
+    if (!(err instanceof LrsError || err instanceof HttpRefusal)) throw err;
+    const res = errorResponse(err);
+    return reply.status(res.status).headers(res.headers ?? {}).send(res.body);
   });
 
   app.get('/console', async (request, reply) => reply.redirect(sessionOf(request) ? '/console/statements' : '/console/sign-in', 303));

@@ -181,6 +181,25 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(res.status, 400);
       assert.match(await res.text(), /role="alert"/);
       assert.equal((await get(t, '/console/statements/not-a-uuid', s)).status, 400);
+      // Malformed requests: the client's 4xx with a JSON body, never a 500.
+      for (const [path, status] of [['/console/statements?verb=a&verb=b', 400], ['/console/learner?agent=%FF', 400], ['/console/statements/tail?after=%E0%A4', 400]] as const) {
+        const res = await get(t, path, s);
+        assert.equal(res.status, status, path);
+        assert.ok(((await res.json()) as { detail: unknown }).detail, path);
+      }
+      const post = (body: string) => fetch(`${t.url}/console/sign-in`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body });
+      const large = await post(`username=admin&password=${'a'.repeat(20_000)}`);
+      assert.equal(large.status, 413);
+      assert.match(((await large.json()) as { detail: string }).detail, /at most 8192 bytes/);
+      assert.equal((await post('username=admin&username=other&password=x')).status, 400);
+      // Without a Content-Length (chunked): refused as the bytes go past the bound.
+      const chunked = await fetch(`${t.url}/console/sign-in`, {
+        method: 'POST',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new ReadableStream({ start: (c) => (c.enqueue(new TextEncoder().encode(`password=${'a'.repeat(20_000)}`)), c.close()) }),
+        duplex: 'half',
+      } as RequestInit);
+      assert.equal(chunked.status, 413);
     });
   });
 }
