@@ -198,15 +198,28 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   };
   /**
    * Every change (POST) must come from the console's own pages: the session's CSRF token in the
-   * X-CSRF-Token header or the form's `csrf` field, and no foreign Origin.
+   * X-CSRF-Token header or the form's `csrf` field, and no Origin of another host. The host only:
+   * behind a TLS proxy that is not trusted (LECTERN_RUNSERVER_TRUST_PROXY) the page is https while
+   * the request reaching here is http.
    */
   const sameOrigin = (request: FastifyRequest) => {
     const origin = request.headers.origin;
-    return origin === undefined || origin === `${request.protocol}://${request.host}`;
+    if (origin === undefined) return true;
+    try {
+      return new URL(origin).host === request.host;
+    } catch {
+      return false;
+    }
   };
   const safeNext = (next: string | undefined) => (next && /^\/console(\/|\?|$)/.test(next) && !next.includes('\\') ? next : '/console/statements');
 
-  /** Calls an xAPI resource as the session's user: its scopes and its store. */
+  /**
+   * Who the console's data calls run as: the session's user, in its store. The seam of the store
+   * switcher: with the admin API's roles, an operator's chosen store will be set here (and named
+   * in the pages' header, which `ctx` fills from the session's user today).
+   */
+  const actor = (s: Session): AuthUser => s.user;
+  /** Calls an xAPI resource as `user`: its scopes and its store. */
   const xapiGet = async (resource: ConsoleResource, user: AuthUser, query: Record<string, string>): Promise<XapiResponse> => {
     const decision = authorise(user, 'GET', resource.scopes, policy);
     if (!decision.ok) return { status: 403, body: JSON.stringify({ detail: `this needs the scope ${decision.needed}, which ${user.username} does not hold` }) };
@@ -296,7 +309,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     const query = queryOf(request);
     const filters = filtersOf(query);
     const q: Record<string, string> = { ...filters, ...(query.search_after && { search_after: query.search_after }) };
-    const r = await queryStatements(s.user, q);
+    const r = await queryStatements(actor(s), q);
     if (!r.ok) return sendPage(reply, r.status, statementsPage(ctx(s), { filters, statements: [], more: '', error: r.detail }));
     const { statements, more } = r.result;
     const first = !query.search_after;
@@ -316,7 +329,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     // (another process, a slower transaction) still shows; the page skips those it has.
     const from = new Date(Date.parse(after) - TAIL_OVERLAP_MS).toISOString();
     const since = filters.since && Date.parse(filters.since) > Date.parse(from) ? filters.since : from;
-    const r = await queryStatements(s.user, { ...filters, since, ascending: 'true', limit: '100' });
+    const r = await queryStatements(actor(s), { ...filters, since, ascending: 'true', limit: '100' });
     if (!r.ok) return sendJson(reply, r.status, { detail: r.detail });
     const rows = r.result.statements;
     const last = rows.at(-1)?.stored as string | undefined;
@@ -338,7 +351,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     if (unknown.length) return sendJson(reply, 400, { detail: `unknown fields: ${unknown.join(', ')} (known: ${EXPORT_FIELDS.join(', ')})` });
     const filters = filtersOf(Object.fromEntries(FILTERS.flatMap((k) => (params.has(k) ? [[k, params.get(k)!]] : []))));
     // The first page is read before answering, so a bad filter is a 400 rather than a cut download.
-    const first = await queryStatements(s.user, { ...filters, limit: '0' });
+    const first = await queryStatements(actor(s), { ...filters, limit: '0' });
     if (!first.ok) return sendJson(reply, first.status, { detail: first.detail });
     let stopped = false;
     request.raw.once('close', () => (stopped = true));
@@ -354,7 +367,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
         }
         if (out) yield out;
         if (!page.more) return;
-        const next = await queryStatements(s!.user, Object.fromEntries(new URLSearchParams(moreQuery(page.more))));
+        const next = await queryStatements(actor(s!), Object.fromEntries(new URLSearchParams(moreQuery(page.more))));
         page = next.ok ? next.result : undefined;
       }
     }
@@ -374,9 +387,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     if (!s) return reply;
     const { id } = request.params as { id: string };
     let voided = false;
-    let res = await xapiGet(resources.statements, s.user, { statementId: id });
+    let res = await xapiGet(resources.statements, actor(s), { statementId: id });
     if (res.status === 404) {
-      const v = await xapiGet(resources.statements, s.user, { voidedStatementId: id });
+      const v = await xapiGet(resources.statements, actor(s), { voidedStatementId: id });
       if (v.status === 200) [res, voided] = [v, true];
     }
     if (res.status !== 200) return sendPage(reply, res.status, errorPage(ctx(s), res.status === 404 ? 'No such statement' : 'Statement', detailOf(res)));
@@ -390,17 +403,17 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     const empty = { agentText, statements: [], more: '', profiles: [], states: [] };
     if (!agentText) return sendPage(reply, 200, learnerPage(ctx(s), empty));
     const agent = agentParam(agentText);
-    const personRes = await xapiGet(resources.agents, s.user, { agent });
+    const personRes = await xapiGet(resources.agents, actor(s), { agent });
     if (personRes.status !== 200) return sendPage(reply, personRes.status === 403 ? 403 : 400, learnerPage(ctx(s), { ...empty, error: detailOf(personRes) }));
-    const r = await queryStatements(s.user, { agent, related_agents: 'true' });
+    const r = await queryStatements(actor(s), { agent, related_agents: 'true' });
     const statements = r.ok ? r.result.statements : [];
-    const profilesRes = await xapiGet(resources.agentProfile, s.user, { agent });
+    const profilesRes = await xapiGet(resources.agentProfile, actor(s), { agent });
     const profiles = profilesRes.status === 200 ? (JSON.parse(String(profilesRes.body)) as string[]) : detailOf(profilesRes);
     // State documents are kept per activity: those of the activities in the statements shown.
     const activities = [...new Set(statements.map((st) => (st.object as { objectType?: string; id?: string } | undefined)).filter((o) => o && (o.objectType ?? 'Activity') === 'Activity' && o.id).map((o) => o!.id!))].slice(0, 20);
     let states: { activityId: string; ids: string[] }[] | string = [];
     for (const activityId of activities) {
-      const res = await xapiGet(resources.state, s.user, { activityId, agent });
+      const res = await xapiGet(resources.state, actor(s), { activityId, agent });
       if (res.status !== 200) {
         states = detailOf(res);
         break;

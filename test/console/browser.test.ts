@@ -63,6 +63,12 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       ]);
       // The `failed` one is voided.
       await server.post(statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided', display: { 'en-US': 'voided' } }, object: { objectType: 'StatementRef', id: ids[3] } }));
+      // Ada's documents: an agent profile, and state in the course she experienced.
+      const ada = encodeURIComponent(JSON.stringify({ mbox: 'mailto:ada@example.com' }));
+      const doc = { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"theme":"dark"}' };
+      const put = await server.xapi(`/xAPI/agents/profile?agent=${ada}&profileId=preferences`, { ...doc, headers: { ...doc.headers, 'if-none-match': '*' } });
+      assert.equal(put.status, 204, await put.text());
+      assert.equal((await server.xapi(`/xAPI/activities/state?agent=${ada}&activityId=${encodeURIComponent('http://example.com/course/intro')}&stateId=bookmark`, doc)).status, 204);
       const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
       page = await context.newPage();
       page.on('console', (m) => {
@@ -106,10 +112,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       await page.waitForURL(/verb=/);
       assert.equal(await page.locator('#rows tr').count(), 1);
       assert.equal(await page.locator('#f-verb').inputValue(), 'http://adlnet.gov/expapi/verbs/experienced');
-      await page.getByRole('link', { name: 'Ada' }).click();
+      await page.getByRole('link', { name: 'Ada', exact: true }).click();
       await page.waitForURL(/agent=/);
       assert.equal(await page.locator('#rows tr').count(), 2);
-      await page.getByRole('link', { name: 'Introduction' }).click();
+      await page.getByRole('link', { name: 'Introduction', exact: true }).click();
       await page.waitForURL(/activity=/);
       assert.equal(await page.locator('#rows tr').count(), 1);
     });
@@ -181,6 +187,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       await page.waitForURL(/agent=/);
       assert.match(await page.locator('dl.person').innerText(), /Ada[\s\S]*mailto:ada@example\.com/);
       assert.equal(await page.locator('#rows tr').count(), 2);
+      assert.match(await page.locator('section', { hasText: 'Agent profiles' }).innerText(), /preferences[\s\S]*http:\/\/example\.com\/course\/intro\s+bookmark/);
       assert.deepEqual(await axeViolations(page), []);
       if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-learner.png'), fullPage: true });
     });

@@ -11,6 +11,8 @@ const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
 export interface Server {
   url: string;
+  /** An xAPI request as the test's admin user. */
+  xapi(path: string, init?: RequestInit): Promise<Response>;
   post(body: unknown): Promise<string[]>;
   stop(): Promise<void>;
 }
@@ -39,6 +41,8 @@ export async function runserver(backend: Backend, env: Record<string, string> = 
   });
   return {
     url,
+    xapi: (path, init = {}) =>
+      fetch(`${url}${path}`, { ...init, headers: { authorization: basic(ADMIN), 'x-experience-api-version': '1.0.3', ...(init.headers as Record<string, string> | undefined) } }),
     async post(body) {
       const res = await fetch(`${url}/xAPI/statements`, {
         method: 'POST',

@@ -79,6 +79,16 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       }
     });
 
+    test('a sign-in from another site’s page is refused; from this host’s, over a TLS proxy or not, accepted', async () => {
+      const from = (origin: string) =>
+        fetch(`${t.url}/console/sign-in`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: 'username=admin&password=admin-pass' });
+      const host = new URL(t.url).host;
+      assert.equal((await from('https://evil.example')).status, 403);
+      assert.equal((await from('null')).status, 403);
+      assert.equal((await from(`http://${host}`)).status, 303);
+      assert.equal((await from(`https://${host}`)).status, 303);
+    });
+
     test('an open redirect is refused: `next` stays in the console', async () => {
       for (const next of ['https://evil.example/', '//evil.example/console', '/xAPI/statements', '/console\\@evil']) {
         const res = await fetch(`${t.url}/console/sign-in`, {
