@@ -7,11 +7,14 @@ import assert from 'node:assert/strict';
 import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { ADMIN, jsonInit, postgresBackend, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { ADMIN, jsonInit, OTHER, postgresBackend, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { runserver } from './runserver.ts';
 
 const SECRET = 'a-console-secret-of-at-least-32-characters';
+/** A user that may only write statements, and one that may read only those it stored. */
+const WRITER: TestUser = { username: 'writer', password: 'writer-pass', scopes: ['statements/write'], agent: { mbox: 'mailto:writer@example.com' } };
+const MINE: TestUser = { username: 'mine', password: 'mine-pass', scopes: ['statements/write', 'statements/read/mine'], agent: { mbox: 'mailto:mine@example.com' } };
 
 export interface Signed {
   cookie: string;
@@ -38,7 +41,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
   describe(`console sessions (${backend.name})`, () => {
     let t: TestLrs;
     before(async () => {
-      t = await startTestLrs(backend, { env: { LECTERN_CONSOLE_SECRET: SECRET } });
+      t = await startTestLrs(backend, { users: [ADMIN, OTHER, TENANT_B, WRITER, MINE], env: { LECTERN_CONSOLE_SECRET: SECRET } });
     });
     after(() => t.close());
 
@@ -124,6 +127,23 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.match(page, /store “b”/);
       const session = (await (await get(t, '/console/session', b)).json()) as Record<string, unknown>;
       assert.deepEqual({ ...session, expires: undefined }, { username: 'tenant-b', scopes: ['all'], store: 'b', expires: undefined });
+    });
+
+    test('a session reads with its user’s scopes: only its own statements, or a page naming the scope it lacks', async () => {
+      const [own] = (await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://example.com/verbs/by-mine' } }), { user: MINE }))).json()) as string[];
+      await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://example.com/verbs/by-admin' } })));
+      const mine = await signIn(t, MINE);
+      const page = await (await get(t, '/console/statements', mine)).text();
+      assert.match(page, new RegExp(own));
+      assert.doesNotMatch(page, /by-admin/);
+      const learner = await get(t, '/console/learner?agent=ben%40example.com', mine);
+      assert.equal(learner.status, 403, 'the Agents view is every statement’s: not for a reader of its own');
+      const writer = await signIn(t, WRITER);
+      const refused = await get(t, '/console/statements', writer);
+      assert.equal(refused.status, 403);
+      assert.match(await refused.text(), /needs the scope statements\/read\/mine, which writer does not hold/);
+      assert.equal((await get(t, `/console/statements/download`, writer)).status, 403);
+      assert.equal((await get(t, `/console/statements/${own}`, writer)).status, 403);
     });
 
     test('another process with the same secret accepts the session; one with another secret does not', async () => {
