@@ -8,6 +8,7 @@ import { request } from 'node:http';
 import { after, before, describe, test } from 'node:test';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { ADMIN, jsonInit, OTHER, postgresBackend, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { createCredential, revokeCredential } from '../../src/ops/credentials.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { runserver } from './runserver.ts';
 
@@ -41,7 +42,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
   describe(`console sessions (${backend.name})`, () => {
     let t: TestLrs;
     before(async () => {
-      t = await startTestLrs(backend, { users: [ADMIN, OTHER, TENANT_B, WRITER, MINE], env: { LECTERN_CONSOLE_SECRET: SECRET } });
+      t = await startTestLrs(backend, { users: [ADMIN, OTHER, TENANT_B, WRITER, MINE], env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_AUTH_CREDENTIALS_REFRESH: '0' } });
     });
     after(() => t.close());
 
@@ -144,6 +145,18 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.match(await refused.text(), /needs the scope statements\/read\/mine, which writer does not hold/);
       assert.equal((await get(t, `/console/statements/download`, writer)).status, 403);
       assert.equal((await get(t, `/console/statements/${own}`, writer)).status, 403);
+    });
+
+    test('a credential in the database signs in through the same form, in its store; once revoked, it cannot', async () => {
+      const issued = await createCredential(t.lrs.store, { scopes: ['statements/read'], agent: { objectType: 'Agent', mbox: 'mailto:lms@example.com' }, target: 'b' });
+      const user: TestUser = { username: issued.key, password: issued.secret, scopes: [], agent: {} };
+      const s = await signIn(t, user);
+      const session = (await (await get(t, '/console/session', s)).json()) as Record<string, unknown>;
+      assert.deepEqual([session.username, session.scopes, session.store], [issued.key, ['statements/read'], 'b']);
+      await revokeCredential(t.lrs.store, issued.key);
+      // LECTERN_AUTH_CREDENTIALS_REFRESH=0: the server sees the revocation at the next sign-in.
+      const status = (await fetch(`${t.url}/console/sign-in`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: issued.key, password: issued.secret }) })).status;
+      assert.equal(status, 401);
     });
 
     test('another process with the same secret accepts the session; one with another secret does not', async () => {
