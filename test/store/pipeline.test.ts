@@ -85,7 +85,10 @@ for (const backend of storeBackends) {
       assert.match(String(outcomes[3]), /a different statement with id .* is already stored/);
       assert.equal(await store.getStatement('', voided.id!, false), undefined);
       assert.ok(await store.getStatement('', voided.id!, true));
-      assert.deepEqual(await ids({ verb: 'http://example.com/verbs/pipeline-target' }), [referrer.id, target.id]);
+      // Both found by the target's verb (the referrer through its StatementRef). Their order is not
+      // asserted: on PostgreSQL a group that must be retried (its snapshot recheck failed under
+      // load) is written again after the group behind it, which is stored first.
+      assert.deepEqual((await ids({ verb: 'http://example.com/verbs/pipeline-target' })).sort(), [referrer.id, target.id].sort());
     });
   });
 }
