@@ -25,12 +25,13 @@ import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys, voidedBy } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
-import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
+import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, ReplicaStatus, StatementReads, StatementRewrite, Store, StoredDocument } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
 import { POSTGRES_DOCUMENTS } from './documents.ts';
 import { describe, toLrsError } from './errors.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { KEY_CACHE_MAX, PostgresReaders } from './readers.ts';
+import { type Mark, MARK_SQL, markLsn, Replicas } from './replicas.ts';
 import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, writeValues } from './write.ts';
 
 export { filterKeyIds } from './readers.ts';
@@ -76,9 +77,39 @@ export class PostgresStore extends PostgresReaders implements Store {
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
 
+  /** The read replicas, when LECTERN_POSTGRES_READ_URLS names some (./replicas.ts). */
+  private readonly readReplicas?: Replicas;
+
   constructor(opts: PostgresOptions) {
     super(opts);
     this.outbox = new PostgresOutbox({ run: (p) => this.runProgram(p), tx: (p, begin) => this.tx((c) => this.runProgram(p, c), begin) }, opts.forwardTargets ?? []);
+    if (opts.readUrls?.length) {
+      const replicas = (this.readReplicas = new Replicas({ ...opts, readUrls: opts.readUrls }, () => this.mark()));
+      this.readView = () => replicas.view(this);
+      this.replicas = () => replicas.status();
+      replicas.start();
+    }
+  }
+
+  // ----- read replicas (./replicas.ts) -----------------------------------------------------
+  /** Only with replicas (without, requests read from the store itself). */
+  readonly readView?: () => StatementReads;
+  readonly replicas?: () => ReplicaStatus[];
+
+  /** The primary's consistent-through and a WAL position past it (MARK_SQL: two statements, one round trip). */
+  private async mark(): Promise<Mark> {
+    type Through = { now_ms: string; objid: string | null; busy_ms: string | null };
+    type Position = { lsn: string; block: string; segment: string };
+    const [through, position] = (await this.query(MARK_SQL, [])) as unknown as [pg.QueryResult<Through>, pg.QueryResult<Position>];
+    const busy = new Map<number, number>();
+    for (const row of through.rows) if (row.objid !== null && row.busy_ms !== null) busy.set(Number(row.objid), Number(row.busy_ms));
+    const p = position.rows[0];
+    return { nowMs: Number(through.rows[0].now_ms), busy, lsn: markLsn(BigInt(p.lsn.split('.')[0]), BigInt(p.block), BigInt(p.segment)) };
+  }
+
+  override async close(): Promise<void> {
+    await this.readReplicas?.close();
+    await super.close();
   }
 
   onOutboxWrite(listener: () => void): void {
