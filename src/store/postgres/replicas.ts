@@ -117,14 +117,12 @@ export class Replicas {
     this.intervalMs = opts.replicaCheckMs ?? CHECK_INTERVAL_MS;
     // A check waits no longer than a request would for a connection, and at most 2 s.
     this.checkTimeoutMs = Math.min(opts.connectTimeoutMs, 2000);
-    this.list = opts.readUrls.map((url, i) => ({
-      replica: i + 1,
-      server: serverOf(url),
-      state: 'starting',
-      lagMs: null,
-      fallbacks: 0,
-      reader: new ReplicaReader({ ...opts, url, readUrls: [], forwardTargets: [] }),
-    }));
+    this.list = opts.readUrls.map((url, i) => {
+      const server = serverOf(url);
+      // Its pool's own log lines (an outage, a lost connection) name the replica.
+      const logger = opts.logger?.child({ replica: i + 1, server });
+      return { replica: i + 1, server, state: 'starting', lagMs: null, fallbacks: 0, reader: new ReplicaReader({ ...opts, url, logger, readUrls: [], forwardTargets: [] }) };
+    });
   }
 
   /** Starts the checks (the first at once). */
