@@ -220,7 +220,7 @@ export const SETTINGS = {
   postgresReplicaMaxLag: {
     name: 'LECTERN_POSTGRES_REPLICA_MAX_LAG',
     default: '30000',
-    help: 'Milliseconds a read replica may be behind the primary (how much older the newest moment it has replayed everything up to is than the primary\'s) and still be read from; each process measures it twice a second.',
+    help: 'Milliseconds a read replica may be behind the primary (how much older the newest moment it has replayed everything up to is than the primary\'s) and still be read from; each process measures it twice a second, so under writes a replica that keeps up shows up to about half a second: below 1000 it may be skipped now and then.',
     parse: int(0, 86_400_000),
   },
   authBackend: {

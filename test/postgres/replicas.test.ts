@@ -186,7 +186,7 @@ describe('read replicas', { skip, timeout: 600_000 }, () => {
 
   test('a replica further behind than LECTERN_POSTGRES_REPLICA_MAX_LAG is skipped until it catches up', async () => {
     const strict = await startTestLrs(
-      postgresAt(urlOf(pair.primary, db), { LECTERN_POSTGRES_POOL_SIZE: '2', LECTERN_POSTGRES_READ_URLS: urlOf(pair.standby, db), LECTERN_POSTGRES_REPLICA_MAX_LAG: '200' }),
+      postgresAt(urlOf(pair.primary, db), { LECTERN_POSTGRES_POOL_SIZE: '2', LECTERN_POSTGRES_READ_URLS: urlOf(pair.standby, db), LECTERN_POSTGRES_REPLICA_MAX_LAG: '1000' }),
     );
     try {
       await until(async () => (await replicaState(strict))?.state === 'up', 'the replica is up');

@@ -168,7 +168,12 @@ export class Replicas {
     if (!latest) return this.set(r, 'starting', null, 'the primary has not answered yet');
     let reached: Mark | undefined;
     for (let i = this.marks.length - 1; i >= 0 && !reached; i--) if (this.marks[i].lsn <= s.lsn) reached = this.marks[i];
-    if (!reached) return this.set(r, 'lagging', latest.nowMs - this.marks[0].nowMs, 'it has not replayed the oldest moment this process remembers');
+    if (!reached) {
+      const behind = latest.nowMs - this.marks[0].nowMs;
+      // Just started: the process's first marks may still be ahead of a replica that keeps up.
+      if (r.state === 'starting' && behind <= this.maxLagMs) return;
+      return this.set(r, 'lagging', behind, 'it has not replayed the oldest moment this process remembers');
+    }
     r.reader.mark = reached;
     const lag = latest.nowMs - reached.nowMs;
     if (lag > this.maxLagMs) return this.set(r, 'lagging', lag, `it is ${lag} ms behind (LECTERN_POSTGRES_REPLICA_MAX_LAG: ${this.maxLagMs})`);
