@@ -74,8 +74,6 @@ export class ReplicaReader extends PostgresReaders {
 
 interface Replica extends ReplicaStatus {
   reader: ReplicaReader;
-  /** Why it is not read from (logged when it changes). */
-  reason?: string;
 }
 
 /** A promise that rejects after `ms`. */
