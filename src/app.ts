@@ -1,6 +1,7 @@
 /** Wires configuration, storage, authentication and the HTTP server into a running LRS. */
 import type { FastifyInstance } from 'fastify';
-import { createAuthenticator } from './auth/index.ts';
+import { createAuthenticator, discoverOidc } from './auth/index.ts';
+import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { Forwarder } from './forwarding/forwarder.ts';
 import { buildServer } from './http/server.ts';
@@ -8,6 +9,7 @@ import type { Logger } from './log.ts';
 import { Metrics } from './monitoring/metrics.ts';
 import type { Monitoring } from './monitoring/sentry.ts';
 import { openConfiguredStore } from './ops/open-store.ts';
+import { RejectionKeeper } from './ops/rejections.ts';
 import type { Store } from './store/types.ts';
 
 export interface RunningLrs {
@@ -20,18 +22,24 @@ export interface RunningLrs {
    * forwarding: `lrs.metrics.registerForwarding(() => forwarder.stats())`.
    */
   metrics: Metrics;
+  /** Refused writes waiting to be kept (`flush()` resolves once they are written). */
+  rejections: RejectionKeeper;
   /** The address actually listened on (port 0 resolved). */
   url: string;
   /** Stops accepting, lets in-flight requests finish (up to the timeout), closes the database. */
   close(): Promise<void>;
 }
 
-/** `monitoring`: error reporting when LECTERN_MONITORING_DSN is set (see src/monitoring/sentry.ts). */
-export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring): Promise<RunningLrs> {
+/**
+ * `monitoring`: error reporting when LECTERN_MONITORING_DSN is set (see src/monitoring/sentry.ts);
+ * `options.clock`: what credential expiry and rotation grace are measured by (tests move it).
+ */
+export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring, options: { clock?: Clock } = {}): Promise<RunningLrs> {
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
-  const auth = await createAuthenticator(config, logger);
+  const oidc = await discoverOidc(config, logger);
   const metrics = new Metrics();
   const store = metrics.instrument(await openConfiguredStore(config, logger));
+  const auth = createAuthenticator(config, logger, { oidc, credentials: store, clock: options.clock });
   const forwarder = new Forwarder({
     store,
     targets: config.xapiForwardings,
@@ -41,9 +49,17 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
     logger,
   });
   metrics.registerForwarding(() => forwarder.stats());
+  const rejections = new RejectionKeeper({
+    store,
+    max: config.rejectionsMax,
+    maxBody: config.rejectionsMaxBody,
+    keepDays: config.rejectionsKeepDays,
+    logger,
+    onCount: (outcome, n) => metrics.countRejections(outcome, n),
+  });
   let app: FastifyInstance;
   try {
-    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring });
+    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring, rejections });
     await app.ready();
     // Fastify logs its own "Server listening at …" (a line per interface address); runserver logs
     // the one line, with the url and backend, that says the LRS is up.
@@ -68,6 +84,7 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
     store,
     forwarder,
     metrics,
+    rejections,
     url: `http://${host}:${port}`,
     close() {
       closing ??= (async () => {
@@ -75,6 +92,8 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
         await Promise.race([app.close(), timeout]);
         app.server.closeAllConnections();
         await forwarder.stop();
+        // The refused writes already answered are written before the database closes.
+        await rejections.flush();
         await store.close();
       })();
       return closing;

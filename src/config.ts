@@ -49,6 +49,12 @@ export const SETTINGS = {
     parse: int(0, 10_000_000),
   },
   authCacheTtl: { name: 'LECTERN_AUTH_CACHE_TTL', default: '3600', help: 'Seconds a verified credential stays cached.', parse: num(0, 31_536_000) },
+  authCredentialsRefresh: {
+    name: 'LECTERN_AUTH_CREDENTIALS_REFRESH',
+    default: '2',
+    help: 'Seconds between two reads of the database credentials\' change counter (`lectern credentials`): a server drops the credentials it cached when another process (or the CLI) created, revoked or rotated one, so a revocation or rotation is in force on every server within this many seconds (plus one database read). Read by the first request of a database credential after it elapsed, never by requests of the credentials file\'s users; `0`: on every such request.',
+    parse: num(0, 3600),
+  },
   authBcryptConcurrency: {
     name: 'LECTERN_AUTH_BCRYPT_CONCURRENCY',
     default: '2',
@@ -350,6 +356,24 @@ export const SETTINGS = {
     default: 'lectern-audit.log',
     help: '`lectern erase` appends one JSON line per run here: what, when, by which OS user on which host, how many statements/attachments/documents; never the agent or any data. Relative to the working directory.',
     parse: str,
+  },
+  rejectionsMax: {
+    name: 'LECTERN_REJECTIONS_MAX',
+    default: '10000',
+    help: 'Most refused writes (400, 409, 413 on statements and documents) kept per store for `lectern rejections` (docs/rejections.md); each write of kept rejections trims its store to this many, oldest first. 0 keeps none.',
+    parse: int(0, 10_000_000),
+  },
+  rejectionsMaxBody: {
+    name: 'LECTERN_REJECTIONS_MAX_BODY',
+    default: String(64 * 1024),
+    help: 'Most bytes of a refused request\'s body kept with it (a multipart request keeps its JSON part only, never attachment data); a longer body is cut, and cannot be replayed.',
+    parse: int(0, 16 * MiB),
+  },
+  rejectionsKeepDays: {
+    name: 'LECTERN_REJECTIONS_KEEP_DAYS',
+    default: '7',
+    help: 'Days a refused write is kept: older ones are never listed nor replayed, and are dropped whenever rejections are written.',
+    parse: int(1, 3650),
   },
   pseudonymizeKey: {
     name: 'LECTERN_PSEUDONYMIZE_KEY',

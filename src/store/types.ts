@@ -5,7 +5,7 @@
  */
 import type { IndexedAgent, PreparedStatement } from '../xapi/statement.ts';
 import type { StatementQuery } from '../xapi/query.ts';
-import type { ActivityDefinition } from '../xapi/types.ts';
+import type { ActivityDefinition, Agent } from '../xapi/types.ts';
 import type { AttachmentBlob } from '../xapi/attachments.ts';
 import type { DocumentKey, DocumentPrecondition, DocumentWriteOptions, StoredDocument } from '../xapi/documents.ts';
 import type { InsertOutcome } from '../xapi/insert.ts';
@@ -268,5 +268,125 @@ export interface MaintenanceStore {
   moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void>;
 }
 
+/** One reason a write was refused: a ValidationIssue and, where known, the xAPI requirement it broke. */
+export interface RejectionReason {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+  /** The section of the xAPI specification, e.g. `xAPI-Data §2.4.3`. */
+  requirement?: string;
+}
+
+/** A refused write as the HTTP layer saw it (src/ops/rejections.ts keeps it). */
+export interface NewRejection {
+  tenant: string;
+  atMs: number;
+  /** The credential's username. */
+  username: string;
+  method: string;
+  /** The resource path, e.g. `/xAPI/statements`. */
+  path: string;
+  /** The query parameters (statementId, a document's parameters). */
+  query: Record<string, string>;
+  status: number;
+  reasons: RejectionReason[];
+  /** content-type, and a document write's if-match and if-none-match, as sent. */
+  headers: Record<string, string>;
+  /** X-Experience-API-Version as sent. */
+  version: string;
+  /** The body up to LECTERN_REJECTIONS_MAX_BODY (a multipart request's JSON part only); undefined when none was read. */
+  body?: Buffer;
+  /** The body's size as received (more than body.length when cut). */
+  bodyBytes: number;
+  /** What replay needs of the credential as it was: its agent (JSON), what it may do, its validation mode. */
+  writer: string;
+}
+
+/** A kept rejection. */
+export interface KeptRejection extends NewRejection {
+  id: string;
+}
+
+export interface RejectionFilter {
+  /** One store; every store when undefined. */
+  tenant?: string;
+  /** Kept at or after this instant. */
+  sinceMs?: number;
+  /** A reason type, or its prefix up to a dot (`value_error` finds `value_error.iri`). */
+  reason?: string;
+  /** Ids greater than this (paging, in id order). */
+  afterId?: string;
+  limit: number;
+}
+
+/**
+ * Rejected writes (400, 409, 413 on statements and documents), kept per store for the operator to
+ * read and replay (src/ops/rejections.ts). Bounded: each keep trims its stores to `max`, oldest
+ * first, and drops those older than `keepSinceMs`.
+ */
+export interface RejectionStore {
+  /** Inserts in one transaction, then trims every store written to `max` rows and drops rows older than `keepSinceMs`. */
+  keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void>;
+  /** Oldest first. */
+  listRejections(filter: RejectionFilter): Promise<KeptRejection[]>;
+  getRejection(id: string): Promise<KeptRejection | undefined>;
+  /** A replay refused again: its new status, reasons and time. */
+  updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void>;
+  /** Deletes by id; returns how many. */
+  deleteRejections(ids: string[]): Promise<number>;
+  /** Deletes every rejection of one store, or of all; returns how many. */
+  clearRejections(tenant?: string): Promise<number>;
+}
+
+
+/** A credential as stored (src/ops/credentials.ts makes them, src/auth/database.ts checks them). */
+export interface CredentialRow {
+  /** The Basic user name, unique. */
+  key: string;
+  /** base64url SHA-256 of the secret (never the secret). */
+  secretHash: string;
+  /** After a rotation with a grace: the secret before it, valid until `previousUntilMs`. */
+  previousHash?: string;
+  previousUntilMs?: number;
+  label: string;
+  scopes: string[];
+  /** The store (tenant) it works in: '' for the default store. */
+  target: string;
+  agent: Agent;
+  /** Undefined: the server's default. */
+  validation?: 'strict' | 'lax';
+  createdMs: number;
+  expiresMs?: number;
+  /** Coarse: written at most once a minute per key and process. */
+  lastUsedMs?: number;
+  revokedMs?: number;
+}
+
+/**
+ * Credentials (key and secret pairs) kept in the database. Every create, revoke and rotation bumps
+ * one change counter in its transaction, so that each process sees a change by reading the counter
+ * alone (src/auth/database.ts).
+ */
+export interface CredentialStore {
+  /** Adds a credential and bumps the counter, in one transaction; LrsError 'conflict' when the key exists (nothing written). */
+  createCredential(row: CredentialRow): Promise<void>;
+  /** One credential by key (revoked ones too). */
+  getCredential(key: string): Promise<CredentialRow | undefined>;
+  /** Every credential (of one target), in key order. */
+  listCredentials(target?: string): Promise<CredentialRow[]>;
+  /** Marks it revoked (a second revoke keeps the first time) and bumps the counter; false when the key is unknown. */
+  revokeCredential(key: string, atMs: number): Promise<boolean>;
+  /**
+   * Replaces the secret of a credential not revoked and bumps the counter; with `previousUntilMs`,
+   * the current secret stays valid until then (instead of any earlier previous one). False when
+   * the key is unknown or revoked.
+   */
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean>;
+  /** The change counter. */
+  credentialsVersion(): Promise<number>;
+  /** Raises each key's last use to the instant given (never lowers it); leaves the counter alone. */
+  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void>;
+}
+
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore;

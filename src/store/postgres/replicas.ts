@@ -49,6 +49,17 @@ export const markThrough = (m: Mark, tenant: string): Date => new Date(Math.min(
  */
 export const MARK_SQL = `${CONSISTENT_THROUGH}; SELECT (pg_current_wal_insert_lsn() - '0/0')::text AS lsn, current_setting('wal_block_size') AS block, pg_size_bytes(current_setting('wal_segment_size'))::text AS segment`;
 
+/** The primary's mark (MARK_SQL: two statements in one round trip), `run` a simple query on its pool. */
+export async function primaryMark(run: (sql: string) => Promise<unknown>): Promise<Mark> {
+  type Through = { now_ms: string; objid: string | null; busy_ms: string | null };
+  type Position = { lsn: string; block: string; segment: string };
+  const [through, position] = (await run(MARK_SQL)) as [{ rows: Through[] }, { rows: Position[] }];
+  const busy = new Map<number, number>();
+  for (const row of through.rows) if (row.objid !== null && row.busy_ms !== null) busy.set(Number(row.objid), Number(row.busy_ms));
+  const p = position.rows[0];
+  return { nowMs: Number(through.rows[0].now_ms), busy, lsn: markLsn(BigInt(p.lsn.split('.')[0]), BigInt(p.block), BigInt(p.segment)) };
+}
+
 export function markLsn(lsn: bigint, block: bigint, segment: bigint): bigint {
   if (lsn % segment === 40n) return lsn - 40n;
   if (lsn % block === 24n) return lsn - 24n;

@@ -22,16 +22,34 @@ import { LrsError } from '../../errors.ts';
 import type { EarlierVoiding, InsertPlan, KnownStatement } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
+import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
+import * as rejections from '../rejections.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys, voidedBy } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
-import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, ReplicaStatus, StatementReads, StatementRewrite, Store, StoredDocument } from '../types.ts';
+import type {
+  AttachmentBlob,
+  CredentialRow,
+  DocumentKey,
+  DocumentPrecondition,
+  DocumentWriteOptions,
+  InsertOutcome,
+  KeptRejection,
+  NewRejection,
+  RejectionFilter,
+  RejectionReason,
+  ReplicaStatus,
+  StatementReads,
+  StatementRewrite,
+  Store,
+  StoredDocument,
+} from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
 import { POSTGRES_DOCUMENTS } from './documents.ts';
 import { describe, toLrsError } from './errors.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { KEY_CACHE_MAX, PostgresReaders } from './readers.ts';
-import { type Mark, MARK_SQL, markLsn, Replicas } from './replicas.ts';
+import { primaryMark, Replicas } from './replicas.ts';
 import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, writeValues } from './write.ts';
 
 export { filterKeyIds } from './readers.ts';
@@ -76,6 +94,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   private analyzing = false;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
+  private readonly credentials = new StoreCredentials({ run: (p) => this.runProgram(p), tx: (p) => this.tx((c) => this.runProgram(p, c)), ph: (n) => `$${n}` });
 
   /** The read replicas, when LECTERN_POSTGRES_READ_URLS names some (./replicas.ts). */
   private readonly readReplicas?: Replicas;
@@ -84,7 +103,7 @@ export class PostgresStore extends PostgresReaders implements Store {
     super(opts);
     this.outbox = new PostgresOutbox({ run: (p) => this.runProgram(p), tx: (p, begin) => this.tx((c) => this.runProgram(p, c), begin) }, opts.forwardTargets ?? []);
     if (opts.readUrls?.length) {
-      const replicas = (this.readReplicas = new Replicas({ ...opts, readUrls: opts.readUrls }, () => this.mark()));
+      const replicas = (this.readReplicas = new Replicas({ ...opts, readUrls: opts.readUrls }, () => primaryMark((sql) => this.query(sql, []))));
       this.readView = () => replicas.view(this);
       this.replicas = () => replicas.status();
       replicas.start();
@@ -95,17 +114,6 @@ export class PostgresStore extends PostgresReaders implements Store {
   /** Only with replicas (without, requests read from the store itself). */
   readonly readView?: () => StatementReads;
   readonly replicas?: () => ReplicaStatus[];
-
-  /** The primary's consistent-through and a WAL position past it (MARK_SQL: two statements, one round trip). */
-  private async mark(): Promise<Mark> {
-    type Through = { now_ms: string; objid: string | null; busy_ms: string | null };
-    type Position = { lsn: string; block: string; segment: string };
-    const [through, position] = (await this.query(MARK_SQL, [])) as unknown as [pg.QueryResult<Through>, pg.QueryResult<Position>];
-    const busy = new Map<number, number>();
-    for (const row of through.rows) if (row.objid !== null && row.busy_ms !== null) busy.set(Number(row.objid), Number(row.busy_ms));
-    const p = position.rows[0];
-    return { nowMs: Number(through.rows[0].now_ms), busy, lsn: markLsn(BigInt(p.lsn.split('.')[0]), BigInt(p.block), BigInt(p.segment)) };
-  }
 
   override async close(): Promise<void> {
     await this.readReplicas?.close();
@@ -547,4 +555,55 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
     if (!keys.length) return;
     await this.tx((c) => this.runProgram(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));
   }
+
+  // ----- kept rejections (../rejections.ts) --------------------------------------------------
+
+  keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
+    return this.tx((c) => this.runProgram(rejections.keepRejections(POSTGRES_REJECTIONS, items, bounds), c));
+  }
+
+  listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
+    return this.runProgram(rejections.listRejections(POSTGRES_REJECTIONS, filter));
+  }
+
+  getRejection(id: string): Promise<KeptRejection | undefined> {
+    return this.runProgram(rejections.getRejection(POSTGRES_REJECTIONS, id));
+  }
+
+  updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
+    return this.runProgram(rejections.updateRejection(POSTGRES_REJECTIONS, id, change));
+  }
+
+  deleteRejections(ids: string[]): Promise<number> {
+    return this.tx((c) => this.runProgram(rejections.deleteRejections(POSTGRES_REJECTIONS, ids), c));
+  }
+
+  clearRejections(tenant?: string): Promise<number> {
+    return this.runProgram(rejections.clearRejections(POSTGRES_REJECTIONS, tenant));
+  }
+
+  // ----- credentials (../credentials.ts) ----------------------------------------------------
+  createCredential(row: CredentialRow): Promise<void> {
+    return this.credentials.createCredential(row);
+  }
+  getCredential(key: string): Promise<CredentialRow | undefined> {
+    return this.credentials.getCredential(key);
+  }
+  listCredentials(target?: string): Promise<CredentialRow[]> {
+    return this.credentials.listCredentials(target);
+  }
+  revokeCredential(key: string, atMs: number): Promise<boolean> {
+    return this.credentials.revokeCredential(key, atMs);
+  }
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
+    return this.credentials.rotateCredential(key, secretHash, previousUntilMs);
+  }
+  credentialsVersion(): Promise<number> {
+    return this.credentials.credentialsVersion();
+  }
+  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
+    return this.credentials.touchCredentials(uses);
+  }
 }
+
+const POSTGRES_REJECTIONS: rejections.RejectionDialect = { numbered: true };

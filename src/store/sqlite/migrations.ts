@@ -413,4 +413,58 @@ DROP INDEX statement_attachments_sha2;
 CREATE INDEX statement_attachments_carrier ON statement_attachments(sha2, carrier) WHERE carrier IS NOT NULL;
 `,
   },
+  {
+    version: 13,
+    name: 'rejected writes kept for the operator (src/ops/rejections.ts), bounded per store',
+    // AUTOINCREMENT: an id is never given again after the oldest rows are trimmed, so the id an
+    // operator read in \`lectern rejections list\` names the same rejection until it goes.
+    sql: `
+CREATE TABLE rejections (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  tenant TEXT NOT NULL,
+  at_ms INTEGER NOT NULL,
+  username TEXT NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  query TEXT NOT NULL,                  -- JSON: the query parameters
+  status INTEGER NOT NULL,
+  reasons TEXT NOT NULL,                -- JSON: [{loc, msg, type, requirement?}]
+  types TEXT NOT NULL,                  -- ' type1 type2 ': what --reason matches
+  headers TEXT NOT NULL,                -- JSON: content-type, if-match, if-none-match as sent
+  version TEXT NOT NULL,
+  body BLOB,                            -- up to LECTERN_REJECTIONS_MAX_BODY bytes; NULL: none read
+  body_bytes INTEGER NOT NULL,          -- the body's size as received
+  writer TEXT NOT NULL                  -- JSON: the credential's agent and access, for replay
+);
+CREATE INDEX rejections_tenant ON rejections(tenant, id);
+CREATE INDEX rejections_at ON rejections(at_ms);
+`,
+  },
+  {
+    version: 14,
+    name: 'credentials in the database: key and secret pairs with scopes, and a change counter every process reads',
+    // The secret is kept as its SHA-256 only (src/auth/database.ts). JSON as text: the scopes and
+    // the agent are only ever read whole. Times are epoch ms. credential_changes is bumped by every
+    // create, revoke and rotation: a server reads it every few seconds and drops its cached rows
+    // when it moved (last_used_ms writes leave it alone).
+    sql: `
+CREATE TABLE credentials (
+  key TEXT PRIMARY KEY,
+  secret_hash TEXT NOT NULL,
+  previous_hash TEXT,                    -- the secret before a rotation, during its grace
+  previous_until_ms INTEGER,
+  label TEXT NOT NULL DEFAULT '',
+  scopes TEXT NOT NULL,                  -- JSON list of scope names
+  target TEXT NOT NULL DEFAULT '',
+  agent TEXT NOT NULL,                   -- JSON Agent (the authority of its statements)
+  validation TEXT,                       -- 'strict' or 'lax'; NULL: the server's default
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER,
+  last_used_ms INTEGER,
+  revoked_ms INTEGER
+) WITHOUT ROWID;
+CREATE TABLE credential_changes (one INTEGER PRIMARY KEY CHECK (one = 1), counter INTEGER NOT NULL);
+INSERT INTO credential_changes (one, counter) VALUES (1, 0);
+`,
+  },
 ];

@@ -18,8 +18,27 @@ import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, r
 import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
 import { row, rows, run } from '../program.ts';
 import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
-import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, KeyedDocument, QueryPage, StatementRewrite, Store, StoredDocument, StoredRow } from '../types.ts';
+import type {
+  AttachmentBlob,
+  CredentialRow,
+  DocumentKey,
+  DocumentPrecondition,
+  DocumentWriteOptions,
+  InsertOutcome,
+  KeptRejection,
+  KeyedDocument,
+  NewRejection,
+  QueryPage,
+  RejectionFilter,
+  RejectionReason,
+  StatementRewrite,
+  Store,
+  StoredDocument,
+  StoredRow,
+} from '../types.ts';
+import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
+import * as rejections from '../rejections.ts';
 import { runStatements, sqliteDocuments } from './documents.ts';
 import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
@@ -29,6 +48,8 @@ import { isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } f
 export { type SqliteOptions, type StoreLog } from './connection.ts';
 
 type Row = Record<string, unknown>;
+
+const SQLITE_REJECTIONS: rejections.RejectionDialect = { numbered: false };
 
 /** Canonical definitions cached at most (then the cache starts again). */
 const DEFINITION_CACHE_MAX = 50_000;
@@ -66,6 +87,11 @@ export class SqliteStore extends SqliteConnection implements Store {
     if (first) setImmediate(() => this.flush());
   });
   private readonly documents = sqliteDocuments(this.docs);
+  private readonly credentials = new StoreCredentials({
+    run: async (p) => runStatements(this.docs, p),
+    tx: async (p) => this.docs.tx(() => runStatements(this.docs, p)),
+    ph: (n) => `?${n}`,
+  });
 
   constructor(opts: SqliteOptions) {
     super(opts);
@@ -386,6 +412,32 @@ export class SqliteStore extends SqliteConnection implements Store {
     this.tx(() => runStatements(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
   }
 
+  // ----- kept rejections (../rejections.ts) --------------------------------------------------
+
+  async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
+    this.tx(() => runStatements(this.docs, rejections.keepRejections(SQLITE_REJECTIONS, items, bounds)));
+  }
+
+  async listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
+    return runStatements(this.docs, rejections.listRejections(SQLITE_REJECTIONS, filter));
+  }
+
+  async getRejection(id: string): Promise<KeptRejection | undefined> {
+    return runStatements(this.docs, rejections.getRejection(SQLITE_REJECTIONS, id));
+  }
+
+  async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
+    this.tx(() => runStatements(this.docs, rejections.updateRejection(SQLITE_REJECTIONS, id, change)));
+  }
+
+  async deleteRejections(ids: string[]): Promise<number> {
+    return this.tx(() => runStatements(this.docs, rejections.deleteRejections(SQLITE_REJECTIONS, ids)));
+  }
+
+  async clearRejections(tenant?: string): Promise<number> {
+    return this.tx(() => runStatements(this.docs, rejections.clearRejections(SQLITE_REJECTIONS, tenant)));
+  }
+
   // ----- data lifecycle ----------------------------------------------------------------------
 
   scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
@@ -477,6 +529,29 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     this.tx(() => runStatements(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
+  }
+
+  // ----- credentials (../credentials.ts) ----------------------------------------------------
+  createCredential(row: CredentialRow): Promise<void> {
+    return this.credentials.createCredential(row);
+  }
+  getCredential(key: string): Promise<CredentialRow | undefined> {
+    return this.credentials.getCredential(key);
+  }
+  listCredentials(target?: string): Promise<CredentialRow[]> {
+    return this.credentials.listCredentials(target);
+  }
+  revokeCredential(key: string, atMs: number): Promise<boolean> {
+    return this.credentials.revokeCredential(key, atMs);
+  }
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
+    return this.credentials.rotateCredential(key, secretHash, previousUntilMs);
+  }
+  credentialsVersion(): Promise<number> {
+    return this.credentials.credentialsVersion();
+  }
+  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
+    return this.credentials.touchCredentials(uses);
   }
 }
 

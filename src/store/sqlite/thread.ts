@@ -5,7 +5,7 @@
  * thread (WAL: readers never wait for the writer, and see every committed write).
  *
  * The worker runs an ordinary SqliteStore: every write of the Store interface (statements,
- * documents, forwarding outbox, data lifecycle) is sent to it as a call and answered after its
+ * documents, forwarding outbox, data lifecycle, credentials) is sent to it as a call and answered after its
  * COMMIT. Calls that arrive while the writer is busy queue on its port and are written as one
  * group commit (SqliteStore.insertStatements: one transaction, each request all or nothing), so
  * every guarantee of the single-thread store holds: an answer only after the commit, all or
@@ -21,16 +21,21 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import type {
   AttachmentBlob,
+  CredentialRow,
   DocumentKey,
   DocumentPrecondition,
   DocumentWriteOptions,
   ForwardingStats,
   InsertOutcome,
+  KeptRejection,
   KeyedDocument,
+  NewRejection,
   Outbox,
   OutboxItem,
   OutboxSettlement,
   QueryPage,
+  RejectionFilter,
+  RejectionReason,
   StatementRewrite,
   Store,
   StoredDocument,
@@ -56,10 +61,18 @@ type WriteCall =
   | { op: 'deleteStatements'; args: Parameters<Store['deleteStatements']> }
   | { op: 'rewriteStatements'; args: Parameters<Store['rewriteStatements']> }
   | { op: 'moveDocuments'; args: Parameters<Store['moveDocuments']> }
+  | { op: 'keepRejections'; args: Parameters<Store['keepRejections']> }
+  | { op: 'updateRejection'; args: Parameters<Store['updateRejection']> }
+  | { op: 'deleteRejections'; args: Parameters<Store['deleteRejections']> }
+  | { op: 'clearRejections'; args: Parameters<Store['clearRejections']> }
   | { op: 'outbox.claim'; args: Parameters<Outbox['claim']> }
   | { op: 'outbox.renew'; args: Parameters<Outbox['renew']> }
   | { op: 'outbox.settle'; args: Parameters<Outbox['settle']> }
   | { op: 'outbox.requeueDead'; args: Parameters<Outbox['requeueDead']> }
+  | { op: 'createCredential'; args: Parameters<Store['createCredential']> }
+  | { op: 'revokeCredential'; args: Parameters<Store['revokeCredential']> }
+  | { op: 'rotateCredential'; args: Parameters<Store['rotateCredential']> }
+  | { op: 'touchCredentials'; args: Parameters<Store['touchCredentials']> }
   | { op: 'close'; args: [] };
 
 type Job = WriteCall & { id: number };
@@ -294,7 +307,48 @@ export class ThreadedSqliteStore implements Store {
     await this.send({ op: 'moveDocuments', args: [tenant, keys, agentKey] });
   }
 
+  async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
+    const transfer: ArrayBuffer[] = [];
+    const sent = items.map((r) => (r.body ? { ...r, body: moved(r.body, transfer) } : r));
+    await this.send({ op: 'keepRejections', args: [sent, bounds] }, transfer);
+  }
+
+  async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
+    await this.send({ op: 'updateRejection', args: [id, change] });
+  }
+
+  deleteRejections(ids: string[]): Promise<number> {
+    return this.send({ op: 'deleteRejections', args: [ids] }) as Promise<number>;
+  }
+
+  clearRejections(tenant?: string): Promise<number> {
+    return this.send({ op: 'clearRejections', args: [tenant] }) as Promise<number>;
+  }
+
+  async createCredential(row: CredentialRow): Promise<void> {
+    await this.send({ op: 'createCredential', args: [row] });
+  }
+
+  revokeCredential(key: string, atMs: number): Promise<boolean> {
+    return this.send({ op: 'revokeCredential', args: [key, atMs] }) as Promise<boolean>;
+  }
+
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
+    return this.send({ op: 'rotateCredential', args: [key, secretHash, previousUntilMs] }) as Promise<boolean>;
+  }
+
+  async touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
+    await this.send({ op: 'touchCredentials', args: [uses] });
+  }
+
   // ----- reads: on this thread's connection ---------------------------------------------------
+
+  listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
+    return this.read().listRejections(filter);
+  }
+  getRejection(id: string): Promise<KeptRejection | undefined> {
+    return this.read().getRejection(id);
+  }
 
   getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
     return this.read().getStatement(tenant, id, voided, authority);
@@ -339,6 +393,15 @@ export class ThreadedSqliteStore implements Store {
   scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
     return this.read().scanDocuments(tenant, opts);
   }
+  getCredential(key: string): Promise<CredentialRow | undefined> {
+    return this.read().getCredential(key);
+  }
+  listCredentials(target?: string): Promise<CredentialRow[]> {
+    return this.read().listCredentials(target);
+  }
+  credentialsVersion(): Promise<number> {
+    return this.read().credentialsVersion();
+  }
 }
 
 // ----- the writer thread ----------------------------------------------------------------------
@@ -364,6 +427,16 @@ function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unk
       return store.rewriteStatements(...job.args);
     case 'moveDocuments':
       return store.moveDocuments(...job.args);
+    case 'keepRejections': {
+      const [items, bounds] = job.args;
+      return store.keepRejections(items.map((r) => (r.body ? { ...r, body: asBuffer(r.body) } : r)), bounds);
+    }
+    case 'updateRejection':
+      return store.updateRejection(...job.args);
+    case 'deleteRejections':
+      return store.deleteRejections(...job.args);
+    case 'clearRejections':
+      return store.clearRejections(...job.args);
     case 'outbox.claim':
       return store.outbox.claim(...job.args);
     case 'outbox.renew':
@@ -372,6 +445,14 @@ function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unk
       return store.outbox.settle(...job.args);
     case 'outbox.requeueDead':
       return store.outbox.requeueDead(...job.args);
+    case 'createCredential':
+      return store.createCredential(...job.args);
+    case 'revokeCredential':
+      return store.revokeCredential(...job.args);
+    case 'rotateCredential':
+      return store.rotateCredential(...job.args);
+    case 'touchCredentials':
+      return store.touchCredentials(...job.args);
     case 'close':
       return Promise.resolve();
   }
