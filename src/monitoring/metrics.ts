@@ -5,6 +5,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ForwardingStats, PoolStats, ReplicaStatus, Store } from '../store/types.ts';
+import type { PreparedStatement } from '../xapi/statement.ts';
 
 
 /** Called at each scrape; may be async (e.g. a queue kept in the database). */
@@ -49,6 +50,12 @@ export class Metrics {
   private readonly statementsStored = new Counter({
     name: 'lectern_statements_stored_total',
     help: 'Statements newly stored (a repeated identical statement is not counted again)',
+    registers: [this.registry],
+  });
+  private readonly violations = new Counter({
+    name: 'lectern_statement_violations_total',
+    help: 'Rules broken by statements accepted under lax validation (docs/validation.md), by rule (the validator\'s type, e.g. value_error.iri)',
+    labelNames: ['rule'] as const,
     registers: [this.registry],
   });
   private readonly statementsRejected = new Counter({
@@ -189,7 +196,10 @@ export class Metrics {
                   return result.then(
                     (v: unknown) => {
                       end({ outcome: 'ok' });
-                      if (prop === 'insertStatements') this.statementsStored.inc((v as { inserted: number }).inserted);
+                      if (prop === 'insertStatements') {
+                        this.statementsStored.inc((v as { inserted: number }).inserted);
+                        for (const p of args[1] as PreparedStatement[]) if (p.violations) for (const x of p.violations) this.violations.inc({ rule: x.type });
+                      }
                       return v;
                     },
                     (err: unknown) => {

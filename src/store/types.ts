@@ -3,6 +3,7 @@
  * store key of the authenticated user: its `target`, '' for the default store). Backends write
  * SQL; nothing above this layer does.
  */
+import type { ValidationIssue } from '../errors.ts';
 import type { IndexedAgent, PreparedStatement } from '../xapi/statement.ts';
 import type { StatementQuery } from '../xapi/query.ts';
 import type { ActivityDefinition, Agent } from '../xapi/types.ts';
@@ -388,5 +389,11 @@ export interface CredentialStore {
   touchCredentials(uses: { key: string; atMs: number }[]): Promise<void>;
 }
 
+/** The rules statements stored under lax validation broke (docs/validation.md). */
+export interface ViolationStore {
+  /** What the statement `id` (voided or not) broke when it was stored: [] for none; undefined when no such statement is stored. */
+  statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined>;
+}
+
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore;
