@@ -4,10 +4,10 @@
  * benchmark. It lives here, not under test/, because bench/ must not import from test/.
  */
 import { execFile, spawnSync } from 'node:child_process';
-import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { delimiter, join } from 'node:path';
+import { delimiter, dirname, join } from 'node:path';
 import { promisify } from 'node:util';
 
 const run = promisify(execFile);
@@ -112,12 +112,11 @@ export interface ClusterOptions {
   files?: Record<string, string>;
 }
 
-/** Creates and starts a throwaway cluster (≈ 1 s). Settings favour speed over durability. */
-export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster> {
-  const bin = findPgBin();
-  if (!bin) throw new Error(INSTALL_HINT);
-  const user = clusterUser();
-  reapOrphans(bin, user);
+/** Lines that make a cluster a primary a streaming standby can follow (ClusterOptions.settings; later lines win). */
+export const PRIMARY_SETTINGS = ['wal_level = replica', 'max_wal_senders = 10', 'max_replication_slots = 10'];
+
+/** A new folder (owned by the cluster's user) for a cluster's data. */
+function clusterDir(user: ReturnType<typeof clusterUser>): { dir: string; data: string } {
   const dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
   const data = join(dir, 'data');
   mkdirSync(data, { mode: 0o700 });
@@ -125,31 +124,29 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
     chownSync(dir, user.uid, user.gid);
     chownSync(data, user.uid, user.gid);
   }
-  const exec = async (tool: string, args: string[]) => {
-    const [cmd, argv] = command(bin, tool, args, user);
+  return { dir, data };
+}
+
+/** Runs one of PostgreSQL's tools (as the cluster's user), its stderr in the error. */
+function tool(bin: string, user: ReturnType<typeof clusterUser>): (name: string, args: string[]) => Promise<void> {
+  return async (name, args) => {
+    const [cmd, argv] = command(bin, name, args, user);
     try {
       await run(cmd, argv, { timeout: 60_000 });
     } catch (err) {
       const e = err as Error & { stderr?: string };
-      throw new Error(`${tool} failed: ${e.stderr?.trim() || e.message}`);
+      throw new Error(`${name} failed: ${e.stderr?.trim() || e.message}`);
     }
   };
-  await exec('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions']);
-  const conf = [
-    "listen_addresses = '127.0.0.1'",
-    `unix_socket_directories = '${dir}'`,
-    'max_connections = 300',
-    // Throwaway data: no fsync, no WAL beyond what crash recovery needs.
-    ...(opts.durable
-      ? []
-      : ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off', 'wal_level = minimal', 'max_wal_senders = 0', 'shared_buffers = 32MB']),
-    ...(opts.settings ?? []),
-  ];
-  writeFileSync(join(data, 'postgresql.conf'), `${readFileSync(join(data, 'postgresql.conf'), 'utf8')}\n${conf.join('\n')}\n`);
-  for (const [name, content] of Object.entries(opts.files ?? {})) {
-    writeFileSync(join(data, name), content, { mode: 0o600 });
-    if (user) chownSync(join(data, name), user.uid, user.gid);
-  }
+}
+
+function appendConf(data: string, lines: string[]): void {
+  writeFileSync(join(data, 'postgresql.conf'), `${readFileSync(join(data, 'postgresql.conf'), 'utf8')}\n${lines.join('\n')}\n`);
+}
+
+/** Starts the server of a data folder on a free loopback port; the PgCluster that controls it. */
+async function launch(bin: string, user: ReturnType<typeof clusterUser>, dir: string, data: string): Promise<PgCluster> {
+  const exec = tool(bin, user);
   let port = 0;
   const start = async () => {
     // Another process may take the port between the probe and the bind: try a few.
@@ -188,4 +185,47 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
   };
   process.once('exit', () => cluster.destroy());
   return cluster;
+}
+
+/** Creates and starts a throwaway cluster (≈ 1 s). Settings favour speed over durability. */
+export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster> {
+  const bin = findPgBin();
+  if (!bin) throw new Error(INSTALL_HINT);
+  const user = clusterUser();
+  reapOrphans(bin, user);
+  const { dir, data } = clusterDir(user);
+  await tool(bin, user)('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions']);
+  appendConf(data, [
+    "listen_addresses = '127.0.0.1'",
+    `unix_socket_directories = '${dir}'`,
+    'max_connections = 300',
+    // Throwaway data: no fsync, no WAL beyond what crash recovery needs.
+    ...(opts.durable
+      ? []
+      : ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off', 'wal_level = minimal', 'max_wal_senders = 0', 'shared_buffers = 32MB']),
+    ...(opts.settings ?? []),
+  ]);
+  for (const [name, content] of Object.entries(opts.files ?? {})) {
+    writeFileSync(join(data, name), content, { mode: 0o600 });
+    if (user) chownSync(join(data, name), user.uid, user.gid);
+  }
+  return launch(bin, user, dir, data);
+}
+
+/**
+ * A streaming hot standby of `primary` (started with PRIMARY_SETTINGS; initdb's pg_hba lets
+ * loopback replication in): pg_basebackup -R with a replication slot of its own (the primary
+ * keeps the WAL it has not received while it is stopped), started on another free port.
+ */
+export async function startStandby(primary: PgCluster, settings: string[] = []): Promise<PgCluster> {
+  const found = findPgBin();
+  if (!found) throw new Error(INSTALL_HINT);
+  // pg_basebackup sits with the real initdb (PATH may hold only links to initdb and pg_ctl).
+  const bin = dirname(realpathSync(join(found, 'initdb')));
+  const user = clusterUser();
+  const { dir, data } = clusterDir(user);
+  const slot = `standby_${process.pid}_${Date.now().toString(36)}`;
+  await tool(bin, user)('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '-C', '-S', slot, '--no-sync']);
+  appendConf(data, [`unix_socket_directories = '${dir}'`, 'hot_standby = on', ...settings]);
+  return launch(bin, user, dir, data);
 }

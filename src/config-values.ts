@@ -90,6 +90,9 @@ export const postgresUrl: Parser<string> = (raw, name) => {
   return raw;
 };
 
+/** postgres:// URLs separated by commas (none when empty), each checked as postgresUrl, the bad one named by its place. */
+export const postgresUrls: Parser<string[]> = (raw, name) => list(raw, name).map((url, i, all) => postgresUrl(url, all.length > 1 ? `${name} (URL ${i + 1})` : name));
+
 /** The SETTINGS table below uses these parsers too. */
 export const nonEmpty: Parser<string> = (raw, name) => {
   if (raw.trim() === '') throw new ConfigError(`${name} cannot be empty`);

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import {
-  authBackendList, bool, ConfigError, dsn, forwardings, httpUrlOrEmpty, int, list, nonEmpty, num, oneOf, postgresUrl, secretOrEmpty, str, trustProxy, xapiVersions,
+  authBackendList, bool, ConfigError, dsn, forwardings, httpUrlOrEmpty, int, list, nonEmpty, num, oneOf, postgresUrl, postgresUrls, secretOrEmpty, str, trustProxy, xapiVersions,
   type Setting,
 } from './config-values.ts';
 
@@ -216,6 +216,18 @@ export const SETTINGS = {
     default: '500',
     help: 'Milliseconds before the first start-up retry; each next wait doubles, up to 30 s (with the defaults, ≈ 2½ minutes of retrying in all).',
     parse: int(0, 600_000),
+  },
+  postgresReadUrls: {
+    name: 'LECTERN_POSTGRES_READ_URLS',
+    default: '',
+    help: 'Streaming hot standbys of the primary, as PostgreSQL connection URLs separated by commas (a comma in a password is written `%2C`). Statement queries (`GET /statements`, `more` pages and attachments included) and the Activities and Agents resources are read from a healthy one, in turn; writes and documents stay on the primary. A replica that is down, slow, promoted or more than `LECTERN_POSTGRES_REPLICA_MAX_LAG` behind is skipped (the primary answers) until it is healthy again; `X-Experience-API-Consistent-Through` from a replica is never later than what it has replayed. See docs/scaling.md, "Read replicas".',
+    parse: postgresUrls,
+  },
+  postgresReplicaMaxLag: {
+    name: 'LECTERN_POSTGRES_REPLICA_MAX_LAG',
+    default: '30000',
+    help: 'Milliseconds a read replica may be behind the primary (how much older the newest moment it has replayed everything up to is than the primary\'s) and still be read from; each process measures it twice a second, so under writes a replica that keeps up shows up to about half a second: below 1000 it may be skipped now and then.',
+    parse: int(0, 86_400_000),
   },
   authBackend: {
     name: 'LECTERN_RUNSERVER_AUTH_BACKEND',
@@ -501,6 +513,9 @@ export function loadConfig(
   }
   if (config.maxBodiesInFlightPerUser !== undefined && config.maxBodiesInFlightPerUser < config.maxRequestSize) {
     throw new ConfigError(`LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER (${config.maxBodiesInFlightPerUser}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`);
+  }
+  if (config.postgresReadUrls.length && config.backend !== 'postgres') {
+    throw new ConfigError('LECTERN_POSTGRES_READ_URLS needs LECTERN_RUNSERVER_BACKEND=postgres (read replicas are PostgreSQL standbys)');
   }
   if (authBackends(config).includes('oidc') && !config.oidcIssuerUri) {
     throw new ConfigError('LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI is required when the oidc authentication backend is enabled');

@@ -55,3 +55,19 @@ test('trusted proxies: off, on, or addresses and ranges', () => {
     assert.throws(() => loadConfig({ LECTERN_RUNSERVER_TRUST_PROXY: bad }), /LECTERN_RUNSERVER_TRUST_PROXY must be/, bad);
   }
 });
+
+test('LECTERN_POSTGRES_READ_URLS: a comma list of postgres URLs, the bad one named by its place, no password in the message', () => {
+  const pg = { LECTERN_RUNSERVER_BACKEND: 'postgres' };
+  assert.deepEqual(loadConfig(pg).postgresReadUrls, []);
+  assert.equal(loadConfig(pg).postgresReplicaMaxLag, 30000);
+  const two = loadConfig({ ...pg, LECTERN_POSTGRES_READ_URLS: ' postgres://u:p%2Cw@r1:5432/lrs , postgresql://r2/lrs ', LECTERN_POSTGRES_REPLICA_MAX_LAG: '500' });
+  assert.deepEqual(two.postgresReadUrls, ['postgres://u:p%2Cw@r1:5432/lrs', 'postgresql://r2/lrs']);
+  assert.equal(two.postgresReplicaMaxLag, 500);
+  assert.throws(
+    () => loadConfig({ ...pg, LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs,mysql://u:hunter2@r2/lrs' }),
+    (e: Error) => e instanceof ConfigError && /LECTERN_POSTGRES_READ_URLS \(URL 2\) must start with postgres:\/\//.test(e.message) && !e.message.includes('hunter2'),
+  );
+  assert.throws(() => loadConfig({ ...pg, LECTERN_POSTGRES_READ_URLS: 'postgres://u:hunter2@r1' }), (e: Error) => /must name a database/.test(e.message) && !e.message.includes('hunter2'));
+  assert.throws(() => loadConfig({ ...pg, LECTERN_POSTGRES_REPLICA_MAX_LAG: '-1' }), /LECTERN_POSTGRES_REPLICA_MAX_LAG/);
+  assert.throws(() => loadConfig({ LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' }), /LECTERN_POSTGRES_READ_URLS needs LECTERN_RUNSERVER_BACKEND=postgres/);
+});

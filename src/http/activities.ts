@@ -40,7 +40,7 @@ function everyStatementReadable(req: XapiRequest, resource: string): void {
 export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
   const id = parseParams('activities', req.method, req.query).activityId as string;
   everyStatementReadable(req, 'the Activities resource');
-  const definition = (await deps.store.getActivityDefinitions(req.user!.target, [id])).get(id);
+  const definition = (await (deps.store.readView?.() ?? deps.store).getActivityDefinitions(req.user!.target, [id])).get(id);
   return jsonWithEtag(canonicalActivity(id, definition));
 }
 
@@ -55,6 +55,6 @@ export async function handleAgents(deps: ViewDeps, req: XapiRequest): Promise<Xa
   const agent = parseParams('agents', req.method, req.query).agent as Agent;
   everyStatementReadable(req, 'the Agents resource');
   const key = ifiKey(agent);
-  const seen = key === undefined ? [] : await deps.store.statementsWithAgent(req.user!.target, key, PERSON_STATEMENTS, deps.maxPageBytes);
+  const seen = key === undefined ? [] : await (deps.store.readView?.() ?? deps.store).statementsWithAgent(req.user!.target, key, PERSON_STATEMENTS, deps.maxPageBytes);
   return jsonWithEtag(personOf(agent, seen.map((j) => JSON.parse(j) as Statement)));
 }

@@ -151,6 +151,21 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
 
 const healthCheck = (summary: string, body: Json): Json => ({ get: { tags: ['Operations'], summary, security: [], responses: { '200': { description: 'Up', content: jsonContent(body) }, '500': { description: 'The database does not answer', content: jsonContent(body) } } } });
 
+/** /heartbeat's body: `replicas` with LECTERN_POSTGRES_READ_URLS (docs/scaling.md, "Read replicas"). */
+const HEARTBEAT: Json = {
+  type: 'object',
+  properties: {
+    database: { type: 'string' },
+    replicas: {
+      type: 'array',
+      items: {
+        type: 'object',
+        properties: { replica: { type: 'integer' }, state: { type: 'string', enum: ['starting', 'up', 'lagging', 'down', 'promoted'] }, lag_ms: { type: ['integer', 'null'] } },
+      },
+    },
+  },
+};
+
 /** The routes outside the xAPI resources, by path. */
 const OTHER_PATHS: Record<string, Json> = {
   '/whoami': {
@@ -162,8 +177,8 @@ const OTHER_PATHS: Record<string, Json> = {
   },
   '/lbheartbeat': healthCheck('Liveness: 200 while the process is up (no credentials)', { type: 'object' }),
   '/__lbheartbeat__': healthCheck('Alias of /lbheartbeat', { type: 'object' }),
-  '/heartbeat': healthCheck('Readiness: checks the database with a real query (no credentials)', { type: 'object', properties: { database: { type: 'string' } } }),
-  '/__heartbeat__': healthCheck('Alias of /heartbeat', { type: 'object', properties: { database: { type: 'string' } } }),
+  '/heartbeat': healthCheck('Readiness: checks the database with a real query, and shows each read replica\'s state (no credentials)', HEARTBEAT),
+  '/__heartbeat__': healthCheck('Alias of /heartbeat', HEARTBEAT),
   '/metrics': {
     get: {
       tags: ['Operations'],

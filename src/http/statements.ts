@@ -2,7 +2,7 @@
 import { LrsError, ValidationFailed } from '../errors.ts';
 import { receiveStatements, storeStatements, validationOf, type Writer } from '../ops/statements.ts';
 import type { ValidationMode } from '../xapi/accept.ts';
-import type { Store, StoredRow } from '../store/types.ts';
+import type { StatementReads, Store, StoredRow } from '../store/types.ts';
 import type { Received } from '../xapi/accept.ts';
 import { actorKeys } from '../xapi/agents.ts';
 import { attachmentHashes, attachmentsToServe } from '../xapi/attachments.ts';
@@ -120,6 +120,7 @@ async function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Promis
  */
 async function render(
   deps: StatementDeps,
+  reads: StatementReads,
   req: XapiRequest,
   rows: StoredRow[],
   opts: { format: StatementFormat; attachments: boolean },
@@ -139,7 +140,7 @@ async function render(
     // Others get them for the page's first CANONICAL_DEFINITIONS_MAX activities, read in chunks.
     const definitions = mine
       ? new Map<string, ActivityDefinition>()
-      : await deps.store.getActivityDefinitions(req.user!.target, activityIdsOf(statements, CANONICAL_DEFINITIONS_MAX));
+      : await reads.getActivityDefinitions(req.user!.target, activityIdsOf(statements, CANONICAL_DEFINITIONS_MAX));
     const ranges = parseAcceptLanguage(req.headers['accept-language']);
     jsons = await mapInTurns(statements, (s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
   }
@@ -150,10 +151,10 @@ async function render(
   // Their sizes first: the data read is what fits in the page's bytes (attachmentsToServe).
   const hashes = [...new Set(statements.flatMap(attachmentHashes))];
   const carrier = mine ? (actorKeys(req.user!.agent)[0] ?? '') : undefined;
-  const sizes = hashes.length ? await deps.store.attachmentSizes(req.user!.target, hashes, carrier) : new Map<string, number>();
+  const sizes = hashes.length ? await reads.attachmentSizes(req.user!.target, hashes, carrier) : new Map<string, number>();
   const room = deps.maxPageBytes - rows.reduce((n, r) => n + Buffer.byteLength(r.json, 'utf8'), 0);
   const served = attachmentsToServe(statements, sizes, room);
-  const blobs = served.length ? await deps.store.getAttachments(req.user!.target, served, carrier) : [];
+  const blobs = served.length ? await reads.getAttachments(req.user!.target, served, carrier) : [];
   const multipart = buildStatementsMultipart(
     body,
     blobs.map((b) => ({ sha2: b.sha2, contentType: b.contentType, body: b.content })),
@@ -172,24 +173,28 @@ function statementsResult(jsons: string[], more: string): string[] {
 async function get(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   const user = req.user!;
   const parsed = parseStatementRequest(req.query, { maxLimit: deps.maxSearchHits, maxBytes: deps.maxPageBytes, mineAgent: user.agent, onlyMine: req.access?.mineOnly ?? true });
+  // Every read of this request from one server (a read replica, if any is healthy), whose
+  // Consistent-Through is then true of all of them.
+  const reads = deps.store.readView?.() ?? deps.store;
   if (parsed.kind === 'single') {
     // Another authority's statement, for a user restricted to its own, is as absent as a missing one.
-    const row = await deps.store.getStatement(user.target, parsed.id, parsed.voided, parsed.authority);
+    const row = await reads.getStatement(user.target, parsed.id, parsed.voided, parsed.authority);
     if (!row) throw new LrsError('not_found', `no ${parsed.voided ? 'voided ' : ''}statement with id ${parsed.id}`);
-    const out = await render(deps, req, [row], parsed, (j) => j);
-    return { status: 200, headers: { 'content-type': out.contentType, 'last-modified': new Date(row.storedMs).toUTCString() }, body: out.body };
+    const out = await render(deps, reads, req, [row], parsed, (j) => j);
+    const headers = { 'content-type': out.contentType, 'last-modified': new Date(row.storedMs).toUTCString(), ...(await consistentThroughHeader(reads, user.target)) };
+    return { status: 200, headers, body: out.body };
   }
-  const page = await deps.store.queryStatements(user.target, parsed.query);
+  const page = await reads.queryStatements(user.target, parsed.query);
   const more = page.next ? moreUrl(deps.basePath, parsed.params, page.next) : '';
-  const out = await render(deps, req, page.rows, parsed.query, (j) => statementsResult(j, more));
-  const headers: Record<string, string> = { 'content-type': out.contentType };
+  const out = await render(deps, reads, req, page.rows, parsed.query, (j) => statementsResult(j, more));
+  const headers: Record<string, string> = { 'content-type': out.contentType, ...(await consistentThroughHeader(reads, user.target)) };
   // The newest `stored` among the statements returned (9274.1.1 §4.1.6.1).
   if (page.rows.length) headers['last-modified'] = new Date(Math.max(...page.rows.map((r) => r.storedMs))).toUTCString();
   return { status: 200, headers, body: out.body };
 }
 
 /** Every statements response carries this (Communication §2.1.3.s2.b5), errors included. */
-export async function consistentThroughHeader(store: Store, tenant: string): Promise<Record<string, string>> {
+export async function consistentThroughHeader(store: Pick<StatementReads, 'consistentThrough'>, tenant: string): Promise<Record<string, string>> {
   const through = await store.consistentThrough(tenant).catch(() => new Date(0));
   return { 'x-experience-api-consistent-through': through.toISOString() };
 }
@@ -217,6 +222,7 @@ export async function handleStatements(deps: StatementDeps, req: XapiRequest): P
     if (!(err instanceof LrsError)) throw err;
     res = errorResponse(err);
   }
-  res.headers = { ...res.headers, ...(await consistentThroughHeader(deps.store, req.user?.target ?? '')) };
+  // A GET's comes from the server that read its answer.
+  if (!res.headers?.['x-experience-api-consistent-through']) res.headers = { ...res.headers, ...(await consistentThroughHeader(deps.store, req.user?.target ?? '')) };
   return res;
 }

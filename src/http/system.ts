@@ -11,7 +11,8 @@ import { LECTERN_VERSION } from '../version.ts';
 export const lbHeartbeat = (): XapiResponse => json(200, { status: 'ok' });
 
 /**
- * 200 when the database answers a real query, 500 naming the failed check otherwise. With
+ * 200 when the database answers a real query, 500 naming the failed check otherwise; with read
+ * replicas, each one's state and lag (ms) by its place in LECTERN_POSTGRES_READ_URLS. With
  * forwarding targets, whether each holds dead letters (informational: a failing target does not
  * fail it), by configuration entry. The heartbeat needs no credentials, so neither target urls
  * nor figures are in it: the queues hold every store's statements, and their counts would tell
@@ -20,9 +21,12 @@ export const lbHeartbeat = (): XapiResponse => json(200, { status: 'ok' });
 export async function heartbeat(store: Store, forwarder?: Pick<Forwarder, 'active' | 'stats'>): Promise<XapiResponse> {
   try {
     await store.ping();
-    if (!forwarder?.active) return json(200, { database: 'ok' });
-    const forwarding = (await forwarder.stats()).map(({ entry, dead }) => ({ entry, dead_letters: dead > 0 }));
-    return json(200, { database: 'ok', forwarding });
+    // Read replicas by place and state: a replica that is not read from does not fail it (the
+    // primary answers its reads). No host names: /metrics, the operator's, has them.
+    const replicas = store.replicas?.().map((r) => ({ replica: r.replica, state: r.state, lag_ms: r.lagMs }));
+    const body: Record<string, unknown> = { database: 'ok', ...(replicas?.length && { replicas }) };
+    if (forwarder?.active) body.forwarding = (await forwarder.stats()).map(({ entry, dead }) => ({ entry, dead_letters: dead > 0 }));
+    return json(200, body);
   } catch (err) {
     return json(500, { database: 'error', detail: `the ${store.backend} database does not answer: ${(err as Error).message}` });
   }

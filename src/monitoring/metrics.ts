@@ -4,7 +4,7 @@
  * the forwarding queues of whichever module registers a stats provider (see `registerForwarding`).
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
-import type { ForwardingStats, PoolStats, Store } from '../store/types.ts';
+import type { ForwardingStats, PoolStats, ReplicaStatus, Store } from '../store/types.ts';
 import type { PreparedStatement } from '../xapi/statement.ts';
 
 
@@ -26,7 +26,8 @@ const REJECTION: Record<number, string> = {
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Store methods that are not queries. */
-const NOT_TIMED = new Set(['migrate', 'close', 'waitForServer', 'poolStats']);
+const NOT_TIMED = new Set(['migrate', 'close', 'waitForServer', 'poolStats', 'replicas']);
+const REPLICA_STATES = ['starting', 'up', 'lagging', 'down', 'promoted'] as const;
 
 export class Metrics {
   readonly registry = new Registry();
@@ -165,39 +166,89 @@ export class Metrics {
    */
   instrument(store: Store): Store {
     if (store.poolStats) this.poolGauges(() => store.poolStats!());
+    if (store.replicas) this.replicaGauges(() => store.replicas!());
+    return this.timed(store, store.backend);
+  }
+
+  /** `obj` with every query method timed; a read view (a replica's reads of one request) is timed too. */
+  private timed<T extends object>(obj: T, backend: string): T {
     const wrapped = new Map<PropertyKey, unknown>();
-    return new Proxy(store, {
+    const proxy: T = new Proxy(obj, {
       get: (target, prop) => {
         const value: unknown = Reflect.get(target, prop, target);
         if (typeof value !== 'function' || typeof prop !== 'string' || NOT_TIMED.has(prop) || prop === 'constructor') return value;
         let fn = wrapped.get(prop);
         if (!fn) {
           const method = value as (...args: unknown[]) => unknown;
-          fn = (...args: unknown[]) => {
-            const end = this.dbDuration.startTimer({ backend: target.backend, operation: prop });
-            const result = method.apply(target, args);
-            if (!(result instanceof Promise)) {
-              end({ outcome: 'ok' });
-              return result;
-            }
-            return result.then(
-              (v: unknown) => {
-                end({ outcome: 'ok' });
-                if (prop === 'insertStatements') {
-                  this.statementsStored.inc((v as { inserted: number }).inserted);
-                  for (const p of args[1] as PreparedStatement[]) if (p.violations) for (const x of p.violations) this.violations.inc({ rule: x.type });
+          fn =
+            prop === 'readView'
+              ? () => {
+                  const view = method.apply(target, []) as object;
+                  return view === target ? proxy : this.timed(view, backend);
                 }
-                return v;
-              },
-              (err: unknown) => {
-                end({ outcome: 'error' });
-                throw err;
-              },
-            );
-          };
+              : (...args: unknown[]) => {
+                  const end = this.dbDuration.startTimer({ backend, operation: prop });
+                  const result = method.apply(target, args);
+                  if (!(result instanceof Promise)) {
+                    end({ outcome: 'ok' });
+                    return result;
+                  }
+                  return result.then(
+                    (v: unknown) => {
+                      end({ outcome: 'ok' });
+                      if (prop === 'insertStatements') {
+                        this.statementsStored.inc((v as { inserted: number }).inserted);
+                        for (const p of args[1] as PreparedStatement[]) if (p.violations) for (const x of p.violations) this.violations.inc({ rule: x.type });
+                      }
+                      return v;
+                    },
+                    (err: unknown) => {
+                      end({ outcome: 'error' });
+                      throw err;
+                    },
+                  );
+                };
           wrapped.set(prop, fn);
         }
         return fn;
+      },
+    });
+    return proxy;
+  }
+
+  /**
+   * Each read replica's state (1 for the one it is in) and lag, as its process last checked;
+   * labelled by its place in LECTERN_POSTGRES_READ_URLS and host:port/database (no credentials).
+   */
+  private replicaGauges(read: () => ReplicaStatus[]): void {
+    new Gauge({
+      name: 'lectern_db_replica_state',
+      help: 'Read replicas by state (1 for the state each is in): up (read from), lagging, down, promoted, starting',
+      labelNames: ['replica', 'server', 'state'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const r of read()) for (const state of REPLICA_STATES) this.set({ replica: String(r.replica), server: r.server, state }, r.state === state ? 1 : 0);
+      },
+    });
+    new Gauge({
+      name: 'lectern_db_replica_lag_seconds',
+      help: 'How far each read replica was behind the primary at its last check (absent while unknown)',
+      labelNames: ['replica', 'server'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const r of read()) if (r.lagMs !== null) this.set({ replica: String(r.replica), server: r.server }, r.lagMs / 1000);
+      },
+    });
+    new Gauge({
+      name: 'lectern_db_replica_fallbacks',
+      help: 'Reads each read replica failed since the process started (the primary answered them)',
+      labelNames: ['replica', 'server'] as const,
+      registers: [this.registry],
+      collect() {
+        this.reset();
+        for (const r of read()) this.set({ replica: String(r.replica), server: r.server }, r.fallbacks);
       },
     });
   }

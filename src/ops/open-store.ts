@@ -16,6 +16,8 @@ export function openConfiguredStore(config: Config, logger?: Logger): Promise<St
       connectTimeoutMs: config.postgresConnectTimeout,
       connectRetries: config.postgresConnectRetries,
       connectBackoffMs: config.postgresConnectBackoff,
+      readUrls: config.postgresReadUrls,
+      replicaMaxLagMs: config.postgresReplicaMaxLag,
       logger,
       forwardTargets,
     }).catch((err: unknown) => {

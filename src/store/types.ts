@@ -130,6 +130,22 @@ export interface StoreLifecycle {
   close(): Promise<void>;
   /** Connection pool figures, for backends that keep a pool (for /metrics). */
   poolStats?(): PoolStats;
+  /** Each read replica's state, for backends configured with some (/heartbeat, /metrics). */
+  replicas?(): ReplicaStatus[];
+}
+
+/** Where a read replica stands, as its process last checked (see docs/scaling.md, "Read replicas"). */
+export interface ReplicaStatus {
+  /** Its place in LECTERN_POSTGRES_READ_URLS, from 1. */
+  replica: number;
+  /** host:port/database: no user, no password. */
+  server: string;
+  /** `up`: read from; the others are not (`starting`: not checked yet). */
+  state: 'starting' | 'up' | 'lagging' | 'down' | 'promoted';
+  /** How far behind the primary it was (ms), when known. */
+  lagMs: number | null;
+  /** Reads it failed (each then answered by the primary). */
+  fallbacks: number;
 }
 
 /** The forwarding outbox and its wake-up (src/forwarding/ delivers it). */
@@ -189,7 +205,20 @@ export interface StatementStore {
    * id: DEFINITIONS_PER_QUERY ids per query (src/store/sql.ts), one query after the other.
    */
   getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>>;
+
+  /**
+   * The reads of one request, all from one server (a read replica where the backend has a
+   * healthy one), so that their consistentThrough is true of every answer they gave. Without it
+   * (or when it returns the store) the store answers them.
+   */
+  readView?(): StatementReads;
 }
+
+/** The reads a GET of the Statement, Activities or Agents resource makes (see StatementStore.readView). */
+export type StatementReads = Pick<
+  StatementStore,
+  'getStatement' | 'queryStatements' | 'getAttachments' | 'attachmentSizes' | 'consistentThrough' | 'statementsWithAgent' | 'getActivityDefinitions'
+>;
 
 /** State, Activity Profile and Agent Profile documents. */
 export interface DocumentStore {

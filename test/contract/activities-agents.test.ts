@@ -6,13 +6,13 @@
 import assert from 'node:assert/strict';
 import { createHash, randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
+import { REPLICA_BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
 
 const sha1 = (s: string) => `"${createHash('sha1').update(s).digest('hex')}"`;
 const newActivity = () => `http://example.com/activities/${randomUUID()}`;
 const q = (p: Record<string, string>) => new URLSearchParams(p).toString();
 
-for (const backend of BACKENDS) {
+for (const backend of REPLICA_BACKENDS) {
   describe(`activities, agents and about [${backend.name}]`, () => {
     let t: TestLrs;
     before(async () => {

@@ -9,7 +9,7 @@ import { syncBuiltinESMExports } from 'node:module';
 import { after, before, describe, mock, test } from 'node:test';
 import { CompactSign, generateKeyPair, importPKCS8 } from 'jose';
 import { parseMultipartMixed } from '../../src/xapi/multipart.ts';
-import { BACKENDS, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
+import { REPLICA_BACKENDS, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 
 const SIGNATURE = 'http://adlnet.gov/expapi/attachments/signature';
 const sha256 = (data: Buffer | string): string => createHash('sha256').update(data).digest('hex');
@@ -66,7 +66,7 @@ async function readMultipart(res: Response): Promise<{ headers: Record<string, s
   return parseMultipartMixed(ct, Buffer.from(await res.arrayBuffer()));
 }
 
-for (const backend of BACKENDS) {
+for (const backend of REPLICA_BACKENDS) {
   describe(`statements with attachments [${backend.name}]`, () => {
     let t: TestLrs;
     before(async () => {

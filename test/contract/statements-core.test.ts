@@ -2,9 +2,9 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { BACKENDS, jsonInit, OTHER, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
+import { REPLICA_BACKENDS, jsonInit, OTHER, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
 
-for (const backend of BACKENDS) {
+for (const backend of REPLICA_BACKENDS) {
   describe(`statements core [${backend.name}]`, () => {
     let t: TestLrs;
     before(async () => {

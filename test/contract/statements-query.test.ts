@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { setTimeout as sleep } from 'node:timers/promises';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN, BACKENDS, jsonInit, OTHER, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { ADMIN, REPLICA_BACKENDS, jsonInit, OTHER, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 
 const VOIDED = 'http://adlnet.gov/expapi/verbs/voided';
 const ref = (id: string) => ({ objectType: 'StatementRef', id });
@@ -16,7 +16,7 @@ const mbox = () => `mailto:${randomUUID()}@example.com`;
 const activityId = () => `http://example.com/activities/${randomUUID()}`;
 const verbId = () => `http://example.com/verbs/${randomUUID()}`;
 
-for (const backend of BACKENDS) {
+for (const backend of REPLICA_BACKENDS) {
   describe(`statement queries [${backend.name}]`, () => {
     let t: TestLrs;
     before(async () => {

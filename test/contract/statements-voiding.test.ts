@@ -2,13 +2,13 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { BACKENDS, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
+import { REPLICA_BACKENDS, jsonInit, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 
 const VOIDED = 'http://adlnet.gov/expapi/verbs/voided';
 const voiding = (target: string, extra: Record<string, unknown> = {}) =>
   statement({ actor: { mbox: 'mailto:admin@example.com' }, verb: { id: VOIDED, display: { 'en-US': 'voided' } }, object: { objectType: 'StatementRef', id: target }, ...extra });
 
-for (const backend of BACKENDS) {
+for (const backend of REPLICA_BACKENDS) {
   describe(`voiding [${backend.name}]`, () => {
     let t: TestLrs;
     before(async () => {

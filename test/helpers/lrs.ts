@@ -11,6 +11,7 @@ import type { Clock } from '../../src/clock.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { createDatabase, dropDatabase, postgresSkipped } from './postgres.ts';
+import { createReplicatedDatabase, type ReplicaPair, startReplicaPair, urlOf } from './replica.ts';
 
 export interface TestUser {
   username: string;
@@ -88,6 +89,30 @@ export const postgresAt = (url: string, settings: Record<string, string> = {}): 
 });
 
 export const BACKENDS: Backend[] = postgresSkipped() ? [sqliteBackend, sqliteThreadBackend] : [sqliteBackend, sqliteThreadBackend, postgresBackend];
+
+let replicaPair: Promise<ReplicaPair> | undefined;
+/**
+ * Statement, Activities and Agents reads on a streaming standby (LECTERN_POSTGRES_READ_URLS) of a
+ * primary of this test process's own, synchronous with remote_apply (a write is acknowledged
+ * once the standby shows it). Not in BACKENDS: REPLICA_BACKENDS, for the files that read.
+ */
+export const postgresReplicaBackend: Backend = {
+  name: 'postgres-replica',
+  async settings() {
+    const pair = await (replicaPair ??= startReplicaPair({ sync: true }));
+    const name = await createReplicatedDatabase(pair);
+    return {
+      LECTERN_RUNSERVER_BACKEND: 'postgres',
+      LECTERN_POSTGRES_URL: urlOf(pair.primary, name),
+      LECTERN_POSTGRES_READ_URLS: urlOf(pair.standby, name),
+      LECTERN_POSTGRES_POOL_SIZE: '4',
+      LECTERN_POSTGRES_CONNECT_RETRIES: '0',
+    };
+  },
+};
+
+/** BACKENDS and postgres-replica: the contract files about reads run on both. */
+export const REPLICA_BACKENDS: Backend[] = postgresSkipped() ? BACKENDS : [...BACKENDS, postgresReplicaBackend];
 
 export interface TestLrs {
   lrs: RunningLrs;

@@ -29,6 +29,12 @@ export interface PostgresOptions {
   /** Start-up only: first wait between attempts in ms; doubles, capped at 30 s. */
   connectBackoffMs: number;
   logger?: Logger;
+  /** Streaming standbys that answer the reads of StatementStore.readView (./replicas.ts). */
+  readUrls?: string[];
+  /** A replica further behind than this (ms) is not read from (default 30 s). */
+  replicaMaxLagMs?: number;
+  /** Between two checks of the replicas (ms; default CHECK_INTERVAL_MS). */
+  replicaCheckMs?: number;
   /** Urls of the active forwarding targets: each new statement is queued for each. */
   forwardTargets?: string[];
   /**

@@ -24,7 +24,7 @@ import { POSTGRES_DOCUMENTS } from './documents.ts';
  * pg_stat_activity): the view builds every backend's row, 0.29 against 0.09 ms with no insert in
  * flight. xact_start shows only for the role's own sessions: the LRS processes share one role.
  */
-const CONSISTENT_THROUGH =
+export const CONSISTENT_THROUGH =
   'SELECT n.now_ms, b.objid, b.busy_ms FROM (SELECT floor(extract(epoch FROM now()) * 1000)::bigint AS now_ms) n LEFT JOIN (' +
   'SELECT l.objid, floor(extract(epoch FROM min(a.xact_start)) * 1000)::bigint AS busy_ms FROM pg_locks l CROSS JOIN LATERAL pg_stat_get_activity(l.pid) a ' +
   `WHERE l.locktype = 'advisory' AND l.granted AND l.classid IN (${LOCK_STATEMENTS}, ${LOCK_INTENT}) AND l.objsubid = 2 ` +

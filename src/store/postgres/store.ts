@@ -38,6 +38,8 @@ import type {
   NewRejection,
   RejectionFilter,
   RejectionReason,
+  ReplicaStatus,
+  StatementReads,
   StatementRewrite,
   Store,
   StoredDocument,
@@ -47,6 +49,7 @@ import { POSTGRES_DOCUMENTS } from './documents.ts';
 import { describe, toLrsError } from './errors.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { KEY_CACHE_MAX, PostgresReaders } from './readers.ts';
+import { primaryMark, Replicas } from './replicas.ts';
 import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, writeValues } from './write.ts';
 
 export { filterKeyIds } from './readers.ts';
@@ -93,9 +96,28 @@ export class PostgresStore extends PostgresReaders implements Store {
   private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
   private readonly credentials = new StoreCredentials({ run: (p) => this.runProgram(p), tx: (p) => this.tx((c) => this.runProgram(p, c)), ph: (n) => `$${n}` });
 
+  /** The read replicas, when LECTERN_POSTGRES_READ_URLS names some (./replicas.ts). */
+  private readonly readReplicas?: Replicas;
+
   constructor(opts: PostgresOptions) {
     super(opts);
     this.outbox = new PostgresOutbox({ run: (p) => this.runProgram(p), tx: (p, begin) => this.tx((c) => this.runProgram(p, c), begin) }, opts.forwardTargets ?? []);
+    if (opts.readUrls?.length) {
+      const replicas = (this.readReplicas = new Replicas({ ...opts, readUrls: opts.readUrls }, () => primaryMark((sql) => this.query(sql, []))));
+      this.readView = () => replicas.view(this);
+      this.replicas = () => replicas.status();
+      replicas.start();
+    }
+  }
+
+  // ----- read replicas (./replicas.ts) -----------------------------------------------------
+  /** Only with replicas (without, requests read from the store itself). */
+  readonly readView?: () => StatementReads;
+  readonly replicas?: () => ReplicaStatus[];
+
+  override async close(): Promise<void> {
+    await this.readReplicas?.close();
+    await super.close();
   }
 
   onOutboxWrite(listener: () => void): void {
