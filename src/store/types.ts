@@ -239,5 +239,61 @@ export interface MaintenanceStore {
   moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void>;
 }
 
+/** One store (tenant) as the admin API lists it. */
+export interface StoreSummary {
+  /** The store key ('' for the default store). */
+  target: string;
+  /** Statements kept, voided ones included. */
+  statements: number;
+  documents: number;
+  /** Epoch milliseconds of the newest statement's `stored`; null when it has none. */
+  lastStoredMs: number | null;
+}
+
+/** An admin action to record: who, from where, what, in which store; never a secret. */
+export interface AuditRecord {
+  timeMs: number;
+  /** The user name, credential key or token subject that acted (or the OS user, from the CLI). */
+  actor: string;
+  /** `operator` or `store` (administrator of `target`), or `cli`. */
+  role: string;
+  /** `http` (the admin API) or `cli`. */
+  via: string;
+  /** The client's address (behind trusted proxies, the one they forward), or the CLI's host. */
+  client: string;
+  /** What was done, e.g. `forwarding.retry`, `erase`. */
+  action: string;
+  /** The store acted on; null for the server as a whole (forwarding). */
+  target: string | null;
+  /** What was asked and what came of it: counts, keys, urls. */
+  details: Record<string, unknown>;
+}
+
+/** An audit entry as listed: its id (the paging cursor) and time as ISO 8601. */
+export interface AuditEntry extends Omit<AuditRecord, 'timeMs'> {
+  id: string;
+  time: string;
+}
+
+export interface AuditFilter {
+  target?: string;
+  action?: string;
+  actor?: string;
+  sinceMs?: number;
+  untilMs?: number;
+  /** Only entries older than this id (the next page). */
+  before?: number;
+  limit: number;
+}
+
+/** The admin API's reads and its audit log (./admin.ts). */
+export interface AdminStore {
+  /** Every store with its figures (the default store always), or only `only` (zeros when empty). */
+  storeSummaries(only?: string): Promise<StoreSummary[]>;
+  appendAudit(record: AuditRecord): Promise<AuditEntry>;
+  /** Newest first. */
+  listAudit(filter: AuditFilter): Promise<AuditEntry[]>;
+}
+
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & AdminStore;

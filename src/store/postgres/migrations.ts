@@ -435,4 +435,24 @@ ALTER TABLE statements ALTER COLUMN full_bytes TYPE integer USING octet_length("
 COMMENT ON COLUMN statements.full_bytes IS 'octet_length of full as text: what a statement page counts against LECTERN_MAX_PAGE_BYTES (migration 12)';
 `,
   },
+  {
+    version: 16,
+    name: 'the audit log of admin actions',
+    // As SQLite's migration 15.
+    sql: `
+CREATE TABLE admin_audit (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  time_ms bigint NOT NULL,
+  actor text NOT NULL,
+  role text NOT NULL,
+  via text NOT NULL,
+  client text NOT NULL,
+  action text NOT NULL,
+  target text,
+  details text NOT NULL
+);
+CREATE INDEX admin_audit_target ON admin_audit (target, id);
+COMMENT ON TABLE admin_audit IS 'admin actions: who, what, when, from where (never a secret); append-only';
+`,
+  },
 ];

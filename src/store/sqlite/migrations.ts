@@ -412,4 +412,23 @@ DROP INDEX statement_attachments_sha2;
 CREATE INDEX statement_attachments_carrier ON statement_attachments(sha2, carrier) WHERE carrier IS NOT NULL;
 `,
   },
+  {
+    version: 15,
+    name: 'the audit log of admin actions',
+    // Append-only; listed newest first by id, by store (target: NULL for server-wide actions).
+    sql: `
+CREATE TABLE admin_audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  role TEXT NOT NULL,
+  via TEXT NOT NULL,                    -- http | cli
+  client TEXT NOT NULL,                 -- the client's address, or the CLI's host
+  action TEXT NOT NULL,
+  target TEXT,                          -- the store acted on; NULL: the server as a whole
+  details TEXT NOT NULL                 -- JSON: counts, keys, urls; never a secret
+);
+CREATE INDEX admin_audit_target ON admin_audit(target, id);
+`,
+  },
 ];

@@ -18,7 +18,24 @@ import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, r
 import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
 import { row, rows, run } from '../program.ts';
 import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
-import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, KeyedDocument, QueryPage, StatementRewrite, Store, StoredDocument, StoredRow } from '../types.ts';
+import type {
+  AttachmentBlob,
+  AuditEntry,
+  AuditFilter,
+  AuditRecord,
+  DocumentKey,
+  DocumentPrecondition,
+  DocumentWriteOptions,
+  InsertOutcome,
+  KeyedDocument,
+  QueryPage,
+  StatementRewrite,
+  Store,
+  StoredDocument,
+  StoredRow,
+  StoreSummary,
+} from '../types.ts';
+import * as admin from '../admin.ts';
 import * as docs from '../documents.ts';
 import { runStatements, sqliteDocuments } from './documents.ts';
 import { SqliteOutbox } from './outbox.ts';
@@ -478,7 +495,23 @@ export class SqliteStore extends SqliteConnection implements Store {
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     this.tx(() => runStatements(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
   }
+
+  // ----- the admin API ------------------------------------------------------------------------
+
+  async storeSummaries(only?: string): Promise<StoreSummary[]> {
+    return runStatements(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
+  }
+
+  async appendAudit(record: AuditRecord): Promise<AuditEntry> {
+    return this.tx(() => runStatements(this.docs, admin.appendAudit(SQLITE_ADMIN, record)));
+  }
+
+  async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
+    return runStatements(this.docs, admin.listAudit(SQLITE_ADMIN, filter));
+  }
 }
+
+const SQLITE_ADMIN: admin.AdminDialect = { ph: () => '?' };
 
 
 /** SQLite's reach SQL (src/store/reach.ts): row by row, through both levels of the id index; key ids from the writer's `keyIdsOf`. */

@@ -21,6 +21,9 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import type {
   AttachmentBlob,
+  AuditEntry,
+  AuditFilter,
+  AuditRecord,
   DocumentKey,
   DocumentPrecondition,
   DocumentWriteOptions,
@@ -35,6 +38,7 @@ import type {
   Store,
   StoredDocument,
   StoredRow,
+  StoreSummary,
 } from '../types.ts';
 import { type SqliteOptions, SqliteStore } from './store.ts';
 
@@ -56,6 +60,7 @@ type WriteCall =
   | { op: 'deleteStatements'; args: Parameters<Store['deleteStatements']> }
   | { op: 'rewriteStatements'; args: Parameters<Store['rewriteStatements']> }
   | { op: 'moveDocuments'; args: Parameters<Store['moveDocuments']> }
+  | { op: 'appendAudit'; args: Parameters<Store['appendAudit']> }
   | { op: 'outbox.claim'; args: Parameters<Outbox['claim']> }
   | { op: 'outbox.renew'; args: Parameters<Outbox['renew']> }
   | { op: 'outbox.settle'; args: Parameters<Outbox['settle']> }
@@ -294,7 +299,18 @@ export class ThreadedSqliteStore implements Store {
     await this.send({ op: 'moveDocuments', args: [tenant, keys, agentKey] });
   }
 
+  appendAudit(record: AuditRecord): Promise<AuditEntry> {
+    return this.send({ op: 'appendAudit', args: [record] }) as Promise<AuditEntry>;
+  }
+
   // ----- reads: on this thread's connection ---------------------------------------------------
+
+  storeSummaries(only?: string): Promise<StoreSummary[]> {
+    return this.read().storeSummaries(only);
+  }
+  listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
+    return this.read().listAudit(filter);
+  }
 
   getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
     return this.read().getStatement(tenant, id, voided, authority);
@@ -364,6 +380,8 @@ function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unk
       return store.rewriteStatements(...job.args);
     case 'moveDocuments':
       return store.moveDocuments(...job.args);
+    case 'appendAudit':
+      return store.appendAudit(...job.args);
     case 'outbox.claim':
       return store.outbox.claim(...job.args);
     case 'outbox.renew':
