@@ -5,6 +5,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ForwardingStats, PoolStats, Store } from '../store/types.ts';
+import { IngestRate } from './ingest.ts';
 
 
 /** Called at each scrape; may be async (e.g. a queue kept in the database). */
@@ -31,6 +32,8 @@ export class Metrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
   private readonly forwarding: ForwardingStatsProvider[] = [];
+  /** Statements newly stored per minute, the last minutes (the admin API's status). */
+  readonly ingest = new IngestRate();
 
   private readonly requests = new Counter({
     name: 'lectern_http_requests_total',
@@ -170,7 +173,11 @@ export class Metrics {
             return result.then(
               (v: unknown) => {
                 end({ outcome: 'ok' });
-                if (prop === 'insertStatements') this.statementsStored.inc((v as { inserted: number }).inserted);
+                if (prop === 'insertStatements') {
+                  const inserted = (v as { inserted: number }).inserted;
+                  this.statementsStored.inc(inserted);
+                  this.ingest.add(inserted);
+                }
                 return v;
               },
               (err: unknown) => {
