@@ -26,6 +26,7 @@ import { handleActivities, handleAgents } from './activities.ts';
 import { handleDocuments } from './documents.ts';
 import { consistentThroughHeader, handleStatements } from './statements.ts';
 import { about, heartbeat, lbHeartbeat, whoami } from './system.ts';
+import { registerAdminRoutes } from './admin.ts';
 
 export interface ServerDeps {
   config: Config;
@@ -66,8 +67,12 @@ function checkVersion(req: XapiRequest, served: readonly XapiVersion[]): XapiVer
   return v;
 }
 
+/** Largest admin API request body: a few fields. */
+const ADMIN_BODY_SIZE = 64 * 1024;
+
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { config, store, auth, logger, metrics, monitoring } = deps;
+  const startedMs = Date.now();
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // Every log line of a request carries its id (pino child logger: `reqId`).
@@ -360,6 +365,24 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       return reply.type(metrics.contentType).send(await metrics.render());
     });
   }
+
+  const adminBodyLimits: BodyLimits = { ...bodyLimits, limit: ADMIN_BODY_SIZE, tooLarge: `an admin API request body may have at most ${ADMIN_BODY_SIZE} bytes` };
+  registerAdminRoutes(app, {
+    config,
+    store,
+    auth,
+    startedMs,
+    ingest: metrics?.ingest,
+    async readBody(request, reply, user) {
+      if (!hasBody(request.raw)) return undefined;
+      const hold = budget.hold(false, userKey(user));
+      try {
+        return await readBody(request.raw, reply.raw, hold, adminBodyLimits);
+      } finally {
+        hold.release();
+      }
+    },
+  });
 
   // The API description and its interactive page: public, they hold no data.
   let openapi = '';

@@ -1,0 +1,158 @@
+/**
+ * The OpenAPI description of the admin API's routes (./admin.ts), merged into /openapi.json by
+ * ./openapi.ts. Every route needs an admin role (docs/admin-api.md): 403 with xAPI scopes only.
+ */
+type Json = Record<string, unknown>;
+
+const jsonContent = (schema: Json): Json => ({ 'application/json': { schema } });
+const response = (name: string): Json => ({ $ref: `#/components/responses/${name}` });
+const TAGS = ['Admin'];
+
+/** The refusals every admin route may answer. */
+const REFUSALS: Json = {
+  '400': response('BadRequest'),
+  '401': response('Unauthorized'),
+  '403': { description: 'The credentials hold no admin scope, or a store administrator asked for what is the operator\'s', content: jsonContent({ $ref: '#/components/schemas/Error' }) },
+  '429': { description: 'Too many failed admin sign-ins from this address or for this user: try again after Retry-After seconds', content: jsonContent({ $ref: '#/components/schemas/Error' }) },
+};
+const NOT_FOUND: Json = { '404': { description: 'No such store (a store administrator gets this for any store but its own)', content: jsonContent({ $ref: '#/components/schemas/Error' }) } };
+
+const query = (name: string, description: string, schema: Json = { type: 'string' }): Json => ({ name, in: 'query', required: false, description, schema });
+const TARGET = query('target', 'The store (its key; empty: the default store). A store administrator may name only its own.');
+
+const op = (summary: string, description: string, ok: Json, extra: Json = {}): Json => ({
+  tags: TAGS,
+  summary,
+  description,
+  ...extra,
+  responses: { '200': { description: 'Done', content: jsonContent(ok) }, ...REFUSALS, ...((extra.responses as Json | undefined) ?? {}) },
+});
+
+const body = (properties: Json, required: string[] = []): Json => ({ required: true, content: jsonContent({ type: 'object', additionalProperties: false, properties, required }) });
+
+const storeSummary: Json = {
+  type: 'object',
+  properties: {
+    target: { type: 'string' },
+    statements: { type: 'integer', description: 'Statements kept, voided ones included' },
+    documents: { type: 'integer' },
+    lastStored: { type: ['string', 'null'], format: 'date-time' },
+  },
+};
+const auditEntry: Json = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    time: { type: 'string', format: 'date-time' },
+    actor: { type: 'string' },
+    role: { type: 'string', enum: ['operator', 'store', 'cli'] },
+    via: { type: 'string', enum: ['http', 'cli'] },
+    client: { type: 'string', description: 'The client\'s address' },
+    action: { type: 'string' },
+    target: { type: ['string', 'null'], description: 'The store acted on; null: the server as a whole' },
+    details: { type: 'object' },
+  },
+};
+const erasureReport: Json = {
+  type: 'object',
+  properties: {
+    action: { type: 'string', enum: ['erase', 'pseudonymize'] },
+    dryRun: { type: 'boolean' },
+    target: { type: 'string' },
+    statements: { type: 'integer' },
+    referring: { type: 'integer' },
+    attachments: { type: 'integer' },
+    documents: { type: 'integer' },
+    complete: { type: 'boolean' },
+  },
+};
+
+export const ADMIN_PATHS: Record<string, Json> = {
+  '/admin/api/status': {
+    get: op(
+      'Server status (operator)',
+      'Version, backend, xAPI versions served, uptime, and the statements this process stored per minute over the last minutes.',
+      {
+        type: 'object',
+        properties: {
+          version: { type: 'string' },
+          backend: { type: 'string' },
+          xapiVersions: { type: 'array', items: { type: 'string' } },
+          startedAt: { type: 'string', format: 'date-time' },
+          uptimeSeconds: { type: 'integer' },
+          ingest: { type: 'array', items: { type: 'object', properties: { minute: { type: 'string', format: 'date-time' }, statements: { type: 'integer' } } } },
+        },
+      },
+    ),
+  },
+  '/admin/api/stores': {
+    get: op('Stores and their figures', 'An operator sees every store, a store administrator its own.', { type: 'object', properties: { stores: { type: 'array', items: storeSummary } } }, {
+      parameters: [TARGET],
+      responses: NOT_FOUND,
+    }),
+  },
+  '/admin/api/forwarding': {
+    get: op('Forwarding status per target (operator)', 'Queued, delivered, retried and dead items of each target, and the newest dead letter\'s error.', {
+      type: 'object',
+      properties: {
+        targets: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              target: { type: 'string' },
+              active: { type: 'boolean' },
+              queued: { type: 'integer' },
+              delivered: { type: 'integer' },
+              retried: { type: 'integer' },
+              dead: { type: 'integer' },
+              lastError: { type: 'string' },
+            },
+          },
+        },
+      },
+    }),
+  },
+  '/admin/api/forwarding/retry': {
+    post: op('Re-queue dead letters (operator; audited)', 'Of every target, or of `url`.', { type: 'object', properties: { requeued: { type: 'integer' } } }, {
+      requestBody: body({ url: { type: 'string', description: 'One target\'s url' } }),
+      responses: { '404': { description: 'Not a target', content: jsonContent({ $ref: '#/components/schemas/Error' }) } },
+    }),
+  },
+  '/admin/api/erase': {
+    post: op(
+      'Erase or pseudonymize a learner (audited)',
+      'A dry run (counts only) unless `dryRun` is false. A run is recorded in the audit log and in LECTERN_AUDIT_FILE, as `lectern erase` records it.',
+      erasureReport,
+      {
+        requestBody: body(
+          {
+            target: { type: 'string', description: 'The store; a store administrator\'s own by default, the default store for an operator' },
+            agent: { $ref: '#/components/schemas/Actor' },
+            dryRun: { type: 'boolean', default: true },
+            pseudonymize: { type: 'boolean', default: false, description: 'Replace by a keyed pseudonym (LECTERN_PSEUDONYMIZE_KEY) instead of erasing' },
+          },
+          ['agent'],
+        ),
+        responses: NOT_FOUND,
+      },
+    ),
+  },
+  '/admin/api/audit': {
+    get: op('The audit log of admin actions', 'Newest first. A store administrator sees its own store\'s entries only. `more`: the next page\'s URL, or empty.', {
+      type: 'object',
+      properties: { entries: { type: 'array', items: auditEntry }, more: { type: 'string' } },
+    }, {
+      parameters: [
+        TARGET,
+        query('action', 'Only this action, e.g. erase, forwarding.retry'),
+        query('actor', 'Only this user'),
+        query('since', 'Only entries at or after this time', { type: 'string', format: 'date-time' }),
+        query('until', 'Only entries at or before this time', { type: 'string', format: 'date-time' }),
+        query('limit', 'Entries per page', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
+        query('before', 'Only entries older than this id (the next page)', { type: 'integer', minimum: 1 }),
+      ],
+      responses: NOT_FOUND,
+    }),
+  },
+};

@@ -1,0 +1,247 @@
+/**
+ * The admin API under /admin/api/ (docs/admin-api.md): JSON routes, each thin over a use case of
+ * src/ops/. Every request is authenticated as the xAPI routes are (the same Authenticator), then
+ * needs an admin role (src/auth/scopes.ts, adminRole: 403 without one); only then is its body
+ * read. Failed authentications here are counted per client address and per user name
+ * (LECTERN_ADMIN_MAX_FAILURES within LECTERN_ADMIN_FAILURE_WINDOW): beyond, 429 with Retry-After
+ * and no check at all.
+ */
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { adminRole } from '../auth/scopes.ts';
+import { clientKey, FailureCounter } from '../auth/throttle.ts';
+import type { Authenticator, AuthUser } from '../auth/types.ts';
+import type { Config } from '../config.ts';
+import { LrsError, ValidationFailed } from '../errors.ts';
+import type { IngestRate } from '../monitoring/ingest.ts';
+import { type AdminActor, adminErase, AUDIT_PAGE_MAX, listAudit, listStores, reachableStore, recordAudit, requireOperator, serverStatus } from '../ops/admin.ts';
+import { forwardingStatus, retryDeadLetters } from '../ops/forwarding.ts';
+import type { Store } from '../store/types.ts';
+import { LECTERN_VERSION } from '../version.ts';
+import { validateAgentParam } from '../xapi/validate.ts';
+import { errorResponse, HttpRefusal } from './errors.ts';
+import { json, parseQuery, type XapiResponse } from './request.ts';
+
+export const ADMIN_PREFIX = '/admin/api';
+
+export interface AdminDeps {
+  config: Config;
+  store: Store;
+  auth: Authenticator;
+  /** When the server started (epoch ms): the status's uptime. */
+  startedMs: number;
+  /** This process's statements stored per minute (absent: the status reports none). */
+  ingest?: IngestRate;
+  /** Reads an admitted request's body within the server's memory budget (undefined: none sent). */
+  readBody(request: FastifyRequest, reply: FastifyReply, user: AuthUser): Promise<Buffer | undefined>;
+}
+
+/** What a route handler gets: who acts, the query's parameters (already checked against the route's list), and the body, read on demand. */
+interface AdminCall {
+  by: AdminActor;
+  query: Record<string, string>;
+  body(): Promise<Record<string, unknown>>;
+}
+
+type AdminHandler = (call: AdminCall) => Promise<XapiResponse>;
+
+const issue = (where: 'query' | 'body', name: string, msg: string, type = 'value_error'): ValidationFailed =>
+  new ValidationFailed([{ loc: [where, name], msg, type }]);
+
+/** The body as a JSON object with only `allowed` fields (an unknown one is likely a typo: 400 naming it). */
+function parseBody(raw: Buffer | undefined, contentType: string | undefined, allowed: readonly string[]): Record<string, unknown> {
+  if (raw === undefined || raw.length === 0) return {};
+  if (!/^application\/json\s*(;|$)/i.test(contentType ?? '')) throw new LrsError('bad_request', 'an admin request body must be JSON, sent with Content-Type: application/json');
+  let value: unknown;
+  try {
+    value = JSON.parse(raw.toString('utf8'));
+  } catch (err) {
+    throw new LrsError('bad_request', `the body is not valid JSON: ${(err as Error).message}`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) throw new LrsError('bad_request', 'the body must be a JSON object');
+  const body = value as Record<string, unknown>;
+  const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
+  if (unknown.length) {
+    throw new ValidationFailed(unknown.map((k) => ({ loc: ['body', k], msg: `unknown field (this route takes ${allowed.join(', ') || 'none'})`, type: 'value_error.unknown_field' })));
+  }
+  return body;
+}
+
+const optionalString = (body: Record<string, unknown>, name: string): string | undefined => {
+  const v = body[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'string') throw issue('body', name, 'must be a string', 'type_error.str');
+  return v;
+};
+
+const optionalBoolean = (body: Record<string, unknown>, name: string): boolean | undefined => {
+  const v = body[name];
+  if (v === undefined) return undefined;
+  if (typeof v !== 'boolean') throw issue('body', name, 'must be true or false', 'type_error.bool');
+  return v;
+};
+
+const timeParam = (query: Record<string, string>, name: string): number | undefined => {
+  const v = query[name];
+  if (v === undefined) return undefined;
+  const ms = /^\d{4}-\d\d-\d\dT/.test(v) ? Date.parse(v) : Number.NaN;
+  if (Number.isNaN(ms)) throw issue('query', name, 'must be an ISO 8601 timestamp, e.g. 2026-01-31T12:00:00Z');
+  return ms;
+};
+
+const intParam = (query: Record<string, string>, name: string, min: number, max: number): number | undefined => {
+  const v = query[name];
+  if (v === undefined) return undefined;
+  if (!/^\d{1,15}$/.test(v) || Number(v) < min || Number(v) > max) throw issue('query', name, `must be an integer from ${min} to ${max}`, 'type_error.integer');
+  return Number(v);
+};
+
+/** The user name of Basic credentials, without checking them (what the per-user failure count is keyed by). */
+function basicUser(authorization: string | undefined): string | undefined {
+  const m = authorization && /^Basic\s+([A-Za-z0-9+/=]+)\s*$/i.exec(authorization);
+  if (!m) return undefined;
+  const decoded = Buffer.from(m[1], 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 ? undefined : decoded.slice(0, colon);
+}
+
+export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void {
+  const { config, store, auth } = deps;
+  const failures = new FailureCounter(config.adminMaxFailures, config.adminFailureWindow * 1000);
+  const activeTargets = () => config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url);
+
+  const send = (reply: FastifyReply, res: XapiResponse): FastifyReply => {
+    reply.status(res.status);
+    if (res.headers) reply.headers(res.headers);
+    return res.body === undefined ? reply.send() : reply.send(res.body);
+  };
+
+  /** Authenticates, throttling failures; the user, or the answer that refuses it. */
+  const admit = async (request: FastifyRequest): Promise<{ user: AuthUser } | { refusal: XapiResponse }> => {
+    const authorization = request.headers.authorization;
+    const address = `address ${clientKey(request.ip)}`;
+    const name = basicUser(authorization);
+    const user = name === undefined ? undefined : `user ${name}`;
+    const wait = Math.max(failures.blocked(address), user ? failures.blocked(user) : 0);
+    if (wait) {
+      return { refusal: json(429, { detail: `too many failed admin sign-ins from this address or for this user: try again in ${wait} s` }, { 'retry-after': String(wait) }) };
+    }
+    const result = await auth.authenticate(authorization, request.ip);
+    if (result.ok) return { user: result.user };
+    // Credentials sent and refused: a failure. None sent (a client's first try) is not one.
+    if (result.status === 401 && authorization !== undefined) {
+      failures.failed(address);
+      if (user) failures.failed(user);
+    }
+    return { refusal: json(result.status, result.body, result.headers) };
+  };
+
+  /** An admin route: `params` the query parameters it takes, `fields` its body's. */
+  const route = (method: 'GET' | 'POST', path: string, handler: AdminHandler, opts: { params?: readonly string[]; fields?: readonly string[] } = {}) => {
+    app.route({
+      method,
+      url: `${ADMIN_PREFIX}${path}`,
+      handler: async (request, reply) => {
+        let res: XapiResponse;
+        try {
+          const admitted = await admit(request);
+          if ('refusal' in admitted) return send(reply, admitted.refusal);
+          const { user } = admitted;
+          const role = adminRole(user);
+          if (!role) {
+            return send(reply, json(403, { detail: `the admin API needs the admin or admin/store scope, which the user ${user.username} does not hold (xAPI scopes, all included, do not reach it)` }));
+          }
+          const q = request.url.indexOf('?');
+          const query = parseQuery(q < 0 ? '' : request.url.slice(q + 1));
+          const params = opts.params ?? [];
+          const unknown = Object.keys(query).filter((k) => !params.includes(k));
+          if (unknown.length) {
+            throw new ValidationFailed(unknown.map((k) => ({ loc: ['query', k], msg: `unknown parameter (this route takes ${params.join(', ') || 'none'})`, type: 'value_error.unknown_parameter' })));
+          }
+          const by: AdminActor = { name: user.username, role, client: request.ip, via: 'http' };
+          const body = async () => parseBody(await deps.readBody(request, reply, user), request.headers['content-type'], opts.fields ?? []);
+          res = await handler({ by, query, body });
+        } catch (err) {
+          if (!(err instanceof LrsError || err instanceof HttpRefusal)) throw err;
+          res = errorResponse(err);
+        }
+        return send(reply, res);
+      },
+    });
+  };
+
+  route('GET', '/status', async ({ by }) => {
+    requireOperator(by.role, 'the server status');
+    const status = serverStatus({ version: LECTERN_VERSION, backend: store.backend, xapiVersions: config.xapiVersions, startedMs: deps.startedMs, ingest: deps.ingest?.lastMinutes() ?? [] });
+    return json(200, status);
+  });
+
+  route(
+    'GET',
+    '/stores',
+    async ({ by, query }) => {
+      const stores = await listStores(store, by.role, query.target);
+      return json(200, { stores: stores.map(({ lastStoredMs, ...s }) => ({ ...s, lastStored: lastStoredMs === null ? null : new Date(lastStoredMs).toISOString() })) });
+    },
+    { params: ['target'] },
+  );
+
+  route('GET', '/forwarding', async ({ by }) => {
+    requireOperator(by.role, 'forwarding');
+    return json(200, { targets: await forwardingStatus(store, activeTargets()) });
+  });
+
+  route(
+    'POST',
+    '/forwarding/retry',
+    async ({ by, body }) => {
+      requireOperator(by.role, 'forwarding');
+      const b = await body();
+      const url = optionalString(b, 'url');
+      const requeued = await retryDeadLetters(store, activeTargets(), url);
+      await recordAudit(store, by, 'forwarding.retry', null, { ...(url !== undefined && { url }), requeued });
+      return json(200, { requeued });
+    },
+    { fields: ['url'] },
+  );
+
+  route(
+    'POST',
+    '/erase',
+    async ({ by, body }) => {
+      const b = await body();
+      const tenant = reachableStore(by.role, optionalString(b, 'target'));
+      if (b.agent === undefined) throw issue('body', 'agent', 'is required: the Agent (or identified Group) to erase, e.g. {"mbox": "mailto:ben@example.com"}', 'value_error.missing');
+      const issues: ConstructorParameters<typeof ValidationFailed>[0] = [];
+      const person = validateAgentParam(b.agent, ['body', 'agent'], issues);
+      if (issues.length || !person) throw new ValidationFailed(issues);
+      // A dry run unless asked otherwise: a forgotten field never erases anything.
+      const dryRun = optionalBoolean(b, 'dryRun') ?? true;
+      const pseudonymize = optionalBoolean(b, 'pseudonymize') ?? false;
+      if (pseudonymize && config.pseudonymizeKey === '') {
+        throw issue('body', 'pseudonymize', 'this server has no LECTERN_PSEUDONYMIZE_KEY: it cannot pseudonymize', 'value_error.unavailable');
+      }
+      const { report } = await adminErase(store, by, { tenant, person, dryRun, pseudonymizeKey: pseudonymize ? config.pseudonymizeKey : undefined, auditFile: config.auditFile });
+      return json(200, report);
+    },
+    { fields: ['target', 'agent', 'dryRun', 'pseudonymize'] },
+  );
+
+  route(
+    'GET',
+    '/audit',
+    async ({ by, query }) => {
+      const limit = intParam(query, 'limit', 1, AUDIT_PAGE_MAX) ?? 100;
+      const before = intParam(query, 'before', 1, Number.MAX_SAFE_INTEGER);
+      const filter = { target: query.target, action: query.action, actor: query.actor, sinceMs: timeParam(query, 'since'), untilMs: timeParam(query, 'until'), before, limit };
+      const entries = await listAudit(store, by.role, filter);
+      let more = '';
+      if (entries.length === limit) {
+        const next = new URLSearchParams(Object.entries(query).filter(([k]) => k !== 'before'));
+        next.set('before', entries[entries.length - 1].id);
+        more = `${ADMIN_PREFIX}/audit?${next.toString()}`;
+      }
+      return json(200, { entries, more });
+    },
+    { params: ['target', 'action', 'actor', 'since', 'until', 'limit', 'before'] },
+  );
+}
