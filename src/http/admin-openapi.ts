@@ -45,7 +45,7 @@ const auditEntry: Json = {
     id: { type: 'string' },
     time: { type: 'string', format: 'date-time' },
     actor: { type: 'string' },
-    role: { type: 'string', enum: ['operator', 'store', 'cli'] },
+    role: { type: 'string', enum: ['operator', 'store'] },
     via: { type: 'string', enum: ['http', 'cli'] },
     client: { type: 'string', description: 'The client\'s address' },
     action: { type: 'string' },

@@ -255,7 +255,7 @@ export interface AuditRecord {
   timeMs: number;
   /** The user name, credential key or token subject that acted (or the OS user, from the CLI). */
   actor: string;
-  /** `operator` or `store` (administrator of `target`), or `cli`. */
+  /** `operator`, or `store` (an administrator of `target`); the CLI acts as an operator. */
   role: string;
   /** `http` (the admin API) or `cli`. */
   via: string;
