@@ -113,6 +113,34 @@ export const ADMIN_PATHS: Record<string, Json> = {
       },
     }),
   },
+  '/admin/api/forwarding/dead-letters': {
+    get: op('Dead letters (operator)', 'Oldest first: which statement of which store, for which target, after how many attempts, and the last error. `more`: the next page\'s URL, or empty.', {
+      type: 'object',
+      properties: {
+        deadLetters: {
+          type: 'array',
+          items: {
+            type: 'object',
+            properties: {
+              id: { type: 'string' },
+              target: { type: 'string' },
+              store: { type: 'string' },
+              statementId: { type: 'string', format: 'uuid' },
+              attempts: { type: 'integer' },
+              lastError: { type: ['string', 'null'] },
+            },
+          },
+        },
+        more: { type: 'string' },
+      },
+    }, {
+      parameters: [
+        query('url', 'Only this target\'s'),
+        query('after', 'Only items after this id (the next page)', { type: 'integer', minimum: 0 }),
+        query('limit', 'Dead letters per page', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
+      ],
+    }),
+  },
   '/admin/api/forwarding/retry': {
     post: op('Re-queue dead letters (operator; audited)', 'Of every target, or of `url`.', { type: 'object', properties: { requeued: { type: 'integer' } } }, {
       requestBody: body({ url: { type: 'string', description: 'One target\'s url' } }),

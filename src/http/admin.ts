@@ -14,7 +14,7 @@ import type { Config } from '../config.ts';
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { IngestRate } from '../monitoring/ingest.ts';
 import { type AdminActor, adminErase, AUDIT_PAGE_MAX, listAudit, listStores, reachableStore, recordAudit, requireOperator, serverStatus } from '../ops/admin.ts';
-import { forwardingStatus, retryDeadLetters } from '../ops/forwarding.ts';
+import { DEAD_LETTER_PAGE_MAX, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
 import type { Store } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
@@ -104,6 +104,14 @@ function basicUser(authorization: string | undefined): string | undefined {
   return colon < 0 ? undefined : decoded.slice(0, colon);
 }
 
+/** The next page's URL: the same query with `cursor` set to the last item's id; empty when this page is not full. */
+function nextPage(path: string, query: Record<string, string>, cursor: string, items: readonly { id: string }[], limit: number): string {
+  if (items.length < limit) return '';
+  const next = new URLSearchParams(Object.entries(query).filter(([k]) => k !== cursor));
+  next.set(cursor, items[items.length - 1].id);
+  return `${ADMIN_PREFIX}${path}?${next.toString()}`;
+}
+
 export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void {
   const { config, store, auth } = deps;
   const failures = new FailureCounter(config.adminMaxFailures, config.adminFailureWindow * 1000);
@@ -191,6 +199,18 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
   });
 
   route(
+    'GET',
+    '/forwarding/dead-letters',
+    async ({ by, query }) => {
+      requireOperator(by.role, 'forwarding');
+      const limit = intParam(query, 'limit', 1, DEAD_LETTER_PAGE_MAX) ?? 100;
+      const deadLetters = await listDeadLetters(store, { target: query.url, after: intParam(query, 'after', 0, Number.MAX_SAFE_INTEGER), limit });
+      return json(200, { deadLetters, more: nextPage('/forwarding/dead-letters', query, 'after', deadLetters, limit) });
+    },
+    { params: ['url', 'after', 'limit'] },
+  );
+
+  route(
     'POST',
     '/forwarding/retry',
     async ({ by, body }) => {
@@ -234,13 +254,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
       const before = intParam(query, 'before', 1, Number.MAX_SAFE_INTEGER);
       const filter = { target: query.target, action: query.action, actor: query.actor, sinceMs: timeParam(query, 'since'), untilMs: timeParam(query, 'until'), before, limit };
       const entries = await listAudit(store, by.role, filter);
-      let more = '';
-      if (entries.length === limit) {
-        const next = new URLSearchParams(Object.entries(query).filter(([k]) => k !== 'before'));
-        next.set('before', entries[entries.length - 1].id);
-        more = `${ADMIN_PREFIX}/audit?${next.toString()}`;
-      }
-      return json(200, { entries, more });
+      return json(200, { entries, more: nextPage('/audit', query, 'before', entries, limit) });
     },
     { params: ['target', 'action', 'actor', 'since', 'until', 'limit', 'before'] },
   );

@@ -61,6 +61,19 @@ export interface ForwardingStats {
   lastError?: string;
 }
 
+/** A dead letter as the admin API lists it: which statement of which store, for which target, and why. */
+export interface DeadLetter {
+  /** The outbox item's id (the paging cursor). */
+  id: string;
+  /** The target's url. */
+  target: string;
+  /** The store (tenant) of the statement. */
+  store: string;
+  statementId: string;
+  attempts: number;
+  lastError: string | null;
+}
+
 /** What became of claimed items; applied in one transaction, only to items the owner still holds. */
 export interface OutboxSettlement {
   delivered?: string[];
@@ -89,6 +102,8 @@ export interface Outbox {
   requeueDead(target?: string): Promise<number>;
   /** Figures of every target that has items or counters. */
   stats(): Promise<ForwardingStats[]>;
+  /** Dead letters (of one target, or all) in id order, after the item `after`, at most `limit`. */
+  deadLetters(opts: { target?: string; after?: number; limit: number }): Promise<DeadLetter[]>;
 }
 
 /** A connection pool's state. */

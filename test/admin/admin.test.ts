@@ -143,16 +143,36 @@ for (const backend of BACKENDS) {
       assert.ok(ingest.reduce((n, m) => n + m.statements, 0) >= 3, 'the statements just stored are counted');
     });
 
-    test('forwarding: status per target with its dead letters; retry re-queues them, audited; an unknown target is a 404', async () => {
-      await post(lrs, ADMIN, [statement({ actor: ANN })]);
-      const dead = await eventually('a dead letter', async () => {
+    test('forwarding: status per target, its dead letters listed by page; retry re-queues them, audited; an unknown target is a 404', async () => {
+      const [id] = await post(lrs, ADMIN, [statement({ actor: ANN })]);
+      const [inB] = await post(lrs, TENANT_B, [statement({ actor: ANN })]);
+      const dead = await eventually('the dead letters', async () => {
         const r = await call(lrs, OPERATOR, 'GET', '/admin/api/forwarding');
-        const t = (r.body.targets as { target: string; dead: number; active: boolean; lastError?: string }[]).find((x) => x.target === receiver.url);
-        return t && t.dead > 0 ? t : undefined;
+        const t = (r.body.targets as { target: string; dead: number; queued: number; active: boolean; lastError?: string }[]).find((x) => x.target === receiver.url);
+        return t && t.dead > 1 && t.queued === 0 ? t : undefined;
       });
       assert.equal(dead.active, true);
       noSecret(JSON.stringify(dead));
       assert.ok(!JSON.stringify(dead).includes('fw-target-password'));
+
+      type Letter = { id: string; target: string; store: string; statementId: string; attempts: number; lastError: string | null };
+      const listed: Letter[] = [];
+      let path = `/admin/api/forwarding/dead-letters?limit=2&url=${encodeURIComponent(receiver.url)}`;
+      while (path) {
+        const page = await call(lrs, OPERATOR, 'GET', path);
+        assert.equal(page.status, 200, JSON.stringify(page.body));
+        assert.ok((page.body.deadLetters as Letter[]).length <= 2);
+        listed.push(...(page.body.deadLetters as Letter[]));
+        path = String(page.body.more);
+      }
+      assert.equal(listed.length, dead.dead, 'every dead letter, once, over the pages');
+      const mine = listed.find((l) => l.statementId === id)!;
+      assert.deepEqual({ ...mine, id: undefined, lastError: undefined }, { id: undefined, target: receiver.url, store: '', statementId: id, attempts: 1, lastError: undefined });
+      assert.match(String(mine.lastError), /403/);
+      assert.equal(listed.find((l) => l.statementId === inB)?.store, 'b');
+      noSecret(JSON.stringify(listed));
+      assert.ok(!JSON.stringify(listed).includes('fw-target-password'));
+      assert.equal((await call(lrs, B_ADMIN, 'GET', '/admin/api/forwarding/dead-letters')).status, 403);
 
       const unknown = await call(lrs, OPERATOR, 'POST', '/admin/api/forwarding/retry', { url: 'http://127.0.0.1:9/nothing' });
       assert.equal(unknown.status, 404);
@@ -168,6 +188,7 @@ for (const backend of BACKENDS) {
         const t = (r.body.targets as { target: string; dead: number; queued: number }[]).find((x) => x.target === receiver.url);
         return t && t.dead === 0 && t.queued === 0;
       });
+      assert.deepEqual((await call(lrs, OPERATOR, 'GET', '/admin/api/forwarding/dead-letters')).body.deadLetters, []);
       const audit = await call(lrs, OPERATOR, 'GET', '/admin/api/audit?action=forwarding.retry');
       const [entry] = audit.body.entries as Json[];
       assert.equal(entry.actor, 'operator');
@@ -275,6 +296,7 @@ for (const backend of BACKENDS) {
       await field('GET', '/admin/api/audit?since=yesterday', undefined, ['query', 'since']);
       await field('GET', '/admin/api/audit?user=x', undefined, ['query', 'user']);
       await field('GET', '/admin/api/stores?store=b', undefined, ['query', 'store']);
+      await field('GET', '/admin/api/forwarding/dead-letters?after=-1', undefined, ['query', 'after']);
       for (const [body, type] of [
         ['{"agent":', 'application/json'],
         ['[1]', 'application/json'],

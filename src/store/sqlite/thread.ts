@@ -142,6 +142,7 @@ export class ThreadedSqliteStore implements Store {
       settle: (...a) => call<void>('outbox.settle', a),
       requeueDead: (...a) => call<number>('outbox.requeueDead', a),
       stats: (): Promise<ForwardingStats[]> => this.read().outbox.stats(),
+      deadLetters: (opts) => this.read().outbox.deadLetters(opts),
     };
   }
 
