@@ -10,6 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN, BACKENDS, jsonInit, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { LRS_AUDIENCE, startProvider, type TestProvider } from '../helpers/oidc.ts';
 import { eventually, Receiver } from '../helpers/receiver.ts';
 
 const OPERATOR: TestUser = { username: 'operator', password: 'op-secret-pass', scopes: ['admin'], agent: { mbox: 'mailto:op@example.com' } };
@@ -345,5 +346,35 @@ describe('failed admin sign-ins are rate-limited per client address and per user
     for (let i = 0; i < 5; i++) assert.equal((await call(lrs, null, 'GET', '/admin/api/stores', undefined, from('10.0.2.1'))).status, 401);
     for (let i = 0; i < 5; i++) assert.equal((await call(lrs, ADMIN, 'GET', '/admin/api/stores', undefined, from('10.0.2.1'))).status, 403);
     assert.equal((await call(lrs, OPERATOR, 'GET', '/admin/api/stores', undefined, from('10.0.2.1'))).status, 200);
+  });
+});
+
+describe('OpenID Connect bearer tokens get their admin role from the same scopes and target claim', () => {
+  let op: TestProvider;
+  let lrs: TestLrs;
+  before(async () => {
+    op = await startProvider();
+    lrs = await startTestLrs(sqliteBackend, {
+      users: USERS,
+      env: { LECTERN_RUNSERVER_AUTH_BACKENDS: 'basic,oidc', LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI: op.issuer, LECTERN_RUNSERVER_AUTH_OIDC_AUDIENCE: LRS_AUDIENCE },
+    });
+    await post(lrs, TENANT_B, [statement({ actor: ANN })]);
+  });
+  after(async () => {
+    await lrs?.close();
+    await op?.close();
+  });
+  const bearer = async (claims: Record<string, unknown>) => ({ authorization: `Bearer ${await op.sign(claims)}` });
+
+  test('admin: operator; admin/store with a target: that store only; all: 403', async () => {
+    const operator = await call(lrs, null, 'GET', '/admin/api/stores', undefined, await bearer({ sub: 'ops-service', scope: 'openid admin' }));
+    assert.equal(operator.status, 200);
+    assert.deepEqual((operator.body.stores as Json[]).map((x) => x.target), ['', 'b']);
+    const store = await bearer({ sub: 'b-service', scope: 'admin/store', target: 'b' });
+    assert.deepEqual(((await call(lrs, null, 'GET', '/admin/api/stores', undefined, store)).body.stores as Json[]).map((x) => x.target), ['b']);
+    assert.equal((await call(lrs, null, 'GET', '/admin/api/stores?target=', undefined, store)).status, 404);
+    assert.equal((await call(lrs, null, 'GET', '/admin/api/status', undefined, store)).status, 403);
+    assert.equal((await call(lrs, null, 'GET', '/admin/api/stores', undefined, await bearer({ sub: 'xapi-client', scope: 'all' }))).status, 403);
+    assert.equal((await call(lrs, null, 'GET', '/admin/api/stores', undefined, { authorization: 'Bearer not-a-token' })).status, 401);
   });
 });
