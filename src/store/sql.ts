@@ -1,3 +1,4 @@
+
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
  * paging, since/until as seq bounds). Both schemas use the same table
@@ -16,7 +17,7 @@
  */
 import { type Clock, systemClock } from '../clock.ts';
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
-import { AGENT_ROLE, AGENT_ROLES, type PreparedStatement } from '../xapi/statement.ts';
+import type { PreparedStatement } from '../xapi/statement.ts';
 
 export type Placeholder = (index: number) => string;
 
@@ -38,7 +39,7 @@ export const isVoidingValue = (p: PreparedStatement): number => (p.voids ? (p.mi
  * What differs between the backends' SQL, as the fragments each one writes: placeholders, how a
  * UUID is stored, the layout of the link tables (SQLite: keyed by tenant and seq bucket;
  * PostgreSQL: by key and role, see LINK_ROLES) and of the statements table's registration index
- * (bucketed on SQLite), and a few spellings. SQLITE and POSTGRES below are the two.
+ * (bucketed on SQLite), and a few spellings. The two are SQLITE (sqlite/dialect.ts) and POSTGRES (postgres/dialect.ts).
  */
 export interface Dialect {
   readonly ph: Placeholder;
@@ -67,81 +68,6 @@ export interface Dialect {
    * its octet_length(full::text) decompresses and copies the whole value.
    */
   readonly fullBytes: (alias: string) => string;
-}
-
-/**
- * PostgreSQL's link tables (migration 10): `statement_agents (agent, role, seq)` and
- * `statement_activities (activity, direct, seq)`, each its primary key and nothing more. Key ids
- * are dictionary ids of one tenant's keys (resolved by tenant and key), never shared between
- * tenants, so the key names the tenant. Without the tenant and with the role in the key, an entry
- * is 28 bytes, which lets PostgreSQL split a page where a key's newest entries keep arriving at
- * the full point rather than in the middle (nbtsplitloc.c, for entries of at most two 8-byte
- * columns): the keys' B-trees came out 76 % full against 52 %, and the heaps 15 % smaller
- * (docs/performance.md, "Disk"). The plain agent and activity filters read exactly their
- * role's range; related_agents and related_activities merge one range per role.
- */
-const LINK_ROLES = {
-  agent: { table: 'statement_agents', key: 'agent', role: 'role' },
-  activity: { table: 'statement_activities', key: 'activity', role: 'direct' },
-} as const;
-
-/**
- * The link roles a filter matches: the direct one, or every one with related_agents /
- * related_activities, the likely densest first (see byRoles): an agent's own statements, an
- * activity's context (courses and modules are what related_activities is asked for).
- */
-function linkRoles(byAgent: boolean, f: StatementFilter): readonly number[] {
-  if (byAgent) return f.relatedAgents ? [AGENT_ROLE.direct, ...AGENT_ROLES.filter((r) => r !== AGENT_ROLE.direct)] : [AGENT_ROLE.direct];
-  return f.relatedActivities ? [0, 1] : [1];
-}
-
-/**
- * PostgreSQL: the newest `limit` seqs an agent (its key id, an SQL expression) is linked to in
- * any role, newest first (the Person object's statements).
- */
-export function agentSeqsSql(key: string, limit: string): string {
-  const t = LINK_ROLES.agent;
-  return byRoles(AGENT_ROLES, (r) => `SELECT seq FROM ${t.table} WHERE ${t.key} = ${key} AND ${t.role} = ${r} ORDER BY seq DESC LIMIT ${limit}`, 'DESC', () => limit);
-}
-
-/** The link filters of `f` on PostgreSQL's layout: each link table it filters by, its key value and roles. */
-function roleLinks(f: StatementFilter, skip?: 'agent' | 'activity'): { table: (typeof LINK_ROLES)[keyof typeof LINK_ROLES]; value: string; roles: readonly number[] }[] {
-  const out = [];
-  for (const by of ['agent', 'activity'] as const) {
-    const value = by === 'agent' ? f.agent : f.activity;
-    if (value !== undefined && skip !== by) out.push({ table: LINK_ROLES[by], value, roles: linkRoles(by === 'agent', f) });
-  }
-  return out;
-}
-
-/** `= r`, or `IN (…)` for several roles (PostgreSQL probes each value of the list through the key). */
-const roleIn = (roles: readonly number[]): string => (roles.length === 1 ? `= ${roles[0]}` : `IN (${roles.join(', ')})`);
-
-/** A condition on a seq column, given that column. */
-type SeqBound = (seq: string) => string;
-
-/**
- * Per-role ranges merged in seq order (a key has one row per statement, so no statement comes
- * twice). `branch(role, bound)` is a `SELECT seq … ORDER BY seq LIMIT` of one role's range, with
- * `bound` to add to its conditions. Merged by the planner (a Merge Append, which reads each range
- * until its first match), unless `sparse`: a combined filter, whose entries in one role's range
- * may match rarely or never, so that range would be read to its end. Then the roles are read in
- * turn, each only past the limit-th seq the ones before it found: when the first filled the page,
- * the others are read only as far back as that page. (Chained, a plain related_agents page was
- * 10–20 % slower: a plan and a sort per role.)
- */
-function byRoles(roles: readonly number[], branch: (role: number, bound?: SeqBound) => string, order: string, limit: () => string, sparse = false): string {
-  if (roles.length === 1) return branch(roles[0]);
-  if (!sparse) return `SELECT seq FROM (${roles.map((r) => `(${branch(r)})`).join(' UNION ALL ')}) u ORDER BY seq ${order} LIMIT ${limit()}`;
-  const names = roles.map((r) => `role_${r}`);
-  const union = (upTo: number) => names.slice(0, upTo).map((n) => `SELECT seq FROM ${n}`).join(' UNION ALL ');
-  const ctes = roles.map((r, i) => {
-    if (i === 0) return `${names[i]} AS (${branch(r)})`;
-    const nth = `(SELECT seq FROM (${union(i)}) p ORDER BY seq ${order} OFFSET ${limit()} - 1 LIMIT 1)`;
-    const bound: SeqBound = (seq) => (order === 'DESC' ? `${seq} > coalesce(${nth}, -1)` : `${seq} < coalesce(${nth}, 9223372036854775807)`);
-    return `${names[i]} AS (${branch(r, bound)})`;
-  });
-  return `WITH ${ctes.join(', ')} SELECT seq FROM (${union(names.length)}) u ORDER BY seq ${order} LIMIT ${limit()}`;
 }
 
 /**
@@ -240,7 +166,7 @@ export function storedSeqSql(tenant: number, ms: number, bound: 'since' | 'until
 export const hasTargetableFilter = (f: StatementFilter): boolean =>
   f.agent !== undefined || f.verb !== undefined || f.activity !== undefined || f.registration !== undefined;
 
-function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
+export function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
   const c: string[] = [];
   if (w.after !== undefined) c.push(`${alias}.seq > ${p.add(w.after)}`);
   if (w.before !== undefined) c.push(`${alias}.seq < ${p.add(w.before)}`);
@@ -285,36 +211,8 @@ function rowConds(alias: string, tenant: number, f: StatementFilter, p: Params):
  * EXISTS), as PostgreSQL otherwise may join the key's whole range to it; unfenced it is left to
  * plan (it may rightly drive from the rarer key's range).
  */
-const linkProbes = (tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] =>
+export const linkProbes = (tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] =>
   p.dialect.linkProbes(tenant, f, p, seq, skip, fence);
-
-/** PostgreSQL: the key names the tenant (LINK_ROLES); one probe of (key, role, seq) per role. */
-function roleLinkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
-  const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
-  return roleLinks(f, skip).map(
-    ({ table: t, value, roles }) => `EXISTS (SELECT 1 FROM ${t.table} x WHERE x.${t.key} = ${p.key(tenant, value)} AND x.${t.role} ${roleIn(roles)} AND x.seq = ${seq}${limit})`,
-  );
-}
-
-/** SQLite: a probe of (tenant, bucket, key, seq), the role beside the key. */
-function bucketLinkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
-  const c: string[] = [];
-  const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
-  const bucket = (alias: string) => ` AND ${alias}.bucket = ${bucketOf(seq)}`;
-  if (f.agent !== undefined && skip !== 'agent') {
-    c.push(
-      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)}${bucket('xa')} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${seq}` +
-        `${f.relatedAgents ? '' : ' AND xa.role = 1'}${limit})`,
-    );
-  }
-  if (f.activity !== undefined && skip !== 'activity') {
-    c.push(
-      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)}${bucket('xc')} AND xc.activity = ${p.key(tenant, f.activity)} AND xc.seq = ${seq}` +
-        `${f.relatedActivities ? '' : ' AND xc.direct = 1'}${limit})`,
-    );
-  }
-  return c;
-}
 
 /**
  * The index a filter's matches are read from: the agent or the activity link table, or the
@@ -365,58 +263,15 @@ export function driverCountsSql(tenant: number, f: StatementFilter, cap: number,
 }
 
 /** What driverCountsSql lends the dialect's counts: the newest `limit` entries of an index range, and their count (see driverCountsSql). */
-interface DriverCounting {
+export interface DriverCounting {
   limit: number;
   newest(from: string, conds: string[], order: string): string;
   countOf(entries: string): string;
   count(from: string, conds: string[], order: string): string;
 }
 
-/** PostgreSQL: the newest entries of the key's roles, merged (LINK_ROLES). */
-function roleLinkCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
-  const cols: string[] = [];
-  for (const { table: t, value, roles } of roleLinks(f)) {
-    const key = p.key(tenant, value);
-    const branch = (r: number, bound?: SeqBound) => c.newest(t.table, [`${t.key} = ${key}`, `${t.role} = ${r}`, ...(bound ? [bound('seq')] : [])], 'seq DESC');
-    cols.push(`${c.countOf(byRoles(roles, branch, 'DESC', () => String(c.limit)))} AS ${t.key}`);
-  }
-  return cols;
-}
-
-/** SQLite: the key's range of (tenant, bucket, key, seq), bucket by bucket (SEQ_BUCKET_BITS). */
-function bucketLinkCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
-  const cols: string[] = [];
-  const order = 'bucket DESC, seq DESC';
-  if (f.agent !== undefined) {
-    const conds = [`tenant = ${p.add(tenant)}`, `bucket IN ${bucketsIn()}`, `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])];
-    cols.push(`${c.count('statement_agents', conds, order)} AS agent`);
-  }
-  if (f.activity !== undefined) {
-    const conds = [`tenant = ${p.add(tenant)}`, `bucket IN ${bucketsIn()}`, `activity = ${p.key(tenant, f.activity)}`, ...(f.relatedActivities ? [] : ['direct = 1'])];
-    cols.push(`${c.count('statement_activities', conds, order)} AS activity`);
-  }
-  return cols;
-}
-
-const verbCount = (tenant: number, verb: string, p: Params, c: DriverCounting): string =>
+export const verbCount = (tenant: number, verb: string, p: Params, c: DriverCounting): string =>
   c.count('statements', [`tenant = ${p.add(tenant)}`, `verb = ${p.key(tenant, verb)}`], 'seq DESC');
-
-/** PostgreSQL: the verb's and the registration's index ranges. */
-function plainStatementCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
-  const out: string[] = [];
-  if (f.verb !== undefined) out.push(verbCount(tenant, f.verb, p, c));
-  if (f.registration !== undefined) out.push(c.count('statements', [`tenant = ${p.add(tenant)}`, `registration = ${p.add(p.dialect.uuid(f.registration))}`], 'seq DESC'));
-  return out;
-}
-
-/** SQLite reads a registration's bucketed index whenever the filter has one (directMatches); else the verb's. */
-function bucketStatementCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
-  if (f.registration !== undefined) {
-    const conds = [`tenant = ${p.add(tenant)}`, `${bucketOf('seq')} IN ${bucketsIn()}`, `registration = ${p.add(p.dialect.uuid(f.registration))}`];
-    return [c.count('statements', conds, `${bucketOf('seq')} DESC, seq DESC`)];
-  }
-  return f.verb === undefined ? [] : [verbCount(tenant, f.verb, p, c)];
-}
 
 /** The driver with the rarest value of a driverCountsSql row (ties: the default order). */
 export function rarestDriver(row: Record<string, unknown>): Driver {
@@ -469,7 +324,7 @@ export class DriverChoices {
  * (the object unless related_activities). `buckets`: the window, on a bucketed table (the link
  * tables on SQLite; not the reach tables).
  */
-function linkRange(alias: string, byAgent: boolean, tenant: number, f: StatementFilter, p: Params, buckets?: SeqWindow): string[] {
+export function linkRange(alias: string, byAgent: boolean, tenant: number, f: StatementFilter, p: Params, buckets?: SeqWindow): string[] {
   const c = [`${alias}.tenant = ${p.add(tenant)}`];
   if (buckets) c.push(`${alias}.bucket IN ${bucketsIn(buckets, p)}`);
   if (byAgent) {
@@ -491,13 +346,6 @@ function linkRange(alias: string, byAgent: boolean, tenant: number, f: Statement
  * NULL (`json_bytes`). `json` and `bytes`: the column and its bytes (Dialect.fullBytes).
  */
 export const sizedJson = (dialect: Dialect, json: string, bytes: string, inline: () => string): string => dialect.sizedJson(json, bytes, inline);
-
-const oneColumnJson = (json: string, bytes: string, inline: () => string): string => `CASE WHEN ${bytes} <= ${inline()} THEN ${json} ELSE ${bytes} END AS page_json`;
-
-function twoColumnJson(json: string, bytes: string, inline: () => string): string {
-  const n = inline(); // a numbered placeholder, used twice
-  return `CASE WHEN ${bytes} <= ${n} THEN ${json} END AS page_json, CASE WHEN ${bytes} > ${n} THEN ${bytes} END AS json_bytes`;
-}
 
 /**
  * The columns of a page row: seq, stored_ms, the JSON or its bytes (sizedJson: one column on
@@ -569,66 +417,9 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
 }
 
 /** What directMatches lends the dialect's link matches: the range's ORDER BY and LIMIT, and the statement row's own conditions. */
-interface MatchParts {
+export interface MatchParts {
   tail(conds: string[], seqCol: string, bucket?: string): string;
   own(): string[];
-}
-
-/**
- * PostgreSQL, one range per role (LINK_ROLES), each read in seq order with the statement row
- * probed per entry (fenced: the link table has statistics per key, `statements` none on the
- * tenant, so joined freely the planner walked the tenant's statements newest first and probed
- * the link key per row, 4,211 probes for a course's page at 200k). With a probe of the other
- * link table too, the probe and then the row, in that order (a CASE: it orders subplans by
- * estimated cost, and took the row first, 3,422 row reads for a busy learner's 100 matches
- * among the question's entries at 1M, 19 ms). The key names the tenant.
- */
-function roleLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, byAgent: boolean, m: MatchParts): string {
-  const f = q.filter;
-  const skip = byAgent ? 'agent' : 'activity';
-  const otherLink = byAgent ? f.activity !== undefined : f.agent !== undefined;
-  const t = LINK_ROLES[skip];
-  const key = p.key(tenant, byAgent ? f.agent! : f.activity!);
-  const branch = (role: number, bound?: SeqBound) => {
-    const head = [`d.${t.key} = ${key}`, `d.${t.role} = ${role}`, ...windowConds('d', w, p), ...(bound ? [bound('d.seq')] : [])];
-    const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...m.own()].join(' AND ')} LIMIT 1 OFFSET 0)`;
-    const probes = otherLink ? linkProbes(tenant, f, p, 'd.seq', skip, true) : [];
-    return `SELECT d.seq FROM ${t.table} d ${m.tail([...head, probes.length ? `CASE WHEN ${probes.join(' AND ')} THEN ${row} ELSE false END` : row], 'd.seq')}`;
-  };
-  // Sparse: the other link table or the row's own columns (verb, registration, `mine`) decide.
-  const sparse = otherLink || f.verb !== undefined || f.registration !== undefined || f.authority !== undefined;
-  return byRoles(linkRoles(byAgent, f), branch, order, () => p.add(q.limit + 1), sparse);
-}
-
-/**
- * SQLite, the key's range bucket by bucket. The other link table is probed by the driving row's
- * seq before the statement row is read (a probe of a small index against a row read, for every
- * entry of the range: a busy learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at
- * 1M), which SQLite does in the order written when the row is an EXISTS after the probes.
- */
-function bucketLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, _order: string, byAgent: boolean, m: MatchParts): string {
-  const f = q.filter;
-  const head = [...linkRange('d', byAgent, tenant, f, p, w), ...windowConds('d', w, p)];
-  const table = byAgent ? 'statement_agents' : 'statement_activities';
-  const probes = linkProbes(tenant, f, p, 'd.seq', byAgent ? 'agent' : 'activity');
-  const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...m.own()].join(' AND ')})`;
-  return `SELECT d.seq FROM ${table} d ${m.tail([...head, ...probes, row], 'd.seq', 'd.bucket')}`;
-}
-
-/** PostgreSQL: the statements table's own range; the planner picks the index. */
-const plainStatementRange = (tenant: number, _f: StatementFilter, w: SeqWindow, p: Params) => ({ head: [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)], indexed: '' });
-
-/**
- * SQLite, not knowing how common the value is, read a verb within since/until through the seq
- * range, row by row (5.9 ms at 1M); its own index holds the same window in order. A
- * registration (rarer than a verb) is read from its own index, bucket by bucket.
- */
-function bucketStatementRange(tenant: number, f: StatementFilter, w: SeqWindow, p: Params): { head: string[]; indexed: string; bucket?: string } {
-  if (f.registration !== undefined) {
-    const head = [`s.tenant = ${p.add(tenant)}`, `${bucketOf('s.seq')} IN ${bucketsIn(w, p)}`, ...windowConds('s', w, p)];
-    return { head, indexed: ' INDEXED BY statements_registration', bucket: bucketOf('s.seq') };
-  }
-  return { head: [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)], indexed: f.verb !== undefined ? ' INDEXED BY statements_verb' : '' };
 }
 
 /**
@@ -730,33 +521,3 @@ export function reachBuildSql(dialect: Dialect): string[] {
     `INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT a.tenant, a.activity, r.seq, r.via, a.direct FROM statement_activities a ${join} statement_reach r ON r.tenant = a.tenant AND r.via = a.seq`,
   ];
 }
-
-/** SQLite's SQL: positional `?`, 16-byte UUIDs, link tables and the registration index in seq buckets. */
-export const SQLITE: Dialect = {
-  ph: () => '?',
-  uuid: uuidBytes,
-  least: (exprs) => `min(${exprs.join(', ')})`,
-  probeJoin: 'CROSS JOIN',
-  sizedJson: oneColumnJson,
-  linkProbes: bucketLinkProbes,
-  linkCounts: bucketLinkCounts,
-  linkMatches: bucketLinkMatches,
-  statementCounts: bucketStatementCounts,
-  statementRange: bucketStatementRange,
-  fullBytes: (a) => `octet_length(${a}.full)`,
-};
-
-/** PostgreSQL's SQL: numbered placeholders, `uuid` columns, link tables keyed by role (LINK_ROLES). */
-export const POSTGRES: Dialect = {
-  ph: (i) => `$${i}`,
-  uuid: (id) => id,
-  least: (exprs) => `least(${exprs.join(', ')})`,
-  probeJoin: 'JOIN',
-  sizedJson: twoColumnJson,
-  linkProbes: roleLinkProbes,
-  linkCounts: roleLinkCounts,
-  linkMatches: roleLinkMatches,
-  statementCounts: plainStatementCounts,
-  statementRange: plainStatementRange,
-  fullBytes: (a) => `${a}.full_bytes`,
-};

@@ -11,7 +11,8 @@
  * writer's dirtied pages and checkpoints); every process shares the database, so `seq` is taken
  * under the tenant's advisory lock and times come from the database clock.
  */
-import { POSTGRES, reachBuildSql } from '../sql.ts';
+import { reachBuildSql } from '../sql.ts';
+import { POSTGRES } from './dialect.ts';
 
 export interface Migration {
   version: number;
@@ -380,7 +381,7 @@ ANALYZE statements;
     // A key id belongs to one tenant's dictionary, so the tenant column repeated what the key
     // says; the role moves into the key. Each entry is then 28 bytes, small enough for
     // PostgreSQL to split a page at the point where a key's newest entries arrive rather than in
-    // the middle (src/store/sql.ts, LINK_ROLES). Rebuilt as migration 7 did: new tables filled in
+    // the middle (src/store/postgres/dialect.ts, LINK_ROLES). Rebuilt as migration 7 did: new tables filled in
     // their old order, the old ones dropped, the keys built on the full tables.
     sql: `
 SET LOCAL maintenance_work_mem = '256MB';

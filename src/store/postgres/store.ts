@@ -501,7 +501,7 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       });
       await c.query({
         name: 'rewrite_agents',
-        // The key ids are the tenant's own (src/store/sql.ts, LINK_ROLES).
+        // The key ids are the tenant's own (src/store/postgres/dialect.ts, LINK_ROLES).
         text: 'INSERT INTO statement_agents (agent, role, seq) SELECT k, d, s FROM unnest($1::int[], $2::bigint[], $3::smallint[]) AS t(k, s, d)',
         values: [agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
       });

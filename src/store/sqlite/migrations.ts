@@ -1,4 +1,5 @@
-import { reachBuildSql, SQLITE } from '../sql.ts';
+import { reachBuildSql } from '../sql.ts';
+import { SQLITE } from './dialect.ts';
 
 /** The page size of a new database (the raw-limit baseline of `npm run bench` uses the same). */
 export const PAGE_SIZE = 8192;

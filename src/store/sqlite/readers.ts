@@ -29,12 +29,12 @@ import {
   rarestDriver,
   type SeqWindow,
   sizedJson,
-  SQLITE,
   statementPageSql,
   storedSeqSql,
   uuidBytes,
   uuidText,
 } from '../sql.ts';
+import { SQLITE } from './dialect.ts';
 import type { AttachmentBlob, QueryPage, StoredRow } from '../types.ts';
 import { cacheSize } from './migrations.ts';
 
