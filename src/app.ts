@@ -1,6 +1,7 @@
 /** Wires configuration, storage, authentication and the HTTP server into a running LRS. */
 import type { FastifyInstance } from 'fastify';
-import { createAuthenticator } from './auth/index.ts';
+import { createAuthenticator, discoverOidc } from './auth/index.ts';
+import type { Clock } from './clock.ts';
 import type { Config } from './config.ts';
 import { Forwarder } from './forwarding/forwarder.ts';
 import { buildServer } from './http/server.ts';
@@ -26,12 +27,16 @@ export interface RunningLrs {
   close(): Promise<void>;
 }
 
-/** `monitoring`: error reporting when LECTERN_MONITORING_DSN is set (see src/monitoring/sentry.ts). */
-export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring): Promise<RunningLrs> {
+/**
+ * `monitoring`: error reporting when LECTERN_MONITORING_DSN is set (see src/monitoring/sentry.ts);
+ * `options.clock`: what credential expiry and rotation grace are measured by (tests move it).
+ */
+export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring, options: { clock?: Clock } = {}): Promise<RunningLrs> {
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
-  const auth = await createAuthenticator(config, logger);
+  const oidc = await discoverOidc(config, logger);
   const metrics = new Metrics();
   const store = metrics.instrument(await openConfiguredStore(config, logger));
+  const auth = createAuthenticator(config, logger, { oidc, credentials: store, clock: options.clock });
   const forwarder = new Forwarder({
     store,
     targets: config.xapiForwardings,

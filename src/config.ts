@@ -49,6 +49,12 @@ export const SETTINGS = {
     parse: int(0, 10_000_000),
   },
   authCacheTtl: { name: 'LECTERN_AUTH_CACHE_TTL', default: '3600', help: 'Seconds a verified credential stays cached.', parse: num(0, 31_536_000) },
+  authCredentialsRefresh: {
+    name: 'LECTERN_AUTH_CREDENTIALS_REFRESH',
+    default: '2',
+    help: 'Seconds between two reads of the database credentials\' change counter (`lectern credentials`): a server drops the credentials it cached when another process (or the CLI) created, revoked or rotated one, so a revocation or rotation is in force on every server within this many seconds (plus one database read). Read by the first request of a database credential after it elapsed, never by requests of the credentials file\'s users; `0`: on every such request.',
+    parse: num(0, 3600),
+  },
   authBcryptConcurrency: {
     name: 'LECTERN_AUTH_BCRYPT_CONCURRENCY',
     default: '2',

@@ -1,8 +1,10 @@
 /**
  * HTTP Basic authentication against the credentials file, with an LRU+TTL cache of successful
- * bcrypt checks. Cache keys are hashes of username and password under a per-process secret, so
- * no plain-text password is kept, and a wrong password can never hit a cached success. The bcrypt
- * checks themselves are bounded and shared fairly between client addresses (./throttle.ts).
+ * bcrypt checks, and against the database credentials (./database.ts) for a name the file does
+ * not have: the file's users keep their names. Cache keys are hashes of username and password
+ * under a per-process secret, so no plain-text password is kept, and a wrong password can never
+ * hit a cached success. The bcrypt checks themselves are bounded and shared fairly between client
+ * addresses (./throttle.ts).
  */
 import { createHash, randomBytes, timingSafeEqual } from 'node:crypto';
 import { statSync } from 'node:fs';
@@ -11,6 +13,7 @@ import bcrypt from 'bcrypt';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type CredentialEntry, readCredentialsFile } from './credentials.ts';
+import type { DatabaseCredentials } from './database.ts';
 import { CheckRefused, CheckThrottle, type ThrottleOptions } from './throttle.ts';
 import type { AuthFailure, AuthResult, Authenticator, AuthUser } from './types.ts';
 
@@ -20,6 +23,8 @@ export interface BasicAuthOptions {
   cacheTtlSeconds: number;
   throttle: ThrottleOptions;
   logger: Logger;
+  /** Database credentials, asked for a name the file does not have. */
+  database?: DatabaseCredentials;
 }
 
 const UNAUTHORIZED: AuthResult = {
@@ -67,13 +72,17 @@ export class BasicAuthenticator implements Authenticator {
    * concurrent requests before the first success is cached) wait for that one check.
    */
   private readonly checking = new Map<string, Promise<boolean>>();
+  private readonly database: DatabaseCredentials | undefined;
 
   constructor(opts: BasicAuthOptions) {
     this.path = resolve(opts.file);
     this.logger = opts.logger;
+    this.database = opts.database;
     this.throttle = new CheckThrottle(opts.throttle);
     this.cache =
       opts.cacheMaxSize > 0 ? new LRUCache<string, string>({ max: opts.cacheMaxSize, ttl: Math.max(1, opts.cacheTtlSeconds * 1000) }) : undefined;
+    // At start-up, so that a file user named as a database credential's key is reported then.
+    if (this.database) this.refresh();
   }
 
   /**
@@ -87,8 +96,10 @@ export class BasicAuthenticator implements Authenticator {
     this.fileStamp = stamp;
     if (stamp === 'missing') {
       this.users = new Map();
-      this.fileError = `credentials file ${this.path} does not exist: every request will get 401 (create it with \`lectern auth ... -w\`)`;
-      this.logger.error({ file: this.path }, this.fileError);
+      this.fileError = this.database
+        ? `credentials file ${this.path} does not exist: only database credentials (\`lectern credentials\`) can sign in with Basic`
+        : `credentials file ${this.path} does not exist: every request will get 401 (create it with \`lectern auth ... -w\`)`;
+      this.logger[this.database ? 'warn' : 'error']({ file: this.path }, this.fileError);
       return;
     }
     try {
@@ -96,6 +107,7 @@ export class BasicAuthenticator implements Authenticator {
       this.fileError = undefined;
       this.decoy = undefined;
       this.logger.info({ file: this.path, users: this.users.size }, 'credentials file loaded');
+      void this.database?.warnClashes(this.users.keys());
     } catch (err) {
       // A half-saved edit must not lock every user out: the last good content stays in force.
       this.fileError = (err as Error).message;
@@ -122,9 +134,19 @@ export class BasicAuthenticator implements Authenticator {
     const username = decoded.slice(0, colon);
     const password = decoded.slice(colon + 1);
     this.refresh();
-    // With no users at all there is nothing to check, and nothing to tell.
-    if (!this.users.size) return UNAUTHORIZED;
     const entry = this.users.get(username);
+    if (!entry && this.database) {
+      const found = await this.database.check(username, password);
+      if (found.ok) return found;
+      if (found.reason === 'unavailable') return refusedCheck(503, 5, 'the credentials cannot be checked right now; try again shortly');
+      if (found.reason === 'refused') {
+        // A known key: its secret is hashed, not bcrypt, so no check to throttle; the failure counts.
+        this.throttle.failed(client);
+        return UNAUTHORIZED;
+      }
+    }
+    // With no users at all there is nothing to check, and nothing to tell.
+    if (!this.users.size && !this.database) return UNAUTHORIZED;
     // A keyed hash (secret prefix) of the credentials: never the password itself.
     const key = createHash('sha256').update(this.secret).update(username).update('\0').update(password).digest('base64');
     // The cached value is the hash it was checked against: a changed hash in the file invalidates it.

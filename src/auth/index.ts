@@ -1,10 +1,14 @@
 /**
  * The authentication backends a server runs (LECTERN_RUNSERVER_AUTH_BACKEND[S]): HTTP Basic, OpenID
  * Connect bearer tokens, or both side by side, each request going to the one its scheme names.
+ * Basic takes the credentials file's users and the database credentials (`lectern credentials`).
  */
 import { authBackends, type Config } from '../config.ts';
 import type { Logger } from '../log.ts';
+import type { Clock } from '../clock.ts';
+import type { CredentialStore } from '../store/types.ts';
 import { BasicAuthenticator } from './basic.ts';
+import { DatabaseCredentials } from './database.ts';
 import type { AuthResult, Authenticator } from './types.ts';
 
 class EitherAuthenticator implements Authenticator {
@@ -27,29 +31,40 @@ class EitherAuthenticator implements Authenticator {
   }
 }
 
-/** Builds the configured backends; OpenID discovery happens here (and may throw OidcDiscoveryError). */
-export async function createAuthenticator(config: Config, logger: Logger): Promise<Authenticator> {
-  const names = authBackends(config);
-  const basic = names.includes('basic')
+/** The OpenID Connect backend when enabled: discovery happens here (and may throw OidcDiscoveryError), before the database opens. */
+export async function discoverOidc(config: Config, logger: Logger): Promise<Authenticator | undefined> {
+  if (!authBackends(config).includes('oidc')) return undefined;
+  // Loaded only when enabled: jose is ≈5 MB of a server's memory.
+  return (await import('./oidc.ts')).OidcAuthenticator.create({
+    issuer: config.oidcIssuerUri,
+    audience: config.oidcAudience,
+    scopeClaim: config.oidcScopeClaim,
+    targetClaim: config.oidcTargetClaim,
+    discoveryRetries: config.oidcDiscoveryRetries,
+    jwksCooldownSeconds: config.oidcJwksCooldown,
+    logger,
+  });
+}
+
+/**
+ * The configured backends: `oidc` from discoverOidc; Basic checks the credentials file and, with
+ * `credentials` (the store), the database credentials (./database.ts).
+ */
+export function createAuthenticator(
+  config: Config,
+  logger: Logger,
+  opts: { oidc?: Authenticator; credentials?: CredentialStore; clock?: Clock } = {},
+): Authenticator {
+  const basic = authBackends(config).includes('basic')
     ? new BasicAuthenticator({
         file: config.authFile,
         cacheMaxSize: config.authCacheMaxSize,
         cacheTtlSeconds: config.authCacheTtl,
         throttle: { concurrency: config.authBcryptConcurrency, maxFailures: config.authMaxFailures, failureWindowMs: config.authFailureWindow * 1000 },
         logger,
+        database:
+          opts.credentials && new DatabaseCredentials({ store: opts.credentials, refreshMs: config.authCredentialsRefresh * 1000, logger, clock: opts.clock }),
       })
     : undefined;
-  const oidc = names.includes('oidc')
-    ? // Loaded only when enabled: jose is ≈5 MB of a server's memory.
-      await (await import('./oidc.ts')).OidcAuthenticator.create({
-        issuer: config.oidcIssuerUri,
-        audience: config.oidcAudience,
-        scopeClaim: config.oidcScopeClaim,
-        targetClaim: config.oidcTargetClaim,
-        discoveryRetries: config.oidcDiscoveryRetries,
-        jwksCooldownSeconds: config.oidcJwksCooldown,
-        logger,
-      })
-    : undefined;
-  return new EitherAuthenticator(basic, oidc);
+  return new EitherAuthenticator(basic, opts.oidc);
 }

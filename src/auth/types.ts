@@ -9,6 +9,8 @@ export interface AuthUser {
   agent: Agent;
   /** The store (tenant) the user works in: '' for the default store. */
   target: string;
+  /** How its statements are validated (a database credential's `--validation`); undefined: the server's default. */
+  validation?: 'strict' | 'lax';
 }
 
 /**

@@ -221,6 +221,67 @@ forwarding
   .option('--url <url>', 'only the dead letters of the forwarding target with this url')
   .action((o: Parameters<typeof import('./forwarding.ts').forwardingRetry>[0]) => monitored('forwarding retry', async () => (await import('./forwarding.ts')).forwardingRetry(o)));
 
+const credentials = program
+  .command('credentials')
+  .description('credentials in the database (key and secret, used as HTTP Basic users beside LECTERN_AUTH_FILE\'s)')
+  .helpOption('-h, --help', 'show help');
+credentials
+  .command('create')
+  .description('create a credential: prints its key and a generated secret, once')
+  .helpOption('-h, --help', 'show help')
+  .option('-s, --scope <scope>', `a scope (repeatable): ${SCOPES.join(', ')}`, collect)
+  .option('-t, --target <target>', 'the store (tenant) it works in')
+  .option('-M, --agent-mbox <mbox>', 'authority agent: a mailto: IRI')
+  .addOption(new Option('--agent-ifi-mbox <mbox>', 'alias of --agent-mbox').hideHelp())
+  .option('-S, --agent-mbox-sha1sum <sha1>', 'authority agent: SHA-1 of a mailto: IRI')
+  .addOption(new Option('--agent-ifi-mbox-sha1sum <sha1>', 'alias of --agent-mbox-sha1sum').hideHelp())
+  .option('-O, --agent-openid <openid>', 'authority agent: an OpenID URI')
+  .addOption(new Option('--agent-ifi-openid <openid>', 'alias of --agent-openid').hideHelp())
+  .option('-A, --agent-account <name_homepage...>', 'authority agent: account NAME HOMEPAGE')
+  .addOption(new Option('--agent-ifi-account <name_homepage...>', 'alias of --agent-account').hideHelp())
+  .option('-N, --agent-name <name>', 'the agent name')
+  .option('--expires <iso8601>', 'when it stops working: 2027-01-31 (midnight UTC) or 2027-01-31T18:00:00Z')
+  .option('--label <text>', 'what it is for, shown by list')
+  .option('--validation <mode>', "statement validation for it: strict or lax (default: the server's)")
+  .option('--key <key>', 'a key of your choosing instead of a generated one')
+  .option('--json', 'print JSON')
+  .addOption(backendOption())
+  .action((o: Record<string, unknown>) =>
+    monitored('credentials create', async () => {
+      for (const f of ['Mbox', 'MboxSha1sum', 'Openid', 'Account']) if (o[`agent${f}`] === undefined) o[`agent${f}`] = o[`agentIfi${f}`];
+      await (await import('./credentials.ts')).createCommand(o);
+    }),
+  );
+credentials
+  .command('list')
+  .description('list the credentials (never their secrets): key, target, scopes, agent, created, expires, last used, revoked, label')
+  .helpOption('-h, --help', 'show help')
+  .option('-t, --target <target>', 'only the credentials of this store')
+  .option('--json', 'print JSON')
+  .addOption(backendOption())
+  .action((o: Parameters<typeof import('./credentials.ts').listCommand>[0]) => monitored('credentials list', async () => (await import('./credentials.ts')).listCommand(o)));
+credentials
+  .command('revoke')
+  .description('revoke a credential: every server refuses it within LECTERN_AUTH_CREDENTIALS_REFRESH seconds')
+  .helpOption('-h, --help', 'show help')
+  .argument('<key>', 'the credential key')
+  .option('--json', 'print JSON')
+  .addOption(backendOption())
+  .action((key: string, o: Parameters<typeof import('./credentials.ts').revokeCommand>[1]) =>
+    monitored('credentials revoke', async () => (await import('./credentials.ts')).revokeCommand(key, o)),
+  );
+credentials
+  .command('rotate')
+  .description('give a credential a new secret (printed once); the old one works until the grace ends')
+  .helpOption('-h, --help', 'show help')
+  .argument('<key>', 'the credential key')
+  .option('--grace <seconds>', 'seconds the old secret keeps working (default 0: it stops now)')
+  .option('--json', 'print JSON')
+  .addOption(backendOption())
+  .action((key: string, o: Parameters<typeof import('./credentials.ts').rotateCommand>[1]) =>
+    monitored('credentials rotate', async () => (await import('./credentials.ts')).rotateCommand(key, o)),
+  );
+
 /**
  * `-h` is help on every command; Ralph's `runserver -h HOST` (a value after it) still names the
  * host, as `-H HOST` does.

@@ -5,7 +5,7 @@
  */
 import type { IndexedAgent, PreparedStatement } from '../xapi/statement.ts';
 import type { StatementQuery } from '../xapi/query.ts';
-import type { ActivityDefinition } from '../xapi/types.ts';
+import type { ActivityDefinition, Agent } from '../xapi/types.ts';
 import type { AttachmentBlob } from '../xapi/attachments.ts';
 import type { DocumentKey, DocumentPrecondition, DocumentWriteOptions, StoredDocument } from '../xapi/documents.ts';
 import type { InsertOutcome } from '../xapi/insert.ts';
@@ -254,6 +254,56 @@ export interface MaintenanceStore {
   moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void>;
 }
 
+/** A credential as stored (src/ops/credentials.ts makes them, src/auth/database.ts checks them). */
+export interface CredentialRow {
+  /** The Basic user name, unique. */
+  key: string;
+  /** base64url SHA-256 of the secret (never the secret). */
+  secretHash: string;
+  /** After a rotation with a grace: the secret before it, valid until `previousUntilMs`. */
+  previousHash?: string;
+  previousUntilMs?: number;
+  label: string;
+  scopes: string[];
+  /** The store (tenant) it works in: '' for the default store. */
+  target: string;
+  agent: Agent;
+  /** Undefined: the server's default. */
+  validation?: 'strict' | 'lax';
+  createdMs: number;
+  expiresMs?: number;
+  /** Coarse: written at most once a minute per key and process. */
+  lastUsedMs?: number;
+  revokedMs?: number;
+}
+
+/**
+ * Credentials (key and secret pairs) kept in the database. Every create, revoke and rotation bumps
+ * one change counter in its transaction, so that each process sees a change by reading the counter
+ * alone (src/auth/database.ts).
+ */
+export interface CredentialStore {
+  /** Adds a credential and bumps the counter, in one transaction; LrsError 'conflict' when the key exists (nothing written). */
+  createCredential(row: CredentialRow): Promise<void>;
+  /** One credential by key (revoked ones too). */
+  getCredential(key: string): Promise<CredentialRow | undefined>;
+  /** Every credential (of one target), in key order. */
+  listCredentials(target?: string): Promise<CredentialRow[]>;
+  /** Marks it revoked (a second revoke keeps the first time) and bumps the counter; false when the key is unknown. */
+  revokeCredential(key: string, atMs: number): Promise<boolean>;
+  /**
+   * Replaces the secret of a credential not revoked and bumps the counter; with `previousUntilMs`,
+   * the current secret stays valid until then (instead of any earlier previous one). False when
+   * the key is unknown or revoked.
+   */
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean>;
+  /** The change counter. */
+  credentialsVersion(): Promise<number>;
+  /** Raises each key's last use to the instant given (never lowers it); leaves the counter alone. */
+  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void>;
+}
+
+
 /** One store (tenant) as the admin API lists it. */
 export interface StoreSummary {
   /** The store key ('' for the default store). */
@@ -311,4 +361,4 @@ export interface AdminStore {
 }
 
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & AdminStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & AdminStore;

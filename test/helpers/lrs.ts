@@ -7,6 +7,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import bcrypt from 'bcrypt';
 import { startLrs, type RunningLrs } from '../../src/app.ts';
+import type { Clock } from '../../src/clock.ts';
 import { loadConfig, type Config } from '../../src/config.ts';
 import { createLogger, type Logger } from '../../src/log.ts';
 import { createDatabase, dropDatabase, postgresSkipped } from './postgres.ts';
@@ -106,7 +107,7 @@ export const basic = (u: TestUser): string => `Basic ${Buffer.from(`${u.username
  */
 export async function startTestLrs(
   backend: Backend = sqliteBackend,
-  opts: { users?: TestUser[]; env?: Record<string, string>; shareWith?: TestLrs; logger?: Logger } = {},
+  opts: { users?: TestUser[]; env?: Record<string, string>; shareWith?: TestLrs; logger?: Logger; clock?: Clock } = {},
 ): Promise<TestLrs> {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-test-'));
   const authFile = join(dir, 'auth.json');
@@ -126,7 +127,7 @@ export async function startTestLrs(
   const logger = opts.logger ?? createLogger(config.logLevel);
   let lrs: RunningLrs;
   try {
-    lrs = await startLrs(config, logger);
+    lrs = await startLrs(config, logger, undefined, { clock: opts.clock });
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     if (!opts.shareWith) await backend.dispose?.(backendSettings);
@@ -150,7 +151,7 @@ export async function startTestLrs(
     },
     async restart() {
       await lrs.close();
-      lrs = await startLrs({ ...config, port: Number(new URL(t.url).port) }, logger);
+      lrs = await startLrs({ ...config, port: Number(new URL(t.url).port) }, logger, undefined, { clock: opts.clock });
       t.lrs = lrs;
     },
     async close() {

@@ -437,6 +437,33 @@ COMMENT ON COLUMN statements.full_bytes IS 'octet_length of full as text: what a
 `,
   },
   {
+    version: 15,
+    name: 'credentials in the database: key and secret pairs with scopes, and a change counter every process reads',
+    // As SQLite's migration 14: the secret as its SHA-256 only, the scopes and agent as JSON text
+    // (read whole, written by the same SQL on both backends), times in epoch ms.
+    sql: `
+CREATE TABLE credentials (
+  key text PRIMARY KEY,
+  secret_hash text NOT NULL,
+  previous_hash text,
+  previous_until_ms bigint,
+  label text NOT NULL DEFAULT '',
+  scopes text NOT NULL,
+  target text NOT NULL DEFAULT '',
+  agent text NOT NULL,
+  validation text,
+  created_ms bigint NOT NULL,
+  expires_ms bigint,
+  last_used_ms bigint,
+  revoked_ms bigint
+);
+CREATE TABLE credential_changes (one integer PRIMARY KEY CHECK (one = 1), counter bigint NOT NULL);
+INSERT INTO credential_changes (one, counter) VALUES (1, 0);
+COMMENT ON COLUMN credentials.secret_hash IS 'base64url SHA-256 of the generated secret (never the secret)';
+COMMENT ON TABLE credential_changes IS 'bumped by every credential create, revoke and rotation: servers drop their cached credentials when it moves';
+`,
+  },
+  {
     version: 16,
     name: 'the audit log of admin actions',
     // As SQLite's migration 15.

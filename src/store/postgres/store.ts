@@ -22,10 +22,11 @@ import { LrsError } from '../../errors.ts';
 import type { EarlierVoiding, InsertPlan, KnownStatement } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
+import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys, voidedBy } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
-import type { AttachmentBlob, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
+import type { AttachmentBlob, CredentialRow, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
 import { POSTGRES_DOCUMENTS } from './documents.ts';
 import { describe, toLrsError } from './errors.ts';
@@ -75,6 +76,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   private analyzing = false;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
+  private readonly credentials = new StoreCredentials({ run: (p) => this.runProgram(p), tx: (p) => this.tx((c) => this.runProgram(p, c)), ph: (n) => `$${n}` });
 
   constructor(opts: PostgresOptions) {
     super(opts);
@@ -515,5 +517,28 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     if (!keys.length) return;
     await this.tx((c) => this.runProgram(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));
+  }
+
+  // ----- credentials (../credentials.ts) ----------------------------------------------------
+  createCredential(row: CredentialRow): Promise<void> {
+    return this.credentials.createCredential(row);
+  }
+  getCredential(key: string): Promise<CredentialRow | undefined> {
+    return this.credentials.getCredential(key);
+  }
+  listCredentials(target?: string): Promise<CredentialRow[]> {
+    return this.credentials.listCredentials(target);
+  }
+  revokeCredential(key: string, atMs: number): Promise<boolean> {
+    return this.credentials.revokeCredential(key, atMs);
+  }
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
+    return this.credentials.rotateCredential(key, secretHash, previousUntilMs);
+  }
+  credentialsVersion(): Promise<number> {
+    return this.credentials.credentialsVersion();
+  }
+  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
+    return this.credentials.touchCredentials(uses);
   }
 }

@@ -414,6 +414,33 @@ CREATE INDEX statement_attachments_carrier ON statement_attachments(sha2, carrie
 `,
   },
   {
+    version: 14,
+    name: 'credentials in the database: key and secret pairs with scopes, and a change counter every process reads',
+    // The secret is kept as its SHA-256 only (src/auth/database.ts). JSON as text: the scopes and
+    // the agent are only ever read whole. Times are epoch ms. credential_changes is bumped by every
+    // create, revoke and rotation: a server reads it every few seconds and drops its cached rows
+    // when it moved (last_used_ms writes leave it alone).
+    sql: `
+CREATE TABLE credentials (
+  key TEXT PRIMARY KEY,
+  secret_hash TEXT NOT NULL,
+  previous_hash TEXT,                    -- the secret before a rotation, during its grace
+  previous_until_ms INTEGER,
+  label TEXT NOT NULL DEFAULT '',
+  scopes TEXT NOT NULL,                  -- JSON list of scope names
+  target TEXT NOT NULL DEFAULT '',
+  agent TEXT NOT NULL,                   -- JSON Agent (the authority of its statements)
+  validation TEXT,                       -- 'strict' or 'lax'; NULL: the server's default
+  created_ms INTEGER NOT NULL,
+  expires_ms INTEGER,
+  last_used_ms INTEGER,
+  revoked_ms INTEGER
+) WITHOUT ROWID;
+CREATE TABLE credential_changes (one INTEGER PRIMARY KEY CHECK (one = 1), counter INTEGER NOT NULL);
+INSERT INTO credential_changes (one, counter) VALUES (1, 0);
+`,
+  },
+  {
     version: 15,
     name: 'the audit log of admin actions',
     // Append-only; listed newest first by id, by store (target: NULL for server-wide actions).

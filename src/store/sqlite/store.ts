@@ -23,6 +23,7 @@ import type {
   AuditEntry,
   AuditFilter,
   AuditRecord,
+  CredentialRow,
   DocumentKey,
   DocumentPrecondition,
   DocumentWriteOptions,
@@ -36,6 +37,7 @@ import type {
   StoreSummary,
 } from '../types.ts';
 import * as admin from '../admin.ts';
+import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
 import { runStatements, sqliteDocuments } from './documents.ts';
 import { SqliteOutbox } from './outbox.ts';
@@ -83,6 +85,11 @@ export class SqliteStore extends SqliteConnection implements Store {
     if (first) setImmediate(() => this.flush());
   });
   private readonly documents = sqliteDocuments(this.docs);
+  private readonly credentials = new StoreCredentials({
+    run: async (p) => runStatements(this.docs, p),
+    tx: async (p) => this.docs.tx(() => runStatements(this.docs, p)),
+    ph: (n) => `?${n}`,
+  });
 
   constructor(opts: SqliteOptions) {
     super(opts);
@@ -494,6 +501,29 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
     this.tx(() => runStatements(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
+  }
+
+  // ----- credentials (../credentials.ts) ----------------------------------------------------
+  createCredential(row: CredentialRow): Promise<void> {
+    return this.credentials.createCredential(row);
+  }
+  getCredential(key: string): Promise<CredentialRow | undefined> {
+    return this.credentials.getCredential(key);
+  }
+  listCredentials(target?: string): Promise<CredentialRow[]> {
+    return this.credentials.listCredentials(target);
+  }
+  revokeCredential(key: string, atMs: number): Promise<boolean> {
+    return this.credentials.revokeCredential(key, atMs);
+  }
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
+    return this.credentials.rotateCredential(key, secretHash, previousUntilMs);
+  }
+  credentialsVersion(): Promise<number> {
+    return this.credentials.credentialsVersion();
+  }
+  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
+    return this.credentials.touchCredentials(uses);
   }
 
   // ----- the admin API ------------------------------------------------------------------------

@@ -5,7 +5,7 @@
  * thread (WAL: readers never wait for the writer, and see every committed write).
  *
  * The worker runs an ordinary SqliteStore: every write of the Store interface (statements,
- * documents, forwarding outbox, data lifecycle) is sent to it as a call and answered after its
+ * documents, forwarding outbox, data lifecycle, credentials) is sent to it as a call and answered after its
  * COMMIT. Calls that arrive while the writer is busy queue on its port and are written as one
  * group commit (SqliteStore.insertStatements: one transaction, each request all or nothing), so
  * every guarantee of the single-thread store holds: an answer only after the commit, all or
@@ -24,6 +24,7 @@ import type {
   AuditEntry,
   AuditFilter,
   AuditRecord,
+  CredentialRow,
   DocumentKey,
   DocumentPrecondition,
   DocumentWriteOptions,
@@ -65,6 +66,10 @@ type WriteCall =
   | { op: 'outbox.renew'; args: Parameters<Outbox['renew']> }
   | { op: 'outbox.settle'; args: Parameters<Outbox['settle']> }
   | { op: 'outbox.requeueDead'; args: Parameters<Outbox['requeueDead']> }
+  | { op: 'createCredential'; args: Parameters<Store['createCredential']> }
+  | { op: 'revokeCredential'; args: Parameters<Store['revokeCredential']> }
+  | { op: 'rotateCredential'; args: Parameters<Store['rotateCredential']> }
+  | { op: 'touchCredentials'; args: Parameters<Store['touchCredentials']> }
   | { op: 'close'; args: [] };
 
 type Job = WriteCall & { id: number };
@@ -300,6 +305,22 @@ export class ThreadedSqliteStore implements Store {
     await this.send({ op: 'moveDocuments', args: [tenant, keys, agentKey] });
   }
 
+  async createCredential(row: CredentialRow): Promise<void> {
+    await this.send({ op: 'createCredential', args: [row] });
+  }
+
+  revokeCredential(key: string, atMs: number): Promise<boolean> {
+    return this.send({ op: 'revokeCredential', args: [key, atMs] }) as Promise<boolean>;
+  }
+
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
+    return this.send({ op: 'rotateCredential', args: [key, secretHash, previousUntilMs] }) as Promise<boolean>;
+  }
+
+  async touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
+    await this.send({ op: 'touchCredentials', args: [uses] });
+  }
+
   appendAudit(record: AuditRecord): Promise<AuditEntry> {
     return this.send({ op: 'appendAudit', args: [record] }) as Promise<AuditEntry>;
   }
@@ -356,6 +377,15 @@ export class ThreadedSqliteStore implements Store {
   scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
     return this.read().scanDocuments(tenant, opts);
   }
+  getCredential(key: string): Promise<CredentialRow | undefined> {
+    return this.read().getCredential(key);
+  }
+  listCredentials(target?: string): Promise<CredentialRow[]> {
+    return this.read().listCredentials(target);
+  }
+  credentialsVersion(): Promise<number> {
+    return this.read().credentialsVersion();
+  }
 }
 
 // ----- the writer thread ----------------------------------------------------------------------
@@ -391,6 +421,14 @@ function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unk
       return store.outbox.settle(...job.args);
     case 'outbox.requeueDead':
       return store.outbox.requeueDead(...job.args);
+    case 'createCredential':
+      return store.createCredential(...job.args);
+    case 'revokeCredential':
+      return store.revokeCredential(...job.args);
+    case 'rotateCredential':
+      return store.rotateCredential(...job.args);
+    case 'touchCredentials':
+      return store.touchCredentials(...job.args);
     case 'close':
       return Promise.resolve();
   }

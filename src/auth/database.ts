@@ -1,0 +1,173 @@
+/**
+ * Credentials kept in the database (`lectern credentials`, src/ops/credentials.ts), checked for
+ * HTTP Basic beside the credentials file's users (./basic.ts asks here for a name the file does
+ * not have).
+ *
+ * A secret is 32 random bytes: a guess is hopeless whatever the hash's speed, so it is kept as its
+ * SHA-256 (no bcrypt: a check costs a microsecond, on the event loop) and compared in constant
+ * time. Rows are cached per key, unknown keys too, without a database read per request: the
+ * change counter every create, revoke and rotation bumps (src/store/credentials.ts) is read at
+ * most once per `refreshMs`, by the first request after it elapsed, and when it moved the cache
+ * is dropped. A revocation or rotation is therefore in force on every process within `refreshMs`
+ * (plus one read) of its commit; expiry and a rotation's grace are checked on each use from the
+ * cached row. The last use is written at most once a minute per key and process, in the
+ * background: a failed write never fails the request.
+ */
+import { createHash, timingSafeEqual } from 'node:crypto';
+import { LRUCache } from 'lru-cache';
+import { type Clock, systemClock } from '../clock.ts';
+import type { Logger } from '../log.ts';
+import type { CredentialRow, CredentialStore } from '../store/types.ts';
+import type { AuthUser } from './types.ts';
+
+/** What a secret is stored as: its SHA-256, base64url. */
+export const hashSecret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('base64url');
+
+/** Least time between two writes of one key's last use (per process). */
+export const LAST_USED_GRANULARITY_MS = 60_000;
+/** Keys (known or not) whose rows are cached at most. */
+const CACHE_MAX = 10_000;
+
+export interface DatabaseCredentialsOptions {
+  store: CredentialStore;
+  /** The change counter is read at most this often (LECTERN_AUTH_CREDENTIALS_REFRESH). */
+  refreshMs: number;
+  logger: Logger;
+  /** What expiry, grace and last use are measured by (the counter's interval is real time). */
+  clock?: Clock;
+}
+
+/**
+ * A check's outcome: a user; `refused` (known key, wrong or spent secret); `unknown` (no such key:
+ * the caller answers it as it answers an unknown user); `unavailable` (the database cannot say).
+ */
+export type DatabaseCheck = { ok: true; user: AuthUser } | { ok: false; reason: 'refused' | 'unknown' | 'unavailable' };
+
+function sameHash(a: string, b: string): boolean {
+  const x = Buffer.from(a);
+  const y = Buffer.from(b);
+  return x.length === y.length && timingSafeEqual(x, y);
+}
+
+export function credentialUser(row: CredentialRow): AuthUser {
+  const user: AuthUser = { username: row.key, scopes: row.scopes, agent: { ...row.agent, objectType: 'Agent' }, target: row.target };
+  if (row.validation) user.validation = row.validation;
+  return user;
+}
+
+export class DatabaseCredentials {
+  private readonly store: CredentialStore;
+  private readonly refreshMs: number;
+  private readonly logger: Logger;
+  private readonly clock: Clock;
+  /** Rows by key; `row` undefined for a key the database does not have. */
+  private readonly rows = new LRUCache<string, { row?: CredentialRow }>({ max: CACHE_MAX });
+  private readonly loading = new Map<string, Promise<CredentialRow | undefined>>();
+  /** Bumped when the cache is dropped: a row read before that is not cached after it. */
+  private generation = 0;
+  private version: number | undefined;
+  /** performance.now() of the last counter read. */
+  private checkedAt = -Infinity;
+  private checking: Promise<void> | undefined;
+  private readonly touched = new LRUCache<string, number>({ max: CACHE_MAX });
+
+  constructor(opts: DatabaseCredentialsOptions) {
+    this.store = opts.store;
+    this.refreshMs = opts.refreshMs;
+    this.logger = opts.logger;
+    this.clock = opts.clock ?? systemClock;
+  }
+
+  /** Reads the change counter when `refreshMs` has passed since the last read (one read at a time); drops the cache when it moved. */
+  private fresh(): Promise<void> {
+    if (performance.now() - this.checkedAt < this.refreshMs) return Promise.resolve();
+    this.checking ??= (async () => {
+      try {
+        const startedAt = performance.now();
+        const version = await this.store.credentialsVersion();
+        if (version !== this.version) {
+          this.rows.clear();
+          // Reads under way may predate the change: later requests start their own.
+          this.loading.clear();
+          this.generation++;
+          this.version = version;
+        }
+        this.checkedAt = startedAt;
+      } finally {
+        this.checking = undefined;
+      }
+    })();
+    return this.checking;
+  }
+
+  private async row(key: string): Promise<CredentialRow | undefined> {
+    const cached = this.rows.get(key);
+    if (cached) return cached.row;
+    let load = this.loading.get(key);
+    if (!load) {
+      const generation = this.generation;
+      load = this.store.getCredential(key).then((row) => {
+        if (generation === this.generation) this.rows.set(key, { row });
+        return row;
+      });
+      this.loading.set(key, load);
+      const started = load;
+      void load
+        .finally(() => {
+          if (this.loading.get(key) === started) this.loading.delete(key);
+        })
+        .catch(() => {});
+    }
+    return load;
+  }
+
+  async check(key: string, secret: string): Promise<DatabaseCheck> {
+    let row: CredentialRow | undefined;
+    try {
+      await this.fresh();
+      row = await this.row(key);
+    } catch (err) {
+      // Without the counter, a revocation could go unseen: no database credential passes meanwhile.
+      this.logger.error({ err: (err as Error).message }, 'cannot read the database credentials');
+      return { ok: false, reason: 'unavailable' };
+    }
+    if (!row) return { ok: false, reason: 'unknown' };
+    const now = this.clock.now();
+    if (row.revokedMs !== undefined || (row.expiresMs !== undefined && now >= row.expiresMs)) return { ok: false, reason: 'refused' };
+    const hash = hashSecret(secret);
+    const current = sameHash(hash, row.secretHash);
+    const previous = row.previousHash !== undefined && row.previousUntilMs !== undefined && now < row.previousUntilMs && sameHash(hash, row.previousHash);
+    if (!current && !previous) return { ok: false, reason: 'refused' };
+    this.touch(key, now);
+    return { ok: true, user: credentialUser(row) };
+  }
+
+  /** Records the use when the last one recorded here is a minute old or more; in the background. */
+  private touch(key: string, now: number): void {
+    const last = this.touched.get(key);
+    if (last !== undefined && now - last < LAST_USED_GRANULARITY_MS) return;
+    this.touched.set(key, now);
+    this.store.touchCredentials([{ key, atMs: now }]).catch((err: unknown) => this.logger.warn({ key, err: (err as Error).message }, 'cannot record the last use of a database credential'));
+  }
+
+  /**
+   * Logs each of `names` (the credentials file's users) that is also a database credential's key:
+   * the file user signs in under that name, and the database credential cannot be used until one
+   * of them is renamed or revoked.
+   */
+  async warnClashes(names: Iterable<string>): Promise<void> {
+    for (const name of names) {
+      try {
+        if (await this.store.getCredential(name)) {
+          this.logger.warn(
+            { key: name },
+            `the credentials file has a user named as the database credential key ${JSON.stringify(name)}: the file user signs in under that name, the database credential cannot be used until the user is renamed or the credential revoked`,
+          );
+        }
+      } catch (err) {
+        this.logger.warn({ err: (err as Error).message }, 'cannot compare the credentials file with the database credentials');
+        return;
+      }
+    }
+  }
+}

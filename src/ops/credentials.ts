@@ -1,0 +1,187 @@
+/**
+ * Credentials in the database: key and secret pairs with scopes, a target, an authority agent and
+ * a validation choice, used as HTTP Basic users beside the credentials file's (src/auth/database.ts
+ * checks them). A secret is generated here, returned once (create, rotate) and stored only as its
+ * SHA-256. The CLI (`lectern credentials`) and the admin API are adapters over these use cases.
+ */
+import { randomBytes } from 'node:crypto';
+import { hashSecret } from '../auth/database.ts';
+import { controlCharacter } from '../auth/credentials.ts';
+import { type Clock, systemClock } from '../clock.ts';
+import { LrsError } from '../errors.ts';
+import type { CredentialRow, CredentialStore } from '../store/types.ts';
+import type { Agent } from '../xapi/types.ts';
+import { OpsError } from './errors.ts';
+import { checkAgent, checkScopes, checkUsername } from './users.ts';
+
+/** Random bytes of a secret: 256 bits, 43 base64url characters. */
+const SECRET_BYTES = 32;
+/** Random bytes of a generated key (after its `lk_` prefix): 96 bits, not secret, only unique. */
+const KEY_BYTES = 12;
+const MAX_KEY = 200;
+const MAX_LABEL = 200;
+/** A rotation's grace at most: 30 days. */
+export const MAX_GRACE_SECONDS = 30 * 86_400;
+
+export interface NewCredential {
+  scopes: string[];
+  agent: Agent;
+  /** The store (tenant) it works in; default: the default store. */
+  target?: string;
+  /** When it stops working: an ISO 8601 date (midnight UTC) or date-time with a zone. */
+  expires?: string;
+  label?: string;
+  /** `strict` or `lax`; default: the server's. */
+  validation?: string;
+  /** A key of the caller's choosing (a readable name); default: generated. */
+  key?: string;
+}
+
+export interface CredentialOptions {
+  clock?: Clock;
+  /** The credentials file's user names: a key may not be one of them. */
+  fileUsers?: Iterable<string>;
+  signal?: AbortSignal;
+}
+
+/** A credential as shown: never its secret, nor the secret's hash. */
+export interface CredentialInfo {
+  key: string;
+  label: string;
+  scopes: string[];
+  target: string;
+  agent: Agent;
+  validation?: 'strict' | 'lax';
+  created: string;
+  expires?: string;
+  /** Coarse: recorded at most once a minute per key and server process. */
+  lastUsed?: string;
+  revoked?: string;
+  /** After a rotation with a grace: until when the secret before it still works. */
+  previousSecretUntil?: string;
+}
+
+/** What create and rotate return: the secret, shown this once. */
+export type IssuedCredential = CredentialInfo & { secret: string };
+
+const iso = (ms: number | undefined): string | undefined => (ms === undefined ? undefined : new Date(ms).toISOString());
+
+export function credentialInfo(row: CredentialRow, nowMs = Date.now()): CredentialInfo {
+  const info: CredentialInfo = { key: row.key, label: row.label, scopes: row.scopes, target: row.target, agent: row.agent, created: iso(row.createdMs)! };
+  if (row.validation) info.validation = row.validation;
+  const optional = {
+    expires: iso(row.expiresMs),
+    lastUsed: iso(row.lastUsedMs),
+    revoked: iso(row.revokedMs),
+    previousSecretUntil: row.previousHash !== undefined && row.previousUntilMs !== undefined && row.previousUntilMs > nowMs ? iso(row.previousUntilMs) : undefined,
+  };
+  for (const [k, v] of Object.entries(optional)) if (v !== undefined) (info as unknown as Record<string, string>)[k] = v;
+  return info;
+}
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/i;
+
+/** An ISO 8601 date or date-time with a zone as epoch ms; OpsError naming `expires` otherwise. */
+export function parseExpires(text: string, nowMs: number): number {
+  const m = DATE.exec(text.trim());
+  const ms = m ? Date.parse(text.trim()) : Number.NaN;
+  const [y, mo, d] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  if (!m || Number.isNaN(ms) || day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) {
+    throw new OpsError(`expires: ${JSON.stringify(text)} is not an ISO 8601 date (2027-01-31) or date-time with a zone (2027-01-31T18:00:00Z)`);
+  }
+  if (ms <= nowMs) throw new OpsError(`expires: ${JSON.stringify(text)} is in the past`);
+  return ms;
+}
+
+function checkValidation(v: string | undefined): 'strict' | 'lax' | undefined {
+  if (v === undefined || v === 'strict' || v === 'lax') return v;
+  throw new OpsError(`validation: ${JSON.stringify(v)} is neither strict nor lax`);
+}
+
+function checkText(field: string, value: string, max: number): void {
+  if (value.length > max) throw new OpsError(`${field}: at most ${max} characters`);
+  const control = controlCharacter(value);
+  if (control) throw new OpsError(`${field}: contains the control character ${control}`);
+}
+
+const newSecret = (): string => randomBytes(SECRET_BYTES).toString('base64url');
+
+/** Creates a credential; its secret is in the answer and nowhere else. Nothing is written when it is refused. */
+export async function createCredential(store: CredentialStore, input: NewCredential, opts: CredentialOptions = {}): Promise<IssuedCredential> {
+  opts.signal?.throwIfAborted();
+  const now = (opts.clock ?? systemClock).now();
+  if (!Array.isArray(input.scopes) || input.scopes.length === 0) throw new OpsError('scopes: give at least one scope');
+  checkScopes(input.scopes);
+  checkAgent(input.agent);
+  const target = input.target ?? '';
+  checkText('target', target, MAX_KEY);
+  const label = input.label ?? '';
+  checkText('label', label, MAX_LABEL);
+  const validation = checkValidation(input.validation);
+  const expiresMs = input.expires === undefined ? undefined : parseExpires(input.expires, now);
+  const key = input.key ?? `lk_${randomBytes(KEY_BYTES).toString('base64url')}`;
+  if (key === '') throw new OpsError('key: cannot be empty');
+  checkText('key', key, MAX_KEY);
+  checkUsername(key);
+  if (new Set(opts.fileUsers ?? []).has(key)) {
+    throw new OpsError(`key: ${JSON.stringify(key)} is the name of a user of the credentials file: choose another key`, 'conflict');
+  }
+  const secret = newSecret();
+  const row: CredentialRow = { key, secretHash: hashSecret(secret), label, scopes: [...input.scopes], target, agent: input.agent, createdMs: now };
+  if (validation) row.validation = validation;
+  if (expiresMs !== undefined) row.expiresMs = expiresMs;
+  try {
+    await store.createCredential(row);
+  } catch (err) {
+    // The key exists (rolled back: nothing written): the caller's to change.
+    if (err instanceof LrsError && err.kind === 'conflict') throw new OpsError(`key: ${err.message}`, 'conflict');
+    throw err;
+  }
+  return { ...credentialInfo(row, now), secret };
+}
+
+/** Every credential (of one target), in key order: no secret, no hash. */
+export async function listCredentials(store: CredentialStore, filter: { target?: string } = {}, opts: CredentialOptions = {}): Promise<CredentialInfo[]> {
+  opts.signal?.throwIfAborted();
+  const now = (opts.clock ?? systemClock).now();
+  return (await store.listCredentials(filter.target)).map((r) => credentialInfo(r, now));
+}
+
+async function existing(store: CredentialStore, key: string): Promise<CredentialRow> {
+  const row = await store.getCredential(key);
+  if (!row) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
+  return row;
+}
+
+/** Revokes a credential (again: no change); every server refuses it within its refresh interval. */
+export async function revokeCredential(store: CredentialStore, key: string, opts: CredentialOptions = {}): Promise<CredentialInfo> {
+  opts.signal?.throwIfAborted();
+  const now = (opts.clock ?? systemClock).now();
+  if (!(await store.revokeCredential(key, now))) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
+  return credentialInfo(await existing(store, key), now);
+}
+
+/**
+ * Gives a credential a new secret (returned once). With a grace, the secret it had keeps working
+ * for that many seconds (an earlier rotation's grace ends now); without one, it stops at once.
+ */
+export async function rotateCredential(
+  store: CredentialStore,
+  key: string,
+  rotation: { graceSeconds?: number } = {},
+  opts: CredentialOptions = {},
+): Promise<IssuedCredential> {
+  opts.signal?.throwIfAborted();
+  const grace = rotation.graceSeconds ?? 0;
+  if (!Number.isInteger(grace) || grace < 0 || grace > MAX_GRACE_SECONDS) {
+    throw new OpsError(`grace: a whole number of seconds from 0 to ${MAX_GRACE_SECONDS} (30 days)`);
+  }
+  const now = (opts.clock ?? systemClock).now();
+  const before = await existing(store, key);
+  const revoked = () => new OpsError(`the credential ${JSON.stringify(key)} is revoked: create a new one`, 'conflict');
+  if (before.revokedMs !== undefined) throw revoked();
+  const secret = newSecret();
+  if (!(await store.rotateCredential(key, hashSecret(secret), grace > 0 ? now + grace * 1000 : undefined))) throw revoked();
+  return { ...credentialInfo(await existing(store, key), now), secret };
+}
