@@ -48,7 +48,7 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
   metrics.registerForwarding(() => forwarder.stats());
   let app: FastifyInstance;
   try {
-    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring });
+    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring, clock: options.clock });
     await app.ready();
     // Fastify logs its own "Server listening at …" (a line per interface address); runserver logs
     // the one line, with the url and backend, that says the LRS is up.

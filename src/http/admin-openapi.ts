@@ -20,12 +20,12 @@ const NOT_FOUND: Json = { '404': { description: 'No such store (a store administ
 const query = (name: string, description: string, schema: Json = { type: 'string' }): Json => ({ name, in: 'query', required: false, description, schema });
 const TARGET = query('target', 'The store (its key; empty: the default store). A store administrator may name only its own.');
 
-const op = (summary: string, description: string, ok: Json, extra: Json = {}): Json => ({
+const op = (summary: string, description: string, ok: Json, extra: Json = {}, status = '200'): Json => ({
   tags: TAGS,
   summary,
   description,
   ...extra,
-  responses: { '200': { description: 'Done', content: jsonContent(ok) }, ...REFUSALS, ...((extra.responses as Json | undefined) ?? {}) },
+  responses: { [status]: { description: 'Done', content: jsonContent(ok) }, ...REFUSALS, ...((extra.responses as Json | undefined) ?? {}) },
 });
 
 const body = (properties: Json, required: string[] = []): Json => ({ required: true, content: jsonContent({ type: 'object', additionalProperties: false, properties, required }) });
@@ -66,6 +66,26 @@ const erasureReport: Json = {
     complete: { type: 'boolean' },
   },
 };
+
+const credential: Json = {
+  type: 'object',
+  properties: {
+    key: { type: 'string' },
+    label: { type: 'string' },
+    scopes: { type: 'array', items: { type: 'string' } },
+    target: { type: 'string' },
+    agent: { $ref: '#/components/schemas/Agent' },
+    validation: { type: 'string', enum: ['strict', 'lax'] },
+    created: { type: 'string', format: 'date-time' },
+    expires: { type: 'string', format: 'date-time' },
+    lastUsed: { type: 'string', format: 'date-time' },
+    revoked: { type: 'string', format: 'date-time' },
+    previousSecretUntil: { type: 'string', format: 'date-time' },
+  },
+};
+const issued: Json = { allOf: [credential, { type: 'object', properties: { secret: { type: 'string', description: 'Shown this once: it is stored only as its SHA-256' } } }] };
+const KEY: Json = { name: 'key', in: 'path', required: true, description: 'The credential\'s key', schema: { type: 'string' } };
+const UNKNOWN_KEY: Json = { '404': { description: 'No such key (a store administrator gets this for another store\'s)', content: jsonContent({ $ref: '#/components/schemas/Error' }) } };
 
 export const ADMIN_PATHS: Record<string, Json> = {
   '/admin/api/status': {
@@ -165,6 +185,43 @@ export const ADMIN_PATHS: Record<string, Json> = {
         responses: NOT_FOUND,
       },
     ),
+  },
+  '/admin/api/credentials': {
+    get: op('Credentials kept in the database', 'Never a secret. An operator sees every store\'s (or `target`\'s), a store administrator its own store\'s.', { type: 'object', properties: { credentials: { type: 'array', items: credential } } }, {
+      parameters: [TARGET],
+      responses: NOT_FOUND,
+    }),
+    post: op(
+      'Create a credential (audited)',
+      'Its secret is in this answer and nowhere else. A store administrator creates in its own store only, and may not give the admin scope.',
+      issued,
+      {
+        requestBody: body(
+          {
+            scopes: { type: 'array', items: { type: 'string' } },
+            agent: { $ref: '#/components/schemas/Agent' },
+            target: { type: 'string' },
+            key: { type: 'string', description: 'A key of your choosing; default: generated' },
+            label: { type: 'string' },
+            expires: { type: 'string', description: 'ISO 8601 date or date-time with a zone' },
+            validation: { type: 'string', enum: ['strict', 'lax'] },
+          },
+          ['scopes', 'agent'],
+        ),
+        responses: { ...NOT_FOUND, '409': { description: 'The key exists, or is a user of the credentials file', content: jsonContent({ $ref: '#/components/schemas/Error' }) } },
+      },
+      '201',
+    ),
+  },
+  '/admin/api/credentials/{key}/revoke': {
+    post: op('Revoke a credential (audited)', 'Every server refuses it within LECTERN_AUTH_CREDENTIALS_REFRESH.', credential, { parameters: [KEY], responses: UNKNOWN_KEY }),
+  },
+  '/admin/api/credentials/{key}/rotate': {
+    post: op('Give a credential a new secret (audited)', 'The new secret is in this answer only; with `grace`, the old one works that many seconds more.', issued, {
+      parameters: [KEY],
+      requestBody: { ...body({ grace: { type: 'integer', minimum: 0, default: 0 } }), required: false },
+      responses: { ...UNKNOWN_KEY, '409': { description: 'The credential is revoked', content: jsonContent({ $ref: '#/components/schemas/Error' }) } },
+    }),
   },
   '/admin/api/audit': {
     get: op('The audit log of admin actions', 'Newest first. A store administrator sees its own store\'s entries only. `more`: the next page\'s URL, or empty.', {

@@ -7,16 +7,20 @@
  * and no check at all.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { readCredentialsFile } from '../auth/credentials.ts';
 import { adminRole } from '../auth/scopes.ts';
 import { clientKey, FailureCounter } from '../auth/throttle.ts';
 import type { Authenticator, AuthUser } from '../auth/types.ts';
+import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { IngestRate } from '../monitoring/ingest.ts';
-import { type AdminActor, adminErase, AUDIT_PAGE_MAX, listAudit, listStores, reachableStore, recordAudit, requireOperator, serverStatus } from '../ops/admin.ts';
+import { type AdminActor, adminErase, AUDIT_PAGE_MAX, checkGrantable, credentialInReach, listAudit, listStores, reachableStore, recordAudit, requireOperator, serverStatus } from '../ops/admin.ts';
+import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
 import { DEAD_LETTER_PAGE_MAX, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
 import type { Store } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
+import type { Agent } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
 import { json, parseQuery, type XapiResponse } from './request.ts';
@@ -29,6 +33,8 @@ export interface AdminDeps {
   auth: Authenticator;
   /** When the server started (epoch ms): the status's uptime. */
   startedMs: number;
+  /** What audit times, credential creation, expiry and rotation grace are measured by. */
+  clock: Clock;
   /** This process's statements stored per minute (absent: the status reports none). */
   ingest?: IngestRate;
   /** Reads an admitted request's body within the server's memory budget (undefined: none sent). */
@@ -38,6 +44,8 @@ export interface AdminDeps {
 /** What a route handler gets: who acts, the query's parameters (already checked against the route's list), and the body, read on demand. */
 interface AdminCall {
   by: AdminActor;
+  /** The path's parameters (`:key`, `:id`). */
+  params: Record<string, string>;
   query: Record<string, string>;
   body(): Promise<Record<string, unknown>>;
 }
@@ -80,6 +88,13 @@ const optionalBoolean = (body: Record<string, unknown>, name: string): boolean |
   return v;
 };
 
+const stringList = (body: Record<string, unknown>, name: string): string[] => {
+  const v = body[name];
+  if (v === undefined) throw issue('body', name, 'is required: a list of names', 'value_error.missing');
+  if (!Array.isArray(v) || !v.every((x) => typeof x === 'string')) throw issue('body', name, 'must be a list of strings', 'type_error.list');
+  return v as string[];
+};
+
 const timeParam = (query: Record<string, string>, name: string): number | undefined => {
   const v = query[name];
   if (v === undefined) return undefined;
@@ -113,7 +128,7 @@ function nextPage(path: string, query: Record<string, string>, cursor: string, i
 }
 
 export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void {
-  const { config, store, auth } = deps;
+  const { config, store, auth, clock } = deps;
   const failures = new FailureCounter(config.adminMaxFailures, config.adminFailureWindow * 1000);
   const activeTargets = () => config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url);
 
@@ -167,7 +182,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
           }
           const by: AdminActor = { name: user.username, role, client: request.ip, via: 'http' };
           const body = async () => parseBody(await deps.readBody(request, reply, user), request.headers['content-type'], opts.fields ?? []);
-          res = await handler({ by, query, body });
+          res = await handler({ by, params: request.params as Record<string, string>, query, body });
         } catch (err) {
           if (!(err instanceof LrsError || err instanceof HttpRefusal)) throw err;
           res = errorResponse(err);
@@ -179,7 +194,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
 
   route('GET', '/status', async ({ by }) => {
     requireOperator(by.role, 'the server status');
-    const status = serverStatus({ version: LECTERN_VERSION, backend: store.backend, xapiVersions: config.xapiVersions, startedMs: deps.startedMs, ingest: deps.ingest?.lastMinutes() ?? [] });
+    const status = serverStatus({ version: LECTERN_VERSION, backend: store.backend, xapiVersions: config.xapiVersions, startedMs: deps.startedMs, ingest: deps.ingest?.lastMinutes() ?? [] }, clock);
     return json(200, status);
   });
 
@@ -218,7 +233,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
       const b = await body();
       const url = optionalString(b, 'url');
       const requeued = await retryDeadLetters(store, activeTargets(), url);
-      await recordAudit(store, by, 'forwarding.retry', null, { ...(url !== undefined && { url }), requeued });
+      await recordAudit(store, by, 'forwarding.retry', null, { ...(url !== undefined && { url }), requeued }, clock);
       return json(200, { requeued });
     },
     { fields: ['url'] },
@@ -240,10 +255,74 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
       if (pseudonymize && config.pseudonymizeKey === '') {
         throw issue('body', 'pseudonymize', 'this server has no LECTERN_PSEUDONYMIZE_KEY: it cannot pseudonymize', 'value_error.unavailable');
       }
-      const { report } = await adminErase(store, by, { tenant, person, dryRun, pseudonymizeKey: pseudonymize ? config.pseudonymizeKey : undefined, auditFile: config.auditFile });
+      const { report } = await adminErase(store, by, { tenant, person, dryRun, pseudonymizeKey: pseudonymize ? config.pseudonymizeKey : undefined, auditFile: config.auditFile }, clock);
       return json(200, report);
     },
     { fields: ['target', 'agent', 'dryRun', 'pseudonymize'] },
+  );
+
+  // ----- credentials (src/ops/credentials.ts) -------------------------------------------------
+
+  route(
+    'GET',
+    '/credentials',
+    async ({ by, query }) => {
+      const target = by.role.kind === 'operator' ? query.target : reachableStore(by.role, query.target);
+      return json(200, { credentials: await listCredentials(store, { target }, { clock }) });
+    },
+    { params: ['target'] },
+  );
+
+  route(
+    'POST',
+    '/credentials',
+    async ({ by, body }) => {
+      const b = await body();
+      const target = reachableStore(by.role, optionalString(b, 'target'));
+      const scopes = stringList(b, 'scopes');
+      checkGrantable(by.role, scopes);
+      if (b.agent === undefined) throw issue('body', 'agent', 'is required: the credential\'s Agent, the authority of what it stores', 'value_error.missing');
+      if (typeof b.agent !== 'object' || b.agent === null || Array.isArray(b.agent)) throw issue('body', 'agent', 'must be an Agent object, e.g. {"mbox": "mailto:reports@example.com"}', 'type_error.dict');
+      const issued = await createCredential(
+        store,
+        {
+          scopes,
+          agent: b.agent as Agent,
+          target,
+          key: optionalString(b, 'key'),
+          label: optionalString(b, 'label'),
+          expires: optionalString(b, 'expires'),
+          validation: optionalString(b, 'validation'),
+        },
+        { fileUsers: readCredentialsFile(config.authFile).map((e) => e.username), clock },
+      );
+      const { secret: _, ...shown } = issued;
+      await recordAudit(store, by, 'credentials.create', target, { key: shown.key, scopes: shown.scopes, label: shown.label, ...(shown.expires && { expires: shown.expires }), ...(shown.validation && { validation: shown.validation }) }, clock);
+      return json(201, issued);
+    },
+    { fields: ['key', 'scopes', 'agent', 'target', 'expires', 'label', 'validation'] },
+  );
+
+  route('POST', '/credentials/:key/revoke', async ({ by, params }) => {
+    await credentialInReach(store, by.role, params.key);
+    const info = await revokeCredential(store, params.key, { clock });
+    await recordAudit(store, by, 'credentials.revoke', info.target, { key: info.key }, clock);
+    return json(200, info);
+  });
+
+  route(
+    'POST',
+    '/credentials/:key/rotate',
+    async ({ by, params, body }) => {
+      await credentialInReach(store, by.role, params.key);
+      const b = await body();
+      const grace = b.grace;
+      if (grace !== undefined && (typeof grace !== 'number' || !Number.isInteger(grace))) throw issue('body', 'grace', 'must be a whole number of seconds', 'type_error.integer');
+      const issued = await rotateCredential(store, params.key, { graceSeconds: grace as number | undefined }, { clock });
+      await recordAudit(store, by, 'credentials.rotate', issued.target, { key: issued.key, grace: grace ?? 0 }, clock);
+      return json(200, issued);
+    },
+    { fields: ['grace'] },
   );
 
   route(

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { authorise, type RouteScopes } from '../auth/scopes.ts';
+import { type Clock, systemClock } from '../clock.ts';
 import type { AuthFailure, Authenticator, AuthUser } from '../auth/types.ts';
 import { bodiesInFlight, bodiesInFlightPerUser, type Config } from '../config.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
@@ -39,6 +40,8 @@ export interface ServerDeps {
   metrics?: Metrics;
   /** Receives unhandled errors (500s). */
   monitoring?: Monitoring;
+  /** The admin API's time: audit entries, uptime, credential creation and rotation grace (default: the system clock). */
+  clock?: Clock;
 }
 
 /** A client's X-Request-Id is kept when it is a plain token, so logs join across services. */
@@ -72,7 +75,8 @@ const ADMIN_BODY_SIZE = 64 * 1024;
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { config, store, auth, logger, metrics, monitoring } = deps;
-  const startedMs = Date.now();
+  const clock = deps.clock ?? systemClock;
+  const startedMs = clock.now();
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // Every log line of a request carries its id (pino child logger: `reqId`).
@@ -372,6 +376,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     store,
     auth,
     startedMs,
+    clock,
     ingest: metrics?.ingest,
     async readBody(request, reply, user) {
       if (!hasBody(request.raw)) return undefined;

@@ -6,7 +6,7 @@
 import type { AdminRole } from '../auth/scopes.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { MinuteCount } from '../monitoring/ingest.ts';
-import type { AuditEntry, AuditFilter, Store, StoreSummary } from '../store/types.ts';
+import type { AuditEntry, AuditFilter, CredentialStore, Store, StoreSummary } from '../store/types.ts';
 import type { Actor } from '../xapi/types.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { auditErasure, type Erasure, erasePerson } from './erase.ts';
@@ -36,6 +36,22 @@ export function reachableStore(role: AdminRole, asked: string | undefined): stri
 /** Refuses a store administrator (403): for actions on the server as a whole (status, forwarding). */
 export function requireOperator(role: AdminRole, what: string): void {
   if (role.kind !== 'operator') throw new OpsError(`${what} is the operator's: it concerns every store (the admin scope, in the default store)`, 'forbidden');
+}
+
+/** Refuses (404, as an unknown key) a credential the role does not reach: another store's, for a store administrator. */
+export async function credentialInReach(store: CredentialStore, role: AdminRole, key: string): Promise<void> {
+  const row = await store.getCredential(key);
+  if (!row || (role.kind === 'store' && row.target !== role.target)) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
+}
+
+/**
+ * Refuses (403) scopes the role may not give: a store administrator may give the xAPI scopes and
+ * `admin/store`, not `admin` (held in the default store, it makes an operator).
+ */
+export function checkGrantable(role: AdminRole, scopes: readonly string[]): void {
+  if (role.kind === 'store' && scopes.includes('admin')) {
+    throw new OpsError('scopes: a store administrator may not give the admin scope (it may give admin/store and the xAPI scopes)', 'forbidden');
+  }
 }
 
 /** The stores the role sees, with their figures: an operator every one (or `only`), a store administrator its own. */
