@@ -9,6 +9,7 @@ import type { Logger } from './log.ts';
 import { Metrics } from './monitoring/metrics.ts';
 import type { Monitoring } from './monitoring/sentry.ts';
 import { openConfiguredStore } from './ops/open-store.ts';
+import { RejectionKeeper } from './ops/rejections.ts';
 import type { Store } from './store/types.ts';
 
 export interface RunningLrs {
@@ -21,6 +22,8 @@ export interface RunningLrs {
    * forwarding: `lrs.metrics.registerForwarding(() => forwarder.stats())`.
    */
   metrics: Metrics;
+  /** Refused writes waiting to be kept (`flush()` resolves once they are written). */
+  rejections: RejectionKeeper;
   /** The address actually listened on (port 0 resolved). */
   url: string;
   /** Stops accepting, lets in-flight requests finish (up to the timeout), closes the database. */
@@ -46,9 +49,17 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
     logger,
   });
   metrics.registerForwarding(() => forwarder.stats());
+  const rejections = new RejectionKeeper({
+    store,
+    max: config.rejectionsMax,
+    maxBody: config.rejectionsMaxBody,
+    keepDays: config.rejectionsKeepDays,
+    logger,
+    onCount: (outcome, n) => metrics.countRejections(outcome, n),
+  });
   let app: FastifyInstance;
   try {
-    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring, clock: options.clock });
+    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring, rejections, clock: options.clock });
     await app.ready();
     // Fastify logs its own "Server listening at …" (a line per interface address); runserver logs
     // the one line, with the url and backend, that says the LRS is up.
@@ -73,6 +84,7 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
     store,
     forwarder,
     metrics,
+    rejections,
     url: `http://${host}:${port}`,
     close() {
       closing ??= (async () => {
@@ -80,6 +92,8 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
         await Promise.race([app.close(), timeout]);
         app.server.closeAllConnections();
         await forwarder.stop();
+        // The refused writes already answered are written before the database closes.
+        await rejections.flush();
         await store.close();
       })();
       return closing;

@@ -357,6 +357,24 @@ export const SETTINGS = {
     help: '`lectern erase` appends one JSON line per run here: what, when, by which OS user on which host, how many statements/attachments/documents; never the agent or any data. Relative to the working directory.',
     parse: str,
   },
+  rejectionsMax: {
+    name: 'LECTERN_REJECTIONS_MAX',
+    default: '10000',
+    help: 'Most refused writes (400, 409, 413 on statements and documents) kept per store for `lectern rejections` (docs/rejections.md); each write of kept rejections trims its store to this many, oldest first. 0 keeps none.',
+    parse: int(0, 10_000_000),
+  },
+  rejectionsMaxBody: {
+    name: 'LECTERN_REJECTIONS_MAX_BODY',
+    default: String(64 * 1024),
+    help: 'Most bytes of a refused request\'s body kept with it (a multipart request keeps its JSON part only, never attachment data); a longer body is cut, and cannot be replayed.',
+    parse: int(0, 16 * MiB),
+  },
+  rejectionsKeepDays: {
+    name: 'LECTERN_REJECTIONS_KEEP_DAYS',
+    default: '7',
+    help: 'Days a refused write is kept: older ones are never listed nor replayed, and are dropped whenever rejections are written.',
+    parse: int(1, 3650),
+  },
   pseudonymizeKey: {
     name: 'LECTERN_PSEUDONYMIZE_KEY',
     default: '',

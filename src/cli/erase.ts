@@ -61,6 +61,7 @@ export async function eraseCommand(opts: EraseOptions): Promise<void> {
       : `${did('erased', 'erase')} ${report.statements} statements (${report.referring ?? 0} of them voiding or targeting the agent's statements), ` +
         `${report.attachments} attachments no other statement ${dryRun ? 'uses' : 'used'}, and ${report.documents} State/Agent Profile documents`,
   ];
+  if (report.rejections !== undefined) lines.push(`${did('removed', 'remove')} ${report.rejections} kept rejections (refused writes) mentioning the agent`);
   if (!report.complete) lines.push('interrupted before the end: run the same command again to finish (what is done stays done)');
   const items = [
     ...listed.statements.map((id) => `statement ${id}`),

@@ -281,6 +281,47 @@ credentials
   .action((key: string, o: Parameters<typeof import('./credentials.ts').rotateCommand>[1]) =>
     monitored('credentials rotate', async () => (await import('./credentials.ts')).rotateCommand(key, o)),
   );
+const rejections = program
+  .command('rejections')
+  .description('writes the server refused (400, 409, 413), kept per store: list, show, replay, clear (docs/rejections.md)')
+  .helpOption('-h, --help', 'show help');
+type RejectionsModule = typeof import('./rejections.ts');
+rejections
+  .command('list')
+  .description('the kept rejections, oldest first')
+  .helpOption('-h, --help', 'show help')
+  .addOption(backendOption())
+  .option('-t, --target <target>', 'only this store (tenant); default: every store')
+  .option('--since <timestamp>', 'only those refused at or after this instant')
+  .option('--reason <type>', 'only those with a reason of this type, or of a type it begins up to a dot (value_error finds value_error.iri)')
+  .option('--limit <n>', 'at most this many (default 1000)')
+  .option('--json', 'print JSON')
+  .action((o: Parameters<RejectionsModule['rejectionsList']>[0]) => monitored('rejections list', async () => (await import('./rejections.ts')).rejectionsList(o)));
+rejections
+  .command('show')
+  .description('one kept rejection with its reasons and body, as JSON')
+  .helpOption('-h, --help', 'show help')
+  .argument('<id>', 'its id (lectern rejections list)')
+  .addOption(backendOption())
+  .action((id: string, o: Parameters<RejectionsModule['rejectionsShow']>[1]) => monitored('rejections show', async () => (await import('./rejections.ts')).rejectionsShow(id, o)));
+rejections
+  .command('replay')
+  .description('send kept bodies again through the path a new request takes, under their credential: accepted ones are stored and removed, refused ones stay with their new reasons')
+  .helpOption('-h, --help', 'show help')
+  .argument('[ids...]', 'the rejections to replay')
+  .option('--all', 'every kept rejection (of the store given by -t)')
+  .option('-t, --target <target>', 'with --all: only this store')
+  .option('--validation <mode>', 'strict or lax: validate under this mode instead of the credential\'s')
+  .option('--json', 'print JSON')
+  .addOption(backendOption())
+  .action((ids: string[], o: Parameters<RejectionsModule['rejectionsReplay']>[1]) => monitored('rejections replay', async () => (await import('./rejections.ts')).rejectionsReplay(ids, o)));
+rejections
+  .command('clear')
+  .description('remove the kept rejections (of every store, or of one)')
+  .helpOption('-h, --help', 'show help')
+  .option('-t, --target <target>', 'only this store (tenant)')
+  .addOption(backendOption())
+  .action((o: Parameters<RejectionsModule['rejectionsClear']>[0]) => monitored('rejections clear', async () => (await import('./rejections.ts')).rejectionsClear(o)));
 
 /**
  * `-h` is help on every command; Ralph's `runserver -h HOST` (a value after it) still names the

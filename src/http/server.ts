@@ -6,7 +6,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import { authorise, type RouteScopes } from '../auth/scopes.ts';
+import { type Access, authorise, type RouteScopes } from '../auth/scopes.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { AuthFailure, Authenticator, AuthUser } from '../auth/types.ts';
 import { bodiesInFlight, bodiesInFlightPerUser, type Config } from '../config.ts';
@@ -15,6 +15,7 @@ import { LrsError } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { Metrics } from '../monitoring/metrics.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
+import { isKeptRejection, reasonsOfAnswer, type RejectionKeeper } from '../ops/rejections.ts';
 import type { Store } from '../store/types.ts';
 import { is2, namedVersion, negotiate, responseVersion, type XapiVersion } from '../xapi/versions.ts';
 import { RESOURCES } from '../xapi/params.ts';
@@ -22,7 +23,7 @@ import { LECTERN_VERSION } from '../version.ts';
 import { BodyBudget, BUSY_RETRY_AFTER, closeAfterAnswer, expectContinueAfterChecks, hasBody, PARSED_BYTES_PER_VALUE, readBody, type BodyHold, type BodyLimits } from './bodies.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
 import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
-import { json, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
+import { json, type RequestHead, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
 import { handleActivities, handleAgents } from './activities.ts';
 import { handleDocuments } from './documents.ts';
 import { consistentThroughHeader, handleStatements } from './statements.ts';
@@ -40,6 +41,8 @@ export interface ServerDeps {
   metrics?: Metrics;
   /** Receives unhandled errors (500s). */
   monitoring?: Monitoring;
+  /** Keeps refused writes (LECTERN_REJECTIONS_*); none kept without it. */
+  rejections?: Pick<RejectionKeeper, 'keep'>;
   /** The admin API's time: audit entries, uptime, credential creation and rotation grace (default: the system clock). */
   clock?: Clock;
 }
@@ -74,7 +77,7 @@ function checkVersion(req: XapiRequest, served: readonly XapiVersion[]): XapiVer
 const ADMIN_BODY_SIZE = 64 * 1024;
 
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
-  const { config, store, auth, logger, metrics, monitoring } = deps;
+  const { config, store, auth, logger, metrics, monitoring, rejections } = deps;
   const clock = deps.clock ?? systemClock;
   const startedMs = clock.now();
   const app = Fastify({
@@ -246,9 +249,12 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         // until the request is answered.
         let bodyHold: BodyHold | undefined;
         let parsedHold: BodyHold | undefined;
+        // What a refused write is kept with (src/ops/rejections.ts): the request as parsed, its user.
+        const seen: { head?: RequestHead; req?: XapiRequest; user?: AuthUser; access?: Access } = {};
         try {
           const q = request.url.indexOf('?');
           const head = requestHead(request.method, q < 0 ? '' : request.url.slice(q + 1), request.headers);
+          seen.head = head;
           method = head.method;
           xapiMethods.set(request, method);
           // Every answer to a request naming a served version (405 and 401 included) says that version.
@@ -273,6 +279,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           const early = scopes && (!head.alternate || head.headers.authorization !== undefined) ? await admit(head.headers.authorization) : undefined;
           if (early?.refusal) return refused(reply, method, early.refusal);
           if (early?.forbidden) return send(reply, method, early.forbidden);
+          seen.user = early?.user;
+          seen.access = early?.access;
           let body: Buffer | undefined;
           if (hasBody(request.raw)) {
             bodyHold = budget.hold(!early, early?.user && userKey(early.user));
@@ -288,6 +296,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           if (admitted?.forbidden) return send(reply, method, admitted.forbidden);
           xreq.user = admitted?.user;
           xreq.access = admitted?.access;
+          seen.req = xreq;
+          seen.user = xreq.user;
+          seen.access = xreq.access;
           const user = admitted?.user;
           xreq.holdParsed = (values) => {
             const hold = (parsedHold ??= budget.hold(false, user && userKey(user)));
@@ -307,7 +318,9 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
           bodyHold?.release();
           parsedHold?.release();
         }
-        return send(reply, method, res);
+        const sent = send(reply, method, res);
+        if (seen.user && isKeptRejection(path, method, res.status)) refusedWrite(request, path, method, res, seen as typeof seen & { user: AuthUser });
+        return sent;
       },
     });
     app.options(path, async (request, reply) => {
@@ -318,6 +331,29 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
         reply.header('access-control-max-age', '86400');
       }
       return reply.status(204).send();
+    });
+  };
+
+  /**
+   * A write refused with 400, 409 or 413: one log line (never the body), and the rejection handed
+   * to the keeper (src/ops/rejections.ts), which writes it after the answer.
+   */
+  const refusedWrite = (request: FastifyRequest, path: string, method: string, res: XapiResponse, seen: { head?: RequestHead; req?: XapiRequest; user: AuthUser; access?: Access }) => {
+    const reasons = reasonsOfAnswer(path, res.status, res.body);
+    request.log.info({ status: res.status, reasons: [...new Set(reasons.map((r) => r.type))], user: seen.user.username, method, path }, 'write refused');
+    const from = seen.req ?? seen.head;
+    const length = Number(request.headers['content-length']);
+    rejections?.keep({
+      user: seen.user,
+      access: seen.access,
+      method,
+      path,
+      query: from?.query ?? {},
+      headers: from?.headers ?? {},
+      status: res.status,
+      reasons,
+      body: seen.req?.body,
+      declaredBytes: Number.isSafeInteger(length) ? length : undefined,
     });
   };
 

@@ -1,17 +1,15 @@
 /** The Statement resource (xAPI-Communication §2.1): parse, call the use case (src/ops/statements.ts) or the store, reply. */
-import { LrsError, ValidationFailed } from '../errors.ts';
-import { storeStatements, type Writer } from '../ops/statements.ts';
+import { LrsError } from '../errors.ts';
+import { receiveStatements, storeStatements, type Writer } from '../ops/statements.ts';
 import type { Store, StoredRow } from '../store/types.ts';
 import type { Received } from '../xapi/accept.ts';
 import { actorKeys } from '../xapi/agents.ts';
-import { attachmentHashes, attachmentsToServe, statementParts } from '../xapi/attachments.ts';
+import { attachmentHashes, attachmentsToServe } from '../xapi/attachments.ts';
 import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
-import { countJson, parseJson } from '../xapi/json.ts';
 import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
-import { mediaTypeOf } from '../xapi/media.ts';
-import { buildStatementsMultipart, parseMultipartMixed } from '../xapi/multipart.ts';
+import { buildStatementsMultipart } from '../xapi/multipart.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
 import { json, type XapiRequest, type XapiResponse } from './request.ts';
@@ -31,43 +29,9 @@ export interface StatementDeps {
   maxJsonValues: number;
 }
 
-/**
- * Refuses (413) statements JSON holding more statements or JSON values than this LRS accepts in
- * one request, counted on the bytes before anything is parsed: parsing, validating and storing
- * cost memory per value, far more than the bytes of a body of tiny values (docs/configuration.md, LECTERN_MAX_JSON_VALUES).
- * The values counted are then held against the server's budget until the answer (`holdParsed`: 503 beyond).
- */
-function checkCounts(json: Buffer | undefined, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>, req: XapiRequest): Buffer | undefined {
-  if (!json) return json;
-  const count = countJson(json, { maxItems: deps.maxStatements, maxValues: deps.maxJsonValues });
-  if (count.over === 'items') {
-    throw new LrsError('too_large', `the request carries more than ${deps.maxStatements} statements, the most this LRS accepts in one request (LECTERN_MAX_STATEMENTS_PER_REQUEST): send them in smaller batches`);
-  }
-  if (count.over === 'values') {
-    throw new LrsError('too_large', `the statements hold more than ${deps.maxJsonValues} JSON values, the most this LRS accepts in one request (LECTERN_MAX_JSON_VALUES): send them in smaller batches`);
-  }
-  req.holdParsed?.(count.values);
-  return json;
-}
-
-/**
- * Reads a PUT/POST body (Communication §1.5): application/json, whose attachments must all have a
- * fileUrl, or multipart/mixed with the statements first and one part per attachment's data (at
- * most two per statement the request may carry: a signature and a file each).
- */
-function readBody(req: XapiRequest, version: XapiVersion, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>): Received {
-  const contentType = req.headers['content-type'];
-  const ct = mediaTypeOf(contentType);
-  if (ct === 'application/json') return { value: parseJson(checkCounts(req.body, deps, req), version), parts: new Map() };
-  if (ct.startsWith('multipart/')) {
-    // Header bytes: 512 a part on average (an attachment part's three headers take about 200).
-    const maxParts = 1 + 2 * deps.maxStatements;
-    const parts = parseMultipartMixed(contentType!, req.body ?? Buffer.alloc(0), { maxParts, maxHeaderBytes: 512 * maxParts });
-    const { json: first, attachments } = statementParts(parts);
-    return { value: parseJson(checkCounts(first, deps, req), version), parts: attachments };
-  }
-  throw new LrsError('bad_request', `statements must be sent as application/json or multipart/mixed, not ${ct || 'without a Content-Type'}`);
-}
+/** Reads a PUT/POST body as every statements write is read (src/ops/statements.ts). */
+const readBody = (req: XapiRequest, version: XapiVersion, deps: Pick<StatementDeps, 'maxStatements' | 'maxJsonValues'>): Received =>
+  receiveStatements(req.body, req.headers['content-type'], version, deps, req.holdParsed);
 
 /**
  * Statement results are `application/json` with no parameters: JSON is UTF-8 by definition

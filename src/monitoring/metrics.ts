@@ -59,6 +59,12 @@ export class Metrics {
     labelNames: ['reason'] as const,
     registers: [this.registry],
   });
+  private readonly rejections = new Counter({
+    name: 'lectern_rejections_total',
+    help: 'Writes refused with 400, 409 or 413, by what became of them: kept (for `lectern rejections`), dropped (the queue was full) or failed (the database refused the write)',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   private readonly documents = new Counter({
     name: 'lectern_documents_total',
     help: 'Successful document operations, by resource (state, activity_profile, agent_profile) and operation (read, write, delete)',
@@ -236,6 +242,11 @@ export class Metrics {
         this.set(read().total);
       },
     });
+  }
+
+  /** What became of refused writes handed to the keeper (src/ops/rejections.ts). */
+  countRejections(outcome: 'kept' | 'dropped' | 'failed', n: number): void {
+    this.rejections.inc({ outcome }, n);
   }
 
   /** The exposition text. */

@@ -13,6 +13,7 @@ import { prepareStatement } from '../xapi/statement.ts';
 import type { Actor, Statement } from '../xapi/types.ts';
 import { statementRules } from '../xapi/versions.ts';
 import type { OnProgress } from './progress.ts';
+import { eraseRejectionsOf } from './rejections.ts';
 
 const PAGE = 1000;
 const CHUNK = 500;
@@ -44,6 +45,8 @@ export interface ErasureReport {
   referring?: number;
   attachments?: number;
   documents: number;
+  /** Kept rejections (src/ops/rejections.ts) whose body or parameters mention the person: removed even under --pseudonymize. */
+  rejections?: number;
   complete: boolean;
 }
 
@@ -173,6 +176,8 @@ export async function erasePerson(store: Store, req: ErasureRequest): Promise<Er
       if (pseudonym) await store.moveDocuments(tenant, docs, ifiKey(pseudonym)!);
       else for (const d of docs) await store.deleteDocument(tenant, d, {});
     }
+    // A refused write is not data the LRS serves: it goes, whatever becomes of the statements.
+    report.rejections = await eraseRejectionsOf(store, tenant, req.person, dryRun);
     report.complete = true;
   }
   return { report, listed };

@@ -5,10 +5,13 @@
  * in one transaction by the store, which queues their forwarding in it (Store.insertStatements).
  */
 import { createHash } from 'node:crypto';
-import { ValidationFailed } from '../errors.ts';
+import { LrsError, ValidationFailed } from '../errors.ts';
 import type { Store } from '../store/types.ts';
 import { acceptStatements, type Received } from '../xapi/accept.ts';
-import type { AttachmentBlob, AttachmentPart } from '../xapi/attachments.ts';
+import { type AttachmentBlob, type AttachmentPart, statementParts } from '../xapi/attachments.ts';
+import { countJson, parseJson } from '../xapi/json.ts';
+import { mediaTypeOf } from '../xapi/media.ts';
+import { parseMultipartMixed } from '../xapi/multipart.ts';
 import type { InsertOutcome } from '../xapi/insert.ts';
 import { type PreparedStatement, prepareBatch } from '../xapi/statement.ts';
 import type { Actor } from '../xapi/types.ts';
@@ -28,6 +31,56 @@ export interface Writer {
 export interface PreparedBatch {
   batch: PreparedStatement[];
   blobs: AttachmentBlob[];
+}
+
+/** What one statements request may carry (LECTERN_MAX_STATEMENTS_PER_REQUEST, LECTERN_MAX_JSON_VALUES). */
+export interface StatementLimits {
+  maxStatements: number;
+  maxJsonValues: number;
+}
+
+/**
+ * Refuses (413) statements JSON holding more statements or JSON values than this LRS accepts in
+ * one request, counted on the bytes before anything is parsed: parsing, validating and storing
+ * cost memory per value, far more than the bytes of a body of tiny values (docs/configuration.md, LECTERN_MAX_JSON_VALUES).
+ * The values counted are then held against the server's budget until the answer (`holdParsed`: 503 beyond).
+ */
+function checkCounts(json: Buffer | undefined, limits: StatementLimits, holdParsed?: (values: number) => void): Buffer | undefined {
+  if (!json) return json;
+  const count = countJson(json, { maxItems: limits.maxStatements, maxValues: limits.maxJsonValues });
+  if (count.over === 'items') {
+    throw new LrsError('too_large', `the request carries more than ${limits.maxStatements} statements, the most this LRS accepts in one request (LECTERN_MAX_STATEMENTS_PER_REQUEST): send them in smaller batches`);
+  }
+  if (count.over === 'values') {
+    throw new LrsError('too_large', `the statements hold more than ${limits.maxJsonValues} JSON values, the most this LRS accepts in one request (LECTERN_MAX_JSON_VALUES): send them in smaller batches`);
+  }
+  holdParsed?.(count.values);
+  return json;
+}
+
+/**
+ * Reads a PUT/POST body (Communication §1.5): application/json, whose attachments must all have a
+ * fileUrl, or multipart/mixed with the statements first and one part per attachment's data (at
+ * most two per statement the request may carry: a signature and a file each). A new request and
+ * a replayed rejection (./rejections.ts) are read alike.
+ */
+export function receiveStatements(
+  body: Buffer | undefined,
+  contentType: string | undefined,
+  version: XapiVersion,
+  limits: StatementLimits,
+  holdParsed?: (values: number) => void,
+): Received {
+  const ct = mediaTypeOf(contentType);
+  if (ct === 'application/json') return { value: parseJson(checkCounts(body, limits, holdParsed), version), parts: new Map() };
+  if (ct.startsWith('multipart/')) {
+    // Header bytes: 512 a part on average (an attachment part's three headers take about 200).
+    const maxParts = 1 + 2 * limits.maxStatements;
+    const parts = parseMultipartMixed(contentType!, body ?? Buffer.alloc(0), { maxParts, maxHeaderBytes: 512 * maxParts });
+    const { json: first, attachments } = statementParts(parts);
+    return { value: parseJson(checkCounts(first, limits, holdParsed), version), parts: attachments };
+  }
+  throw new LrsError('bad_request', `statements must be sent as application/json or multipart/mixed, not ${ct || 'without a Content-Type'}`);
 }
 
 /** Accepts and prepares a request's statements; `statementId` is PUT's (lower-case). */

@@ -254,6 +254,77 @@ export interface MaintenanceStore {
   moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void>;
 }
 
+/** One reason a write was refused: a ValidationIssue and, where known, the xAPI requirement it broke. */
+export interface RejectionReason {
+  loc: (string | number)[];
+  msg: string;
+  type: string;
+  /** The section of the xAPI specification, e.g. `xAPI-Data §2.4.3`. */
+  requirement?: string;
+}
+
+/** A refused write as the HTTP layer saw it (src/ops/rejections.ts keeps it). */
+export interface NewRejection {
+  tenant: string;
+  atMs: number;
+  /** The credential's username. */
+  username: string;
+  method: string;
+  /** The resource path, e.g. `/xAPI/statements`. */
+  path: string;
+  /** The query parameters (statementId, a document's parameters). */
+  query: Record<string, string>;
+  status: number;
+  reasons: RejectionReason[];
+  /** content-type, and a document write's if-match and if-none-match, as sent. */
+  headers: Record<string, string>;
+  /** X-Experience-API-Version as sent. */
+  version: string;
+  /** The body up to LECTERN_REJECTIONS_MAX_BODY (a multipart request's JSON part only); undefined when none was read. */
+  body?: Buffer;
+  /** The body's size as received (more than body.length when cut). */
+  bodyBytes: number;
+  /** What replay needs of the credential as it was: its agent (JSON), what it may do, its validation mode. */
+  writer: string;
+}
+
+/** A kept rejection. */
+export interface KeptRejection extends NewRejection {
+  id: string;
+}
+
+export interface RejectionFilter {
+  /** One store; every store when undefined. */
+  tenant?: string;
+  /** Kept at or after this instant. */
+  sinceMs?: number;
+  /** A reason type, or its prefix up to a dot (`value_error` finds `value_error.iri`). */
+  reason?: string;
+  /** Ids greater than this (paging, in id order). */
+  afterId?: string;
+  limit: number;
+}
+
+/**
+ * Rejected writes (400, 409, 413 on statements and documents), kept per store for the operator to
+ * read and replay (src/ops/rejections.ts). Bounded: each keep trims its stores to `max`, oldest
+ * first, and drops those older than `keepSinceMs`.
+ */
+export interface RejectionStore {
+  /** Inserts in one transaction, then trims every store written to `max` rows and drops rows older than `keepSinceMs`. */
+  keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void>;
+  /** Oldest first. */
+  listRejections(filter: RejectionFilter): Promise<KeptRejection[]>;
+  getRejection(id: string): Promise<KeptRejection | undefined>;
+  /** A replay refused again: its new status, reasons and time. */
+  updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void>;
+  /** Deletes by id; returns how many. */
+  deleteRejections(ids: string[]): Promise<number>;
+  /** Deletes every rejection of one store, or of all; returns how many. */
+  clearRejections(tenant?: string): Promise<number>;
+}
+
+
 /** A credential as stored (src/ops/credentials.ts makes them, src/auth/database.ts checks them). */
 export interface CredentialRow {
   /** The Basic user name, unique. */
@@ -361,4 +432,4 @@ export interface AdminStore {
 }
 
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & AdminStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & AdminStore;

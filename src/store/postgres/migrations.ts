@@ -437,6 +437,34 @@ COMMENT ON COLUMN statements.full_bytes IS 'octet_length of full as text: what a
 `,
   },
   {
+    version: 14,
+    name: 'rejected writes kept for the operator (src/ops/rejections.ts), bounded per store',
+    // As SQLite's migration 13; the tenant by name (a handful of rows per store, read rarely).
+    sql: `
+CREATE TABLE rejections (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  tenant text NOT NULL,
+  at_ms bigint NOT NULL,
+  username text NOT NULL,
+  method text NOT NULL,
+  path text NOT NULL,
+  query text NOT NULL,
+  status smallint NOT NULL,
+  reasons text NOT NULL,
+  types text NOT NULL,
+  headers text NOT NULL,
+  version text NOT NULL,
+  body bytea,
+  body_bytes integer NOT NULL,
+  writer text NOT NULL
+);
+CREATE INDEX rejections_tenant ON rejections (tenant, id);
+CREATE INDEX rejections_at ON rejections (at_ms);
+COMMENT ON TABLE rejections IS 'writes refused with 400, 409 or 413, kept for lectern rejections (LECTERN_REJECTIONS_MAX per store, LECTERN_REJECTIONS_KEEP_DAYS)';
+COMMENT ON COLUMN rejections.types IS 'the reasons'' types between spaces: what --reason matches';
+`,
+  },
+  {
     version: 15,
     name: 'credentials in the database: key and secret pairs with scopes, and a change counter every process reads',
     // As SQLite's migration 14: the secret as its SHA-256 only, the scopes and agent as JSON text

@@ -24,9 +24,24 @@ import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/state
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
+import * as rejections from '../rejections.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys, voidedBy } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
-import type { AttachmentBlob, CredentialRow, DocumentKey, DocumentPrecondition, DocumentWriteOptions, InsertOutcome, StatementRewrite, Store, StoredDocument } from '../types.ts';
+import type {
+  AttachmentBlob,
+  CredentialRow,
+  DocumentKey,
+  DocumentPrecondition,
+  DocumentWriteOptions,
+  InsertOutcome,
+  KeptRejection,
+  NewRejection,
+  RejectionFilter,
+  RejectionReason,
+  StatementRewrite,
+  Store,
+  StoredDocument,
+} from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
 import { POSTGRES_DOCUMENTS } from './documents.ts';
 import { describe, toLrsError } from './errors.ts';
@@ -519,6 +534,32 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
     await this.tx((c) => this.runProgram(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));
   }
 
+  // ----- kept rejections (../rejections.ts) --------------------------------------------------
+
+  keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
+    return this.tx((c) => this.runProgram(rejections.keepRejections(POSTGRES_REJECTIONS, items, bounds), c));
+  }
+
+  listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
+    return this.runProgram(rejections.listRejections(POSTGRES_REJECTIONS, filter));
+  }
+
+  getRejection(id: string): Promise<KeptRejection | undefined> {
+    return this.runProgram(rejections.getRejection(POSTGRES_REJECTIONS, id));
+  }
+
+  updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
+    return this.runProgram(rejections.updateRejection(POSTGRES_REJECTIONS, id, change));
+  }
+
+  deleteRejections(ids: string[]): Promise<number> {
+    return this.tx((c) => this.runProgram(rejections.deleteRejections(POSTGRES_REJECTIONS, ids), c));
+  }
+
+  clearRejections(tenant?: string): Promise<number> {
+    return this.runProgram(rejections.clearRejections(POSTGRES_REJECTIONS, tenant));
+  }
+
   // ----- credentials (../credentials.ts) ----------------------------------------------------
   createCredential(row: CredentialRow): Promise<void> {
     return this.credentials.createCredential(row);
@@ -542,3 +583,5 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
     return this.credentials.touchCredentials(uses);
   }
 }
+
+const POSTGRES_REJECTIONS: rejections.RejectionDialect = { numbered: true };

@@ -414,6 +414,33 @@ CREATE INDEX statement_attachments_carrier ON statement_attachments(sha2, carrie
 `,
   },
   {
+    version: 13,
+    name: 'rejected writes kept for the operator (src/ops/rejections.ts), bounded per store',
+    // AUTOINCREMENT: an id is never given again after the oldest rows are trimmed, so the id an
+    // operator read in \`lectern rejections list\` names the same rejection until it goes.
+    sql: `
+CREATE TABLE rejections (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  tenant TEXT NOT NULL,
+  at_ms INTEGER NOT NULL,
+  username TEXT NOT NULL,
+  method TEXT NOT NULL,
+  path TEXT NOT NULL,
+  query TEXT NOT NULL,                  -- JSON: the query parameters
+  status INTEGER NOT NULL,
+  reasons TEXT NOT NULL,                -- JSON: [{loc, msg, type, requirement?}]
+  types TEXT NOT NULL,                  -- ' type1 type2 ': what --reason matches
+  headers TEXT NOT NULL,                -- JSON: content-type, if-match, if-none-match as sent
+  version TEXT NOT NULL,
+  body BLOB,                            -- up to LECTERN_REJECTIONS_MAX_BODY bytes; NULL: none read
+  body_bytes INTEGER NOT NULL,          -- the body's size as received
+  writer TEXT NOT NULL                  -- JSON: the credential's agent and access, for replay
+);
+CREATE INDEX rejections_tenant ON rejections(tenant, id);
+CREATE INDEX rejections_at ON rejections(at_ms);
+`,
+  },
+  {
     version: 14,
     name: 'credentials in the database: key and secret pairs with scopes, and a change counter every process reads',
     // The secret is kept as its SHA-256 only (src/auth/database.ts). JSON as text: the scopes and

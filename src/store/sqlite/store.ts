@@ -28,8 +28,12 @@ import type {
   DocumentPrecondition,
   DocumentWriteOptions,
   InsertOutcome,
+  KeptRejection,
   KeyedDocument,
+  NewRejection,
   QueryPage,
+  RejectionFilter,
+  RejectionReason,
   StatementRewrite,
   Store,
   StoredDocument,
@@ -39,6 +43,7 @@ import type {
 import * as admin from '../admin.ts';
 import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
+import * as rejections from '../rejections.ts';
 import { runStatements, sqliteDocuments } from './documents.ts';
 import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
@@ -48,6 +53,8 @@ import { isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } f
 export { type SqliteOptions, type StoreLog } from './connection.ts';
 
 type Row = Record<string, unknown>;
+
+const SQLITE_REJECTIONS: rejections.RejectionDialect = { numbered: false };
 
 /** Canonical definitions cached at most (then the cache starts again). */
 const DEFINITION_CACHE_MAX = 50_000;
@@ -408,6 +415,32 @@ export class SqliteStore extends SqliteConnection implements Store {
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
     this.tx(() => runStatements(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
+  }
+
+  // ----- kept rejections (../rejections.ts) --------------------------------------------------
+
+  async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
+    this.tx(() => runStatements(this.docs, rejections.keepRejections(SQLITE_REJECTIONS, items, bounds)));
+  }
+
+  async listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
+    return runStatements(this.docs, rejections.listRejections(SQLITE_REJECTIONS, filter));
+  }
+
+  async getRejection(id: string): Promise<KeptRejection | undefined> {
+    return runStatements(this.docs, rejections.getRejection(SQLITE_REJECTIONS, id));
+  }
+
+  async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
+    this.tx(() => runStatements(this.docs, rejections.updateRejection(SQLITE_REJECTIONS, id, change)));
+  }
+
+  async deleteRejections(ids: string[]): Promise<number> {
+    return this.tx(() => runStatements(this.docs, rejections.deleteRejections(SQLITE_REJECTIONS, ids)));
+  }
+
+  async clearRejections(tenant?: string): Promise<number> {
+    return this.tx(() => runStatements(this.docs, rejections.clearRejections(SQLITE_REJECTIONS, tenant)));
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------

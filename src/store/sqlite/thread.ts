@@ -30,11 +30,15 @@ import type {
   DocumentWriteOptions,
   ForwardingStats,
   InsertOutcome,
+  KeptRejection,
   KeyedDocument,
+  NewRejection,
   Outbox,
   OutboxItem,
   OutboxSettlement,
   QueryPage,
+  RejectionFilter,
+  RejectionReason,
   StatementRewrite,
   Store,
   StoredDocument,
@@ -62,6 +66,10 @@ type WriteCall =
   | { op: 'rewriteStatements'; args: Parameters<Store['rewriteStatements']> }
   | { op: 'moveDocuments'; args: Parameters<Store['moveDocuments']> }
   | { op: 'appendAudit'; args: Parameters<Store['appendAudit']> }
+  | { op: 'keepRejections'; args: Parameters<Store['keepRejections']> }
+  | { op: 'updateRejection'; args: Parameters<Store['updateRejection']> }
+  | { op: 'deleteRejections'; args: Parameters<Store['deleteRejections']> }
+  | { op: 'clearRejections'; args: Parameters<Store['clearRejections']> }
   | { op: 'outbox.claim'; args: Parameters<Outbox['claim']> }
   | { op: 'outbox.renew'; args: Parameters<Outbox['renew']> }
   | { op: 'outbox.settle'; args: Parameters<Outbox['settle']> }
@@ -305,6 +313,24 @@ export class ThreadedSqliteStore implements Store {
     await this.send({ op: 'moveDocuments', args: [tenant, keys, agentKey] });
   }
 
+  async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
+    const transfer: ArrayBuffer[] = [];
+    const sent = items.map((r) => (r.body ? { ...r, body: moved(r.body, transfer) } : r));
+    await this.send({ op: 'keepRejections', args: [sent, bounds] }, transfer);
+  }
+
+  async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
+    await this.send({ op: 'updateRejection', args: [id, change] });
+  }
+
+  deleteRejections(ids: string[]): Promise<number> {
+    return this.send({ op: 'deleteRejections', args: [ids] }) as Promise<number>;
+  }
+
+  clearRejections(tenant?: string): Promise<number> {
+    return this.send({ op: 'clearRejections', args: [tenant] }) as Promise<number>;
+  }
+
   async createCredential(row: CredentialRow): Promise<void> {
     await this.send({ op: 'createCredential', args: [row] });
   }
@@ -332,6 +358,12 @@ export class ThreadedSqliteStore implements Store {
   }
   listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
     return this.read().listAudit(filter);
+  }
+  listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
+    return this.read().listRejections(filter);
+  }
+  getRejection(id: string): Promise<KeptRejection | undefined> {
+    return this.read().getRejection(id);
   }
 
   getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
@@ -413,6 +445,16 @@ function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unk
       return store.moveDocuments(...job.args);
     case 'appendAudit':
       return store.appendAudit(...job.args);
+    case 'keepRejections': {
+      const [items, bounds] = job.args;
+      return store.keepRejections(items.map((r) => (r.body ? { ...r, body: asBuffer(r.body) } : r)), bounds);
+    }
+    case 'updateRejection':
+      return store.updateRejection(...job.args);
+    case 'deleteRejections':
+      return store.deleteRejections(...job.args);
+    case 'clearRejections':
+      return store.clearRejections(...job.args);
     case 'outbox.claim':
       return store.outbox.claim(...job.args);
     case 'outbox.renew':

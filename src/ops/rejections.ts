@@ -1,0 +1,425 @@
+/**
+ * Rejected writes, kept (docs/rejections.md): every PUT/POST/DELETE of statements or documents
+ * refused with 400, 409 or 413 is kept per store with its reasons and its body, so that an
+ * operator can see what producers send wrong and replay it once the cause is fixed. The CLI
+ * (`lectern rejections`), the admin API and the console call these use cases.
+ *
+ * Keeping never slows nor fails the answer: the server hands each rejection to a RejectionKeeper,
+ * which cuts its body on the next turn of the event loop and writes it after the answer, in
+ * batches, one write at a time. What arrives while its queue is full is dropped and counted. Each
+ * write trims its stores to LECTERN_REJECTIONS_MAX, so a flood of bad requests costs at most that
+ * many rows per store.
+ */
+import type { AuthUser } from '../auth/types.ts';
+import { type Clock, systemClock } from '../clock.ts';
+import { LrsError, type ValidationIssue } from '../errors.ts';
+import type { Logger } from '../log.ts';
+import type { DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore, Store } from '../store/types.ts';
+import { statementParts } from '../xapi/attachments.ts';
+import { mediaTypeOf } from '../xapi/media.ts';
+import { parseMultipartMixed } from '../xapi/multipart.ts';
+import { parseParams } from '../xapi/params.ts';
+import type { Actor, Agent } from '../xapi/types.ts';
+import { negotiate, type XapiVersion } from '../xapi/versions.ts';
+import { type DocumentLimits, writeDocument } from './documents.ts';
+import { OpsError } from './errors.ts';
+import type { OnProgress } from './progress.ts';
+import { receiveStatements, type StatementLimits, storeStatements } from './statements.ts';
+
+/** The statuses whose writes are kept (401 and 403 only count in /metrics). */
+export const KEPT_STATUSES: ReadonlySet<number> = new Set([400, 409, 413]);
+
+/** The resources whose writes are kept, and the document kind of each document resource. */
+export const KEPT_RESOURCES: ReadonlyMap<string, DocumentKind | 'statements'> = new Map([
+  ['/xAPI/statements', 'statements'],
+  ['/xAPI/activities/state', 'state'],
+  ['/xAPI/activities/profile', 'activity_profile'],
+  ['/xAPI/agents/profile', 'agent_profile'],
+] as const);
+
+const WRITE_METHODS = new Set(['PUT', 'POST', 'DELETE']);
+
+/** Whether a refused request is one this module keeps. */
+export const isKeptRejection = (path: string, method: string, status: number): boolean =>
+  KEPT_STATUSES.has(status) && WRITE_METHODS.has(method) && KEPT_RESOURCES.has(path);
+
+// ----- reasons ---------------------------------------------------------------------------------
+
+/** The section of xAPI-Data (1.0.3 numbering) of each statement property a problem may sit in. */
+const DATA_SECTIONS: Record<string, string> = {
+  id: '2.4.1',
+  actor: '2.4.2',
+  verb: '2.4.3',
+  object: '2.4.4',
+  result: '2.4.5',
+  context: '2.4.6',
+  timestamp: '2.4.7',
+  stored: '2.4.8',
+  authority: '2.4.9',
+  version: '2.4.10',
+  attachments: '2.4.11',
+};
+const DOCUMENT_SECTIONS: Record<string, string> = { state: '2.3', activity_profile: '2.7', agent_profile: '2.6' };
+
+/** The xAPI requirement a reason points at, where the place or the status says it. */
+function requirementOf(path: string, status: number, issue: ValidationIssue): string | undefined {
+  const resource = KEPT_RESOURCES.get(path);
+  if (status === 413) return 'xAPI-Communication §3.2';
+  if (resource && resource !== 'statements') return `xAPI-Communication §${DOCUMENT_SECTIONS[resource]}`;
+  if (status === 409) return 'xAPI-Communication §2.1.1';
+  const field = issue.loc.find((l): l is string => typeof l === 'string');
+  return field && DATA_SECTIONS[field] ? `xAPI-Data §${DATA_SECTIONS[field]}` : undefined;
+}
+
+const KIND_OF_STATUS: Record<number, string> = { 400: 'bad_request', 409: 'conflict', 413: 'too_large' };
+
+function withRequirements(path: string, status: number, issues: ValidationIssue[]): RejectionReason[] {
+  return issues.map((i) => {
+    const requirement = requirementOf(path, status, i);
+    return requirement ? { loc: i.loc, msg: i.msg, type: i.type, requirement } : { loc: i.loc, msg: i.msg, type: i.type };
+  });
+}
+
+/** The reasons of an error answer (`{"detail": [issues]}` or `{"detail": "message"}`), each with its requirement where known. */
+export function reasonsOfAnswer(path: string, status: number, answer: string | Buffer | undefined): RejectionReason[] {
+  let detail: unknown;
+  try {
+    detail = (JSON.parse(answer === undefined ? '{}' : answer.toString()) as { detail?: unknown }).detail;
+  } catch {
+    detail = undefined;
+  }
+  const issues = Array.isArray(detail)
+    ? (detail as ValidationIssue[])
+    : [{ loc: [], msg: typeof detail === 'string' ? detail : `refused with ${status}`, type: KIND_OF_STATUS[status] ?? String(status) }];
+  return withRequirements(path, status, issues);
+}
+
+function reasonsOfError(path: string, err: LrsError): RejectionReason[] {
+  return withRequirements(path, err.status, err.issues ?? [{ loc: [], msg: err.message, type: err.kind }]);
+}
+
+// ----- keeping ---------------------------------------------------------------------------------
+
+/** A refused write as the HTTP layer hands it over (before its body is cut). */
+export interface RefusedWrite {
+  user: AuthUser;
+  /** What the user's access let it do (statements: define, mineOnly). */
+  access?: { define: boolean; mineOnly: boolean };
+  method: string;
+  path: string;
+  query: Record<string, string>;
+  headers: Record<string, string | undefined>;
+  status: number;
+  reasons: RejectionReason[];
+  /** The body as received (undefined: not read, e.g. refused for its size). */
+  body: Buffer | undefined;
+  /** The request's Content-Length, for a body not read. */
+  declaredBytes?: number;
+}
+
+/** What replay needs of the credential, kept with its rejection. */
+interface KeptWriter {
+  agent: Agent;
+  define: boolean;
+  mineOnly: boolean;
+  validation?: 'strict' | 'lax';
+}
+
+export interface KeeperOptions {
+  store: RejectionStore;
+  /** LECTERN_REJECTIONS_MAX: 0 keeps none. */
+  max: number;
+  /** LECTERN_REJECTIONS_MAX_BODY. */
+  maxBody: number;
+  /** LECTERN_REJECTIONS_KEEP_DAYS. */
+  keepDays: number;
+  clock?: Clock;
+  logger?: Pick<Logger, 'warn'>;
+  /** Counts what became of each rejection (for /metrics). */
+  onCount?: (outcome: 'kept' | 'dropped' | 'failed', n: number) => void;
+}
+
+/** Rejections waiting for their body to be cut: each holds a request body for one turn of the event loop. */
+const RAW_MAX = 64;
+/** Rejections waiting to be written. */
+const QUEUE_MAX = 1000;
+/** Rejections per write. */
+const BATCH = 200;
+const DAY_MS = 86_400_000;
+
+const HEADERS_KEPT = ['content-type', 'if-match', 'if-none-match'] as const;
+
+/**
+ * Keeps rejections off the answer's path: `keep` only queues (bounded: beyond, dropped and
+ * counted); the bodies are cut on the next turn of the event loop and written in batches, one
+ * write at a time. A failed write is logged and counted, never thrown.
+ */
+export class RejectionKeeper {
+  private readonly o: KeeperOptions;
+  private readonly clock: Clock;
+  private raw: RefusedWrite[] = [];
+  private ready: NewRejection[] = [];
+  private scheduled = false;
+  private writing: Promise<void> | undefined;
+
+  constructor(options: KeeperOptions) {
+    this.o = options;
+    this.clock = options.clock ?? systemClock;
+  }
+
+  keep(w: RefusedWrite): void {
+    if (this.o.max === 0) return;
+    if (this.raw.length >= RAW_MAX) {
+      this.o.onCount?.('dropped', 1);
+      return;
+    }
+    this.raw.push(w);
+    if (!this.scheduled) {
+      this.scheduled = true;
+      setImmediate(() => this.cut());
+    }
+  }
+
+  /** Resolves once every rejection handed over so far is written (or dropped). */
+  async flush(): Promise<void> {
+    await new Promise((resolve) => setImmediate(resolve));
+    while (this.writing) await this.writing;
+  }
+
+  private cut(): void {
+    this.scheduled = false;
+    const atMs = this.clock.now();
+    for (const w of this.raw.splice(0)) {
+      if (this.ready.length >= QUEUE_MAX) {
+        this.o.onCount?.('dropped', 1);
+        continue;
+      }
+      this.ready.push(toNewRejection(w, atMs, this.o.maxBody));
+    }
+    this.writing ??= this.writeAll().finally(() => (this.writing = undefined));
+  }
+
+  private async writeAll(): Promise<void> {
+    while (this.ready.length) {
+      const batch = this.ready.splice(0, BATCH);
+      try {
+        await this.o.store.keepRejections(batch, { max: this.o.max, keepSinceMs: this.clock.now() - this.o.keepDays * DAY_MS });
+        this.o.onCount?.('kept', batch.length);
+      } catch (err) {
+        this.o.onCount?.('failed', batch.length);
+        this.o.logger?.warn({ err: (err as Error).message, rejections: batch.length }, 'refused writes could not be kept');
+      }
+    }
+  }
+}
+
+/** A statements request's JSON part: the only part kept of a multipart body (attachment data never). */
+function keptBody(w: RefusedWrite): { body: Buffer | undefined; contentType: string | undefined } {
+  const contentType = w.headers['content-type'];
+  if (!w.body || KEPT_RESOURCES.get(w.path) !== 'statements' || !mediaTypeOf(contentType).startsWith('multipart/')) return { body: w.body, contentType };
+  try {
+    const { json } = statementParts(parseMultipartMixed(contentType!, w.body, { maxParts: 2_000_001 }));
+    return { body: json, contentType: 'application/json' };
+  } catch {
+    // Not a multipart body this LRS can read: none of it is kept (it may be attachment data).
+    return { body: undefined, contentType };
+  }
+}
+
+/** The first `max` bytes in memory of their own (never a pooled slab's): the request's buffer is not held. */
+function ownCopy(body: Buffer, max: number): Buffer {
+  const copy = Buffer.allocUnsafeSlow(Math.min(max, body.length));
+  body.copy(copy, 0, 0, copy.length);
+  return copy;
+}
+
+function toNewRejection(w: RefusedWrite, atMs: number, maxBody: number): NewRejection {
+  const { body, contentType } = keptBody(w);
+  const headers: Record<string, string> = {};
+  for (const name of HEADERS_KEPT) {
+    const v = name === 'content-type' ? contentType : w.headers[name];
+    if (v !== undefined) headers[name] = v;
+  }
+  const writer: KeptWriter = { agent: w.user.agent, define: w.access?.define ?? false, mineOnly: w.access?.mineOnly ?? true };
+  if (w.user.validation) writer.validation = w.user.validation;
+  return {
+    tenant: w.user.target,
+    atMs,
+    username: w.user.username,
+    method: w.method,
+    path: w.path,
+    query: w.query,
+    status: w.status,
+    reasons: w.reasons,
+    headers,
+    version: w.headers['x-experience-api-version'] ?? '',
+    body: body && maxBody > 0 ? ownCopy(body, maxBody) : undefined,
+    bodyBytes: body?.length ?? w.declaredBytes ?? 0,
+    writer: JSON.stringify(writer),
+  };
+}
+
+// ----- list, show, clear -----------------------------------------------------------------------
+
+export interface RejectionQuery {
+  /** One store (-t); every store when undefined. */
+  tenant?: string;
+  since?: Date;
+  /** A reason type or its prefix up to a dot. */
+  reason?: string;
+  /** At most this many (oldest first); default 1,000. */
+  limit?: number;
+  /** LECTERN_REJECTIONS_KEEP_DAYS: older ones are not listed (they are dropped at the next keep). */
+  keepDays: number;
+  clock?: Clock;
+}
+
+/** Kept rejections, oldest first. */
+export function listRejections(store: RejectionStore, q: RejectionQuery): Promise<KeptRejection[]> {
+  const cutoff = (q.clock ?? systemClock).now() - q.keepDays * DAY_MS;
+  const sinceMs = Math.max(cutoff, q.since?.getTime() ?? -Infinity);
+  return store.listRejections({ tenant: q.tenant, sinceMs, reason: q.reason, limit: q.limit ?? 1000 });
+}
+
+const checkId = (id: string): string => {
+  if (!/^[1-9]\d{0,15}$/.test(id)) throw new OpsError(`${JSON.stringify(id)} is not a rejection id (the numbers \`lectern rejections list\` shows)`);
+  return id;
+};
+
+export async function showRejection(store: RejectionStore, id: string): Promise<KeptRejection> {
+  const r = await store.getRejection(checkId(id));
+  if (!r) throw new OpsError(`no kept rejection with id ${id}`, 'not_found');
+  return r;
+}
+
+/** Removes the kept rejections of one store, or of all; returns how many. */
+export const clearRejections = (store: RejectionStore, tenant?: string): Promise<number> => store.clearRejections(tenant);
+
+// ----- replay ----------------------------------------------------------------------------------
+
+export interface ReplayRequest {
+  ids?: string[];
+  /** Every kept rejection (of `tenant` when given). */
+  all?: boolean;
+  tenant?: string;
+  /** Replay under this validation mode instead of the credential's. */
+  validation?: 'strict' | 'lax';
+  /** The server's request limits and xAPI versions (as for a new request). */
+  limits: StatementLimits & DocumentLimits & { versions: readonly XapiVersion[] };
+  keepDays: number;
+  clock?: Clock;
+  signal?: AbortSignal;
+  onProgress?: OnProgress<'replay', { stored: number }>;
+}
+
+export interface ReplayResult {
+  id: string;
+  /** stored: accepted and removed from the list; refused: kept with its new reasons; not_replayable: its body was not kept whole. */
+  outcome: 'stored' | 'refused' | 'not_replayable';
+  status?: number;
+  reasons?: RejectionReason[];
+}
+
+/**
+ * Sends each kept body through the path a new request takes (the Statement resource's use case,
+ * or the document write) under the kept credential's store, authority and access: accepted ones
+ * are stored and removed from the list, refused ones stay with their new reasons.
+ */
+export async function replayRejections(store: Store, req: ReplayRequest): Promise<ReplayResult[]> {
+  const clock = req.clock ?? systemClock;
+  const targets: KeptRejection[] = [];
+  if (req.all) {
+    for (let afterId: string | undefined; ; ) {
+      const page = await store.listRejections({ tenant: req.tenant, sinceMs: clock.now() - req.keepDays * DAY_MS, afterId, limit: 500 });
+      targets.push(...page);
+      if (page.length < 500) break;
+      afterId = page[page.length - 1].id;
+    }
+  } else {
+    for (const id of req.ids ?? []) targets.push(await showRejection(store, id));
+  }
+  const out: ReplayResult[] = [];
+  req.onProgress?.({ type: 'start', phase: 'replay', total: targets.length });
+  let stored = 0;
+  for (const r of targets) {
+    if (req.signal?.aborted) break;
+    const result = await replayOne(store, r, req, clock);
+    if (result.outcome === 'stored') stored++;
+    out.push(result);
+    req.onProgress?.({ type: 'advance', phase: 'replay', done: out.length, stored });
+  }
+  req.onProgress?.({ type: 'end', phase: 'replay' });
+  return out;
+}
+
+async function replayOne(store: Store, r: KeptRejection, req: ReplayRequest, clock: Clock): Promise<ReplayResult> {
+  const resource = KEPT_RESOURCES.get(r.path);
+  const whole = r.body !== undefined && r.body.length === r.bodyBytes;
+  if (!resource || (r.method !== 'DELETE' && !whole)) return { id: r.id, outcome: 'not_replayable' };
+  const kept = JSON.parse(r.writer) as KeptWriter;
+  // The credential as it was; the lax validation branch reads `validation` on the accept path.
+  const user: AuthUser = { username: r.username, scopes: [], agent: kept.agent, target: r.tenant, validation: req.validation ?? kept.validation };
+  try {
+    const version = negotiate(r.version || undefined, req.limits.versions);
+    if (resource === 'statements') {
+      const id = parseParams('statements', r.method, r.query).statementId as string | undefined;
+      const received = receiveStatements(r.body, r.headers['content-type'], version, req.limits);
+      if (r.method === 'PUT' && Array.isArray(received.value)) {
+        throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
+      }
+      await storeStatements(store, r.tenant, received, version, { authority: user.agent, define: kept.define, mineOnly: kept.mineOnly }, id);
+    } else {
+      await writeDocument(store, r.tenant, resource, { method: r.method as 'PUT' | 'POST' | 'DELETE', query: r.query, headers: r.headers, body: r.body, version }, req.limits);
+    }
+  } catch (err) {
+    if (!(err instanceof LrsError)) throw err;
+    const reasons = reasonsOfError(r.path, err);
+    await store.updateRejection(r.id, { status: err.status, reasons, atMs: clock.now() });
+    return { id: r.id, outcome: 'refused', status: err.status, reasons };
+  }
+  await store.deleteRejections([r.id]);
+  return { id: r.id, outcome: 'stored' };
+}
+
+// ----- erasure ---------------------------------------------------------------------------------
+
+/** The texts that name a person: each inner list must all appear (an account: its home page and name). */
+function needlesOf(person: Actor): string[][] {
+  const p = person as Agent;
+  const out: string[][] = [];
+  if (p.mbox) out.push([p.mbox.toLowerCase()]);
+  if (p.mbox_sha1sum) out.push([p.mbox_sha1sum.toLowerCase()]);
+  if (p.openid) out.push([p.openid.toLowerCase()]);
+  if (p.account) out.push([p.account.homePage.toLowerCase(), p.account.name.toLowerCase()]);
+  return out;
+}
+
+/** Whether a rejection's body or parameters name the person (its text, and its JSON re-serialised without escapes). */
+function mentions(r: KeptRejection, needles: string[][]): boolean {
+  const body = r.body?.toString('utf8') ?? '';
+  let parsed = '';
+  try {
+    parsed = JSON.stringify(JSON.parse(body));
+  } catch {
+    // A cut or non-JSON body: its text is searched as it is.
+  }
+  const hay = `${body}\n${parsed}\n${JSON.stringify(r.query)}\n${Object.values(r.query).join('\n')}`.toLowerCase();
+  return needles.some((all) => all.every((n) => hay.includes(n)));
+}
+
+/**
+ * Removes (or, dry, counts) the kept rejections of a store whose body or parameters mention the
+ * person (`lectern erase --agent`): they hold learners' data too. Returns how many.
+ */
+export async function eraseRejectionsOf(store: RejectionStore, tenant: string, person: Actor, dryRun: boolean): Promise<number> {
+  const needles = needlesOf(person);
+  if (!needles.length) return 0;
+  const found: string[] = [];
+  for (let afterId: string | undefined; ; ) {
+    const page = await store.listRejections({ tenant, afterId, limit: 500 });
+    for (const r of page) if (mentions(r, needles)) found.push(r.id);
+    if (page.length < 500) break;
+    afterId = page[page.length - 1].id;
+  }
+  return dryRun || !found.length ? found.length : store.deleteRejections(found);
+}

@@ -1,0 +1,76 @@
+/**
+ * The rejections table's bounds on every backend: each keep trims every store it wrote to its
+ * newest `max` rows (other stores untouched) and drops rows older than `keepSinceMs`; ids are
+ * never given again; the reason filter matches a whole type or a prefix up to a dot, taking `%`
+ * and `_` literally.
+ */
+import assert from 'node:assert/strict';
+import { after, describe, test } from 'node:test';
+import type { NewRejection } from '../../src/store/types.ts';
+import { storeBackends } from '../helpers/stores.ts';
+
+const rejection = (tenant: string, atMs: number, type = 'value_error.iri', n = 0): NewRejection => ({
+  tenant,
+  atMs,
+  username: 'u',
+  method: 'POST',
+  path: '/xAPI/statements',
+  query: {},
+  status: 400,
+  reasons: [{ loc: [n], msg: 'bad', type }],
+  headers: { 'content-type': 'application/json' },
+  version: '1.0.3',
+  body: Buffer.from(`{"n":${n}}`),
+  bodyBytes: 8,
+  writer: '{}',
+});
+
+for (const backend of storeBackends) {
+  describe(`kept rejections' bounds [${backend.name}]`, async () => {
+    const { store, dispose } = await backend.open();
+    after(async () => {
+      await store.close();
+      await dispose();
+    });
+
+    test('trimmed to max per store, oldest first; older than keepSinceMs dropped; ids never reused', async () => {
+      await store.keepRejections([rejection('b', 1_000, 'conflict')], { max: 5, keepSinceMs: 0 });
+      for (let i = 0; i < 4; i++) {
+        await store.keepRejections(Array.from({ length: 4 }, (_, j) => rejection('', 10_000 + i, 'value_error.iri', i * 4 + j)), { max: 5, keepSinceMs: 0 });
+      }
+      const kept = await store.listRejections({ tenant: '', limit: 100 });
+      assert.deepEqual(kept.map((r) => r.reasons[0].loc[0]), [11, 12, 13, 14, 15]);
+      assert.equal((await store.listRejections({ tenant: 'b', limit: 100 })).length, 1, 'another store is not trimmed by this one');
+      const lastId = Number(kept.at(-1)!.id);
+      await store.clearRejections('');
+      await store.keepRejections([rejection('', 20_000)], { max: 5, keepSinceMs: 5_000 });
+      const now = await store.listRejections({ limit: 100 });
+      assert.deepEqual(now.map((r) => r.tenant), [''], "b's old row is dropped by age");
+      assert.ok(Number(now[0].id) > lastId);
+      assert.deepEqual(now[0].body, Buffer.from('{"n":0}'));
+    });
+
+    test('the reason filter: a whole type or its prefix up to a dot, wildcards taken literally; since; paging', async () => {
+      await store.clearRejections();
+      await store.keepRejections(
+        [rejection('', 1, 'value_error.iri'), rejection('', 2, 'conflict'), rejection('', 3, 'value_error'), rejection('', 4, 'type_error.object')],
+        { max: 10, keepSinceMs: 0 },
+      );
+      const types = async (reason: string) => (await store.listRejections({ reason, limit: 10 })).map((r) => r.reasons[0].type);
+      assert.deepEqual(await types('value_error'), ['value_error.iri', 'value_error']);
+      assert.deepEqual(await types('value_error.iri'), ['value_error.iri']);
+      assert.deepEqual(await types('value'), []);
+      assert.deepEqual(await types('value_error%'), []);
+      assert.deepEqual(await types('%'), []);
+      assert.deepEqual(await types('_onflict'), []);
+      assert.deepEqual((await store.listRejections({ sinceMs: 3, limit: 10 })).map((r) => r.atMs), [3, 4]);
+      const first = await store.listRejections({ limit: 2 });
+      assert.deepEqual((await store.listRejections({ afterId: first[1].id, limit: 10 })).map((r) => r.atMs), [3, 4]);
+      assert.equal(await store.deleteRejections([first[0].id, first[0].id]), 1);
+      await store.updateRejection(first[1].id, { status: 409, reasons: [{ loc: [], msg: 'x', type: 'conflict' }], atMs: 9 });
+      assert.deepEqual(await store.getRejection(first[1].id).then((r) => [r?.status, r?.atMs]), [409, 9]);
+      assert.equal(await store.getRejection('999999'), undefined);
+      assert.equal(await store.clearRejections(), 3);
+    });
+  });
+}
