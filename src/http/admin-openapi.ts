@@ -63,6 +63,7 @@ const erasureReport: Json = {
     referring: { type: 'integer' },
     attachments: { type: 'integer' },
     documents: { type: 'integer' },
+    rejections: { type: 'integer', description: 'Kept rejections mentioning the person' },
     complete: { type: 'boolean' },
   },
 };
@@ -86,6 +87,27 @@ const credential: Json = {
 const issued: Json = { allOf: [credential, { type: 'object', properties: { secret: { type: 'string', description: 'Shown this once: it is stored only as its SHA-256' } } }] };
 const KEY: Json = { name: 'key', in: 'path', required: true, description: 'The credential\'s key', schema: { type: 'string' } };
 const UNKNOWN_KEY: Json = { '404': { description: 'No such key (a store administrator gets this for another store\'s)', content: jsonContent({ $ref: '#/components/schemas/Error' }) } };
+
+const rejection: Json = {
+  type: 'object',
+  properties: {
+    id: { type: 'string' },
+    target: { type: 'string' },
+    time: { type: 'string', format: 'date-time' },
+    username: { type: 'string' },
+    method: { type: 'string' },
+    path: { type: 'string' },
+    query: { type: 'object' },
+    status: { type: 'integer' },
+    reasons: { type: 'array', items: { type: 'object' } },
+    headers: { type: 'object' },
+    version: { type: 'string' },
+    bodyBytes: { type: 'integer' },
+    bodyCut: { type: 'boolean' },
+    body: { description: 'show only: the body kept, as JSON when it parses' },
+  },
+};
+const ID: Json = { name: 'id', in: 'path', required: true, description: 'The kept rejection\'s id', schema: { type: 'string' } };
 
 export const ADMIN_PATHS: Record<string, Json> = {
   '/admin/api/status': {
@@ -221,6 +243,54 @@ export const ADMIN_PATHS: Record<string, Json> = {
       parameters: [KEY],
       requestBody: { ...body({ grace: { type: 'integer', minimum: 0, default: 0 } }), required: false },
       responses: { ...UNKNOWN_KEY, '409': { description: 'The credential is revoked', content: jsonContent({ $ref: '#/components/schemas/Error' }) } },
+    }),
+  },
+  '/admin/api/rejections': {
+    get: op('Kept rejections (refused writes)', 'Oldest first, without their bodies. An operator sees every store\'s (or `target`\'s), a store administrator its own store\'s.', { type: 'object', properties: { rejections: { type: 'array', items: rejection } } }, {
+      parameters: [
+        TARGET,
+        query('since', 'Only those kept at or after this time', { type: 'string', format: 'date-time' }),
+        query('reason', 'A reason type, or its prefix up to a dot (value_error finds value_error.iri)'),
+        query('limit', 'At most this many', { type: 'integer', minimum: 1, maximum: 1000, default: 100 }),
+      ],
+      responses: NOT_FOUND,
+    }),
+  },
+  '/admin/api/rejections/{id}': {
+    get: op('One kept rejection, with its body', '', rejection, {
+      parameters: [ID],
+      responses: { '404': { description: 'No such id (a store administrator gets this for another store\'s)', content: jsonContent({ $ref: '#/components/schemas/Error' }) } },
+    }),
+  },
+  '/admin/api/rejections/replay': {
+    post: op(
+      'Replay kept rejections (audited)',
+      'Each through the path a new request takes, under the credential it came with: accepted ones are stored and removed, refused ones stay with their new reasons.',
+      {
+        type: 'object',
+        properties: {
+          results: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, outcome: { type: 'string', enum: ['stored', 'refused', 'not_replayable'] }, status: { type: 'integer' }, reasons: { type: 'array', items: { type: 'object' } } } } },
+          replayed: { type: 'integer' },
+          stored: { type: 'integer' },
+          refused: { type: 'integer' },
+          notReplayable: { type: 'integer' },
+        },
+      },
+      {
+        requestBody: body({
+          ids: { type: 'array', items: { type: 'string' } },
+          all: { type: 'boolean', description: 'Every kept rejection (of `target`; a store administrator: of its store)' },
+          target: { type: 'string' },
+          validation: { type: 'string', enum: ['strict', 'lax'], description: 'Instead of the credential\'s' },
+        }),
+        responses: NOT_FOUND,
+      },
+    ),
+  },
+  '/admin/api/rejections/clear': {
+    post: op('Remove kept rejections (audited)', 'Of one store (`target`; a store administrator: its own), or with `all` (operator) of every store.', { type: 'object', properties: { cleared: { type: 'integer' } } }, {
+      requestBody: body({ target: { type: 'string' }, all: { type: 'boolean' } }),
+      responses: NOT_FOUND,
     }),
   },
   '/admin/api/audit': {

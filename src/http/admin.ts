@@ -15,10 +15,11 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { IngestRate } from '../monitoring/ingest.ts';
-import { type AdminActor, adminErase, AUDIT_PAGE_MAX, checkGrantable, credentialInReach, listAudit, listStores, reachableStore, recordAudit, requireOperator, serverStatus } from '../ops/admin.ts';
+import { type AdminActor, adminErase, AUDIT_PAGE_MAX, checkGrantable, credentialInReach, listAudit, REJECTION_PAGE_MAX, rejectionInReach, listStores, reachableStore, recordAudit, requireOperator, serverStatus } from '../ops/admin.ts';
 import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
+import { clearRejections, listRejections, replayRejections } from '../ops/rejections.ts';
 import { DEAD_LETTER_PAGE_MAX, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
-import type { Store } from '../store/types.ts';
+import type { KeptRejection, Store } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import type { Agent } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
@@ -117,6 +118,20 @@ function basicUser(authorization: string | undefined): string | undefined {
   const decoded = Buffer.from(m[1], 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
   return colon < 0 ? undefined : decoded.slice(0, colon);
+}
+
+/** A kept rejection as shown: the body as JSON when it parses (else its text), left out of lists. */
+function shownRejection(r: KeptRejection, withBody: boolean): Record<string, unknown> {
+  const { id, tenant, body, atMs, writer: _, ...rest } = r;
+  const out: Record<string, unknown> = { id, target: tenant, time: new Date(atMs).toISOString(), ...rest, bodyCut: body !== undefined && body.length < r.bodyBytes };
+  if (!withBody || body === undefined) return out;
+  const text = body.toString('utf8');
+  try {
+    out.body = JSON.parse(text);
+  } catch {
+    out.body = text;
+  }
+  return out;
 }
 
 /** The next page's URL: the same query with `cursor` set to the last item's id; empty when this page is not full. */
@@ -323,6 +338,72 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
       return json(200, issued);
     },
     { fields: ['grace'] },
+  );
+
+  // ----- kept rejections (src/ops/rejections.ts) ---------------------------------------------
+
+  route(
+    'GET',
+    '/rejections',
+    async ({ by, query }) => {
+      const tenant = by.role.kind === 'operator' ? query.target : reachableStore(by.role, query.target);
+      const since = timeParam(query, 'since');
+      const limit = intParam(query, 'limit', 1, REJECTION_PAGE_MAX) ?? 100;
+      const rows = await listRejections(store, { tenant, since: since === undefined ? undefined : new Date(since), reason: query.reason, limit, keepDays: config.rejectionsKeepDays, clock });
+      return json(200, { rejections: rows.map((r) => shownRejection(r, false)) });
+    },
+    { params: ['target', 'since', 'reason', 'limit'] },
+  );
+
+  route('GET', '/rejections/:id', async ({ by, params }) => json(200, shownRejection(await rejectionInReach(store, by.role, params.id), true)));
+
+  route(
+    'POST',
+    '/rejections/replay',
+    async ({ by, body }) => {
+      const b = await body();
+      const ids = b.ids === undefined ? undefined : stringList(b, 'ids');
+      const all = optionalBoolean(b, 'all') ?? false;
+      if (all === (ids !== undefined && ids.length > 0)) throw issue('body', 'ids', 'give the ids of the rejections to replay, or "all": true (not both)', 'value_error.missing');
+      const validation = optionalString(b, 'validation');
+      if (validation !== undefined && validation !== 'strict' && validation !== 'lax') throw issue('body', 'validation', 'must be strict or lax');
+      const asked = optionalString(b, 'target');
+      const tenant = by.role.kind === 'operator' ? asked : reachableStore(by.role, asked);
+      // Every id in reach before anything is replayed.
+      for (const id of ids ?? []) await rejectionInReach(store, by.role, id);
+      const results = await replayRejections(store, {
+        ids,
+        all,
+        tenant,
+        validation,
+        limits: { maxStatements: config.maxStatementsPerRequest, maxJsonValues: config.maxJsonValues, maxDocumentSize: config.maxDocumentSize, versions: config.xapiVersions },
+        keepDays: config.rejectionsKeepDays,
+        clock,
+      });
+      const count = (o: string) => results.filter((r) => r.outcome === o).length;
+      const outcome = { replayed: results.length, stored: count('stored'), refused: count('refused'), notReplayable: count('not_replayable') };
+      await recordAudit(store, by, 'rejections.replay', tenant ?? null, { ...(ids ? { ids } : { all: true }), ...(validation && { validation }), ...outcome }, clock);
+      return json(200, { results, ...outcome });
+    },
+    { fields: ['ids', 'all', 'target', 'validation'] },
+  );
+
+  route(
+    'POST',
+    '/rejections/clear',
+    async ({ by, body }) => {
+      const b = await body();
+      const asked = optionalString(b, 'target');
+      const all = optionalBoolean(b, 'all') ?? false;
+      if (all && asked !== undefined) throw issue('body', 'all', 'give a target or "all": true, not both');
+      if (by.role.kind === 'operator' && !all && asked === undefined) throw issue('body', 'target', 'is required: the store to clear ("" for the default store), or "all": true for every store', 'value_error.missing');
+      if (all) requireOperator(by.role, 'clearing every store\'s rejections');
+      const tenant = all ? undefined : reachableStore(by.role, asked);
+      const cleared = await clearRejections(store, tenant);
+      await recordAudit(store, by, 'rejections.clear', tenant ?? null, { ...(all && { all: true }), cleared }, clock);
+      return json(200, { cleared });
+    },
+    { fields: ['target', 'all'] },
   );
 
   route(

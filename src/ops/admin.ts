@@ -6,11 +6,12 @@
 import type { AdminRole } from '../auth/scopes.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { MinuteCount } from '../monitoring/ingest.ts';
-import type { AuditEntry, AuditFilter, CredentialStore, Store, StoreSummary } from '../store/types.ts';
+import type { AuditEntry, AuditFilter, CredentialStore, KeptRejection, RejectionStore, Store, StoreSummary } from '../store/types.ts';
 import type { Actor } from '../xapi/types.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { auditErasure, type Erasure, erasePerson } from './erase.ts';
 import { OpsError } from './errors.ts';
+import { showRejection } from './rejections.ts';
 
 /** Who acts, with which role, from where: what an audit entry records of them (never a secret). */
 export interface AdminActor {
@@ -43,6 +44,16 @@ export async function credentialInReach(store: CredentialStore, role: AdminRole,
   const row = await store.getCredential(key);
   if (!row || (role.kind === 'store' && row.target !== role.target)) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
 }
+
+/** A kept rejection the role reaches; another store's is the 404 an unknown id gets. */
+export async function rejectionInReach(store: RejectionStore, role: AdminRole, id: string): Promise<KeptRejection> {
+  const r = await showRejection(store, id);
+  if (role.kind === 'store' && r.tenant !== role.target) throw new OpsError(`no kept rejection with id ${id}`, 'not_found');
+  return r;
+}
+
+/** The most kept rejections one page lists. */
+export const REJECTION_PAGE_MAX = 1000;
 
 /**
  * Refuses (403) scopes the role may not give: a store administrator may give the xAPI scopes and
