@@ -83,7 +83,11 @@ for (const backend of BACKENDS) {
           assert.equal(r.status, 403, `${method} ${path} as ${user.username} (${user.scopes.join(' ')})`);
           assert.match(String(r.body.detail), /admin or admin\/store scope/);
         }
-        if (method === 'GET') assert.equal((await call(lrs, OPERATOR, method, path)).status, 200, `${method} ${path} as the operator`);
+        if (method !== 'GET') continue;
+        const status = (await call(lrs, OPERATOR, method, path)).status;
+        // A path with a parameter is called with its template ({id}): a 400 or 404, never a refusal.
+        if (path.includes('{')) assert.ok(status === 400 || status === 404, `${method} ${path} as the operator: ${status}`);
+        else assert.equal(status, 200, `${method} ${path} as the operator`);
       }
     });
 
