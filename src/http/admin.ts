@@ -15,10 +15,24 @@ import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { IngestRate } from '../monitoring/ingest.ts';
-import { type AdminActor, adminErase, AUDIT_PAGE_MAX, checkGrantable, credentialInReach, listAudit, REJECTION_PAGE_MAX, rejectionInReach, listStores, reachableStore, recordAudit, requireOperator, serverStatus } from '../ops/admin.ts';
+import {
+  type AdminActor,
+  adminErase,
+  AUDIT_PAGE_MAX,
+  checkGrantable,
+  credentialInReach,
+  listAudit,
+  listStores,
+  reachableStore,
+  recordAudit,
+  REJECTION_PAGE_MAX,
+  rejectionInReach,
+  requireOperator,
+  serverStatus,
+} from '../ops/admin.ts';
 import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
-import { clearRejections, listRejections, replayRejections } from '../ops/rejections.ts';
 import { DEAD_LETTER_PAGE_MAX, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
+import { clearRejections, listRejections, replayRejections } from '../ops/rejections.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import type { Agent } from '../xapi/types.ts';
