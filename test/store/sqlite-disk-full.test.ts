@@ -125,7 +125,9 @@ for (const how of DISKS) {
           assert.equal((await postBatch(base, again)).status, 503);
           refused.push(...again.map((s) => s.id as string));
           const doc = `${base}/xAPI/activities/state?activityId=http://example.com/a&stateId=s&agent=${encodeURIComponent('{"mbox":"mailto:ben@example.com"}')}`;
-          const put = await fetch(doc, { method: 'PUT', headers, body: JSON.stringify({ page: 'x'.repeat(200_000) }) });
+          // Larger than the refused batch: the WAL frames a failed transaction wrote stay allocated
+          // (ENOSPC came after them), and a smaller write fits there again.
+          const put = await fetch(doc, { method: 'PUT', headers, body: JSON.stringify({ page: 'x'.repeat(1_000_000) }) });
           assert.equal(put.status, 503, await put.text());
           // Reads go on.
           assert.deepEqual(await storedIds(base), acked);
