@@ -26,7 +26,7 @@ export const SECTIONS: { title: string; settings: Key[] }[] = [
     title: 'Authentication and scopes',
     settings: [
       'authFile', 'authCacheMaxSize', 'authCacheTtl', 'authBcryptConcurrency', 'authMaxFailures', 'authFailureWindow', 'authBackends', 'authBackend',
-      'oidcIssuerUri', 'oidcAudience', 'oidcScopeClaim', 'oidcTargetClaim', 'oidcDiscoveryRetries', 'oidcJwksCooldown', 'restrictByScopes', 'restrictByAuthority',
+      'oidcIssuerUri', 'oidcAudience', 'oidcScopeClaim', 'oidcTargetClaim', 'oidcValidationClaim', 'oidcDiscoveryRetries', 'oidcJwksCooldown', 'restrictByScopes', 'restrictByAuthority',
     ],
   },
   {
@@ -36,7 +36,7 @@ export const SECTIONS: { title: string; settings: Key[] }[] = [
       'maxDocumentSize', 'maxStatementsPerRequest', 'maxJsonValues',
     ],
   },
-  { title: 'xAPI versions', settings: ['xapiVersions', 'xapiStrictVersion'] },
+  { title: 'xAPI versions', settings: ['xapiVersions', 'xapiStrictVersion', 'xapiValidation'] },
   { title: 'Statement forwarding', settings: ['xapiForwardings', 'forwardingBackoff', 'forwardingBatchSize', 'forwardingLease'] },
   {
     title: 'Monitoring and metrics',

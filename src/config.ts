@@ -254,6 +254,12 @@ export const SETTINGS = {
     parse: str,
   },
   oidcScopeClaim: { name: 'LECTERN_RUNSERVER_AUTH_OIDC_SCOPE_CLAIM', default: 'scope', help: 'Token claim holding the scopes: a space-separated string or an array.', parse: nonEmpty },
+  oidcValidationClaim: {
+    name: 'LECTERN_RUNSERVER_AUTH_OIDC_VALIDATION_CLAIM',
+    default: 'xapi_validation',
+    help: 'Token claim choosing how the user\'s statement writes are validated, `strict` or `lax` (see [Validation](validation.md)); absent from a token: `LECTERN_XAPI_VALIDATION`. A token with another value is refused (`401`).',
+    parse: nonEmpty,
+  },
   oidcTargetClaim: { name: 'LECTERN_RUNSERVER_AUTH_OIDC_TARGET_CLAIM', default: 'target', help: 'Token claim holding the user\'s store (tenant); absent: the default store.', parse: nonEmpty },
   oidcDiscoveryRetries: {
     name: 'LECTERN_RUNSERVER_AUTH_OIDC_DISCOVERY_RETRIES',
@@ -284,6 +290,12 @@ export const SETTINGS = {
     default: '1.0.3,2.0.0',
     help: 'xAPI versions served, comma-separated (`1.0.3`, `2.0.0`); each request picks one with its `X-Experience-API-Version` header (see [xAPI versions](xapi-versions.md)).',
     parse: xapiVersions,
+  },
+  xapiValidation: {
+    name: 'LECTERN_XAPI_VALIDATION',
+    default: 'strict',
+    help: 'How statement writes are validated, unless the credential chooses (`"validation"` in its `auth.json` entry, its token\'s `LECTERN_RUNSERVER_AUTH_OIDC_VALIDATION_CLAIM`): `strict` refuses (`400`) a statement that breaks any rule of the specification; `lax` stores one that has the minimal form (an actor, `verb.id`, `object.id`, a UUID `id`) with the rules it broke recorded. See [Validation](validation.md).',
+    parse: oneOf('strict', 'lax'),
   },
   xapiStrictVersion: {
     name: 'LECTERN_XAPI_STRICT_VERSION',

@@ -43,7 +43,9 @@ const refusedCheck = (status: 429 | 503, retryAfter: number, detail: string): Au
 });
 
 function toUser(e: CredentialEntry): AuthUser {
-  return { username: e.username, scopes: e.scopes, agent: { ...e.agent, objectType: 'Agent' }, target: e.target ?? '' };
+  const user: AuthUser = { username: e.username, scopes: e.scopes, agent: { ...e.agent, objectType: 'Agent' }, target: e.target ?? '' };
+  if (e.validation) user.validation = e.validation;
+  return user;
 }
 
 /** Compares without an early exit on the first differing byte. */

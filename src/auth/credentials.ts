@@ -17,6 +17,8 @@ export interface CredentialEntry {
   scopes: string[];
   agent: Agent;
   target?: string | null;
+  /** How the user's statement writes are validated (docs/validation.md); absent: LECTERN_XAPI_VALIDATION. */
+  validation?: 'strict' | 'lax';
 }
 
 export class CredentialsFileError extends Error {
@@ -78,7 +80,12 @@ export function parseCredentials(text: string, source: string, warn?: (message: 
     if (o.target !== undefined && o.target !== null && typeof o.target !== 'string') {
       throw new CredentialsFileError(`${where} (${o.username}) has a target that is not a string`);
     }
-    return { username: o.username, hash: o.hash, scopes: o.scopes as string[], agent: agent as Agent, target: (o.target as string | null | undefined) ?? null };
+    if (o.validation !== undefined && o.validation !== null && o.validation !== 'strict' && o.validation !== 'lax') {
+      throw new CredentialsFileError(`${where} (${o.username}) has a validation that is neither "strict" nor "lax"`);
+    }
+    const entry: CredentialEntry = { username: o.username, hash: o.hash, scopes: o.scopes as string[], agent: agent as Agent, target: (o.target as string | null | undefined) ?? null };
+    if (o.validation === 'strict' || o.validation === 'lax') entry.validation = o.validation;
+    return entry;
   });
 }
 

@@ -40,6 +40,7 @@ export async function discoverOidc(config: Config, logger: Logger): Promise<Auth
     audience: config.oidcAudience,
     scopeClaim: config.oidcScopeClaim,
     targetClaim: config.oidcTargetClaim,
+    validationClaim: config.oidcValidationClaim,
     discoveryRetries: config.oidcDiscoveryRetries,
     jwksCooldownSeconds: config.oidcJwksCooldown,
     logger,

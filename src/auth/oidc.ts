@@ -19,6 +19,8 @@ export interface OidcOptions {
   scopeClaim: string;
   /** Claim holding the user's store (tenant). */
   targetClaim: string;
+  /** Claim choosing how the user's writes are validated: "strict" or "lax" (absent: the server's default). */
+  validationClaim: string;
   /** Discovery attempts after the first while the provider cannot be reached. */
   discoveryRetries: number;
   /** Least seconds between two JWKS fetches caused by unknown key ids. */
@@ -175,6 +177,8 @@ export class OidcAuthenticator implements Authenticator {
     }
     const target = claims[this.opts.targetClaim];
     if (target !== undefined && target !== null && typeof target !== 'string') return invalidToken(`the ${this.opts.targetClaim} claim is not a string`);
+    const validation = claims[this.opts.validationClaim];
+    if (validation !== undefined && validation !== 'strict' && validation !== 'lax') return invalidToken(`the ${this.opts.validationClaim} claim must be "strict" or "lax"`);
     const sub = String(claims.sub);
     return {
       ok: true,
@@ -183,6 +187,7 @@ export class OidcAuthenticator implements Authenticator {
         scopes: tokenScopes(claims[this.opts.scopeClaim]),
         agent: { objectType: 'Agent', openid: `${this.discovery.issuer}/${sub}` },
         target: target ?? '',
+        ...(validation !== undefined && { validation }),
       },
     };
   }

@@ -9,7 +9,10 @@ export interface AuthUser {
   agent: Agent;
   /** The store (tenant) the user works in: '' for the default store. */
   target: string;
-  /** How its statements are validated (a database credential's `--validation`); undefined: the server's default. */
+  /**
+   * How the user's statement writes are validated (docs/validation.md), when its credential
+   * chooses (auth.json entry, database credential, token claim); absent: LECTERN_XAPI_VALIDATION.
+   */
   validation?: 'strict' | 'lax';
 }
 

@@ -5,7 +5,7 @@
  */
 import { SCOPES } from '../auth/scopes.ts';
 import { loadConfig } from '../config.ts';
-import { checkAgent, checkScopes, checkUsername, credentialEntry, readCredentialsText, saveCredentialEntry } from '../ops/users.ts';
+import { checkAgent, checkScopes, checkUsername, checkValidation, credentialEntry, readCredentialsText, saveCredentialEntry } from '../ops/users.ts';
 import type { Agent } from '../xapi/types.ts';
 import { CliError } from './errors.ts';
 import { promptPassword } from './prompt.ts';
@@ -20,6 +20,7 @@ export interface AuthOptions {
   agentIfiOpenid?: string;
   agentIfiAccount?: string[];
   agentName?: string;
+  validation?: string;
   writeToDisk?: boolean;
   file?: string;
 }
@@ -57,6 +58,7 @@ export async function authCommand(o: AuthOptions): Promise<void> {
   const scopes = o.scope ?? [];
   if (scopes.length === 0) throw new CliError(`give at least one scope (-s/--scope), among: ${SCOPES.join(', ')}`);
   checkScopes(scopes);
+  checkValidation(o.validation);
   const agent = buildAgent(o);
   const file = o.file ?? loadConfig().authFile;
   // Read (and so validate) the existing file before asking for anything: a corrupt file is left as is.
@@ -66,7 +68,7 @@ export async function authCommand(o: AuthOptions): Promise<void> {
     if (!process.stdin.isTTY) throw new CliError('a password is required (-p/--password), or run in a terminal to be asked for it');
     password = await promptPassword();
   }
-  const entry = await credentialEntry({ username: o.username, password, scopes, agent, target: o.target });
+  const entry = await credentialEntry({ username: o.username, password, scopes, agent, target: o.target, validation: o.validation });
   if (!o.writeToDisk) {
     process.stdout.write(`${JSON.stringify(entry, null, 2)}\n`);
     return;

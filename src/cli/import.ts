@@ -25,6 +25,7 @@ export interface ImportOptions {
   batchSize?: string;
   pageSize?: string;
   authority?: string;
+  validation?: string;
   more?: string;
   progressInterval?: string;
 }
@@ -63,12 +64,14 @@ export async function importCommand(file: string | undefined, opts: ImportOption
     items = fileItems(input.stream);
   }
 
-  const { store } = await openCliStore(opts.backend);
+  if (opts.validation !== undefined && opts.validation !== 'strict' && opts.validation !== 'lax') throw new CliError(`--validation must be strict or lax, got ${JSON.stringify(opts.validation)}`);
+  const { config, store } = await openCliStore(opts.backend);
+  const validation = (opts.validation as 'strict' | 'lax' | undefined) ?? config.xapiValidation;
   const tenant = opts.target ?? '';
   let rejectsFile: OutputFile | undefined;
   const rejects = () => (rejectsFile ??= new OutputFile(rejectsPath, { append: skip > 0 || opts.more !== undefined }));
   const rejectsSink = { write: (text: string) => rejects().write(text) };
-  const job = new StatementImport({ store, tenant, authority, rejects: rejectsSink, attachmentsDir });
+  const job = new StatementImport({ store, tenant, authority, rejects: rejectsSink, attachmentsDir, validation });
   const n = (x: number) => x.toLocaleString('en-US');
   const onProgress = progressBars<'statements', ImportCounts>(
     { statements: { label: 'import', unit: 'statements', total: input?.size } },

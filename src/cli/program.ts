@@ -124,6 +124,7 @@ program
   .option('-O, --agent-ifi-openid <openid>', 'agent identifier: an OpenID URI')
   .option('-A, --agent-ifi-account <name_homepage...>', 'agent identifier: account NAME HOMEPAGE')
   .option('-N, --agent-name <name>', 'the agent name')
+  .option('--validation <mode>', 'how the user\'s statement writes are validated: strict or lax (default: LECTERN_XAPI_VALIDATION)')
   .option('-w, --write-to-disk', 'write the user to the credentials file instead of printing it')
   .action((o: Record<string, unknown>) =>
     monitored(
@@ -179,9 +180,22 @@ program
   .option('--skip <n>', 'skip the first N lines (resume; printed on Ctrl-C)')
   .option('--more <url>', 'with --from-lrs: start at this more link (resume; printed on Ctrl-C)')
   .option('--authority <json>', 'authority for imported statements that have none')
+  .option('--validation <mode>', 'strict or lax, as a credential\'s (docs/validation.md); default: LECTERN_XAPI_VALIDATION')
   .addOption(progressOption())
   .action((file: string | undefined, o: Parameters<typeof import('./import.ts').importCommand>[1]) =>
     monitored('import', async () => (await import('./import.ts')).importCommand(file, o), [o.password, o.token]),
+  );
+
+program
+  .command('violations')
+  .description('the rules a statement stored under lax validation broke (docs/validation.md)')
+  .helpOption('-h, --help', 'show help')
+  .argument('<statement-id>', 'the statement\'s id')
+  .addOption(backendOption())
+  .option('-t, --target <target>', 'the store (tenant)')
+  .option('--json', 'print JSON')
+  .action((id: string, o: Parameters<typeof import('./violations.ts').violationsCommand>[1]) =>
+    monitored('violations', async () => (await import('./violations.ts')).violationsCommand(id, o)),
   );
 
 program

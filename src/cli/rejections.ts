@@ -99,6 +99,7 @@ export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all
         all: opts.all,
         tenant: opts.target,
         validation: opts.validation as 'strict' | 'lax' | undefined,
+        defaultValidation: config.xapiValidation,
         limits: { maxStatements: config.maxStatementsPerRequest, maxJsonValues: config.maxJsonValues, maxDocumentSize: config.maxDocumentSize, versions: config.xapiVersions },
         keepDays: config.rejectionsKeepDays,
         signal: stop.signal,

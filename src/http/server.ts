@@ -363,6 +363,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     maxPageBytes: config.maxPageBytes,
     basePath: STATEMENTS_PATH,
     strictVersion: config.xapiStrictVersion,
+    validation: config.xapiValidation,
     maxStatements: config.maxStatementsPerRequest,
     maxJsonValues: config.maxJsonValues,
   };

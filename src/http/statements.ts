@@ -1,6 +1,7 @@
 /** The Statement resource (xAPI-Communication §2.1): parse, call the use case (src/ops/statements.ts) or the store, reply. */
-import { LrsError } from '../errors.ts';
-import { receiveStatements, storeStatements, type Writer } from '../ops/statements.ts';
+import { LrsError, ValidationFailed } from '../errors.ts';
+import { receiveStatements, storeStatements, validationOf, type Writer } from '../ops/statements.ts';
+import type { ValidationMode } from '../xapi/accept.ts';
 import type { Store, StoredRow } from '../store/types.ts';
 import type { Received } from '../xapi/accept.ts';
 import { actorKeys } from '../xapi/agents.ts';
@@ -23,6 +24,8 @@ export interface StatementDeps {
   basePath: string;
   /** LECTERN_XAPI_STRICT_VERSION: convert 2.0 statements for 1.0.3 readers. */
   strictVersion: boolean;
+  /** LECTERN_XAPI_VALIDATION: how writes are validated when the credential does not choose. */
+  validation: ValidationMode;
   /** LECTERN_MAX_STATEMENTS_PER_REQUEST. */
   maxStatements: number;
   /** LECTERN_MAX_JSON_VALUES. */
@@ -61,7 +64,12 @@ function concatUtf8(pieces: string[]): Buffer {
 const readsMineOnly = (req: XapiRequest): boolean => req.access?.mineOnly ?? true;
 
 /** The request's user as the writer of its statements: its agent the authority, its access what it may do. */
-const writer = (req: XapiRequest): Writer => ({ authority: req.user!.agent, define: req.access?.define ?? false, mineOnly: readsMineOnly(req) });
+const writer = (req: XapiRequest, deps: StatementDeps): Writer => ({
+  authority: req.user!.agent,
+  define: req.access?.define ?? false,
+  mineOnly: readsMineOnly(req),
+  validation: validationOf(req.user!, deps.validation),
+});
 
 /** Methods of the Statement resource (Communication §2.1), for 405's Allow header. */
 const ALLOWED = 'GET, HEAD, PUT, POST';
@@ -73,14 +81,14 @@ async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
   if (Array.isArray(received.value)) {
     throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
   }
-  await storeStatements(deps.store, req.user!.target, received, version, writer(req), id);
+  await storeStatements(deps.store, req.user!.target, received, version, writer(req, deps), id);
   return { status: 204 };
 }
 
 async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   parseParams('statements', 'POST', req.query);
   const version = req.version!;
-  const out = await storeStatements(deps.store, req.user!.target, readBody(req, version, deps), version, writer(req));
+  const out = await storeStatements(deps.store, req.user!.target, readBody(req, version, deps), version, writer(req, deps));
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
 }
 

@@ -5,6 +5,7 @@
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ForwardingStats, PoolStats, Store } from '../store/types.ts';
+import type { PreparedStatement } from '../xapi/statement.ts';
 import { IngestRate } from './ingest.ts';
 
 
@@ -51,6 +52,12 @@ export class Metrics {
   private readonly statementsStored = new Counter({
     name: 'lectern_statements_stored_total',
     help: 'Statements newly stored (a repeated identical statement is not counted again)',
+    registers: [this.registry],
+  });
+  private readonly violations = new Counter({
+    name: 'lectern_statement_violations_total',
+    help: 'Rules broken by statements accepted under lax validation (docs/validation.md), by rule (the validator\'s type, e.g. value_error.iri)',
+    labelNames: ['rule'] as const,
     registers: [this.registry],
   });
   private readonly statementsRejected = new Counter({
@@ -183,6 +190,7 @@ export class Metrics {
                   const inserted = (v as { inserted: number }).inserted;
                   this.statementsStored.inc(inserted);
                   this.ingest.add(inserted);
+                  for (const p of args[1] as PreparedStatement[]) if (p.violations) for (const x of p.violations) this.violations.inc({ rule: x.type });
                 }
                 return v;
               },

@@ -9,7 +9,7 @@ import { appendFileSync } from 'node:fs';
 import type { DocumentKey, Store, StatementRewrite, StoredRow } from '../store/types.ts';
 import { actorFromKey, actorKeys, ifiKey } from '../xapi/agents.ts';
 import { mentionsPerson, personKey, pseudonymFor, pseudonymizeStatement } from '../xapi/erasure.ts';
-import { prepareStatement } from '../xapi/statement.ts';
+import { indexRows } from '../xapi/statement.ts';
 import type { Actor, Statement } from '../xapi/types.ts';
 import { statementRules } from '../xapi/versions.ts';
 import type { OnProgress } from './progress.ts';
@@ -121,8 +121,7 @@ export async function erasePerson(store: Store, req: ErasureRequest): Promise<Er
       }
       if (req.list) listed.statements.push(s.id);
       const next = pseudonymizeStatement(s, key, pseudonym);
-      const p = prepareStatement(next, next.authority!, statementRules(next));
-      rewrites.push({ id: s.id, json: JSON.stringify(next), agents: p.agents, authorityKey: next.authority ? (actorKeys(next.authority)[0] ?? null) : null });
+      rewrites.push({ id: s.id, json: JSON.stringify(next), agents: indexRows(next).agents, authorityKey: next.authority ? (actorKeys(next.authority)[0] ?? null) : null });
     }
     if (rewrites.length && !dryRun) await store.rewriteStatements(tenant, rewrites);
     scanned += page.rows.length;

@@ -20,6 +20,7 @@ import { validateAgentParam } from '../xapi/validate.ts';
 import { readNotCarried } from './archive.ts';
 import type { OnProgress, TextSink } from './progress.ts';
 import { type PreparedBatch, prepareImported } from './statements.ts';
+import type { ValidationMode } from '../xapi/accept.ts';
 
 /** The authority of imported statements that carry none (an export from an LRS always has one). */
 export const IMPORT_AUTHORITY: Actor = { objectType: 'Agent', name: 'lectern import', account: { homePage: 'https://lectern.invalid', name: 'import' } };
@@ -185,6 +186,7 @@ export class StatementImport {
   private readonly store: Store;
   private readonly tenant: string;
   private readonly authority: Actor;
+  private readonly validation: ValidationMode;
   private readonly rejects: TextSink;
   private readonly attachmentsDir: string | undefined;
   private readonly notCarried: ReadonlySet<string>;
@@ -194,11 +196,13 @@ export class StatementImport {
   /**
    * `authority`: of statements that carry none. `attachmentsDir`: an export's attachments folder,
    * for items without parts. `rejects`: one JSON line per refused statement, in input order.
+   * `validation`: as a credential's (docs/validation.md); strict when absent.
    */
-  constructor(opts: { store: Store; tenant: string; authority: Actor; rejects: TextSink; attachmentsDir?: string }) {
+  constructor(opts: { store: Store; tenant: string; authority: Actor; rejects: TextSink; attachmentsDir?: string; validation?: ValidationMode }) {
     this.store = opts.store;
     this.tenant = opts.tenant;
     this.authority = opts.authority;
+    this.validation = opts.validation ?? 'strict';
     this.rejects = opts.rejects;
     this.attachmentsDir = opts.attachmentsDir;
     this.notCarried = opts.attachmentsDir ? readNotCarried(opts.attachmentsDir) : new Set();
@@ -286,7 +290,7 @@ export class StatementImport {
       const id = typeof given === 'string' ? given : undefined;
       try {
         const parts = item.parts ? narrow(item.value, item.parts) : partsFromFolder(item.value, this.attachmentsDir, this.notCarried);
-        const { batch, blobs } = await prepareImported(item.value, parts, this.authority);
+        const { batch, blobs } = await prepareImported(item.value, parts, this.authority, this.validation);
         const p = batch[0];
         const twin = byId.get(p.id);
         if (twin) {

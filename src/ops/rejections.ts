@@ -15,6 +15,7 @@ import { type Clock, systemClock } from '../clock.ts';
 import { LrsError, type ValidationIssue } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore, Store } from '../store/types.ts';
+import type { ValidationMode } from '../xapi/accept.ts';
 import { statementParts } from '../xapi/attachments.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import { parseMultipartMixed } from '../xapi/multipart.ts';
@@ -24,7 +25,7 @@ import { negotiate, type XapiVersion } from '../xapi/versions.ts';
 import { type DocumentLimits, writeDocument } from './documents.ts';
 import { OpsError } from './errors.ts';
 import type { OnProgress } from './progress.ts';
-import { receiveStatements, type StatementLimits, storeStatements } from './statements.ts';
+import { receiveStatements, type StatementLimits, storeStatements, validationOf } from './statements.ts';
 
 /** The statuses whose writes are kept (401 and 403 only count in /metrics). */
 export const KEPT_STATUSES: ReadonlySet<number> = new Set([400, 409, 413]);
@@ -303,7 +304,9 @@ export interface ReplayRequest {
   all?: boolean;
   tenant?: string;
   /** Replay under this validation mode instead of the credential's. */
-  validation?: 'strict' | 'lax';
+  validation?: ValidationMode;
+  /** The mode of a credential that chose none (LECTERN_XAPI_VALIDATION); absent: strict. */
+  defaultValidation?: ValidationMode;
   /** The server's request limits and xAPI versions (as for a new request). */
   limits: StatementLimits & DocumentLimits & { versions: readonly XapiVersion[] };
   keepDays: number;
@@ -357,8 +360,8 @@ async function replayOne(store: Store, r: KeptRejection, req: ReplayRequest, clo
   const whole = r.body !== undefined && r.body.length === r.bodyBytes;
   if (!resource || (r.method !== 'DELETE' && !whole)) return { id: r.id, outcome: 'not_replayable' };
   const kept = JSON.parse(r.writer) as KeptWriter;
-  // The credential as it was; the lax validation branch reads `validation` on the accept path.
-  const user: AuthUser = { username: r.username, scopes: [], agent: kept.agent, target: r.tenant, validation: req.validation ?? kept.validation };
+  // The credential as it was, or the mode the replay asks for.
+  const validation = req.validation ?? validationOf(kept, req.defaultValidation ?? 'strict');
   try {
     const version = negotiate(r.version || undefined, req.limits.versions);
     if (resource === 'statements') {
@@ -367,7 +370,7 @@ async function replayOne(store: Store, r: KeptRejection, req: ReplayRequest, clo
       if (r.method === 'PUT' && Array.isArray(received.value)) {
         throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
       }
-      await storeStatements(store, r.tenant, received, version, { authority: user.agent, define: kept.define, mineOnly: kept.mineOnly }, id);
+      await storeStatements(store, r.tenant, received, version, { authority: kept.agent, define: kept.define, mineOnly: kept.mineOnly, validation }, id);
     } else {
       await writeDocument(store, r.tenant, resource, { method: r.method as 'PUT' | 'POST' | 'DELETE', query: r.query, headers: r.headers, body: r.body, version }, req.limits);
     }

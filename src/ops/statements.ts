@@ -7,7 +7,8 @@
 import { createHash } from 'node:crypto';
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { Store } from '../store/types.ts';
-import { acceptStatements, type Received } from '../xapi/accept.ts';
+import type { AuthUser } from '../auth/types.ts';
+import { acceptStatements, type Received, type ValidationMode } from '../xapi/accept.ts';
 import { type AttachmentBlob, type AttachmentPart, statementParts } from '../xapi/attachments.ts';
 import { countJson, parseJson } from '../xapi/json.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
@@ -17,8 +18,17 @@ import { type PreparedStatement, prepareBatch } from '../xapi/statement.ts';
 import type { Actor } from '../xapi/types.ts';
 import { statementRules, type XapiVersion } from '../xapi/versions.ts';
 
+/**
+ * The validation a user's writes get (docs/validation.md): the credential's choice
+ * (AuthUser.validation: its auth.json entry, its token's claim), else the server's default
+ * (LECTERN_XAPI_VALIDATION). The one place the mode of a write is decided.
+ */
+export const validationOf = (user: Pick<AuthUser, 'validation'>, fallback: ValidationMode): ValidationMode => user.validation ?? fallback;
+
 /** Who stores the statements, and what their access lets them do. */
 export interface Writer {
+  /** How its statements are validated ({@link validationOf}); absent: strict. */
+  validation?: ValidationMode;
   /** The authority the statements are stored under. */
   authority: Actor;
   /** May (re)define the canonical Activity from the definitions the statements carry. */
@@ -85,8 +95,8 @@ export function receiveStatements(
 
 /** Accepts and prepares a request's statements; `statementId` is PUT's (lower-case). */
 export async function prepareStatements(received: Received, version: XapiVersion, writer: Writer, statementId?: string): Promise<PreparedBatch> {
-  const { statements, blobs } = await acceptStatements(received, version, statementId);
-  const batch = prepareBatch(statements, writer.authority, version, { define: writer.define, mineOnly: writer.mineOnly, received: new Set(blobs.map((b) => b.sha2)) });
+  const { statements, blobs, violations } = await acceptStatements(received, version, statementId, writer.validation);
+  const batch = prepareBatch(statements, writer.authority, version, { define: writer.define, mineOnly: writer.mineOnly, received: new Set(blobs.map((b) => b.sha2)), violations });
   return { batch, blobs };
 }
 
@@ -114,13 +124,13 @@ export async function storeStatements(store: Store, tenant: string, received: Re
  * (nor a signed one) it gets one derived from its content, so that a re-run finds it stored
  * instead of storing it twice.
  */
-export async function prepareImported(value: unknown, parts: Map<string, AttachmentPart>, authority: Actor): Promise<PreparedBatch> {
+export async function prepareImported(value: unknown, parts: Map<string, AttachmentPart>, authority: Actor, validation: ValidationMode = 'strict'): Promise<PreparedBatch> {
   const version = statementRules(value);
-  const { statements, blobs } = await acceptStatements({ value, parts }, version);
+  const { statements, blobs, violations } = await acceptStatements({ value, parts }, version, undefined, validation);
   const s = statements[0];
   s.id ??= contentId(value);
   // The data found for the statement is what it carried (not the batch's: each has its own authority).
-  const batch = prepareBatch([s], s.authority ?? authority, version, { define: true, received: new Set(blobs.map((b) => b.sha2)) });
+  const batch = prepareBatch([s], s.authority ?? authority, version, { define: true, received: new Set(blobs.map((b) => b.sha2)), violations });
   return { batch, blobs };
 }
 

@@ -58,6 +58,13 @@ export interface NewUser {
   agent: Agent;
   /** The store (tenant) the user works in. */
   target?: string;
+  /** How the user's statement writes are validated, "strict" or "lax" (absent: LECTERN_XAPI_VALIDATION). */
+  validation?: string;
+}
+
+/** Refuses a validation mode other than strict and lax (docs/validation.md). */
+export function checkValidation(validation: string | undefined): asserts validation is 'strict' | 'lax' | undefined {
+  if (validation !== undefined && validation !== 'strict' && validation !== 'lax') throw new OpsError(`the validation must be strict or lax, got ${JSON.stringify(validation)}`);
 }
 
 /** The credentials entry of a user, checked, its password hashed. */
@@ -67,8 +74,16 @@ export async function credentialEntry(user: NewUser): Promise<CredentialEntry> {
   checkScopes(user.scopes);
   checkAgent(user.agent);
   checkPassword(user.password);
+  checkValidation(user.validation);
   const hash = await bcrypt.hash(user.password, await bcrypt.genSalt(BCRYPT_ROUNDS, 'b'));
-  return { username: user.username, hash, scopes: user.scopes, agent: user.agent, ...(user.target !== undefined && { target: user.target }) };
+  return {
+    username: user.username,
+    hash,
+    scopes: user.scopes,
+    agent: user.agent,
+    ...(user.target !== undefined && { target: user.target }),
+    ...(user.validation !== undefined && { validation: user.validation }),
+  };
 }
 
 /** The credentials file's text, checked (CredentialsFileError when it is not valid); undefined when there is none. */

@@ -3,6 +3,7 @@
  * store key of the authenticated user: its `target`, '' for the default store). Backends write
  * SQL; nothing above this layer does.
  */
+import type { ValidationIssue } from '../errors.ts';
 import type { IndexedAgent, PreparedStatement } from '../xapi/statement.ts';
 import type { StatementQuery } from '../xapi/query.ts';
 import type { ActivityDefinition, Agent } from '../xapi/types.ts';
@@ -374,6 +375,12 @@ export interface CredentialStore {
   touchCredentials(uses: { key: string; atMs: number }[]): Promise<void>;
 }
 
+/** The rules statements stored under lax validation broke (docs/validation.md). */
+export interface ViolationStore {
+  /** What the statement `id` (voided or not) broke when it was stored: [] for none; undefined when no such statement is stored. */
+  statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined>;
+}
+
 
 /** One store (tenant) as the admin API lists it. */
 export interface StoreSummary {
@@ -432,4 +439,4 @@ export interface AdminStore {
 }
 
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & AdminStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore & AdminStore;

@@ -7,8 +7,14 @@ import { ValidationFailed } from '../errors.ts';
 import { type AttachmentBlob, type AttachmentPart, attachmentBlobs, matchAttachments } from './attachments.ts';
 import { type CheckedSignatures, verifySignedStatement } from './signature.ts';
 import type { Statement } from './types.ts';
-import { validateStatements } from './validate.ts';
+import { validateStatements, validateStatementsLax, type Violations } from './validate.ts';
 import type { XapiVersion } from './versions.ts';
+
+/** How a write is validated (docs/validation.md): every rule, or the minimal form with the rest recorded. */
+export type ValidationMode = 'strict' | 'lax';
+export const VALIDATION_MODES: readonly ValidationMode[] = ['strict', 'lax'];
+
+const NO_VIOLATIONS: readonly undefined[] = [];
 
 /** Longest run of signature checks before the event loop is given back. */
 const TURN_MS = 20;
@@ -21,11 +27,18 @@ export interface Received {
 
 /**
  * Validates the statements, checks their attachments against the parts received and verifies
- * signed statements (xAPI-Data §2.6). `id` is PUT's statementId (lower-case). Returns the statements to store
- * and the attachment data to keep with them.
+ * signed statements (xAPI-Data §2.6). `id` is PUT's statementId (lower-case). Returns the statements to store,
+ * the attachment data to keep with them and, under lax, what each statement broke (by index).
  */
-export async function acceptStatements(received: Received, version: XapiVersion, id?: string): Promise<{ statements: Statement[]; blobs: AttachmentBlob[] }> {
-  const { statements, issues, more } = validateStatements(received.value, version);
+export async function acceptStatements(
+  received: Received,
+  version: XapiVersion,
+  id?: string,
+  mode: ValidationMode = 'strict',
+): Promise<{ statements: Statement[]; blobs: AttachmentBlob[]; violations: readonly (Violations | undefined)[] }> {
+  const lax = mode === 'lax' ? validateStatementsLax(received.value, version) : undefined;
+  const { statements, issues, more } = lax ?? validateStatements(received.value, version);
+  const violations = lax?.violations ?? NO_VIOLATIONS;
   if (issues.length) throw new ValidationFailed(issues, more);
   if (id !== undefined) {
     const given = statements[0].id;
@@ -48,5 +61,5 @@ export async function acceptStatements(received: Received, version: XapiVersion,
     // Sent without an id, a signed statement is stored under the id it was signed with.
     if (signedId !== undefined && statements[i].id === undefined) statements[i] = { ...statements[i], id: signedId };
   }
-  return { statements, blobs: attachmentBlobs(statements, received.parts) };
+  return { statements, blobs: attachmentBlobs(statements, received.parts), violations };
 }

@@ -9,13 +9,16 @@ export const IFI_NAMES: readonly IfiName[] = ['mbox', 'mbox_sha1sum', 'openid', 
 
 /**
  * A stable string key for an actor's IFI, or undefined for an anonymous Group. The key keeps the
- * IFI's name so an mbox never equals an openid with the same text.
+ * IFI's name so an mbox never equals an openid with the same text. Statements stored under lax
+ * validation may hold agents of other shapes (a group member, an instructor): an identifier of
+ * the wrong type is no identifier.
  */
 export function ifiKey(actor: Agent | Group): string | undefined {
-  if (actor.mbox !== undefined) return `mbox:${actor.mbox}`;
-  if (actor.mbox_sha1sum !== undefined) return `mbox_sha1sum:${actor.mbox_sha1sum.toLowerCase()}`;
-  if (actor.openid !== undefined) return `openid:${actor.openid}`;
-  if (actor.account !== undefined) return `account:${JSON.stringify([actor.account.homePage, actor.account.name])}`;
+  if (typeof actor.mbox === 'string') return `mbox:${actor.mbox}`;
+  if (typeof actor.mbox_sha1sum === 'string') return `mbox_sha1sum:${actor.mbox_sha1sum.toLowerCase()}`;
+  if (typeof actor.openid === 'string') return `openid:${actor.openid}`;
+  const account = actor.account;
+  if (typeof account === 'object' && account !== null) return `account:${JSON.stringify([account.homePage, account.name])}`;
   return undefined;
 }
 
@@ -46,8 +49,9 @@ export function actorKeys(actor: Actor): string[] {
   const keys: string[] = [];
   const own = ifiKey(actor);
   if (own) keys.push(own);
-  if (isGroup(actor) && actor.member) {
+  if (isGroup(actor) && Array.isArray(actor.member)) {
     for (const m of actor.member) {
+      if (typeof m !== 'object' || m === null) continue;
       const k = ifiKey(m);
       if (k) keys.push(k);
     }
@@ -57,10 +61,11 @@ export function actorKeys(actor: Actor): string[] {
 
 /** Only the identifying part of an actor (the `ids` statement format). */
 export function idsOnlyActor(actor: Actor): Actor {
+  if (typeof actor !== 'object' || actor === null) return actor; // kept as sent under lax validation
   const out: Record<string, unknown> = {};
   if (actor.objectType) out.objectType = actor.objectType;
   for (const k of IFI_NAMES) if (actor[k] !== undefined) out[k] = actor[k];
-  if (isGroup(actor) && actor.member && ifiKey(actor) === undefined) {
+  if (isGroup(actor) && Array.isArray(actor.member) && ifiKey(actor) === undefined) {
     out.member = actor.member.map((m) => idsOnlyActor(m));
   }
   return out as Actor;

@@ -46,16 +46,25 @@ function rewriteObject(o: StatementObject, r: Rewriter): StatementObject {
   }
 }
 
+/**
+ * Statements stored under lax validation (docs/validation.md) keep what they were sent with: a
+ * part of another shape than the rewriters expect is kept as it is.
+ */
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
 function rewriteContext(c: Context, r: Rewriter): Context {
   const out: Context = { ...c };
-  if (c.instructor) out.instructor = r.actor(c.instructor);
-  if (c.team) out.team = r.actor(c.team) as Context['team'];
-  if (c.contextAgents) out.contextAgents = c.contextAgents.map((a) => ({ ...a, agent: r.actor(a.agent) as Agent }));
-  if (c.contextGroups) out.contextGroups = c.contextGroups.map((g) => ({ ...g, group: r.actor(g.group) as Group }));
-  if (c.contextActivities) {
-    const ca: Record<string, Activity[]> = {};
-    for (const [kind, list] of Object.entries(c.contextActivities)) ca[kind] = (list as Activity[]).map((a) => r.activity(a));
-    out.contextActivities = ca;
+  if (isObj(c.instructor)) out.instructor = r.actor(c.instructor);
+  if (isObj(c.team)) out.team = r.actor(c.team) as Context['team'];
+  if (Array.isArray(c.contextAgents)) out.contextAgents = c.contextAgents.map((a) => (isObj(a) && isObj(a.agent) ? { ...a, agent: r.actor(a.agent) as Agent } : a));
+  if (Array.isArray(c.contextGroups)) out.contextGroups = c.contextGroups.map((g) => (isObj(g) && isObj(g.group) ? { ...g, group: r.actor(g.group) as Group } : g));
+  if (isObj(c.contextActivities)) {
+    const ca: Record<string, unknown> = {};
+    for (const [kind, list] of Object.entries(c.contextActivities)) {
+      if (Array.isArray(list)) ca[kind] = list.map((a: unknown) => (isObj(a) ? r.activity(a as unknown as Activity) : a));
+      else ca[kind] = isObj(list) ? r.activity(list as unknown as Activity) : list;
+    }
+    out.contextActivities = ca as Context['contextActivities'];
   }
   return out;
 }
@@ -66,7 +75,7 @@ function rewriteBody<T extends Statement | SubStatement>(s: T, r: Rewriter): T {
   out.actor = r.actor(s.actor);
   out.verb = r.verb(s.verb);
   out.object = rewriteObject(s.object, r) as SubStatement['object'];
-  if (s.context) out.context = rewriteContext(s.context, r);
+  if (isObj(s.context)) out.context = rewriteContext(s.context, r);
   if ('authority' in s && s.authority) out.authority = r.actor(s.authority);
   if (s.attachments) out.attachments = s.attachments.map((a) => r.attachment(a));
   return out as T;
@@ -110,7 +119,7 @@ export function activityIdsOf(statements: readonly Statement[], max = Infinity):
       actor: keep,
       verb: keep,
       activity: (a) => {
-        if (ids.size < max) ids.add(a.id);
+        if (ids.size < max && typeof a.id === 'string') ids.add(a.id);
         return a;
       },
       attachment: keep,
@@ -228,12 +237,12 @@ const COMPONENT_LISTS = ['choices', 'scale', 'source', 'target', 'steps'] as con
 /** A definition with every language map reduced to one language. */
 function filterDefinition(d: ActivityDefinition, ranges: readonly LanguageRange[]): ActivityDefinition {
   const out: ActivityDefinition = { ...d };
-  if (d.name) out.name = pickLanguage(d.name, ranges);
-  if (d.description) out.description = pickLanguage(d.description, ranges);
+  if (isObj(d.name)) out.name = pickLanguage(d.name, ranges);
+  if (isObj(d.description)) out.description = pickLanguage(d.description, ranges);
   for (const list of COMPONENT_LISTS) {
     const components = d[list];
-    if (components) {
-      out[list] = components.map((c): InteractionComponent => (c.description ? { ...c, description: pickLanguage(c.description, ranges) } : c));
+    if (Array.isArray(components)) {
+      out[list] = components.map((c): InteractionComponent => (isObj(c) && isObj(c.description) ? { ...c, description: pickLanguage(c.description, ranges) } : c));
     }
   }
   return out;
@@ -253,11 +262,12 @@ export function canonicalStatement(
 ): Statement {
   return rewriteBody(s, {
     actor: keep,
-    verb: (v) => (v.display ? { ...v, display: pickLanguage(v.display, ranges) } : v),
+    verb: (v) => (isObj(v.display) ? { ...v, display: pickLanguage(v.display, ranges) } : v),
     activity: (a) => {
       const definition = definitions.get(a.id) ?? a.definition;
       const out: Activity = a.objectType ? { objectType: a.objectType, id: a.id } : { id: a.id };
-      if (definition) out.definition = filterDefinition(definition, ranges);
+      if (isObj(definition)) out.definition = filterDefinition(definition, ranges);
+      else if (definition !== undefined) out.definition = definition;
       return out;
     },
     attachment: (a) => {
@@ -289,7 +299,7 @@ export function forReader(s: Statement, reader: XapiVersion, strict: boolean): S
     const { contextAgents: _a, contextGroups: _g, ...rest } = c;
     return rest;
   };
-  if (s.context) out.context = strip(s.context);
+  if (isObj(s.context)) out.context = strip(s.context);
   if (s.object.objectType === 'SubStatement' && s.object.context) out.object = { ...s.object, context: strip(s.object.context) };
   return out;
 }

@@ -9,7 +9,7 @@ import { attachmentHashes } from './attachments.ts';
 import { canonicalJson, jsonDifference } from './compare.ts';
 import type { Activity, ActivityDefinition, Actor, Context, Statement, StatementObject, SubStatement } from './types.ts';
 import { VOIDED_VERB } from './types.ts';
-import { parseTimestamp } from './validate.ts';
+import { isUuid, isValidDefinition, parseTimestamp, type Violations } from './validate.ts';
 import { defaultStatementVersion, is2, type XapiVersion } from './versions.ts';
 
 /**
@@ -75,56 +75,68 @@ export interface PreparedStatement {
    * read it may have that data. A declaration by hash alone carries nothing.
    */
   carried: string[];
+  /** Accepted under lax validation: the rules it broke, kept with it (undefined: none). */
+  violations: Violations | undefined;
 }
 
 export const isVoiding = (s: Statement): boolean => s.verb.id === VOIDED_VERB && s.object.objectType === 'StatementRef';
 
-/** Collects index rows; a key seen in several roles is kept once (agents: see ROLE_PRECEDENCE; activities: direct wins). */
+const isObj = (v: unknown): v is Record<string, unknown> => typeof v === 'object' && v !== null && !Array.isArray(v);
+
+/** A context activity list as stored: an array, or (kept as sent under lax validation) a single Activity. */
+const activityList = (v: unknown): unknown[] => (Array.isArray(v) ? v : isObj(v) ? [v] : []);
+
+/**
+ * Collects index rows; a key seen in several roles is kept once (agents: see ROLE_PRECEDENCE;
+ * activities: direct wins). It reads statements stored under lax validation too (docs/validation.md):
+ * whatever is not of the expected shape is skipped, never a reason to fail.
+ */
 class IndexCollector {
   private agents = new Map<string, AgentRole>();
   private activities = new Map<string, boolean>();
   readonly definitions: { id: string; definition: ActivityDefinition }[] = [];
 
-  actor(actor: Actor | undefined, role: AgentRole): void {
-    if (!actor) return;
-    for (const k of actorKeys(actor)) {
+  actor(actor: unknown, role: AgentRole): void {
+    if (!isObj(actor)) return;
+    for (const k of actorKeys(actor as Actor)) {
       const had = this.agents.get(k);
       if (had === undefined || ROLE_PRECEDENCE.indexOf(role) < ROLE_PRECEDENCE.indexOf(had)) this.agents.set(k, role);
     }
   }
 
-  activity(a: Activity, direct: boolean): void {
+  activity(a: unknown, direct: boolean): void {
+    if (!isObj(a) || typeof a.id !== 'string') return;
     this.activities.set(a.id, direct || (this.activities.get(a.id) ?? false));
-    if (a.definition) this.definitions.push({ id: a.id, definition: a.definition });
+    if (isObj(a.definition)) this.definitions.push({ id: a.id, definition: a.definition as ActivityDefinition });
   }
 
   object(o: StatementObject, direct: boolean): void {
+    if (!isObj(o)) return;
     switch (o.objectType) {
-      case undefined:
-      case 'Activity':
-        this.activity(o as Activity, direct);
-        break;
       case 'Agent':
       case 'Group':
         this.actor(o, direct ? AGENT_ROLE.direct : AGENT_ROLE.related);
         break;
       case 'SubStatement':
-        this.sub(o);
+        this.sub(o as unknown as SubStatement);
         break;
+      case 'StatementRef':
+        break; // handled by refId, not indexed here
       default:
-        break; // StatementRef: handled by refId, not indexed here
+        // An Activity; under lax validation also an object of another objectType, found by its id.
+        this.activity(o, direct);
     }
   }
 
   context(c: Context | undefined, inSub: boolean): void {
-    if (!c) return;
+    if (!isObj(c)) return;
     this.actor(c.instructor, AGENT_ROLE.related);
     this.actor(c.team, AGENT_ROLE.related);
     // 2.0 (the validator only lets these through under 2.0); inside a SubStatement, merely related.
-    for (const a of c.contextAgents ?? []) this.actor(a.agent, inSub ? AGENT_ROLE.related : AGENT_ROLE.contextAgent);
-    for (const g of c.contextGroups ?? []) this.actor(g.group, inSub ? AGENT_ROLE.related : AGENT_ROLE.contextGroup);
+    if (Array.isArray(c.contextAgents)) for (const a of c.contextAgents) if (isObj(a)) this.actor(a.agent, inSub ? AGENT_ROLE.related : AGENT_ROLE.contextAgent);
+    if (Array.isArray(c.contextGroups)) for (const g of c.contextGroups) if (isObj(g)) this.actor(g.group, inSub ? AGENT_ROLE.related : AGENT_ROLE.contextGroup);
     const ca = c.contextActivities;
-    if (ca) for (const list of [ca.parent, ca.grouping, ca.category, ca.other]) for (const a of list ?? []) this.activity(a, false);
+    if (isObj(ca)) for (const list of [ca.parent, ca.grouping, ca.category, ca.other]) for (const a of activityList(list)) this.activity(a, false);
   }
 
   sub(s: SubStatement): void {
@@ -190,10 +202,17 @@ function utcTimestamps(s: Statement): Statement {
  * UTC. `version` is left to `stamp`, so that statement comparison can tell a version the client
  * sent from one the LRS assigns.
  */
-export function prepareStatement(input: Statement, authority: Actor, version: XapiVersion, received: ReadonlySet<string> = new Set()): PreparedStatement {
+export function prepareStatement(
+  input: Statement,
+  authority: Actor,
+  version: XapiVersion,
+  received: ReadonlySet<string> = new Set(),
+  violations?: Violations,
+): PreparedStatement {
   const statement = { ...(is2(version) ? utcTimestamps(input) : input), id: (input.id ?? randomUUID()).toLowerCase(), authority };
   const c = collect(statement);
   const ref = statement.object.objectType === 'StatementRef' ? statement.object.id : null;
+  const registration = statement.context?.registration;
   return {
     id: statement.id,
     xapiVersion: version,
@@ -201,12 +220,15 @@ export function prepareStatement(input: Statement, authority: Actor, version: Xa
     verb: statement.verb.id,
     authorityKey: actorKeys(authority)[0] ?? null,
     mineOnly: false,
-    registration: statement.context?.registration?.toLowerCase() ?? null,
+    // Under lax validation a registration is indexed only when it is a UUID (docs/validation.md).
+    registration: registration === undefined || (violations && !isUuid(registration)) ? null : registration.toLowerCase(),
     refId: ref?.toLowerCase() ?? null,
     voids: isVoiding(statement) && ref ? ref.toLowerCase() : null,
     ...c.result(),
-    definitions: c.definitions,
+    // A definition that breaks a rule does not (re)define the canonical Activity every reader shares.
+    definitions: violations ? c.definitions.filter((d) => isValidDefinition(d.definition, version)) : c.definitions,
     ...carrying(attachmentHashes(statement), received),
+    violations,
   };
 }
 
@@ -224,11 +246,11 @@ export function prepareBatch(
   statements: Statement[],
   authority: Actor,
   version: XapiVersion,
-  opts: { define: boolean; mineOnly?: boolean; received?: ReadonlySet<string> } = { define: true },
+  opts: { define: boolean; mineOnly?: boolean; received?: ReadonlySet<string>; violations?: readonly (Violations | undefined)[] } = { define: true },
 ): PreparedStatement[] {
   const seen = new Set<string>();
   return statements.map((s, i) => {
-    const p = prepareStatement(s, authority, version, opts.received);
+    const p = prepareStatement(s, authority, version, opts.received, opts.violations?.[i]);
     if (!opts.define) p.definitions = [];
     p.mineOnly = opts.mineOnly ?? false;
     if (seen.has(p.id)) throw new LrsError('bad_request', `statement ${i} repeats the id ${p.id} of an earlier statement in the batch`);

@@ -14,13 +14,15 @@
  * a shared path stack copied only when an issue is reported, no regex compiled at run time, no
  * try/catch, no JSON round-trips.
  */
-import { MAX_ISSUES, type ValidationIssue } from '../errors.ts';
+import { MAX_ISSUES, MORE_ISSUES, type ValidationIssue } from '../errors.ts';
 import { isLanguageTag } from './langtag.ts';
-import type { Actor, Statement } from './types.ts';
+import { type Actor, SIGNATURE_USAGE_TYPE, type Statement } from './types.ts';
 import type { XapiVersion } from './versions.ts';
+import { activityBody } from './validate/activities.ts';
 import { agentOrGroup, AS_PARAM } from './validate/actors.ts';
+import { minimalStatement } from './validate/minimal.ts';
 import { statementBody } from './validate/statement.ts';
-import { type Ctx, isObject, jsonTypeName, type Loc, pathFrom, wrongType } from './validate/walk.ts';
+import { copyJson, type Ctx, isObject, jsonTypeName, type Loc, MAX_JSON_DEPTH, pathFrom, TOO_DEEP, wrongType } from './validate/walk.ts';
 
 export { isLanguageTag };
 export { isDuration, isIri, isTimestamp, isUuid, parseTimestamp, timestampOutOfRange } from './validate/syntax.ts';
@@ -80,6 +82,72 @@ export function validateStatements(body: unknown, version: XapiVersion): { state
   });
   return { statements: [], issues, more: 0 };
 }
+
+/** The rules a statement accepted under lax validation broke (loc relative to the statement; `type` is the rule). */
+export type Violations = ValidationIssue[];
+
+/**
+ * {@link validateStatements} under lax validation (docs/validation.md): a statement that meets the
+ * minimal form (validate/minimal.ts) is accepted even when it breaks other rules, exactly as sent
+ * (a deep copy, not the validator's normalised one), with what it broke in `violations` (same
+ * index; undefined for a statement that broke nothing). `issues` are what lax never accepts.
+ * A batch every statement of which is valid costs what strict costs: the rest runs only on a
+ * batch with problems.
+ */
+export function validateStatementsLax(body: unknown, version: XapiVersion): { statements: Statement[]; violations: (Violations | undefined)[]; issues: ValidationIssue[]; more: number } {
+  const strict = validateStatements(body, version);
+  if (strict.issues.length === 0 || (!Array.isArray(body) && !isObject(body))) return { ...strict, violations: [] };
+  const items: unknown[] = Array.isArray(body) ? body : [body];
+  const issues: ValidationIssue[] = [];
+  const dropped = { count: 0 };
+  const statements = new Array<Statement>(items.length);
+  const violations = new Array<Violations | undefined>(items.length);
+  const ids = new Map<string, number>();
+  for (let i = 0; i < items.length; i++) {
+    // Each statement on its own: a batch's MAX_ISSUES must not hide one statement's violations.
+    const own: ValidationIssue[] = [];
+    const ownMore = { count: 0 };
+    const valid = validateStatement(items[i], [], own, version, ownMore);
+    const before = issues.length + dropped.count;
+    let s: Statement | undefined;
+    if (own.length === 0) s = valid;
+    else {
+      minimalStatement({ path: pathFrom([i]), issues, dropped, version }, items[i]);
+      const copy = copyJson(items[i], 0);
+      if (copy === TOO_DEEP || own.some((x) => x.type === 'value_error.too_deep')) {
+        issues.push({ loc: [i], msg: `the statement is nested too deeply (more than ${MAX_JSON_DEPTH} levels)`, type: 'value_error.too_deep' });
+      }
+      const item = items[i];
+      if (isObject(item) && signed(item)) {
+        issues.push({ loc: [i, 'attachments'], msg: 'a signed statement must be valid: it is checked against its signature as under strict validation', type: 'value_error.signed' });
+      }
+      s = copy as Statement;
+      if (ownMore.count > 0) own.push({ loc: [], msg: `and ${ownMore.count} more problem${ownMore.count === 1 ? '' : 's'} not listed`, type: MORE_ISSUES });
+      violations[i] = own;
+    }
+    if (issues.length + dropped.count > before || !s) continue;
+    statements[i] = s;
+    // Communication §2.1.2.s2.b6: one id twice in a batch, under lax as under strict.
+    const id = typeof s.id === 'string' ? s.id.toLowerCase() : undefined;
+    if (id !== undefined && items.length > 1) {
+      const first = ids.get(id);
+      if (first === undefined) ids.set(id, i);
+      else issues.push({ loc: [i, 'id'], msg: `duplicate statement id in batch (same as statement ${first})`, type: 'value_error.duplicate' });
+    }
+  }
+  return { statements, violations, issues, more: dropped.count };
+}
+
+/** Whether an activity definition (an object) breaks no rule: only such a definition, under lax, (re)defines the canonical Activity. */
+export function isValidDefinition(definition: object, version: XapiVersion): boolean {
+  const c: Ctx = { path: [], issues: [], dropped: { count: 0 }, version };
+  activityBody(c, { id: 'urn:x', definition });
+  return c.issues.length === 0;
+}
+
+/** Whether a statement declares a signature (only called on a statement whose attachments are valid). */
+const signed = (s: Record<string, unknown>): boolean =>
+  Array.isArray(s.attachments) && s.attachments.some((a) => isObject(a) && a.usageType === SIGNATURE_USAGE_TYPE);
 
 /**
  * Validates the `agent` query parameter value (already JSON-parsed): an Agent, or an identified

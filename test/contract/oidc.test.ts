@@ -89,6 +89,14 @@ for (const backend of BACKENDS) {
       assert.equal((await t.fetch('/whoami', bearer(await op.sign({ target: 7 })))).status, 401, 'a target that is not a string');
     });
 
+    test('the validation claim (LECTERN_RUNSERVER_AUTH_OIDC_VALIDATION_CLAIM) chooses lax or strict for the token user', async () => {
+      const broken = statement({ result: { score: { min: 1, max: 1 } } });
+      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign({ xapi_validation: 'lax' }))))).status, 200);
+      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign({ xapi_validation: 'strict' }))))).status, 400);
+      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign())))).status, 400, 'absent: the default, strict');
+      await refused(await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign({ xapi_validation: 'loose' })))), /xapi_validation claim must be "strict" or "lax"/);
+    });
+
     test('a token for another audience is refused', async () => {
       await refused(await t.fetch('/xAPI/statements', bearer(await op.token({ resource: 'http://other-service.test/' }))), /audience/);
       await refused(await t.fetch('/xAPI/statements', bearer(await op.sign({ aud: 'http://other-service.test/' }))), /audience/);

@@ -18,6 +18,8 @@ export interface TestUser {
   scopes: string[];
   agent: Record<string, unknown>;
   target?: string;
+  /** The credential's validation (docs/validation.md); absent: the server's. */
+  validation?: 'strict' | 'lax';
 }
 
 export const ADMIN: TestUser = { username: 'admin', password: 'admin-pass', scopes: ['all'], agent: { mbox: 'mailto:admin@example.com' } };
@@ -32,6 +34,7 @@ export async function credentialEntries(users: TestUser[]): Promise<unknown[]> {
       scopes: u.scopes,
       agent: { objectType: 'Agent', ...u.agent },
       ...(u.target !== undefined && { target: u.target }),
+      ...(u.validation !== undefined && { validation: u.validation }),
     })),
   );
 }

@@ -219,6 +219,28 @@ for (const backend of BACKENDS) {
       assert.equal(none.code, 2);
     });
 
+    test('lectern rejections replay under lax validation: what strict refused is stored as sent, by --validation lax or by LECTERN_XAPI_VALIDATION=lax', async () => {
+      await fresh();
+      // A context activity id that is not an IRI (a bare UUID, as some content packages send): refused under strict, within lax's minimal form.
+      const sent = [0, 1].map(() => statement({ id: randomUUID(), context: { contextActivities: { parent: [{ id: randomUUID() }] } } }));
+      for (const s of sent) assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', s))).status, 400);
+      const [byFlag, bySetting] = await kept();
+      assert.match(await cli(['replay', byFlag.id]), new RegExp(`^${byFlag.id} refused again \\(400\\)`, 'm'));
+      assert.match(await cli(['replay', byFlag.id, '--validation', 'lax']), new RegExp(`^${byFlag.id} stored$`, 'm'));
+      assert.match(await cli(['replay', bySetting.id], { LECTERN_XAPI_VALIDATION: 'lax' }), new RegExp(`^${bySetting.id} stored$`, 'm'));
+      for (const s of sent) {
+        const res = await lrs.fetch(`/xAPI/statements?statementId=${s.id as string}`);
+        assert.equal(res.status, 200);
+        const got = (await res.json()) as { context: unknown; authority: unknown };
+        assert.deepEqual(got.context, s.context);
+        assert.deepEqual(got.authority, { objectType: 'Agent', ...ADMIN.agent });
+        const v = await runCli(lrs, ['violations', s.id as string, '--json']);
+        assert.equal(v.code, 0, v.stderr);
+        assert.match(v.stdout, /contextActivities/);
+      }
+      assert.deepEqual(await kept(), []);
+    });
+
     test('lectern rejections clear: one store with -t, then every store', async () => {
       await fresh();
       assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', badVerb()))).status, 400);

@@ -437,6 +437,18 @@ COMMENT ON COLUMN statements.full_bytes IS 'octet_length of full as text: what a
 `,
   },
   {
+    version: 13,
+    name: 'the rules a statement stored under lax validation broke, kept beside it',
+    // As SQLite's migration 12: a row only for a statement accepted with violations (docs/validation.md).
+    sql: `
+CREATE TABLE statement_violations (
+  seq bigint PRIMARY KEY,
+  violations json NOT NULL
+);
+COMMENT ON TABLE statement_violations IS 'the rules a statement stored under lax validation broke (statements.seq; a JSON list of {loc, msg, type})';
+`,
+  },
+  {
     version: 14,
     name: 'rejected writes kept for the operator (src/ops/rejections.ts), bounded per store',
     // As SQLite's migration 13; the tenant by name (a handful of rows per store, read rarely).

@@ -6,7 +6,7 @@
  * `keys_epoch`).
  */
 import pg from 'pg';
-import { LrsError } from '../../errors.ts';
+import { LrsError, type ValidationIssue } from '../../errors.ts';
 import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import type { ActivityDefinition } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
@@ -145,6 +145,19 @@ export abstract class PostgresReaders extends PostgresConnection {
     );
     const row = r.rows[0];
     return row && (authority === undefined || row.authority_key === authority) ? toRow(row) : undefined;
+  }
+
+  async statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined> {
+    const tid = await this.tenantId(tenant);
+    if (tid === undefined) return undefined;
+    const r = await this.query<{ violations: string | null }>(
+      'SELECT (SELECT violations::text FROM statement_violations v WHERE v.seq = s.seq) AS violations FROM statements s WHERE tenant = $1 AND id = $2::uuid',
+      [tid, id],
+      'statement_violations',
+    );
+    const row = r.rows[0];
+    if (!row) return undefined;
+    return row.violations === null ? [] : (JSON.parse(row.violations) as ValidationIssue[]);
   }
 
   /**

@@ -459,6 +459,7 @@ SELECT 1`,
         text: `WITH
 s AS (DELETE FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[]) RETURNING seq, "full"),
 ob AS (DELETE FROM forward_outbox WHERE seq IN (SELECT seq FROM s)),
+vi AS (DELETE FROM statement_violations WHERE seq IN (SELECT seq FROM s)),
 sa AS (DELETE FROM statement_attachments WHERE seq IN (SELECT seq FROM s) RETURNING sha2)
 SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, ARRAY(SELECT DISTINCT sha2 FROM sa) AS hashes`,
         values: [tid, ids],

@@ -30,7 +30,7 @@ const WRITE_PARAMS = namedParams([
   'tenant', 'storedMs', 'count', 'ids', 'verbs', 'registrations', 'refs', 'isVoiding', 'voided', 'authorities', 'fulls',
   'agentKeys', 'agentOrdinals', 'agentRoles', 'activityKeys', 'activityOrdinals', 'activityDirect', 'linkOrdinals', 'linkHashes', 'voids',
   'definitionIds', 'definitions', 'blobHashes', 'blobTypes', 'blobContents', 'snapSeq', 'checkIds', 'reliedSeqs', 'reliedXmins', 'defIds',
-  'keptDefIds', 'keptDefXmins', 'tenantName', 'epoch', 'flightDefIds', 'flightDefTexts', 'carriers',
+  'keptDefIds', 'keptDefXmins', 'tenantName', 'epoch', 'flightDefIds', 'flightDefTexts', 'carriers', 'violationOrdinals', 'violations',
 ] as const);
 const W = WRITE_PARAMS.ph;
 
@@ -76,6 +76,7 @@ st AS (INSERT INTO statements (seq, tenant, id, stored_ms, verb, registration, r
 ag AS (INSERT INTO statement_agents (agent, role, seq) SELECT k, d, sq.seq FROM unnest(${W.agentKeys}::int[], ${W.agentOrdinals}::int[], ${W.agentRoles}::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
 ac AS (INSERT INTO statement_activities (activity, direct, seq) SELECT k, d, sq.seq FROM unnest(${W.activityKeys}::int[], ${W.activityOrdinals}::int[], ${W.activityDirect}::smallint[]) AS t(k, n, d) JOIN sq USING (n)),
 sa AS (INSERT INTO statement_attachments (seq, sha2, carrier) SELECT sq.seq, h, cr FROM unnest(${W.linkOrdinals}::int[], ${W.linkHashes}::text[], ${W.carriers}::int[]) AS t(n, h, cr) JOIN sq USING (n) ON CONFLICT DO NOTHING),
+vi AS (INSERT INTO statement_violations (seq, violations) SELECT sq.seq, x FROM ROWS FROM (unnest(${W.violationOrdinals}::int[]), json_array_elements(${W.violations}::json)) AS t(n, x) JOIN sq USING (n)),
 vo AS (UPDATE statements s SET voided = 1
   FROM (SELECT DISTINCT x.seq FROM unnest(${W.voids}::uuid[]) AS q(id) CROSS JOIN LATERAL (SELECT seq FROM statements WHERE tenant = ${W.tenant} AND id = q.id LIMIT 1) x) v
   WHERE s.seq = v.seq AND s.is_voiding = 0 AND s.voided = 0 AND (SELECT ok FROM ok)),
@@ -181,6 +182,7 @@ export function writeValues(
   const agents: [number[], number[], number[]] = [[], [], []];
   const activities: [number[], number[], number[]] = [[], [], []];
   const links: [number[], string[], (number | null)[]] = [[], [], []];
+  const violations: [number[], string[]] = [[], []];
   // One statement writes the group: its UPDATE cannot see the rows it inserts, so a statement a
   // later request of the group voids (that request was decided knowing it) is inserted already
   // voided. One voided by an earlier request was decided so by planInsert (voidedEarlier).
@@ -198,6 +200,10 @@ export function writeValues(
     flags.voided.push(voided || (!p.voids && later.has(p.id)) ? 1 : 0);
     flags.authority.push(p.authorityKey === null ? null : id(p.authorityKey));
     flags.full.push(JSON.stringify(full));
+    if (p.violations) {
+      violations[0].push(n);
+      violations[1].push(JSON.stringify(p.violations));
+    }
     for (const a of p.agents) {
       agents[0].push(id(a.key));
       agents[1].push(n);
@@ -237,6 +243,8 @@ export function writeValues(
     linkOrdinals: links[0],
     linkHashes: links[1],
     carriers: links[2],
+    violationOrdinals: violations[0],
+    violations: jsonArray(violations[1]),
     voids: [...voids],
     definitionIds: [...changed.keys()],
     definitions: jsonArray([...changed.values()].map((d) => d.text)),

@@ -414,6 +414,18 @@ CREATE INDEX statement_attachments_carrier ON statement_attachments(sha2, carrie
 `,
   },
   {
+    version: 12,
+    name: 'the rules a statement stored under lax validation broke, kept beside it',
+    // A side table, so that the statements table and the strict write path stay as they were: a
+    // row only for a statement accepted with violations (docs/validation.md).
+    sql: `
+CREATE TABLE statement_violations (
+  seq INTEGER PRIMARY KEY,              -- statements.seq
+  violations TEXT NOT NULL              -- JSON list of {loc, msg, type}: the rules it broke
+);
+`,
+  },
+  {
     version: 13,
     name: 'rejected writes kept for the operator (src/ops/rejections.ts), bounded per store',
     // AUTOINCREMENT: an id is never given again after the oldest rows are trimmed, so the id an

@@ -329,6 +329,15 @@ export async function getStatement(src: PageSource, tenant: string, id: string, 
   return r ? toRow(r) : undefined;
 }
 
+/** The violations a stored statement was accepted with (ViolationStore). */
+export function statementViolations(src: PageSource, tenant: string, id: string): ValidationIssue[] | undefined {
+  const tid = src.tenantId(tenant);
+  if (tid === undefined) return undefined;
+  const r = src.q(`SELECT (SELECT violations FROM statement_violations v WHERE v.seq = s.seq) AS violations FROM statements s WHERE ${BY_ID}`).get(tid, uuidBytes(id)) as Row | undefined;
+  if (!r) return undefined;
+  return r.violations === null ? [] : (JSON.parse(String(r.violations)) as ValidationIssue[]);
+}
+
 /** Each hash's attachments row (`cols`), with `carrier` only if a statement of that authority carried its data. */
 function attachmentRows(src: PageSource, tenant: string, sha2s: string[], cols: string, carrier?: string): Row[] {
   const sql = `SELECT ${cols} FROM attachments a WHERE tenant = ? AND sha2 = ?`;

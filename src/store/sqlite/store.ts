@@ -8,6 +8,7 @@
  * 16 bytes. The connection, transactions, migrations and the dictionaries: ./connection.ts;
  * the reads: ./readers.ts; this module: the writes.
  */
+import type { ValidationIssue } from '../../errors.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import { type EarlierVoiding, type InsertPlan, type KnownStatement, rowsToRead } from '../../xapi/insert.ts';
@@ -322,6 +323,7 @@ export class SqliteStore extends SqliteConnection implements Store {
     );
     const seq = Number(r.lastInsertRowid);
     this.q('INSERT INTO statement_ids_new (tenant, id, seq) VALUES (?, ?, ?)').run(tenant, idBytes, seq);
+    if (p.violations) this.q('INSERT INTO statement_violations (seq, violations) VALUES (?, ?)').run(seq, JSON.stringify(p.violations));
     const bucket = seqBucket(seq);
     const agent = this.q('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)');
     for (const a of p.agents) agent.run(tenant, bucket, id(a.key), seq, a.role);
@@ -360,6 +362,10 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
     return reads.getStatement(this.source, tenant, id, voided, authority);
+  }
+
+  async statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined> {
+    return reads.statementViolations(this.source, tenant, id);
   }
 
   async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
@@ -481,6 +487,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         // Its forwarding, if still queued, goes too.
         this.q('DELETE FROM forward_outbox WHERE seq = ?').run(seq);
         this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
+        this.q('DELETE FROM statement_violations WHERE seq = ?').run(seq);
         this.q('DELETE FROM statements WHERE seq = ?').run(seq);
         for (const level of ['statement_ids_new', 'statement_ids']) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, idBytes);
         erased.push(seq);

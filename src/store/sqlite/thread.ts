@@ -369,6 +369,9 @@ export class ThreadedSqliteStore implements Store {
   getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
     return this.read().getStatement(tenant, id, voided, authority);
   }
+  statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined> {
+    return this.read().statementViolations(tenant, id);
+  }
   queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
     return this.read().queryStatements(tenant, query);
   }

@@ -234,7 +234,7 @@ const ATTACHMENT = fields({
 // ---------------------------------------------------------------------------------------------
 
 /** The fields of a statement; the walk's state says whether its object is not an Activity (for the context). */
-const STATEMENT_FIELDS = {
+export const STATEMENT_FIELDS = {
   id: UUID,
   actor: { check: actor(AS_ACTOR), required: true },
   verb: { check: object(VERB), required: true },

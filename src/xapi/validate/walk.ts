@@ -292,10 +292,10 @@ export const LANGUAGE_TAG = format(isLanguageTag, 'must be an RFC 5646 language 
  * reported as a 400 here rather than failing later as a 500.
  */
 export const MAX_JSON_DEPTH = 512;
-const TOO_DEEP: unique symbol = Symbol('too deep');
+export const TOO_DEEP: unique symbol = Symbol('too deep');
 
 /** Deep copy of an arbitrary JSON value (extension values), safe against `__proto__` keys. */
-function copyJson(v: unknown, depth: number): unknown {
+export function copyJson(v: unknown, depth: number): unknown {
   if (typeof v !== 'object' || v === null) return v;
   if (depth >= MAX_JSON_DEPTH) return TOO_DEEP;
   if (Array.isArray(v)) {
