@@ -229,3 +229,9 @@ export const forwardings: Parser<ForwardingTarget[]> = (raw, name) => {
   return targets;
 };
 
+
+/** A secret: empty (then generated where it is used) or at least 32 characters. */
+export const secretOrEmpty: Parser<string> = (raw, name) => {
+  if (raw !== '' && raw.length < 32) throw new ConfigError(`${name} must be at least 32 characters (or empty), got ${raw.length}`);
+  return raw;
+};

@@ -7,7 +7,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import {
-  authBackendList, bool, ConfigError, dsn, forwardings, httpUrlOrEmpty, int, list, nonEmpty, num, oneOf, postgresUrl, str, trustProxy, xapiVersions,
+  authBackendList, bool, ConfigError, dsn, forwardings, httpUrlOrEmpty, int, list, nonEmpty, num, oneOf, postgresUrl, secretOrEmpty, str, trustProxy, xapiVersions,
   type Setting,
 } from './config-values.ts';
 
@@ -272,6 +272,36 @@ export const SETTINGS = {
     default: '30',
     help: 'Least seconds between two fetches of the provider\'s keys caused by tokens naming an unknown key (key rotation is picked up without a restart; keys are also refetched every 10 minutes).',
     parse: num(0, 3600),
+  },
+  consoleSecret: {
+    name: 'LECTERN_CONSOLE_SECRET',
+    default: '',
+    help: 'Secret (at least 32 characters) that seals the operator console\'s session cookies (`/console`: AES-256-GCM, so a cookie can be neither read nor forged without it). Every process that serves the console must share it: set it when several hosts or separately started processes serve one LRS. Empty: a random one per `lectern runserver` (its worker processes share it), so sessions end when the server restarts.',
+    parse: secretOrEmpty,
+  },
+  consoleSessionTtl: {
+    name: 'LECTERN_CONSOLE_SESSION_TTL',
+    default: '28800',
+    help: 'Seconds a console session lasts from sign-in (8 hours by default); then the console asks to sign in again.',
+    parse: int(1, 31_536_000),
+  },
+  consoleOidcClientId: {
+    name: 'LECTERN_CONSOLE_OIDC_CLIENT_ID',
+    default: '',
+    help: 'With the `oidc` backend: the console\'s client id at the OpenID provider, which offers "Sign in with OpenID Connect" (authorization code with PKCE, redirect URI `<LRS address>/console/oidc/callback`). Empty: the console offers the form for Basic users only.',
+    parse: str,
+  },
+  consoleOidcScopes: {
+    name: 'LECTERN_CONSOLE_OIDC_SCOPES',
+    default: 'openid all',
+    help: 'Scopes the console asks the OpenID provider for at sign-in (space-separated); the session holds those the access token grants (its `LECTERN_RUNSERVER_AUTH_OIDC_SCOPE_CLAIM`), and its store comes from the token\'s target claim.',
+    parse: nonEmpty,
+  },
+  consoleOidcClientSecret: {
+    name: 'LECTERN_CONSOLE_OIDC_CLIENT_SECRET',
+    default: '',
+    help: 'The console\'s client secret at the OpenID provider, when it is a confidential client; empty for a public client (PKCE alone).',
+    parse: str,
   },
   restrictByScopes: {
     name: 'LECTERN_LRS_RESTRICT_BY_SCOPES',

@@ -9,6 +9,7 @@ import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
+import { eventually } from './helpers/receiver.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 let dir: string;
@@ -301,13 +302,15 @@ describe('lectern runserver', () => {
       assert.equal((await whoami('u1')).status, 200);
       writeFileSync(file, '[{"username": "u1", "hash": ');
       assert.equal((await whoami('u2')).status, 200, 'u2 (never signed in before) is still known');
-      const logged = server
-        .output()
-        .split('\n')
-        .filter((l) => l.startsWith('{'))
-        .map((l) => JSON.parse(l) as { level: number; file?: string; msg: string })
-        .find((l) => l.level === 50 && l.file === file);
-      assert.ok(logged, server.output());
+      // The log line is written as the file is re-read, not before the answer: wait for it.
+      const logged = await eventually('the invalid file logged', () =>
+        server
+          .output()
+          .split('\n')
+          .filter((l) => l.startsWith('{'))
+          .map((l) => JSON.parse(l) as { level: number; file?: string; msg: string })
+          .find((l) => l.level === 50 && l.file === file),
+      );
       assert.match(logged.msg, /credentials file is invalid, keeping its last good content \(2 users\): .* is not valid JSON/);
       writeFileSync(file, JSON.stringify([entry('u1')]));
       assert.equal((await whoami('u2')).status, 401, 'a good file is read again');

@@ -3,6 +3,7 @@
  * LECTERN_RUNSERVER_WORKERS > 1, as that many node:cluster worker processes on one port.
  */
 import cluster, { type Worker } from 'node:cluster';
+import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, readFileSync, statSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { type RunningLrs, startLrs } from '../app.ts';
@@ -178,10 +179,14 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
       w.on('message', onMessage);
       w.once('exit', onExit);
     });
+  // The workers share one console session secret (LECTERN_CONSOLE_SECRET), generated here when
+  // none is set: a session cookie one worker sealed is accepted by every other.
+  const env = config.consoleSecret ? {} : { LECTERN_CONSOLE_SECRET: randomBytes(32).toString('base64url') };
+  const fork = () => cluster.fork(env);
   let url: string;
   try {
-    url = await started(cluster.fork());
-    await Promise.all(Array.from({ length: config.workers - 1 }, () => started(cluster.fork())));
+    url = await started(fork());
+    await Promise.all(Array.from({ length: config.workers - 1 }, () => started(fork())));
   } catch (err) {
     for (const w of Object.values(cluster.workers ?? {})) w?.kill('SIGTERM');
     process.exit((err as { exitCode?: number }).exitCode || 1);
@@ -190,7 +195,7 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
   cluster.on('exit', (w, code, signal) => {
     if (stopping) return;
     logger.error({ worker: w.process.pid, code, signal }, 'a worker process died; starting a replacement');
-    setTimeout(() => stopping || cluster.fork(), 1000).unref();
+    setTimeout(() => stopping || fork(), 1000).unref();
   });
   const stop = (signal: string) => {
     if (stopping) return;

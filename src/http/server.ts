@@ -25,6 +25,7 @@ import { errorResponse, HttpRefusal } from './errors.ts';
 import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
 import { json, type RequestHead, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
 import { handleActivities, handleAgents } from './activities.ts';
+import { registerConsole } from './console.ts';
 import { handleDocuments } from './documents.ts';
 import { consistentThroughHeader, handleStatements } from './statements.ts';
 import { about, heartbeat, lbHeartbeat, whoami } from './system.ts';
@@ -104,6 +105,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   // Every route, for the OpenAPI description (which must describe each one).
   const routes: RegisteredRoute[] = [];
   app.addHook('onRoute', (route) => {
+    // The console's pages are for browsers, not an API (docs/console.md).
+    if (route.url.startsWith('/console')) return;
     const methods = [route.method].flat().filter((m) => m !== 'OPTIONS');
     if (methods.length) routes.push({ url: route.url, methods });
   });
@@ -384,6 +387,18 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   xapi('/xAPI/activities', (req) => handleActivities(viewDeps, req), { allowed: RESOURCES.activities.methods, scopes: VIEWS });
   xapi('/xAPI/agents', (req) => handleAgents(viewDeps, req), { allowed: RESOURCES.agents.methods, scopes: VIEWS });
   xapi('/xAPI/about', async (req) => about(req, config.xapiVersions), { allowed: RESOURCES.about.methods, versioned: false });
+
+  registerConsole(app, {
+    config,
+    auth,
+    policy,
+    resources: {
+      statements: { handler: (req) => handleStatements(statementDeps, req), scopes: STATEMENTS },
+      agents: { handler: (req) => handleAgents(viewDeps, req), scopes: VIEWS },
+      state: { handler: (req) => handleDocuments(documentDeps, 'state', req), scopes: STATE },
+      agentProfile: { handler: (req) => handleDocuments(documentDeps, 'agent_profile', req), scopes: PROFILE },
+    },
+  });
 
   for (const path of ['/lbheartbeat', '/__lbheartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', lbHeartbeat()));
   for (const path of ['/heartbeat', '/__heartbeat__']) app.get(path, async (_req, reply) => send(reply, 'GET', await heartbeat(store, deps.forwarder)));

@@ -40,7 +40,11 @@ export interface TestProvider {
 /** Clients: `lectern-client` (default store) and `tenant-b-client`, whose tokens carry `target: "b"`. */
 const CLIENTS = ['lectern-client', 'tenant-b-client'];
 
-export async function startProvider(): Promise<TestProvider> {
+/**
+ * With `browserClient`, a public client signing people in through the browser (authorization code
+ * with PKCE, the provider's development login and consent pages: any login name is accepted).
+ */
+export async function startProvider(opts: { browserClient?: { id: string; redirectUri: string } } = {}): Promise<TestProvider> {
   let handler: (req: IncomingMessage, res: ServerResponse) => void = (_req, res) => res.writeHead(503).end();
   const server: Server = createServer((req, res) => handler(req, res));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
@@ -52,12 +56,17 @@ export async function startProvider(): Promise<TestProvider> {
       keys: await Promise.all(keys.map(async (k) => ({ ...(await exportJWK(k.privateKey)), kid: k.kid, alg: 'RS256', use: 'sig' }))),
     };
     const provider = new Provider(issuer, {
-      clients: CLIENTS.map((id) => ({ client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] })),
+      clients: [
+        ...CLIENTS.map((id) => ({ client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] })),
+        ...(opts.browserClient
+          ? [{ client_id: opts.browserClient.id, token_endpoint_auth_method: 'none' as const, grant_types: ['authorization_code'], redirect_uris: [opts.browserClient.redirectUri], response_types: ['code' as const] }]
+          : []),
+      ],
       jwks,
       scopes: SCOPES,
       ttl: { ClientCredentials: 600 },
       features: {
-        devInteractions: { enabled: false },
+        devInteractions: { enabled: opts.browserClient !== undefined },
         clientCredentials: { enabled: true },
         resourceIndicators: {
           enabled: true,

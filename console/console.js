@@ -1,0 +1,77 @@
+// The operator console's one script (docs/console.md): the pages work without it; it adds the
+// live tail of the Statements page. Type-checked by console/tsconfig.json (JSDoc, checkJs).
+
+/** Milliseconds between two polls of the live tail. */
+const TAIL_EVERY = 2000;
+
+/**
+ * The CSRF token of the session, which every change the script sends carries in X-CSRF-Token.
+ * @returns {string}
+ */
+export function csrfToken() {
+  return document.querySelector('meta[name="csrf-token"]')?.getAttribute('content') ?? '';
+}
+
+/**
+ * Starts and stops polling for statements stored after the newest one shown, adding them on top.
+ * @param {HTMLButtonElement} button
+ */
+function liveTail(button) {
+  const status = /** @type {HTMLElement} */ (document.getElementById('tail-status'));
+  const rows = /** @type {HTMLTableSectionElement} */ (document.getElementById('rows'));
+  let after = button.dataset.since ?? '';
+  const base = button.dataset.url ?? '';
+  /** @type {number | undefined} */
+  let timer;
+  let added = 0;
+
+  const stop = (/** @type {string} */ why) => {
+    clearTimeout(timer);
+    timer = undefined;
+    button.setAttribute('aria-pressed', 'false');
+    button.textContent = 'Live tail';
+    status.textContent = why;
+  };
+  const poll = async () => {
+    let res;
+    try {
+      res = await fetch(`${base}${base.includes('?') ? '&' : '?'}after=${encodeURIComponent(after)}`, { headers: { accept: 'application/json' } });
+    } catch {
+      timer = window.setTimeout(poll, TAIL_EVERY * 2);
+      return;
+    }
+    if (timer === undefined) return;
+    if (res.status === 401) return stop('Your session has ended: sign in again.');
+    if (!res.ok) return stop(`The live tail stopped (${res.status}).`);
+    const data = /** @type {{ rows: string[]; after: string; more: boolean }} */ (await res.json());
+    const fresh = [];
+    for (const row of data.rows) {
+      const t = document.createElement('template');
+      t.innerHTML = row;
+      const tr = t.content.firstElementChild;
+      if (!(tr instanceof HTMLTableRowElement) || rows.querySelector(`tr[data-id="${CSS.escape(tr.dataset.id ?? '')}"]`)) continue;
+      tr.classList.add('new');
+      fresh.push(tr);
+    }
+    // Oldest first from the server: each goes on top of the one before.
+    for (const tr of fresh) rows.prepend(tr);
+    if (fresh.length) {
+      document.getElementById('empty')?.remove();
+      added += fresh.length;
+      status.textContent = `${added} new statement${added === 1 ? '' : 's'} since the tail started.`;
+    }
+    after = data.after;
+    timer = window.setTimeout(poll, data.more ? 0 : TAIL_EVERY);
+  };
+
+  button.addEventListener('click', () => {
+    if (timer !== undefined) return stop('Live tail stopped.');
+    button.setAttribute('aria-pressed', 'true');
+    button.textContent = 'Stop live tail';
+    status.textContent = 'Watching for new statements…';
+    timer = window.setTimeout(poll, 0);
+  });
+}
+
+const tail = document.getElementById('tail');
+if (tail instanceof HTMLButtonElement) liveTail(tail);

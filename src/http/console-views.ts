@@ -1,0 +1,228 @@
+/** The console's Statements, Statement and Learner pages (./console-pages.ts has the frame and the escaping). */
+import { html, page, storeName, type Html, type PageContext } from './console-pages.ts';
+
+/** The Statement resource's filters, as the console's query string carries them (the xAPI names). */
+export const FILTERS = ['agent', 'verb', 'activity', 'registration', 'since', 'until', 'related_activities', 'related_agents', 'ascending', 'limit'] as const;
+export type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
+
+/** Fields a download may carry, each a path into the statement. */
+export const EXPORT_FIELDS = [
+  'id', 'stored', 'timestamp', 'actor', 'verb', 'object', 'registration', 'result.success', 'result.completion', 'result.score.scaled', 'result.duration', 'authority',
+] as const;
+export const DEFAULT_EXPORT_FIELDS = ['id', 'stored', 'timestamp', 'actor', 'verb', 'object'];
+
+const VOIDED_VERB = 'http://adlnet.gov/expapi/verbs/voided';
+
+type Json = Record<string, unknown>;
+const obj = (v: unknown): Json => (v && typeof v === 'object' && !Array.isArray(v) ? (v as Json) : {});
+const str = (v: unknown): string | undefined => (typeof v === 'string' ? v : undefined);
+
+/** The first of a language map's values, preferring English. */
+function langValue(map: unknown): string | undefined {
+  const m = obj(map);
+  const key = Object.keys(m).find((k) => k.toLowerCase().startsWith('en')) ?? Object.keys(m)[0];
+  return key === undefined ? undefined : str(m[key]);
+}
+
+/** An agent's inverse functional identifier alone: what the agent filter matches on. */
+export function ifiOf(agent: unknown): Json | undefined {
+  const a = obj(agent);
+  for (const k of ['mbox', 'mbox_sha1sum', 'openid'] as const) if (typeof a[k] === 'string') return { [k]: a[k] };
+  const acc = obj(a.account);
+  if (typeof acc.homePage === 'string' && typeof acc.name === 'string') return { account: { homePage: acc.homePage, name: acc.name } };
+  return undefined;
+}
+
+export function agentLabel(agent: unknown): string {
+  const a = obj(agent);
+  const ifi = ifiOf(a);
+  const id = ifi ? (str(ifi.mbox)?.replace(/^mailto:/, '') ?? str(ifi.openid) ?? str(ifi.mbox_sha1sum) ?? str(obj(ifi.account).name)) : undefined;
+  return str(a.name) ?? id ?? (a.objectType === 'Group' ? 'anonymous group' : 'agent');
+}
+
+export const verbLabel = (verb: unknown): string => {
+  const v = obj(verb);
+  const id = str(v.id) ?? '';
+  return langValue(v.display) ?? id.slice(id.search(/[^/#]*$/)) ?? id;
+};
+
+/** The console's statements URL with these filters. */
+export function statementsUrl(filters: Filters, extra: Record<string, string> = {}): string {
+  const qs = new URLSearchParams();
+  for (const k of FILTERS) if (filters[k]) qs.set(k, filters[k]);
+  for (const [k, v] of Object.entries(extra)) qs.set(k, v);
+  const s = qs.toString();
+  return s ? `/console/statements?${s}` : '/console/statements';
+}
+
+function objectCell(statement: Json): Html {
+  const o = obj(statement.object);
+  const type = str(o.objectType) ?? 'Activity';
+  if (type === 'Activity') {
+    const id = str(o.id) ?? '';
+    const name = langValue(obj(o.definition).name);
+    return html`<a href="${statementsUrl({ activity: id })}" title="Statements about ${id}">${name ?? id}</a>`;
+  }
+  if (type === 'StatementRef') return html`statement <a href="/console/statements/${str(o.id) ?? ''}">${(str(o.id) ?? '').slice(0, 8)}…</a>`;
+  if (type === 'Agent' || type === 'Group') {
+    const ifi = ifiOf(o);
+    const label = agentLabel(o);
+    return ifi ? html`<a href="${statementsUrl({ agent: JSON.stringify(ifi), related_agents: 'true' })}">${label}</a>` : html`${label}`;
+  }
+  return html`${type}`;
+}
+
+/** One statement as a table row; `voided` marks a statement shown although voided. */
+export function statementRow(statement: Json): Html {
+  const id = str(statement.id) ?? '';
+  const stored = str(statement.stored) ?? '';
+  const verb = obj(statement.verb);
+  const verbId = str(verb.id) ?? '';
+  const actorIfi = ifiOf(statement.actor);
+  const actor = agentLabel(statement.actor);
+  const voids = verbId === VOIDED_VERB ? str(obj(statement.object).id) : undefined;
+  return html`<tr data-id="${id}" data-stored="${stored}">
+<td data-label="Stored"><time datetime="${stored}">${stored.replace('T', ' ').replace(/\.\d+/, '').replace(/Z|[+-]\d\d:\d\d$/, ' UTC')}</time></td>
+<td data-label="Actor">${actorIfi ? html`<a href="${statementsUrl({ agent: JSON.stringify(actorIfi) })}" title="Statements of this actor">${actor}</a>` : actor}</td>
+<td data-label="Verb"><a href="${statementsUrl({ verb: verbId })}" title="Statements with the verb ${verbId}">${verbLabel(verb)}</a>${voids ? html` <span class="badge voiding">voids a statement</span>` : ''}</td>
+<td data-label="Object">${objectCell(statement)}</td>
+<td data-label="Statement"><a href="/console/statements/${id}" aria-label="Statement ${id}"><code>${id.slice(0, 8)}</code></a></td>
+</tr>`;
+}
+
+export function statementsTable(statements: Json[], caption: string): Html {
+  return html`<table class="statements">
+<caption>${caption}</caption>
+<thead><tr><th scope="col">Stored</th><th scope="col">Actor</th><th scope="col">Verb</th><th scope="col">Object</th><th scope="col">Statement</th></tr></thead>
+<tbody id="rows">${statements.map(statementRow)}</tbody>
+</table>${statements.length ? '' : html`<p class="empty" id="empty">No statements match.</p>`}`;
+}
+
+const field = (name: string, label: string, value: string | undefined, hint: string, type = 'text'): Html =>
+  html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" type="${type}" value="${value ?? ''}" aria-describedby="h-${name}"><small id="h-${name}" class="hint">${hint}</small></div>`;
+const check = (name: string, label: string, value: string | undefined): Html =>
+  html`<div class="check"><input id="f-${name}" name="${name}" type="checkbox" value="true"${value === 'true' ? html` checked` : ''}><label for="f-${name}">${label}</label></div>`;
+
+export interface StatementsView {
+  filters: Filters;
+  statements: Json[];
+  /** The next page's console URL, or ''. */
+  more: string;
+  /** When this page is the query's first: where the live tail starts (the newest statement's `stored`, or now). */
+  tailSince?: string;
+  error?: string;
+}
+
+export function statementsPage(ctx: PageContext, v: StatementsView): string {
+  const f = v.filters;
+  const hidden = (k: string) => (f[k as keyof Filters] ? html`<input type="hidden" name="${k}" value="${f[k as keyof Filters]!}">` : '');
+  const filtered = FILTERS.some((k) => f[k]);
+  const main = html`<h1>Statements</h1>
+<p class="context">In the ${storeName(ctx.session!.user.target)}.</p>
+<form method="get" action="/console/statements" class="card filters" aria-label="Filters">
+  <div class="grid">
+  ${field('agent', 'Agent', f.agent, 'An email address, or an Agent as JSON, e.g. {"account":{"homePage":"…","name":"…"}}')}
+  ${field('verb', 'Verb', f.verb, 'The verb’s IRI')}
+  ${field('activity', 'Activity', f.activity, 'The activity’s IRI')}
+  ${field('registration', 'Registration', f.registration, 'A UUID')}
+  ${field('since', 'Stored after', f.since, 'ISO 8601, e.g. 2026-01-31T08:00:00Z')}
+  ${field('until', 'Stored until', f.until, 'ISO 8601, inclusive')}
+  ${field('limit', 'Per page', f.limit, 'At most the server’s page size', 'number')}
+  </div>
+  <fieldset class="checks"><legend>Options</legend>
+  ${check('related_agents', 'Agent anywhere in the statement (related agents)', f.related_agents)}
+  ${check('related_activities', 'Activity anywhere in the statement (related activities)', f.related_activities)}
+  ${check('ascending', 'Oldest first', f.ascending)}
+  </fieldset>
+  <div class="actions"><button type="submit" class="primary">Apply filters</button>${filtered ? html` <a href="/console/statements">Clear filters</a>` : ''}</div>
+</form>
+${v.error ? html`<p class="error" role="alert">${v.error}</p>` : ''}
+<section aria-labelledby="results-title">
+<h2 id="results-title">Results</h2>
+${v.tailSince !== undefined && f.ascending !== 'true' && !f.until
+    ? html`<div class="tail"><button type="button" id="tail" aria-pressed="false" data-since="${v.tailSince}" data-url="${statementsUrl(f).replace('/console/statements', '/console/statements/tail')}">Live tail</button>
+<span id="tail-status" role="status" aria-live="polite"></span></div>`
+    : ''}
+${statementsTable(v.statements, filtered ? 'Statements matching the filters' : 'Latest statements')}
+${v.more ? html`<p class="paging"><a href="${v.more}" rel="next" id="more">Next page</a></p>` : ''}
+</section>
+<section aria-labelledby="download-title" class="card">
+<h2 id="download-title">Download this query</h2>
+<form method="get" action="/console/statements/download">
+  ${FILTERS.map(hidden)}
+  <fieldset class="checks"><legend>Format</legend>
+  <div class="check"><input type="radio" id="fmt-csv" name="format" value="csv" checked><label for="fmt-csv">CSV</label></div>
+  <div class="check"><input type="radio" id="fmt-ndjson" name="format" value="ndjson"><label for="fmt-ndjson">NDJSON (whole statements)</label></div>
+  </fieldset>
+  <fieldset class="checks fields"><legend>CSV fields</legend>
+  ${EXPORT_FIELDS.map((name) => html`<div class="check"><input type="checkbox" id="x-${name}" name="fields" value="${name}"${DEFAULT_EXPORT_FIELDS.includes(name) ? html` checked` : ''}><label for="x-${name}">${name}</label></div>`)}
+  </fieldset>
+  <button type="submit">Download</button>
+</form>
+</section>`;
+  return page(ctx, 'Statements', 'statements', main);
+}
+
+export function statementPage(ctx: PageContext, statement: Json, voided: boolean): string {
+  const id = str(statement.id) ?? '';
+  const ifi = ifiOf(statement.actor);
+  const main = html`<h1>Statement <code>${id}</code></h1>
+${voided ? html`<p class="badge voided" role="note">Voided: a later statement voids this one; queries no longer return it.</p>` : ''}
+<p class="context">${agentLabel(statement.actor)} · ${verbLabel(statement.verb)} · stored ${str(statement.stored) ?? ''}</p>
+<ul class="links">
+${ifi ? html`<li><a href="${statementsUrl({ agent: JSON.stringify(ifi) })}">Statements of this actor</a></li><li><a href="/console/learner?agent=${encodeURIComponent(JSON.stringify(ifi))}">This learner</a></li>` : ''}
+<li><a href="/console/statements">All statements</a></li>
+</ul>
+<pre class="json" tabindex="0" aria-label="The statement as JSON"><code>${JSON.stringify(statement, null, 2)}</code></pre>`;
+  return page(ctx, `Statement ${id.slice(0, 8)}`, 'statements', main);
+}
+
+export interface LearnerView {
+  agentText: string;
+  agent?: Json;
+  person?: Json;
+  statements: Json[];
+  more: string;
+  /** Agent profile ids, or why they cannot be listed. */
+  profiles: string[] | string;
+  /** State ids per activity seen in the statements shown. */
+  states: { activityId: string; ids: string[] }[] | string;
+  error?: string;
+}
+
+export function learnerPage(ctx: PageContext, v: LearnerView): string {
+  const list = (items: string[], empty: string) => (items.length ? html`<ul>${items.map((i) => html`<li><code>${i}</code></li>`)}</ul>` : html`<p class="empty">${empty}</p>`);
+  const person = obj(v.person);
+  const personRows = (['name', 'mbox', 'mbox_sha1sum', 'openid'] as const).filter((k) => Array.isArray(person[k]) && (person[k] as unknown[]).length);
+  const accounts = Array.isArray(person.account) ? (person.account as Json[]) : [];
+  const main = html`<h1>Learner</h1>
+<p class="context">One agent’s statements, documents and Person object, in the ${storeName(ctx.session!.user.target)}. Read-only.</p>
+<form method="get" action="/console/learner" class="card filters" aria-label="Find a learner">
+  ${field('agent', 'Agent', v.agentText, 'An email address, or an Agent as JSON')}
+  <div class="actions"><button type="submit" class="primary">Show</button></div>
+</form>
+${v.error ? html`<p class="error" role="alert">${v.error}</p>` : ''}
+${v.agent
+    ? html`<section aria-labelledby="person-title" class="card">
+<h2 id="person-title">Person</h2>
+<dl class="person">${personRows.map((k) => html`<dt>${k}</dt><dd>${(person[k] as string[]).join(', ')}</dd>`)}${accounts.map((a) => html`<dt>account</dt><dd>${str(a.name) ?? ''} at ${str(a.homePage) ?? ''}</dd>`)}</dl>
+</section>
+<section aria-labelledby="learner-statements-title">
+<h2 id="learner-statements-title">Statements</h2>
+${statementsTable(v.statements, `Statements of ${agentLabel(v.agent)} (as actor or anywhere in the statement)`)}
+${v.more ? html`<p class="paging"><a href="${v.more}" rel="next">More of this learner’s statements</a></p>` : ''}
+</section>
+<section aria-labelledby="documents-title" class="card">
+<h2 id="documents-title">Documents</h2>
+<h3>Agent profiles</h3>
+${typeof v.profiles === 'string' ? html`<p class="empty">${v.profiles}</p>` : list(v.profiles, 'None.')}
+<h3>State, per activity in the statements above</h3>
+${typeof v.states === 'string'
+    ? html`<p class="empty">${v.states}</p>`
+    : v.states.length
+      ? html`<dl class="states">${v.states.map((s) => html`<dt><code>${s.activityId}</code></dt><dd>${s.ids.length ? s.ids.join(', ') : 'none'}</dd>`)}</dl>`
+      : html`<p class="empty">None.</p>`}
+</section>`
+    : ''}`;
+  return page(ctx, 'Learner', 'learner', main);
+}
