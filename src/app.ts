@@ -59,7 +59,7 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
   });
   let app: FastifyInstance;
   try {
-    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring, rejections });
+    app = await buildServer({ config, store, auth, logger, forwarder, metrics, monitoring, rejections, clock: options.clock });
     await app.ready();
     // Fastify logs its own "Server listening at …" (a line per interface address); runserver logs
     // the one line, with the url and backend, that says the LRS is up.

@@ -73,6 +73,18 @@ export const SETTINGS = {
     help: 'Seconds from a client address\'s first failed sign-in during which its failures count towards `LECTERN_AUTH_MAX_FAILURES`.',
     parse: num(1, 86_400),
   },
+  adminMaxFailures: {
+    name: 'LECTERN_ADMIN_MAX_FAILURES',
+    default: '5',
+    help: 'Failed authentications on the admin API (`/admin/api/`: wrong or unknown credentials) a client address may have within `LECTERN_ADMIN_FAILURE_WINDOW`, and as many for one user name from any address; beyond, admin requests from that address, or naming that user, get `429` with `Retry-After` and no check until the window ends. Counted apart from `LECTERN_AUTH_MAX_FAILURES`, which still applies. An IPv6 address counts by its /64. `0`: no limit.',
+    parse: int(0, 1_000_000),
+  },
+  adminFailureWindow: {
+    name: 'LECTERN_ADMIN_FAILURE_WINDOW',
+    default: '900',
+    help: 'Seconds from the first failed admin authentication of a client address (or of a user name) during which its failures count towards `LECTERN_ADMIN_MAX_FAILURES`.',
+    parse: num(1, 86_400),
+  },
   trustProxy: {
     name: 'LECTERN_RUNSERVER_TRUST_PROXY',
     default: 'false',

@@ -24,8 +24,8 @@ export interface ThrottleOptions {
 export const ADDRESS_CHECKS = 8;
 /** Checks waiting in all; beyond, 503 (at cost 12, 64 checks on two threads are ≈ 8 s of work), but see `evictFailing`. */
 export const QUEUED_CHECKS = 64;
-/** Addresses whose failures are remembered (least recently failed forgotten first): bounded memory. */
-const REMEMBERED_ADDRESSES = 100_000;
+/** Keys (addresses, user names) whose failures are remembered (least recently failed forgotten first): bounded memory. */
+const REMEMBERED_KEYS = 100_000;
 
 /** A check refused before any bcrypt: 429 (this address) or 503 (every address), with the seconds to wait. */
 export class CheckRefused extends Error {
@@ -63,6 +63,41 @@ export function clientKey(address: string): string {
     .join(':')}::/64`;
 }
 
+/**
+ * Failures counted by key (a client's address, a user name), each key within a window fixed from
+ * its first failure (failing on does not extend it); a key with `maxFailures` is blocked until its
+ * window ends. The least recently failed keys are forgotten first: bounded memory.
+ */
+export class FailureCounter {
+  private readonly maxFailures: number;
+  private readonly failures: LRUCache<string, { count: number }>;
+
+  /** `maxFailures` 0: nothing is ever blocked. */
+  constructor(maxFailures: number, windowMs: number) {
+    this.maxFailures = maxFailures;
+    this.failures = new LRUCache({ max: REMEMBERED_KEYS, ttl: Math.max(1, windowMs), noUpdateTTL: true });
+  }
+
+  /** Seconds `key` must wait, or 0. */
+  blocked(key: string): number {
+    if (this.maxFailures <= 0) return 0;
+    const f = this.failures.get(key);
+    if (!f || f.count < this.maxFailures) return 0;
+    return Math.max(1, Math.ceil(this.failures.getRemainingTTL(key) / 1000));
+  }
+
+  failed(key: string): void {
+    const f = this.failures.get(key);
+    if (f) f.count++;
+    else this.failures.set(key, { count: 1 });
+  }
+
+  /** Whether `key` failed within its window. */
+  has(key: string): boolean {
+    return this.failures.has(key);
+  }
+}
+
 const busyRefusal = () => new CheckRefused(503, 1, 'the server is checking as many credentials as it can; try again shortly');
 
 interface Waiting {
@@ -82,29 +117,21 @@ export class CheckThrottle {
   private readonly queues = new Map<string, Waiting[]>();
   /** Per address, its checks waiting or running. */
   private readonly active = new Map<string, number>();
-  private readonly failures: LRUCache<string, { count: number }>;
+  private readonly failures: FailureCounter;
 
   constructor(opts: ThrottleOptions) {
     this.opts = opts;
-    // The window is fixed from the first failure (noUpdateTTL): failing on does not extend it.
-    this.failures = new LRUCache({ max: REMEMBERED_ADDRESSES, ttl: Math.max(1, opts.failureWindowMs), noUpdateTTL: true });
+    this.failures = new FailureCounter(opts.maxFailures, opts.failureWindowMs);
   }
 
   /** Seconds the address must wait before its credentials are checked again, or 0. */
   blocked(address: string): number {
-    if (this.opts.maxFailures <= 0) return 0;
-    const key = clientKey(address);
-    const f = this.failures.get(key);
-    if (!f || f.count < this.opts.maxFailures) return 0;
-    return Math.max(1, Math.ceil(this.failures.getRemainingTTL(key) / 1000));
+    return this.failures.blocked(clientKey(address));
   }
 
   /** Counts a failed check (wrong password, unknown user) against the address. */
   failed(address: string): void {
-    const key = clientKey(address);
-    const f = this.failures.get(key);
-    if (f) f.count++;
-    else this.failures.set(key, { count: 1 });
+    this.failures.failed(clientKey(address));
   }
 
   /** Runs `check` when a slot is free and it is this address's turn; throws CheckRefused when the queues are full. */

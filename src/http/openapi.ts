@@ -10,6 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { type Method, type ParamSpec, RESOURCES, acceptedBy, requiredBy } from '../xapi/params.ts';
 import { KNOWN_VERSIONS } from '../xapi/versions.ts';
+import { ADMIN_PATHS } from './admin-openapi.ts';
 
 type Json = Record<string, unknown>;
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
@@ -168,6 +169,7 @@ const HEARTBEAT: Json = {
 
 /** The routes outside the xAPI resources, by path. */
 const OTHER_PATHS: Record<string, Json> = {
+  ...ADMIN_PATHS,
   '/whoami': {
     get: {
       tags: ['Operations'],
@@ -391,10 +393,10 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], version: string
         'and HTTP Basic credentials of a user in the credentials file (`lectern auth`). Every resource also accepts the Alternate Request ' +
         'Syntax (POST with ?method=) and CORS.',
     },
-    security: [{ basicAuth: [] }],
+    security: [{ basicAuth: [] }, { bearerAuth: [] }],
     paths,
     components: {
-      securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' } },
+      securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' }, bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OpenID Connect access token (LECTERN_RUNSERVER_AUTH_BACKENDS=oidc)' } },
       parameters: {
         XapiVersion: { name: 'X-Experience-API-Version', in: 'header', required: true, schema: { type: 'string', enum: ['1.0.3', '2.0.0'], default: '2.0.0' }, description: 'The xAPI version the request is made under: 1.0.x (served as 1.0.3) or 2.0.x (served as 2.0.0).' },
       },

@@ -7,6 +7,7 @@
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
 import { type Access, authorise, type RouteScopes } from '../auth/scopes.ts';
+import { type Clock, systemClock } from '../clock.ts';
 import type { AuthFailure, Authenticator, AuthUser } from '../auth/types.ts';
 import { bodiesInFlight, bodiesInFlightPerUser, type Config } from '../config.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';
@@ -28,6 +29,7 @@ import { registerConsole } from './console.ts';
 import { handleDocuments } from './documents.ts';
 import { consistentThroughHeader, handleStatements } from './statements.ts';
 import { about, heartbeat, lbHeartbeat, whoami } from './system.ts';
+import { registerAdminRoutes } from './admin.ts';
 
 export interface ServerDeps {
   config: Config;
@@ -42,6 +44,8 @@ export interface ServerDeps {
   monitoring?: Monitoring;
   /** Keeps refused writes (LECTERN_REJECTIONS_*); none kept without it. */
   rejections?: Pick<RejectionKeeper, 'keep'>;
+  /** The admin API's time: audit entries, uptime, credential creation and rotation grace (default: the system clock). */
+  clock?: Clock;
 }
 
 /** A client's X-Request-Id is kept when it is a plain token, so logs join across services. */
@@ -70,8 +74,13 @@ function checkVersion(req: XapiRequest, served: readonly XapiVersion[]): XapiVer
   return v;
 }
 
+/** Largest admin API request body: a few fields. */
+const ADMIN_BODY_SIZE = 64 * 1024;
+
 export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const { config, store, auth, logger, metrics, monitoring, rejections } = deps;
+  const clock = deps.clock ?? systemClock;
+  const startedMs = clock.now();
   const app = Fastify({
     loggerInstance: logger as FastifyBaseLogger,
     // Every log line of a request carries its id (pino child logger: `reqId`).
@@ -412,6 +421,25 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
       return reply.type(metrics.contentType).send(await metrics.render());
     });
   }
+
+  const adminBodyLimits: BodyLimits = { ...bodyLimits, limit: ADMIN_BODY_SIZE, tooLarge: `an admin API request body may have at most ${ADMIN_BODY_SIZE} bytes` };
+  registerAdminRoutes(app, {
+    config,
+    store,
+    auth,
+    startedMs,
+    clock,
+    ingest: metrics?.ingest,
+    async readBody(request, reply, user) {
+      if (!hasBody(request.raw)) return undefined;
+      const hold = budget.hold(false, userKey(user));
+      try {
+        return await readBody(request.raw, reply.raw, hold, adminBodyLimits);
+      } finally {
+        hold.release();
+      }
+    },
+  });
 
   // The API description and its interactive page: public, they hold no data.
   let openapi = '';

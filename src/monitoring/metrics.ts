@@ -6,6 +6,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ForwardingStats, PoolStats, ReplicaStatus, Store } from '../store/types.ts';
 import type { PreparedStatement } from '../xapi/statement.ts';
+import { IngestRate } from './ingest.ts';
 
 
 /** Called at each scrape; may be async (e.g. a queue kept in the database). */
@@ -33,6 +34,8 @@ export class Metrics {
   readonly registry = new Registry();
   readonly contentType = this.registry.contentType;
   private readonly forwarding: ForwardingStatsProvider[] = [];
+  /** Statements newly stored per minute, the last minutes (the admin API's status). */
+  readonly ingest = new IngestRate();
 
   private readonly requests = new Counter({
     name: 'lectern_http_requests_total',
@@ -197,7 +200,9 @@ export class Metrics {
                     (v: unknown) => {
                       end({ outcome: 'ok' });
                       if (prop === 'insertStatements') {
-                        this.statementsStored.inc((v as { inserted: number }).inserted);
+                        const inserted = (v as { inserted: number }).inserted;
+                        this.statementsStored.inc(inserted);
+                        this.ingest.add(inserted);
                         for (const p of args[1] as PreparedStatement[]) if (p.violations) for (const x of p.violations) this.violations.inc({ rule: x.type });
                       }
                       return v;

@@ -1,8 +1,8 @@
 /**
  * The forwarding outbox of a store, read and mended (safe while servers deliver from it): each
- * target's figures, and dead letters put back into the queue.
+ * target's figures, its dead letters, and dead letters put back into the queue.
  */
-import type { ForwardingStats, Store } from '../store/types.ts';
+import type { DeadLetter, ForwardingStats, Store } from '../store/types.ts';
 import { OpsError } from './errors.ts';
 
 /** A target's figures, and whether it is among the active targets (LECTERN_XAPI_FORWARDINGS). */
@@ -27,4 +27,12 @@ export async function retryDeadLetters(store: Store, activeTargets: readonly str
     throw new OpsError(`${target} is not an active forwarding target and the outbox holds nothing for it`, 'not_found');
   }
   return store.outbox.requeueDead(target);
+}
+
+/** The most dead letters one page lists. */
+export const DEAD_LETTER_PAGE_MAX = 1000;
+
+/** A page of dead letters (of every target, or of `target`), oldest first, after the item `after`. */
+export function listDeadLetters(store: Store, opts: { target?: string; after?: number; limit: number }): Promise<DeadLetter[]> {
+  return store.outbox.deadLetters({ ...opts, limit: Math.min(Math.max(1, opts.limit), DEAD_LETTER_PAGE_MAX) });
 }

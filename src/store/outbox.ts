@@ -5,7 +5,7 @@
  * its transaction (each backend's own outbox module).
  */
 import type { Program } from './program.ts';
-import type { ForwardingStats, Outbox, OutboxItem, OutboxSettlement } from './types.ts';
+import type { DeadLetter, ForwardingStats, Outbox, OutboxItem, OutboxSettlement } from './types.ts';
 
 type Row = Record<string, unknown>;
 
@@ -33,6 +33,8 @@ export interface OutboxDialect {
   requeueDead(target?: string): Program<number>;
   /** Per target: queued and dead counts, the counters, the newest dead letter's error (for mergeStats). */
   stats(): Program<[Row[], Row[], Row[]]>;
+  /** Dead letters in id order (for the admin API's list). */
+  deadLetters(opts: { target?: string; after?: number; limit: number }): Program<DeadLetter[]>;
   /** The BEGIN of the figures' snapshot; none when the reads already agree (one synchronous connection). */
   statsBegin?: string;
 }
@@ -73,12 +75,26 @@ export class StoreOutbox implements Outbox {
     return this.port.run(this.d.requeueDead(target));
   }
 
+  deadLetters(opts: { target?: string; after?: number; limit: number }): Promise<DeadLetter[]> {
+    return this.port.run(this.d.deadLetters(opts));
+  }
+
   async stats(): Promise<ForwardingStats[]> {
     const program = this.d.stats();
     const [counts, counters, errors] = await (this.d.statsBegin === undefined ? this.port.run(program) : this.port.tx(program, this.d.statsBegin));
     return mergeStats(counts, counters, errors);
   }
 }
+
+/** A dead letter from its row (`statement_id` as the backend's dialect spells it). */
+export const toDeadLetter = (r: Row, statementId: string): DeadLetter => ({
+  id: String(r.id),
+  target: String(r.target),
+  store: String(r.tenant),
+  statementId,
+  attempts: Number(r.attempts),
+  lastError: r.last_error == null ? null : String(r.last_error),
+});
 
 /**
  * Per-target forwarding figures (both backends) from the outbox counts by target (`queued`,

@@ -62,6 +62,19 @@ export interface ForwardingStats {
   lastError?: string;
 }
 
+/** A dead letter as the admin API lists it: which statement of which store, for which target, and why. */
+export interface DeadLetter {
+  /** The outbox item's id (the paging cursor). */
+  id: string;
+  /** The target's url. */
+  target: string;
+  /** The store (tenant) of the statement. */
+  store: string;
+  statementId: string;
+  attempts: number;
+  lastError: string | null;
+}
+
 /** What became of claimed items; applied in one transaction, only to items the owner still holds. */
 export interface OutboxSettlement {
   delivered?: string[];
@@ -90,6 +103,8 @@ export interface Outbox {
   requeueDead(target?: string): Promise<number>;
   /** Figures of every target that has items or counters. */
   stats(): Promise<ForwardingStats[]>;
+  /** Dead letters (of one target, or all) in id order, after the item `after`, at most `limit`. */
+  deadLetters(opts: { target?: string; after?: number; limit: number }): Promise<DeadLetter[]>;
 }
 
 /** A connection pool's state. */
@@ -395,5 +410,62 @@ export interface ViolationStore {
   statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined>;
 }
 
+
+/** One store (tenant) as the admin API lists it. */
+export interface StoreSummary {
+  /** The store key ('' for the default store). */
+  target: string;
+  /** Statements kept, voided ones included. */
+  statements: number;
+  documents: number;
+  /** Epoch milliseconds of the newest statement's `stored`; null when it has none. */
+  lastStoredMs: number | null;
+}
+
+/** An admin action to record: who, from where, what, in which store; never a secret. */
+export interface AuditRecord {
+  timeMs: number;
+  /** The user name, credential key or token subject that acted (or the OS user, from the CLI). */
+  actor: string;
+  /** `operator`, or `store` (an administrator of `target`); the CLI acts as an operator. */
+  role: string;
+  /** `http` (the admin API) or `cli`. */
+  via: string;
+  /** The client's address (behind trusted proxies, the one they forward), or the CLI's host. */
+  client: string;
+  /** What was done, e.g. `forwarding.retry`, `erase`. */
+  action: string;
+  /** The store acted on; null for the server as a whole (forwarding). */
+  target: string | null;
+  /** What was asked and what came of it: counts, keys, urls. */
+  details: Record<string, unknown>;
+}
+
+/** An audit entry as listed: its id (the paging cursor) and time as ISO 8601. */
+export interface AuditEntry extends Omit<AuditRecord, 'timeMs'> {
+  id: string;
+  time: string;
+}
+
+export interface AuditFilter {
+  target?: string;
+  action?: string;
+  actor?: string;
+  sinceMs?: number;
+  untilMs?: number;
+  /** Only entries older than this id (the next page). */
+  before?: number;
+  limit: number;
+}
+
+/** The admin API's reads and its audit log (./admin.ts). */
+export interface AdminStore {
+  /** Every store with its figures (the default store always), or only `only` (zeros when empty). */
+  storeSummaries(only?: string): Promise<StoreSummary[]>;
+  appendAudit(record: AuditRecord): Promise<AuditEntry>;
+  /** Newest first. */
+  listAudit(filter: AuditFilter): Promise<AuditEntry[]>;
+}
+
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore & AdminStore;

@@ -503,4 +503,24 @@ COMMENT ON COLUMN credentials.secret_hash IS 'base64url SHA-256 of the generated
 COMMENT ON TABLE credential_changes IS 'bumped by every credential create, revoke and rotation: servers drop their cached credentials when it moves';
 `,
   },
+  {
+    version: 16,
+    name: 'the audit log of admin actions',
+    // As SQLite's migration 15.
+    sql: `
+CREATE TABLE admin_audit (
+  id bigint GENERATED ALWAYS AS IDENTITY PRIMARY KEY,
+  time_ms bigint NOT NULL,
+  actor text NOT NULL,
+  role text NOT NULL,
+  via text NOT NULL,
+  client text NOT NULL,
+  action text NOT NULL,
+  target text,
+  details text NOT NULL
+);
+CREATE INDEX admin_audit_target ON admin_audit (target, id);
+COMMENT ON TABLE admin_audit IS 'admin actions: who, what, when, from where (never a secret); append-only';
+`,
+  },
 ];

@@ -5,7 +5,7 @@
  * settlements use the database clock, so hosts with skewed clocks agree.
  */
 import type pg from 'pg';
-import { type OutboxDialect, type OutboxPort, StoreOutbox } from '../outbox.ts';
+import { type OutboxDialect, type OutboxPort, StoreOutbox, toDeadLetter } from '../outbox.ts';
 import { rows, run } from '../program.ts';
 import { NOW_MS } from './write.ts';
 
@@ -60,6 +60,16 @@ const POSTGRES_OUTBOX: OutboxDialect = {
   },
   *requeueDead(target) {
     return yield* run({ text: 'UPDATE forward_outbox SET state = 0, attempts = 0, due_ms = 0, last_error = NULL WHERE state = 1 AND ($1::text IS NULL OR target = $1)', values: [target ?? null] });
+  },
+  *deadLetters({ target, after, limit }) {
+    const found = yield* rows({
+      text:
+        'SELECT o.id, o.target, t.name AS tenant, s.id AS statement_id, o.attempts, o.last_error FROM forward_outbox o ' +
+        'JOIN statements s ON s.seq = o.seq JOIN tenants t ON t.id = s.tenant ' +
+        'WHERE o.state = 1 AND ($1::text IS NULL OR o.target = $1) AND o.id > $2 ORDER BY o.id LIMIT $3',
+      values: [target ?? null, after ?? 0, limit],
+    });
+    return found.map((r) => toDeadLetter(r, String(r.statement_id)));
   },
   *stats() {
     return [

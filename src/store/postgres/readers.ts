@@ -10,11 +10,14 @@ import { LrsError, type ValidationIssue } from '../../errors.ts';
 import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import type { ActivityDefinition } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
+import * as admin from '../admin.ts';
 import { agentSeqsSql, POSTGRES } from './dialect.ts';
 import { DEFINITIONS_PER_QUERY, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, inlineBytes, pageRowsKept, rarestDriver, type SeqWindow, sizedJson, statementPageSql, storedSeqSql } from '../sql.ts';
-import type { AttachmentBlob, DocumentKey, KeyedDocument, QueryPage, StoredDocument, StoredRow } from '../types.ts';
+import type { AttachmentBlob, AuditEntry, AuditFilter, AuditRecord, DocumentKey, KeyedDocument, QueryPage, StoredDocument, StoredRow, StoreSummary } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, PostgresConnection } from './connection.ts';
 import { POSTGRES_DOCUMENTS } from './documents.ts';
+
+const POSTGRES_ADMIN: admin.AdminDialect = { ph: (n) => `$${n}` };
 
 /**
  * Now, and per tenant (its lock key) the start of the oldest transaction holding its intent or
@@ -376,6 +379,19 @@ export abstract class PostgresReaders extends PostgresConnection {
 
   listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
     return this.runProgram(docs.listDocumentIds(POSTGRES_DOCUMENTS, tenant, key, sinceMs));
+  }
+
+  // The admin API's reads, and its audit log's one write (a single INSERT: no transaction of its own).
+  storeSummaries(only?: string): Promise<StoreSummary[]> {
+    return this.runProgram(admin.storeSummaries(POSTGRES_ADMIN, only));
+  }
+
+  appendAudit(record: AuditRecord): Promise<AuditEntry> {
+    return this.runProgram(admin.appendAudit(POSTGRES_ADMIN, record));
+  }
+
+  listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
+    return this.runProgram(admin.listAudit(POSTGRES_ADMIN, filter));
   }
 
   /**

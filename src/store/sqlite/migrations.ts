@@ -479,4 +479,23 @@ CREATE TABLE credential_changes (one INTEGER PRIMARY KEY CHECK (one = 1), counte
 INSERT INTO credential_changes (one, counter) VALUES (1, 0);
 `,
   },
+  {
+    version: 15,
+    name: 'the audit log of admin actions',
+    // Append-only; listed newest first by id, by store (target: NULL for server-wide actions).
+    sql: `
+CREATE TABLE admin_audit (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  time_ms INTEGER NOT NULL,
+  actor TEXT NOT NULL,
+  role TEXT NOT NULL,
+  via TEXT NOT NULL,                    -- http | cli
+  client TEXT NOT NULL,                 -- the client's address, or the CLI's host
+  action TEXT NOT NULL,
+  target TEXT,                          -- the store acted on; NULL: the server as a whole
+  details TEXT NOT NULL                 -- JSON: counts, keys, urls; never a secret
+);
+CREATE INDEX admin_audit_target ON admin_audit(target, id);
+`,
+  },
 ];

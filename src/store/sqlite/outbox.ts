@@ -3,7 +3,8 @@
  * statement insert transaction by `enqueueAfter`; claims, renewals and settlements are short
  * transactions of their own. Times are the store's clock (one process owns a SQLite file).
  */
-import { type OutboxDialect, StoreOutbox } from '../outbox.ts';
+import { type OutboxDialect, StoreOutbox, toDeadLetter } from '../outbox.ts';
+import { uuidText } from '../sql.ts';
 import { rows, run } from '../program.ts';
 import { runStatements, type SqliteHandle } from './documents.ts';
 
@@ -68,6 +69,16 @@ function dialect(h: SqliteHandle): OutboxDialect {
     *requeueDead(target) {
       const where = target === undefined ? '' : ' AND target = ?';
       return yield* run({ text: `UPDATE forward_outbox SET state = ${QUEUED}, attempts = 0, due_ms = 0, last_error = NULL WHERE state = ${DEAD}${where}`, values: target === undefined ? [] : [target] });
+    },
+    *deadLetters({ target, after, limit }) {
+      const found = yield* rows({
+        text:
+          'SELECT o.id, o.target, t.name AS tenant, s.id AS statement_id, o.attempts, o.last_error FROM forward_outbox o ' +
+          'JOIN statements s ON s.seq = o.seq JOIN tenants t ON t.id = s.tenant ' +
+          `WHERE o.state = ${DEAD} AND (? IS NULL OR o.target = ?) AND o.id > ? ORDER BY o.id LIMIT ?`,
+        values: [target ?? null, target ?? null, after ?? 0, limit],
+      });
+      return found.map((r) => toDeadLetter(r, uuidText(r.statement_id as Uint8Array)));
     },
     *stats() {
       // One connection, read synchronously: the three reads agree without a transaction.

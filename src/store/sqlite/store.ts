@@ -21,6 +21,9 @@ import { row, rows, run } from '../program.ts';
 import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type {
   AttachmentBlob,
+  AuditEntry,
+  AuditFilter,
+  AuditRecord,
   CredentialRow,
   DocumentKey,
   DocumentPrecondition,
@@ -36,7 +39,9 @@ import type {
   Store,
   StoredDocument,
   StoredRow,
+  StoreSummary,
 } from '../types.ts';
+import * as admin from '../admin.ts';
 import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
 import * as rejections from '../rejections.ts';
@@ -560,7 +565,23 @@ export class SqliteStore extends SqliteConnection implements Store {
   touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
     return this.credentials.touchCredentials(uses);
   }
+
+  // ----- the admin API ------------------------------------------------------------------------
+
+  async storeSummaries(only?: string): Promise<StoreSummary[]> {
+    return runStatements(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
+  }
+
+  async appendAudit(record: AuditRecord): Promise<AuditEntry> {
+    return this.tx(() => runStatements(this.docs, admin.appendAudit(SQLITE_ADMIN, record)));
+  }
+
+  async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
+    return runStatements(this.docs, admin.listAudit(SQLITE_ADMIN, filter));
+  }
 }
+
+const SQLITE_ADMIN: admin.AdminDialect = { ph: () => '?' };
 
 
 /** SQLite's reach SQL (src/store/reach.ts): row by row, through both levels of the id index; key ids from the writer's `keyIdsOf`. */

@@ -21,6 +21,9 @@ import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import type {
   AttachmentBlob,
+  AuditEntry,
+  AuditFilter,
+  AuditRecord,
   CredentialRow,
   DocumentKey,
   DocumentPrecondition,
@@ -40,6 +43,7 @@ import type {
   Store,
   StoredDocument,
   StoredRow,
+  StoreSummary,
 } from '../types.ts';
 import { type SqliteOptions, SqliteStore } from './store.ts';
 
@@ -61,6 +65,7 @@ type WriteCall =
   | { op: 'deleteStatements'; args: Parameters<Store['deleteStatements']> }
   | { op: 'rewriteStatements'; args: Parameters<Store['rewriteStatements']> }
   | { op: 'moveDocuments'; args: Parameters<Store['moveDocuments']> }
+  | { op: 'appendAudit'; args: Parameters<Store['appendAudit']> }
   | { op: 'keepRejections'; args: Parameters<Store['keepRejections']> }
   | { op: 'updateRejection'; args: Parameters<Store['updateRejection']> }
   | { op: 'deleteRejections'; args: Parameters<Store['deleteRejections']> }
@@ -150,6 +155,7 @@ export class ThreadedSqliteStore implements Store {
       settle: (...a) => call<void>('outbox.settle', a),
       requeueDead: (...a) => call<number>('outbox.requeueDead', a),
       stats: (): Promise<ForwardingStats[]> => this.read().outbox.stats(),
+      deadLetters: (opts) => this.read().outbox.deadLetters(opts),
     };
   }
 
@@ -341,8 +347,18 @@ export class ThreadedSqliteStore implements Store {
     await this.send({ op: 'touchCredentials', args: [uses] });
   }
 
+  appendAudit(record: AuditRecord): Promise<AuditEntry> {
+    return this.send({ op: 'appendAudit', args: [record] }) as Promise<AuditEntry>;
+  }
+
   // ----- reads: on this thread's connection ---------------------------------------------------
 
+  storeSummaries(only?: string): Promise<StoreSummary[]> {
+    return this.read().storeSummaries(only);
+  }
+  listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
+    return this.read().listAudit(filter);
+  }
   listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
     return this.read().listRejections(filter);
   }
@@ -430,6 +446,8 @@ function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unk
       return store.rewriteStatements(...job.args);
     case 'moveDocuments':
       return store.moveDocuments(...job.args);
+    case 'appendAudit':
+      return store.appendAudit(...job.args);
     case 'keepRejections': {
       const [items, bounds] = job.args;
       return store.keepRejections(items.map((r) => (r.body ? { ...r, body: asBuffer(r.body) } : r)), bounds);
