@@ -11,6 +11,16 @@ export const EXPORT_FIELDS = [
 ] as const;
 export const DEFAULT_EXPORT_FIELDS = ['id', 'stored', 'timestamp', 'actor', 'verb', 'object'];
 
+/** The `agent` filter as typed: an email address, a mailto: or http(s) IRI, or Agent JSON. */
+export function agentParam(text: string): string {
+  const t = text.trim();
+  if (t.startsWith('{')) return t;
+  if (/^mailto:/i.test(t)) return JSON.stringify({ mbox: t });
+  if (/^https?:\/\//i.test(t)) return JSON.stringify({ openid: t });
+  if (t.includes('@')) return JSON.stringify({ mbox: `mailto:${t}` });
+  return t;
+}
+
 const VOIDED_VERB = 'http://adlnet.gov/expapi/verbs/voided';
 
 type Json = Record<string, unknown>;
@@ -118,7 +128,7 @@ export function statementsPage(ctx: PageContext, v: StatementsView): string {
   const hidden = (k: string) => (f[k as keyof Filters] ? html`<input type="hidden" name="${k}" value="${f[k as keyof Filters]!}">` : '');
   const filtered = FILTERS.some((k) => f[k]);
   const main = html`<h1>Statements</h1>
-<p class="context">In the ${storeName(ctx.session!.user.target)}.</p>
+<p class="context">In the ${storeName(ctx.session!.store)}.</p>
 <form method="get" action="/console/statements" class="card filters" aria-label="Filters">
   <div class="grid">
   ${field('agent', 'Agent', f.agent, 'An email address, or an Agent as JSON, e.g. {"account":{"homePage":"…","name":"…"}}')}
@@ -196,7 +206,7 @@ export function learnerPage(ctx: PageContext, v: LearnerView): string {
   const personRows = (['name', 'mbox', 'mbox_sha1sum', 'openid'] as const).filter((k) => Array.isArray(person[k]) && (person[k] as unknown[]).length);
   const accounts = Array.isArray(person.account) ? (person.account as Json[]) : [];
   const main = html`<h1>Learner</h1>
-<p class="context">One agent’s statements, documents and Person object, in the ${storeName(ctx.session!.user.target)}. Read-only.</p>
+<p class="context">One agent’s statements, documents and Person object, in the ${storeName(ctx.session!.store)}. Read-only.</p>
 <form method="get" action="/console/learner" class="card filters" aria-label="Find a learner">
   ${field('agent', 'Agent', v.agentText, 'An email address, or an Agent as JSON')}
   <div class="actions"><button type="submit" class="primary">Show</button></div>
