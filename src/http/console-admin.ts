@@ -47,24 +47,28 @@ export interface ConsoleKit {
 /** Audit entries the Access page shows at once. */
 const AUDIT_SHOWN = 50;
 
+/** The session's admin role; without one, a 403 page (or JSON answer) and undefined. */
+export function adminRoleOf(kit: ConsoleKit, reply: FastifyReply, s: Session, what: string, json = false): AdminRole | undefined {
+  const role = adminRole(s.user);
+  if (role) return role;
+  const detail = `${what} needs the admin or admin/store scope, which ${s.user.username} does not hold`;
+  void (json ? kit.sendJson(reply, 403, { detail }) : kit.sendPage(reply, 403, errorPage(kit.ctx(s), 'Not allowed', detail)));
+  return undefined;
+}
+
+/** A refusal of a use case (OpsError and the like) as a page's status and message; anything else goes on (a 500). */
+export function refusal(err: unknown): { status: number; message: string } {
+  if (err instanceof LrsError) return { status: err.status, message: err.message };
+  throw err;
+}
+
+/** Who acts, for the audit: the session's user, from the request's address, over HTTP. */
+export const consoleActor = (request: FastifyRequest, s: Session, role: AdminRole): AdminActor => ({ name: s.user.username, role, client: request.ip, via: 'http' });
+
 export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): void {
   const { store, config, clock } = kit.deps;
-  const actorOf = (request: FastifyRequest, s: Session, role: AdminRole): AdminActor => ({ name: s.user.username, role, client: request.ip, via: 'http' });
 
-  /** The session's admin role; without one, a 403 page (or answer) and undefined. */
-  const roleOf = (reply: FastifyReply, s: Session, what: string, json = false): AdminRole | undefined => {
-    const role = adminRole(s.user);
-    if (role) return role;
-    const detail = `${what} needs the admin or admin/store scope, which ${s.user.username} does not hold`;
-    void (json ? kit.sendJson(reply, 403, { detail }) : kit.sendPage(reply, 403, errorPage(kit.ctx(s), 'Not allowed', detail)));
-    return undefined;
-  };
-
-  /** A refusal of a use case (OpsError and the like) as the page's error; anything else goes on (a 500). */
-  const refusal = (err: unknown): { status: number; message: string } => {
-    if (err instanceof LrsError) return { status: err.status, message: err.message };
-    throw err;
-  };
+  const roleOf = (reply: FastifyReply, s: Session, what: string, json = false) => adminRoleOf(kit, reply, s, what, json);
 
   // ----- stores and the switcher ------------------------------------------------------------
 
@@ -124,7 +128,7 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
       const role = roleOf(reply, c.session, 'The Access page', true);
       if (!role) return reply;
       try {
-        const page = await act({ request, session: c.session, role, form: c.form, by: actorOf(request, c.session, role) });
+        const page = await act({ request, session: c.session, role, form: c.form, by: consoleActor(request, c.session, role) });
         if (page !== undefined) return kit.sendPage(reply, 200, page);
         return reply.redirect('/console/access', 303);
       } catch (err) {

@@ -49,10 +49,12 @@ export interface PageContext {
   };
 }
 
-export type Section = 'statements' | 'learner' | 'access' | 'stores' | 'sign-in';
+export type Section = 'statements' | 'learner' | 'access' | 'rejections' | 'forwarding' | 'stores' | 'sign-in';
 
 /** The store a user works in, as the console names it. */
 export const storeName = (target: string): string => (target === '' ? 'default store' : `store “${target}”`);
+
+const navItem = (to: Section, label: string, section: Section) => html`<li><a href="/console/${to}"${section === to ? html` aria-current="page"` : ''}>${label}</a></li>`;
 
 export function page(ctx: PageContext, title: string, section: Section, main: Html): string {
   const s = ctx.session;
@@ -61,8 +63,8 @@ export function page(ctx: PageContext, title: string, section: Section, main: Ht
   <ul class="nav">
     <li><a href="/console/statements"${section === 'statements' ? html` aria-current="page"` : ''}>Statements</a></li>
     <li><a href="/console/learner"${section === 'learner' ? html` aria-current="page"` : ''}>Learner</a></li>
-    ${s.role ? html`<li><a href="/console/access"${section === 'access' ? html` aria-current="page"` : ''}>Access</a></li>` : ''}
-    ${s.role === 'operator' ? html`<li><a href="/console/stores"${section === 'stores' ? html` aria-current="page"` : ''}>Stores</a></li>` : ''}
+    ${s.role ? [navItem('access', 'Access', section), navItem('rejections', 'Rejections', section)] : ''}
+    ${s.role === 'operator' ? [navItem('forwarding', 'Forwarding', section), navItem('stores', 'Stores', section)] : ''}
   </ul>
 </nav>
 <div class="who">

@@ -25,6 +25,7 @@ import { errorResponse, HttpRefusal } from './errors.ts';
 import { parseQuery, type XapiRequest, type XapiResponse } from './request.ts';
 import { registerConsoleOidc } from './console-oidc.ts';
 import { type ConsoleKit, registerConsoleAdmin } from './console-admin.ts';
+import { registerConsoleFailures } from './console-failures.ts';
 
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
 /** An xAPI resource the console reads, with the scopes its route needs. */
@@ -466,7 +467,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const reseal = (request: FastifyRequest, reply: FastifyReply, s: Session) => {
     reply.header('set-cookie', cookie(SESSION_COOKIE, sealer.seal('session', s), { path: '/console', maxAge: (s.expires - now()) / 1000, secure: secure(request) }));
   };
-  registerConsoleAdmin(app, { deps: { store: deps.store, config, clock }, ctx, sendPage, sendJson, pageSession, change, reseal, workingStore, queryOf, safeNext });
+  const kit: ConsoleKit = { deps: { store: deps.store, config, clock }, ctx, sendPage, sendJson, pageSession, change, reseal, workingStore, queryOf, safeNext };
+  registerConsoleAdmin(app, kit);
+  registerConsoleFailures(app, kit);
 
   if (oidcEnabled) registerConsoleOidc(app, { config, auth, sealer, secure, safeNext, openSessionFor, sendPage, page: (error) => signInPage(ctx(), { error, oidc: true, basic: basicEnabled }) });
 }

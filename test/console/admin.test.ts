@@ -8,6 +8,7 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN, jsonInit, postgresBackend, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { createCredential } from '../../src/ops/credentials.ts';
+import { eventually, Receiver } from '../helpers/receiver.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { type Signed, signIn } from './sign-in.ts';
 
@@ -185,6 +186,91 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal((await t.lrs.store.getCredential(key))?.target, 'new-store');
       const [entry] = await t.lrs.store.listAudit({ target: 'new-store', limit: 1 });
       assert.deepEqual([entry.action, entry.actor, entry.role], ['credentials.create', 'operator', 'operator']);
+    });
+
+    test('Rejections: grouped by reason, one shown with its body, replayed as lax (audited), the rest cleared; another store’s out of reach', async () => {
+      const extra = () => statement({ verb: { id: 'http://example.com/verbs/in-b' }, lms_course_code: 'BIO-101' });
+      for (const body of [extra(), statement({ verb: { id: 'not an iri' } })]) {
+        assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', body, { user: TENANT_B }))).status, 400);
+      }
+      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', extra(), { user: C_USER }))).status, 400);
+      await t.lrs.rejections.flush();
+      const s = await signIn(t, B_ADMIN);
+      const list = await (await get(t, '/console/rejections', s)).text();
+      const ids = [...list.matchAll(/<tr data-id="(\d+)">/g)].map((m) => m[1]);
+      assert.equal(ids.length, 2, 'store b’s two only');
+      assert.match(list, /value_error\.extra<\/a><\/td><td data-label="Rejections">1</);
+      assert.match(list, /value_error\.iri<\/a><\/td><td data-label="Rejections">1</);
+      const [extraId, iriId] = ids;
+      const one = await (await get(t, `/console/rejections/${extraId}`, s)).text();
+      assert.match(one, /lms_course_code/);
+      assert.match(one, /BIO-101/);
+      const cRejection = (await t.lrs.store.listRejections({ tenant: 'c', limit: 10 }))[0];
+      assert.equal((await get(t, `/console/rejections/${cRejection.id}`, s)).status, 404);
+      assert.equal((await post(t, '/console/rejections/replay', s, { [`id.${cRejection.id}`]: 'on' })).status, 404);
+      assert.equal((await post(t, '/console/rejections/replay', s, {})).status, 400);
+
+      // Strict (the credential's mode): refused again, kept with its reasons.
+      const strict = await (await post(t, '/console/rejections/replay', s, { [`id.${extraId}`]: 'on' })).text();
+      assert.match(strict, /1 replayed: 0 stored, 1 refused again/);
+      const lax = await post(t, '/console/rejections/replay', s, { [`id.${extraId}`]: 'on', [`id.${iriId}`]: 'on', validation: 'lax' });
+      assert.equal(lax.status, 200);
+      assert.match(await lax.text(), /2 replayed as lax: 1 stored, 1 refused again/);
+      const [entry] = await t.lrs.store.listAudit({ target: 'b', action: 'rejections.replay', limit: 1 });
+      assert.deepEqual(entry.details, { ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0 });
+      const stored = await (await t.fetch('/xAPI/statements?verb=http%3A%2F%2Fexample.com%2Fverbs%2Fin-b', { user: TENANT_B })).json() as { statements: Record<string, unknown>[] };
+      assert.ok(stored.statements.some((st) => st.lms_course_code === 'BIO-101'));
+
+      assert.equal((await post(t, '/console/rejections/clear', { ...s, csrf: 'x' }, {})).status, 403);
+      assert.equal((await post(t, '/console/rejections/clear', s, {})).status, 303);
+      assert.deepEqual(await t.lrs.store.listRejections({ tenant: 'b', limit: 10 }), []);
+      assert.equal((await t.lrs.store.listRejections({ tenant: 'c', limit: 10 })).length, 1, 'another store’s untouched');
+      assert.equal((await get(t, '/console/rejections', await signIn(t, TENANT_B))).status, 403);
+    });
+
+    test('Forwarding is the operator’s: a store administrator is refused', async () => {
+      const s = await signIn(t, B_ADMIN);
+      assert.equal((await get(t, '/console/forwarding', s)).status, 403);
+      assert.equal((await post(t, '/console/forwarding/retry', s, {})).status, 403);
+      assert.doesNotMatch(await (await get(t, '/console/statements', s)).text(), /href="\/console\/forwarding"/);
+    });
+  });
+}
+
+for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
+  describe(`console forwarding page (${backend.name})`, () => {
+    let t: TestLrs;
+    let receiver: Receiver;
+    before(async () => {
+      receiver = await new Receiver().listen();
+      receiver.respond = () => ({ status: 403 });
+      const forwardings = [{ is_active: true, url: receiver.url, basic_username: 'fw', basic_password: 'fw-target-password', max_retries: 0, timeout: 10 }];
+      t = await startTestLrs(backend, { users: [ADMIN, OPERATOR], env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20' } });
+    });
+    after(async () => {
+      await t?.close();
+      await receiver?.close();
+    });
+
+    test('per-target figures and dead letters with their errors; retry puts them back, audited', async () => {
+      const [id] = (await (await t.fetch('/xAPI/statements', jsonInit('POST', statement()))).json()) as string[];
+      const s = await signIn(t, OPERATOR);
+      const page = await eventually('the dead letter shown', async () => {
+        const text = await (await get(t, '/console/forwarding', s)).text();
+        return text.includes(id) ? text : undefined;
+      });
+      assert.match(page, /<td data-label="Dead">1<\/td>/);
+      assert.match(page, /403/);
+      assert.doesNotMatch(page, /fw-target-password/);
+      receiver.respond = () => ({ status: 200 });
+      const retry = await post(t, '/console/forwarding/retry', s, { url: receiver.url });
+      assert.equal(retry.status, 303);
+      assert.equal(retry.headers.get('location'), '/console/forwarding?retried=1');
+      await eventually('delivered', async () => (await (await get(t, '/console/forwarding', s)).text()).includes('No dead letter.'));
+      const [entry] = await t.lrs.store.listAudit({ action: 'forwarding.retry', limit: 1 });
+      assert.deepEqual([entry.actor, entry.details], ['operator', { url: receiver.url, requeued: 1 }]);
+      const unknown = await post(t, '/console/forwarding/retry', s, { url: 'http://127.0.0.1:9/nothing' });
+      assert.equal(unknown.status, 404);
     });
   });
 }
