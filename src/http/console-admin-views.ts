@@ -1,6 +1,7 @@
 /** The console's admin pages: the stores (the operator's switcher) and Access (./console-pages.ts has the frame and the escaping). */
 import { XAPI_SCOPES } from '../auth/scopes.ts';
 import type { CredentialInfo } from '../ops/credentials.ts';
+import type { ErasureReport } from '../ops/erase.ts';
 import type { AuditEntry, StoreSummary } from '../store/types.ts';
 import { html, page, storeName, type PageContext } from './console-pages.ts';
 import { agentLabel } from './console-views.ts';
@@ -125,4 +126,49 @@ ${c.previousSecretUntil ? html`<dt>Previous secret</dt><dd>works until ${when(c.
 </dl>
 <p><a href="/console/access">Back to Access</a></p>`;
   return page(ctx, `Credential ${what}`, 'access', main);
+}
+
+/** What identifies a person for the typed confirmation: its email address, OpenID, mbox_sha1sum or account name. */
+export function confirmationText(agent: Record<string, unknown>): string {
+  const account = agent.account as { name?: unknown } | undefined;
+  const v = agent.mbox ?? agent.openid ?? agent.mbox_sha1sum ?? account?.name;
+  return typeof v === 'string' ? v.replace(/^mailto:/i, '') : '';
+}
+
+export interface EraseView {
+  agent: Record<string, unknown>;
+  mode: 'erase' | 'pseudonymize';
+  report: ErasureReport;
+  error?: string;
+}
+
+/** The dry run's figures and the typed confirmation; after the run, what changed. */
+export function erasePage(ctx: PageContext, v: EraseView): string {
+  const r = v.report;
+  const typed = confirmationText(v.agent);
+  const figures = html`<dl class="person figures">
+<dt>Statements</dt><dd id="n-statements">${r.statements}</dd>
+${r.referring ? html`<dt>Of those, referring to them only</dt><dd>${r.referring}</dd>` : ''}
+${r.attachments ? html`<dt>Attachments</dt><dd>${r.attachments}</dd>` : ''}
+<dt>Documents</dt><dd id="n-documents">${r.documents}</dd>
+<dt>Kept rejections</dt><dd id="n-rejections">${r.rejections ?? 0}</dd>
+</dl>`;
+  const verb = v.mode === 'erase' ? 'Erase' : 'Pseudonymize';
+  const main = r.dryRun
+    ? html`<h1>${verb} ${typed}: dry run</h1>
+<p class="context">In the ${storeName(r.target)}. Nothing has changed yet. This would ${v.mode === 'erase' ? 'delete' : 'pseudonymize'}:</p>
+${figures}
+${v.error ? html`<p class="error" role="alert" id="erase-error">${v.error}</p>` : ''}
+<form method="post" action="/console/learner/erase" class="card">
+<input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="agent" value="${JSON.stringify(v.agent)}"><input type="hidden" name="mode" value="${v.mode}"><input type="hidden" name="run" value="yes">
+<div class="field"><label for="confirm">Type <code>${typed}</code> to confirm</label>
+<input id="confirm" name="confirm" autocomplete="off" required aria-describedby="h-confirm"${v.error ? html` aria-invalid="true"` : ''}><small id="h-confirm" class="hint">This cannot be undone.</small></div>
+<button type="submit" class="danger">${verb} for good</button>
+</form>
+<p><a href="/console/learner?agent=${encodeURIComponent(JSON.stringify(v.agent))}">Cancel</a></p>`
+    : html`<h1>${v.mode === 'erase' ? 'Erased' : 'Pseudonymized'}</h1>
+<p class="context" role="status">${typed}, in the ${storeName(r.target)}${r.complete ? '' : ' (stopped before the end: run it again)'}:</p>
+${figures}
+<p><a href="/console/learner">Learner</a></p>`;
+  return page(ctx, `${verb} a learner`, 'learner', main);
 }

@@ -9,13 +9,14 @@ import { readCredentialsFile } from '../auth/credentials.ts';
 import { adminRole, type AdminRole } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import { LrsError } from '../errors.ts';
-import { type AdminActor, checkGrantable, credentialInReach, listAudit, listStores, reachableStore, recordAudit } from '../ops/admin.ts';
+import { LrsError, ValidationFailed } from '../errors.ts';
+import { adminErase, type AdminActor, checkGrantable, credentialInReach, listAudit, listStores, reachableStore, recordAudit } from '../ops/admin.ts';
 import { createCredential, type IssuedCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
 import { OpsError } from '../ops/errors.ts';
 import type { Store } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
-import { accessPage, GRANTABLE, issuedPage, storesPage } from './console-admin-views.ts';
+import { validateAgentParam } from '../xapi/validate.ts';
+import { accessPage, confirmationText, erasePage, GRANTABLE, issuedPage, storesPage } from './console-admin-views.ts';
 import { errorPage, type PageContext } from './console-pages.ts';
 import type { Session } from './console-session.ts';
 import { agentParam } from './console-views.ts';
@@ -185,4 +186,44 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
     return issuedPage(kit.ctx(session), issued, 'rotated');
   });
 
+
+  // ----- erasure (the Learner page) ---------------------------------------------------------
+
+  /**
+   * Erase or pseudonymize one person of the working store: without `run`, the dry run's figures and
+   * the confirmation form; with it and the person's identifier typed, the erasure, recorded as the
+   * admin API's (adminErase: the audit file's line and the audit log's entry).
+   */
+  app.post('/console/learner/erase', async (request, reply) => {
+    const c = await kit.change(request, reply);
+    if (!c) return reply;
+    const role = roleOf(reply, c.session, 'Erasing a learner', true);
+    if (!role) return reply;
+    const { form, session } = c;
+    const mode = form.mode === 'pseudonymize' ? 'pseudonymize' : 'erase';
+    try {
+      const tenant = reachableStore(role, kit.workingStore(session));
+      let value: unknown;
+      try {
+        value = JSON.parse(form.agent ?? '');
+      } catch {
+        throw new OpsError('agent: the Agent to erase, as JSON');
+      }
+      const issues: ConstructorParameters<typeof ValidationFailed>[0] = [];
+      const person = validateAgentParam(value, ['form', 'agent'], issues);
+      if (issues.length || !person) throw new ValidationFailed(issues);
+      if (mode === 'pseudonymize' && config.pseudonymizeKey === '') throw new OpsError('this server has no LECTERN_PSEUDONYMIZE_KEY: it cannot pseudonymize');
+      const agent = value as Record<string, unknown>;
+      const typed = confirmationText(agent);
+      const confirmed = form.run === 'yes' && (form.confirm ?? '').trim() === typed && typed !== '';
+      const pseudonymizeKey = mode === 'pseudonymize' ? config.pseudonymizeKey : undefined;
+      const { report } = await adminErase(store, consoleActor(request, session, role), { tenant, person, dryRun: !confirmed, pseudonymizeKey, auditFile: config.auditFile }, clock);
+      // A run asked for without the identifier typed: the dry run's figures again, with the reason.
+      const error = form.run === 'yes' && !confirmed ? `Type ${typed} exactly to confirm.` : undefined;
+      return kit.sendPage(reply, error ? 400 : 200, erasePage(kit.ctx(session), { agent, mode, report, ...(error && { error }) }));
+    } catch (err) {
+      const r = refusal(err);
+      return kit.sendPage(reply, r.status, errorPage(kit.ctx(session), 'Erasure refused', r.message, 'learner'));
+    }
+  });
 }

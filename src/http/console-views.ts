@@ -232,7 +232,21 @@ ${typeof v.states === 'string'
     : v.states.length
       ? html`<dl class="states">${v.states.map((s) => html`<dt><code>${s.activityId}</code></dt><dd>${s.ids.length ? s.ids.join(', ') : 'none'}</dd>`)}</dl>`
       : html`<p class="empty">None.</p>`}
+</section>
+${ctx.session!.role
+      ? html`<section aria-labelledby="erase-title" class="card">
+<h2 id="erase-title">Erase or pseudonymize</h2>
+<p>First a dry run: it counts what would change (statements, documents, kept rejections) and changes nothing; then you confirm.</p>
+<form method="post" action="/console/learner/erase">
+<input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="agent" value="${JSON.stringify(ifiOf(v.agent) ?? v.agent)}">
+<fieldset class="checks"><legend>What to do</legend>
+<div class="check"><input type="radio" id="mode-erase" name="mode" value="erase" checked><label for="mode-erase">Erase: delete the person’s statements and documents</label></div>
+<div class="check"><input type="radio" id="mode-pseudonymize" name="mode" value="pseudonymize"><label for="mode-pseudonymize">Pseudonymize: replace the person by a pseudonym (needs LECTERN_PSEUDONYMIZE_KEY)</label></div>
+</fieldset>
+<button type="submit">Dry run</button>
+</form>
 </section>`
+      : ''}`
     : ''}`;
   return page(ctx, 'Learner', 'learner', main);
 }

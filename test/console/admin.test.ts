@@ -5,6 +5,9 @@
  * and CSRF-protected. On SQLite and PostgreSQL.
  */
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { ADMIN, jsonInit, postgresBackend, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { createCredential } from '../../src/ops/credentials.ts';
@@ -38,8 +41,9 @@ const keyOf = (page: string) => /id="issued-key">([^<]+)</.exec(page)?.[1];
 for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
   describe(`console admin pages (${backend.name})`, () => {
     let t: TestLrs;
+    const auditFile = join(mkdtempSync(join(tmpdir(), 'lectern-console-audit-')), 'audit.log');
     before(async () => {
-      t = await startTestLrs(backend, { users: [ADMIN, TENANT_B, OPERATOR, B_ADMIN, C_USER], env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_AUTH_CREDENTIALS_REFRESH: '0' } });
+      t = await startTestLrs(backend, { users: [ADMIN, TENANT_B, OPERATOR, B_ADMIN, C_USER], env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_AUTH_CREDENTIALS_REFRESH: '0', LECTERN_AUDIT_FILE: auditFile } });
       for (const [user, store] of [[ADMIN, 'default'], [TENANT_B, 'b'], [C_USER, 'c']] as const) {
         const res = await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: `http://example.com/verbs/in-${store}` } }), { user }));
         assert.equal(res.status, 200);
@@ -226,6 +230,44 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.deepEqual(await t.lrs.store.listRejections({ tenant: 'b', limit: 10 }), []);
       assert.equal((await t.lrs.store.listRejections({ tenant: 'c', limit: 10 })).length, 1, 'another store’s untouched');
       assert.equal((await get(t, '/console/rejections', await signIn(t, TENANT_B))).status, 403);
+    });
+
+    test('Learner erase: the dry run’s figures first, then the identifier typed; audited like the admin API’s', async () => {
+      const DORA = { objectType: 'Agent', mbox: 'mailto:dora@example.com' };
+      for (let i = 0; i < 2; i++) assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', statement({ actor: DORA }), { user: TENANT_B }))).status, 200);
+      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', statement({ actor: DORA }), { user: C_USER }))).status, 200);
+      const s = await signIn(t, B_ADMIN);
+      const learner = await (await get(t, '/console/learner?agent=dora%40example.com', s)).text();
+      assert.match(learner, /action="\/console\/learner\/erase"/);
+      const agent = JSON.stringify({ mbox: 'mailto:dora@example.com' });
+      const dry = await post(t, '/console/learner/erase', s, { agent, mode: 'erase' });
+      assert.equal(dry.status, 200);
+      const dryPage = await dry.text();
+      assert.match(dryPage, /<dd id="n-statements">2<\/dd>/);
+      assert.match(dryPage, /Type <code>dora@example.com<\/code> to confirm/);
+      const wrong = await post(t, '/console/learner/erase', s, { agent, mode: 'erase', run: 'yes', confirm: 'dora@example.org' });
+      assert.equal(wrong.status, 400);
+      assert.match(await wrong.text(), /Type dora@example.com exactly/);
+      assert.deepEqual(await t.lrs.store.listAudit({ action: 'erase', limit: 5 }), [], 'nothing erased, nothing recorded');
+      assert.equal((await post(t, '/console/learner/erase', { ...s, csrf: 'x' }, { agent, mode: 'erase', run: 'yes', confirm: 'dora@example.com' })).status, 403);
+
+      const run = await post(t, '/console/learner/erase', s, { agent, mode: 'erase', run: 'yes', confirm: 'dora@example.com' });
+      assert.equal(run.status, 200);
+      assert.match(await run.text(), /<h1>Erased<\/h1>[\s\S]*<dd id="n-statements">2<\/dd>/);
+      const dora = encodeURIComponent(agent);
+      assert.deepEqual(((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: TENANT_B })).json()) as { statements: unknown[] }).statements, []);
+      assert.equal(((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: C_USER })).json()) as { statements: unknown[] }).statements.length, 1, 'another store’s untouched');
+      const [entry] = await t.lrs.store.listAudit({ action: 'erase', limit: 5 });
+      assert.deepEqual([entry.actor, entry.role, entry.target, entry.details.statements], ['b-admin', 'store', 'b', 2]);
+      const line = JSON.parse(readFileSync(auditFile, 'utf8').trim()) as Record<string, unknown>;
+      assert.deepEqual([line.command, line.user, line.statements, line.dryRun], ['erase', 'b-admin', 2, false]);
+      assert.doesNotMatch(readFileSync(auditFile, 'utf8'), /dora/, 'never the agent');
+      // Pseudonymizing needs the key this server lacks; a plain user may not erase.
+      const pseudo = await post(t, '/console/learner/erase', s, { agent, mode: 'pseudonymize' });
+      assert.equal(pseudo.status, 400);
+      const plain = await signIn(t, TENANT_B);
+      assert.doesNotMatch(await (await get(t, '/console/learner?agent=ben%40example.com', plain)).text(), /learner\/erase/);
+      assert.equal((await post(t, '/console/learner/erase', plain, { agent })).status, 403);
     });
 
     test('Forwarding is the operator’s: a store administrator is refused', async () => {
