@@ -30,7 +30,7 @@ export function storesPage(ctx: PageContext, v: { stores: StoreSummary[]; operat
 <tbody>${v.stores.map(
     (s) => html`<tr><td data-label="Store">${s.target === '' ? html`<em>default</em>` : s.target}</td><td data-label="Statements">${s.statements}</td><td data-label="Documents">${s.documents}</td>
 <td data-label="Last statement">${s.lastStoredMs === null ? '—' : when(new Date(s.lastStoredMs).toISOString())}</td>
-<td data-label="Switch">${s.target === current ? html`current` : html`<form method="post" action="/console/store" class="inline"><input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="store" value="${s.target}"><input type="hidden" name="next" value="${v.next ?? '/console/statements'}"><button type="submit" aria-label="Work in the ${storeName(s.target)}">Work here</button></form>`}</td></tr>`,
+<td data-label="Switch">${s.target === current ? html`current` : html`<form method="post" action="/console/store" class="inline"><input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="store" value="${s.target}"><input type="hidden" name="next" value="${v.next ?? '/console/statements'}"><button type="submit" aria-label="Work here: the ${storeName(s.target)}">Work here</button></form>`}</td></tr>`,
   )}</tbody>
 </table>`;
   return page(ctx, 'Stores', 'stores', main);
@@ -72,7 +72,7 @@ ${v.credentials.length
           ? ''
           : html`<form method="post" action="/console/access/rotate" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}">
 <label for="grace-${c.key}">Grace (s)</label> <input id="grace-${c.key}" name="grace" type="number" min="0" max="2592000" value="0" class="short" aria-describedby="h-grace">
-<button type="submit" aria-label="Rotate the secret of ${c.key}">Rotate</button></form>
+<button type="submit" aria-label="Rotate ${c.key}">Rotate</button></form>
 <form method="post" action="/console/access/revoke" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}"><button type="submit" class="danger" aria-label="Revoke ${c.key}">Revoke</button></form>`}</td>
 </tr>`,
       )}</tbody>

@@ -105,7 +105,7 @@ ${v.targets.length
 <tbody>${v.targets.map(
         (t) => html`<tr><td data-label="Target"><code>${t.target}</code>${t.active ? '' : html` <span class="badge">not active</span>`}</td><td data-label="Queued">${t.queued}</td><td data-label="Delivered">${t.delivered}</td>
 <td data-label="Retried">${t.retried}</td><td data-label="Dead">${t.dead}</td><td data-label="Last error">${t.lastError ?? ''}</td>
-<td data-label="Retry">${t.dead ? html`<form method="post" action="/console/forwarding/retry" class="inline">${csrf}<input type="hidden" name="url" value="${t.target}"><button type="submit" aria-label="Retry the dead letters of ${t.target}">Retry dead letters</button></form>` : ''}</td></tr>`,
+<td data-label="Retry">${t.dead ? html`<form method="post" action="/console/forwarding/retry" class="inline">${csrf}<input type="hidden" name="url" value="${t.target}"><button type="submit" aria-label="Retry dead letters of ${t.target}">Retry dead letters</button></form>` : ''}</td></tr>`,
       )}</tbody></table>`
     : html`<p class="empty">No forwarding target.</p>`}
 <section aria-labelledby="dead-title">
