@@ -94,17 +94,26 @@ ${v.results.length
   return page(ctx, 'Replayed', 'rejections', main);
 }
 
-export function forwardingPage(ctx: PageContext, v: { targets: TargetStatus[]; deadLetters: DeadLetter[]; retried?: string }): string {
+/** A lag as people read it: seconds, minutes, hours or days. */
+export function duration(ms: number): string {
+  const s = Math.round(ms / 1000);
+  if (s < 120) return `${s} s`;
+  if (s < 7200) return `${Math.round(s / 60)} min`;
+  if (s < 172_800) return `${Math.round(s / 3600)} h`;
+  return `${Math.round(s / 86_400)} days`;
+}
+
+export function forwardingPage(ctx: PageContext, v: { targets: TargetStatus[]; lags: Map<string, number>; deadLetters: DeadLetter[]; retried?: string }): string {
   const csrf = csrfField(ctx);
   const main = html`<h1>Forwarding</h1>
-<p class="context">Statements forwarded to other LRSs (LECTERN_XAPI_FORWARDINGS), every store’s.</p>
+<p class="context">Statements forwarded to other LRSs (LECTERN_XAPI_FORWARDINGS), every store’s. Lag: how long the oldest statement still queued for a target has waited since it was stored.</p>
 ${v.retried !== undefined ? html`<p role="status" class="badge" id="retried">${v.retried} dead letter${v.retried === '1' ? '' : 's'} back in the queue.</p>` : ''}
 ${v.targets.length
     ? html`<table class="list targets"><caption>Per target</caption>
-<thead><tr><th scope="col">Target</th><th scope="col">Queued</th><th scope="col">Delivered</th><th scope="col">Retried</th><th scope="col">Dead</th><th scope="col">Last error</th><th scope="col">Retry</th></tr></thead>
+<thead><tr><th scope="col">Target</th><th scope="col">Queued</th><th scope="col">Delivered</th><th scope="col">Retried</th><th scope="col">Dead</th><th scope="col">Lag</th><th scope="col">Last error</th><th scope="col">Retry</th></tr></thead>
 <tbody>${v.targets.map(
         (t) => html`<tr><td data-label="Target"><code>${t.target}</code>${t.active ? '' : html` <span class="badge">not active</span>`}</td><td data-label="Queued">${t.queued}</td><td data-label="Delivered">${t.delivered}</td>
-<td data-label="Retried">${t.retried}</td><td data-label="Dead">${t.dead}</td><td data-label="Last error">${t.lastError ?? ''}</td>
+<td data-label="Retried">${t.retried}</td><td data-label="Dead">${t.dead}</td><td data-label="Lag" title="How long the oldest queued statement has waited">${v.lags.has(t.target) ? duration(v.lags.get(t.target)!) : 'none'}</td><td data-label="Last error">${t.lastError ?? ''}</td>
 <td data-label="Retry">${t.dead ? html`<form method="post" action="/console/forwarding/retry" class="inline">${csrf}<input type="hidden" name="url" value="${t.target}"><button type="submit" aria-label="Retry dead letters of ${t.target}">Retry dead letters</button></form>` : ''}</td></tr>`,
       )}</tbody></table>`
     : html`<p class="empty">No forwarding target.</p>`}

@@ -8,7 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import { type AdminRole } from '../auth/scopes.ts';
 import { reachableStore, recordAudit, requireOperator } from '../ops/admin.ts';
 import { OpsError } from '../ops/errors.ts';
-import { forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
+import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
 import { clearRejections, listRejections, replayRejections, showRejection } from '../ops/rejections.ts';
 import type { KeptRejection } from '../store/types.ts';
 import { adminRoleOf, consoleActor, type ConsoleKit, refusal } from './console-admin.ts';
@@ -117,8 +117,9 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
       return kit.sendPage(reply, r.status, errorPage(kit.ctx(s), 'Forwarding', r.message, 'forwarding'));
     }
     const targets = await forwardingStatus(store, activeTargets());
+    const lags = await forwardingLags(store, clock.now());
     const deadLetters = await listDeadLetters(store, { limit: DEAD_SHOWN });
-    return kit.sendPage(reply, 200, forwardingPage(kit.ctx(s), { targets, deadLetters, retried: kit.queryOf(request).retried }));
+    return kit.sendPage(reply, 200, forwardingPage(kit.ctx(s), { targets, lags, deadLetters, retried: kit.queryOf(request).retried }));
   });
 
   app.post('/console/forwarding/retry', async (request, reply) => {

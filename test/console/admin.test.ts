@@ -308,7 +308,11 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const retry = await post(t, '/console/forwarding/retry', s, { url: receiver.url });
       assert.equal(retry.status, 303);
       assert.equal(retry.headers.get('location'), '/console/forwarding?retried=1');
-      await eventually('delivered', async () => (await (await get(t, '/console/forwarding', s)).text()).includes('No dead letter.'));
+      const done = await eventually('delivered', async () => {
+        const text = await (await get(t, '/console/forwarding', s)).text();
+        return text.includes('No dead letter.') && text.includes('<td data-label="Queued">0</td>') ? text : undefined;
+      });
+      assert.match(done, /<td data-label="Lag"[^>]*>none<\/td>/, 'nothing queued: no lag');
       const [entry] = await t.lrs.store.listAudit({ action: 'forwarding.retry', limit: 1 });
       assert.deepEqual([entry.actor, entry.details], ['operator', { url: receiver.url, requeued: 1 }]);
       const unknown = await post(t, '/console/forwarding/retry', s, { url: 'http://127.0.0.1:9/nothing' });
