@@ -45,6 +45,9 @@ export interface ConsoleKit {
   safeNext(next: string | undefined): string;
 }
 
+/** The longest store name the switcher takes (a credential's target has at most as many). */
+const MAX_STORE_NAME = 200;
+
 /** Audit entries the Access page shows at once. */
 const AUDIT_SHOWN = 50;
 
@@ -94,7 +97,9 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
     if (!role) return reply;
     let target: string;
     try {
-      target = reachableStore(role, (c.form.store ?? '').trim());
+      const asked = (c.form.store ?? '').trim();
+      if (asked.length > MAX_STORE_NAME) throw new OpsError(`store: at most ${MAX_STORE_NAME} characters`);
+      target = reachableStore(role, asked);
     } catch (err) {
       const r = refusal(err);
       return kit.sendPage(reply, r.status, errorPage(kit.ctx(c.session), 'No such store', r.message, 'stores'));

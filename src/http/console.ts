@@ -315,7 +315,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   app.get('/console/session', async (request, reply) => {
     const s = sessionOf(request);
     if (!s) return sendJson(reply, 401, { detail: 'no console session: sign in at /console/sign-in' });
-    return sendJson(reply, 200, { username: s.user.username, scopes: s.user.scopes, store: s.user.target, expires: new Date(s.expires).toISOString() });
+    return sendJson(reply, 200, { username: s.user.username, scopes: s.user.scopes, store: workingStore(s), expires: new Date(s.expires).toISOString() });
   });
 
   app.get('/console/statements', async (request, reply) => {

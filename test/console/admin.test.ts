@@ -79,8 +79,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const inC = await (await get(t, '/console/statements', s)).text();
       assert.deepEqual(verbs(inC), ['in-c']);
       assert.match(inC, /store “c”/);
+      assert.equal(((await (await get(t, '/console/session', s)).json()) as { store: string }).store, 'c');
       const learner = await (await get(t, '/console/learner?agent=ben%40example.com', s)).text();
       assert.deepEqual(verbs(learner), ['in-c']);
+      assert.equal((await post(t, '/console/store', s, { store: 'x'.repeat(201) })).status, 400);
       // Back to the default store: an empty name.
       s = switched(s, await post(t, '/console/store', s, { store: '' }));
       assert.deepEqual(verbs(await (await get(t, '/console/statements', s)).text()), ['in-default']);
