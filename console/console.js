@@ -75,3 +75,30 @@ function liveTail(button) {
 
 const tail = document.getElementById('tail');
 if (tail instanceof HTMLButtonElement) liveTail(tail);
+
+/**
+ * "Copy" buttons (data-copy: the id of the element whose text they copy, e.g. a new secret):
+ * the clipboard when the browser allows it, else the text selected for Ctrl+C.
+ * @param {HTMLButtonElement} button
+ */
+function copyButton(button) {
+  const id = button.dataset.copy ?? '';
+  const source = document.getElementById(id);
+  const status = document.querySelector(`[data-copy-status="${CSS.escape(id)}"]`);
+  if (!source) return;
+  button.addEventListener('click', async () => {
+    const text = source.textContent ?? '';
+    try {
+      await navigator.clipboard.writeText(text);
+      if (status) status.textContent = 'Copied.';
+    } catch {
+      const range = document.createRange();
+      range.selectNodeContents(source);
+      window.getSelection()?.removeAllRanges();
+      window.getSelection()?.addRange(range);
+      if (status) status.textContent = 'Selected: press Ctrl+C (or ⌘C) to copy.';
+    }
+  });
+}
+
+for (const b of document.querySelectorAll('button[data-copy]')) if (b instanceof HTMLButtonElement) copyButton(b);

@@ -39,13 +39,22 @@ export interface AssetUrls {
 export interface PageContext {
   assets: AssetUrls;
   /** Absent on the sign-in page. */
-  session?: { user: AuthUser; csrf: string };
+  session?: {
+    user: AuthUser;
+    csrf: string;
+    /** The store the pages work in: the user's own, or the one an operator switched to. */
+    store: string;
+    /** The admin role (src/auth/scopes.ts adminRole), when the user has one. */
+    role?: 'operator' | 'store';
+  };
 }
 
-export type Section = 'statements' | 'learner' | 'sign-in';
+export type Section = 'statements' | 'learner' | 'access' | 'rejections' | 'forwarding' | 'stores' | 'sign-in';
 
 /** The store a user works in, as the console names it. */
 export const storeName = (target: string): string => (target === '' ? 'default store' : `store “${target}”`);
+
+const navItem = (to: Section, label: string, section: Section) => html`<li><a href="/console/${to}"${section === to ? html` aria-current="page"` : ''}>${label}</a></li>`;
 
 export function page(ctx: PageContext, title: string, section: Section, main: Html): string {
   const s = ctx.session;
@@ -54,10 +63,12 @@ export function page(ctx: PageContext, title: string, section: Section, main: Ht
   <ul class="nav">
     <li><a href="/console/statements"${section === 'statements' ? html` aria-current="page"` : ''}>Statements</a></li>
     <li><a href="/console/learner"${section === 'learner' ? html` aria-current="page"` : ''}>Learner</a></li>
+    ${s.role ? [navItem('access', 'Access', section), navItem('rejections', 'Rejections', section)] : ''}
+    ${s.role === 'operator' ? [navItem('forwarding', 'Forwarding', section), navItem('stores', 'Stores', section)] : ''}
   </ul>
 </nav>
 <div class="who">
-  <span class="store" data-store="${s.user.target}">${storeName(s.user.target)}</span>
+  <span class="store" data-store="${s.store}">${storeName(s.store)}</span>${s.role === 'operator' ? html` <a href="/console/stores" class="switch">Switch store</a>` : ''}
   <span class="user">${s.user.username}</span>
   <form method="post" action="/console/sign-out" class="inline">
     <input type="hidden" name="csrf" value="${s.csrf}">

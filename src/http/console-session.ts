@@ -17,6 +17,8 @@ export interface Session {
   csrf: string;
   /** Epoch milliseconds after which the session is refused. */
   expires: number;
+  /** The store an operator chose with the store switcher (ignored for anyone else); absent: its own. */
+  store?: string;
 }
 
 const IV_BYTES = 12;

@@ -11,6 +11,16 @@ export const EXPORT_FIELDS = [
 ] as const;
 export const DEFAULT_EXPORT_FIELDS = ['id', 'stored', 'timestamp', 'actor', 'verb', 'object'];
 
+/** The `agent` filter as typed: an email address, a mailto: or http(s) IRI, or Agent JSON. */
+export function agentParam(text: string): string {
+  const t = text.trim();
+  if (t.startsWith('{')) return t;
+  if (/^mailto:/i.test(t)) return JSON.stringify({ mbox: t });
+  if (/^https?:\/\//i.test(t)) return JSON.stringify({ openid: t });
+  if (t.includes('@')) return JSON.stringify({ mbox: `mailto:${t}` });
+  return t;
+}
+
 const VOIDED_VERB = 'http://adlnet.gov/expapi/verbs/voided';
 
 type Json = Record<string, unknown>;
@@ -118,7 +128,7 @@ export function statementsPage(ctx: PageContext, v: StatementsView): string {
   const hidden = (k: string) => (f[k as keyof Filters] ? html`<input type="hidden" name="${k}" value="${f[k as keyof Filters]!}">` : '');
   const filtered = FILTERS.some((k) => f[k]);
   const main = html`<h1>Statements</h1>
-<p class="context">In the ${storeName(ctx.session!.user.target)}.</p>
+<p class="context">In the ${storeName(ctx.session!.store)}.</p>
 <form method="get" action="/console/statements" class="card filters" aria-label="Filters">
   <div class="grid">
   ${field('agent', 'Agent', f.agent, 'An email address, or an Agent as JSON, e.g. {"account":{"homePage":"…","name":"…"}}')}
@@ -196,7 +206,7 @@ export function learnerPage(ctx: PageContext, v: LearnerView): string {
   const personRows = (['name', 'mbox', 'mbox_sha1sum', 'openid'] as const).filter((k) => Array.isArray(person[k]) && (person[k] as unknown[]).length);
   const accounts = Array.isArray(person.account) ? (person.account as Json[]) : [];
   const main = html`<h1>Learner</h1>
-<p class="context">One agent’s statements, documents and Person object, in the ${storeName(ctx.session!.user.target)}. Read-only.</p>
+<p class="context">One agent’s statements, documents and Person object, in the ${storeName(ctx.session!.store)}. Read-only.</p>
 <form method="get" action="/console/learner" class="card filters" aria-label="Find a learner">
   ${field('agent', 'Agent', v.agentText, 'An email address, or an Agent as JSON')}
   <div class="actions"><button type="submit" class="primary">Show</button></div>
@@ -222,7 +232,21 @@ ${typeof v.states === 'string'
     : v.states.length
       ? html`<dl class="states">${v.states.map((s) => html`<dt><code>${s.activityId}</code></dt><dd>${s.ids.length ? s.ids.join(', ') : 'none'}</dd>`)}</dl>`
       : html`<p class="empty">None.</p>`}
+</section>
+${ctx.session!.role
+      ? html`<section aria-labelledby="erase-title" class="card">
+<h2 id="erase-title">Erase or pseudonymize</h2>
+<p>First a dry run: it counts what would change (statements, documents, kept rejections) and changes nothing; then you confirm.</p>
+<form method="post" action="/console/learner/erase">
+<input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="agent" value="${JSON.stringify(ifiOf(v.agent) ?? v.agent)}">
+<fieldset class="checks"><legend>What to do</legend>
+<div class="check"><input type="radio" id="mode-erase" name="mode" value="erase" checked><label for="mode-erase">Erase: delete the person’s statements and documents</label></div>
+<div class="check"><input type="radio" id="mode-pseudonymize" name="mode" value="pseudonymize"><label for="mode-pseudonymize">Pseudonymize: replace the person by a pseudonym (needs LECTERN_PSEUDONYMIZE_KEY)</label></div>
+</fieldset>
+<button type="submit">Dry run</button>
+</form>
 </section>`
+      : ''}`
     : ''}`;
   return page(ctx, 'Learner', 'learner', main);
 }

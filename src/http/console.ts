@@ -9,19 +9,23 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { authorise, type AccessPolicy, type RouteScopes } from '../auth/scopes.ts';
+import { adminRole, authorise, type AccessPolicy, type RouteScopes } from '../auth/scopes.ts';
 import type { Authenticator, AuthUser } from '../auth/types.ts';
+import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config.ts';
+import type { Store } from '../store/types.ts';
 import { LrsError } from '../errors.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorPage, signInPage, type AssetUrls, type PageContext } from './console-pages.ts';
 import { cookie, csrfMatches, newSession, openSession, parseCookies, Sealer, SESSION_COOKIE, type Session } from './console-session.ts';
 import {
-  DEFAULT_EXPORT_FIELDS, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, type Filters,
+  agentParam, DEFAULT_EXPORT_FIELDS, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, type Filters,
 } from './console-views.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
 import { parseQuery, type XapiRequest, type XapiResponse } from './request.ts';
 import { registerConsoleOidc } from './console-oidc.ts';
+import { type ConsoleKit, registerConsoleAdmin } from './console-admin.ts';
+import { registerConsoleFailures } from './console-failures.ts';
 
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
 /** An xAPI resource the console reads, with the scopes its route needs. */
@@ -35,9 +39,14 @@ export interface ConsoleDeps {
   auth: Authenticator;
   policy: AccessPolicy;
   resources: { statements: ConsoleResource; agents: ConsoleResource; state: ConsoleResource; agentProfile: ConsoleResource };
+  /** What the admin pages call the src/ops/ use cases on. */
+  store: Store;
+  /** What audit times, credential creation and expiry are measured by. */
+  clock?: Clock;
   /** Epoch milliseconds now (a test clock in unit tests). */
   now?: () => number;
 }
+
 
 /** Where the console's assets are, from src/http/ and from dist/http/ alike. */
 const ASSET_DIR = new URL('../../console/', import.meta.url);
@@ -62,15 +71,8 @@ function loadAssets(): { urls: AssetUrls; files: Map<string, Buffer>; hash: stri
   return { urls: { css: `/console/assets/${hash}/console.css`, js: `/console/assets/${hash}/console.js` }, files, hash };
 }
 
-/** The `agent` filter as typed: an email address, a mailto: or http(s) IRI, or Agent JSON. */
-export function agentParam(text: string): string {
-  const t = text.trim();
-  if (t.startsWith('{')) return t;
-  if (/^mailto:/i.test(t)) return JSON.stringify({ mbox: t });
-  if (/^https?:\/\//i.test(t)) return JSON.stringify({ openid: t });
-  if (t.includes('@')) return JSON.stringify({ mbox: `mailto:${t}` });
-  return t;
-}
+export { agentParam };
+
 
 function filtersOf(query: Record<string, string>): Filters {
   const f: Filters = {};
@@ -161,7 +163,8 @@ export function registerConsole(parent: FastifyInstance, deps: ConsoleDeps): voi
 
 function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const { config, auth, policy, resources } = deps;
-  const now = deps.now ?? Date.now;
+  const clock = deps.clock ?? systemClock;
+  const now = deps.now ?? (() => clock.now());
   const sealer = new Sealer(config.consoleSecret);
   const assets = loadAssets();
   const version: XapiVersion = config.xapiVersions.includes('2.0.0') ? '2.0.0' : '1.0.3';
@@ -169,7 +172,16 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const basicEnabled = (config.authBackend.length ? config.authBackend : config.authBackends).includes('basic');
 
   const secure = (request: FastifyRequest) => request.protocol === 'https';
-  const ctx = (session?: Session): PageContext => ({ assets: assets.urls, ...(session && { session: { user: session.user, csrf: session.csrf } }) });
+  /**
+   * The store a session works in: an operator's chosen one (the store switcher), else the user's
+   * own. Only an operator's choice counts, whatever a session holds.
+   */
+  const workingStore = (s: Session): string => (adminRole(s.user)?.kind === 'operator' ? (s.store ?? s.user.target) : s.user.target);
+  const ctx = (session?: Session): PageContext => {
+    if (!session) return { assets: assets.urls };
+    const role = adminRole(session.user)?.kind;
+    return { assets: assets.urls, session: { user: session.user, csrf: session.csrf, store: workingStore(session), ...(role && { role }) } };
+  };
   const sendPage = (reply: FastifyReply, status: number, body: string) =>
     reply
       .status(status)
@@ -214,11 +226,14 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const safeNext = (next: string | undefined) => (next && /^\/console(\/|\?|$)/.test(next) && !next.includes('\\') ? next : '/console/statements');
 
   /**
-   * Who the console's data calls run as: the session's user, in its store. The seam of the store
-   * switcher: with the admin API's roles, an operator's chosen store will be set here (and named
-   * in the pages' header, which `ctx` fills from the session's user today).
+   * Who the console's data calls run as: the session's user, in the store it works in. An
+   * administrator (operator or store administrator) reads all of that store (`all/read` added),
+   * as its admin role already reaches all of it (erasure, rejections' bodies, credentials).
    */
-  const actor = (s: Session): AuthUser => s.user;
+  const actor = (s: Session): AuthUser => {
+    if (!adminRole(s.user)) return s.user;
+    return { ...s.user, target: workingStore(s), scopes: [...s.user.scopes, 'all/read'] };
+  };
   /** Calls an xAPI resource as `user`: its scopes and its store. */
   const xapiGet = async (resource: ConsoleResource, user: AuthUser, query: Record<string, string>): Promise<XapiResponse> => {
     const decision = authorise(user, 'GET', resource.scopes, policy);
@@ -300,7 +315,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   app.get('/console/session', async (request, reply) => {
     const s = sessionOf(request);
     if (!s) return sendJson(reply, 401, { detail: 'no console session: sign in at /console/sign-in' });
-    return sendJson(reply, 200, { username: s.user.username, scopes: s.user.scopes, store: s.user.target, expires: new Date(s.expires).toISOString() });
+    return sendJson(reply, 200, { username: s.user.username, scopes: s.user.scopes, store: workingStore(s), expires: new Date(s.expires).toISOString() });
   });
 
   app.get('/console/statements', async (request, reply) => {
@@ -435,6 +450,26 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
       }),
     );
   });
+
+  const change: ConsoleKit['change'] = async (request, reply) => {
+    const s = sessionOf(request);
+    const form = await readForm(request);
+    if (!s) {
+      void sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
+      return undefined;
+    }
+    if (!sameOrigin(request) || !csrfMatches(s, (request.headers['x-csrf-token'] as string | undefined) ?? form.csrf)) {
+      void sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
+      return undefined;
+    }
+    return { session: s, form };
+  };
+  const reseal = (request: FastifyRequest, reply: FastifyReply, s: Session) => {
+    reply.header('set-cookie', cookie(SESSION_COOKIE, sealer.seal('session', s), { path: '/console', maxAge: (s.expires - now()) / 1000, secure: secure(request) }));
+  };
+  const kit: ConsoleKit = { deps: { store: deps.store, config, clock }, ctx, sendPage, sendJson, pageSession, change, reseal, workingStore, queryOf, safeNext };
+  registerConsoleAdmin(app, kit);
+  registerConsoleFailures(app, kit);
 
   if (oidcEnabled) registerConsoleOidc(app, { config, auth, sealer, secure, safeNext, openSessionFor, sendPage, page: (error) => signInPage(ctx(), { error, oidc: true, basic: basicEnabled }) });
 }

@@ -392,6 +392,8 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     config,
     auth,
     policy,
+    store,
+    clock,
     resources: {
       statements: { handler: (req) => handleStatements(statementDeps, req), scopes: STATEMENTS },
       agents: { handler: (req) => handleAgents(viewDeps, req), scopes: VIEWS },

@@ -29,6 +29,14 @@ export async function retryDeadLetters(store: Store, activeTargets: readonly str
   return store.outbox.requeueDead(target);
 }
 
+/**
+ * Each target's lag: how long its oldest queued statement has waited since it was stored
+ * (milliseconds, at least 0); a target with nothing queued has none (absent).
+ */
+export async function forwardingLags(store: Store, nowMs: number): Promise<Map<string, number>> {
+  return new Map((await store.outbox.oldestQueued()).map((o) => [o.target, Math.max(0, nowMs - o.storedMs)]));
+}
+
 /** The most dead letters one page lists. */
 export const DEAD_LETTER_PAGE_MAX = 1000;
 

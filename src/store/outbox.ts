@@ -35,6 +35,8 @@ export interface OutboxDialect {
   stats(): Program<[Row[], Row[], Row[]]>;
   /** Dead letters in id order (for the admin API's list). */
   deadLetters(opts: { target?: string; after?: number; limit: number }): Program<DeadLetter[]>;
+  /** Per target: the stored_ms of the statement of its oldest (lowest seq) queued item. */
+  oldestQueued(): Program<Row[]>;
   /** The BEGIN of the figures' snapshot; none when the reads already agree (one synchronous connection). */
   statsBegin?: string;
 }
@@ -79,12 +81,20 @@ export class StoreOutbox implements Outbox {
     return this.port.run(this.d.deadLetters(opts));
   }
 
+  async oldestQueued(): Promise<{ target: string; storedMs: number }[]> {
+    return (await this.port.run(this.d.oldestQueued())).map((r) => ({ target: String(r.target), storedMs: Number(r.stored_ms) }));
+  }
+
   async stats(): Promise<ForwardingStats[]> {
     const program = this.d.stats();
     const [counts, counters, errors] = await (this.d.statsBegin === undefined ? this.port.run(program) : this.port.tx(program, this.d.statsBegin));
     return mergeStats(counts, counters, errors);
   }
 }
+
+/** The oldest queued item's statement per target: the same SQL on both backends (min(seq) from the outbox index, then one statement each). */
+export const OLDEST_QUEUED_SQL =
+  'SELECT q.target, s.stored_ms FROM (SELECT target, min(seq) AS seq FROM forward_outbox WHERE state = 0 GROUP BY target) q JOIN statements s ON s.seq = q.seq';
 
 /** A dead letter from its row (`statement_id` as the backend's dialect spells it). */
 export const toDeadLetter = (r: Row, statementId: string): DeadLetter => ({

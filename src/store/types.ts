@@ -105,6 +105,11 @@ export interface Outbox {
   stats(): Promise<ForwardingStats[]>;
   /** Dead letters (of one target, or all) in id order, after the item `after`, at most `limit`. */
   deadLetters(opts: { target?: string; after?: number; limit: number }): Promise<DeadLetter[]>;
+  /**
+   * Per target with queued items: the `stored` time (epoch ms) of its oldest queued statement,
+   * what its lag is measured from (the queued items are read, not the statements).
+   */
+  oldestQueued(): Promise<{ target: string; storedMs: number }[]>;
 }
 
 /** A connection pool's state. */

@@ -5,7 +5,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { ADMIN, basic, credentialEntries, type Backend } from '../helpers/lrs.ts';
+import { ADMIN, basic, credentialEntries, type Backend, type TestUser } from '../helpers/lrs.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -17,10 +17,10 @@ export interface Server {
   stop(): Promise<void>;
 }
 
-/** `lectern runserver` on a fresh database of `backend`, with the test users. */
-export async function runserver(backend: Backend, env: Record<string, string> = {}, port = 0, args: string[] = []): Promise<Server> {
+/** `lectern runserver` on a fresh database of `backend`, with the test users (ADMIN, and `users`). */
+export async function runserver(backend: Backend, env: Record<string, string> = {}, port = 0, args: string[] = [], users: TestUser[] = []): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-console-'));
-  writeFileSync(join(dir, 'auth.json'), JSON.stringify(await credentialEntries([ADMIN])));
+  writeFileSync(join(dir, 'auth.json'), JSON.stringify(await credentialEntries([ADMIN, ...users])));
   const settings = await backend.settings(dir);
   const child = spawn(process.execPath, [CLI, 'runserver', '--port', String(port), ...args], {
     cwd: dir,

@@ -11,30 +11,12 @@ import { ADMIN, jsonInit, OTHER, postgresBackend, sqliteBackend, startTestLrs, s
 import { createCredential, revokeCredential } from '../../src/ops/credentials.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { runserver } from './runserver.ts';
+import { type Signed, signIn } from './sign-in.ts';
 
 const SECRET = 'a-console-secret-of-at-least-32-characters';
 /** A user that may only write statements, and one that may read only those it stored. */
 const WRITER: TestUser = { username: 'writer', password: 'writer-pass', scopes: ['statements/write'], agent: { mbox: 'mailto:writer@example.com' } };
 const MINE: TestUser = { username: 'mine', password: 'mine-pass', scopes: ['statements/write', 'statements/read/mine'], agent: { mbox: 'mailto:mine@example.com' } };
-
-export interface Signed {
-  cookie: string;
-  csrf: string;
-}
-
-/** Signs in through the form; the session cookie and the CSRF token of its pages. */
-export async function signIn(t: TestLrs, user: TestUser = ADMIN, headers: Record<string, string> = {}): Promise<Signed> {
-  const res = await fetch(`${t.url}/console/sign-in`, {
-    method: 'POST',
-    redirect: 'manual',
-    headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
-    body: new URLSearchParams({ username: user.username, password: user.password }),
-  });
-  assert.equal(res.status, 303, await res.text());
-  const cookie = res.headers.get('set-cookie')!.split(';')[0];
-  const page = await (await fetch(`${t.url}/console/statements`, { headers: { cookie } })).text();
-  return { cookie, csrf: /name="csrf-token" content="([^"]+)"/.exec(page)![1] };
-}
 
 const get = (t: TestLrs, path: string, s?: Signed) => fetch(`${t.url}${path}`, { redirect: 'manual', headers: s ? { cookie: s.cookie } : {} });
 

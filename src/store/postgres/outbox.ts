@@ -5,7 +5,7 @@
  * settlements use the database clock, so hosts with skewed clocks agree.
  */
 import type pg from 'pg';
-import { type OutboxDialect, type OutboxPort, StoreOutbox, toDeadLetter } from '../outbox.ts';
+import { OLDEST_QUEUED_SQL, type OutboxDialect, type OutboxPort, StoreOutbox, toDeadLetter } from '../outbox.ts';
 import { rows, run } from '../program.ts';
 import { NOW_MS } from './write.ts';
 
@@ -70,6 +70,9 @@ const POSTGRES_OUTBOX: OutboxDialect = {
       values: [target ?? null, after ?? 0, limit],
     });
     return found.map((r) => toDeadLetter(r, String(r.statement_id)));
+  },
+  *oldestQueued() {
+    return yield* rows({ text: OLDEST_QUEUED_SQL, values: [] });
   },
   *stats() {
     return [

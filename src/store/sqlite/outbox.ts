@@ -3,7 +3,7 @@
  * statement insert transaction by `enqueueAfter`; claims, renewals and settlements are short
  * transactions of their own. Times are the store's clock (one process owns a SQLite file).
  */
-import { type OutboxDialect, StoreOutbox, toDeadLetter } from '../outbox.ts';
+import { OLDEST_QUEUED_SQL, type OutboxDialect, StoreOutbox, toDeadLetter } from '../outbox.ts';
 import { uuidText } from '../sql.ts';
 import { rows, run } from '../program.ts';
 import { runStatements, type SqliteHandle } from './documents.ts';
@@ -79,6 +79,9 @@ function dialect(h: SqliteHandle): OutboxDialect {
         values: [target ?? null, target ?? null, after ?? 0, limit],
       });
       return found.map((r) => toDeadLetter(r, uuidText(r.statement_id as Uint8Array)));
+    },
+    *oldestQueued() {
+      return yield* rows({ text: OLDEST_QUEUED_SQL, values: [] });
     },
     *stats() {
       // One connection, read synchronously: the three reads agree without a transaction.

@@ -156,6 +156,7 @@ export class ThreadedSqliteStore implements Store {
       requeueDead: (...a) => call<number>('outbox.requeueDead', a),
       stats: (): Promise<ForwardingStats[]> => this.read().outbox.stats(),
       deadLetters: (opts) => this.read().outbox.deadLetters(opts),
+      oldestQueued: () => this.read().outbox.oldestQueued(),
     };
   }
 

@@ -1,0 +1,174 @@
+/** The console's admin pages: the stores (the operator's switcher) and Access (./console-pages.ts has the frame and the escaping). */
+import { XAPI_SCOPES } from '../auth/scopes.ts';
+import type { CredentialInfo } from '../ops/credentials.ts';
+import type { ErasureReport } from '../ops/erase.ts';
+import type { AuditEntry, StoreSummary } from '../store/types.ts';
+import { html, page, storeName, type PageContext } from './console-pages.ts';
+import { agentLabel } from './console-views.ts';
+
+/** The scopes the create form offers; `admin` only to an operator (checkGrantable refuses it to a store administrator). */
+export const GRANTABLE: readonly string[] = [...XAPI_SCOPES, 'admin/store', 'admin'];
+
+const when = (iso: string | undefined | null): string => (iso ? iso.replace('T', ' ').replace(/\.\d+/, '').replace(/Z$/, ' UTC') : '');
+
+export function storesPage(ctx: PageContext, v: { stores: StoreSummary[]; operator: boolean; next?: string }): string {
+  const current = ctx.session!.store;
+  const main = html`<h1>Stores</h1>
+<p class="context">The console works in one store at a time: now the ${storeName(current)}.</p>
+<form method="post" action="/console/store" class="card filters" aria-label="Switch store">
+  <input type="hidden" name="csrf" value="${ctx.session!.csrf}">
+  <input type="hidden" name="next" value="${v.next ?? '/console/statements'}">
+  <div class="field"><label for="f-store">Store</label>
+  <input id="f-store" name="store" list="store-names" value="${current}" aria-describedby="h-store">
+  <small id="h-store" class="hint">A store’s name (its credentials’ target); empty for the default store. A store without statements yet may be named too.</small>
+  <datalist id="store-names">${v.stores.map((s) => html`<option value="${s.target}"></option>`)}</datalist></div>
+  <div class="actions"><button type="submit" class="primary">Work in this store</button></div>
+</form>
+<table class="list">
+<caption>Stores with statements or documents</caption>
+<thead><tr><th scope="col">Store</th><th scope="col">Statements</th><th scope="col">Documents</th><th scope="col">Last statement</th><th scope="col">Switch</th></tr></thead>
+<tbody>${v.stores.map(
+    (s) => html`<tr><td data-label="Store">${s.target === '' ? html`<em>default</em>` : s.target}</td><td data-label="Statements">${s.statements}</td><td data-label="Documents">${s.documents}</td>
+<td data-label="Last statement">${s.lastStoredMs === null ? '—' : when(new Date(s.lastStoredMs).toISOString())}</td>
+<td data-label="Switch">${s.target === current ? html`current` : html`<form method="post" action="/console/store" class="inline"><input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="store" value="${s.target}"><input type="hidden" name="next" value="${v.next ?? '/console/statements'}"><button type="submit" aria-label="Work here: the ${storeName(s.target)}">Work here</button></form>`}</td></tr>`,
+  )}</tbody>
+</table>`;
+  return page(ctx, 'Stores', 'stores', main);
+}
+
+export interface AccessView {
+  credentials: CredentialInfo[];
+  audit: AuditEntry[];
+  /** The audit list's next page, or ''. */
+  more: string;
+  error?: string;
+}
+
+function credentialState(c: CredentialInfo): string {
+  if (c.revoked) return `revoked ${when(c.revoked)}`;
+  if (c.expires && Date.parse(c.expires) <= Date.now()) return `expired ${when(c.expires)}`;
+  return c.previousSecretUntil ? `active; the previous secret works until ${when(c.previousSecretUntil)}` : 'active';
+}
+
+export function accessPage(ctx: PageContext, v: AccessView): string {
+  const s = ctx.session!;
+  const csrf = html`<input type="hidden" name="csrf" value="${s.csrf}">`;
+  const offered = GRANTABLE.filter((sc) => sc !== 'admin' || s.role === 'operator');
+  const main = html`<h1>Access</h1>
+<p class="context">Credentials of the ${storeName(s.store)} (HTTP Basic: key and secret), and what administrators changed. Secrets are shown once, when created or rotated.</p>
+${v.error ? html`<p class="error" role="alert" id="access-error">${v.error}</p>` : ''}
+<section aria-labelledby="credentials-title">
+<h2 id="credentials-title">Credentials</h2>
+${v.credentials.length
+    ? html`<table class="list credentials">
+<caption>Credentials in the ${storeName(s.store)}</caption>
+<thead><tr><th scope="col">Key</th><th scope="col">Label</th><th scope="col">Scopes</th><th scope="col">Agent</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col">Actions</th></tr></thead>
+<tbody>${v.credentials.map(
+        (c) => html`<tr data-key="${c.key}">
+<td data-label="Key"><code>${c.key}</code></td><td data-label="Label">${c.label}</td><td data-label="Scopes">${c.scopes.join(' ')}${c.validation ? html` <span class="badge">${c.validation}</span>` : ''}</td>
+<td data-label="Agent">${agentLabel(c.agent)}</td><td data-label="Created">${when(c.created)}</td><td data-label="Expires">${when(c.expires) || 'never'}</td>
+<td data-label="Last used">${when(c.lastUsed) || 'never'}</td><td data-label="State">${credentialState(c)}</td>
+<td data-label="Actions">${c.revoked
+          ? ''
+          : html`<form method="post" action="/console/access/rotate" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}">
+<label for="grace-${c.key}">Grace (s)</label> <input id="grace-${c.key}" name="grace" type="number" min="0" max="2592000" value="0" class="short" aria-describedby="h-grace">
+<button type="submit" aria-label="Rotate ${c.key}">Rotate</button></form>
+<form method="post" action="/console/access/revoke" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}"><button type="submit" class="danger" aria-label="Revoke ${c.key}">Revoke</button></form>`}</td>
+</tr>`,
+      )}</tbody>
+</table>
+<p class="hint" id="h-grace">Rotating gives a new secret; for the grace’s seconds the old one still works (up to 30 days).</p>`
+    : html`<p class="empty">No credentials in the database for this store (the credentials file’s users are not listed here).</p>`}
+</section>
+<section aria-labelledby="create-title" class="card">
+<h2 id="create-title">New credential</h2>
+<form method="post" action="/console/access/create">
+  ${csrf}
+  <div class="grid">
+  <div class="field"><label for="c-label">Label</label><input id="c-label" name="label" aria-describedby="h-label"><small id="h-label" class="hint">What it is for, e.g. “Moodle production”</small></div>
+  <div class="field"><label for="c-agent">Agent</label><input id="c-agent" name="agent" required aria-describedby="h-agent"><small id="h-agent" class="hint">The authority of what it stores: an email address, or an Agent as JSON</small></div>
+  <div class="field"><label for="c-key">Key</label><input id="c-key" name="key" aria-describedby="h-key"><small id="h-key" class="hint">Optional: generated when empty</small></div>
+  <div class="field"><label for="c-expires">Expires</label><input id="c-expires" name="expires" aria-describedby="h-expires"><small id="h-expires" class="hint">Optional: a date (2027-01-31) or date-time with a zone</small></div>
+  <div class="field"><label for="c-validation">Validation</label><select id="c-validation" name="validation"><option value="">The server’s</option><option value="strict">strict</option><option value="lax">lax</option></select></div>
+  </div>
+  <fieldset class="checks"><legend>Scopes</legend>
+  ${offered.map((sc) => html`<div class="check"><input type="checkbox" id="c-scope-${sc}" name="scope.${sc}"${sc === 'statements/write' ? html` checked` : ''}><label for="c-scope-${sc}">${sc}</label></div>`)}
+  </fieldset>
+  <div class="actions"><button type="submit" class="primary">Create credential</button></div>
+</form>
+</section>
+<section aria-labelledby="audit-title">
+<h2 id="audit-title">Audit</h2>
+${v.audit.length
+    ? html`<table class="list audit">
+<caption>Admin actions in the ${storeName(s.store)}, newest first</caption>
+<thead><tr><th scope="col">Time</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Store</th><th scope="col">Details</th></tr></thead>
+<tbody>${v.audit.map(
+        (e) => html`<tr><td data-label="Time">${when(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code>${e.action}</code></td>
+<td data-label="Store">${e.target === null ? 'every store' : e.target === '' ? 'default' : e.target}</td><td data-label="Details"><code>${JSON.stringify(e.details)}</code></td></tr>`,
+      )}</tbody>
+</table>
+${v.more ? html`<p class="paging"><a href="${v.more}" rel="next">Older entries</a></p>` : ''}`
+    : html`<p class="empty">No admin action recorded yet.</p>`}
+</section>`;
+  return page(ctx, 'Access', 'access', main);
+}
+
+/** The page that shows a new secret, once: created or rotated. */
+export function issuedPage(ctx: PageContext, c: CredentialInfo & { secret: string }, what: 'created' | 'rotated'): string {
+  const main = html`<h1>Credential ${what}</h1>
+<p class="context">In the ${storeName(c.target)}. Copy the secret now: it is not stored and will not be shown again.</p>
+<dl class="person issued">
+<dt>Key</dt><dd><code id="issued-key">${c.key}</code></dd>
+<dt>Secret</dt><dd><code id="issued-secret">${c.secret}</code> <button type="button" data-copy="issued-secret">Copy the secret</button> <span role="status" aria-live="polite" data-copy-status="issued-secret"></span></dd>
+<dt>Scopes</dt><dd>${c.scopes.join(' ')}</dd>
+${c.previousSecretUntil ? html`<dt>Previous secret</dt><dd>works until ${when(c.previousSecretUntil)}</dd>` : ''}
+</dl>
+<p><a href="/console/access">Back to Access</a></p>`;
+  return page(ctx, `Credential ${what}`, 'access', main);
+}
+
+/** What identifies a person for the typed confirmation: its email address, OpenID, mbox_sha1sum or account name. */
+export function confirmationText(agent: Record<string, unknown>): string {
+  const account = agent.account as { name?: unknown } | undefined;
+  const v = agent.mbox ?? agent.openid ?? agent.mbox_sha1sum ?? account?.name;
+  return typeof v === 'string' ? v.replace(/^mailto:/i, '') : '';
+}
+
+export interface EraseView {
+  agent: Record<string, unknown>;
+  mode: 'erase' | 'pseudonymize';
+  report: ErasureReport;
+  error?: string;
+}
+
+/** The dry run's figures and the typed confirmation; after the run, what changed. */
+export function erasePage(ctx: PageContext, v: EraseView): string {
+  const r = v.report;
+  const typed = confirmationText(v.agent);
+  const figures = html`<dl class="person figures">
+<dt>Statements</dt><dd id="n-statements">${r.statements}</dd>
+${r.referring ? html`<dt>Of those, referring to them only</dt><dd>${r.referring}</dd>` : ''}
+${r.attachments ? html`<dt>Attachments</dt><dd>${r.attachments}</dd>` : ''}
+<dt>Documents</dt><dd id="n-documents">${r.documents}</dd>
+<dt>Kept rejections</dt><dd id="n-rejections">${r.rejections ?? 0}</dd>
+</dl>`;
+  const verb = v.mode === 'erase' ? 'Erase' : 'Pseudonymize';
+  const main = r.dryRun
+    ? html`<h1>${verb} ${typed}: dry run</h1>
+<p class="context">In the ${storeName(r.target)}. Nothing has changed yet. This would ${v.mode === 'erase' ? 'delete' : 'pseudonymize'}:</p>
+${figures}
+${v.error ? html`<p class="error" role="alert" id="erase-error">${v.error}</p>` : ''}
+<form method="post" action="/console/learner/erase" class="card">
+<input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="agent" value="${JSON.stringify(v.agent)}"><input type="hidden" name="mode" value="${v.mode}"><input type="hidden" name="run" value="yes">
+<div class="field"><label for="confirm">Type <code>${typed}</code> to confirm</label>
+<input id="confirm" name="confirm" autocomplete="off" required aria-describedby="h-confirm"${v.error ? html` aria-invalid="true"` : ''}><small id="h-confirm" class="hint">This cannot be undone.</small></div>
+<button type="submit" class="danger">${verb} for good</button>
+</form>
+<p><a href="/console/learner?agent=${encodeURIComponent(JSON.stringify(v.agent))}">Cancel</a></p>`
+    : html`<h1>${v.mode === 'erase' ? 'Erased' : 'Pseudonymized'}</h1>
+<p class="context" role="status">${typed}, in the ${storeName(r.target)}${r.complete ? '' : ' (stopped before the end: run it again)'}:</p>
+${figures}
+<p><a href="/console/learner">Learner</a></p>`;
+  return page(ctx, `${verb} a learner`, 'learner', main);
+}
