@@ -390,6 +390,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
         all,
         tenant,
         validation,
+        defaultValidation: config.xapiValidation,
         limits: { maxStatements: config.maxStatementsPerRequest, maxJsonValues: config.maxJsonValues, maxDocumentSize: config.maxDocumentSize, versions: config.xapiVersions },
         keepDays: config.rejectionsKeepDays,
         clock,
