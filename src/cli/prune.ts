@@ -15,12 +15,16 @@ export interface PruneOptions {
   backend?: string;
   dryRun?: boolean;
   json?: boolean;
+  batchSize?: string;
   progressInterval?: string;
 }
 
 export async function pruneCommand(opts: PruneOptions): Promise<void> {
+  if (opts.before === undefined) throw new CliError('--before is required: an ISO 8601 time with its offset, e.g. 2025-01-01T00:00:00Z');
   const beforeMs = opts.before === undefined ? undefined : parseTimestamp(opts.before);
   if (beforeMs === undefined) throw new CliError(`--before must be an ISO 8601 time with its offset, e.g. 2025-01-01T00:00:00Z, not ${JSON.stringify(opts.before ?? '')}`);
+  const batchSize = opts.batchSize === undefined ? undefined : Number(opts.batchSize);
+  if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10_000)) throw new CliError(`--batch-size must be a whole number from 1 to 10000, not ${JSON.stringify(opts.batchSize)}`);
   const { store } = await openCliStore(opts.backend);
   const stop = interruptible();
   const reports: PruneReport[] = [];
@@ -33,6 +37,7 @@ export async function pruneCommand(opts: PruneOptions): Promise<void> {
           tenant,
           beforeMs,
           dryRun: opts.dryRun,
+          batchSize,
           signal: stop.signal,
           onProgress: progressBars<'prune'>({ prune: { label: `prune ${tenant === '' ? 'default store' : tenant}`, unit: 'statements' } }, Number(opts.progressInterval ?? 10) * 1000),
         }),

@@ -79,6 +79,9 @@ export async function prune(store: Store, req: PruneRequest): Promise<PruneRepor
     onProgress?.({ type: 'advance', phase: 'prune', done: report.statements });
     if (!page.next) break;
     after = page.next;
+    // SQLite runs on this thread and its promises resolve at once: without a turn of the event
+    // loop between batches, neither a request (the server's writes) nor a signal would get in.
+    await new Promise<void>((resolve) => setImmediate(resolve));
   }
   onProgress?.({ type: 'end', phase: 'prune' });
   if (!signal?.aborted) {
