@@ -70,6 +70,7 @@ export async function prune(store: Store, req: PruneRequest): Promise<PruneRepor
   for (;;) {
     if (signal?.aborted) break;
     // Only ids are needed; the page reads the rows of one batch's seq range.
+    const started = performance.now();
     const page = await store.scanStatements(tenant, { ...window, after, limit });
     if (!page.rows.length) break;
     const ids = page.rows.map((r) => (JSON.parse(r.json) as Statement & { id: string }).id);
@@ -79,9 +80,11 @@ export async function prune(store: Store, req: PruneRequest): Promise<PruneRepor
     onProgress?.({ type: 'advance', phase: 'prune', done: report.statements });
     if (!page.next) break;
     after = page.next;
-    // SQLite runs on this thread and its promises resolve at once: without a turn of the event
-    // loop between batches, neither a request (the server's writes) nor a signal would get in.
-    await new Promise<void>((resolve) => setImmediate(resolve));
+    // A pause as long as the batch took: writers get at least half the time. SQLite's other
+    // processes wait for its lock by polling (up to every 100 ms) and starved behind back-to-back
+    // batches (a writer waited for the whole prune); on this thread its promises resolve at once,
+    // so without a turn of the event loop neither a request nor a signal would get in.
+    await new Promise<void>((resolve) => setTimeout(resolve, performance.now() - started));
   }
   onProgress?.({ type: 'end', phase: 'prune' });
   if (!signal?.aborted) {
