@@ -3,9 +3,10 @@
  * batch POST, then small POSTs (batches of 10, 4 clients) timed for BENCH_PRUNE_IDLE_SECONDS (5)
  * with nothing else running, and again while `lectern prune --before T` removes the older half in
  * another process. SQLite by default; PostgreSQL with BENCH_POSTGRES_URL (a server where the user
- * may create databases; the run creates and drops its own).
+ * may create databases; the run creates and drops its own) or `--postgres` (a throwaway cluster,
+ * durable settings, as bench/run.ts starts).
  *
- *   npm run build && node bench/prune.ts
+ *   npm run build && node bench/prune.ts [--postgres]
  */
 import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
@@ -15,6 +16,8 @@ import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
 import pg from 'pg';
 import { statement, statementId } from './generate.ts';
+import { startPostgres } from './harness.ts';
+import type { PgCluster } from './postgres-cluster.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
@@ -100,7 +103,8 @@ async function storedOf(url: string, id: string): Promise<string> {
 async function main(): Promise<void> {
   const n = Number(process.env.BENCH_PRUNE_STATEMENTS ?? 200_000);
   const idle = Number(process.env.BENCH_PRUNE_IDLE_SECONDS ?? 5);
-  const postgresUrl = process.env.BENCH_POSTGRES_URL;
+  const cluster: PgCluster | undefined = process.argv.includes('--postgres') && !process.env.BENCH_POSTGRES_URL ? await startPostgres() : undefined;
+  const postgresUrl = process.env.BENCH_POSTGRES_URL ?? cluster?.url;
   const dir = mkdtempSync(join(tmpdir(), 'lectern-bench-prune-'));
   const dbName = `lectern_bench_prune_${process.pid}`;
   writeFileSync(join(dir, 'auth.json'), JSON.stringify([{ username: 'bench', hash: bcrypt.hashSync('bench', 4), scopes: ['all'], agent: { mbox: 'mailto:bench@example.com' } }]));
@@ -150,6 +154,7 @@ async function main(): Promise<void> {
       await c.query(`DROP DATABASE IF EXISTS ${dbName}`);
       await c.end();
     }
+    cluster?.destroy();
   }
 }
 
