@@ -9,6 +9,7 @@
  *   npm run build && node bench/prune.ts [--postgres]
  */
 import { spawn } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -18,6 +19,7 @@ import pg from 'pg';
 import { statement, statementId } from './generate.ts';
 import { startPostgres } from './harness.ts';
 import type { PgCluster } from './postgres-cluster.ts';
+import { VOIDED_VERB } from '../src/xapi/types.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const AUTH = `Basic ${Buffer.from('bench:bench').toString('base64')}`;
@@ -64,6 +66,13 @@ async function load(url: string, n: number): Promise<void> {
   );
 }
 
+/** A statement of the benchmark's stream with an id of its own, voidings turned into plain StatementRefs (their targets may be gone). */
+function fresh(i: number): Record<string, unknown> {
+  const s: Record<string, unknown> = { ...statement(8, i), id: randomUUID() };
+  if ((s.verb as { id: string }).id === VOIDED_VERB) s.verb = { id: 'http://adlnet.gov/expapi/verbs/experienced' };
+  return s;
+}
+
 interface Ingest {
   rate: number;
   p50: number;
@@ -82,7 +91,7 @@ async function ingest(url: string, from: { i: number }, stop: { done: boolean })
         const start = from.i;
         from.i += 10;
         const t = performance.now();
-        await postBody(url, JSON.stringify(Array.from({ length: 10 }, (_, k) => statement(8, start + k))));
+        await postBody(url, JSON.stringify(Array.from({ length: 10 }, (_, k) => fresh(start + k))));
         lat.push(performance.now() - t);
         n += 10;
       }
