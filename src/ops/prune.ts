@@ -109,7 +109,7 @@ async function oldRejections(store: Store, tenant: string, beforeMs: number): Pr
 
 /** Every store's key (the default store '' included), for a prune of all of them. */
 export async function allStores(store: Store): Promise<string[]> {
-  return (await store.storeSummaries()).map((s) => s.target);
+  return store.storeNames();
 }
 
 /** The background retention of LECTERN_RETENTION_DAYS: `run` prunes every store once (if no other process is). */

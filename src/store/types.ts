@@ -467,6 +467,8 @@ export interface AuditFilter {
 export interface AdminStore {
   /** Every store with its figures (the default store always), or only `only` (zeros when empty). */
   storeSummaries(only?: string): Promise<StoreSummary[]>;
+  /** Every store's key, the default store ('') always (cheap: nothing counted). */
+  storeNames(): Promise<string[]>;
   appendAudit(record: AuditRecord): Promise<AuditEntry>;
   /** Newest first. */
   listAudit(filter: AuditFilter): Promise<AuditEntry[]>;

@@ -213,6 +213,19 @@ for (const backend of BACKENDS) {
       const [fresh] = await post(lrs, statement());
       assert.equal(await getById(lrs, fresh), 200);
     });
+
+    if (backend.name === 'postgres') {
+      test('one process at a time: while one holds the advisory lock, another skips its pass', async () => {
+        const second = await startTestLrs(backend, { shareWith: lrs, clock });
+        try {
+          const skipped = await lrs.lrs.store.exclusively('retention', () => second.lrs.retention!.run());
+          assert.equal(skipped, undefined);
+          assert.ok(Array.isArray(await second.lrs.retention!.run()), 'the lock is free again');
+        } finally {
+          await second.close();
+        }
+      });
+    }
   });
 }
 

@@ -359,6 +359,9 @@ export class ThreadedSqliteStore implements Store {
 
   // ----- reads: on this thread's connection ---------------------------------------------------
 
+  storeNames(): Promise<string[]> {
+    return this.read().storeNames();
+  }
   storeSummaries(only?: string): Promise<StoreSummary[]> {
     return this.read().storeSummaries(only);
   }
