@@ -42,7 +42,7 @@ export const SECTIONS: { title: string; settings: Key[] }[] = [
     title: 'Monitoring and metrics',
     settings: ['monitoringDsn', 'executionEnvironment', 'monitoringLrsTracesSampleRate', 'monitoringCliTracesSampleRate', 'monitoringIgnoreHealthChecks', 'metricsAccess'],
   },
-  { title: 'Data lifecycle', settings: ['auditFile', 'pseudonymizeKey'] },
+  { title: 'Data lifecycle', settings: ['auditFile', 'pseudonymizeKey', 'retentionDays'] },
 ];
 
 const cell = (text: string): string => text.replace(/\|/g, '\\|');

@@ -1,7 +1,7 @@
 /** Wires configuration, storage, authentication and the HTTP server into a running LRS. */
 import type { FastifyInstance } from 'fastify';
 import { createAuthenticator, discoverOidc } from './auth/index.ts';
-import type { Clock } from './clock.ts';
+import { type Clock, systemClock } from './clock.ts';
 import type { Config } from './config.ts';
 import { Forwarder } from './forwarding/forwarder.ts';
 import { buildServer } from './http/server.ts';
@@ -9,6 +9,7 @@ import type { Logger } from './log.ts';
 import { Metrics } from './monitoring/metrics.ts';
 import type { Monitoring } from './monitoring/sentry.ts';
 import { openConfiguredStore } from './ops/open-store.ts';
+import { type Retention, startRetention } from './ops/prune.ts';
 import { RejectionKeeper } from './ops/rejections.ts';
 import type { Store } from './store/types.ts';
 
@@ -24,6 +25,8 @@ export interface RunningLrs {
   metrics: Metrics;
   /** Refused writes waiting to be kept (`flush()` resolves once they are written). */
   rejections: RejectionKeeper;
+  /** The background prune of LECTERN_RETENTION_DAYS, when set (`run()`: a pass now). */
+  retention?: Retention;
   /** The address actually listened on (port 0 resolved). */
   url: string;
   /** Stops accepting, lets in-flight requests finish (up to the timeout), closes the database. */
@@ -32,7 +35,7 @@ export interface RunningLrs {
 
 /**
  * `monitoring`: error reporting when LECTERN_MONITORING_DSN is set (see src/monitoring/sentry.ts);
- * `options.clock`: what credential expiry and rotation grace are measured by (tests move it).
+ * `options.clock`: what credential expiry, rotation grace and retention are measured by (tests move it).
  */
 export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring, options: { clock?: Clock } = {}): Promise<RunningLrs> {
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
@@ -78,6 +81,7 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
   const port = typeof addr === 'object' && addr ? addr.port : config.port;
   const host = config.host.includes(':') ? `[${config.host}]` : config.host;
   forwarder.start();
+  const retention = config.retentionDays > 0 ? startRetention({ store, days: config.retentionDays, clock: options.clock ?? systemClock, logger }) : undefined;
   let closing: Promise<void> | undefined;
   return {
     app,
@@ -85,12 +89,14 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
     forwarder,
     metrics,
     rejections,
+    retention,
     url: `http://${host}:${port}`,
     close() {
       closing ??= (async () => {
         const timeout = new Promise<void>((res) => setTimeout(res, config.shutdownTimeout * 1000).unref());
         await Promise.race([app.close(), timeout]);
         app.server.closeAllConnections();
+        await retention?.stop();
         await forwarder.stop();
         // The refused writes already answered are written before the database closes.
         await rejections.flush();

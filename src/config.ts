@@ -429,6 +429,12 @@ export const SETTINGS = {
     help: 'Days a refused write is kept: older ones are never listed nor replayed, and are dropped whenever rejections are written.',
     parse: int(1, 3650),
   },
+  retentionDays: {
+    name: 'LECTERN_RETENTION_DAYS',
+    default: '0',
+    help: 'Days statements are kept: when set, the server removes every hour, in every store, the statements stored more than this many days ago, as `lectern prune --before` does (their link rows, outbox items and lax violations, the attachments no remaining statement carried, and kept rejections as old; statements referring to them and documents stay). One process at a time (PostgreSQL: an advisory lock), in short batches. 0: never (the default).',
+    parse: int(0, 36500),
+  },
   pseudonymizeKey: {
     name: 'LECTERN_PSEUDONYMIZE_KEY',
     default: '',

@@ -211,6 +211,19 @@ program
   .addOption(progressOption())
   .action((o: Parameters<typeof import('./erase.ts').eraseCommand>[0]) => monitored('erase', async () => (await import('./erase.ts')).eraseCommand(o)));
 
+program
+  .command('prune')
+  .description('remove the statements stored before a time (and kept rejections as old) from every store, or one')
+  .helpOption('-h, --help', 'show help')
+  .option('--before <time>', 'required: an ISO 8601 time with its offset, e.g. 2025-01-01T00:00:00Z; statements stored before it go')
+  .addOption(backendOption())
+  .option('-t, --target <target>', 'the store (tenant); every store when absent')
+  .option('--dry-run', 'print what would be removed; change nothing')
+  .option('--json', 'print one JSON report per store')
+  .option('--batch-size <n>', 'statements per delete transaction (default 200): smaller holds writers up for less')
+  .addOption(progressOption())
+  .action((o: Parameters<typeof import('./prune.ts').pruneCommand>[0]) => monitored('prune', async () => (await import('./prune.ts')).pruneCommand(o)));
+
 const forwarding = program
   .command('forwarding')
   .description('statement forwarding (LECTERN_XAPI_FORWARDINGS): outbox figures and dead letters')

@@ -27,7 +27,7 @@ const REJECTION: Record<number, string> = {
 
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 /** Store methods that are not queries. */
-const NOT_TIMED = new Set(['migrate', 'close', 'waitForServer', 'poolStats', 'replicas']);
+const NOT_TIMED = new Set(['migrate', 'close', 'waitForServer', 'poolStats', 'replicas', 'exclusively']);
 const REPLICA_STATES = ['starting', 'up', 'lagging', 'down', 'promoted'] as const;
 
 export class Metrics {

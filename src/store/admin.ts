@@ -49,6 +49,12 @@ export function* storeSummaries(d: AdminDialect, only?: string): Program<StoreSu
   return [...byName.values()].sort((a, b) => a.target.localeCompare(b.target));
 }
 
+/** Every store's key, the default store ('') always: no counting, for jobs that visit each store. */
+export function* storeNames(): Program<string[]> {
+  const found = yield* rows({ text: 'SELECT name FROM tenants', values: [] });
+  return [...new Set(['', ...found.map((t) => String(t.name))])].sort();
+}
+
 const AUDIT_COLS = 'id, time_ms, actor, role, via, client, action, target, details';
 
 function toEntry(r: Row): AuditEntry {

@@ -287,6 +287,11 @@ export interface MaintenanceStore {
   scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]>;
   /** Moves documents to another agent key in one transaction, replacing what is there. */
   moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void>;
+  /**
+   * Runs `fn` unless the background job `job` already runs (PostgreSQL: in any process, by a
+   * session advisory lock; SQLite: in this process); undefined when it was not run.
+   */
+  exclusively<T>(job: string, fn: () => Promise<T>): Promise<T | undefined>;
 }
 
 /** One reason a write was refused: a ValidationIssue and, where known, the xAPI requirement it broke. */
@@ -467,6 +472,8 @@ export interface AuditFilter {
 export interface AdminStore {
   /** Every store with its figures (the default store always), or only `only` (zeros when empty). */
   storeSummaries(only?: string): Promise<StoreSummary[]>;
+  /** Every store's key, the default store ('') always (cheap: nothing counted). */
+  storeNames(): Promise<string[]>;
   appendAudit(record: AuditRecord): Promise<AuditEntry>;
   /** Newest first. */
   listAudit(filter: AuditFilter): Promise<AuditEntry[]>;

@@ -62,6 +62,8 @@ export const LOCK_STATEMENTS = 0x4c450002;
 export const LOCK_DOCUMENT = 0x4c450003;
 /** Shared, by each statement group from its first read to its commit (see consistentThrough). */
 export const LOCK_INTENT = 0x4c450004;
+/** Background jobs one process at a time (retention), the job's name hashed as the second key. */
+export const LOCK_JOB = 0x4c450005;
 
 /** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
 export const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
@@ -285,6 +287,29 @@ export abstract class PostgresConnection {
       throw new Error(`PostgreSQL database ${JSON.stringify(name)} does not exist and cannot be created: ${describe(err)}`);
     } finally {
       await c.end().catch(() => undefined);
+    }
+  }
+
+  /**
+   * A session advisory lock held on a connection of its own while `fn` runs: another process
+   * trying the same job skips it. A lost connection frees the lock (the job's batches are each
+   * idempotent, so a second runner then only repeats finished work).
+   */
+  async exclusively<T>(job: string, fn: () => Promise<T>): Promise<T | undefined> {
+    const c = await this.guard(() => this.pool.connect());
+    const onError = () => undefined;
+    c.on('error', onError);
+    try {
+      const r = await c.query<{ ok: boolean }>('SELECT pg_try_advisory_lock($1, hashtext($2)) AS ok', [LOCK_JOB, job]);
+      if (!r.rows[0].ok) return undefined;
+      try {
+        return await fn();
+      } finally {
+        await c.query('SELECT pg_advisory_unlock($1, hashtext($2))', [LOCK_JOB, job]).catch(() => undefined);
+      }
+    } finally {
+      c.off('error', onError);
+      c.release();
     }
   }
 

@@ -382,6 +382,10 @@ export abstract class PostgresReaders extends PostgresConnection {
   }
 
   // The admin API's reads, and its audit log's one write (a single INSERT: no transaction of its own).
+  storeNames(): Promise<string[]> {
+    return this.runProgram(admin.storeNames());
+  }
+
   storeSummaries(only?: string): Promise<StoreSummary[]> {
     return this.runProgram(admin.storeSummaries(POSTGRES_ADMIN, only));
   }

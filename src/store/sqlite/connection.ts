@@ -79,6 +79,20 @@ export class WriteFailed extends Error {
   }
 }
 
+/**
+ * Runs `fn` unless `job` runs already in this process (`running`). Processes sharing a SQLite file
+ * may both run it: each batch of a job is its own short write transaction and idempotent.
+ */
+export async function exclusiveInProcess<T>(running: Set<string>, job: string, fn: () => Promise<T>): Promise<T | undefined> {
+  if (running.has(job)) return undefined;
+  running.add(job);
+  try {
+    return await fn();
+  } finally {
+    running.delete(job);
+  }
+}
+
 export abstract class SqliteConnection {
   readonly backend = 'sqlite';
   protected readonly db: DatabaseSync;
@@ -95,6 +109,7 @@ export abstract class SqliteConnection {
   /** keys.id by tenant and key, valid while keys_epoch is `epoch` (checkEpoch forgets them all, so no epoch per tenant). */
   protected readonly keyIds = new KeyCache<null>(KEY_CACHE_MAX);
   protected epoch = -1;
+  private readonly jobs = new Set<string>();
   /**
    * The activity IRI's key id → the canonical definition kept (`kept`) and the last definition
    * merged into it (`input`): a statement repeating that definition leaves it as it is (merging is
@@ -192,6 +207,10 @@ export abstract class SqliteConnection {
         this.db.prepare('INSERT INTO schema_migrations (version, name, applied_at) VALUES (?, ?, ?)').run(m.version, m.name, new Date(this.clock.now()).toISOString());
       });
     }
+  }
+
+  exclusively<T>(job: string, fn: () => Promise<T>): Promise<T | undefined> {
+    return exclusiveInProcess(this.jobs, job, fn);
   }
 
   async ping(): Promise<void> {

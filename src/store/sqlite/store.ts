@@ -568,6 +568,10 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   // ----- the admin API ------------------------------------------------------------------------
 
+  async storeNames(): Promise<string[]> {
+    return runStatements(this.docs, admin.storeNames());
+  }
+
   async storeSummaries(only?: string): Promise<StoreSummary[]> {
     return runStatements(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
   }

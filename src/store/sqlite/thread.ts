@@ -46,6 +46,7 @@ import type {
   StoreSummary,
 } from '../types.ts';
 import { type SqliteOptions, SqliteStore } from './store.ts';
+import { exclusiveInProcess } from './connection.ts';
 
 /**
  * The threaded store's options. A clock is a function and cannot cross to the writer thread, so
@@ -145,6 +146,7 @@ export class ThreadedSqliteStore implements Store {
   private reader: SqliteStore | undefined;
   private failure: LrsError | undefined;
   private closing: Promise<void> | undefined;
+  private readonly jobs = new Set<string>();
 
   constructor(opts: ThreadedSqliteOptions) {
     this.opts = opts;
@@ -248,6 +250,10 @@ export class ThreadedSqliteStore implements Store {
       this.worker?.unref();
       this.port?.unref();
     }
+  }
+
+  exclusively<T>(job: string, fn: () => Promise<T>): Promise<T | undefined> {
+    return exclusiveInProcess(this.jobs, job, fn);
   }
 
   async ping(): Promise<void> {
@@ -354,6 +360,9 @@ export class ThreadedSqliteStore implements Store {
 
   // ----- reads: on this thread's connection ---------------------------------------------------
 
+  storeNames(): Promise<string[]> {
+    return this.read().storeNames();
+  }
   storeSummaries(only?: string): Promise<StoreSummary[]> {
     return this.read().storeSummaries(only);
   }

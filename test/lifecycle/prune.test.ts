@@ -1,0 +1,241 @@
+/**
+ * `lectern prune --before TIME` and LECTERN_RETENTION_DAYS on every backend: the statements stored
+ * before the time gone with their link rows, outbox items and the attachment data only they
+ * carried; later ones, statements referring to pruned ones, shared attachments and documents kept;
+ * -t one store; --dry-run; an interrupted run finished by a re-run; the server's background pass.
+ */
+import assert from 'node:assert/strict';
+import { DatabaseSync } from 'node:sqlite';
+import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
+import { ManualClock } from '../../src/clock.ts';
+import { BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
+import { allStatements, ANN, attachmentOf, countRows, danglingRows, multipartPost, post, putDocument, runCli, startCli } from './helpers.ts';
+
+const DAY = 86_400_000;
+// An unreachable target: forwarded statements wait in the outbox.
+const FORWARDINGS = JSON.stringify([{ is_active: true, url: 'http://127.0.0.1:9/xAPI/statements', basic_username: 'u', basic_password: 'p', max_retries: 1000, timeout: 1 }]);
+
+async function count(lrs: TestLrs, sql: string): Promise<number> {
+  if (lrs.config.backend === 'sqlite') {
+    const db = new DatabaseSync(lrs.config.sqlitePath, { readOnly: true });
+    const n = Number((db.prepare(sql).get() as { n: number }).n);
+    db.close();
+    return n;
+  }
+  const c = new pg.Client({ connectionString: lrs.config.postgresUrl });
+  await c.connect();
+  const n = Number((await c.query<{ n: string }>(sql)).rows[0].n);
+  await c.end();
+  return n;
+}
+
+const outboxOf = (lrs: TestLrs, ids: string[]) =>
+  count(
+    lrs,
+    lrs.config.backend === 'sqlite'
+      ? `SELECT count(*) AS n FROM forward_outbox o JOIN statements s ON s.seq = o.seq WHERE json_extract(s."full", '$.id') IN (${ids.map((i) => `'${i}'`).join(',')})`
+      : `SELECT count(*) AS n FROM forward_outbox o JOIN statements s ON s.seq = o.seq WHERE s.id::text IN (${ids.map((i) => `'${i}'`).join(',')})`,
+  );
+
+async function getById(lrs: TestLrs, id: string): Promise<number> {
+  const res = await lrs.fetch(`/xAPI/statements?statementId=${id}`);
+  await res.arrayBuffer();
+  return res.status;
+}
+
+async function storedMs(lrs: TestLrs, id: string): Promise<number> {
+  const res = await lrs.fetch(`/xAPI/statements?statementId=${id}`);
+  assert.equal(res.status, 200);
+  return Date.parse(((await res.json()) as { stored: string }).stored);
+}
+
+/** Waits (at most a millisecond) until the wall clock is past `ms`, so the next statement is stored later. */
+async function pastMs(ms: number): Promise<void> {
+  while (Date.now() <= ms) await new Promise((r) => setImmediate(r));
+}
+
+interface Seeded {
+  old: string[];
+  onlyOld: string;
+  shared: string;
+  target: string;
+  kept: string[];
+  refToPruned: string;
+  oldInB: string;
+  keptInB: string;
+  beforeIso: string;
+}
+
+/** Old statements (one with its own attachment, one sharing one, a target), then, stored later, new ones (one referring to the target). */
+async function seedOldAndNew(lrs: TestLrs): Promise<Seeded> {
+  const onlyOld = 'only the old statement carried this';
+  const shared = 'carried by an old and a new statement';
+  const res1 = await lrs.fetch('/xAPI/statements', multipartPost([statement({ actor: ANN, attachments: [attachmentOf(onlyOld, 'text/plain')] })], [{ data: onlyOld, contentType: 'text/plain' }]));
+  assert.equal(res1.status, 200, await res1.clone().text());
+  const [a] = (await res1.json()) as string[];
+  const res2 = await lrs.fetch('/xAPI/statements', multipartPost([statement({ actor: ANN, attachments: [attachmentOf(shared, 'text/plain')] })], [{ data: shared, contentType: 'text/plain' }]));
+  assert.equal(res2.status, 200);
+  const [b] = (await res2.json()) as string[];
+  const plain = await post(lrs, [statement(), statement({ verb: { id: 'http://example.com/verbs/old' } })]);
+  const target = plain[1];
+  const resB = await lrs.fetch('/xAPI/statements', jsonInit('POST', statement(), { user: TENANT_B }));
+  assert.equal(resB.status, 200);
+  const [oldInB] = (await resB.json()) as string[];
+  // A refused write: a kept rejection as old as the old statements.
+  const bad = await lrs.fetch('/xAPI/statements', jsonInit('POST', { actor: ANN }));
+  assert.equal(bad.status, 400);
+  await lrs.lrs.rejections.flush();
+  await pastMs(Math.max(await storedMs(lrs, target), await storedMs(lrs, a)));
+
+  const res3 = await lrs.fetch('/xAPI/statements', multipartPost([statement({ actor: ANN, attachments: [attachmentOf(shared, 'text/plain')] })], [{ data: shared, contentType: 'text/plain' }]));
+  assert.equal(res3.status, 200);
+  const [c] = (await res3.json()) as string[];
+  const [refToPruned] = await post(lrs, statement({ object: { objectType: 'StatementRef', id: target } }));
+  const [d] = await post(lrs, statement({ verb: { id: 'http://example.com/verbs/new' } }));
+  const resB2 = await lrs.fetch('/xAPI/statements', jsonInit('POST', statement(), { user: TENANT_B }));
+  const [keptInB] = (await resB2.json()) as string[];
+  const act = encodeURIComponent('http://example.com/activities/explosives-training');
+  await putDocument(lrs, `/xAPI/activities/state?activityId=${act}&agent=${encodeURIComponent(JSON.stringify(ANN))}&stateId=s`, '{"page":3}', 'application/json');
+  await putDocument(lrs, `/xAPI/activities/profile?activityId=${act}&profileId=p`, 'text', 'text/plain');
+  return { old: [a, b, ...plain], onlyOld, shared, target, kept: [c, refToPruned, d], refToPruned, oldInB, keptInB, beforeIso: new Date(await storedMs(lrs, c)).toISOString() };
+}
+
+for (const backend of BACKENDS) {
+  describe(`lectern prune (${backend.name})`, () => {
+    let lrs: TestLrs;
+    before(async () => {
+      lrs = await startTestLrs(backend, { env: { LECTERN_XAPI_FORWARDINGS: FORWARDINGS, LECTERN_XAPI_FORWARDING_BACKOFF: '300000' } });
+    });
+    after(async () => lrs?.close());
+
+    test('--dry-run counts; -t prunes one store; then every store: old statements, their outbox items and their own attachments gone, the rest kept', async () => {
+      const s = await seedOldAndNew(lrs);
+      const docs = await countRows(lrs, 'documents');
+      assert.equal(await countRows(lrs, 'attachments'), 2);
+      assert.ok((await outboxOf(lrs, s.old)) > 0, 'old statements wait in the outbox');
+
+      const dry = await runCli(lrs, ['prune', '--before', s.beforeIso, '--dry-run', '--json']);
+      assert.equal(dry.code, 0, dry.stderr);
+      const dryReports = dry.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const byStore = new Map(dryReports.map((r) => [r.target, r]));
+      assert.equal(byStore.get('').statements, 4);
+      assert.equal(byStore.get('').rejections, 1);
+      assert.equal(byStore.get('b').statements, 1);
+      for (const id of [...s.old, ...s.kept]) assert.equal(await getById(lrs, id), 200);
+
+      const onlyB = await runCli(lrs, ['prune', '--before', s.beforeIso, '-t', 'b']);
+      assert.equal(onlyB.code, 0, onlyB.stderr);
+      assert.match(onlyB.stdout, /store "b": removed 1 statements stored before/);
+      assert.equal(await getById(lrs, s.old[0]), 200, 'the default store is not pruned by -t b');
+      const inB = await lrs.fetch(`/xAPI/statements?statementId=${s.oldInB}`, { user: TENANT_B });
+      assert.equal(inB.status, 404);
+      assert.equal((await lrs.fetch(`/xAPI/statements?statementId=${s.keptInB}`, { user: TENANT_B })).status, 200);
+
+      const r = await runCli(lrs, ['prune', '--before', s.beforeIso, '--json']);
+      assert.equal(r.code, 0, r.stderr);
+      const report = r.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((x) => x.target === '');
+      assert.deepEqual({ statements: report.statements, attachments: report.attachments, rejections: report.rejections, complete: report.complete }, { statements: 4, attachments: 1, rejections: 1, complete: true });
+      for (const id of s.old) assert.equal(await getById(lrs, id), 404, id);
+      for (const id of s.kept) assert.equal(await getById(lrs, id), 200, id);
+      const served = (await allStatements(lrs)).map((x) => x.id);
+      assert.deepEqual(served.filter((id) => s.old.includes(id as string)), []);
+      for (const id of s.kept) assert.ok(served.includes(id));
+      // The StatementRef to a pruned statement stays, its target simply gone.
+      const ref = await lrs.fetch(`/xAPI/statements?statementId=${s.refToPruned}`);
+      assert.equal(((await ref.json()) as { object: { id: string } }).object.id, s.target);
+      assert.equal(await countRows(lrs, 'attachments'), 1, 'the shared attachment stays');
+      assert.equal(await countRows(lrs, 'documents'), docs);
+      assert.equal(await outboxOf(lrs, s.kept), 3, 'later statements still queued');
+      assert.equal(await count(lrs, 'SELECT count(*) AS n FROM forward_outbox o WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = o.seq)'), 0);
+      assert.deepEqual(await danglingRows(lrs), { agents: 0, activities: 0, links: 0, attachments: 0, carriers: 0, ...(lrs.config.backend === 'sqlite' ? { ids: 0 } : {}) });
+      const again = await runCli(lrs, ['prune', '--before', s.beforeIso, '--json']);
+      assert.equal(again.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((x) => x.target === '').statements, 0);
+    });
+
+    test('Ctrl-C stops after the batch in hand; the same command finishes; the store stays consistent', async () => {
+      const ids = await post(lrs, Array.from({ length: 300 }, (_, i) => statement({ verb: { id: `http://example.com/verbs/bulk/${i}` } })));
+      await pastMs(await storedMs(lrs, ids[299]));
+      const [later] = await post(lrs, statement());
+      const beforeIso = new Date(await storedMs(lrs, later)).toISOString();
+      const run = startCli(lrs, ['prune', '--before', beforeIso, '-t', '', '--batch-size', '2', '--progress-interval', '0'], {
+        onStderr: (text, child) => {
+          // Once past the three statements the first test kept.
+          const done = Math.max(0, ...[...text.matchAll(/prune default store: ([\d,]+) statements/g)].map((m) => Number(m[1].replace(/,/g, ''))));
+          if (done >= 10 && !child.killed) child.kill('SIGINT');
+        },
+      });
+      const stopped = await run.done;
+      assert.equal(stopped.code, 130, stopped.stdout + stopped.stderr);
+      assert.match(stopped.stdout, /interrupted before the end: run the same command again/);
+      const left = (await Promise.all(ids.map((id) => getById(lrs, id)))).filter((st) => st === 200).length;
+      assert.ok(left > 0 && left < 300, `left ${left}: ${stopped.stdout} ${stopped.stderr.slice(-300)}`);
+      assert.deepEqual(await danglingRows(lrs), { agents: 0, activities: 0, links: 0, attachments: 0, carriers: 0, ...(lrs.config.backend === 'sqlite' ? { ids: 0 } : {}) });
+      const r = await runCli(lrs, ['prune', '--before', beforeIso, '-t', '']);
+      assert.equal(r.code, 0, r.stderr);
+      for (const id of ids) assert.equal(await getById(lrs, id), 404);
+      assert.equal(await getById(lrs, later), 200);
+    });
+
+    test('a malformed --before: exit 2 and a clear message', async () => {
+      for (const bad of ['yesterday', '2025-13-01T00:00:00Z', '']) {
+        const r = await runCli(lrs, ['prune', '--before', bad]);
+        assert.equal(r.code, 2, r.stderr);
+        assert.match(r.stderr, /--before must be an ISO 8601 time/);
+      }
+      const r = await runCli(lrs, ['prune']);
+      assert.equal(r.code, 2);
+      assert.match(r.stderr, /--before is required/);
+    });
+  });
+
+  describe(`LECTERN_RETENTION_DAYS (${backend.name})`, () => {
+    let lrs: TestLrs;
+    const clock = new ManualClock(Date.now());
+    before(async () => {
+      lrs = await startTestLrs(backend, { env: { LECTERN_RETENTION_DAYS: '2' }, clock });
+    });
+    after(async () => lrs?.close());
+
+    test('the server prunes what is older than the setting, measured by its clock', async () => {
+      const [old] = await post(lrs, statement());
+      assert.ok(lrs.lrs.retention);
+      // A day later: nothing is older than two days.
+      clock.advance(Date.now() - clock.now() + DAY);
+      await lrs.lrs.retention.run();
+      assert.equal(await getById(lrs, old), 200);
+      // Two days and a millisecond after now: the statement is older than two days.
+      await pastMs(await storedMs(lrs, old));
+      clock.advance(Date.now() - clock.now() + 2 * DAY + 1);
+      const reports = await lrs.lrs.retention.run();
+      assert.equal(reports?.find((r) => r.target === '')?.statements, 1);
+      assert.equal(await getById(lrs, old), 404);
+      const [fresh] = await post(lrs, statement());
+      assert.equal(await getById(lrs, fresh), 200);
+    });
+
+    if (backend.name === 'postgres') {
+      test('one process at a time: while one holds the advisory lock, another skips its pass', async () => {
+        const second = await startTestLrs(backend, { shareWith: lrs, clock });
+        try {
+          const skipped = await lrs.lrs.store.exclusively('retention', () => second.lrs.retention!.run());
+          assert.equal(skipped, undefined);
+          assert.ok(Array.isArray(await second.lrs.retention!.run()), 'the lock is free again');
+        } finally {
+          await second.close();
+        }
+      });
+    }
+  });
+}
+
+describe('LECTERN_RETENTION_DAYS off by default', () => {
+  test('no background prune', async () => {
+    const lrs = await startTestLrs();
+    try {
+      assert.equal(lrs.lrs.retention, undefined);
+    } finally {
+      await lrs.close();
+    }
+  });
+});
