@@ -2,7 +2,7 @@
  * `lectern rejections list|show|replay|clear`: the refused writes the server keeps
  * (src/ops/rejections.ts, docs/rejections.md), read and mended from the command line.
  */
-import { clearRejections, listRejections, replayRejections, showRejection } from '../ops/rejections.ts';
+import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary, showRejection } from '../ops/rejections.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
 import type { Config } from '../config.ts';
 import { parseTimestamp } from '../xapi/validate/syntax.ts';
@@ -99,9 +99,7 @@ export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all
         all: opts.all,
         tenant: opts.target,
         validation: opts.validation as 'strict' | 'lax' | undefined,
-        defaultValidation: config.xapiValidation,
-        limits: { maxStatements: config.maxStatementsPerRequest, maxJsonValues: config.maxJsonValues, maxDocumentSize: config.maxDocumentSize, versions: config.xapiVersions },
-        keepDays: config.rejectionsKeepDays,
+        ...replaySettings(config),
         signal: stop.signal,
       });
       if (opts.json) {
@@ -115,8 +113,8 @@ export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all
             ? `${r.id} refused again (${r.status}): ${r.reasons!.map((x) => `${x.loc.join('.') || '(request)'}: ${x.msg}`).join('; ')}`
             : `${r.id} not replayable: its body was not kept whole (LECTERN_REJECTIONS_MAX_BODY)`,
       );
-      const count = (o: string) => results.filter((r) => r.outcome === o).length;
-      lines.push(`replayed ${results.length}: ${count('stored')} stored and removed, ${count('refused')} refused again (kept with their new reasons), ${count('not_replayable')} not replayable`);
+      const n = replaySummary(results);
+      lines.push(`replayed ${n.replayed}: ${n.stored} stored and removed, ${n.refused} refused again (kept with their new reasons), ${n.notReplayable} not replayable`);
       process.stdout.write(`${lines.join('\n')}\n`);
     });
   } finally {

@@ -32,7 +32,7 @@ import {
 } from '../ops/admin.ts';
 import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
 import { DEAD_LETTER_PAGE_MAX, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
-import { clearRejections, listRejections, replayRejections } from '../ops/rejections.ts';
+import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary } from '../ops/rejections.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import type { Agent } from '../xapi/types.ts';
@@ -390,13 +390,10 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
         all,
         tenant,
         validation,
-        defaultValidation: config.xapiValidation,
-        limits: { maxStatements: config.maxStatementsPerRequest, maxJsonValues: config.maxJsonValues, maxDocumentSize: config.maxDocumentSize, versions: config.xapiVersions },
-        keepDays: config.rejectionsKeepDays,
+        ...replaySettings(config),
         clock,
       });
-      const count = (o: string) => results.filter((r) => r.outcome === o).length;
-      const outcome = { replayed: results.length, stored: count('stored'), refused: count('refused'), notReplayable: count('not_replayable') };
+      const outcome = replaySummary(results);
       await recordAudit(store, by, 'rejections.replay', tenant ?? null, { ...(ids ? { ids } : { all: true }), ...(validation && { validation }), ...outcome }, clock);
       return json(200, { results, ...outcome });
     },

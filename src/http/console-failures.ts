@@ -9,7 +9,7 @@ import { type AdminRole } from '../auth/scopes.ts';
 import { reachableStore, recordAudit, requireOperator } from '../ops/admin.ts';
 import { OpsError } from '../ops/errors.ts';
 import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
-import { clearRejections, listRejections, replayRejections, showRejection } from '../ops/rejections.ts';
+import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary, showRejection } from '../ops/rejections.ts';
 import type { KeptRejection } from '../store/types.ts';
 import { adminRoleOf, consoleActor, type ConsoleKit, refusal } from './console-admin.ts';
 import { forwardingPage, rejectionPage, rejectionsPage, replayedPage, REJECTIONS_SHOWN } from './console-failures-views.ts';
@@ -77,13 +77,10 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
         all,
         tenant,
         validation,
-        defaultValidation: config.xapiValidation,
-        limits: { maxStatements: config.maxStatementsPerRequest, maxJsonValues: config.maxJsonValues, maxDocumentSize: config.maxDocumentSize, versions: config.xapiVersions },
-        keepDays: config.rejectionsKeepDays,
+        ...replaySettings(config),
         clock,
       });
-      const count = (o: string) => results.filter((r) => r.outcome === o).length;
-      const outcome = { replayed: results.length, stored: count('stored'), refused: count('refused'), notReplayable: count('not_replayable') };
+      const outcome = replaySummary(results);
       await recordAudit(store, consoleActor(request, session, role), 'rejections.replay', tenant, { ...(ids ? { ids } : { all: true }), ...(validation && { validation }), ...outcome }, clock);
       return kit.sendPage(reply, 200, replayedPage(kit.ctx(session), { results, ...outcome, validation }));
     } catch (err) {

@@ -12,6 +12,7 @@
  */
 import type { AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
+import type { Config } from '../config.ts';
 import { LrsError, type ValidationIssue } from '../errors.ts';
 import type { Logger } from '../log.ts';
 import type { DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore, Store } from '../store/types.ts';
@@ -321,6 +322,21 @@ export interface ReplayResult {
   outcome: 'stored' | 'refused' | 'not_replayable';
   status?: number;
   reasons?: RejectionReason[];
+}
+
+/** What a replay takes from the settings where it runs: the default mode, the request limits and versions, the keep days. */
+export const replaySettings = (
+  config: Pick<Config, 'xapiValidation' | 'maxStatementsPerRequest' | 'maxJsonValues' | 'maxDocumentSize' | 'xapiVersions' | 'rejectionsKeepDays'>,
+): Pick<ReplayRequest, 'defaultValidation' | 'limits' | 'keepDays'> => ({
+  defaultValidation: config.xapiValidation,
+  limits: { maxStatements: config.maxStatementsPerRequest, maxJsonValues: config.maxJsonValues, maxDocumentSize: config.maxDocumentSize, versions: config.xapiVersions },
+  keepDays: config.rejectionsKeepDays,
+});
+
+/** How many of a replay's results had each outcome. */
+export function replaySummary(results: ReplayResult[]): { replayed: number; stored: number; refused: number; notReplayable: number } {
+  const count = (o: ReplayResult['outcome']) => results.filter((r) => r.outcome === o).length;
+  return { replayed: results.length, stored: count('stored'), refused: count('refused'), notReplayable: count('not_replayable') };
 }
 
 /**
