@@ -17,6 +17,8 @@ import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
+import { dayOf, GroupCounts, MINUTES_KEPT, minuteOf } from '../overview.ts';
+import * as overview from '../overview.ts';
 import { row, rows, run } from '../program.ts';
 import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type {
@@ -32,6 +34,7 @@ import type {
   KeptRejection,
   KeyedDocument,
   NewRejection,
+  OverviewQuery,
   QueryPage,
   RejectionFilter,
   RejectionReason,
@@ -39,7 +42,9 @@ import type {
   Store,
   StoredDocument,
   StoredRow,
+  StoreOverview,
   StoreSummary,
+  StoreTotals,
 } from '../types.ts';
 import * as admin from '../admin.ts';
 import { StoreCredentials } from '../credentials.ts';
@@ -174,6 +179,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         else byTenant.set(dicts[i].tenant, [job]);
       });
       const tenants = new Map<number, TenantPlan>();
+      const counts = new GroupCounts();
       jobs.forEach((job, i) => {
         this.staged.clear();
         this.definitionsChanged = false;
@@ -208,6 +214,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         }
         if (savepoints) this.db.exec('RELEASE request');
         planned.planner.stored(plan);
+        for (const f of plan.fresh) counts.add(tenant, dicts[i].ids.get(f.p.verb)!);
         for (const r of refs) {
           const referrers = planned.referrers.get(r.refId);
           if (referrers) referrers.push(r.seq);
@@ -225,11 +232,39 @@ export class SqliteStore extends SqliteConnection implements Store {
       dicts.forEach((d, i) => {
         if (!outcomes[i].ok && d.created.length) this.dropUnusedKeys(d.tenant, d.created);
       });
+      this.writeCounts(counts, storedMs);
       // Forwarding: the statements this transaction stored (rejected requests left none).
       if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
       this.mergeIds();
     });
     return { outcomes, queued };
+  }
+
+  /** The Overview's counts (../overview.ts): one upsert per tenant and verb of the group, one per tenant's minute, and the minutes gone by deleted. */
+  private writeCounts(counts: GroupCounts, storedMs: number): void {
+    if (!counts.byTenant.size) return;
+    const day = dayOf(storedMs);
+    const minute = minuteOf(storedMs);
+    const perDay = this.q('INSERT INTO statement_counts (tenant, day, verb, n) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, day, verb) DO UPDATE SET n = n + excluded.n');
+    const perMinute = this.q('INSERT INTO statement_minutes (tenant, minute, n) VALUES (?, ?, ?) ON CONFLICT (tenant, minute) DO UPDATE SET n = n + excluded.n');
+    const gone = this.q('DELETE FROM statement_minutes WHERE tenant = ? AND minute < ?');
+    for (const [tenant, verbs] of counts.byTenant) {
+      let n = 0;
+      for (const [verb, k] of verbs) perDay.run(tenant, day, verb, k), (n += k);
+      perMinute.run(tenant, minute, n);
+      gone.run(tenant, minute - MINUTES_KEPT);
+    }
+  }
+
+  /** Takes deleted statements (by `${day} ${verb}`) off the Overview's counts; a count at zero goes. */
+  private uncount(tenant: number, deleted: Map<string, number>): void {
+    const less = this.q('UPDATE statement_counts SET n = n - ? WHERE tenant = ? AND day = ? AND verb = ?');
+    const none = this.q('DELETE FROM statement_counts WHERE tenant = ? AND day = ? AND verb = ? AND n <= 0');
+    for (const [k, n] of deleted) {
+      const [day, verb] = k.split(' ').map(Number);
+      less.run(n, tenant, day, verb);
+      none.run(tenant, day, verb);
+    }
   }
 
   /** Moves the recent statement ids into the large level in key order once idMergeDue statements have arrived since the last merge. */
@@ -471,12 +506,15 @@ export class SqliteStore extends SqliteConnection implements Store {
       const hashes = new Set<string>();
       const agents = new Set<number>();
       const erased: number[] = [];
+      const deleted = new Map<string, number>();
       let statements = 0;
       for (const id of ids) {
         const idBytes = uuidBytes(id);
-        const r = this.q(`SELECT seq, full, authority FROM statements WHERE ${BY_ID}`).get(tid, idBytes) as Row | undefined;
+        const r = this.q(`SELECT seq, full, authority, stored_ms, verb FROM statements WHERE ${BY_ID}`).get(tid, idBytes) as Row | undefined;
         if (!r) continue;
         const seq = Number(r.seq);
+        const counted = `${dayOf(Number(r.stored_ms))} ${Number(r.verb)}`;
+        deleted.set(counted, (deleted.get(counted) ?? 0) + 1);
         for (const a of this.q('SELECT sha2 FROM statement_attachments WHERE seq = ?').all(seq) as Row[]) hashes.add(String(a.sha2));
         // Link rows by primary key: their keys are the statement's own, as prepareStatement made them.
         const statement = JSON.parse(String(r.full)) as Statement;
@@ -493,6 +531,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         erased.push(seq);
         statements++;
       }
+      this.uncount(tid, deleted);
       // Its own reach rows go, and the chains through it end there now.
       this.updateReach(tid, [], erased);
       let attachments = 0;
@@ -574,6 +613,14 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   async storeSummaries(only?: string): Promise<StoreSummary[]> {
     return runStatements(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
+  }
+
+  async storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
+    return runStatements(this.docs, overview.storeOverview(SQLITE_ADMIN, tenant, query));
+  }
+
+  async storeTotals(sinceDay: number): Promise<StoreTotals[]> {
+    return runStatements(this.docs, overview.storeTotals(SQLITE_ADMIN, sinceDay));
   }
 
   async appendAudit(record: AuditRecord): Promise<AuditEntry> {
