@@ -119,12 +119,12 @@ function startChild(args: string[], env: NodeJS.ProcessEnv, ready: RegExp, what:
   });
 }
 
-/** Writes a credentials file with one user (all scopes, default tenant). */
+/** Writes a credentials file with one user (all scopes, and `admin`: the operator, for the admin API's entries; default tenant). */
 export function writeAuthFile(dir: string): string {
   const file = join(dir, 'auth.json');
   writeFileSync(
     file,
-    JSON.stringify([{ username: USER.username, hash: bcrypt.hashSync(USER.password, 10), scopes: ['all'], agent: { objectType: 'Agent', mbox: 'mailto:bench@example.com' } }]),
+    JSON.stringify([{ username: USER.username, hash: bcrypt.hashSync(USER.password, 10), scopes: ['all', 'admin'], agent: { objectType: 'Agent', mbox: 'mailto:bench@example.com' } }]),
   );
   return file;
 }
@@ -289,5 +289,7 @@ export interface BenchRow {
 
 export interface BenchEntry {
   name: string;
+  /** Run after each size's load and queries (else once, after the largest size's). */
+  everySize?: boolean;
   run(ctx: BenchContext): Promise<BenchRow[]>;
 }
