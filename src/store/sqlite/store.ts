@@ -93,6 +93,8 @@ export class SqliteStore extends SqliteConnection implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
+  /** The minute whose older statement_minutes this connection last deleted. */
+  private minutesPruned = -1;
   /** One queue for the connection, every tenant's requests in it, written whole on the next turn of the event loop. */
   private readonly pending = new GroupQueue(Infinity, (_, first) => {
     if (first) setImmediate(() => this.flush());
@@ -240,19 +242,22 @@ export class SqliteStore extends SqliteConnection implements Store {
     return { outcomes, queued };
   }
 
-  /** The Overview's counts (../overview.ts): one upsert per tenant and verb of the group, one per tenant's minute, and the minutes gone by deleted. */
+  /** The Overview's counts (../overview.ts): one upsert per tenant and verb of the group, one per tenant's minute. */
   private writeCounts(counts: GroupCounts, storedMs: number): void {
     if (!counts.byTenant.size) return;
     const day = dayOf(storedMs);
     const minute = minuteOf(storedMs);
     const perDay = this.q('INSERT INTO statement_counts (tenant, day, verb, n) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, day, verb) DO UPDATE SET n = n + excluded.n');
     const perMinute = this.q('INSERT INTO statement_minutes (tenant, minute, n) VALUES (?, ?, ?) ON CONFLICT (tenant, minute) DO UPDATE SET n = n + excluded.n');
-    const gone = this.q('DELETE FROM statement_minutes WHERE tenant = ? AND minute < ?');
     for (const [tenant, verbs] of counts.byTenant) {
       let n = 0;
       for (const [verb, k] of verbs) perDay.run(tenant, day, verb, k), (n += k);
       perMinute.run(tenant, minute, n);
-      gone.run(tenant, minute - MINUTES_KEPT);
+    }
+    // The minutes gone by: once a minute (every tenant's), not per group.
+    if (minute !== this.minutesPruned) {
+      this.q('DELETE FROM statement_minutes WHERE minute < ?').run(minute - MINUTES_KEPT);
+      this.minutesPruned = minute;
     }
   }
 
