@@ -247,12 +247,18 @@ export class SqliteStore extends SqliteConnection implements Store {
     if (!counts.byTenant.size) return;
     const day = dayOf(storedMs);
     const minute = minuteOf(storedMs);
-    const perDay = this.q('INSERT INTO statement_counts (tenant, day, verb, n) VALUES (?, ?, ?, ?) ON CONFLICT (tenant, day, verb) DO UPDATE SET n = n + excluded.n');
-    const perMinute = this.q('INSERT INTO statement_minutes (tenant, minute, n) VALUES (?, ?, ?) ON CONFLICT (tenant, minute) DO UPDATE SET n = n + excluded.n');
+    // An UPDATE first (the row is there but for a day's or minute's first group): one seek, where an upsert tries the insert first.
+    const addDay = this.q('UPDATE statement_counts SET n = n + ? WHERE tenant = ? AND day = ? AND verb = ?');
+    const newDay = this.q('INSERT INTO statement_counts (tenant, day, verb, n) VALUES (?, ?, ?, ?)');
+    const addMinute = this.q('UPDATE statement_minutes SET n = n + ? WHERE tenant = ? AND minute = ?');
+    const newMinute = this.q('INSERT INTO statement_minutes (tenant, minute, n) VALUES (?, ?, ?)');
     for (const [tenant, verbs] of counts.byTenant) {
       let n = 0;
-      for (const [verb, k] of verbs) perDay.run(tenant, day, verb, k), (n += k);
-      perMinute.run(tenant, minute, n);
+      for (const [verb, k] of verbs) {
+        if (!Number(addDay.run(k, tenant, day, verb).changes)) newDay.run(tenant, day, verb, k);
+        n += k;
+      }
+      if (!Number(addMinute.run(n, tenant, minute).changes)) newMinute.run(tenant, minute, n);
     }
     // The minutes gone by: once a minute (every tenant's), not per group.
     if (minute !== this.minutesPruned) {
