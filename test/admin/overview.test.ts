@@ -102,7 +102,7 @@ for (const backend of BACKENDS) {
 
       const o = await ok(lrs, OPERATOR, '');
       assert.equal(o.statements, 6, 'voided ones count (all the rows kept, as /admin/api/stores counts)');
-      assert.equal(o.days[29].statements, 6);
+      assert.equal(o.days.reduce((n, d) => n + d.statements, 0), 6, 'all in the last 30 days (today\'s, or yesterday\'s just after midnight)');
       assert.deepEqual(verbCounts(o), { a: 3, b: 1, c: 1, voided: 1 });
       assert.equal(o.topVerbs[0].verb, 'http://example.com/verbs/a', 'most first');
       assert.equal(o.lastStored, new Date(await storedMs(lrs, voiding)).toISOString());
@@ -169,7 +169,8 @@ for (const backend of BACKENDS) {
       await post(lrs, statement(), TENANT_B);
       const o = await ok(lrs, B_ADMIN);
       assert.equal(o.statements, 5);
-      assert.deepEqual(o.days.slice(28).map((d) => d.statements), [5, 0]);
+      assert.equal(o.days[29].statements, 0, 'nothing stored on the server\'s new day');
+      assert.equal(o.days.slice(0, 29).reduce((n, d) => n + d.statements, 0), 5);
       assert.equal(o.ingest.minutes.reduce((n, m) => n + m.statements, 0), 0, 'a day later, nothing arrived in the last minutes');
       assert.equal(o.days[29].date, new Date(clock.now()).toISOString().slice(0, 10));
       assert.equal(o.rejectionsLastDay, 0);
