@@ -17,7 +17,7 @@ import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
-import { dayOf, GroupCounts, MINUTES_KEPT, minuteOf } from '../overview.ts';
+import { dayOf, GroupCounts } from '../overview.ts';
 import * as overview from '../overview.ts';
 import { row, rows, run } from '../program.ts';
 import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
@@ -51,6 +51,7 @@ import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
 import * as rejections from '../rejections.ts';
 import { runStatements, sqliteDocuments } from './documents.ts';
+import { SqliteCounts } from './counts.ts';
 import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
 import { BY_ID, readPage } from './readers.ts';
@@ -93,8 +94,7 @@ export class SqliteStore extends SqliteConnection implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
-  /** The minute whose older statement_minutes this connection last deleted. */
-  private minutesPruned = -1;
+  private readonly overviewCounts = new SqliteCounts((sql) => this.q(sql));
   /** One queue for the connection, every tenant's requests in it, written whole on the next turn of the event loop. */
   private readonly pending = new GroupQueue(Infinity, (_, first) => {
     if (first) setImmediate(() => this.flush());
@@ -234,48 +234,12 @@ export class SqliteStore extends SqliteConnection implements Store {
       dicts.forEach((d, i) => {
         if (!outcomes[i].ok && d.created.length) this.dropUnusedKeys(d.tenant, d.created);
       });
-      this.writeCounts(counts, storedMs);
+      this.overviewCounts.write(counts, storedMs);
       // Forwarding: the statements this transaction stored (rejected requests left none).
       if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
       this.mergeIds();
     });
     return { outcomes, queued };
-  }
-
-  /** The Overview's counts (../overview.ts): one upsert per tenant and verb of the group, one per tenant's minute. */
-  private writeCounts(counts: GroupCounts, storedMs: number): void {
-    if (!counts.byTenant.size) return;
-    const day = dayOf(storedMs);
-    const minute = minuteOf(storedMs);
-    // An UPDATE first (the row is there but for a day's or minute's first group): one seek, where an upsert tries the insert first.
-    const addDay = this.q('UPDATE statement_counts SET n = n + ? WHERE tenant = ? AND day = ? AND verb = ?');
-    const newDay = this.q('INSERT INTO statement_counts (tenant, day, verb, n) VALUES (?, ?, ?, ?)');
-    const addMinute = this.q('UPDATE statement_minutes SET n = n + ? WHERE tenant = ? AND minute = ?');
-    const newMinute = this.q('INSERT INTO statement_minutes (tenant, minute, n) VALUES (?, ?, ?)');
-    for (const [tenant, verbs] of counts.byTenant) {
-      let n = 0;
-      for (const [verb, k] of verbs) {
-        if (!Number(addDay.run(k, tenant, day, verb).changes)) newDay.run(tenant, day, verb, k);
-        n += k;
-      }
-      if (!Number(addMinute.run(n, tenant, minute).changes)) newMinute.run(tenant, minute, n);
-    }
-    // The minutes gone by: once a minute (every tenant's), not per group.
-    if (minute !== this.minutesPruned) {
-      this.q('DELETE FROM statement_minutes WHERE minute < ?').run(minute - MINUTES_KEPT);
-      this.minutesPruned = minute;
-    }
-  }
-
-  /** Takes deleted statements (by `${day} ${verb}`) off the Overview's counts; a count at zero goes. */
-  private uncount(tenant: number, deleted: Map<string, number>): void {
-    const less = this.q('UPDATE statement_counts SET n = n - ? WHERE tenant = ? AND day = ? AND verb = ?');
-    const none = this.q('DELETE FROM statement_counts WHERE tenant = ? AND day = ? AND verb = ? AND n <= 0');
-    for (const [k, n] of deleted) {
-      const [day, verb] = k.split(' ').map(Number);
-      less.run(n, tenant, day, verb);
-      none.run(tenant, day, verb);
-    }
   }
 
   /** Moves the recent statement ids into the large level in key order once idMergeDue statements have arrived since the last merge. */
@@ -542,7 +506,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         erased.push(seq);
         statements++;
       }
-      this.uncount(tid, deleted);
+      this.overviewCounts.uncount(tid, deleted);
       // Its own reach rows go, and the chains through it end there now.
       this.updateReach(tid, [], erased);
       let attachments = 0;
