@@ -10,7 +10,7 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminRole, authorise, type AccessPolicy, type RouteScopes } from '../auth/scopes.ts';
-import type { Authenticator, AuthUser } from '../auth/types.ts';
+import type { Authenticator, AuthSuccess, AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Store } from '../store/types.ts';
@@ -197,16 +197,48 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const sendJson = (reply: FastifyReply, status: number, value: unknown) =>
     reply.status(status).headers({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }).send(JSON.stringify(value));
 
-  const sessionOf = (request: FastifyRequest) => openSession(sealer, parseCookies(request.headers.cookie).get(SESSION_COOKIE), now());
-  /** A page's session, or a redirect to the sign-in page that comes back here. */
-  const pageSession = (request: FastifyRequest, reply: FastifyReply): Session | undefined => {
-    const s = sessionOf(request);
-    if (!s) void reply.redirect(`/console/sign-in?next=${encodeURIComponent(request.url)}`, 303);
-    return s;
+  /**
+   * The request's session, when its cookie is sealed here, not expired, and its credential still
+   * holds and still gives the user it shows (auth.recheck: the credentials file re-read when it
+   * changed, the database credentials' cache and change counter; no database read per request).
+   * `ended`: why a session it carries no longer counts.
+   */
+  const sessionOf = async (request: FastifyRequest): Promise<{ session?: Session; ended?: 'credential' | 'unavailable' }> => {
+    const session = openSession(sealer, parseCookies(request.headers.cookie).get(SESSION_COOKIE), now());
+    if (!session) return {};
+    const state = await auth.recheck(session.user, session.stamp);
+    return state === 'valid' ? { session } : { ended: state === 'ended' ? 'credential' : 'unavailable' };
   };
-  const openSessionFor = (reply: FastifyReply, request: FastifyRequest, user: AuthUser) => {
-    const s = newSession(user, config.consoleSessionTtl, now());
-    reply.header('set-cookie', cookie(SESSION_COOKIE, sealer.seal('session', s), { path: '/console', maxAge: config.consoleSessionTtl, secure: secure(request) }));
+  const clearSession = (request: FastifyRequest, reply: FastifyReply) =>
+    reply.header('set-cookie', cookie(SESSION_COOKIE, '', { path: '/console', maxAge: 0, secure: secure(request) }));
+  const UNAVAILABLE = 'the console cannot check your sign-in right now (the database does not answer); try again shortly';
+  /** A page's session, or (sent) a redirect to the sign-in page that comes back here, saying why when a session ended. */
+  const pageSession = async (request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> => {
+    const { session, ended } = await sessionOf(request);
+    if (session) return session;
+    if (ended === 'unavailable') {
+      void sendPage(reply.header('retry-after', '5'), 503, errorPage(ctx(), 'Try again shortly', UNAVAILABLE));
+      return undefined;
+    }
+    if (ended) clearSession(request, reply);
+    void reply.redirect(`/console/sign-in?next=${encodeURIComponent(request.url)}${ended ? '&ended=credential' : ''}`, 303);
+    return undefined;
+  };
+  /** The session of a script's request (JSON answers), or (sent) its 401 or 503. */
+  const jsonSession = async (request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> => {
+    const { session, ended } = await sessionOf(request);
+    if (session) return session;
+    if (ended === 'unavailable') void sendJson(reply.header('retry-after', '5'), 503, { detail: UNAVAILABLE });
+    else {
+      if (ended) clearSession(request, reply);
+      void sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
+    }
+    return undefined;
+  };
+  const openSessionFor = (reply: FastifyReply, request: FastifyRequest, signed: AuthSuccess) => {
+    const at = now();
+    const s = newSession(signed.user, signed.stamp ?? '', config.consoleSessionTtl, at, signed.expiresMs);
+    reply.header('set-cookie', cookie(SESSION_COOKIE, sealer.seal('session', s), { path: '/console', maxAge: (s.expires - at) / 1000, secure: secure(request) }));
   };
   /**
    * Every change (POST) must come from the console's own pages: the session's CSRF token in the
@@ -268,7 +300,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     return reply.status(res.status).headers(res.headers ?? {}).send(res.body);
   });
 
-  app.get('/console', async (request, reply) => reply.redirect(sessionOf(request) ? '/console/statements' : '/console/sign-in', 303));
+  app.get('/console', async (request, reply) => reply.redirect((await sessionOf(request)).session ? '/console/statements' : '/console/sign-in', 303));
 
   app.get('/console/assets/:hash/:name', async (request, reply) => {
     const { hash, name } = request.params as { hash: string; name: string };
@@ -278,9 +310,10 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   app.get('/console/sign-in', async (request, reply) => {
-    const next = queryOf(request).next;
-    if (sessionOf(request)) return reply.redirect(safeNext(next), 303);
-    return sendPage(reply, 200, signInPage(ctx(), { oidc: oidcEnabled, basic: basicEnabled, next }));
+    const { next, ended } = queryOf(request);
+    if ((await sessionOf(request)).session) return reply.redirect(safeNext(next), 303);
+    const notice = ended === 'credential' ? 'Your session has ended: the credential you signed in with was revoked, rotated, expired or changed. Sign in again.' : undefined;
+    return sendPage(reply, 200, signInPage(ctx(), { oidc: oidcEnabled, basic: basicEnabled, next, notice }));
   });
 
   app.post('/console/sign-in', async (request, reply) => {
@@ -297,29 +330,29 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
       if (result.status === 401) return page(401, 'Wrong username or password.');
       return page(result.status, `Too many sign-in attempts; try again in ${result.headers['retry-after'] ?? 'a few'} seconds.`);
     }
-    openSessionFor(reply, request, result.user);
+    openSessionFor(reply, request, result);
     return reply.redirect(safeNext(form.next), 303);
   });
 
   app.post('/console/sign-out', async (request, reply) => {
-    const s = sessionOf(request);
+    const { session: s } = await sessionOf(request);
     const form = await readForm(request);
     if (s && (!sameOrigin(request) || !csrfMatches(s, (request.headers['x-csrf-token'] as string | undefined) ?? form.csrf))) {
       return sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
     }
-    reply.header('set-cookie', cookie(SESSION_COOKIE, '', { path: '/console', maxAge: 0, secure: secure(request) }));
+    clearSession(request, reply);
     return reply.redirect('/console/sign-in', 303);
   });
 
   /** What the session holds (its expiry, scopes and store), for the console's script and the future admin pages. */
   app.get('/console/session', async (request, reply) => {
-    const s = sessionOf(request);
-    if (!s) return sendJson(reply, 401, { detail: 'no console session: sign in at /console/sign-in' });
+    const s = await jsonSession(request, reply);
+    if (!s) return reply;
     return sendJson(reply, 200, { username: s.user.username, scopes: s.user.scopes, store: workingStore(s), expires: new Date(s.expires).toISOString() });
   });
 
   app.get('/console/statements', async (request, reply) => {
-    const s = pageSession(request, reply);
+    const s = await pageSession(request, reply);
     if (!s) return reply;
     const query = queryOf(request);
     const filters = filtersOf(query);
@@ -334,8 +367,8 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
 
   /** The live tail: statements stored after `after` matching the filters, oldest first, as table rows. */
   app.get('/console/statements/tail', async (request, reply) => {
-    const s = sessionOf(request);
-    if (!s) return sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
+    const s = await jsonSession(request, reply);
+    if (!s) return reply;
     const query = queryOf(request);
     const filters = filtersOf(query);
     const after = query.after ?? '';
@@ -354,8 +387,8 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   app.get('/console/statements/download', async (request, reply) => {
-    const s = sessionOf(request);
-    if (!s) return sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
+    const s = await jsonSession(request, reply);
+    if (!s) return reply;
     const raw = request.url.slice(request.url.indexOf('?') + 1);
     const params = new URLSearchParams(request.url.includes('?') ? raw : '');
     const format = params.get('format') ?? 'csv';
@@ -398,7 +431,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   app.get('/console/statements/:id', async (request, reply) => {
-    const s = pageSession(request, reply);
+    const s = await pageSession(request, reply);
     if (!s) return reply;
     const { id } = request.params as { id: string };
     let voided = false;
@@ -412,7 +445,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   app.get('/console/learner', async (request, reply) => {
-    const s = pageSession(request, reply);
+    const s = await pageSession(request, reply);
     if (!s) return reply;
     const agentText = (queryOf(request).agent ?? '').trim();
     const empty = { agentText, statements: [], more: '', profiles: [], states: [] };
@@ -452,12 +485,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   const change: ConsoleKit['change'] = async (request, reply) => {
-    const s = sessionOf(request);
     const form = await readForm(request);
-    if (!s) {
-      void sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
-      return undefined;
-    }
+    const s = await jsonSession(request, reply);
+    if (!s) return undefined;
     if (!sameOrigin(request) || !csrfMatches(s, (request.headers['x-csrf-token'] as string | undefined) ?? form.csrf)) {
       void sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
       return undefined;

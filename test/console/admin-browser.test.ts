@@ -102,6 +102,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(stored.status, 200, await stored.text());
       assert.equal((await xapi(server.url, client)).status, 200);
 
+      // Someone signed in to the console with it, in a browser of their own.
+      const theirs = await (await browser.newContext({ viewport: { width: 1200, height: 900 } })).newPage();
+      await signIn(theirs, server.url, { ...client, scopes: [], agent: {} });
+
       await page.getByRole('link', { name: 'Back to Access' }).click();
       const row = page.locator(`tr[data-key="${key}"]`);
       assert.match(await row.innerText(), /Moodle[\s\S]*active/);
@@ -110,6 +114,12 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       await page.waitForURL(/\/console\/access$/);
       assert.match(await page.locator(`tr[data-key="${key}"]`).innerText(), /revoked/);
       assert.equal((await xapi(server.url, client)).status, 401);
+      // Their session ended with the credential: their next page is the sign-in page, saying why.
+      await theirs.getByRole('link', { name: 'Statements' }).first().click();
+      await theirs.waitForURL(/\/console\/sign-in\?next=.*&ended=credential$/);
+      assert.match(await theirs.getByRole('status').first().innerText(), /Your session has ended: the credential you signed in with was revoked/);
+      assert.equal(await theirs.getByLabel('Username').isVisible(), true);
+      await theirs.context().close();
       assert.match(await page.locator('table.audit').innerText(), /credentials\.revoke[\s\S]*credentials\.create/);
     });
 
