@@ -13,7 +13,7 @@ import { adminRole, authorise, type AccessPolicy, type RouteScopes } from '../au
 import type { Authenticator, AuthSuccess, AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import type { Store } from '../store/types.ts';
+import type { StatementReads, Store } from '../store/types.ts';
 import { LrsError } from '../errors.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorPage, signInPage, type AssetUrls, type PageContext } from './console-pages.ts';
@@ -93,6 +93,11 @@ function detailOf(res: XapiResponse): string {
     return `the request failed (${res.status})`;
   }
 }
+
+/** The header an xAPI statements answer carries, which the console's pages of statements carry too. */
+const CONSISTENT_THROUGH = 'x-experience-api-consistent-through';
+/** The Consistent-Through of an xAPI handler's answer. */
+const throughOf = (res: XapiResponse): string => res.headers?.[CONSISTENT_THROUGH] ?? new Date(0).toISOString();
 
 /** The next page's query string of a `more` link. */
 const moreQuery = (more: string): string => (more ? more.slice(more.indexOf('?') + 1) : '');
@@ -266,23 +271,30 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     if (!adminRole(s.user)) return s.user;
     return { ...s.user, target: workingStore(s), scopes: [...s.user.scopes, 'all/read'] };
   };
-  /** Calls an xAPI resource as `user`: its scopes and its store. */
-  const xapiGet = async (resource: ConsoleResource, user: AuthUser, query: Record<string, string>): Promise<XapiResponse> => {
+  /**
+   * A page's reads: one view for all of them (a healthy read replica, else the primary), as one
+   * GET /statements has, so that the Consistent-Through shown is true of the whole page.
+   * Documents are read on the primary (their handler does not take a view).
+   */
+  const readView = (): StatementReads => deps.store.readView?.() ?? deps.store;
+  /** Calls an xAPI resource as `user` (its scopes and its store), its statement reads on `reads`. */
+  const xapiGet = async (resource: ConsoleResource, user: AuthUser, query: Record<string, string>, reads?: StatementReads): Promise<XapiResponse> => {
     const decision = authorise(user, 'GET', resource.scopes, policy);
     if (!decision.ok) return { status: 403, body: JSON.stringify({ detail: `this needs the scope ${decision.needed}, which ${user.username} does not hold` }) };
     const q = Object.assign(Object.create(null) as Record<string, string>, query);
     try {
-      return await resource.handler({ method: 'GET', query: q, headers: { 'x-experience-api-version': version }, body: undefined, user, access: decision.access, version });
+      return await resource.handler({ method: 'GET', query: q, headers: { 'x-experience-api-version': version }, body: undefined, user, access: decision.access, version, ...(reads && { reads }) });
     } catch (err) {
       if (err instanceof LrsError || err instanceof HttpRefusal) return errorResponse(err);
       throw err;
     }
   };
-  type Result = { statements: Record<string, unknown>[]; more: string };
-  const queryStatements = async (user: AuthUser, query: Record<string, string>): Promise<{ ok: true; result: Result } | { ok: false; status: number; detail: string }> => {
-    const res = await xapiGet(resources.statements, user, query);
+  /** A page of statements, and the Consistent-Through of the server that read it. */
+  type Result = { statements: Record<string, unknown>[]; more: string; through: string };
+  const queryStatements = async (user: AuthUser, query: Record<string, string>, reads: StatementReads): Promise<{ ok: true; result: Result } | { ok: false; status: number; detail: string }> => {
+    const res = await xapiGet(resources.statements, user, query, reads);
     if (res.status !== 200) return { ok: false, status: res.status, detail: detailOf(res) };
-    return { ok: true, result: JSON.parse(String(res.body)) as Result };
+    return { ok: true, result: { ...(JSON.parse(String(res.body)) as Omit<Result, 'through'>), through: throughOf(res) } };
   };
   const queryOf = (request: FastifyRequest): Record<string, string> => {
     const i = request.url.indexOf('?');
@@ -357,12 +369,13 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     const query = queryOf(request);
     const filters = filtersOf(query);
     const q: Record<string, string> = { ...filters, ...(query.search_after && { search_after: query.search_after }) };
-    const r = await queryStatements(actor(s), q);
+    const r = await queryStatements(actor(s), q, readView());
     if (!r.ok) return sendPage(reply, r.status, statementsPage(ctx(s), { filters, statements: [], more: '', error: r.detail }));
-    const { statements, more } = r.result;
+    const { statements, more, through } = r.result;
     const first = !query.search_after;
     const tailSince = first ? ((statements[0]?.stored as string | undefined) ?? new Date(now()).toISOString()) : undefined;
-    return sendPage(reply, 200, statementsPage(ctx(s), { filters, statements, more: more && `/console/statements?${moreQuery(more)}`, tailSince }));
+    reply.header(CONSISTENT_THROUGH, through);
+    return sendPage(reply, 200, statementsPage(ctx(s), { filters, statements, more: more && `/console/statements?${moreQuery(more)}`, tailSince, through }));
   });
 
   /** The live tail: statements stored after `after` matching the filters, oldest first, as table rows. */
@@ -377,8 +390,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     // (another process, a slower transaction) still shows; the page skips those it has.
     const from = new Date(Date.parse(after) - TAIL_OVERLAP_MS).toISOString();
     const since = filters.since && Date.parse(filters.since) > Date.parse(from) ? filters.since : from;
-    const r = await queryStatements(actor(s), { ...filters, since, ascending: 'true', limit: '100' });
+    const r = await queryStatements(actor(s), { ...filters, since, ascending: 'true', limit: '100' }, readView());
     if (!r.ok) return sendJson(reply, r.status, { detail: r.detail });
+    reply.header(CONSISTENT_THROUGH, r.result.through);
     const rows = r.result.statements;
     const last = rows.at(-1)?.stored as string | undefined;
     const newest = last && Date.parse(last) > Date.parse(after) ? last : after;
@@ -399,7 +413,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     if (unknown.length) return sendJson(reply, 400, { detail: `unknown fields: ${unknown.join(', ')} (known: ${EXPORT_FIELDS.join(', ')})` });
     const filters = filtersOf(Object.fromEntries(FILTERS.flatMap((k) => (params.has(k) ? [[k, params.get(k)!]] : []))));
     // The first page is read before answering, so a bad filter is a 400 rather than a cut download.
-    const first = await queryStatements(actor(s), { ...filters, limit: '0' });
+    // Every page from one server, whose Consistent-Through (in the header) is true of them all.
+    const reads = readView();
+    const first = await queryStatements(actor(s), { ...filters, limit: '0' }, reads);
     if (!first.ok) return sendJson(reply, first.status, { detail: first.detail });
     let stopped = false;
     request.raw.once('close', () => (stopped = true));
@@ -415,7 +431,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
         }
         if (out) yield out;
         if (!page.more) return;
-        const next = await queryStatements(actor(s!), Object.fromEntries(new URLSearchParams(moreQuery(page.more))));
+        const next = await queryStatements(actor(s!), Object.fromEntries(new URLSearchParams(moreQuery(page.more))), reads);
         page = next.ok ? next.result : undefined;
       }
     }
@@ -424,6 +440,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
       .headers({
         'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
         'content-disposition': `attachment; filename="statements-${stamp}.${format}"`,
+        [CONSISTENT_THROUGH]: first.result.through,
         'cache-control': 'no-store',
         'x-content-type-options': 'nosniff',
       })
@@ -435,12 +452,14 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     if (!s) return reply;
     const { id } = request.params as { id: string };
     let voided = false;
-    let res = await xapiGet(resources.statements, actor(s), { statementId: id });
+    const reads = readView();
+    let res = await xapiGet(resources.statements, actor(s), { statementId: id }, reads);
     if (res.status === 404) {
-      const v = await xapiGet(resources.statements, actor(s), { voidedStatementId: id });
+      const v = await xapiGet(resources.statements, actor(s), { voidedStatementId: id }, reads);
       if (v.status === 200) [res, voided] = [v, true];
     }
     if (res.status !== 200) return sendPage(reply, res.status, errorPage(ctx(s), res.status === 404 ? 'No such statement' : 'Statement', detailOf(res)));
+    reply.header(CONSISTENT_THROUGH, throughOf(res));
     return sendPage(reply, 200, statementPage(ctx(s), JSON.parse(String(res.body)) as Record<string, unknown>, voided));
   });
 
@@ -451,9 +470,11 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     const empty = { agentText, statements: [], more: '', profiles: [], states: [] };
     if (!agentText) return sendPage(reply, 200, learnerPage(ctx(s), empty));
     const agent = agentParam(agentText);
-    const personRes = await xapiGet(resources.agents, actor(s), { agent });
+    const reads = readView();
+    const personRes = await xapiGet(resources.agents, actor(s), { agent }, reads);
     if (personRes.status !== 200) return sendPage(reply, personRes.status === 403 ? 403 : 400, learnerPage(ctx(s), { ...empty, error: detailOf(personRes) }));
-    const r = await queryStatements(actor(s), { agent, related_agents: 'true' });
+    const r = await queryStatements(actor(s), { agent, related_agents: 'true' }, reads);
+    if (r.ok) reply.header(CONSISTENT_THROUGH, r.result.through);
     const statements = r.ok ? r.result.statements : [];
     const profilesRes = await xapiGet(resources.agentProfile, actor(s), { agent });
     const profiles = profilesRes.status === 200 ? (JSON.parse(String(profilesRes.body)) as string[]) : detailOf(profilesRes);
