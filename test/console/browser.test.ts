@@ -249,9 +249,11 @@ describe('console sign-in through OpenID Connect (authorization code with PKCE)'
       await page.locator('button[type="submit"]').click(); // consent
       await page.waitForURL(`${server.url}/console/statements`);
       assert.equal(await page.locator('h1').innerText(), 'Statements');
-      const session = (await (await page.request.get(`${server.url}/console/session`)).json()) as { scopes: string[]; store: string };
+      const session = (await (await page.request.get(`${server.url}/console/session`)).json()) as { scopes: string[]; store: string; expires: string };
       assert.ok(session.scopes.includes('all/read'), JSON.stringify(session));
       assert.equal(session.store, '');
+      // Bounded by the access token's expiry (the provider's tokens last 600 s), not the 8 hours of LECTERN_CONSOLE_SESSION_TTL.
+      assert.ok(Date.parse(session.expires) <= Date.now() + 600_000, session.expires);
     } finally {
       await context.close();
       await server.stop();
