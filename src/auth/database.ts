@@ -29,7 +29,16 @@ export const hashSecret = (secret: string): string => createHash('sha256').updat
  * secret is still the one stored, never enough to check a guess of it (a bcrypt hash without its
  * salt and cost is no use for that), and short. Not keyed: the session cookie is sealed anyway.
  */
-export const fingerprint = (storedHash: string): string => createHash('sha256').update('lectern-session\0').update(storedHash, 'utf8').digest('base64url').slice(0, 22);
+export function fingerprint(storedHash: string): string {
+  let f = fingerprints.get(storedHash);
+  if (f === undefined) {
+    f = createHash('sha256').update('lectern-session\0').update(storedHash, 'utf8').digest('base64url').slice(0, 22);
+    fingerprints.set(storedHash, f);
+  }
+  return f;
+}
+/** Each request's sign-in gives one: the hashes in use are few, a hash costs more than a lookup. */
+const fingerprints = new LRUCache<string, string>({ max: 10_000 });
 
 /** A value as JSON with object keys sorted: two agents equal whatever their keys' order. */
 function canonical(v: unknown): string {
