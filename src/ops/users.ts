@@ -69,7 +69,7 @@ export interface NewUser {
  */
 export function checkValidation(validation: string | undefined): 'strict' | 'lax' | undefined {
   if (validation === undefined || validation === 'strict' || validation === 'lax') return validation;
-  throw new OpsError(`the validation must be strict or lax, got ${JSON.stringify(validation)}`);
+  throw new OpsError(`validation must be strict or lax, got ${JSON.stringify(validation)}`);
 }
 
 /** The credentials entry of a user, checked, its password hashed. */

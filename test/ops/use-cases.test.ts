@@ -168,7 +168,7 @@ describe('validation modes', () => {
     for (const mode of ['loose', 'Strict', '']) {
       const [file, db] = await refusals(mode);
       assert.ok(file instanceof OpsError && db instanceof OpsError, mode);
-      assert.equal(file.message, `the validation must be strict or lax, got ${JSON.stringify(mode)}`);
+      assert.equal(file.message, `validation must be strict or lax, got ${JSON.stringify(mode)}`);
       assert.equal(db.message, file.message);
     }
     for (const mode of ['strict', 'lax']) assert.equal((await credentialEntry({ username: 'u', password: 'p', scopes: ['all'], agent: BEN as never, validation: mode })).validation, mode);
