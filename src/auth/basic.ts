@@ -13,9 +13,9 @@ import bcrypt from 'bcrypt';
 import { LRUCache } from 'lru-cache';
 import type { Logger } from 'pino';
 import { type CredentialEntry, readCredentialsFile } from './credentials.ts';
-import type { DatabaseCredentials } from './database.ts';
+import { type DatabaseCredentials, fingerprint, sameUser } from './database.ts';
 import { CheckRefused, CheckThrottle, type ThrottleOptions } from './throttle.ts';
-import type { AuthFailure, AuthResult, Authenticator, AuthUser } from './types.ts';
+import type { AuthFailure, AuthResult, Authenticator, AuthUser, Recheck } from './types.ts';
 
 export interface BasicAuthOptions {
   file: string;
@@ -47,6 +47,12 @@ function toUser(e: CredentialEntry): AuthUser {
   if (e.validation) user.validation = e.validation;
   return user;
 }
+
+/** A stamp's prefix says which kind of credential it fingerprints. */
+const FILE_STAMP = 'file:';
+const DATABASE_STAMP = 'db:';
+const stampOf = (e: CredentialEntry): string => `${FILE_STAMP}${fingerprint(e.hash)}`;
+const fileUser = (e: CredentialEntry): AuthResult => ({ ok: true, user: toUser(e), stamp: stampOf(e) });
 
 /** Compares without an early exit on the first differing byte. */
 function sameText(a: string, b: string): boolean {
@@ -139,7 +145,7 @@ export class BasicAuthenticator implements Authenticator {
     const entry = this.users.get(username);
     if (!entry && this.database) {
       const found = await this.database.check(username, password);
-      if (found.ok) return found;
+      if (found.ok) return { ok: true, user: found.user, stamp: `${DATABASE_STAMP}${found.stamp}` };
       if (found.reason === 'unavailable') return refusedCheck(503, 5, 'the credentials cannot be checked right now; try again shortly');
       if (found.reason === 'refused') {
         // A known key: its secret is hashed, not bcrypt, so no check to throttle; the failure counts.
@@ -153,7 +159,7 @@ export class BasicAuthenticator implements Authenticator {
     const key = createHash('sha256').update(this.secret).update(username).update('\0').update(password).digest('base64');
     // The cached value is the hash it was checked against: a changed hash in the file invalidates it.
     const cached = entry && this.cache?.get(key);
-    if (cached !== undefined && sameText(cached, entry!.hash)) return { ok: true, user: toUser(entry!) };
+    if (cached !== undefined && sameText(cached, entry!.hash)) return fileUser(entry!);
     const wait = this.throttle.blocked(client);
     if (wait) return refusedCheck(429, wait, `too many failed sign-ins from this address: try again in ${wait} s`);
     let check = this.checking.get(key);
@@ -176,7 +182,20 @@ export class BasicAuthenticator implements Authenticator {
       return UNAUTHORIZED;
     }
     this.cache?.set(key, entry.hash);
-    return { ok: true, user: toUser(entry) };
+    return fileUser(entry);
+  }
+
+  /**
+   * A file user's sign-in holds while the file (re-read when it changes) has the same entry: the
+   * same hash (a new password ends it) and the same grant. A database credential's, while the
+   * file has no user of that name and the credential holds (./database.ts).
+   */
+  async recheck(user: AuthUser, stamp: string): Promise<Recheck> {
+    this.refresh();
+    const entry = this.users.get(user.username);
+    if (stamp.startsWith(FILE_STAMP)) return entry && stamp === stampOf(entry) && sameUser(toUser(entry), user) ? 'valid' : 'ended';
+    if (stamp.startsWith(DATABASE_STAMP) && !entry && this.database) return this.database.recheck(user, stamp.slice(DATABASE_STAMP.length));
+    return 'ended';
   }
 
   private async compare(username: string, password: string, hash: string): Promise<boolean> {

@@ -18,10 +18,40 @@ import { LRUCache } from 'lru-cache';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Logger } from '../log.ts';
 import type { CredentialRow, CredentialStore } from '../store/types.ts';
-import type { AuthUser } from './types.ts';
+import type { AuthUser, Recheck } from './types.ts';
 
 /** What a secret is stored as: its SHA-256, base64url. */
 export const hashSecret = (secret: string): string => createHash('sha256').update(secret, 'utf8').digest('base64url');
+
+/**
+ * What a console session keeps of the stored hash its user proved (a database credential's
+ * SHA-256 of the secret, or a file user's bcrypt hash): enough to tell, later, that the same
+ * secret is still the one stored, never enough to check a guess of it (a bcrypt hash without its
+ * salt and cost is no use for that), and short. Not keyed: the session cookie is sealed anyway.
+ */
+export function fingerprint(storedHash: string): string {
+  let f = fingerprints.get(storedHash);
+  if (f === undefined) {
+    f = createHash('sha256').update('lectern-session\0').update(storedHash, 'utf8').digest('base64url').slice(0, 22);
+    fingerprints.set(storedHash, f);
+  }
+  return f;
+}
+/** Each request's sign-in gives one: the hashes in use are few, a hash costs more than a lookup. */
+const fingerprints = new LRUCache<string, string>({ max: 10_000 });
+
+/** A value as JSON with object keys sorted: two agents equal whatever their keys' order. */
+function canonical(v: unknown): string {
+  if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
+  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  return JSON.stringify(v) ?? 'null';
+}
+
+/** Whether two users are the same grant: name, store, scopes (as a set), agent and validation. */
+export function sameUser(a: AuthUser, b: AuthUser): boolean {
+  const scopes = (u: AuthUser) => [...new Set(u.scopes)].sort().join(' ');
+  return a.username === b.username && a.target === b.target && a.validation === b.validation && scopes(a) === scopes(b) && canonical(a.agent) === canonical(b.agent);
+}
 
 /** Least time between two writes of one key's last use (per process). */
 export const LAST_USED_GRANULARITY_MS = 60_000;
@@ -41,7 +71,7 @@ export interface DatabaseCredentialsOptions {
  * A check's outcome: a user; `refused` (known key, wrong or spent secret); `unknown` (no such key:
  * the caller answers it as it answers an unknown user); `unavailable` (the database cannot say).
  */
-export type DatabaseCheck = { ok: true; user: AuthUser } | { ok: false; reason: 'refused' | 'unknown' | 'unavailable' };
+export type DatabaseCheck = { ok: true; user: AuthUser; stamp: string } | { ok: false; reason: 'refused' | 'unknown' | 'unavailable' };
 
 function sameHash(a: string, b: string): boolean {
   const x = Buffer.from(a);
@@ -139,7 +169,28 @@ export class DatabaseCredentials {
     const previous = row.previousHash !== undefined && row.previousUntilMs !== undefined && now < row.previousUntilMs && sameHash(hash, row.previousHash);
     if (!current && !previous) return { ok: false, reason: 'refused' };
     this.touch(key, now);
-    return { ok: true, user: credentialUser(row) };
+    return { ok: true, user: credentialUser(row), stamp: fingerprint(current ? row.secretHash : row.previousHash!) };
+  }
+
+  /**
+   * Whether a sign-in with the secret whose stored hash has fingerprint `stamp` still holds: the
+   * credential not revoked nor expired, that secret still the current one or the previous one
+   * within its grace, and the row still giving `user`. From the cache, as check() is.
+   */
+  async recheck(user: AuthUser, stamp: string): Promise<Recheck> {
+    let row: CredentialRow | undefined;
+    try {
+      await this.fresh();
+      row = await this.row(user.username);
+    } catch {
+      return 'unavailable';
+    }
+    if (!row) return 'ended';
+    const now = this.clock.now();
+    if (row.revokedMs !== undefined || (row.expiresMs !== undefined && now >= row.expiresMs)) return 'ended';
+    const current = stamp === fingerprint(row.secretHash);
+    const previous = !current && row.previousHash !== undefined && row.previousUntilMs !== undefined && now < row.previousUntilMs && stamp === fingerprint(row.previousHash);
+    return (current || previous) && sameUser(credentialUser(row), user) ? 'valid' : 'ended';
   }
 
   /** Records the use when the last one recorded here is a minute old or more; in the background. */

@@ -9,7 +9,7 @@ import type { Clock } from '../clock.ts';
 import type { CredentialStore } from '../store/types.ts';
 import { BasicAuthenticator } from './basic.ts';
 import { DatabaseCredentials } from './database.ts';
-import type { AuthResult, Authenticator } from './types.ts';
+import { type AuthResult, type Authenticator, type AuthUser, type Recheck, TOKEN_STAMP } from './types.ts';
 
 class EitherAuthenticator implements Authenticator {
   private readonly basic: Authenticator | undefined;
@@ -28,6 +28,12 @@ class EitherAuthenticator implements Authenticator {
     const refusal = await (this.basic ?? this.oidc)!.authenticate(undefined, client);
     if (refusal.ok || !this.basic || !this.oidc) return refusal;
     return { ...refusal, headers: { ...refusal.headers, 'www-authenticate': 'Basic realm="lectern", Bearer realm="lectern"' } };
+  }
+
+  /** Asks the backend that made the stamp; a stamp of a backend no longer enabled has ended. */
+  async recheck(user: AuthUser, stamp: string): Promise<Recheck> {
+    const backend = stamp === TOKEN_STAMP ? this.oidc : this.basic;
+    return backend ? backend.recheck(user, stamp) : 'ended';
   }
 }
 

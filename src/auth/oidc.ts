@@ -9,7 +9,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { createRemoteJWKSet, errors as joseErrors, jwtVerify, type JWTPayload } from 'jose';
 import type { Logger } from 'pino';
 import { isScope } from './scopes.ts';
-import type { AuthFailure, AuthResult, Authenticator } from './types.ts';
+import { type AuthFailure, type AuthResult, type Authenticator, type AuthUser, type Recheck, TOKEN_STAMP } from './types.ts';
 
 export interface OidcOptions {
   issuer: string;
@@ -189,6 +189,13 @@ export class OidcAuthenticator implements Authenticator {
         target: target ?? '',
         ...(validation !== undefined && { validation }),
       },
+      stamp: TOKEN_STAMP,
+      expiresMs: Number(claims.exp) * 1000,
     };
+  }
+
+  /** A token holds until its `exp`: what bounds a session opened with it (the provider is not asked again). */
+  async recheck(_user: AuthUser, stamp: string): Promise<Recheck> {
+    return stamp === TOKEN_STAMP ? 'valid' : 'ended';
   }
 }

@@ -27,7 +27,26 @@ export interface AuthFailure {
   headers: Record<string, string>;
 }
 
-export type AuthResult = { ok: true; user: AuthUser } | AuthFailure;
+/**
+ * A success. `stamp` names the credential and the version of its secret the user proved (a
+ * fingerprint of the stored hash, never the secret): what a console session keeps to ask
+ * `recheck` on each request whether that credential still holds. `expiresMs`: when the proof
+ * ends by itself (a token's `exp`).
+ */
+export interface AuthSuccess {
+  ok: true;
+  user: AuthUser;
+  stamp?: string;
+  expiresMs?: number;
+}
+
+export type AuthResult = AuthSuccess | AuthFailure;
+
+/** The stamp of a sign-in with a token: nothing to recheck, the token's expiry bounds the session. */
+export const TOKEN_STAMP = 'token';
+
+/** Whether an earlier sign-in still holds: `unavailable` when the database cannot say right now. */
+export type Recheck = 'valid' | 'ended' | 'unavailable';
 
 export interface Authenticator {
   /**
@@ -36,4 +55,11 @@ export interface Authenticator {
    * which per-client limits count by.
    */
   authenticate(authorization: string | undefined, client: string): Promise<AuthResult>;
+  /**
+   * Whether the credential `stamp` names (from an earlier success) still works as it did and
+   * still gives `user` (same scopes, store, agent, validation): not removed, revoked, expired,
+   * rotated past its grace, or changed. Cheap: no bcrypt, no database read beyond the
+   * credentials' cached change counter. Console sessions ask it on every request.
+   */
+  recheck(user: AuthUser, stamp: string): Promise<Recheck>;
 }

@@ -11,7 +11,7 @@ import { etagOf } from '../xapi/documents.ts';
 import { ifiKey } from '../xapi/agents.ts';
 import { parseParams } from '../xapi/params.ts';
 import type { Agent, Statement } from '../xapi/types.ts';
-import { json, type XapiRequest, type XapiResponse } from './request.ts';
+import { json, readsOf, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface ViewDeps {
   store: Store;
@@ -40,7 +40,7 @@ function everyStatementReadable(req: XapiRequest, resource: string): void {
 export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promise<XapiResponse> {
   const id = parseParams('activities', req.method, req.query).activityId as string;
   everyStatementReadable(req, 'the Activities resource');
-  const definition = (await (deps.store.readView?.() ?? deps.store).getActivityDefinitions(req.user!.target, [id])).get(id);
+  const definition = (await readsOf(req, deps.store).getActivityDefinitions(req.user!.target, [id])).get(id);
   return jsonWithEtag(canonicalActivity(id, definition));
 }
 
@@ -55,6 +55,6 @@ export async function handleAgents(deps: ViewDeps, req: XapiRequest): Promise<Xa
   const agent = parseParams('agents', req.method, req.query).agent as Agent;
   everyStatementReadable(req, 'the Agents resource');
   const key = ifiKey(agent);
-  const seen = key === undefined ? [] : await (deps.store.readView?.() ?? deps.store).statementsWithAgent(req.user!.target, key, PERSON_STATEMENTS, deps.maxPageBytes);
+  const seen = key === undefined ? [] : await readsOf(req, deps.store).statementsWithAgent(req.user!.target, key, PERSON_STATEMENTS, deps.maxPageBytes);
   return jsonWithEtag(personOf(agent, seen.map((j) => JSON.parse(j) as Statement)));
 }

@@ -31,7 +31,7 @@ export interface ConsoleKit {
   sendPage(reply: FastifyReply, status: number, body: string): FastifyReply;
   sendJson(reply: FastifyReply, status: number, value: unknown): FastifyReply;
   /** A page's session, or undefined after a redirect to the sign-in page. */
-  pageSession(request: FastifyRequest, reply: FastifyReply): Session | undefined;
+  pageSession(request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined>;
   /**
    * A change's session and form: undefined when refused (no session: 401; no CSRF token or a
    * foreign Origin: 403), the answer then sent.
@@ -77,7 +77,7 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
   // ----- stores and the switcher ------------------------------------------------------------
 
   app.get('/console/stores', async (request, reply) => {
-    const s = kit.pageSession(request, reply);
+    const s = await kit.pageSession(request, reply);
     if (!s) return reply;
     const role = roleOf(reply, s, 'The stores page');
     if (!role) return reply;
@@ -119,7 +119,7 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
   };
 
   app.get('/console/access', async (request, reply) => {
-    const s = kit.pageSession(request, reply);
+    const s = await kit.pageSession(request, reply);
     if (!s) return reply;
     const role = roleOf(reply, s, 'The Access page');
     if (!role) return reply;

@@ -33,7 +33,7 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
   // ----- rejections -------------------------------------------------------------------------
 
   app.get('/console/rejections', async (request, reply) => {
-    const s = kit.pageSession(request, reply);
+    const s = await kit.pageSession(request, reply);
     if (!s) return reply;
     const role = adminRoleOf(kit, reply, s, 'The Rejections page');
     if (!role) return reply;
@@ -44,7 +44,7 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
   });
 
   app.get('/console/rejections/:id', async (request, reply) => {
-    const s = kit.pageSession(request, reply);
+    const s = await kit.pageSession(request, reply);
     if (!s) return reply;
     const role = adminRoleOf(kit, reply, s, 'The Rejections page');
     if (!role) return reply;
@@ -103,7 +103,7 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
   // ----- forwarding (the operator's: it concerns every store) -------------------------------
 
   app.get('/console/forwarding', async (request, reply) => {
-    const s = kit.pageSession(request, reply);
+    const s = await kit.pageSession(request, reply);
     if (!s) return reply;
     const role = adminRoleOf(kit, reply, s, 'The Forwarding page');
     if (!role) return reply;

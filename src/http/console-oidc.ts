@@ -7,7 +7,7 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Authenticator, AuthUser } from '../auth/types.ts';
+import type { Authenticator, AuthSuccess } from '../auth/types.ts';
 import type { Config } from '../config.ts';
 import { html } from './console-pages.ts';
 import { cookie, OIDC_COOKIE, parseCookies, type Sealer } from './console-session.ts';
@@ -18,7 +18,7 @@ export interface ConsoleOidcDeps {
   sealer: Sealer;
   secure: (request: FastifyRequest) => boolean;
   safeNext: (next: string | undefined) => string;
-  openSessionFor: (reply: FastifyReply, request: FastifyRequest, user: AuthUser) => void;
+  openSessionFor: (reply: FastifyReply, request: FastifyRequest, signed: AuthSuccess) => void;
   sendPage: (reply: FastifyReply, status: number, body: string) => FastifyReply;
   /** The sign-in page with an error. */
   page: (error: string) => string;
@@ -109,7 +109,8 @@ export function registerConsoleOidc(app: FastifyInstance, deps: ConsoleOidcDeps)
     }
     const result = await auth.authenticate(`Bearer ${token}`, request.ip);
     if (!result.ok) return deps.sendPage(reply, result.status, deps.page(`The provider’s token is not accepted here: ${Object.values(result.body).join(' ')}`));
-    deps.openSessionFor(reply, request, result.user);
+    // The session lasts no longer than the token (the provider is not asked again meanwhile).
+    deps.openSessionFor(reply, request, result);
     // A page, not a redirect: the browser sends the new SameSite=Strict cookie only on a navigation
     // that starts here, not on one that continues the provider's cross-site redirect.
     const next = deps.safeNext(flow.next);

@@ -14,7 +14,7 @@ import { html, type Html, page, type PageContext, storeName } from './console-pa
 export function registerConsoleOverview(app: FastifyInstance, kit: ConsoleKit): void {
   const { store, config, clock } = kit.deps;
   app.get('/console/overview', async (request, reply) => {
-    const s = kit.pageSession(request, reply);
+    const s = await kit.pageSession(request, reply);
     if (!s) return reply;
     const role = adminRoleOf(kit, reply, s, 'The Overview page');
     if (!role) return reply;

@@ -102,8 +102,9 @@ ${main}
 `;
 }
 
-export function signInPage(ctx: PageContext, opts: { error?: string; username?: string; oidc: boolean; basic: boolean; next?: string }): string {
+export function signInPage(ctx: PageContext, opts: { error?: string; notice?: string; username?: string; oidc: boolean; basic: boolean; next?: string }): string {
   const main = html`<h1>Sign in</h1>
+${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : ''}
 ${opts.error ? html`<p class="error" role="alert" id="sign-in-error">${opts.error}</p>` : ''}
 ${opts.basic
     ? html`<form method="post" action="/console/sign-in" class="card sign-in"${opts.error ? html` aria-describedby="sign-in-error"` : ''}>

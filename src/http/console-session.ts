@@ -2,7 +2,9 @@
  * The operator console's sessions: a sealed cookie (AES-256-GCM under a key derived from
  * LECTERN_CONSOLE_SECRET), so that any process sharing the secret accepts a session another one
  * opened, with nothing stored server-side. The cookie carries the user as the Authenticator gave it
- * (scopes and target: what the console's data calls run as), its expiry and its CSRF token.
+ * (scopes and target: what the console's data calls run as), the stamp of the credential it
+ * proved (rechecked on every request: a revoked, expired, rotated or changed credential ends the
+ * session), its expiry and its CSRF token.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AuthUser } from '../auth/types.ts';
@@ -17,6 +19,11 @@ export interface Session {
   csrf: string;
   /** Epoch milliseconds after which the session is refused. */
   expires: number;
+  /**
+   * The credential and the version of its secret the sign-in proved (Authenticator.recheck): a
+   * fingerprint of its stored hash, or `token` for OpenID Connect (bounded by the token's expiry).
+   */
+  stamp: string;
   /** The store an operator chose with the store switcher (ignored for anyone else); absent: its own. */
   store?: string;
 }
@@ -61,15 +68,17 @@ export class Sealer {
   }
 }
 
-export function newSession(user: AuthUser, ttlSeconds: number, now: number): Session {
-  return { user, csrf: randomBytes(24).toString('base64url'), expires: now + ttlSeconds * 1000 };
+/** A session of `ttlSeconds`, or less when the proof ends sooner by itself (`until`: a token's expiry). */
+export function newSession(user: AuthUser, stamp: string, ttlSeconds: number, now: number, until = Infinity): Session {
+  return { user, stamp, csrf: randomBytes(24).toString('base64url'), expires: Math.min(now + ttlSeconds * 1000, until) };
 }
 
 /** The session a cookie holds, when it is sealed by this secret and not expired. */
 export function openSession(sealer: Sealer, cookie: string | undefined, now: number): Session | undefined {
   if (!cookie) return undefined;
   const s = sealer.open('session', cookie) as Session | undefined;
-  if (!s || typeof s.expires !== 'number' || typeof s.csrf !== 'string' || !s.user || now >= s.expires) return undefined;
+  // A cookie of a release before stamps has none: its user signs in again.
+  if (!s || typeof s.expires !== 'number' || typeof s.csrf !== 'string' || typeof s.stamp !== 'string' || !s.user || now >= s.expires) return undefined;
   return s;
 }
 

@@ -120,6 +120,8 @@ export interface StatementsView {
   more: string;
   /** When this page is the query's first: where the live tail starts (the newest statement's `stored`, or now). */
   tailSince?: string;
+  /** The Consistent-Through of the server that read the page (a read replica's, or the primary's). */
+  through?: string;
   error?: string;
 }
 
@@ -154,6 +156,7 @@ ${v.tailSince !== undefined && f.ascending !== 'true' && !f.until
 <span id="tail-status" role="status" aria-live="polite"></span></div>`
     : ''}
 ${statementsTable(v.statements, filtered ? 'Statements matching the filters' : 'Latest statements')}
+${v.through ? html`<p class="context">Complete through <time id="consistent-through" datetime="${v.through}">${v.through}</time>: a statement stored later may not be shown yet.</p>` : ''}
 ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next" id="more">Next page</a></p>` : ''}
 </section>
 <section aria-labelledby="download-title" class="card">

@@ -10,10 +10,10 @@ import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminRole, authorise, type AccessPolicy, type RouteScopes } from '../auth/scopes.ts';
-import type { Authenticator, AuthUser } from '../auth/types.ts';
+import type { Authenticator, AuthSuccess, AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config.ts';
-import type { Store } from '../store/types.ts';
+import type { StatementReads, Store } from '../store/types.ts';
 import { LrsError } from '../errors.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorPage, signInPage, type AssetUrls, type PageContext } from './console-pages.ts';
@@ -94,6 +94,11 @@ function detailOf(res: XapiResponse): string {
     return `the request failed (${res.status})`;
   }
 }
+
+/** The header an xAPI statements answer carries, which the console's pages of statements carry too. */
+const CONSISTENT_THROUGH = 'x-experience-api-consistent-through';
+/** The Consistent-Through of an xAPI handler's answer. */
+const throughOf = (res: XapiResponse): string => res.headers?.[CONSISTENT_THROUGH] ?? new Date(0).toISOString();
 
 /** The next page's query string of a `more` link. */
 const moreQuery = (more: string): string => (more ? more.slice(more.indexOf('?') + 1) : '');
@@ -198,16 +203,48 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const sendJson = (reply: FastifyReply, status: number, value: unknown) =>
     reply.status(status).headers({ 'content-type': 'application/json; charset=utf-8', 'cache-control': 'no-store', 'x-content-type-options': 'nosniff' }).send(JSON.stringify(value));
 
-  const sessionOf = (request: FastifyRequest) => openSession(sealer, parseCookies(request.headers.cookie).get(SESSION_COOKIE), now());
-  /** A page's session, or a redirect to the sign-in page that comes back here. */
-  const pageSession = (request: FastifyRequest, reply: FastifyReply): Session | undefined => {
-    const s = sessionOf(request);
-    if (!s) void reply.redirect(`/console/sign-in?next=${encodeURIComponent(request.url)}`, 303);
-    return s;
+  /**
+   * The request's session, when its cookie is sealed here, not expired, and its credential still
+   * holds and still gives the user it shows (auth.recheck: the credentials file re-read when it
+   * changed, the database credentials' cache and change counter; no database read per request).
+   * `ended`: why a session it carries no longer counts.
+   */
+  const sessionOf = async (request: FastifyRequest): Promise<{ session?: Session; ended?: 'credential' | 'unavailable' }> => {
+    const session = openSession(sealer, parseCookies(request.headers.cookie).get(SESSION_COOKIE), now());
+    if (!session) return {};
+    const state = await auth.recheck(session.user, session.stamp);
+    return state === 'valid' ? { session } : { ended: state === 'ended' ? 'credential' : 'unavailable' };
   };
-  const openSessionFor = (reply: FastifyReply, request: FastifyRequest, user: AuthUser) => {
-    const s = newSession(user, config.consoleSessionTtl, now());
-    reply.header('set-cookie', cookie(SESSION_COOKIE, sealer.seal('session', s), { path: '/console', maxAge: config.consoleSessionTtl, secure: secure(request) }));
+  const clearSession = (request: FastifyRequest, reply: FastifyReply) =>
+    reply.header('set-cookie', cookie(SESSION_COOKIE, '', { path: '/console', maxAge: 0, secure: secure(request) }));
+  const UNAVAILABLE = 'the console cannot check your sign-in right now (the database does not answer); try again shortly';
+  /** A page's session, or (sent) a redirect to the sign-in page that comes back here, saying why when a session ended. */
+  const pageSession = async (request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> => {
+    const { session, ended } = await sessionOf(request);
+    if (session) return session;
+    if (ended === 'unavailable') {
+      void sendPage(reply.header('retry-after', '5'), 503, errorPage(ctx(), 'Try again shortly', UNAVAILABLE));
+      return undefined;
+    }
+    if (ended) clearSession(request, reply);
+    void reply.redirect(`/console/sign-in?next=${encodeURIComponent(request.url)}${ended ? '&ended=credential' : ''}`, 303);
+    return undefined;
+  };
+  /** The session of a script's request (JSON answers), or (sent) its 401 or 503. */
+  const jsonSession = async (request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> => {
+    const { session, ended } = await sessionOf(request);
+    if (session) return session;
+    if (ended === 'unavailable') void sendJson(reply.header('retry-after', '5'), 503, { detail: UNAVAILABLE });
+    else {
+      if (ended) clearSession(request, reply);
+      void sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
+    }
+    return undefined;
+  };
+  const openSessionFor = (reply: FastifyReply, request: FastifyRequest, signed: AuthSuccess) => {
+    const at = now();
+    const s = newSession(signed.user, signed.stamp ?? '', config.consoleSessionTtl, at, signed.expiresMs);
+    reply.header('set-cookie', cookie(SESSION_COOKIE, sealer.seal('session', s), { path: '/console', maxAge: (s.expires - at) / 1000, secure: secure(request) }));
   };
   /**
    * Every change (POST) must come from the console's own pages: the session's CSRF token in the
@@ -235,23 +272,30 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     if (!adminRole(s.user)) return s.user;
     return { ...s.user, target: workingStore(s), scopes: [...s.user.scopes, 'all/read'] };
   };
-  /** Calls an xAPI resource as `user`: its scopes and its store. */
-  const xapiGet = async (resource: ConsoleResource, user: AuthUser, query: Record<string, string>): Promise<XapiResponse> => {
+  /**
+   * A page's reads: one view for all of them (a healthy read replica, else the primary), as one
+   * GET /statements has, so that the Consistent-Through shown is true of the whole page.
+   * Documents are read on the primary (their handler does not take a view).
+   */
+  const readView = (): StatementReads => deps.store.readView?.() ?? deps.store;
+  /** Calls an xAPI resource as `user` (its scopes and its store), its statement reads on `reads`. */
+  const xapiGet = async (resource: ConsoleResource, user: AuthUser, query: Record<string, string>, reads?: StatementReads): Promise<XapiResponse> => {
     const decision = authorise(user, 'GET', resource.scopes, policy);
     if (!decision.ok) return { status: 403, body: JSON.stringify({ detail: `this needs the scope ${decision.needed}, which ${user.username} does not hold` }) };
     const q = Object.assign(Object.create(null) as Record<string, string>, query);
     try {
-      return await resource.handler({ method: 'GET', query: q, headers: { 'x-experience-api-version': version }, body: undefined, user, access: decision.access, version });
+      return await resource.handler({ method: 'GET', query: q, headers: { 'x-experience-api-version': version }, body: undefined, user, access: decision.access, version, ...(reads && { reads }) });
     } catch (err) {
       if (err instanceof LrsError || err instanceof HttpRefusal) return errorResponse(err);
       throw err;
     }
   };
-  type Result = { statements: Record<string, unknown>[]; more: string };
-  const queryStatements = async (user: AuthUser, query: Record<string, string>): Promise<{ ok: true; result: Result } | { ok: false; status: number; detail: string }> => {
-    const res = await xapiGet(resources.statements, user, query);
+  /** A page of statements, and the Consistent-Through of the server that read it. */
+  type Result = { statements: Record<string, unknown>[]; more: string; through: string };
+  const queryStatements = async (user: AuthUser, query: Record<string, string>, reads: StatementReads): Promise<{ ok: true; result: Result } | { ok: false; status: number; detail: string }> => {
+    const res = await xapiGet(resources.statements, user, query, reads);
     if (res.status !== 200) return { ok: false, status: res.status, detail: detailOf(res) };
-    return { ok: true, result: JSON.parse(String(res.body)) as Result };
+    return { ok: true, result: { ...(JSON.parse(String(res.body)) as Omit<Result, 'through'>), through: throughOf(res) } };
   };
   const queryOf = (request: FastifyRequest): Record<string, string> => {
     const i = request.url.indexOf('?');
@@ -270,9 +314,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   app.get('/console', async (request, reply) => {
-    const s = sessionOf(request);
+    const { session } = await sessionOf(request);
     // Administrators land on the Overview; a plain xAPI user on its statements.
-    return reply.redirect(!s ? '/console/sign-in' : adminRole(s.user) ? '/console/overview' : '/console/statements', 303);
+    return reply.redirect(!session ? '/console/sign-in' : adminRole(session.user) ? '/console/overview' : '/console/statements', 303);
   });
 
   app.get('/console/assets/:hash/:name', async (request, reply) => {
@@ -283,9 +327,10 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   app.get('/console/sign-in', async (request, reply) => {
-    const next = queryOf(request).next;
-    if (sessionOf(request)) return reply.redirect(safeNext(next), 303);
-    return sendPage(reply, 200, signInPage(ctx(), { oidc: oidcEnabled, basic: basicEnabled, next }));
+    const { next, ended } = queryOf(request);
+    if ((await sessionOf(request)).session) return reply.redirect(safeNext(next), 303);
+    const notice = ended === 'credential' ? 'Your session has ended: the credential you signed in with was revoked, rotated, expired or changed. Sign in again.' : undefined;
+    return sendPage(reply, 200, signInPage(ctx(), { oidc: oidcEnabled, basic: basicEnabled, next, notice }));
   });
 
   app.post('/console/sign-in', async (request, reply) => {
@@ -302,45 +347,46 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
       if (result.status === 401) return page(401, 'Wrong username or password.');
       return page(result.status, `Too many sign-in attempts; try again in ${result.headers['retry-after'] ?? 'a few'} seconds.`);
     }
-    openSessionFor(reply, request, result.user);
+    openSessionFor(reply, request, result);
     return reply.redirect(safeNext(form.next), 303);
   });
 
   app.post('/console/sign-out', async (request, reply) => {
-    const s = sessionOf(request);
+    const { session: s } = await sessionOf(request);
     const form = await readForm(request);
     if (s && (!sameOrigin(request) || !csrfMatches(s, (request.headers['x-csrf-token'] as string | undefined) ?? form.csrf))) {
       return sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
     }
-    reply.header('set-cookie', cookie(SESSION_COOKIE, '', { path: '/console', maxAge: 0, secure: secure(request) }));
+    clearSession(request, reply);
     return reply.redirect('/console/sign-in', 303);
   });
 
   /** What the session holds (its expiry, scopes and store), for the console's script and the future admin pages. */
   app.get('/console/session', async (request, reply) => {
-    const s = sessionOf(request);
-    if (!s) return sendJson(reply, 401, { detail: 'no console session: sign in at /console/sign-in' });
+    const s = await jsonSession(request, reply);
+    if (!s) return reply;
     return sendJson(reply, 200, { username: s.user.username, scopes: s.user.scopes, store: workingStore(s), expires: new Date(s.expires).toISOString() });
   });
 
   app.get('/console/statements', async (request, reply) => {
-    const s = pageSession(request, reply);
+    const s = await pageSession(request, reply);
     if (!s) return reply;
     const query = queryOf(request);
     const filters = filtersOf(query);
     const q: Record<string, string> = { ...filters, ...(query.search_after && { search_after: query.search_after }) };
-    const r = await queryStatements(actor(s), q);
+    const r = await queryStatements(actor(s), q, readView());
     if (!r.ok) return sendPage(reply, r.status, statementsPage(ctx(s), { filters, statements: [], more: '', error: r.detail }));
-    const { statements, more } = r.result;
+    const { statements, more, through } = r.result;
     const first = !query.search_after;
     const tailSince = first ? ((statements[0]?.stored as string | undefined) ?? new Date(now()).toISOString()) : undefined;
-    return sendPage(reply, 200, statementsPage(ctx(s), { filters, statements, more: more && `/console/statements?${moreQuery(more)}`, tailSince }));
+    reply.header(CONSISTENT_THROUGH, through);
+    return sendPage(reply, 200, statementsPage(ctx(s), { filters, statements, more: more && `/console/statements?${moreQuery(more)}`, tailSince, through }));
   });
 
   /** The live tail: statements stored after `after` matching the filters, oldest first, as table rows. */
   app.get('/console/statements/tail', async (request, reply) => {
-    const s = sessionOf(request);
-    if (!s) return sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
+    const s = await jsonSession(request, reply);
+    if (!s) return reply;
     const query = queryOf(request);
     const filters = filtersOf(query);
     const after = query.after ?? '';
@@ -349,8 +395,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     // (another process, a slower transaction) still shows; the page skips those it has.
     const from = new Date(Date.parse(after) - TAIL_OVERLAP_MS).toISOString();
     const since = filters.since && Date.parse(filters.since) > Date.parse(from) ? filters.since : from;
-    const r = await queryStatements(actor(s), { ...filters, since, ascending: 'true', limit: '100' });
+    const r = await queryStatements(actor(s), { ...filters, since, ascending: 'true', limit: '100' }, readView());
     if (!r.ok) return sendJson(reply, r.status, { detail: r.detail });
+    reply.header(CONSISTENT_THROUGH, r.result.through);
     const rows = r.result.statements;
     const last = rows.at(-1)?.stored as string | undefined;
     const newest = last && Date.parse(last) > Date.parse(after) ? last : after;
@@ -359,8 +406,8 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   app.get('/console/statements/download', async (request, reply) => {
-    const s = sessionOf(request);
-    if (!s) return sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
+    const s = await jsonSession(request, reply);
+    if (!s) return reply;
     const raw = request.url.slice(request.url.indexOf('?') + 1);
     const params = new URLSearchParams(request.url.includes('?') ? raw : '');
     const format = params.get('format') ?? 'csv';
@@ -371,7 +418,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     if (unknown.length) return sendJson(reply, 400, { detail: `unknown fields: ${unknown.join(', ')} (known: ${EXPORT_FIELDS.join(', ')})` });
     const filters = filtersOf(Object.fromEntries(FILTERS.flatMap((k) => (params.has(k) ? [[k, params.get(k)!]] : []))));
     // The first page is read before answering, so a bad filter is a 400 rather than a cut download.
-    const first = await queryStatements(actor(s), { ...filters, limit: '0' });
+    // Every page from one server, whose Consistent-Through (in the header) is true of them all.
+    const reads = readView();
+    const first = await queryStatements(actor(s), { ...filters, limit: '0' }, reads);
     if (!first.ok) return sendJson(reply, first.status, { detail: first.detail });
     let stopped = false;
     request.raw.once('close', () => (stopped = true));
@@ -387,7 +436,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
         }
         if (out) yield out;
         if (!page.more) return;
-        const next = await queryStatements(actor(s!), Object.fromEntries(new URLSearchParams(moreQuery(page.more))));
+        const next = await queryStatements(actor(s!), Object.fromEntries(new URLSearchParams(moreQuery(page.more))), reads);
         page = next.ok ? next.result : undefined;
       }
     }
@@ -396,6 +445,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
       .headers({
         'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
         'content-disposition': `attachment; filename="statements-${stamp}.${format}"`,
+        [CONSISTENT_THROUGH]: first.result.through,
         'cache-control': 'no-store',
         'x-content-type-options': 'nosniff',
       })
@@ -403,29 +453,33 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   app.get('/console/statements/:id', async (request, reply) => {
-    const s = pageSession(request, reply);
+    const s = await pageSession(request, reply);
     if (!s) return reply;
     const { id } = request.params as { id: string };
     let voided = false;
-    let res = await xapiGet(resources.statements, actor(s), { statementId: id });
+    const reads = readView();
+    let res = await xapiGet(resources.statements, actor(s), { statementId: id }, reads);
     if (res.status === 404) {
-      const v = await xapiGet(resources.statements, actor(s), { voidedStatementId: id });
+      const v = await xapiGet(resources.statements, actor(s), { voidedStatementId: id }, reads);
       if (v.status === 200) [res, voided] = [v, true];
     }
     if (res.status !== 200) return sendPage(reply, res.status, errorPage(ctx(s), res.status === 404 ? 'No such statement' : 'Statement', detailOf(res)));
+    reply.header(CONSISTENT_THROUGH, throughOf(res));
     return sendPage(reply, 200, statementPage(ctx(s), JSON.parse(String(res.body)) as Record<string, unknown>, voided));
   });
 
   app.get('/console/learner', async (request, reply) => {
-    const s = pageSession(request, reply);
+    const s = await pageSession(request, reply);
     if (!s) return reply;
     const agentText = (queryOf(request).agent ?? '').trim();
     const empty = { agentText, statements: [], more: '', profiles: [], states: [] };
     if (!agentText) return sendPage(reply, 200, learnerPage(ctx(s), empty));
     const agent = agentParam(agentText);
-    const personRes = await xapiGet(resources.agents, actor(s), { agent });
+    const reads = readView();
+    const personRes = await xapiGet(resources.agents, actor(s), { agent }, reads);
     if (personRes.status !== 200) return sendPage(reply, personRes.status === 403 ? 403 : 400, learnerPage(ctx(s), { ...empty, error: detailOf(personRes) }));
-    const r = await queryStatements(actor(s), { agent, related_agents: 'true' });
+    const r = await queryStatements(actor(s), { agent, related_agents: 'true' }, reads);
+    if (r.ok) reply.header(CONSISTENT_THROUGH, r.result.through);
     const statements = r.ok ? r.result.statements : [];
     const profilesRes = await xapiGet(resources.agentProfile, actor(s), { agent });
     const profiles = profilesRes.status === 200 ? (JSON.parse(String(profilesRes.body)) as string[]) : detailOf(profilesRes);
@@ -457,12 +511,9 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   });
 
   const change: ConsoleKit['change'] = async (request, reply) => {
-    const s = sessionOf(request);
     const form = await readForm(request);
-    if (!s) {
-      void sendJson(reply, 401, { detail: 'the console session has ended: sign in again' });
-      return undefined;
-    }
+    const s = await jsonSession(request, reply);
+    if (!s) return undefined;
     if (!sameOrigin(request) || !csrfMatches(s, (request.headers['x-csrf-token'] as string | undefined) ?? form.csrf)) {
       void sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
       return undefined;

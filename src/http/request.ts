@@ -6,6 +6,7 @@
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { Access } from '../auth/scopes.ts';
 import type { AuthUser } from '../auth/types.ts';
+import type { StatementReads, StatementStore } from '../store/types.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 
@@ -30,7 +31,19 @@ export interface XapiRequest {
    * when it does not fit. Set by the server once the request is admitted.
    */
   holdParsed?: (values: number) => void;
+  /**
+   * The server the request's statement reads go to, when its caller chose one: the console reads
+   * all of a page through one view (readsOf). Absent: the handler takes a view of its own.
+   */
+  reads?: StatementReads;
 }
+
+/**
+ * Where a request's statement reads go: the view it carries, else a new one of the store (a
+ * healthy read replica, or the store itself): every read of one request from one server, whose
+ * Consistent-Through is then true of all of them.
+ */
+export const readsOf = (req: XapiRequest, store: Pick<StatementStore, 'readView'> & StatementReads): StatementReads => req.reads ?? store.readView?.() ?? store;
 
 export interface XapiResponse {
   status: number;

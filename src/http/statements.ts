@@ -13,7 +13,7 @@ import type { ActivityDefinition, Statement } from '../xapi/types.ts';
 import { buildStatementsMultipart } from '../xapi/multipart.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { errorResponse } from './errors.ts';
-import { json, type XapiRequest, type XapiResponse } from './request.ts';
+import { json, readsOf, type XapiRequest, type XapiResponse } from './request.ts';
 
 export interface StatementDeps {
   store: Store;
@@ -173,9 +173,7 @@ function statementsResult(jsons: string[], more: string): string[] {
 async function get(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
   const user = req.user!;
   const parsed = parseStatementRequest(req.query, { maxLimit: deps.maxSearchHits, maxBytes: deps.maxPageBytes, mineAgent: user.agent, onlyMine: req.access?.mineOnly ?? true });
-  // Every read of this request from one server (a read replica, if any is healthy), whose
-  // Consistent-Through is then true of all of them.
-  const reads = deps.store.readView?.() ?? deps.store;
+  const reads = readsOf(req, deps.store);
   if (parsed.kind === 'single') {
     // Another authority's statement, for a user restricted to its own, is as absent as a missing one.
     const row = await reads.getStatement(user.target, parsed.id, parsed.voided, parsed.authority);

@@ -12,7 +12,7 @@ import { LrsError } from '../errors.ts';
 import type { CredentialRow, CredentialStore } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
 import { OpsError } from './errors.ts';
-import { checkAgent, checkScopes, checkUsername } from './users.ts';
+import { checkAgent, checkScopes, checkUsername, checkValidation } from './users.ts';
 
 /** Random bytes of a secret: 256 bits, 43 base64url characters. */
 const SECRET_BYTES = 32;
@@ -92,11 +92,6 @@ export function parseExpires(text: string, nowMs: number): number {
   }
   if (ms <= nowMs) throw new OpsError(`expires: ${JSON.stringify(text)} is in the past`);
   return ms;
-}
-
-function checkValidation(v: string | undefined): 'strict' | 'lax' | undefined {
-  if (v === undefined || v === 'strict' || v === 'lax') return v;
-  throw new OpsError(`validation: ${JSON.stringify(v)} is neither strict nor lax`);
 }
 
 function checkText(field: string, value: string, max: number): void {

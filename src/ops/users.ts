@@ -62,9 +62,14 @@ export interface NewUser {
   validation?: string;
 }
 
-/** Refuses a validation mode other than strict and lax (docs/validation.md). */
-export function checkValidation(validation: string | undefined): asserts validation is 'strict' | 'lax' | undefined {
-  if (validation !== undefined && validation !== 'strict' && validation !== 'lax') throw new OpsError(`the validation must be strict or lax, got ${JSON.stringify(validation)}`);
+/**
+ * A user's or credential's validation mode (docs/validation.md): strict, lax, or none (the
+ * server's); anything else is refused. The one check of the credentials file's users and the
+ * database credentials alike.
+ */
+export function checkValidation(validation: string | undefined): 'strict' | 'lax' | undefined {
+  if (validation === undefined || validation === 'strict' || validation === 'lax') return validation;
+  throw new OpsError(`validation must be strict or lax, got ${JSON.stringify(validation)}`);
 }
 
 /** The credentials entry of a user, checked, its password hashed. */
@@ -74,7 +79,7 @@ export async function credentialEntry(user: NewUser): Promise<CredentialEntry> {
   checkScopes(user.scopes);
   checkAgent(user.agent);
   checkPassword(user.password);
-  checkValidation(user.validation);
+  const validation = checkValidation(user.validation);
   const hash = await bcrypt.hash(user.password, await bcrypt.genSalt(BCRYPT_ROUNDS, 'b'));
   return {
     username: user.username,
@@ -82,7 +87,7 @@ export async function credentialEntry(user: NewUser): Promise<CredentialEntry> {
     scopes: user.scopes,
     agent: user.agent,
     ...(user.target !== undefined && { target: user.target }),
-    ...(user.validation !== undefined && { validation: user.validation }),
+    ...(validation !== undefined && { validation }),
   };
 }
 

@@ -143,3 +143,36 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+for (const backend of BACKENDS) {
+  describe(`admin API: a replay's default validation (${backend.name})`, () => {
+    const STRICT: TestUser = { username: 'strict-lms', password: 'strict-pass', scopes: ['all'], agent: { mbox: 'mailto:strict@example.com' }, validation: 'strict' };
+    let strict: TestLrs;
+    let lax: TestLrs | undefined;
+    before(async () => {
+      strict = await startTestLrs(backend, { users: [ADMIN, OPERATOR, STRICT] });
+    });
+    after(async () => {
+      await lax?.close();
+      await strict?.close();
+    });
+
+    test('without a mode: the credential’s, else the server’s LECTERN_XAPI_VALIDATION', async () => {
+      // A property xAPI does not define: refused under strict validation, kept out under lax.
+      const extra = () => statement({ lms_course_code: 'BIO-101' });
+      assert.equal((await strict.fetch('/xAPI/statements', jsonInit('POST', extra()))).status, 400);
+      assert.equal((await strict.fetch('/xAPI/statements', jsonInit('POST', extra(), { user: STRICT }))).status, 400);
+      await strict.lrs.rejections.flush();
+      // Another server on the same database, lax by default, replays them.
+      lax = await startTestLrs(backend, { shareWith: strict, env: { LECTERN_XAPI_VALIDATION: 'lax' } });
+      const kept = (await (await lax.fetch('/admin/api/rejections', { user: OPERATOR, version: null })).json()) as { rejections: Shown[] };
+      const who = new Map(kept.rejections.map((r) => [r.id, r.username]));
+      const res = await lax.fetch('/admin/api/rejections/replay', jsonInit('POST', { all: true }, { user: OPERATOR, version: null }));
+      assert.equal(res.status, 200);
+      const body = (await res.json()) as { results: { id: string; outcome: string }[]; stored: number; refused: number };
+      const outcomes = Object.fromEntries(body.results.map((r) => [who.get(r.id), r.outcome]));
+      assert.deepEqual(outcomes, { admin: 'stored', 'strict-lms': 'refused' }, 'the server’s lax for a credential that chose none; strict for the one that chose it');
+      assert.deepEqual([body.stored, body.refused], [1, 1]);
+    });
+  });
+}

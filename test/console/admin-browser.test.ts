@@ -4,11 +4,10 @@
  * HTTP client, then revoked (401); a refused statement replayed as lax; a dead letter retried; a
  * learner erased after the dry run; the operator's store switcher, and a store administrator who
  * cannot reach another store; the Overview (figures, the chart and its table); axe-core on each page (light, dark, 390 px). One browser for the
- * file. With LECTERN_TEST_SCREENSHOTS=1, screenshots go to docs/screenshots/.
+ * file. The screenshots of the docs are ./screenshots.test.ts's.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -18,14 +17,12 @@ import { eventually, Receiver } from '../helpers/receiver.ts';
 import { runserver, type Server } from './runserver.ts';
 
 const AXE = readFileSync(fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url)), 'utf8');
-const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 const OPERATOR: TestUser = { username: 'operator', password: 'op-secret-pass', scopes: ['admin'], agent: { mbox: 'mailto:op@example.com' } };
 const B_ADMIN: TestUser = { username: 'b-admin', password: 'b-admin-secret', scopes: ['admin/store'], agent: { mbox: 'mailto:b-admin@example.com' }, target: 'b' };
 const B_USER: TestUser = { username: 'b-user', password: 'b-user-pass', scopes: ['all'], agent: { mbox: 'mailto:b@example.com' }, target: 'b' };
 
 let browser: Browser;
 before(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -58,7 +55,6 @@ const xapi = (url: string, user: { username: string; password: string }, init: R
   fetch(`${url}/xAPI/statements`, { ...init, headers: { authorization: basic(user as TestUser), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json', ...(init.headers as Record<string, string>) } });
 
 for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
-  const shots = backend === sqliteBackend && process.env.LECTERN_TEST_SCREENSHOTS === '1';
   describe(`the console's admin pages in a browser (${backend.name})`, () => {
     let server: Server;
     let receiver: Receiver;
@@ -102,14 +98,23 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(stored.status, 200, await stored.text());
       assert.equal((await xapi(server.url, client)).status, 200);
 
+      // Someone signed in to the console with it, in a browser of their own.
+      const theirs = await (await browser.newContext({ viewport: { width: 1200, height: 900 } })).newPage();
+      await signIn(theirs, server.url, { ...client, scopes: [], agent: {} });
+
       await page.getByRole('link', { name: 'Back to Access' }).click();
       const row = page.locator(`tr[data-key="${key}"]`);
       assert.match(await row.innerText(), /Moodle[\s\S]*active/);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-access.png'), fullPage: true });
       await row.getByRole('button', { name: `Revoke ${key}` }).click();
       await page.waitForURL(/\/console\/access$/);
       assert.match(await page.locator(`tr[data-key="${key}"]`).innerText(), /revoked/);
       assert.equal((await xapi(server.url, client)).status, 401);
+      // Their session ended with the credential: their next page is the sign-in page, saying why.
+      await theirs.getByRole('link', { name: 'Statements' }).first().click();
+      await theirs.waitForURL(/\/console\/sign-in\?next=.*&ended=credential$/);
+      assert.match(await theirs.getByRole('status').first().innerText(), /Your session has ended: the credential you signed in with was revoked/);
+      assert.equal(await theirs.getByLabel('Username').isVisible(), true);
+      await theirs.context().close();
       assert.match(await page.locator('table.audit').innerText(), /credentials\.revoke[\s\S]*credentials\.create/);
     });
 
@@ -124,7 +129,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       });
       assert.match(await page.locator('section', { hasText: 'Reasons by type' }).innerText(), /value_error\.extra\s+1/);
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-rejections.png'), fullPage: true });
       await link.click();
       assert.match(await page.locator('pre.json').innerText(), /"lms_course_code": "BIO-101"/);
       assert.deepEqual(await axeViolations(page), []);
@@ -143,7 +147,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       });
       assert.match(await page.locator('table.dead').innerText(), /403/);
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-forwarding.png'), fullPage: true });
       receiver.respond = () => ({ status: 200 });
       const before = receiver.requests.length;
       await page.getByRole('button', { name: 'Retry every dead letter' }).click();
@@ -162,7 +165,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       await page.getByRole('button', { name: 'Dry run' }).click();
       assert.equal(await page.locator('#n-statements').innerText(), '2');
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-erase.png'), fullPage: true });
       await page.getByLabel(/Type .* to confirm/).fill('eve@example.org');
       await page.getByRole('button', { name: 'Erase for good' }).click();
       assert.match(await page.locator('[role="alert"]').innerText(), /Type eve@example\.com exactly/);
@@ -179,7 +181,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(inB.status, 200);
       await page.getByRole('link', { name: 'Switch store' }).click();
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-stores.png'), fullPage: true });
       await page.getByLabel('Store', { exact: true }).fill('b');
       await page.getByRole('button', { name: 'Work in this store' }).click();
       await page.waitForURL(/\/console\/statements$/);
@@ -226,7 +227,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(await page.locator('details.numbers').count(), 2, 'the ingest chart has its table too');
       assert.match(await table.locator('tbody tr').last().innerText(), /\d{4}-\d\d-\d\d\s+1/);
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-overview.png'), fullPage: true });
 
       const context = await browser.newContext();
       try {
@@ -250,12 +250,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
           await page.goto(`${server.url}${path}`);
           assert.equal(await overflows(page), false, path);
           assert.deepEqual(await axeViolations(page), [], path);
-        }
-        if (shots) {
-          await page.goto(`${server.url}/console/access`);
-          await page.screenshot({ path: join(SCREENSHOTS, 'console-access-phone-dark.png') });
-          await page.goto(`${server.url}/console/overview`);
-          await page.screenshot({ path: join(SCREENSHOTS, 'console-overview-phone-dark.png'), fullPage: true });
         }
       } finally {
         await page.setViewportSize({ width: 1200, height: 900 });

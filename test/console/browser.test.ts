@@ -3,11 +3,10 @@
  * `lectern runserver` on SQLite and PostgreSQL: keyboard-only sign-in and browse, filters, paging,
  * one statement, the live tail, a CSV download, the learner page, axe-core on each page (light,
  * dark, 390 px), and OpenID Connect sign-in with PKCE. One browser for the file, one page per
- * server. With LECTERN_TEST_SCREENSHOTS=1, screenshots of each page go to docs/screenshots/ (the README shows them).
+ * server. The screenshots of the docs are ./screenshots.test.ts's.
  */
 import assert from 'node:assert/strict';
-import { mkdirSync, readFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { chromium, type Browser, type Page } from 'playwright-core';
@@ -18,11 +17,9 @@ import { freePort } from '../helpers/tools.ts';
 import { runserver, type Server } from './runserver.ts';
 
 const AXE = readFileSync(fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url)), 'utf8');
-const SCREENSHOTS = fileURLToPath(new URL('../../docs/screenshots/', import.meta.url));
 
 let browser: Browser;
 before(async () => {
-  mkdirSync(SCREENSHOTS, { recursive: true });
   browser = await chromium.launch({
     executablePath: '/usr/bin/chromium',
     args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
@@ -46,8 +43,6 @@ const overflows = (page: Page) => page.evaluate(() => document.documentElement.s
 const VERB = (v: string) => ({ id: `http://adlnet.gov/expapi/verbs/${v}`, display: { 'en-US': v } });
 
 for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
-  // Written on request only (LECTERN_TEST_SCREENSHOTS=1), so that a test run leaves the work tree as it was.
-  const shots = backend === sqliteBackend && process.env.LECTERN_TEST_SCREENSHOTS === '1';
   describe(`the console in a browser (${backend.name})`, () => {
     let server: Server;
     let page: Page;
@@ -85,7 +80,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       await page.goto(`${server.url}/console`);
       assert.match(page.url(), /\/console\/sign-in/);
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-sign-in.png') });
       // Wrong password first: the error is announced and the form kept.
       await page.keyboard.type(ADMIN.username);
       await page.keyboard.press('Tab');
@@ -105,7 +99,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(await rows.count(), 5, 'the voided statement is not listed; the voiding one is');
       assert.match(await rows.first().innerText(), /voided[\s\S]*voids a statement/);
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-statements.png'), fullPage: true });
     });
 
     test('a click on a verb filters by it; then on an actor; the filters show in the form', async () => {
@@ -152,7 +145,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       await page.waitForURL(new RegExp(`/console/statements/${ids[2]}$`));
       assert.equal((JSON.parse(await page.locator('pre.json').innerText()) as { id: string }).id, ids[2]);
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-statement.png') });
       await page.goto(`${server.url}/console/statements/${ids[3]}`);
       assert.match(await page.locator('[role="note"]').innerText(), /Voided/);
     });
@@ -190,7 +182,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(await page.locator('#rows tr').count(), 2);
       assert.match(await page.locator('section', { hasText: 'Agent profiles' }).innerText(), /preferences[\s\S]*http:\/\/example\.com\/course\/intro\s+bookmark/);
       assert.deepEqual(await axeViolations(page), []);
-      if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-learner.png'), fullPage: true });
     });
 
     test('at 390 px in dark mode: nothing wider than the screen, no axe violations', async () => {
@@ -204,7 +195,6 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         }
         await page.goto(`${server.url}/console/statements`);
         await page.locator('#results-title').scrollIntoViewIfNeeded();
-        if (shots) await page.screenshot({ path: join(SCREENSHOTS, 'console-statements-phone-dark.png') });
       } finally {
         await page.setViewportSize({ width: 1200, height: 900 });
         await page.emulateMedia({ colorScheme: 'light' });
@@ -259,9 +249,11 @@ describe('console sign-in through OpenID Connect (authorization code with PKCE)'
       await page.locator('button[type="submit"]').click(); // consent
       await page.waitForURL(`${server.url}/console/statements`);
       assert.equal(await page.locator('h1').innerText(), 'Statements');
-      const session = (await (await page.request.get(`${server.url}/console/session`)).json()) as { scopes: string[]; store: string };
+      const session = (await (await page.request.get(`${server.url}/console/session`)).json()) as { scopes: string[]; store: string; expires: string };
       assert.ok(session.scopes.includes('all/read'), JSON.stringify(session));
       assert.equal(session.store, '');
+      // Bounded by the access token's expiry (the provider's tokens last 600 s), not the 8 hours of LECTERN_CONSOLE_SESSION_TTL.
+      assert.ok(Date.parse(session.expires) <= Date.now() + 600_000, session.expires);
     } finally {
       await context.close();
       await server.stop();

@@ -181,7 +181,7 @@ for (const backend of BACKENDS) {
         [['create', '-s', 'all'], /give exactly one agent identifier/],
         [['create', '-s', 'all', '-M', AGENT.mbox, '--expires', 'tomorrow'], /expires: "tomorrow" is not an ISO 8601 date/],
         [['create', '-s', 'all', '-M', AGENT.mbox, '--expires', '2001-01-01'], /expires: "2001-01-01" is in the past/],
-        [['create', '-s', 'all', '-M', AGENT.mbox, '--validation', 'loose'], /validation: "loose" is neither strict nor lax/],
+        [['create', '-s', 'all', '-M', AGENT.mbox, '--validation', 'loose'], /validation must be strict or lax, got "loose"/],
         [['create', '-s', 'all', '-M', AGENT.mbox, '--key', 'a:b'], /contains ":"/],
         // A key equal to a user of the credentials file.
         [['create', '-s', 'all', '-M', AGENT.mbox, '--key', ADMIN.username], /is the name of a user of the credentials file/],

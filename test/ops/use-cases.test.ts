@@ -153,3 +153,24 @@ async function* from(list: ImportItem[]): AsyncGenerator<ImportItem> {
 }
 
 const items = (values: unknown[]): AsyncGenerator<ImportItem> => from(values.map((value, i) => ({ n: i + 1, value })));
+
+describe('validation modes', () => {
+  test('a credentials-file user and a database credential refuse the same modes, with the same message, before writing anything', async () => {
+    const { createCredential } = await import('../../src/ops/credentials.ts');
+    const { credentialEntry } = await import('../../src/ops/users.ts');
+    // A store that fails any use: a refused create must not reach it.
+    const untouched = new Proxy({}, { get: () => { throw new Error('the store was used'); } }) as Parameters<typeof createCredential>[0];
+    const refusals = async (validation: string) => {
+      const file = await credentialEntry({ username: 'u', password: 'p', scopes: ['all'], agent: BEN as never, validation }).then(() => 'accepted', (e: Error) => e);
+      const db = await createCredential(untouched, { scopes: ['all'], agent: BEN as never, validation }).then(() => 'accepted', (e: Error) => e);
+      return [file, db];
+    };
+    for (const mode of ['loose', 'Strict', '']) {
+      const [file, db] = await refusals(mode);
+      assert.ok(file instanceof OpsError && db instanceof OpsError, mode);
+      assert.equal(file.message, `validation must be strict or lax, got ${JSON.stringify(mode)}`);
+      assert.equal(db.message, file.message);
+    }
+    for (const mode of ['strict', 'lax']) assert.equal((await credentialEntry({ username: 'u', password: 'p', scopes: ['all'], agent: BEN as never, validation: mode })).validation, mode);
+  });
+});
