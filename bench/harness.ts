@@ -4,7 +4,7 @@
  * baselines, plus a throwaway PostgreSQL cluster (bench/postgres-cluster.ts) and the server's RSS.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
@@ -43,9 +43,15 @@ function nodeJson<T>(args: string[], what: string): Promise<T> {
   });
 }
 
-/** The load generator, in its own process, against `url`. */
-export function runLoad(url: string, seed: number, jobs: Job[]): Promise<LoadResult[]> {
-  return nodeJson<LoadResult[]>([LOAD, JSON.stringify({ url, seed, authorization: AUTHORIZATION, jobs })], 'load generator');
+/** The load generator, in its own process, against `url` (as the benchmark user, or as `authorization`). */
+export function runLoad(url: string, seed: number, jobs: Job[], authorization = AUTHORIZATION): Promise<LoadResult[]> {
+  return nodeJson<LoadResult[]>([LOAD, JSON.stringify({ url, seed, authorization, jobs })], 'load generator');
+}
+
+/** Free bytes for an unprivileged writer on the filesystem holding `path`. */
+export function freeDisk(path: string): number {
+  const s = statfsSync(path);
+  return s.bavail * s.bsize;
 }
 
 export function sqliteLimit(file: string, seed: number, count: number, perTx: number): Promise<DbLimit> {
@@ -171,11 +177,11 @@ export function startBareHttp(seed: number, o: { nodeFlags?: string[]; env?: Rec
  * as a production server would run; a larger buffer cache and WAL so a 1M load is not a
  * checkpoint storm.
  */
-export function startPostgres(opts: { statementStats?: boolean } = {}): Promise<PgCluster> {
+export function startPostgres(opts: { statementStats?: boolean; at?: string } = {}): Promise<PgCluster> {
   const settings = ['shared_buffers = 256MB', 'max_wal_size = 4GB', 'checkpoint_timeout = 15min'];
   // With --profile: per-statement server time (pg_stat_statements), to see where a write's time goes.
   if (opts.statementStats) settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'pg_stat_statements.track_planning = on', 'track_io_timing = on');
-  return startCluster({ durable: true, settings });
+  return startCluster({ durable: true, settings, at: opts.at });
 }
 
 export interface StatementStat {

@@ -9,7 +9,11 @@
  *   npm run bench -- --backend sqlite --sizes 20000,100000 --phases ingest,queries
  *   npm run bench -- --profile /tmp/prof        # the server runs with node --cpu-prof (+ pg_stat_statements)
  *   npm run bench -- --fill 16,500,200000       # load between the measured chunks with 16 clients × 500/POST
- *   npm run bench -- --backend sqlite --keep /tmp/db   # keep the loaded SQLite file (e.g. for bench/plans.ts)
+ *   npm run bench -- --backend sqlite --keep /tmp/db   # load into /tmp/db/lectern.sqlite and keep it (e.g. for bench/plans.ts)
+ *   npm run bench -- --backend postgres --keep /tmp/db # keep the PostgreSQL cluster (stopped cleanly) in /tmp/db/postgres
+ *   npm run bench -- --reuse /tmp/db --sizes 1000000 --phases queries
+ *                                               # start from a kept store holding the first size's statements
+ *                                               # (same seed), skip its ingest; works on it in place
  *
  * Workloads per backend: batch ingest (POST 100 statements per request, 4 clients) from an empty
  * store up to each size, single-statement POST and PUT (32 clients), State documents (PUT/GET
@@ -20,18 +24,19 @@
  * parses the same JSON and answers 204). Output: tables on stdout (ratios first) and a JSON file
  * (bench/results/, or --out), plus the query plans at each size (--no-plans to skip).
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
-import type { PgCluster } from './postgres-cluster.ts';
+import { openCluster, type PgCluster } from './postgres-cluster.ts';
 import { averageSize, queryFilters, statementId, VERB } from './generate.ts';
 import { EXTRA_ENTRIES } from './extras.ts';
 import {
   AUTHORIZATION,
   bytesWritten,
   type BackendName,
+  freeDisk,
   type BenchContext,
   type BenchRow,
   type DbLimit,
@@ -64,6 +69,7 @@ const { values: args } = parseArgs({
     'no-plans': { type: 'boolean', default: false },
     profile: { type: 'string' },
     keep: { type: 'string' },
+    reuse: { type: 'string' },
     fill: { type: 'string' },
   },
 });
@@ -82,6 +88,25 @@ const FILL = args.fill
   ? (([clients, batch, chunk]) => ({ clients, batch, chunk }))(args.fill.split(',').map(Number))
   : undefined;
 if (args['no-plans']) PHASES.delete('plans');
+/** --reuse works on the kept store in place, so it stays where it is: --keep may only name the same place. */
+if (args.reuse && args.keep && resolve(args.reuse) !== resolve(args.keep)) {
+  process.stderr.write('--reuse works on the kept store in place (it stays there): drop --keep, or give it the same path\n');
+  process.exit(2);
+}
+const KEEP = args.reuse ? undefined : args.keep;
+const REUSE = args.reuse;
+
+/** A kept SQLite store: the file itself, or lectern.sqlite in the folder given. */
+const sqliteFileIn = (p: string) => (existsSync(p) && statSync(p).isDirectory() ? join(p, 'lectern.sqlite') : p);
+/** A kept PostgreSQL cluster's folder (holding data/): given itself, as its data/, or as the folder --keep filled (postgres/). */
+function clusterDirIn(p: string): string {
+  for (const dir of [join(p, 'postgres'), p, dirname(p)]) if (existsSync(join(dir, 'data', 'PG_VERSION'))) return dir;
+  throw new Error(`no kept PostgreSQL cluster in ${p} (looked for postgres/data, data and the folder itself)`);
+}
+
+/** ≈ 2 KB on disk per statement (1.4 KB of JSON, ×1.3–1.4 with indexes, and headroom); PostgreSQL also keeps up to max_wal_size (4 GB) of WAL. */
+const BYTES_PER_STATEMENT = 2048;
+const POSTGRES_WAL = 5 * 1024 ** 3;
 
 /** Workload sizes: the full run and --quick. */
 const P = QUICK
@@ -160,6 +185,7 @@ async function baselines(dir: string, cluster: PgCluster | undefined): Promise<B
   if (cluster) {
     log('baseline: PostgreSQL COPY');
     try {
+      await pgQuery(cluster.url, 'DROP DATABASE IF EXISTS bench_raw');
       await pgQuery(cluster.url, 'CREATE DATABASE bench_raw');
       b.postgres = await postgresLimit(cluster.url.replace(/\/postgres$/, '/bench_raw'), SEED, P.rawRows, 10_000);
     } catch (err) {
@@ -226,6 +252,24 @@ async function storedOf(url: string, i: number): Promise<string> {
   throw new Error(`statements ${i}… of the stream are not stored`);
 }
 
+/**
+ * A reused store must be what the run would have loaded: statements 0 … size-1 of this seed (the
+ * query filters and since/until bounds are taken from them). A few ids at each end are looked up;
+ * a pruned store (statement 0 gone) or a bigger one is refused.
+ */
+async function checkReused(url: string, size: number): Promise<void> {
+  const has = async (i: number) => {
+    for (const param of ['statementId', 'voidedStatementId']) {
+      const res = await fetch(`${url}/xAPI/statements?${param}=${statementId(SEED, i)}`, { headers: { authorization: AUTHORIZATION, 'x-experience-api-version': '1.0.3' } });
+      await res.arrayBuffer();
+      if (res.status === 200) return true;
+    }
+    return false;
+  };
+  for (const i of [0, 1, 2, Math.floor(size / 2), size - 2, size - 1]) if (!(await has(i))) throw new Error(`--reuse: statement ${i} of seed ${SEED} is not in the store (pruned, another seed, or fewer than ${size} statements)`);
+  for (const i of [size, size + 1, size + 2]) if (await has(i)) throw new Error(`--reuse: statement ${i} of seed ${SEED} is in the store: it holds more than the first size (${size})`);
+}
+
 async function queryCases(url: string, size: number): Promise<PlanCase[]> {
   // A window of 5 % of the store: since is exclusive, so it starts just before statement 45 %.
   const since = new Date(Date.parse(await storedOf(url, Math.floor(size * 0.45))) - 1).toISOString();
@@ -264,7 +308,13 @@ async function postgresDisk(url: string): Promise<Disk> {
 
 async function benchBackend(backend: BackendName, root: string, cluster: PgCluster | undefined, progress: (r: BackendResult) => void): Promise<BackendResult> {
   const dir = mkdtempSync(join(root, `${backend}-`));
-  const sqlitePath = backend === 'sqlite' ? join(dir, 'lectern.sqlite') : undefined;
+  // With --keep the store is made where it is kept (no copy: at 10M it is ≈ 20 GB).
+  const sqlitePath = backend !== 'sqlite' ? undefined : REUSE ? sqliteFileIn(REUSE) : KEEP ? join(KEEP, 'lectern.sqlite') : join(dir, 'lectern.sqlite');
+  if (sqlitePath && REUSE && !existsSync(sqlitePath)) throw new Error(`--reuse: no SQLite store at ${sqlitePath}`);
+  if (sqlitePath && KEEP) {
+    if (existsSync(sqlitePath)) throw new Error(`--keep: ${sqlitePath} exists; a kept store is not overwritten (--reuse it, or remove it)`);
+    mkdirSync(KEEP, { recursive: true });
+  }
   const postgresUrl = cluster ? cluster.url.replace(/\/postgres$/, '/lectern_bench') : undefined;
   const result: BackendResult = { backend, ingest: [], fill: [], writes: {}, queries: [], peakRss: 0, extras: [], plans: {} };
   log(`${backend}: starting lectern runserver`);
@@ -274,7 +324,19 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
   try {
     let loaded = 0;
     let singlesFrom = 0;
+    if (REUSE) {
+      loaded = SIZES[0];
+      await checkReused(server.url, loaded);
+      log(`${backend}: reusing the store in ${REUSE}: statements 0…${int(loaded - 1)} of seed ${SEED} are there, ${int(loaded)} is not`);
+    }
     for (const size of SIZES) {
+      if (loaded < size && PHASES.has('ingest')) {
+        const where = sqlitePath ? dirname(sqlitePath) : cluster!.dir;
+        const need = (size - loaded) * BYTES_PER_STATEMENT + (backend === 'postgres' ? POSTGRES_WAL : 0);
+        const free = freeDisk(where);
+        log(`${backend}: ${gb(free)} free in ${where}; loading ${int(loaded)} → ${int(size)} needs ≈ ${gb(need)}`);
+        if (free < need) throw new Error(`not enough disk to load ${int(size)} statements: ${gb(free)} free in ${where}, ≈ ${gb(need)} needed (2 KB per statement${backend === 'postgres' ? ' + 5 GB of WAL' : ''})`);
+      }
       while (loaded < size && PHASES.has('ingest')) {
         // The chunk from the empty store and the chunk that reaches each size are the measured
         // workload; with --fill, the chunks between are loaded faster (bigger POSTs, more clients)
@@ -379,11 +441,7 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
     } catch (err) {
       fail('sqlite disk', err);
     }
-    if (args.keep) {
-      mkdirSync(args.keep, { recursive: true });
-      copyFileSync(sqlitePath!, join(args.keep, 'lectern.sqlite'));
-      log(`${backend}: database kept in ${join(args.keep, 'lectern.sqlite')}`);
-    }
+    if (KEEP || REUSE) log(`${backend}: database kept in ${sqlitePath}`);
   }
   rmSync(dir, { recursive: true, force: true });
   return result;
@@ -395,6 +453,7 @@ const int = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ?
 const ms = (n: number | undefined) => (n === undefined ? '–' : n < 10 ? n.toFixed(1) : String(Math.round(n)));
 const pct = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '–' : `${(n * 100).toFixed(n < 0.1 ? 1 : 0)} %`);
 const mb = (n: number) => `${Math.round(n / 1024 / 1024)} MB`;
+const gb = (n: number) => `${(n / 1024 ** 3).toFixed(1)} GB`;
 
 function table(head: string[], rows: string[][]): string {
   const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
@@ -537,7 +596,12 @@ async function main(): Promise<number> {
   try {
     if (BACKEND_LIST.includes('postgres')) {
       try {
-        cluster = await startPostgres({ statementStats: args.profile !== undefined });
+        if (REUSE) {
+          cluster = await openCluster(clusterDirIn(REUSE));
+          log(`postgres: reusing the cluster in ${cluster.dir}`);
+        } else {
+          cluster = await startPostgres({ statementStats: args.profile !== undefined, at: KEEP && join(resolve(KEEP), 'postgres') });
+        }
         const [v] = await pgQuery<{ v: string }>(cluster.url, 'SHOW server_version');
         m.postgres = v.v;
       } catch (err) {
@@ -547,10 +611,20 @@ async function main(): Promise<number> {
     b = await baselines(root, cluster);
     for (const backend of BACKEND_LIST) {
       if (backend === 'postgres' && !cluster) continue;
-      results.push(await benchBackend(backend, root, cluster, (partial) => save(partial)));
+      try {
+        results.push(await benchBackend(backend, root, cluster, (partial) => save(partial)));
+      } catch (err) {
+        fail(backend, err);
+      }
       save();
     }
   } finally {
+    if (cluster && (KEEP || REUSE)) {
+      // Kept: without the COPY baseline's database, stopped cleanly (a checkpoint), reopened by --reuse.
+      await pgQuery(cluster.url, 'DROP DATABASE IF EXISTS bench_raw').catch((err: unknown) => fail('dropping bench_raw', err));
+      await cluster.stop().catch((err: unknown) => fail('stopping the kept cluster', err));
+      log(`postgres: cluster kept (stopped) in ${cluster.dir}`);
+    }
     cluster?.destroy();
     rmSync(root, { recursive: true, force: true });
   }
