@@ -253,7 +253,7 @@ export async function startStandby(primary: PgCluster, settings: string[] = [], 
   const user = clusterUser();
   const { dir, data } = clusterDir(user, at);
   const slot = `standby_${process.pid}_${Date.now().toString(36)}`;
-  await tool(bin, user, 0)('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '-C', '-S', slot, '--no-sync']);
+  await tool(bin, user, 0)('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '-C', '-S', slot, '--no-sync', '-c', 'fast']);
   appendConf(data, [`unix_socket_directories = '${dir}'`, 'hot_standby = on', ...settings]);
   return launch(bin, user, dir, data, at !== undefined);
 }
