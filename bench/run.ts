@@ -31,7 +31,7 @@ import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
 import { openCluster, type PgCluster } from './postgres-cluster.ts';
-import { averageSize, queryFilters, statementId, VERB } from './generate.ts';
+import { averageSize, queryFilters, streamMentions, VERB } from './generate.ts';
 import { EXTRA_ENTRIES } from './extras.ts';
 import {
   AUTHORIZATION,
@@ -459,7 +459,11 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
       result.prune = figures;
       log(`${backend}: queries after the prune`);
       for (const r of await runLoad(server.url, SEED, queryJobs(cases, P.pages))) {
-        const ok = checked(r, `${backend} query after the prune`);
+        // A filter may rightly match nothing once its statements were all in the pruned part (at small sizes, the rare agent's).
+        const params = cases.find((c) => c.name === r.name)?.params ?? {};
+        const gone = r.firstPageCount === 0 && !streamMentions(SEED, figures.cut + 2000, loaded, params);
+        if (gone) log(`${backend}: after the prune, ${r.name} matches nothing, rightly: no statement after the pruned part mentions it`);
+        const ok = gone ? r : checked(r, `${backend} query after the prune`);
         result.afterPrune.push({ filter: r.name, size: loaded, first: ok?.run, deep: ok?.deep, pagesFound: ok?.pagesFound, walkMs: ok?.walkMs });
         const before = result.queries.find((q) => q.size === loaded && q.filter === r.name)?.first?.latency.p50;
         if (ok?.run) {
