@@ -491,6 +491,13 @@ export class PostgresStore extends PostgresReaders implements Store {
     const tid = await this.tenantId(tenant);
     if (!ids.length || tid === undefined) return { statements: 0, attachments: 0 };
     return this.tx(async (c) => {
+      // The tenant's statement lock, first and for the whole (short) transaction, though old
+      // statements do not bear on the order of new ones (seq comes from a sequence, stored never
+      // goes back): a writer resolved its key ids before its transaction and checks keys_epoch
+      // under this lock, so keys dropped here without it could be written in new link rows;
+      // a writer voiding or reaching a statement deleted here relies on its row, checked under
+      // the lock, and its reach rows would outlive it. Taken after the deletions instead, a
+      // writer holding the lock and waiting for a row deleted here would deadlock with it.
       await this.lockTenant(c, tenant);
       const r = await c.query<{ rows: string | null; hashes: string[] }>({
         name: 'delete_statements',
