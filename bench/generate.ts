@@ -311,3 +311,29 @@ export function queryFilters(seed: number): Record<string, Record<string, string
     'agent + verb + activity': { agent, verb: VERB.common, activity: context.contextActivities.parent[0].id, related_activities: 'true' },
   };
 }
+
+/**
+ * Whether any statement i of [from, to) mentions every string value of a query's parameters (its
+ * JSON holds them all): a filter that matches nothing in a pruned store is right to when none
+ * does. A superset of what the filter matches (related agents and activities included).
+ */
+export function streamMentions(seed: number, from: number, to: number, params: Record<string, string>): boolean {
+  const leaves: string[] = [];
+  const walk = (v: unknown): void => {
+    if (typeof v === 'string') leaves.push(v);
+    else if (v && typeof v === 'object') for (const x of Object.values(v)) walk(x);
+  };
+  for (const [k, v] of Object.entries(params)) {
+    if (['limit', 'since', 'until', 'related_agents', 'related_activities'].includes(k)) continue;
+    try {
+      walk(v.startsWith('{') ? JSON.parse(v) : v);
+    } catch {
+      walk(v);
+    }
+  }
+  for (let i = from; i < to; i++) {
+    const json = JSON.stringify(statement(seed, i));
+    if (leaves.every((l) => json.includes(JSON.stringify(l)))) return true;
+  }
+  return false;
+}

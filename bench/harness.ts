@@ -4,13 +4,15 @@
  * baselines, plus a throwaway PostgreSQL cluster (bench/postgres-cluster.ts) and the server's RSS.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { readFileSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
 import pg from 'pg';
 import { startCluster, type PgCluster } from './postgres-cluster.ts';
 import type { Job, LoadResult } from './load.ts';
+import { statement, statementId, VERB } from './generate.ts';
+import { randomUUID } from 'node:crypto';
 
 const here = (f: string) => fileURLToPath(new URL(f, import.meta.url));
 export const CLI = here('../dist/cli/main.js');
@@ -43,9 +45,27 @@ function nodeJson<T>(args: string[], what: string): Promise<T> {
   });
 }
 
-/** The load generator, in its own process, against `url`. */
-export function runLoad(url: string, seed: number, jobs: Job[]): Promise<LoadResult[]> {
-  return nodeJson<LoadResult[]>([LOAD, JSON.stringify({ url, seed, authorization: AUTHORIZATION, jobs })], 'load generator');
+/** The load generator in its own process, stopped (SIGTERM, its results lost) when `signal` aborts. */
+export function startLoad(url: string, seed: number, jobs: Job[], signal: AbortSignal): Promise<void> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [LOAD, JSON.stringify({ url, seed, authorization: AUTHORIZATION, jobs })], { stdio: ['ignore', 'ignore', 'pipe'] });
+    let err = '';
+    child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
+    signal.addEventListener('abort', () => child.kill('SIGTERM'), { once: true });
+    child.on('error', reject);
+    child.on('exit', (code) => (code === 0 || signal.aborted ? resolve() : reject(new Error(`load generator exited with ${code}: ${err}`))));
+  });
+}
+
+/** The load generator, in its own process, against `url` (as the benchmark user, or as `authorization`). */
+export function runLoad(url: string, seed: number, jobs: Job[], authorization = AUTHORIZATION): Promise<LoadResult[]> {
+  return nodeJson<LoadResult[]>([LOAD, JSON.stringify({ url, seed, authorization, jobs })], 'load generator');
+}
+
+/** Free bytes for an unprivileged writer on the filesystem holding `path`. */
+export function freeDisk(path: string): number {
+  const s = statfsSync(path);
+  return s.bavail * s.bsize;
 }
 
 export function sqliteLimit(file: string, seed: number, count: number, perTx: number): Promise<DbLimit> {
@@ -119,13 +139,16 @@ function startChild(args: string[], env: NodeJS.ProcessEnv, ready: RegExp, what:
   });
 }
 
-/** Writes a credentials file with one user (all scopes, and `admin`: the operator, for the admin API's entries; default tenant). */
-export function writeAuthFile(dir: string): string {
+/** The user of store (tenant) `target` in writeAuthFile's file, and its Authorization header. */
+export const tenantUser = (target: string) => ({ username: `bench-${target}`, target, authorization: `Basic ${Buffer.from(`bench-${target}:${USER.password}`).toString('base64')}` });
+
+/** Writes a credentials file with one user (all scopes, and `admin`: the operator, for the admin API's entries; default tenant), and one per store in `targets`. */
+export function writeAuthFile(dir: string, targets: string[] = []): string {
   const file = join(dir, 'auth.json');
-  writeFileSync(
-    file,
-    JSON.stringify([{ username: USER.username, hash: bcrypt.hashSync(USER.password, 10), scopes: ['all', 'admin'], agent: { objectType: 'Agent', mbox: 'mailto:bench@example.com' } }]),
-  );
+  const hash = bcrypt.hashSync(USER.password, 10);
+  const agent = { objectType: 'Agent', mbox: 'mailto:bench@example.com' };
+  const users = [{ username: USER.username, hash, scopes: ['all', 'admin'], agent }, ...targets.map((t) => ({ username: tenantUser(t).username, hash, scopes: ['all'], agent, target: t }))];
+  writeFileSync(file, JSON.stringify(users));
   return file;
 }
 
@@ -139,26 +162,126 @@ export interface LecternOptions {
   /** More node flags for the server process (e.g. bench/memory.ts's `--import bench/memwatch.js`). */
   nodeFlags?: string[];
   env?: Record<string, string>;
+  /** Stores (tenants) with a user each in the credentials file (tenantUser). */
+  targets?: string[];
 }
 
 /**
- * `lectern runserver` as a user runs it, with default settings apart from the database location,
- * a free port, the credentials file and the LECTERN_* variables the benchmark was given.
+ * The environment `lectern runserver` (and the other commands of the same store) get: default
+ * settings apart from the database location, a free port, the credentials file and the LECTERN_*
+ * variables the benchmark was given.
  */
-export function startLectern(o: LecternOptions): Promise<Server> {
-  const env: NodeJS.ProcessEnv = {
+export function lecternEnv(o: LecternOptions): NodeJS.ProcessEnv {
+  return {
     PATH: process.env.PATH ?? '',
     // Settings given to the benchmark (e.g. LECTERN_SQLITE_WRITER_THREAD=false) reach the server.
     ...Object.fromEntries(Object.entries(process.env).filter(([k]) => k.startsWith('LECTERN_'))),
     LECTERN_RUNSERVER_BACKEND: o.backend,
     LECTERN_RUNSERVER_PORT: '0',
-    LECTERN_AUTH_FILE: writeAuthFile(o.dir),
+    LECTERN_AUTH_FILE: writeAuthFile(o.dir, o.targets),
     ...(o.sqlitePath && { LECTERN_SQLITE_PATH: o.sqlitePath }),
     ...(o.postgresUrl && { LECTERN_POSTGRES_URL: o.postgresUrl }),
     ...o.env,
   };
+}
+
+/** `lectern runserver` as a user runs it (lecternEnv); `env` is what it was given. */
+export async function startLectern(o: LecternOptions): Promise<Server & { env: NodeJS.ProcessEnv }> {
+  const env = lecternEnv(o);
   const flags = [...(o.cpuProfDir ? ['--cpu-prof', `--cpu-prof-dir=${o.cpuProfDir}`] : []), ...(o.nodeFlags ?? [])];
-  return startChild([...flags, CLI, 'runserver'], env, /listening on http:\/\/[^:]+:(\d+)/, 'lectern runserver');
+  return { ...(await startChild([...flags, CLI, 'runserver'], env, /listening on http:\/\/[^:]+:(\d+)/, 'lectern runserver')), env };
+}
+
+const XAPI_HEADERS = { authorization: AUTHORIZATION, 'x-experience-api-version': '1.0.3' };
+
+/** `stored` of stream statement i (of `seed`), read back through the API; a voided one answers 404, so the next one is taken. */
+export async function storedOf(url: string, seed: number, i: number): Promise<string> {
+  for (let k = i; k < i + 20; k++) {
+    const res = await fetch(`${url}/xAPI/statements?statementId=${statementId(seed, k)}`, { headers: XAPI_HEADERS });
+    if (res.status === 200) return ((await res.json()) as { stored: string }).stored;
+    await res.arrayBuffer();
+  }
+  throw new Error(`statements ${i}… of the stream are not stored`);
+}
+
+/** Whether stream statement i (of `seed`) is in the store (voided or not). */
+export async function isStored(url: string, seed: number, i: number): Promise<boolean> {
+  for (const param of ['statementId', 'voidedStatementId']) {
+    const res = await fetch(`${url}/xAPI/statements?${param}=${statementId(seed, i)}`, { headers: XAPI_HEADERS });
+    await res.arrayBuffer();
+    if (res.status === 200) return true;
+  }
+  return false;
+}
+
+/**
+ * The first stream statement still stored, of a store holding statements 0 … n-1 of which an
+ * earlier prune may have removed the oldest (found by bisection: a prune removes by stored time,
+ * which follows the stream's order to within a few batches).
+ */
+export async function firstStored(url: string, seed: number, n: number): Promise<number> {
+  let lo = 0;
+  let hi = n - 1;
+  if (await isStored(url, seed, 0)) return 0;
+  while (hi - lo > 1) {
+    const mid = Math.floor((lo + hi) / 2);
+    if (await isStored(url, seed, mid)) hi = mid;
+    else lo = mid;
+  }
+  return hi;
+}
+
+export interface SmallPosts {
+  statementsPerSec: number;
+  p50: number;
+  p99: number;
+  max: number;
+}
+
+/**
+ * Small writes, as an LMS sends them as they happen: POSTs of 10 statements from 4 clients, in
+ * this process, until `stop.done`. Statements of the stream of `seed` with ids of their own (a
+ * store may already hold the stream), voidings made plain (their targets may be gone).
+ */
+export async function smallPosts(url: string, seed: number, stop: { done: boolean }): Promise<SmallPosts> {
+  const lat: number[] = [];
+  let n = 0;
+  let next = 0;
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: 4 }, async () => {
+      while (!stop.done) {
+        const batch = Array.from({ length: 10 }, () => {
+          const s: Record<string, unknown> = { ...statement(seed, next++), id: randomUUID() };
+          if ((s.verb as { id: string }).id === VERB.voided) s.verb = { id: VERB.common };
+          return s;
+        });
+        const t = performance.now();
+        const res = await fetch(`${url}/xAPI/statements`, { method: 'POST', headers: { ...XAPI_HEADERS, 'content-type': 'application/json' }, body: JSON.stringify(batch) });
+        if (res.status !== 200) throw new Error(`POST ${res.status}: ${(await res.text()).slice(0, 300)}`);
+        await res.arrayBuffer();
+        lat.push(performance.now() - t);
+        n += 10;
+      }
+    }),
+  );
+  lat.sort((a, b) => a - b);
+  const at = (q: number) => lat[Math.min(lat.length - 1, Math.floor(q * lat.length))] ?? 0;
+  return { statementsPerSec: n / ((performance.now() - t0) / 1000), p50: at(0.5), p99: at(0.99), max: lat.at(-1) ?? 0 };
+}
+
+/** Runs a lectern command (the built CLI) with `env`; its exit code and stdout. `signal` sends it SIGINT (Ctrl-C). */
+export function runCli(args: string[], env: NodeJS.ProcessEnv, signal?: AbortSignal): Promise<{ code: number | null; stdout: string; stderr: string }> {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [CLI, ...args], { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
+    child.stderr.on('data', (d: Buffer) => (stderr = (stderr + d.toString()).slice(-5000)));
+    signal?.addEventListener('abort', () => child.kill('SIGINT'), { once: true });
+    child.on('error', reject);
+    child.on('close', (code) => resolve({ code, stdout, stderr }));
+  });
 }
 
 /** The bare node:http handler (bench/baselines.ts http). */
@@ -171,11 +294,11 @@ export function startBareHttp(seed: number, o: { nodeFlags?: string[]; env?: Rec
  * as a production server would run; a larger buffer cache and WAL so a 1M load is not a
  * checkpoint storm.
  */
-export function startPostgres(opts: { statementStats?: boolean } = {}): Promise<PgCluster> {
+export function startPostgres(opts: { statementStats?: boolean; at?: string } = {}): Promise<PgCluster> {
   const settings = ['shared_buffers = 256MB', 'max_wal_size = 4GB', 'checkpoint_timeout = 15min'];
   // With --profile: per-statement server time (pg_stat_statements), to see where a write's time goes.
   if (opts.statementStats) settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'pg_stat_statements.track_planning = on', 'track_io_timing = on');
-  return startCluster({ durable: true, settings });
+  return startCluster({ durable: true, settings, at: opts.at });
 }
 
 export interface StatementStat {

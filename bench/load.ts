@@ -11,8 +11,11 @@ import autocannon from 'autocannon';
 import { learner, questionIri, SINGLES_FROM, statement } from './generate.ts';
 
 export type Job =
-  /** POSTs of `batch` statements each: statements [from, from + count) of the stream. */
-  | { kind: 'batch'; name: string; from: number; count: number; batch: number; connections: number }
+  /**
+   * POSTs of `batch` statements each: statements [from, from + count) of the stream; with
+   * `seconds`, for that long instead (bodies made as they are sent, from `from` on).
+   */
+  | { kind: 'batch'; name: string; from: number; count: number; batch: number; connections: number; seconds?: number }
   /** One statement per request, POST (body: the statement) or PUT (?statementId=). */
   | { kind: 'single'; name: string; method: 'POST' | 'PUT'; from: number; count: number; connections: number }
   /**
@@ -112,6 +115,17 @@ async function runJob(spec: LoadSpec, job: Job): Promise<LoadResult> {
   const { seed } = spec;
   switch (job.kind) {
     case 'batch': {
+      if (job.seconds) {
+        let k = 0;
+        const body = () => JSON.stringify(Array.from({ length: job.batch }, (_, n) => statement(seed, job.from + k * job.batch + n)));
+        const run = await fire({
+          url: spec.url,
+          connections: job.connections,
+          duration: job.seconds,
+          requests: [{ method: 'POST', path: '/xAPI/statements', headers, setupRequest: (req) => ({ ...req, body: (k++, body()) }) }],
+        });
+        return { name: job.name, kind: job.kind, run, statementsPerSec: run.rps * job.batch };
+      }
       const bodies: string[] = [];
       for (let i = job.from; i < job.from + job.count; i += job.batch) {
         const part = [];

@@ -110,14 +110,24 @@ export interface ClusterOptions {
   settings?: string[];
   /** Files written into the data directory before the server starts (owned by its user, mode 0600), e.g. a TLS key. */
   files?: Record<string, string>;
+  /**
+   * Create the cluster in this folder (its data in `<at>/data`) and keep it: `destroy()` and
+   * process exit stop the server cleanly and leave the folder (bench --keep). It must not exist
+   * or be empty.
+   */
+  at?: string;
 }
 
 /** Lines that make a cluster a primary a streaming standby can follow (ClusterOptions.settings; later lines win). */
 export const PRIMARY_SETTINGS = ['wal_level = replica', 'max_wal_senders = 10', 'max_replication_slots = 10'];
 
-/** A new folder (owned by the cluster's user) for a cluster's data. */
-function clusterDir(user: ReturnType<typeof clusterUser>): { dir: string; data: string } {
-  const dir = mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
+/** A new folder (owned by the cluster's user) for a cluster's data: `at`, or a temporary one. */
+function clusterDir(user: ReturnType<typeof clusterUser>, at?: string): { dir: string; data: string } {
+  if (at) {
+    mkdirSync(at, { recursive: true });
+    if (readdirSync(at).length) throw new Error(`${at} is not empty: a kept cluster is not overwritten`);
+  }
+  const dir = at ?? mkdtempSync(join(tmpdir(), `${PREFIX}${process.pid}-`));
   const data = join(dir, 'data');
   mkdirSync(data, { mode: 0o700 });
   if (user) {
@@ -128,11 +138,11 @@ function clusterDir(user: ReturnType<typeof clusterUser>): { dir: string; data: 
 }
 
 /** Runs one of PostgreSQL's tools (as the cluster's user), its stderr in the error. */
-function tool(bin: string, user: ReturnType<typeof clusterUser>): (name: string, args: string[]) => Promise<void> {
+function tool(bin: string, user: ReturnType<typeof clusterUser>, timeout = 60_000): (name: string, args: string[]) => Promise<void> {
   return async (name, args) => {
     const [cmd, argv] = command(bin, name, args, user);
     try {
-      await run(cmd, argv, { timeout: 60_000 });
+      await run(cmd, argv, { timeout });
     } catch (err) {
       const e = err as Error & { stderr?: string };
       throw new Error(`${name} failed: ${e.stderr?.trim() || e.message}`);
@@ -144,16 +154,21 @@ function appendConf(data: string, lines: string[]): void {
   writeFileSync(join(data, 'postgresql.conf'), `${readFileSync(join(data, 'postgresql.conf'), 'utf8')}\n${lines.join('\n')}\n`);
 }
 
-/** Starts the server of a data folder on a free loopback port; the PgCluster that controls it. */
-async function launch(bin: string, user: ReturnType<typeof clusterUser>, dir: string, data: string): Promise<PgCluster> {
-  const exec = tool(bin, user);
+/**
+ * Starts the server of a data folder on a free loopback port (its socket in `dir`); the PgCluster
+ * that controls it. A kept cluster is stopped cleanly, never deleted, by destroy() and at exit.
+ */
+async function launch(bin: string, user: ReturnType<typeof clusterUser>, dir: string, data: string, keep = false): Promise<PgCluster> {
+  // pg_ctl's own -t bounds start and stop (a 10M-statement cluster's checkpoint or recovery takes minutes).
+  const exec = tool(bin, user, 700_000);
   let port = 0;
   const start = async () => {
     // Another process may take the port between the probe and the bind: try a few.
     for (let attempt = 1; ; attempt++) {
       port = port || (await freePort());
       try {
-        await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '60', '-o', `-p ${port}`, 'start']);
+        // -k: a kept cluster may have been moved since its postgresql.conf was written.
+        await exec('pg_ctl', ['-D', data, '-l', join(dir, 'server.log'), '-w', '-t', '600', '-o', `-p ${port} -k ${dir}`, 'start']);
         return;
       } catch (err) {
         if (attempt >= 3) throw new Error(`${(err as Error).message}\n${existsSync(join(dir, 'server.log')) ? readFileSync(join(dir, 'server.log'), 'utf8').slice(-2000) : ''}`);
@@ -171,16 +186,16 @@ async function launch(bin: string, user: ReturnType<typeof clusterUser>, dir: st
       return port;
     },
     dir,
-    stop: (mode = 'fast') => exec('pg_ctl', ['-D', data, '-m', mode, '-w', 'stop']),
+    stop: (mode = 'fast') => exec('pg_ctl', ['-D', data, '-m', mode, '-w', '-t', '600', 'stop']),
     start,
     destroy() {
       if (destroyed) return;
       destroyed = true;
       if (existsSync(join(data, 'postmaster.pid'))) {
-        const [cmd, args] = command(bin, 'pg_ctl', ['-D', data, '-m', 'immediate', '-w', 'stop'], user);
-        spawnSync(cmd, args, { stdio: 'ignore', timeout: 30_000 });
+        const [cmd, args] = command(bin, 'pg_ctl', ['-D', data, '-m', keep ? 'fast' : 'immediate', '-w', '-t', '600', 'stop'], user);
+        spawnSync(cmd, args, { stdio: 'ignore', timeout: keep ? 600_000 : 30_000 });
       }
-      rmSync(dir, { recursive: true, force: true });
+      if (!keep) rmSync(dir, { recursive: true, force: true });
     },
   };
   process.once('exit', () => cluster.destroy());
@@ -193,7 +208,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
   if (!bin) throw new Error(INSTALL_HINT);
   const user = clusterUser();
   reapOrphans(bin, user);
-  const { dir, data } = clusterDir(user);
+  const { dir, data } = clusterDir(user, opts.at);
   await tool(bin, user)('initdb', ['-D', data, '-U', 'postgres', '--auth=trust', '-E', 'UTF8', '--locale=C', '--no-sync', '--no-instructions']);
   appendConf(data, [
     "listen_addresses = '127.0.0.1'",
@@ -209,7 +224,20 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
     writeFileSync(join(data, name), content, { mode: 0o600 });
     if (user) chownSync(join(data, name), user.uid, user.gid);
   }
-  return launch(bin, user, dir, data);
+  return launch(bin, user, dir, data, opts.at !== undefined);
+}
+
+/**
+ * Starts a cluster kept by `startCluster({ at })` (or a standby's folder): `dir` holds `data/`.
+ * Kept as `at` is: stopped cleanly, never deleted.
+ */
+export async function openCluster(dir: string): Promise<PgCluster> {
+  const bin = findPgBin();
+  if (!bin) throw new Error(INSTALL_HINT);
+  const data = join(dir, 'data');
+  if (!existsSync(join(data, 'PG_VERSION'))) throw new Error(`${dir} holds no PostgreSQL cluster (no data/PG_VERSION)`);
+  if (existsSync(join(data, 'postmaster.pid'))) throw new Error(`${data}/postmaster.pid exists: that cluster is running, or was not stopped cleanly`);
+  return launch(bin, clusterUser(), dir, data, true);
 }
 
 /**
@@ -217,15 +245,15 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
  * loopback replication in): pg_basebackup -R with a replication slot of its own (the primary
  * keeps the WAL it has not received while it is stopped), started on another free port.
  */
-export async function startStandby(primary: PgCluster, settings: string[] = []): Promise<PgCluster> {
+export async function startStandby(primary: PgCluster, settings: string[] = [], at?: string): Promise<PgCluster> {
   const found = findPgBin();
   if (!found) throw new Error(INSTALL_HINT);
   // pg_basebackup sits with the real initdb (PATH may hold only links to initdb and pg_ctl).
   const bin = dirname(realpathSync(join(found, 'initdb')));
   const user = clusterUser();
-  const { dir, data } = clusterDir(user);
+  const { dir, data } = clusterDir(user, at);
   const slot = `standby_${process.pid}_${Date.now().toString(36)}`;
-  await tool(bin, user)('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '-C', '-S', slot, '--no-sync']);
+  await tool(bin, user, 0)('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '-C', '-S', slot, '--no-sync', '-c', 'fast']);
   appendConf(data, [`unix_socket_directories = '${dir}'`, 'hot_standby = on', ...settings]);
-  return launch(bin, user, dir, data);
+  return launch(bin, user, dir, data, at !== undefined);
 }

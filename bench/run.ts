@@ -9,7 +9,12 @@
  *   npm run bench -- --backend sqlite --sizes 20000,100000 --phases ingest,queries
  *   npm run bench -- --profile /tmp/prof        # the server runs with node --cpu-prof (+ pg_stat_statements)
  *   npm run bench -- --fill 16,500,200000       # load between the measured chunks with 16 clients × 500/POST
- *   npm run bench -- --backend sqlite --keep /tmp/db   # keep the loaded SQLite file (e.g. for bench/plans.ts)
+ *   npm run bench -- --backend sqlite --keep /tmp/db   # load into /tmp/db/lectern.sqlite and keep it (e.g. for bench/plans.ts)
+ *   npm run bench -- --backend postgres --keep /tmp/db # keep the PostgreSQL cluster (stopped cleanly) in /tmp/db/postgres
+ *   npm run bench -- --reuse /tmp/db --sizes 1000000 --phases queries,prune
+ *                                               # start from a kept store holding the first size's statements
+ *                                               # (same seed), skip its ingest; works on it in place (each
+ *                                               # prune phase removes the next tenth of the stream)
  *
  * Workloads per backend: batch ingest (POST 100 statements per request, 4 clients) from an empty
  * store up to each size, single-statement POST and PUT (32 clients), State documents (PUT/GET
@@ -19,39 +24,47 @@
  * one table: node:sqlite transactions; PostgreSQL COPY) and HTTP (a bare node:http handler that
  * parses the same JSON and answers 204). Output: tables on stdout (ratios first) and a JSON file
  * (bench/results/, or --out), plus the query plans at each size (--no-plans to skip).
+ *
+ * Phases not run by default, at the largest size, after the others (bench/phases.ts):
+ *   --phases …,replica   PostgreSQL: the filters on a streaming standby, idle and while the primary ingests
+ *   --phases …,tenants   PostgreSQL: batch ingest into one store against 4 (--tenant-statements, 120,000)
+ *   --phases …,prune     the oldest tenth pruned while small POSTs run (--prune-seconds, 1,800, then
+ *                        interrupted and projected); the filters again afterwards. Last: it changes the store
  */
-import { copyFileSync, mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
-import type { PgCluster } from './postgres-cluster.ts';
-import { averageSize, queryFilters, statementId, VERB } from './generate.ts';
+import { openCluster, type PgCluster } from './postgres-cluster.ts';
+import { averageSize, queryFilters, streamMentions, VERB } from './generate.ts';
 import { EXTRA_ENTRIES } from './extras.ts';
 import {
   AUTHORIZATION,
   bytesWritten,
   type BackendName,
+  firstStored,
+  freeDisk,
+  isStored,
   type BenchContext,
   type BenchEntry,
-  type BenchRow,
-  type DbLimit,
   machine,
   type Machine,
   memory,
   pgQuery,
   postgresLimit,
   runLoad,
-  type Server,
   sqliteLimit,
   startBareHttp,
   startLectern,
   startPostgres,
-  type StatementStat,
   statementStats,
+  storedOf as storedAt,
 } from './harness.ts';
-import type { Job, LoadResult, Run } from './load.ts';
-import { type Plan, type PlanCase, paramsOf, plansMarkdown, postgresPlans, sqlitePlans } from './plans.ts';
+import { type PhaseContext, prunePhase, replicaPhase, tenantsPhase } from './phases.ts';
+import type { Job, LoadResult } from './load.ts';
+import { type PlanCase, paramsOf, plansMarkdown, postgresPlans, sqlitePlans } from './plans.ts';
+import { type BackendResult, type Baselines, type Disk, gb, int, report, table, writeRows } from './report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -65,7 +78,10 @@ const { values: args } = parseArgs({
     'no-plans': { type: 'boolean', default: false },
     profile: { type: 'string' },
     keep: { type: 'string' },
+    reuse: { type: 'string' },
     fill: { type: 'string' },
+    'prune-seconds': { type: 'string', default: '1800' },
+    'tenant-statements': { type: 'string' },
   },
 });
 
@@ -83,6 +99,25 @@ const FILL = args.fill
   ? (([clients, batch, chunk]) => ({ clients, batch, chunk }))(args.fill.split(',').map(Number))
   : undefined;
 if (args['no-plans']) PHASES.delete('plans');
+/** --reuse works on the kept store in place, so it stays where it is: --keep may only name the same place. */
+if (args.reuse && args.keep && resolve(args.reuse) !== resolve(args.keep)) {
+  process.stderr.write('--reuse works on the kept store in place (it stays there): drop --keep, or give it the same path\n');
+  process.exit(2);
+}
+const KEEP = args.reuse ? undefined : args.keep;
+const REUSE = args.reuse;
+
+/** A kept SQLite store: the file itself, or lectern.sqlite in the folder given. */
+const sqliteFileIn = (p: string) => (existsSync(p) && statSync(p).isDirectory() ? join(p, 'lectern.sqlite') : p);
+/** A kept PostgreSQL cluster's folder (holding data/): given itself, as its data/, or as the folder --keep filled (postgres/). */
+function clusterDirIn(p: string): string {
+  for (const dir of [join(p, 'postgres'), p, dirname(p)]) if (existsSync(join(dir, 'data', 'PG_VERSION'))) return dir;
+  throw new Error(`no kept PostgreSQL cluster in ${p} (looked for postgres/data, data and the folder itself)`);
+}
+
+/** ≈ 2 KB on disk per statement (1.4 KB of JSON, ×1.3–1.4 with indexes, and headroom); PostgreSQL also keeps up to max_wal_size (4 GB) of WAL. */
+const BYTES_PER_STATEMENT = 2048;
+const POSTGRES_WAL = 5 * 1024 ** 3;
 
 /** Workload sizes: the full run and --quick. */
 const P = QUICK
@@ -115,12 +150,6 @@ function checked(r: LoadResult | undefined, where: string): LoadResult | undefin
 
 // ----- baselines ---------------------------------------------------------------------------
 
-interface Baselines {
-  http?: Record<string, LoadResult | undefined>;
-  httpPeakRss?: number;
-  sqlite?: { perTx100: DbLimit; perTx10k: DbLimit };
-  postgres?: DbLimit;
-}
 
 const bareJobs = (): Job[] => [
   // Unreported: at ≈ 40k req/s a cold handler's first second (JIT, connections) weighs on a short run.
@@ -161,6 +190,7 @@ async function baselines(dir: string, cluster: PgCluster | undefined): Promise<B
   if (cluster) {
     log('baseline: PostgreSQL COPY');
     try {
+      await pgQuery(cluster.url, 'DROP DATABASE IF EXISTS bench_raw');
       await pgQuery(cluster.url, 'CREATE DATABASE bench_raw');
       b.postgres = await postgresLimit(cluster.url.replace(/\/postgres$/, '/bench_raw'), SEED, P.rawRows, 10_000);
     } catch (err) {
@@ -172,59 +202,20 @@ async function baselines(dir: string, cluster: PgCluster | undefined): Promise<B
 
 // ----- one backend --------------------------------------------------------------------------
 
-interface IngestChunk {
-  from: number;
-  to: number;
-  statementsPerSec: number;
-  p50: number;
-  p99: number;
-  /** Bytes the server wrote to storage during the chunk (WAL, checkpoints), per statement. */
-  writtenPerStatement?: number;
-}
-
-interface QueryFigure {
-  filter: string;
-  size: number;
-  first?: Run;
-  deep?: Run;
-  pagesFound?: number;
-  walkMs?: number;
-  dbMs?: number;
-  dbMsDeep?: number;
-}
-
-interface Disk {
-  statements: number;
-  bytes: number;
-  jsonBytes: number;
-  parts: Record<string, number>;
-}
-
-interface BackendResult {
-  backend: BackendName;
-  /** The measured workload: 100 per POST, 4 clients. */
-  ingest: IngestChunk[];
-  /** With --fill: the chunks loaded between measured ones (their own POST size and clients). */
-  fill: (IngestChunk & { batch: number; connections: number })[];
-  writes: Record<string, LoadResult | undefined>;
-  queries: QueryFigure[];
-  peakRss: number;
-  disk?: Disk;
-  extras: BenchRow[];
-  plans: Record<number, Plan[]>;
-  /** PostgreSQL with --profile: server time per statement (pg_stat_statements). */
-  statementStats?: StatementStat[];
-}
 
 /** `stored` of stream statement i, read back through the API (since/until bounds that exist). */
-async function storedOf(url: string, i: number): Promise<string> {
-  // A statement voided later answers 404 here: take the next one.
-  for (let k = i; k < i + 20; k++) {
-    const res = await fetch(`${url}/xAPI/statements?statementId=${statementId(SEED, k)}`, { headers: { authorization: AUTHORIZATION, 'x-experience-api-version': '1.0.3' } });
-    if (res.status === 200) return ((await res.json()) as { stored: string }).stored;
-    await res.arrayBuffer();
-  }
-  throw new Error(`statements ${i}… of the stream are not stored`);
+const storedOf = (url: string, i: number) => storedAt(url, SEED, i);
+
+/**
+ * A reused store must be what the run would have loaded: statements 0 … size-1 of this seed (the
+ * query filters and since/until bounds are taken from them), less the oldest ones if an earlier
+ * run's prune phase removed them. A few ids are looked up; a bigger store is refused.
+ */
+async function checkReused(url: string, size: number): Promise<number> {
+  const first = await firstStored(url, SEED, size);
+  for (const i of [first, Math.floor(size / 2), size - 2, size - 1]) if (!(await isStored(url, SEED, i))) throw new Error(`--reuse: statement ${i} of seed ${SEED} is not in the store (another seed, or fewer than ${size} statements)`);
+  for (const i of [size, size + 1, size + 2]) if (await isStored(url, SEED, i)) throw new Error(`--reuse: statement ${i} of seed ${SEED} is in the store: it holds more than the first size (${size})`);
+  return first;
 }
 
 async function queryCases(url: string, size: number): Promise<PlanCase[]> {
@@ -238,6 +229,22 @@ async function queryCases(url: string, size: number): Promise<PlanCase[]> {
 }
 
 const pathOf = (params: Record<string, string>) => `/xAPI/statements?${new URLSearchParams(params).toString()}`;
+
+/**
+ * A filter may rightly match nothing once its statements were all in a pruned part (at small
+ * sizes, the rare agent's): when no statement of the stream after `prunedTo` mentions its values.
+ */
+function prunedAway(r: LoadResult, cases: PlanCase[], prunedTo: number, size: number): boolean {
+  if (r.firstPageCount !== 0) return false;
+  // Pruning goes by stored time, which follows the stream to within a few concurrent batches.
+  const gone = !streamMentions(SEED, prunedTo + 2000, size, cases.find((c) => c.name === r.name)?.params ?? {});
+  if (gone) log(`${r.name} matches nothing, rightly: no statement after the pruned part mentions it`);
+  return gone;
+}
+
+/** The query workload of each filter: its first page, and the pages `more` leads to up to `pages`. */
+const queryJobs = (cases: PlanCase[], pages: number): Job[] =>
+  cases.map((c) => ({ kind: 'query', name: c.name, path: pathOf(c.params), pages, connections: QUERY_CLIENTS, seconds: P.querySeconds }));
 
 async function sqliteDisk(file: string): Promise<Disk> {
   const db = new DatabaseSync(file, { readOnly: true });
@@ -265,11 +272,17 @@ async function postgresDisk(url: string): Promise<Disk> {
 
 async function benchBackend(backend: BackendName, root: string, cluster: PgCluster | undefined, progress: (r: BackendResult) => void): Promise<BackendResult> {
   const dir = mkdtempSync(join(root, `${backend}-`));
-  const sqlitePath = backend === 'sqlite' ? join(dir, 'lectern.sqlite') : undefined;
+  // With --keep the store is made where it is kept (no copy: at 10M it is ≈ 20 GB).
+  const sqlitePath = backend !== 'sqlite' ? undefined : REUSE ? sqliteFileIn(REUSE) : KEEP ? join(KEEP, 'lectern.sqlite') : join(dir, 'lectern.sqlite');
+  if (sqlitePath && REUSE && !existsSync(sqlitePath)) throw new Error(`--reuse: no SQLite store at ${sqlitePath}`);
+  if (sqlitePath && KEEP) {
+    if (existsSync(sqlitePath)) throw new Error(`--keep: ${sqlitePath} exists; a kept store is not overwritten (--reuse it, or remove it)`);
+    mkdirSync(KEEP, { recursive: true });
+  }
   const postgresUrl = cluster ? cluster.url.replace(/\/postgres$/, '/lectern_bench') : undefined;
-  const result: BackendResult = { backend, ingest: [], fill: [], writes: {}, queries: [], peakRss: 0, extras: [], plans: {} };
+  const result: BackendResult = { backend, ingest: [], fill: [], writes: {}, queries: [], peakRss: 0, extras: [], plans: {}, phaseRows: [], afterPrune: [] };
   log(`${backend}: starting lectern runserver`);
-  const server: Server = await startLectern({ backend, dir, sqlitePath, postgresUrl, cpuProfDir: args.profile });
+  const server = await startLectern({ backend, dir, sqlitePath, postgresUrl, cpuProfDir: args.profile });
   let peak = 0;
   const sampler = setInterval(() => (peak = Math.max(peak, memory(server.pid).peak)), 500);
   try {
@@ -297,7 +310,21 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
         fail(`${backend} ${entry.name}`, err);
       }
     };
+    /** The first statement of the stream in the store: 0, unless a reused store was pruned. */
+    let firstKept = 0;
+    if (REUSE) {
+      loaded = SIZES[0];
+      firstKept = await checkReused(server.url, loaded);
+      log(`${backend}: reusing the store in ${REUSE}: statements ${int(firstKept)}…${int(loaded - 1)} of seed ${SEED} are there, ${int(loaded)} is not${firstKept ? ' (the older ones were pruned by an earlier run)' : ''}`);
+    }
     for (const size of SIZES) {
+      if (loaded < size && PHASES.has('ingest')) {
+        const where = sqlitePath ? dirname(sqlitePath) : cluster!.dir;
+        const need = (size - loaded) * BYTES_PER_STATEMENT + (backend === 'postgres' ? POSTGRES_WAL : 0);
+        const free = freeDisk(where);
+        log(`${backend}: ${gb(free)} free in ${where}; loading ${int(loaded)} → ${int(size)} needs ≈ ${gb(need)}`);
+        if (free < need) throw new Error(`not enough disk to load ${int(size)} statements: ${gb(free)} free in ${where}, ≈ ${gb(need)} needed (2 KB per statement${backend === 'postgres' ? ' + 5 GB of WAL' : ''})`);
+      }
       while (loaded < size && PHASES.has('ingest')) {
         // The chunk from the empty store and the chunk that reaches each size are the measured
         // workload; with --fill, the chunks between are loaded faster (bigger POSTs, more clients)
@@ -320,10 +347,9 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
       if (PHASES.has('queries') && (!QUICK || size === SIZES[SIZES.length - 1])) {
         const cases = await queryCases(server.url, size);
         log(`${backend}: queries at ${size.toLocaleString('en')}`);
-        const jobs: Job[] = cases.map((c) => ({ kind: 'query', name: c.name, path: pathOf(c.params), pages: P.pages, connections: QUERY_CLIENTS, seconds: P.querySeconds }));
-        const res = await runLoad(server.url, SEED, jobs);
+        const res = await runLoad(server.url, SEED, queryJobs(cases, P.pages));
         for (const r of res) {
-          const ok = checked(r, `${backend} query @${size}`);
+          const ok = firstKept && prunedAway(r, cases, firstKept, size) ? r : checked(r, `${backend} query @${size}`);
           result.queries.push({ filter: r.name, size, first: ok?.run, deep: ok?.deep, pagesFound: ok?.pagesFound, walkMs: ok?.walkMs });
         }
         if (PHASES.has('plans')) {
@@ -364,6 +390,46 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
       const ctx: BenchContext = contextAt(loaded);
       for (const entry of EXTRA_ENTRIES.filter((e) => !e.everySize)) await runEntry(entry, ctx);
     }
+    const ctx: PhaseContext = { server, seed: SEED, quick: QUICK, statements: loaded, firstKept, dir, log: (s) => log(`${backend}: ${s}`) };
+    const phase = async (name: string, run: () => Promise<void>) => {
+      if (!PHASES.has(name)) return;
+      try {
+        await run();
+      } catch (err) {
+        fail(`${backend} ${name}`, err);
+      }
+      progress(result);
+    };
+    const check = (r: LoadResult, where: string) => void checked(r, `${backend} ${where}`);
+    if (backend === 'postgres') {
+      await phase('replica', async () => {
+        const jobs = queryJobs(await queryCases(server.url, loaded), 1);
+        const { rows, figures } = await replicaPhase(ctx, cluster!, 'lectern_bench', jobs, check);
+        result.phaseRows.push(...rows);
+        result.replica = figures;
+      });
+      await phase('tenants', async () => {
+        const { rows, runs } = await tenantsPhase(ctx, cluster!, Number(args['tenant-statements'] ?? (QUICK ? 4000 : 120_000)));
+        result.phaseRows.push(...rows);
+        result.tenants = runs;
+      });
+    }
+    // Last: it removes the oldest tenth of the store (a kept store is then no longer reusable).
+    await phase('prune', async () => {
+      const cases = await queryCases(server.url, loaded);
+      const { rows, figures } = await prunePhase(ctx, Number(args['prune-seconds']));
+      result.phaseRows.push(...rows);
+      result.prune = figures;
+      log(`${backend}: queries after the prune`);
+      for (const r of await runLoad(server.url, SEED, queryJobs(cases, P.pages))) {
+        const ok = prunedAway(r, cases, figures.cut, loaded) ? r : checked(r, `${backend} query after the prune`);
+        result.afterPrune.push({ filter: r.name, size: loaded, first: ok?.run, deep: ok?.deep, pagesFound: ok?.pagesFound, walkMs: ok?.walkMs });
+        const before = result.queries.find((q) => q.size === loaded && q.filter === r.name)?.first?.latency.p50;
+        if (ok?.run) {
+          result.phaseRows.push({ workload: `  query after the prune: ${r.name}`, value: ok.run.latency.p50, unit: 'ms', baseline: before, baselineName: 'p50 before the prune', ratio: before && ok.run.latency.p50 / before, p50: ok.run.latency.p50, p99: ok.run.latency.p99 });
+        }
+      }
+    });
     peak = Math.max(peak, memory(server.pid).peak);
     if (backend === 'postgres') {
       result.disk = await postgresDisk(postgresUrl!);
@@ -383,134 +449,10 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
     } catch (err) {
       fail('sqlite disk', err);
     }
-    if (args.keep) {
-      mkdirSync(args.keep, { recursive: true });
-      copyFileSync(sqlitePath!, join(args.keep, 'lectern.sqlite'));
-      log(`${backend}: database kept in ${join(args.keep, 'lectern.sqlite')}`);
-    }
+    if (KEEP || REUSE) log(`${backend}: database kept in ${sqlitePath}`);
   }
   rmSync(dir, { recursive: true, force: true });
   return result;
-}
-
-// ----- report -------------------------------------------------------------------------------
-
-const int = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '–' : Math.round(n).toLocaleString('en-US'));
-const ms = (n: number | undefined) => (n === undefined ? '–' : n < 10 ? n.toFixed(1) : String(Math.round(n)));
-const pct = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '–' : `${(n * 100).toFixed(n < 0.1 ? 1 : 0)} %`);
-const mb = (n: number) => `${Math.round(n / 1024 / 1024)} MB`;
-
-function table(head: string[], rows: string[][]): string {
-  const w = head.map((h, i) => Math.max(h.length, ...rows.map((r) => r[i].length)));
-  const line = (r: string[]) => `| ${r.map((c, i) => c.padEnd(w[i])).join(' | ')} |`;
-  return [line(head), `|${w.map((x) => '-'.repeat(x + 2)).join('|')}|`, ...rows.map(line)].join('\n');
-}
-
-/** Measured chunks as one window: statements over the seconds they took (`fallback` when none). */
-function windowOf(chunks: IngestChunk[], fallback: IngestChunk): { from: number; to: number; statementsPerSec: number } {
-  const cs = chunks.length ? chunks : [fallback];
-  const count = cs.reduce((n, c) => n + (c.to - c.from), 0);
-  const seconds = cs.reduce((t, c) => t + (c.to - c.from) / c.statementsPerSec, 0);
-  return { from: cs[0].from, to: cs[cs.length - 1].to, statementsPerSec: count / seconds };
-}
-
-function writeRows(b: Baselines, r: BackendResult): BenchRow[] {
-  const rows: BenchRow[] = [];
-  const raw = r.backend === 'sqlite' ? b.sqlite?.perTx100.rowsPerSec : b.postgres?.rowsPerSec;
-  const rawName = r.backend === 'sqlite' ? 'raw node:sqlite loop, 100 rows/tx' : 'PostgreSQL COPY, 10k rows/tx';
-  const httpBatch = b.http?.batch?.statementsPerSec;
-  const first = r.ingest.find((c) => c.from === 0);
-  const lastChunk = r.ingest[r.ingest.length - 1];
-  if (first) {
-    rows.push({ workload: `batch ingest 0→${int(first.to)} (100/POST, 4 clients)`, value: first.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && first.statementsPerSec / raw, p50: first.p50, p99: first.p99 });
-    rows.push({ workload: '  same, against the HTTP limit', value: first.statementsPerSec, unit: 'statements/s', baseline: httpBatch, baselineName: 'bare node:http, same bodies', ratio: httpBatch && first.statementsPerSec / httpBatch });
-    // What the gap is made of: bytes written to storage (WAL pages, checkpoints) per statement.
-    const rawWritten = r.backend === 'sqlite' ? b.sqlite?.perTx100.writtenPerRow : undefined;
-    if (first.writtenPerStatement) {
-      rows.push({ workload: '  bytes written to storage per statement', value: first.writtenPerStatement, unit: 'bytes', baseline: rawWritten, baselineName: 'raw loop, 100 rows/tx', ratio: rawWritten && first.writtenPerStatement / rawWritten });
-    }
-  }
-  if (lastChunk && lastChunk !== first) {
-    rows.push({ workload: `batch ingest ${int(lastChunk.from)}→${int(lastChunk.to)}`, value: lastChunk.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && lastChunk.statementsPerSec / raw, p50: lastChunk.p50, p99: lastChunk.p99 });
-    if (first?.writtenPerStatement && lastChunk.writtenPerStatement) {
-      rows.push({ workload: '  bytes written to storage per statement', value: lastChunk.writtenPerStatement, unit: 'bytes', baseline: first.writtenPerStatement, baselineName: 'first chunk', ratio: lastChunk.writtenPerStatement / first.writtenPerStatement });
-    }
-    if (first) {
-      // One 20k chunk swings by ±15 % from the next on this machine (checkpoints, the load
-      // generator's scheduling): flatness compares the last tenth of the load with the first.
-      const size = lastChunk.to;
-      const early = windowOf(r.ingest.filter((c) => c.to <= size / 10), first);
-      const late = windowOf(r.ingest.filter((c) => c.from >= size - size / 10), lastChunk);
-      rows.push({ workload: `  ingest rate ${int(late.from)}→${int(late.to)} vs ${int(early.from)}→${int(early.to)}`, value: late.statementsPerSec, unit: 'statements/s', baseline: early.statementsPerSec, baselineName: 'from the empty store', ratio: late.statementsPerSec / early.statementsPerSec });
-    }
-  }
-  for (const f of r.fill) {
-    rows.push({ workload: `  (fill ${int(f.from)}→${int(f.to)}: ${f.batch}/POST, ${f.connections} clients)`, value: f.statementsPerSec, unit: 'statements/s', p50: f.p50, p99: f.p99 });
-  }
-  const httpSingle = { post: b.http?.post?.run?.rps, put: b.http?.put?.run?.rps, documents: b.http?.documents?.run?.rps };
-  for (const [name, label] of [['post', 'single-statement POST (32 clients)'], ['put', 'single-statement PUT (32 clients)'], ['documents', 'State documents PUT/GET (32 clients)']] as const) {
-    const w = r.writes[name]?.run;
-    if (!w) continue;
-    const base = httpSingle[name];
-    rows.push({ workload: label, value: w.rps, unit: 'req/s', baseline: base, baselineName: 'bare node:http, same bodies', ratio: base && w.rps / base, p50: w.latency.p50, p99: w.latency.p99 });
-  }
-  if (r.peakRss) rows.push({ workload: 'peak server RSS', value: r.peakRss / 1024 / 1024, unit: 'MB', baseline: b.httpPeakRss && b.httpPeakRss / 1024 / 1024, baselineName: 'bare node:http process', ratio: b.httpPeakRss && r.peakRss / b.httpPeakRss });
-  if (r.disk) {
-    const per = r.disk.bytes / r.disk.statements;
-    const json = r.disk.jsonBytes / r.disk.statements;
-    rows.push({ workload: `disk per statement (${int(r.disk.statements)} stored)`, value: per, unit: 'bytes', baseline: json, baselineName: 'the statement JSON itself', ratio: per / json });
-    const rawDisk = r.backend === 'sqlite' ? b.sqlite?.perTx100 : b.postgres;
-    if (rawDisk) {
-      const rawPer = rawDisk.bytesOnDisk / P.rawRows;
-      rows.push({ workload: '  same, against the raw one-table store', value: per, unit: 'bytes', baseline: rawPer, baselineName: 'raw baseline table', ratio: per / rawPer });
-    }
-  }
-  return [...rows, ...r.extras];
-}
-
-function report(b: Baselines, results: BackendResult[]): string {
-  const out: string[] = [];
-  for (const r of results) {
-    const rows = writeRows(b, r);
-    out.push(`\n## ${r.backend}: writes and resources (ratio = Lectern / limit measured in this run)\n`);
-    out.push(
-      table(
-        ['workload', 'ratio', 'Lectern', 'limit', 'limit measured', 'p50 ms', 'p99 ms'],
-        rows.map((x) => [x.workload, pct(x.ratio), `${int(x.value)} ${x.unit}`, x.baseline === undefined ? '–' : `${int(x.baseline)} ${x.unit}`, x.baselineName ?? '', ms(x.p50), ms(x.p99)]),
-      ),
-    );
-    const qs = r.queries;
-    if (qs.length) {
-      const bare = b.http?.get?.run?.rps;
-      const smallest = Math.min(...qs.map((q) => q.size));
-      const largest = Math.max(...qs.map((q) => q.size));
-      const growth = largest === smallest ? '' : `; growth = p50 at ${int(largest)} ÷ p50 at ${int(smallest)}`;
-      out.push(`\n## ${r.backend}: queries, limit 100, 8 clients (ratio = req/s ÷ bare handler serving a canned 100-statement page: ${int(bare)} req/s${growth})\n`);
-      out.push(
-        table(
-          ['filter', 'statements', 'ratio', 'req/s', 'p50 ms', 'p99 ms', `pages 2–${P.pages} p50`, 'p99', 'db ms p1', 'db ms deepest', 'p50 growth'],
-          qs.map((q) => {
-            const base = qs.find((x) => x.filter === q.filter && x.size === smallest)?.first?.latency.p50;
-            const growth = q.size === largest && largest !== smallest && base && q.first ? q.first.latency.p50 / base : undefined;
-            return [
-              q.filter,
-              int(q.size),
-              pct(bare && q.first ? q.first.rps / bare : undefined),
-              int(q.first?.rps),
-              ms(q.first?.latency.p50),
-              ms(q.first?.latency.p99),
-              q.deep ? ms(q.deep.latency.p50) : `(${q.pagesFound ?? 0} page)`,
-              q.deep ? ms(q.deep.latency.p99) : '–',
-              ms(q.dbMs),
-              ms(q.dbMsDeep),
-              growth === undefined ? '' : `${growth.toFixed(2)}×`,
-            ];
-          }),
-        ),
-      );
-    }
-  }
-  return out.join('\n');
 }
 
 // ----- main ---------------------------------------------------------------------------------
@@ -531,7 +473,7 @@ async function main(): Promise<number> {
     mkdirSync(dirname(out), { recursive: true });
     const plans = all.flatMap((r) => Object.entries(r.plans).map(([size, p]) => plansMarkdown(`${r.backend}, ${int(Number(size))} statements`, p)));
     if (plans.length) writeFileSync(plansFile, plans.join('\n'));
-    const rows = Object.fromEntries(all.map((r) => [r.backend, writeRows(b, r)]));
+    const rows = Object.fromEntries(all.map((r) => [r.backend, writeRows(b, r, P)]));
     const doc = { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, machine: { ...m, loadavgNow: machine().loadavg }, baselines: b, results: all, rows, errors };
     writeFileSync(out, JSON.stringify(doc, null, 1));
     return plans.length > 0;
@@ -541,7 +483,12 @@ async function main(): Promise<number> {
   try {
     if (BACKEND_LIST.includes('postgres')) {
       try {
-        cluster = await startPostgres({ statementStats: args.profile !== undefined });
+        if (REUSE) {
+          cluster = await openCluster(clusterDirIn(REUSE));
+          log(`postgres: reusing the cluster in ${cluster.dir}`);
+        } else {
+          cluster = await startPostgres({ statementStats: args.profile !== undefined, at: KEEP && join(resolve(KEEP), 'postgres') });
+        }
         const [v] = await pgQuery<{ v: string }>(cluster.url, 'SHOW server_version');
         m.postgres = v.v;
       } catch (err) {
@@ -551,10 +498,20 @@ async function main(): Promise<number> {
     b = await baselines(root, cluster);
     for (const backend of BACKEND_LIST) {
       if (backend === 'postgres' && !cluster) continue;
-      results.push(await benchBackend(backend, root, cluster, (partial) => save(partial)));
+      try {
+        results.push(await benchBackend(backend, root, cluster, (partial) => save(partial)));
+      } catch (err) {
+        fail(backend, err);
+      }
       save();
     }
   } finally {
+    if (cluster && (KEEP || REUSE)) {
+      // Kept: without the COPY baseline's database, stopped cleanly (a checkpoint), reopened by --reuse.
+      await pgQuery(cluster.url, 'DROP DATABASE IF EXISTS bench_raw').catch((err: unknown) => fail('dropping bench_raw', err));
+      await cluster.stop().catch((err: unknown) => fail('stopping the kept cluster', err));
+      log(`postgres: cluster kept (stopped) in ${cluster.dir}`);
+    }
     cluster?.destroy();
     rmSync(root, { recursive: true, force: true });
   }
@@ -568,7 +525,7 @@ async function main(): Promise<number> {
       ? `HTTP limit (bare node:http, parse + 204): batch ${int(b.http.batch?.statementsPerSec)} statements/s, POST ${int(b.http.post?.run?.rps)} req/s, PUT ${int(b.http.put?.run?.rps)} req/s, GET page ${int(b.http.get?.run?.rps)} req/s, documents ${int(b.http.documents?.run?.rps)} req/s`
       : '',
   ].filter(Boolean);
-  process.stdout.write(`${header.join('\n')}\n${report(b, results)}\n`);
+  process.stdout.write(`${header.join('\n')}\n${report(b, results, P)}\n`);
   for (const r of results.filter((x) => x.statementStats)) {
     process.stdout.write(`\n## ${r.backend}: server time by statement (pg_stat_statements)\n\n`);
     process.stdout.write(`${table(['total ms', 'calls', 'mean ms', 'plan ms/call', 'plans', 'rows', 'query'], r.statementStats!.map((x) => [int(x.totalMs), int(x.calls), x.meanMs.toFixed(2), x.planMs.toFixed(2), int(x.plans), int(x.rows), x.query.slice(0, 110)]))}\n`);

@@ -7,12 +7,15 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join, relative, resolve } from 'node:path';
 import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { queryFilters, statement } from '../bench/generate.ts';
 import { paramsOf, postgresPlans, sqlitePlans } from '../bench/plans.ts';
+import { pgQuery } from '../bench/harness.ts';
+import { openCluster, postgresSkipped, startCluster } from '../bench/postgres-cluster.ts';
 import { BACKENDS, jsonInit, startTestLrs } from './helpers/lrs.ts';
 import { validateStatements } from '../src/xapi/validate.ts';
 
@@ -144,3 +147,28 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
     }
   });
 }
+
+test('a kept PostgreSQL cluster (bench --keep) survives its process and opens again elsewhere (bench --reuse)', { skip: postgresSkipped() }, async () => {
+  const at = join(mkdtempSync(join(tmpdir(), 'lectern-kept-')), 'postgres');
+  chmodSync(dirname(at), 0o755); // as root the cluster runs as another user, who must reach it
+  try {
+    const kept = await startCluster({ at });
+    await pgQuery(kept.url, 'CREATE TABLE kept (n int); INSERT INTO kept VALUES (42)');
+    kept.destroy();
+    assert.ok(existsSync(join(at, 'data', 'PG_VERSION')), 'the data directory stays');
+    assert.ok(!existsSync(join(at, 'data', 'postmaster.pid')), 'stopped cleanly');
+    await assert.rejects(startCluster({ at }), /not empty/);
+    // Moved: its postgresql.conf still names the old socket folder, which is gone.
+    const moved = join(dirname(at), 'moved');
+    renameSync(at, moved);
+    const reopened = await openCluster(moved);
+    try {
+      assert.deepEqual(await pgQuery(reopened.url, 'SELECT n FROM kept'), [{ n: 42 }]);
+    } finally {
+      reopened.destroy();
+    }
+    assert.ok(existsSync(join(moved, 'data', 'PG_VERSION')));
+  } finally {
+    rmSync(dirname(at), { recursive: true, force: true });
+  }
+});

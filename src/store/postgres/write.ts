@@ -311,13 +311,18 @@ export function* resolveKeys(tenantId: number, keys: Set<string>, own: boolean):
 /** PostgreSQL's reach SQL (src/store/reach.ts): each step one statement over arrays. */
 export const POSTGRES_REACH: ReachDialect = {
   *forget(tenant, stored) {
+    // The StatementRefs among them by one primary-key probe each (LIMIT 1 keeps it a nested
+    // loop): joined by seq, the planner read every StatementRef of the tenant through
+    // statements_ref (its estimate for a tenant is a guess: no statistics on tenant), a cost that
+    // grows with the store for every prune batch.
     const r = yield* rows({
       name: 'reach_rebuild',
       text: `WITH q AS (SELECT unnest($2::bigint[]) AS seq UNION SELECT seq FROM statement_reach WHERE tenant = $1 AND via = ANY($2::bigint[])),
 d1 AS (DELETE FROM statement_reach WHERE tenant = $1 AND seq IN (SELECT seq FROM q)),
 d2 AS (DELETE FROM reach_agents WHERE tenant = $1 AND seq IN (SELECT seq FROM q)),
 d3 AS (DELETE FROM reach_activities WHERE tenant = $1 AND seq IN (SELECT seq FROM q))
-SELECT seq, ref_id, authority FROM statements WHERE tenant = $1 AND seq IN (SELECT seq FROM q) AND ref_id IS NOT NULL`,
+SELECT s.seq, s.ref_id, s.authority FROM q CROSS JOIN LATERAL (SELECT seq, ref_id, authority, tenant FROM statements WHERE seq = q.seq LIMIT 1) s
+WHERE s.tenant = $1 AND s.ref_id IS NOT NULL`,
       values: [tenant, stored],
     });
     return r.map((row) => ({ seq: Number(row.seq), refId: row.ref_id as string, authority: row.authority as number | null }));
