@@ -9,5 +9,6 @@
  */
 import type { BenchEntry } from './harness.ts';
 import { lifecycleEntry } from './lifecycle.ts';
+import { overviewEntry } from './overview.ts';
 
-export const EXTRA_ENTRIES: BenchEntry[] = [lifecycleEntry];
+export const EXTRA_ENTRIES: BenchEntry[] = [overviewEntry, lifecycleEntry];

@@ -142,12 +142,12 @@ function startChild(args: string[], env: NodeJS.ProcessEnv, ready: RegExp, what:
 /** The user of store (tenant) `target` in writeAuthFile's file, and its Authorization header. */
 export const tenantUser = (target: string) => ({ username: `bench-${target}`, target, authorization: `Basic ${Buffer.from(`bench-${target}:${USER.password}`).toString('base64')}` });
 
-/** Writes a credentials file with one user (all scopes, default tenant), and one per store in `targets`. */
+/** Writes a credentials file with one user (all scopes, and `admin`: the operator, for the admin API's entries; default tenant), and one per store in `targets`. */
 export function writeAuthFile(dir: string, targets: string[] = []): string {
   const file = join(dir, 'auth.json');
   const hash = bcrypt.hashSync(USER.password, 10);
   const agent = { objectType: 'Agent', mbox: 'mailto:bench@example.com' };
-  const users = [{ username: USER.username, hash, scopes: ['all'], agent }, ...targets.map((t) => ({ username: tenantUser(t).username, hash, scopes: ['all'], agent, target: t }))];
+  const users = [{ username: USER.username, hash, scopes: ['all', 'admin'], agent }, ...targets.map((t) => ({ username: tenantUser(t).username, hash, scopes: ['all'], agent, target: t }))];
   writeFileSync(file, JSON.stringify(users));
   return file;
 }
@@ -412,5 +412,7 @@ export interface BenchRow {
 
 export interface BenchEntry {
   name: string;
+  /** Run after each size's load and queries (else once, after the largest size's). */
+  everySize?: boolean;
   run(ctx: BenchContext): Promise<BenchRow[]>;
 }

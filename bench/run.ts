@@ -47,6 +47,7 @@ import {
   freeDisk,
   isStored,
   type BenchContext,
+  type BenchEntry,
   machine,
   type Machine,
   memory,
@@ -287,6 +288,28 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
   try {
     let loaded = 0;
     let singlesFrom = 0;
+    const contextAt = (statements: number): BenchContext => ({
+      backend,
+      server,
+      seed: SEED,
+      quick: QUICK,
+      dir,
+      statements,
+      sqlitePath,
+      postgresUrl,
+      authorization: AUTHORIZATION,
+      load: (url, jobs) => runLoad(url, SEED, jobs),
+    });
+    const runEntry = async (entry: BenchEntry, ctx: BenchContext) => {
+      log(`${backend}: ${entry.name}`);
+      try {
+        const rows = await entry.run(ctx);
+        for (const row of rows) if (row.failed) fail(`${backend} ${entry.name}`, `${row.workload} failed${row.note ? `: ${row.note}` : ''}`);
+        result.extras.push(...rows);
+      } catch (err) {
+        fail(`${backend} ${entry.name}`, err);
+      }
+    };
     /** The first statement of the stream in the store: 0, unless a reused store was pruned. */
     let firstKept = 0;
     if (REUSE) {
@@ -359,32 +382,13 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
           for (const r of await runLoad(server.url, SEED, jobs)) result.writes[r.name] = checked(r, backend);
         }
       }
+      if (PHASES.has('extras')) for (const entry of EXTRA_ENTRIES.filter((e) => e.everySize)) await runEntry(entry, contextAt(loaded));
       result.peakRss = Math.max(peak, memory(server.pid).peak);
       progress(result);
     }
     if (PHASES.has('extras')) {
-      const ctx: BenchContext = {
-        backend,
-        server,
-        seed: SEED,
-        quick: QUICK,
-        dir,
-        statements: loaded,
-        sqlitePath,
-        postgresUrl,
-        authorization: AUTHORIZATION,
-        load: (url, jobs) => runLoad(url, SEED, jobs),
-      };
-      for (const entry of EXTRA_ENTRIES) {
-        log(`${backend}: ${entry.name}`);
-        try {
-          const rows = await entry.run(ctx);
-          for (const row of rows) if (row.failed) fail(`${backend} ${entry.name}`, `${row.workload} failed${row.note ? `: ${row.note}` : ''}`);
-          result.extras.push(...rows);
-        } catch (err) {
-          fail(`${backend} ${entry.name}`, err);
-        }
-      }
+      const ctx: BenchContext = contextAt(loaded);
+      for (const entry of EXTRA_ENTRIES.filter((e) => !e.everySize)) await runEntry(entry, ctx);
     }
     const ctx: PhaseContext = { server, seed: SEED, quick: QUICK, statements: loaded, firstKept, dir, log: (s) => log(`${backend}: ${s}`) };
     const phase = async (name: string, run: () => Promise<void>) => {

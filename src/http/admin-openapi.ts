@@ -133,6 +133,50 @@ export const ADMIN_PATHS: Record<string, Json> = {
       responses: NOT_FOUND,
     }),
   },
+  '/admin/api/overview': {
+    get: op(
+      'A store\'s overview',
+      'Statements in total and per UTC day of the last 30 days, the top verbs of those days, the ingest rate (every process counted), the newest statement\'s time, the rejections of the last day; for the operator also forwarding (server-wide) and every store\'s totals. From counts kept as statements are written: no scan of the statements.',
+      {
+        type: 'object',
+        properties: {
+          target: { type: 'string' },
+          now: { type: 'string', format: 'date-time' },
+          statements: { type: 'integer', description: 'Statements kept, voided ones included' },
+          lastStored: { type: ['string', 'null'], format: 'date-time' },
+          days: { type: 'array', description: 'The last 30 UTC days, oldest first, today last', items: { type: 'object', properties: { date: { type: 'string', format: 'date' }, statements: { type: 'integer' } } } },
+          topVerbs: { type: 'array', items: { type: 'object', properties: { verb: { type: 'string' }, statements: { type: 'integer' } } } },
+          ingest: {
+            type: 'object',
+            properties: {
+              perMinute: { type: 'number', description: 'The mean of the last 5 complete minutes' },
+              minutes: { type: 'array', items: { type: 'object', properties: { minute: { type: 'string', format: 'date-time' }, statements: { type: 'integer' } } } },
+            },
+          },
+          rejectionsLastDay: { type: 'integer' },
+          forwarding: {
+            type: 'object',
+            description: 'The operator\'s only',
+            properties: {
+              queued: { type: 'integer' },
+              dead: { type: 'integer' },
+              lagMs: { type: ['integer', 'null'] },
+              targets: {
+                type: 'array',
+                items: { type: 'object', properties: { target: { type: 'string' }, active: { type: 'boolean' }, queued: { type: 'integer' }, dead: { type: 'integer' }, lagMs: { type: ['integer', 'null'] } } },
+              },
+            },
+          },
+          stores: {
+            type: 'array',
+            description: 'The operator\'s only: every store with statements',
+            items: { type: 'object', properties: { target: { type: 'string' }, statements: { type: 'integer' }, recent: { type: 'integer', description: 'Statements of the last 30 days' } } },
+          },
+        },
+      },
+      { parameters: [TARGET], responses: NOT_FOUND },
+    ),
+  },
   '/admin/api/forwarding': {
     get: op('Forwarding status per target (operator)', 'Queued, delivered, retried and dead items of each target, and the newest dead letter\'s error.', {
       type: 'object',

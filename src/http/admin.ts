@@ -32,6 +32,7 @@ import {
 } from '../ops/admin.ts';
 import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
 import { DEAD_LETTER_PAGE_MAX, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
+import { storeOverview } from '../ops/overview.ts';
 import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary } from '../ops/rejections.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
@@ -236,6 +237,8 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
     },
     { params: ['target'] },
   );
+
+  route('GET', '/overview', async ({ by, query }) => json(200, await storeOverview(store, by.role, query.target, { clock, activeTargets: activeTargets() })), { params: ['target'] });
 
   route('GET', '/forwarding', async ({ by }) => {
     requireOperator(by.role, 'forwarding');

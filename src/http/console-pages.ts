@@ -49,7 +49,7 @@ export interface PageContext {
   };
 }
 
-export type Section = 'statements' | 'learner' | 'access' | 'rejections' | 'forwarding' | 'stores' | 'sign-in';
+export type Section = 'overview' | 'statements' | 'learner' | 'access' | 'rejections' | 'forwarding' | 'stores' | 'sign-in';
 
 /** The store a user works in, as the console names it. */
 export const storeName = (target: string): string => (target === '' ? 'default store' : `store “${target}”`);
@@ -61,6 +61,7 @@ export function page(ctx: PageContext, title: string, section: Section, main: Ht
   const nav = s
     ? html`<nav aria-label="Console">
   <ul class="nav">
+    ${s.role ? navItem('overview', 'Overview', section) : ''}
     <li><a href="/console/statements"${section === 'statements' ? html` aria-current="page"` : ''}>Statements</a></li>
     <li><a href="/console/learner"${section === 'learner' ? html` aria-current="page"` : ''}>Learner</a></li>
     ${s.role ? [navItem('access', 'Access', section), navItem('rejections', 'Rejections', section)] : ''}

@@ -26,6 +26,7 @@ import { parseQuery, type XapiRequest, type XapiResponse } from './request.ts';
 import { registerConsoleOidc } from './console-oidc.ts';
 import { type ConsoleKit, registerConsoleAdmin } from './console-admin.ts';
 import { registerConsoleFailures } from './console-failures.ts';
+import { registerConsoleOverview } from './console-overview.ts';
 
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
 /** An xAPI resource the console reads, with the scopes its route needs. */
@@ -312,7 +313,11 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
     return reply.status(res.status).headers(res.headers ?? {}).send(res.body);
   });
 
-  app.get('/console', async (request, reply) => reply.redirect((await sessionOf(request)).session ? '/console/statements' : '/console/sign-in', 303));
+  app.get('/console', async (request, reply) => {
+    const { session } = await sessionOf(request);
+    // Administrators land on the Overview; a plain xAPI user on its statements.
+    return reply.redirect(!session ? '/console/sign-in' : adminRole(session.user) ? '/console/overview' : '/console/statements', 303);
+  });
 
   app.get('/console/assets/:hash/:name', async (request, reply) => {
     const { hash, name } = request.params as { hash: string; name: string };
@@ -521,6 +526,7 @@ function consoleRoutes(app: FastifyInstance, deps: ConsoleDeps): void {
   const kit: ConsoleKit = { deps: { store: deps.store, config, clock }, ctx, sendPage, sendJson, pageSession, change, reseal, workingStore, queryOf, safeNext };
   registerConsoleAdmin(app, kit);
   registerConsoleFailures(app, kit);
+  registerConsoleOverview(app, kit);
 
   if (oidcEnabled) registerConsoleOidc(app, { config, auth, sealer, secure, safeNext, openSessionFor, sendPage, page: (error) => signInPage(ctx(), { error, oidc: true, basic: basicEnabled }) });
 }

@@ -468,10 +468,48 @@ export interface AuditFilter {
   limit: number;
 }
 
+/**
+ * A store's figures for the console's Overview (./overview.ts), from the counts maintained as
+ * statements are written (migration 16 on SQLite, 17 on PostgreSQL), not from the statements.
+ */
+export interface StoreOverview {
+  /** Statements kept (voided ones included): the sum of the maintained counts. */
+  statements: number;
+  /** Statements per UTC day of `stored` from `sinceDay` on (days since 1970-01-01), days with none left out. */
+  days: { day: number; statements: number }[];
+  /** The verbs of the most statements since `sinceDay`, most first. */
+  topVerbs: { verb: string; statements: number }[];
+  /** Statements stored per minute (epoch minutes) from `sinceMinute` on, by every process; minutes with none left out. */
+  minutes: { minute: number; statements: number }[];
+  /** Epoch milliseconds of the newest statement's `stored`; null when it has none. */
+  lastStoredMs: number | null;
+  /** Kept rejections of the store since `rejectionsSinceMs`. */
+  rejections: number;
+}
+
+export interface OverviewQuery {
+  sinceDay: number;
+  sinceMinute: number;
+  topVerbs: number;
+  rejectionsSinceMs: number;
+}
+
+/** One store's line in the operator's compact view of every store. */
+export interface StoreTotals {
+  target: string;
+  statements: number;
+  /** Statements since `sinceDay`. */
+  recent: number;
+}
+
 /** The admin API's reads and its audit log (./admin.ts). */
 export interface AdminStore {
   /** Every store with its figures (the default store always), or only `only` (zeros when empty). */
   storeSummaries(only?: string): Promise<StoreSummary[]>;
+  /** One store's Overview figures (zeros when it holds nothing). */
+  storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview>;
+  /** Every store with statements: its total and those since `sinceDay`, from the maintained counts. */
+  storeTotals(sinceDay: number): Promise<StoreTotals[]>;
   /** Every store's key, the default store ('') always (cheap: nothing counted). */
   storeNames(): Promise<string[]>;
   appendAudit(record: AuditRecord): Promise<AuditEntry>;

@@ -3,7 +3,7 @@
  * real `lectern runserver` on SQLite and PostgreSQL: a credential created in the console used by an
  * HTTP client, then revoked (401); a refused statement replayed as lax; a dead letter retried; a
  * learner erased after the dry run; the operator's store switcher, and a store administrator who
- * cannot reach another store; axe-core on each page (light, dark, 390 px). One browser for the
+ * cannot reach another store; the Overview (figures, the chart and its table); axe-core on each page (light, dark, 390 px). One browser for the
  * file. The screenshots of the docs are ./screenshots.test.ts's.
  */
 import assert from 'node:assert/strict';
@@ -208,11 +208,45 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       }
     });
 
+    test('Overview: the working store\'s figures, the chart with its numbers as a table (opened by keyboard), top verbs, every store; a store administrator sees its own', async () => {
+      // The operator works in store b (the test before switched to it).
+      await page.getByRole('link', { name: 'Overview' }).click();
+      await page.waitForURL(/\/console\/overview$/);
+      assert.match(await page.locator('h1 + .context').innerText(), /store “b”/);
+      assert.match(await page.locator('dl.figures').innerText(), /Statements\s+1\b[\s\S]*Ingest now[\s\S]*Last statement\s+\d{4}-[\s\S]*Forwarding lag[\s\S]*Dead letters/);
+      assert.equal(await page.locator('figure.chart').first().locator('rect.bar').count(), 30);
+      assert.match(await page.locator('figure.chart figcaption').first().innerText(), /1 in all/);
+      assert.match(await page.locator('section', { hasText: 'Top verbs' }).innerText(), /in-b\s+1/);
+      assert.match(await page.locator('section', { hasText: 'Every store' }).innerText(), /default[\s\S]*\bb\s+1\s+1/);
+      // The numbers behind the chart: a disclosure, opened with the keyboard.
+      const table = page.locator('details.numbers table').first();
+      assert.equal(await table.isVisible(), false);
+      await page.locator('details.numbers summary').first().focus();
+      await page.keyboard.press('Enter');
+      assert.equal(await table.locator('tbody tr').count(), 30);
+      assert.equal(await page.locator('details.numbers').count(), 2, 'the ingest chart has its table too');
+      assert.match(await table.locator('tbody tr').last().innerText(), /\d{4}-\d\d-\d\d\s+1/);
+      assert.deepEqual(await axeViolations(page), []);
+
+      const context = await browser.newContext();
+      try {
+        const b = await context.newPage();
+        await signIn(b, server.url, B_ADMIN);
+        await b.goto(`${server.url}/console`);
+        await b.waitForURL(/\/console\/overview$/);
+        assert.match(await b.locator('h1 + .context').innerText(), /store “b”/);
+        assert.doesNotMatch(await b.locator('dl.figures').innerText(), /Forwarding lag|Dead letters/);
+        assert.equal(await b.locator('section', { hasText: 'Every store' }).count(), 0);
+      } finally {
+        await context.close();
+      }
+    });
+
     test('at 390 px in dark mode: the admin pages fit and have no axe violations; the CSP was never violated', async () => {
       await page.setViewportSize({ width: 390, height: 844 });
       await page.emulateMedia({ colorScheme: 'dark' });
       try {
-        for (const path of ['/console/access', '/console/rejections', '/console/forwarding', '/console/stores']) {
+        for (const path of ['/console/overview', '/console/access', '/console/rejections', '/console/forwarding', '/console/stores']) {
           await page.goto(`${server.url}${path}`);
           assert.equal(await overflows(page), false, path);
           assert.deepEqual(await axeViolations(page), [], path);

@@ -46,6 +46,8 @@ interface Data {
 /** One entry per screenshot: the README and docs/console.md name them. */
 const SHOTS: Shot[] = [
   { name: 'sign-in', path: '/console/sign-in', anonymous: true },
+  // The figures and the chart of statements per day.
+  { name: 'overview', path: '/console/overview', viewport: { width: 1280, height: 960 } },
   // Taller: the filters and a page of results.
   { name: 'statements', path: '/console/statements', viewport: { width: 1280, height: 960 } },
   { name: 'statement', path: (d) => `/console/statements/${d.statementId}` },

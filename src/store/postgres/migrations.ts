@@ -523,4 +523,30 @@ CREATE INDEX admin_audit_target ON admin_audit (target, id);
 COMMENT ON TABLE admin_audit IS 'admin actions: who, what, when, from where (never a secret); append-only';
 `,
   },
+  {
+    version: 17,
+    name: 'statements counted per store, day and verb, and per minute, as they are written: the console\'s Overview',
+    announce:
+      "SELECT 'counting statements per store, day and verb: ' || reltuples::bigint || ' statements (estimated)' AS message FROM pg_class WHERE oid = 'statements'::regclass AND reltuples > 100000",
+    // As SQLite's migration 16 (src/store/overview.ts keeps them); the backfill is one
+    // aggregate over the statements (a hash aggregate: a few hundred groups per store).
+    sql: `
+CREATE TABLE statement_counts (
+  tenant integer NOT NULL,
+  day integer NOT NULL,
+  verb integer NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (tenant, day, verb)
+);
+INSERT INTO statement_counts (tenant, day, verb, n) SELECT tenant, (stored_ms / 86400000)::integer, verb, count(*) FROM statements GROUP BY 1, 2, 3;
+CREATE TABLE statement_minutes (
+  tenant integer NOT NULL,
+  minute integer NOT NULL,
+  n bigint NOT NULL,
+  PRIMARY KEY (tenant, minute)
+);
+COMMENT ON TABLE statement_counts IS 'statements per tenant, UTC day of stored (stored_ms / 86400000) and verb (keys.id), kept by every write and deletion: the console''s Overview';
+COMMENT ON TABLE statement_minutes IS 'statements stored per tenant and minute (stored_ms / 60000) in the last hour: the Overview''s ingest rate across processes';
+`,
+  },
 ];

@@ -11,9 +11,10 @@ import { type StatementFilter, type StatementQuery, unknownCursor } from '../../
 import type { ActivityDefinition } from '../../xapi/types.ts';
 import * as docs from '../documents.ts';
 import * as admin from '../admin.ts';
+import * as overview from '../overview.ts';
 import { agentSeqsSql, POSTGRES } from './dialect.ts';
 import { DEFINITIONS_PER_QUERY, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, inlineBytes, pageRowsKept, rarestDriver, type SeqWindow, sizedJson, statementPageSql, storedSeqSql } from '../sql.ts';
-import type { AttachmentBlob, AuditEntry, AuditFilter, AuditRecord, DocumentKey, KeyedDocument, QueryPage, StoredDocument, StoredRow, StoreSummary } from '../types.ts';
+import type { AttachmentBlob, AuditEntry, AuditFilter, AuditRecord, DocumentKey, KeyedDocument, OverviewQuery, QueryPage, StoredDocument, StoredRow, StoreOverview, StoreSummary, StoreTotals } from '../types.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, PostgresConnection } from './connection.ts';
 import { POSTGRES_DOCUMENTS } from './documents.ts';
 
@@ -388,6 +389,14 @@ export abstract class PostgresReaders extends PostgresConnection {
 
   storeSummaries(only?: string): Promise<StoreSummary[]> {
     return this.runProgram(admin.storeSummaries(POSTGRES_ADMIN, only));
+  }
+
+  storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
+    return this.runProgram(overview.storeOverview(POSTGRES_ADMIN, tenant, query));
+  }
+
+  storeTotals(sinceDay: number): Promise<StoreTotals[]> {
+    return this.runProgram(overview.storeTotals(POSTGRES_ADMIN, sinceDay));
   }
 
   appendAudit(record: AuditRecord): Promise<AuditEntry> {

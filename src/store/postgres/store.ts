@@ -499,17 +499,28 @@ export class PostgresStore extends PostgresReaders implements Store {
       // the lock, and its reach rows would outlive it. Taken after the deletions instead, a
       // writer holding the lock and waiting for a row deleted here would deadlock with it.
       await this.lockTenant(c, tenant);
-      const r = await c.query<{ rows: string | null; hashes: string[] }>({
+      const r = await c.query<{ rows: string | null; hashes: string[]; none_days: number[]; none_verbs: number[] }>({
         name: 'delete_statements',
         text: `WITH
-s AS (DELETE FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[]) RETURNING seq, "full"),
+s AS (DELETE FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[]) RETURNING seq, "full", stored_ms, verb),
+-- Taken off the Overview's counts (src/store/overview.ts); a count at zero goes below.
+cn AS (UPDATE statement_counts c SET n = c.n - d.n FROM (SELECT (stored_ms / 86400000)::int AS day, verb, count(*) AS n FROM s GROUP BY 1, 2) d
+  WHERE c.tenant = $1 AND c.day = d.day AND c.verb = d.verb RETURNING c.day, c.verb, c.n),
 ob AS (DELETE FROM forward_outbox WHERE seq IN (SELECT seq FROM s)),
 vi AS (DELETE FROM statement_violations WHERE seq IN (SELECT seq FROM s)),
 sa AS (DELETE FROM statement_attachments WHERE seq IN (SELECT seq FROM s) RETURNING sha2)
-SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, ARRAY(SELECT DISTINCT sha2 FROM sa) AS hashes`,
+SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, ARRAY(SELECT DISTINCT sha2 FROM sa) AS hashes,
+  ARRAY(SELECT day FROM cn WHERE n <= 0) AS none_days, ARRAY(SELECT verb FROM cn WHERE n <= 0) AS none_verbs`,
         values: [tid, ids],
       });
       const head = r.rows[0];
+      if (head.none_days.length) {
+        await c.query({
+          name: 'delete_zero_counts',
+          text: 'DELETE FROM statement_counts c USING unnest($2::int[], $3::int[]) AS z(day, verb) WHERE c.tenant = $1 AND c.day = z.day AND c.verb = z.verb AND c.n <= 0',
+          values: [tid, head.none_days, head.none_verbs],
+        });
+      }
       const removed = (JSON.parse(head.rows ?? '[]') as [string, Statement][]).map(([seq, statement]) => ({ seq, statement }));
       const unlinked = await this.unlink(c, tid, removed);
       // Their own reach rows go, and the chains through them end there now.

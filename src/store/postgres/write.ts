@@ -9,6 +9,7 @@ import type { InsertPlan } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition } from '../../xapi/types.ts';
 import { type Program, rows, run } from '../program.ts';
+import { MINUTES_KEPT } from '../overview.ts';
 import type { ReachDialect } from '../reach.ts';
 import { isVoidingValue } from '../sql.ts';
 
@@ -82,6 +83,14 @@ vo AS (UPDATE statements s SET voided = 1
   WHERE s.seq = v.seq AND s.is_voiding = 0 AND s.voided = 0 AND (SELECT ok FROM ok)),
 de AS (INSERT INTO activities (tenant, id, definition) SELECT ${W.tenantName}, i, d FROM ROWS FROM (unnest(${W.definitionIds}::text[]), json_array_elements(${W.definitions}::json)) AS t(i, d)
   WHERE (SELECT ok FROM ok) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
+-- The Overview's counts (src/store/overview.ts): one upsert per verb of the group (one day: one stored), one for its minute, the minutes gone by deleted.
+cn AS (INSERT INTO statement_counts (tenant, day, verb, n)
+  SELECT ${W.tenant}, (${W.storedMs}::bigint / 86400000)::int, v, count(*) FROM unnest(${W.verbs}::int[]) AS t(v) WHERE (SELECT ok FROM ok) GROUP BY v
+  ON CONFLICT (tenant, day, verb) DO UPDATE SET n = statement_counts.n + excluded.n),
+mi AS (INSERT INTO statement_minutes (tenant, minute, n)
+  SELECT ${W.tenant}, (${W.storedMs}::bigint / 60000)::int, ${W.count}::int WHERE (SELECT ok FROM ok) AND ${W.count}::int > 0
+  ON CONFLICT (tenant, minute) DO UPDATE SET n = statement_minutes.n + excluded.n),
+mg AS (DELETE FROM statement_minutes WHERE tenant = ${W.tenant} AND minute < (${W.storedMs}::bigint / 60000)::int - ${MINUTES_KEPT}),
 at AS (INSERT INTO attachments (tenant, sha2, content_type, length, content)
   SELECT ${W.tenantName}, h, ct, octet_length(b), b FROM unnest(${W.blobHashes}::text[], ${W.blobTypes}::text[], ${W.blobContents}::bytea[]) AS t(h, ct, b) WHERE (SELECT ok FROM ok) ON CONFLICT DO NOTHING)
 SELECT (SELECT ok FROM ok) AS ok, ARRAY(SELECT seq FROM sq ORDER BY n) AS seqs,

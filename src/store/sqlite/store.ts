@@ -17,6 +17,8 @@ import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
 import { REACH_TABLES, type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
+import { dayOf, GroupCounts } from '../overview.ts';
+import * as overview from '../overview.ts';
 import { row, rows, run } from '../program.ts';
 import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
 import type {
@@ -32,6 +34,7 @@ import type {
   KeptRejection,
   KeyedDocument,
   NewRejection,
+  OverviewQuery,
   QueryPage,
   RejectionFilter,
   RejectionReason,
@@ -39,13 +42,16 @@ import type {
   Store,
   StoredDocument,
   StoredRow,
+  StoreOverview,
   StoreSummary,
+  StoreTotals,
 } from '../types.ts';
 import * as admin from '../admin.ts';
 import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
 import * as rejections from '../rejections.ts';
 import { runStatements, sqliteDocuments } from './documents.ts';
+import { SqliteCounts } from './counts.ts';
 import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
 import { BY_ID, readPage } from './readers.ts';
@@ -88,6 +94,7 @@ export class SqliteStore extends SqliteConnection implements Store {
   private readonly outboxListeners: (() => void)[] = [];
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
+  private readonly overviewCounts = new SqliteCounts((sql) => this.q(sql));
   /** One queue for the connection, every tenant's requests in it, written whole on the next turn of the event loop. */
   private readonly pending = new GroupQueue(Infinity, (_, first) => {
     if (first) setImmediate(() => this.flush());
@@ -174,6 +181,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         else byTenant.set(dicts[i].tenant, [job]);
       });
       const tenants = new Map<number, TenantPlan>();
+      const counts = new GroupCounts();
       jobs.forEach((job, i) => {
         this.staged.clear();
         this.definitionsChanged = false;
@@ -208,6 +216,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         }
         if (savepoints) this.db.exec('RELEASE request');
         planned.planner.stored(plan);
+        for (const f of plan.fresh) counts.add(tenant, dicts[i].ids.get(f.p.verb)!);
         for (const r of refs) {
           const referrers = planned.referrers.get(r.refId);
           if (referrers) referrers.push(r.seq);
@@ -225,6 +234,7 @@ export class SqliteStore extends SqliteConnection implements Store {
       dicts.forEach((d, i) => {
         if (!outcomes[i].ok && d.created.length) this.dropUnusedKeys(d.tenant, d.created);
       });
+      this.overviewCounts.write(counts, storedMs);
       // Forwarding: the statements this transaction stored (rejected requests left none).
       if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
       this.mergeIds();
@@ -471,12 +481,15 @@ export class SqliteStore extends SqliteConnection implements Store {
       const hashes = new Set<string>();
       const agents = new Set<number>();
       const erased: number[] = [];
+      const deleted = new Map<string, number>();
       let statements = 0;
       for (const id of ids) {
         const idBytes = uuidBytes(id);
-        const r = this.q(`SELECT seq, full, authority FROM statements WHERE ${BY_ID}`).get(tid, idBytes) as Row | undefined;
+        const r = this.q(`SELECT seq, full, authority, stored_ms, verb FROM statements WHERE ${BY_ID}`).get(tid, idBytes) as Row | undefined;
         if (!r) continue;
         const seq = Number(r.seq);
+        const counted = `${dayOf(Number(r.stored_ms))} ${Number(r.verb)}`;
+        deleted.set(counted, (deleted.get(counted) ?? 0) + 1);
         for (const a of this.q('SELECT sha2 FROM statement_attachments WHERE seq = ?').all(seq) as Row[]) hashes.add(String(a.sha2));
         // Link rows by primary key: their keys are the statement's own, as prepareStatement made them.
         const statement = JSON.parse(String(r.full)) as Statement;
@@ -493,6 +506,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         erased.push(seq);
         statements++;
       }
+      this.overviewCounts.uncount(tid, deleted);
       // Its own reach rows go, and the chains through it end there now.
       this.updateReach(tid, [], erased);
       let attachments = 0;
@@ -574,6 +588,14 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   async storeSummaries(only?: string): Promise<StoreSummary[]> {
     return runStatements(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
+  }
+
+  async storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
+    return runStatements(this.docs, overview.storeOverview(SQLITE_ADMIN, tenant, query));
+  }
+
+  async storeTotals(sinceDay: number): Promise<StoreTotals[]> {
+    return runStatements(this.docs, overview.storeTotals(SQLITE_ADMIN, sinceDay));
   }
 
   async appendAudit(record: AuditRecord): Promise<AuditEntry> {

@@ -44,6 +44,9 @@ import type {
   StoredDocument,
   StoredRow,
   StoreSummary,
+  StoreOverview,
+  StoreTotals,
+  OverviewQuery,
 } from '../types.ts';
 import { type SqliteOptions, SqliteStore } from './store.ts';
 import { exclusiveInProcess } from './connection.ts';
@@ -365,6 +368,12 @@ export class ThreadedSqliteStore implements Store {
   }
   storeSummaries(only?: string): Promise<StoreSummary[]> {
     return this.read().storeSummaries(only);
+  }
+  storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
+    return this.read().storeOverview(tenant, query);
+  }
+  storeTotals(sinceDay: number): Promise<StoreTotals[]> {
+    return this.read().storeTotals(sinceDay);
   }
   listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
     return this.read().listAudit(filter);
