@@ -35,13 +35,15 @@ export interface RunningLrs {
 
 /**
  * `monitoring`: error reporting when LECTERN_MONITORING_DSN is set (see src/monitoring/sentry.ts);
- * `options.clock`: what credential expiry, rotation grace and retention are measured by (tests move it).
+ * `options.clock`: what credential expiry, rotation grace and retention are measured by (tests move it);
+ * `options.storeClock`: what an in-process SQLite store reads `stored` from (tests and screenshots
+ * that need statements on past days).
  */
-export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring, options: { clock?: Clock } = {}): Promise<RunningLrs> {
+export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring, options: { clock?: Clock; storeClock?: Clock } = {}): Promise<RunningLrs> {
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
   const oidc = await discoverOidc(config, logger);
   const metrics = new Metrics();
-  const store = metrics.instrument(await openConfiguredStore(config, logger));
+  const store = metrics.instrument(await openConfiguredStore(config, logger, options.storeClock));
   const auth = createAuthenticator(config, logger, { oidc, credentials: store, clock: options.clock });
   const forwarder = new Forwarder({
     store,

@@ -1,11 +1,13 @@
 /** The configured store: LECTERN_* settings (src/config.ts) mapped to the backend's options. */
+import type { Clock } from '../clock.ts';
 import { type Config, sqliteWriterThread } from '../config.ts';
 import { activeTargets } from '../forwarding/config.ts';
 import type { Logger } from '../log.ts';
 import { openStore, type Store } from '../store/index.ts';
 import { StoreUnreachableError } from '../store/types.ts';
 
-export function openConfiguredStore(config: Config, logger?: Logger): Promise<Store> {
+/** `clock`: what an in-process SQLite store reads `stored` from (not the writer thread's: it runs on its own). */
+export function openConfiguredStore(config: Config, logger?: Logger, clock?: Clock): Promise<Store> {
   const forwardTargets = activeTargets(config.xapiForwardings);
   if (config.backend === 'postgres') {
     return openStore({
@@ -28,9 +30,8 @@ export function openConfiguredStore(config: Config, logger?: Logger): Promise<St
       throw err;
     });
   }
-  return openStore({
-    backend: 'sqlite',
-    writerThread: sqliteWriterThread(config),
+  const writerThread = sqliteWriterThread(config);
+  const common = {
     path: config.sqlitePath,
     synchronous: config.sqliteSynchronous,
     readers: config.sqliteReaders,
@@ -38,5 +39,6 @@ export function openConfiguredStore(config: Config, logger?: Logger): Promise<St
     cacheMiB: config.sqliteCacheSize,
     forwardTargets,
     logger,
-  });
+  };
+  return writerThread ? openStore({ backend: 'sqlite', writerThread, ...common }) : openStore({ backend: 'sqlite', writerThread, ...common, clock });
 }

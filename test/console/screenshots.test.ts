@@ -18,6 +18,8 @@ import { createCredential, revokeCredential } from '../../src/ops/credentials.ts
 import { ADMIN, jsonInit, sqliteBackend, startTestLrs, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { eventually, Receiver } from '../helpers/receiver.ts';
 
+const DAY = 86_400_000;
+const MINUTE = 60_000;
 const IMAGES = fileURLToPath(new URL('../../docs/images/', import.meta.url));
 const WRITE = process.env.LECTERN_TEST_SCREENSHOTS === '1';
 /** Largest screenshot kept: the README loads several. */
@@ -52,7 +54,11 @@ const SHOTS: Shot[] = [
   { name: 'statements', path: '/console/statements', viewport: { width: 1280, height: 960 } },
   { name: 'statement', path: (d) => `/console/statements/${d.statementId}` },
   { name: 'learner', path: (d) => `/console/learner?agent=${encodeURIComponent(d.learner)}` },
-  { name: 'erase', path: (d) => `/console/learner?agent=${encodeURIComponent(d.learner)}`, prepare: (page) => page.getByRole('button', { name: 'Dry run' }).click() },
+  { name: 'erase', path: (d) => `/console/learner?agent=${encodeURIComponent(d.learner)}`, prepare: async (page) => {
+      // The dry run is a form POST: the screenshot waits for its answer, the typed confirmation.
+      await page.getByRole('button', { name: 'Dry run' }).click();
+      await page.locator('#confirm').waitFor();
+    } },
   { name: 'access', path: '/console/access' },
   { name: 'rejections', path: '/console/rejections' },
   { name: 'forwarding', path: '/console/forwarding' },
@@ -77,18 +83,36 @@ describe('console screenshots', () => {
     // A target that refuses the first batch and takes the others: dead letters, and delivered statements.
     receiver.respond = (_r, n) => ({ status: n <= 1 ? 503 : 200 });
     const forwardings = [{ is_active: true, url: receiver.url, basic_username: 'fw', basic_password: 'fw-target-password', max_retries: 0, timeout: 10 }];
-    const clock = new ManualClock(Date.now());
+    // The server's clock starts 30 days back and is moved forward as an LMS would have sent them.
+    const now = Date.now();
+    const clock = new ManualClock(now - 30 * DAY);
     t = await startTestLrs(sqliteBackend, {
       users: [ADMIN, OPERATOR],
       clock,
+      storeClock: clock,
       env: { LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_AUTH_CREDENTIALS_REFRESH: '0' },
     });
-    // 120 statements as an LMS sends them, in batches (voidings left out: they name statements of a longer stream).
-    const statements = Array.from({ length: 130 }, (_, i) => generated(7, i)).filter((s) => (s.verb as { id: string }).id !== VERB.voided).slice(0, 120);
-    for (let i = 0; i < statements.length; i += 40) {
-      const res = await t.fetch('/xAPI/statements', jsonInit('POST', statements.slice(i, i + 40)));
+    // Statements as an LMS sends them over 30 days (fewer at weekends), then batches of the last
+    // minutes, so the Overview's days and minutes have a history (voidings left out: they name
+    // statements of a longer stream).
+    const statements = Array.from({ length: 1400 }, (_, i) => generated(7, i)).filter((s) => (s.verb as { id: string }).id !== VERB.voided);
+    let next = 0;
+    const send = async (n: number) => {
+      const res = await t.fetch('/xAPI/statements', jsonInit('POST', statements.slice(next, next + n)));
       assert.equal(res.status, 200, await res.clone().text());
+      next += n;
+    };
+    for (let day = 0; day < 30; day++) {
+      const weekend = [0, 6].includes(new Date(clock.now()).getUTCDay());
+      await send(weekend ? 8 + (day % 5) : 30 + ((day * 7) % 19));
+      clock.advance(DAY);
     }
+    clock.advance(now - clock.now() - 8 * MINUTE);
+    for (let minute = 0; minute < 8; minute++) {
+      await send(20 + ((minute * 5) % 13));
+      clock.advance(MINUTE);
+    }
+    statements.splice(next);
     // The most active learner known by an email address.
     const counts = new Map<string, number>();
     for (const s of statements) {
@@ -98,7 +122,7 @@ describe('console screenshots', () => {
     const mbox = [...counts].sort((x, y) => y[1] - x[1])[0][0];
     // A few more of theirs, for a Learner page with a history.
     const theirs = statements.find((s) => (s.actor as { mbox?: string }).mbox === mbox)!.actor;
-    const more = Array.from({ length: 12 }, (_, i) => generated(7, 200 + i)).filter((s) => (s.actor as { objectType?: string }).objectType !== 'Group' && (s.object as { objectType?: string }).objectType !== 'StatementRef');
+    const more = Array.from({ length: 12 }, (_, i) => generated(7, 5000 + i)).filter((s) => (s.actor as { objectType?: string }).objectType !== 'Group' && (s.object as { objectType?: string }).objectType !== 'StatementRef');
     assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', more.slice(0, 5).map((s) => ({ ...s, actor: theirs }))))).status, 200);
     data = { statementId: statements[statements.length - 1].id, learner: mbox.replace('mailto:', '') };
     // Credentials of the LMSs and a report, one revoked; refused writes as clients send them.

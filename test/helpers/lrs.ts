@@ -135,7 +135,7 @@ export const basic = (u: TestUser): string => `Basic ${Buffer.from(`${u.username
  */
 export async function startTestLrs(
   backend: Backend = sqliteBackend,
-  opts: { users?: TestUser[]; env?: Record<string, string>; shareWith?: TestLrs; logger?: Logger; clock?: Clock } = {},
+  opts: { users?: TestUser[]; env?: Record<string, string>; shareWith?: TestLrs; logger?: Logger; clock?: Clock; storeClock?: Clock } = {},
 ): Promise<TestLrs> {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-test-'));
   const authFile = join(dir, 'auth.json');
@@ -155,7 +155,7 @@ export async function startTestLrs(
   const logger = opts.logger ?? createLogger(config.logLevel);
   let lrs: RunningLrs;
   try {
-    lrs = await startLrs(config, logger, undefined, { clock: opts.clock });
+    lrs = await startLrs(config, logger, undefined, { clock: opts.clock, storeClock: opts.storeClock });
   } catch (err) {
     rmSync(dir, { recursive: true, force: true });
     if (!opts.shareWith) await backend.dispose?.(backendSettings);
@@ -179,7 +179,7 @@ export async function startTestLrs(
     },
     async restart() {
       await lrs.close();
-      lrs = await startLrs({ ...config, port: Number(new URL(t.url).port) }, logger, undefined, { clock: opts.clock });
+      lrs = await startLrs({ ...config, port: Number(new URL(t.url).port) }, logger, undefined, { clock: opts.clock, storeClock: opts.storeClock });
       t.lrs = lrs;
     },
     async close() {
