@@ -18,9 +18,6 @@ import { indexRows } from '../xapi/statement.ts';
 import type { Statement } from '../xapi/types.ts';
 import type { Program } from './program.ts';
 
-/** The tables of reach rows, each with an index on (tenant, seq): a statement's rows are deleted by seq. */
-export const REACH_TABLES = ['statement_reach', 'reach_agents', 'reach_activities'] as const;
-
 /** A stored statement as the walk reads it (by id). `registration` in the backend's own form. */
 export interface ReachStatement {
   seq: number;
