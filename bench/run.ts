@@ -30,6 +30,7 @@
  *   --phases …,tenants   PostgreSQL: batch ingest into one store against 4 (--tenant-statements, 120,000)
  *   --phases …,prune     the oldest tenth pruned while small POSTs run (--prune-seconds, 1,800, then
  *                        interrupted and projected); the filters again afterwards. Last: it changes the store
+ *   --phases …,overview  the entries timed at every size (GET /admin/api/overview) without the other extras
  */
 import { mkdirSync, mkdtempSync, rmSync, statSync, existsSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -382,7 +383,8 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
           for (const r of await runLoad(server.url, SEED, jobs)) result.writes[r.name] = checked(r, backend);
         }
       }
-      if (PHASES.has('extras')) for (const entry of EXTRA_ENTRIES.filter((e) => e.everySize)) await runEntry(entry, contextAt(loaded));
+      // Entries measured at every size (the Overview's time); `overview` runs them without the other extras.
+      if (PHASES.has('extras') || PHASES.has('overview')) for (const entry of EXTRA_ENTRIES.filter((e) => e.everySize)) await runEntry(entry, contextAt(loaded));
       result.peakRss = Math.max(peak, memory(server.pid).peak);
       progress(result);
     }
