@@ -15,7 +15,7 @@ import type { ForwardingStats } from '../../src/store/types.ts';
 import { ADMIN, BACKENDS, jsonInit, sqliteBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { Writable } from 'node:stream';
 import { createLogger } from '../../src/log.ts';
-import { closedPort, eventually, type Received, Receiver } from '../helpers/receiver.ts';
+import { downPort, eventually, type Received, Receiver } from '../helpers/receiver.ts';
 
 const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 
@@ -221,11 +221,13 @@ for (const backend of BACKENDS) {
     });
 
     test('a target that is down receives everything once it comes back', async () => {
-      const port = await closedPort();
+      const down = await downPort();
+      const port = down.port;
       const url = `http://127.0.0.1:${port}/xAPI/statements`;
       const src = await source([entry(url, { max_retries: 1000, timeout: 1 })]);
       const ids = [...(await post(src, [statement(), statement()])), ...(await post(src, statement()))];
       await figures(src, url, 'failed attempts', (s) => s.retried >= 3 && s.queued === 3 && s.delivered === 0);
+      await down.release();
       const target = await lectern({ LECTERN_RUNSERVER_PORT: String(port) });
       await figures(src, url, 'delivery after the target came back', (s) => s.delivered === 3 && s.queued === 0 && s.dead === 0);
       assert.deepEqual((await storedIds(target)).sort(), ids.sort());

@@ -3,7 +3,7 @@
  * statements posted) and answers as the test's `respond` says: a status, after a delay, or never.
  */
 import { createServer, type IncomingHttpHeaders, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { type AddressInfo, createServer as createNetServer } from 'node:net';
 import { parseMultipartMixed } from '../../src/xapi/multipart.ts';
 
 export interface Received {
@@ -74,12 +74,15 @@ export class Receiver {
   }
 }
 
-/** A loopback port nothing listens on (just released). */
-export async function closedPort(): Promise<number> {
-  const r = await new Receiver().listen();
-  const port = r.port;
-  await r.close();
-  return port;
+/**
+ * A loopback port held by a listener that drops every connection (a target that is down), so no
+ * other test's server can take the port while it is "down"; `release()` frees it for the one that
+ * comes back there.
+ */
+export async function downPort(): Promise<{ port: number; release(): Promise<void> }> {
+  const server = createNetServer((socket) => socket.destroy());
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { port: (server.address() as AddressInfo).port, release: () => new Promise<void>((resolve) => server.close(() => resolve())) };
 }
 
 /** Polls `check` until it returns a value other than undefined/false; fails after `ms` with `what`. */
