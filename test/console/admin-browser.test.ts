@@ -7,40 +7,23 @@
  * file. The screenshots of the docs are ./screenshots.test.ts's.
  */
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { basic, postgresBackend, sqliteBackend, statement, type TestUser } from '../helpers/lrs.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { eventually, Receiver } from '../helpers/receiver.ts';
+import { axeViolations, launchBrowser, overflows } from './browser-kit.ts';
 import { runserver, type Server } from './runserver.ts';
 
-const AXE = readFileSync(fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url)), 'utf8');
 const OPERATOR: TestUser = { username: 'operator', password: 'op-secret-pass', scopes: ['admin'], agent: { mbox: 'mailto:op@example.com' } };
 const B_ADMIN: TestUser = { username: 'b-admin', password: 'b-admin-secret', scopes: ['admin/store'], agent: { mbox: 'mailto:b-admin@example.com' }, target: 'b' };
 const B_USER: TestUser = { username: 'b-user', password: 'b-user-pass', scopes: ['all'], agent: { mbox: 'mailto:b@example.com' }, target: 'b' };
 
 let browser: Browser;
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchBrowser();
 });
 after(() => browser?.close());
-
-/** axe-core's serious and critical violations on the page as it is now (injected past the CSP, as a test tool). */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE);
-  const result = await page.evaluate(async () => {
-    const w = window as unknown as { axe: { run(ctx: Document, opts: unknown): Promise<{ violations: { id: string; impact?: string; nodes: { target: unknown }[] }[] }> } };
-    return w.axe.run(document, { resultTypes: ['violations'] });
-  });
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`);
-}
-
-const overflows = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
 
 async function signIn(page: Page, url: string, user: TestUser): Promise<void> {
   await page.goto(`${url}/console/sign-in`);

@@ -8,37 +8,19 @@
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { chromium, type Browser, type Page } from 'playwright-core';
+import type { Browser, Page } from 'playwright-core';
 import { ADMIN, postgresBackend, sqliteBackend, statement } from '../helpers/lrs.ts';
 import { LRS_AUDIENCE, startProvider } from '../helpers/oidc.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { freePort } from '../helpers/tools.ts';
+import { axeViolations, launchBrowser, overflows } from './browser-kit.ts';
 import { runserver, type Server } from './runserver.ts';
-
-const AXE = readFileSync(fileURLToPath(new URL('../../node_modules/axe-core/axe.min.js', import.meta.url)), 'utf8');
 
 let browser: Browser;
 before(async () => {
-  browser = await chromium.launch({
-    executablePath: '/usr/bin/chromium',
-    args: ['--headless', '--no-sandbox', '--disable-gpu', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-  });
+  browser = await launchBrowser();
 });
 after(() => browser?.close());
-
-/** axe-core's serious and critical violations on the page as it is now (injected past the CSP, as a test tool). */
-async function axeViolations(page: Page): Promise<string[]> {
-  await page.evaluate(AXE);
-  const result = await page.evaluate(async () => {
-    const w = window as unknown as { axe: { run(ctx: Document, opts: unknown): Promise<{ violations: { id: string; impact?: string; nodes: { target: unknown }[] }[] }> } };
-    return w.axe.run(document, { resultTypes: ['violations'] });
-  });
-  return result.violations.filter((v) => v.impact === 'serious' || v.impact === 'critical').map((v) => `${v.id}: ${JSON.stringify(v.nodes.map((n) => n.target))}`);
-}
-
-/** The page has no content wider than the viewport (usable at a phone's width). */
-const overflows = (page: Page) => page.evaluate(() => document.documentElement.scrollWidth > document.documentElement.clientWidth);
 
 const VERB = (v: string) => ({ id: `http://adlnet.gov/expapi/verbs/${v}`, display: { 'en-US': v } });
 

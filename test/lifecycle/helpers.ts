@@ -155,8 +155,12 @@ export async function danglingRows(lrs: TestLrs): Promise<Record<string, number>
 }
 
 /** Counts of rows of a table (straight from the database). */
-export async function countRows(lrs: TestLrs, table: 'attachments' | 'documents' | 'statements'): Promise<number> {
-  const sql = `SELECT count(*) AS n FROM ${table}`;
+export function countRows(lrs: TestLrs, table: 'attachments' | 'documents' | 'statements'): Promise<number> {
+  return countSql(lrs, `SELECT count(*) AS n FROM ${table}`);
+}
+
+/** The `n` a counting query answers, read straight from the test server's database. */
+export async function countSql(lrs: TestLrs, sql: string): Promise<number> {
   if (lrs.config.backend === 'sqlite') {
     const db = new DatabaseSync(lrs.config.sqlitePath, { readOnly: true });
     const n = Number((db.prepare(sql).get() as { n: number }).n);

@@ -6,34 +6,19 @@
  * on PostgreSQL, a prune's reads in proportion to what it removes, not to the store.
  */
 import assert from 'node:assert/strict';
-import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
 import pg from 'pg';
 import { ManualClock } from '../../src/clock.ts';
 import { BACKENDS, jsonInit, postgresBackend, startTestLrs, statement, TENANT_B, type TestLrs } from '../helpers/lrs.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
-import { allStatements, ANN, attachmentOf, countRows, danglingRows, multipartPost, post, putDocument, runCli, startCli } from './helpers.ts';
+import { allStatements, ANN, attachmentOf, countRows, countSql, danglingRows, multipartPost, post, putDocument, runCli, startCli } from './helpers.ts';
 
 const DAY = 86_400_000;
 // An unreachable target: forwarded statements wait in the outbox.
 const FORWARDINGS = JSON.stringify([{ is_active: true, url: 'http://127.0.0.1:9/xAPI/statements', basic_username: 'u', basic_password: 'p', max_retries: 1000, timeout: 1 }]);
 
-async function count(lrs: TestLrs, sql: string): Promise<number> {
-  if (lrs.config.backend === 'sqlite') {
-    const db = new DatabaseSync(lrs.config.sqlitePath, { readOnly: true });
-    const n = Number((db.prepare(sql).get() as { n: number }).n);
-    db.close();
-    return n;
-  }
-  const c = new pg.Client({ connectionString: lrs.config.postgresUrl });
-  await c.connect();
-  const n = Number((await c.query<{ n: string }>(sql)).rows[0].n);
-  await c.end();
-  return n;
-}
-
 const outboxOf = (lrs: TestLrs, ids: string[]) =>
-  count(
+  countSql(
     lrs,
     lrs.config.backend === 'sqlite'
       ? `SELECT count(*) AS n FROM forward_outbox o JOIN statements s ON s.seq = o.seq WHERE json_extract(s."full", '$.id') IN (${ids.map((i) => `'${i}'`).join(',')})`
@@ -149,7 +134,7 @@ for (const backend of BACKENDS) {
       assert.equal(await countRows(lrs, 'attachments'), 1, 'the shared attachment stays');
       assert.equal(await countRows(lrs, 'documents'), docs);
       assert.equal(await outboxOf(lrs, s.kept), 3, 'later statements still queued');
-      assert.equal(await count(lrs, 'SELECT count(*) AS n FROM forward_outbox o WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = o.seq)'), 0);
+      assert.equal(await countSql(lrs, 'SELECT count(*) AS n FROM forward_outbox o WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = o.seq)'), 0);
       assert.deepEqual(await danglingRows(lrs), { agents: 0, activities: 0, links: 0, attachments: 0, carriers: 0, ...(lrs.config.backend === 'sqlite' ? { ids: 0 } : {}) });
       const again = await runCli(lrs, ['prune', '--before', s.beforeIso, '--json']);
       assert.equal(again.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((x) => x.target === '').statements, 0);
