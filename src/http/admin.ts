@@ -25,6 +25,7 @@ import {
   listStores,
   reachableStore,
   recordAudit,
+  replayAudited,
   REJECTION_PAGE_MAX,
   rejectionInReach,
   requireOperator,
@@ -33,7 +34,7 @@ import {
 import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
 import { DEAD_LETTER_PAGE_MAX, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
 import { storeOverview } from '../ops/overview.ts';
-import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary } from '../ops/rejections.ts';
+import { clearRejections, listRejections } from '../ops/rejections.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import type { Agent } from '../xapi/types.ts';
@@ -388,17 +389,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
       const tenant = by.role.kind === 'operator' ? asked : reachableStore(by.role, asked);
       // Every id in reach before anything is replayed.
       for (const id of ids ?? []) await rejectionInReach(store, by.role, id);
-      const results = await replayRejections(store, {
-        ids,
-        all,
-        tenant,
-        validation,
-        ...replaySettings(config),
-        clock,
-      });
-      const outcome = replaySummary(results);
-      await recordAudit(store, by, 'rejections.replay', tenant ?? null, { ...(ids ? { ids } : { all: true }), ...(validation && { validation }), ...outcome }, clock);
-      return json(200, { results, ...outcome });
+      return json(200, await replayAudited(store, by, { ids, all, tenant, validation }, config, clock));
     },
     { fields: ['ids', 'all', 'target', 'validation'] },
   );

@@ -6,10 +6,10 @@
  */
 import type { FastifyInstance } from 'fastify';
 import { type AdminRole } from '../auth/scopes.ts';
-import { reachableStore, recordAudit, requireOperator } from '../ops/admin.ts';
+import { reachableStore, recordAudit, replayAudited, requireOperator } from '../ops/admin.ts';
 import { OpsError } from '../ops/errors.ts';
 import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
-import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary, showRejection } from '../ops/rejections.ts';
+import { clearRejections, listRejections, showRejection } from '../ops/rejections.ts';
 import type { KeptRejection } from '../store/types.ts';
 import { adminRoleOf, consoleActor, type ConsoleKit, refusal } from './console-admin.ts';
 import { forwardingPage, rejectionPage, rejectionsPage, replayedPage, REJECTIONS_SHOWN } from './console-failures-views.ts';
@@ -72,17 +72,8 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
       // Every id in the working store before anything is replayed.
       for (const id of ids ?? []) await rejectionHere(session, role, id);
       const validation = form.validation === 'lax' ? 'lax' : undefined;
-      const results = await replayRejections(store, {
-        ids,
-        all,
-        tenant,
-        validation,
-        ...replaySettings(config),
-        clock,
-      });
-      const outcome = replaySummary(results);
-      await recordAudit(store, consoleActor(request, session, role), 'rejections.replay', tenant, { ...(ids ? { ids } : { all: true }), ...(validation && { validation }), ...outcome }, clock);
-      return kit.sendPage(reply, 200, replayedPage(kit.ctx(session), { results, ...outcome, validation }));
+      const replayed = await replayAudited(store, consoleActor(request, session, role), { ids, all, tenant, validation }, config, clock);
+      return kit.sendPage(reply, 200, replayedPage(kit.ctx(session), { ...replayed, validation }));
     } catch (err) {
       const r = refusal(err);
       return kit.sendPage(reply, r.status, errorPage(kit.ctx(session), 'Replay refused', r.message, 'rejections'));

@@ -1,7 +1,8 @@
 /**
  * The admin API's use cases (docs/admin-api.md), for the HTTP routes and the CLI alike: who may
  * reach which store, the stores and their figures, the audit log of admin actions, server status,
- * and an erasure recorded as the CLI records it. Roles come from src/auth/scopes.ts (adminRole).
+ * an erasure recorded as the CLI records it, and a replay of kept rejections with its audit.
+ * Roles come from src/auth/scopes.ts (adminRole).
  */
 import type { AdminRole } from '../auth/scopes.ts';
 import { type Clock, systemClock } from '../clock.ts';
@@ -11,7 +12,7 @@ import type { Actor } from '../xapi/types.ts';
 import type { XapiVersion } from '../xapi/versions.ts';
 import { auditErasure, type Erasure, erasePerson } from './erase.ts';
 import { OpsError } from './errors.ts';
-import { showRejection } from './rejections.ts';
+import { type ReplayRequest, type ReplayResult, replayRejections, replaySettings, replaySummary, showRejection } from './rejections.ts';
 
 /** Who acts, with which role, from where: what an audit entry records of them (never a secret). */
 export interface AdminActor {
@@ -82,6 +83,24 @@ export function recordAudit(
 ): Promise<AuditEntry> {
   const role = by.role.kind === 'operator' ? 'operator' : 'store';
   return store.appendAudit({ timeMs: clock.now(), actor: by.name, role, via: by.via, client: by.client, action, target, details });
+}
+
+/**
+ * A replay of kept rejections by an administrator (the admin API and the console): run as a new
+ * request would be, under the server's settings, then audited with its outcome.
+ */
+export async function replayAudited(
+  store: Store,
+  by: AdminActor,
+  req: Pick<ReplayRequest, 'ids' | 'all' | 'tenant' | 'validation'>,
+  config: Parameters<typeof replaySettings>[0],
+  clock: Clock = systemClock,
+): Promise<{ results: ReplayResult[] } & ReturnType<typeof replaySummary>> {
+  const results = await replayRejections(store, { ...req, ...replaySettings(config), clock });
+  const outcome = replaySummary(results);
+  const { ids, validation } = req;
+  await recordAudit(store, by, 'rejections.replay', req.tenant ?? null, { ...(ids ? { ids } : { all: true }), ...(validation && { validation }), ...outcome }, clock);
+  return { results, ...outcome };
 }
 
 /** The most entries one page lists. */
