@@ -549,4 +549,10 @@ COMMENT ON TABLE statement_counts IS 'statements per tenant, UTC day of stored (
 COMMENT ON TABLE statement_minutes IS 'statements stored per tenant and minute (stored_ms / 60000) in the last hour: the Overview''s ingest rate across processes';
 `,
   },
+  {
+    version: 18,
+    name: 'forwarding outbox rows found by statement: erase and prune remove a statement\'s rows without reading the whole outbox',
+    // As SQLite's migration 17: a deletion batch's "seq IN (…)" otherwise reads the whole outbox.
+    sql: `CREATE INDEX forward_outbox_seq ON forward_outbox (seq);`,
+  },
 ];

@@ -522,4 +522,11 @@ CREATE TABLE statement_minutes (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 17,
+    name: 'forwarding outbox rows found by statement: erase and prune remove a statement\'s rows without reading the whole outbox',
+    // A target down for a day holds every statement since in the outbox; without this index each
+    // deleted statement scanned it all.
+    sql: `CREATE INDEX forward_outbox_seq ON forward_outbox(seq);`,
+  },
 ];

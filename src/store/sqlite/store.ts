@@ -394,6 +394,10 @@ export class SqliteStore extends SqliteConnection implements Store {
     return reads.attachmentsNotCarried(this.source, tenant, positions);
   }
 
+  attachmentCarrierCounts(tenant: string, sha2s: string[]): Promise<Map<string, number>> {
+    return reads.attachmentCarrierCounts(this.source, tenant, sha2s);
+  }
+
   async consistentThrough(): Promise<Date> {
     // Writes commit synchronously before they are acknowledged: everything stored is visible.
     return new Date(this.clock.now());
@@ -497,11 +501,8 @@ export class SqliteStore extends SqliteConnection implements Store {
         if (r.authority !== null) agents.add(Number(r.authority));
         const activity = this.q('DELETE FROM statement_activities WHERE tenant = ? AND bucket = ? AND activity = (SELECT id FROM keys WHERE tenant = ? AND key = ?) AND seq = ?');
         for (const a of indexRows(statement).activities) activity.run(tid, seqBucket(seq), tid, a.id, seq);
-        // Its forwarding, if still queued, goes too.
-        this.q('DELETE FROM forward_outbox WHERE seq = ?').run(seq);
-        this.q('DELETE FROM statement_attachments WHERE seq = ?').run(seq);
-        this.q('DELETE FROM statement_violations WHERE seq = ?').run(seq);
-        this.q('DELETE FROM statements WHERE seq = ?').run(seq);
+        // Its forwarding if still queued, its attachment links, its violations, itself.
+        for (const sql of FORGET_BY_SEQ_SQL) this.q(sql).run(seq);
         for (const level of ['statement_ids_new', 'statement_ids']) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, idBytes);
         erased.push(seq);
         statements++;
@@ -609,6 +610,13 @@ export class SqliteStore extends SqliteConnection implements Store {
 
 const SQLITE_ADMIN: admin.AdminDialect = { ph: () => '?' };
 
+/** The rows keyed by a deleted statement's seq (each through an index on seq: test/store/sqlite-delete-plans.test.ts). */
+export const FORGET_BY_SEQ_SQL = [
+  'DELETE FROM forward_outbox WHERE seq = ?',
+  'DELETE FROM statement_attachments WHERE seq = ?',
+  'DELETE FROM statement_violations WHERE seq = ?',
+  'DELETE FROM statements WHERE seq = ?',
+] as const;
 
 /**
  * A StatementRef's reach rows, by its seq. The two link tables are WITHOUT ROWID with the seq
