@@ -68,25 +68,43 @@ async function documentsOf(store: Store, tenant: string, key: string): Promise<D
   }
 }
 
-/** Records, for each attachment hash the page's statements declare, which of them carried its data. */
-async function noteCarriers(store: Store, tenant: string, rows: StoredRow[], carriers: Map<string, string[]>): Promise<void> {
-  const declaring = rows.flatMap((row) => {
-    const s = JSON.parse(row.json) as Statement & { id: string };
-    return s.attachments?.length ? [{ id: s.id, position: row.position, hashes: s.attachments.map((a) => a.sha2) }] : [];
-  });
-  if (!declaring.length) return;
-  const notCarried = await store.attachmentsNotCarried(tenant, declaring.map((d) => d.position));
-  for (const d of declaring) {
-    const skip = new Set(notCarried.get(d.position));
-    for (const h of new Set(d.hashes)) if (!skip.has(h)) carriers.set(h, [...(carriers.get(h) ?? []), d.id]);
-  }
+/** A statement to be erased that declares attachments: where it stands, and the hashes it declares. */
+interface Declaring {
+  position: string;
+  hashes: string[];
 }
 
-/** How many attachments the store holds data of that only the statements in `erased` carried. */
-async function removableAttachments(store: Store, tenant: string, carriers: Map<string, string[]>, erased: Set<string>): Promise<number> {
-  const candidates = [...carriers].filter(([, ids]) => ids.every((id) => erased.has(id))).map(([h]) => h);
+function declaringOf(row: StoredRow, s: Statement): Declaring | undefined {
+  return s.attachments?.length ? { position: row.position, hashes: [...new Set(s.attachments.map((a) => a.sha2))] } : undefined;
+}
+
+/**
+ * How many attachments deleteStatements would remove with the erased statements, as it decides:
+ * the data of each hash they declare goes when every statement of the store that carried it is
+ * erased. Held in memory: the erased statements' declarations only, never the store's.
+ */
+async function removableAttachments(store: Store, tenant: string, declaring: Declaring[]): Promise<number> {
+  const carriedHere = new Map<string, number>();
+  const hashes = new Set<string>();
+  for (let i = 0; i < declaring.length; i += CHUNK) {
+    const chunk = declaring.slice(i, i + CHUNK);
+    const notCarried = await store.attachmentsNotCarried(tenant, chunk.map((d) => d.position));
+    for (const d of chunk) {
+      const skip = new Set(notCarried.get(d.position));
+      for (const h of d.hashes) {
+        hashes.add(h);
+        if (!skip.has(h)) carriedHere.set(h, (carriedHere.get(h) ?? 0) + 1);
+      }
+    }
+  }
+  const all = [...hashes];
   let n = 0;
-  for (let i = 0; i < candidates.length; i += CHUNK) n += (await store.attachmentSizes(tenant, candidates.slice(i, i + CHUNK))).size;
+  for (let i = 0; i < all.length; i += CHUNK) {
+    const chunk = all.slice(i, i + CHUNK);
+    const carried = await store.attachmentCarrierCounts(tenant, chunk);
+    const gone = chunk.filter((h) => (carried.get(h) ?? 0) <= (carriedHere.get(h) ?? 0));
+    if (gone.length) n += (await store.attachmentSizes(tenant, gone)).size;
+  }
   return n;
 }
 
@@ -103,20 +121,20 @@ export async function erasePerson(store: Store, req: ErasureRequest): Promise<Er
   // (SubStatement context, xAPI 2.0 context agents), so every statement is looked at.
   let after: string | undefined;
   let scanned = 0;
-  // A dry erasure counts the attachment data the real one would remove: the statements that
-  // carried each (a declaration by hash keeps nothing), as deleteStatements decides.
-  const carriers = dryRun && !pseudonym ? new Map<string, string[]>() : undefined;
+  // A dry erasure counts the attachment data the real one would remove (removableAttachments).
+  const declaring: Declaring[] | undefined = dryRun && !pseudonym ? [] : undefined;
   for (;;) {
     if (signal?.aborted) break;
     const page = await store.scanStatements(tenant, { after, limit: PAGE });
     const rewrites: StatementRewrite[] = [];
-    if (carriers) await noteCarriers(store, tenant, page.rows, carriers);
     for (const row of page.rows) {
       const s = JSON.parse(row.json) as Statement & { id: string };
       if (!mentionsPerson(s, key)) continue;
       report.statements++;
       if (!pseudonym) {
         ids.push(s.id);
+        const d = declaring ? declaringOf(row, s) : undefined;
+        if (d) declaring?.push(d);
         continue;
       }
       if (req.list) listed.statements.push(s.id);
@@ -142,6 +160,10 @@ export async function erasePerson(store: Store, req: ErasureRequest): Promise<Er
           if (seen.has(id)) continue;
           seen.add(id);
           next.push(id);
+          if (!declaring) continue;
+          const row = (await store.getStatement(tenant, id, false)) ?? (await store.getStatement(tenant, id, true));
+          const d = row && declaringOf(row, JSON.parse(row.json) as Statement);
+          if (d) declaring.push(d);
         }
       }
       if (next.length) layers.push(next);
@@ -150,7 +172,7 @@ export async function erasePerson(store: Store, req: ErasureRequest): Promise<Er
     if (req.list) listed.statements.push(...seen);
     report.referring = seen.size - ids.length;
     report.statements = seen.size;
-    report.attachments = carriers ? await removableAttachments(store, tenant, carriers, seen) : 0;
+    report.attachments = declaring ? await removableAttachments(store, tenant, declaring) : 0;
     if (!dryRun) {
       onProgress?.({ type: 'start', phase: 'delete', total: seen.size });
       let deleted = 0;

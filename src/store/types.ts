@@ -210,6 +210,8 @@ export interface StatementStore {
    * does not make such a statement a carrier).
    */
   attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>>;
+  /** For each of these hashes, how many statements of the tenant carried its data (a declaration by hash counts none). */
+  attachmentCarrierCounts(tenant: string, sha2s: string[]): Promise<Map<string, number>>;
   /** The instant up to which every acknowledged statement is visible to queries. */
   consistentThrough(tenant: string): Promise<Date>;
 

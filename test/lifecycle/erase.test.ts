@@ -150,6 +150,21 @@ for (const backend of BACKENDS) {
       assert.equal((await allStatements(lrs))[0].id, declared, 'the declaring statement stays, its attachment object too');
       assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
     });
+
+    test('the data a statement targeting the person carried is counted by the dry run and removed with it', async () => {
+      const [target] = await post(lrs, statement({ actor: BEN }));
+      const comment = 'Ann commented on this';
+      const ref = statement({ actor: ANN, verb: { id: 'http://example.com/verbs/commented' }, object: { objectType: 'StatementRef', id: target }, attachments: [attachmentOf(comment, 'text/plain')] });
+      assert.equal((await lrs.fetch('/xAPI/statements', multipartPost([ref], [{ data: comment, contentType: 'text/plain' }]))).status, 200);
+      const dry = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN), '--dry-run']);
+      assert.equal(dry.code, 0, dry.stderr);
+      const report = JSON.parse(dry.stdout.trim().split('\n').at(-1)!);
+      assert.deepEqual([report.statements, report.referring, report.attachments], [2, 1, 1]);
+      const erased = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN)]);
+      assert.equal(erased.code, 0, erased.stderr);
+      assert.equal(JSON.parse(erased.stdout.trim().split('\n').at(-1)!).attachments, 1, 'the erase removes what the dry run counted');
+      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
+    });
   });
 
   describe(`lectern erase --pseudonymize (${backend.name})`, () => {

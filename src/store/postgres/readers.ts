@@ -374,6 +374,18 @@ export abstract class PostgresReaders extends PostgresConnection {
     return out;
   }
 
+  async attachmentCarrierCounts(tenant: string, sha2s: string[]): Promise<Map<string, number>> {
+    const tid = await this.tenantId(tenant);
+    if (tid === undefined || !sha2s.length) return new Map();
+    const r = await this.query<{ sha2: string; n: string }>(
+      'SELECT l.sha2, count(*) AS n FROM statement_attachments l JOIN statements s ON s.seq = l.seq ' +
+        'WHERE l.sha2 = ANY($2::text[]) AND l.carrier IS NOT NULL AND s.tenant = $1 GROUP BY l.sha2',
+      [tid, [...new Set(sha2s)]],
+      'attachment_carrier_counts',
+    );
+    return new Map(r.rows.map((row) => [row.sha2, Number(row.n)]));
+  }
+
   getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
     return this.runProgram(docs.getDocument(POSTGRES_DOCUMENTS, tenant, key));
   }

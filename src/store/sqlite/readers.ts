@@ -377,6 +377,19 @@ export async function attachmentsNotCarried(src: PageSource, tenant: string, pos
   return out;
 }
 
+export async function attachmentCarrierCounts(src: PageSource, tenant: string, sha2s: string[]): Promise<Map<string, number>> {
+  const out = new Map<string, number>();
+  const tid = src.tenantId(tenant);
+  if (tid === undefined) return out;
+  // The carriers' index (migration 11) by hash, each link's statement checked for the tenant.
+  const st = src.q('SELECT count(*) AS n FROM statement_attachments l JOIN statements s ON s.seq = l.seq WHERE l.sha2 = ? AND l.carrier IS NOT NULL AND s.tenant = ?');
+  for (const h of new Set(sha2s)) {
+    const n = Number((st.get(h, tid) as Row).n);
+    if (n) out.set(h, n);
+  }
+  return out;
+}
+
 export async function statementsWithAgent(src: PageSource, tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
   const tid = src.tenantId(tenant);
   if (tid === undefined) return [];

@@ -403,6 +403,9 @@ export class ThreadedSqliteStore implements Store {
   attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
     return this.read().attachmentsNotCarried(tenant, positions);
   }
+  attachmentCarrierCounts(tenant: string, sha2s: string[]): Promise<Map<string, number>> {
+    return this.read().attachmentCarrierCounts(tenant, sha2s);
+  }
   consistentThrough(): Promise<Date> {
     // Writes are answered after their commit, and this connection sees every committed write.
     return this.read().consistentThrough();
