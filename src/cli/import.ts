@@ -6,6 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { IMPORT_AUTHORITY, fileItems, type ImportCounts, type ImportItem, importDocuments, StatementImport } from '../ops/import.ts';
+import { checkValidation } from '../ops/users.ts';
 import { CliError } from './errors.ts';
 import { openPull, type Pull } from './from-lrs.ts';
 import { OutputFile, openCliStore, openInput, parseAgentOption, siblings } from './datafiles.ts';
@@ -64,9 +65,9 @@ export async function importCommand(file: string | undefined, opts: ImportOption
     items = fileItems(input.stream);
   }
 
-  if (opts.validation !== undefined && opts.validation !== 'strict' && opts.validation !== 'lax') throw new CliError(`--validation must be strict or lax, got ${JSON.stringify(opts.validation)}`);
+  const asked = checkValidation(opts.validation);
   const { config, store } = await openCliStore(opts.backend);
-  const validation = (opts.validation as 'strict' | 'lax' | undefined) ?? config.xapiValidation;
+  const validation = asked ?? config.xapiValidation;
   const tenant = opts.target ?? '';
   let rejectsFile: OutputFile | undefined;
   const rejects = () => (rejectsFile ??= new OutputFile(rejectsPath, { append: skip > 0 || opts.more !== undefined }));

@@ -3,6 +3,7 @@
  * (src/ops/rejections.ts, docs/rejections.md), read and mended from the command line.
  */
 import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary, showRejection } from '../ops/rejections.ts';
+import { checkValidation } from '../ops/users.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
 import type { Config } from '../config.ts';
 import { parseTimestamp } from '../xapi/validate/syntax.ts';
@@ -90,7 +91,7 @@ export async function rejectionsShow(id: string, opts: StoreOptions): Promise<vo
 export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all?: boolean; validation?: string; json?: boolean }): Promise<void> {
   if (opts.all && ids.length) throw new CliError('give rejection ids or --all, not both');
   if (!opts.all && !ids.length) throw new CliError('give the ids of the rejections to replay (`lectern rejections list`), or --all');
-  if (opts.validation !== undefined && opts.validation !== 'strict' && opts.validation !== 'lax') throw new CliError('--validation must be strict or lax');
+  const validation = checkValidation(opts.validation);
   const stop = interruptible();
   try {
     await withStore(opts, async (store, config) => {
@@ -98,7 +99,7 @@ export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all
         ids,
         all: opts.all,
         tenant: opts.target,
-        validation: opts.validation as 'strict' | 'lax' | undefined,
+        validation,
         ...replaySettings(config),
         signal: stop.signal,
       });
