@@ -305,3 +305,48 @@ describe('lectern prune reads in proportion to what it removes (postgres)', { sk
     assert.deepEqual(await danglingRows(lrs), { agents: 0, activities: 0, links: 0, attachments: 0, carriers: 0 });
   });
 });
+
+const VACUUMED = ['statements', 'statement_agents', 'statement_activities'];
+
+describe('after a prune, autovacuum reclaims the space (postgres)', { skip: postgresSkipped() }, () => {
+  let lrs: TestLrs;
+  before(async () => {
+    lrs = await startTestLrs(postgresBackend);
+  });
+  after(async () => lrs?.close());
+
+  test('pruning a tenth leaves every statement table past its autovacuum threshold (PostgreSQL\'s default waits for a fifth)', async () => {
+    const old = await post(lrs, Array.from({ length: 150 }, () => statement()));
+    await pastMs(await storedMs(lrs, old[149]));
+    const [first] = await post(lrs, statement());
+    for (let i = 0; i < 3; i++) await post(lrs, Array.from({ length: 450 }, () => statement()));
+    const c = new pg.Client({ connectionString: lrs.config.postgresUrl });
+    await c.connect();
+    try {
+      // The row counts autovacuum's threshold is taken from.
+      await c.query(`ANALYZE ${VACUUMED.join(', ')}`);
+      const vacuums = async () =>
+        (await c.query<{ relname: string; dead: string; tuples: number; scale: string; vacuums: string }>(
+          `SELECT s.relname, s.n_dead_tup AS dead, c.reltuples AS tuples, s.autovacuum_count AS vacuums,
+             coalesce((SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o WHERE o LIKE 'autovacuum_vacuum_scale_factor=%'), current_setting('autovacuum_vacuum_scale_factor')) AS scale
+           FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relname = ANY($1) ORDER BY s.relname`,
+          [VACUUMED],
+        )).rows;
+      const before = new Map((await vacuums()).map((r) => [r.relname, Number(r.vacuums)]));
+      const r = await runCli(lrs, ['prune', '--before', new Date(await storedMs(lrs, first)).toISOString(), '--json']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(JSON.parse(r.stdout.trim().split('\n')[0]).statements, 150);
+      // The prune's session reports its deletions as it ends, just after the command's exit.
+      for (let i = 0; ; i++) {
+        await c.query('SELECT pg_stat_clear_snapshot()');
+        const rows = await vacuums();
+        const due = rows.map((t) => ({ ...t, due: Number(t.vacuums) > before.get(t.relname)! || Number(t.dead) > 50 + Number(t.scale) * t.tuples }));
+        if (due.every((t) => t.due)) break;
+        assert.ok(i < 500, `not due for autovacuum: ${JSON.stringify(due.filter((t) => !t.due))}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await c.end();
+    }
+  });
+});

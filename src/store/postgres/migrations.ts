@@ -555,4 +555,21 @@ COMMENT ON TABLE statement_minutes IS 'statements stored per tenant and minute (
     // As SQLite's migration 17: a deletion batch's "seq IN (…)" otherwise reads the whole outbox.
     sql: `CREATE INDEX forward_outbox_seq ON forward_outbox (seq);`,
   },
+  {
+    version: 19,
+    name: 'autovacuum reclaims what a prune or an erase deleted once 1 % of a statement table is dead, not 20 %',
+    // PostgreSQL's default (autovacuum_vacuum_scale_factor 0.2) leaves a prune of a tenth of a large
+    // store unvacuumed until as many rows again are inserted: the new rows then take fresh pages and
+    // the tables grow by what was pruned. At 1 % autovacuum runs during the prune, the freed space is
+    // reused by the next inserts (docs/performance.md, "Ten million statements").
+    sql: `
+ALTER TABLE statements SET (autovacuum_vacuum_scale_factor = 0.01, toast.autovacuum_vacuum_scale_factor = 0.01);
+ALTER TABLE statement_agents SET (autovacuum_vacuum_scale_factor = 0.01);
+ALTER TABLE statement_activities SET (autovacuum_vacuum_scale_factor = 0.01);
+ALTER TABLE statement_reach SET (autovacuum_vacuum_scale_factor = 0.01);
+ALTER TABLE reach_agents SET (autovacuum_vacuum_scale_factor = 0.01);
+ALTER TABLE reach_activities SET (autovacuum_vacuum_scale_factor = 0.01);
+ALTER TABLE statement_attachments SET (autovacuum_vacuum_scale_factor = 0.01);
+`,
+  },
 ];
