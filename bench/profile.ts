@@ -3,12 +3,14 @@
  * `npm run bench -- --profile DIR`).
  *
  *   node bench/profile.ts DIR/CPU.….cpuprofile [top]
+ *   node bench/profile.ts DIR [top]      # the newest profile in DIR
  *
  * Prints self time by category (idle, GC, synchronous SQLite calls split by the Lectern function
  * that made them, JSON, validation, HTTP framework, logging, the rest of Lectern) and the top
  * functions by self time.
  */
-import { readFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
 
 interface Node {
   id: number;
@@ -25,7 +27,16 @@ interface Profile {
 /** node:sqlite methods: native, so their time is self time of these frames. */
 const SQLITE = new Set(['run', 'get', 'all', 'exec', 'prepare', 'iterate', 'DatabaseSync']);
 
-export function summarise(file: string, top = 25): string {
+/** A profile's path: `path` itself, or the newest profile in the folder `path`. */
+function profileFile(path: string): string {
+  if (!statSync(path).isDirectory()) return path;
+  const found = readdirSync(path).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(path, f));
+  if (!found.length) throw new Error(`no .cpuprofile in ${path}`);
+  return found.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
+}
+
+export function summarise(path: string, top = 25): string {
+  const file = profileFile(path);
   const p = JSON.parse(readFileSync(file, 'utf8')) as Profile;
   const byId = new Map(p.nodes.map((n) => [n.id, n]));
   const parent = new Map<number, number>();
@@ -97,7 +108,7 @@ export function summarise(file: string, top = 25): string {
 if (import.meta.main) {
   const [file, top] = process.argv.slice(2);
   if (!file) {
-    process.stderr.write('usage: node bench/profile.ts FILE.cpuprofile [top]\n');
+    process.stderr.write('usage: node bench/profile.ts FILE.cpuprofile|DIR [top]\n');
     process.exit(2);
   }
   process.stdout.write(`${summarise(file, Number(top ?? 25))}\n`);
