@@ -298,7 +298,9 @@ export function startBareHttp(seed: number, o: { nodeFlags?: string[]; env?: Rec
 export function startPostgres(opts: { statementStats?: boolean; at?: string } = {}): Promise<PgCluster> {
   // A quarter of the memory, PostgreSQL's usual starting point (docs/scaling.md): with 256 MB the
   // random-key indexes stopped fitting near 1M statements and ingest at 10M ran at 75 % of the first million.
-  const buffersMb = Math.max(256, Math.min(16_384, Math.floor(totalmem() / 4 / 2 ** 20)));
+  // The machine's memory, or the container's limit where one is set.
+  const memory = Math.min(totalmem(), process.constrainedMemory() || Infinity);
+  const buffersMb = Math.max(256, Math.min(16_384, Math.floor(memory / 4 / 2 ** 20)));
   const settings = [`shared_buffers = ${buffersMb}MB`, 'max_wal_size = 4GB', 'checkpoint_timeout = 15min'];
   // With --profile: per-statement server time (pg_stat_statements), to see where a write's time goes.
   if (opts.statementStats) settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'pg_stat_statements.track_planning = on', 'track_io_timing = on');
