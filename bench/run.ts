@@ -65,7 +65,7 @@ import {
 import { type PhaseContext, prunePhase, replicaPhase, tenantsPhase } from './phases.ts';
 import type { Job, LoadResult } from './load.ts';
 import { type PlanCase, paramsOf, plansMarkdown, postgresPlans, sqlitePlans } from './plans.ts';
-import { type BackendResult, type Baselines, type Disk, gb, int, report, table, writeRows } from './report.ts';
+import { type BackendResult, type Baselines, type Disk, gb, int, type QueryFigure, report, table, writeRows } from './report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -229,6 +229,22 @@ async function queryCases(url: string, size: number): Promise<PlanCase[]> {
   return cases.map((c) => ({ ...c, params: { ...c.params, limit: '100' } }));
 }
 
+/**
+ * A filter whose whole answer at the smallest size measured was one short page (k < 100
+ * statements) serves a full page at larger sizes: a different answer, not the same search in a
+ * larger store. It is measured again with `limit=k`, and the growth table compares that twin.
+ */
+function sameAnswerCases(measured: QueryFigure[], size: number): (PlanCase & { sameAnswerAs: string })[] {
+  const smallest = Math.min(...measured.map((q) => q.size));
+  if (!measured.length || smallest >= size) return [];
+  return measured.flatMap((q) => {
+    const k = q.firstPageCount ?? 0;
+    if (q.size !== smallest || q.sameAnswerAs || q.pagesFound !== 1 || k === 0 || k >= 100) return [];
+    const c = queryFilters(SEED)[q.filter] as Record<string, string> | undefined;
+    return c ? [{ name: `${q.filter}, limit ${k} (its whole answer at ${int(smallest)})`, params: { ...c, limit: String(k) }, sameAnswerAs: q.filter }] : [];
+  });
+}
+
 const pathOf = (params: Record<string, string>) => `/xAPI/statements?${new URLSearchParams(params).toString()}`;
 
 /**
@@ -346,12 +362,13 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
       }
       // --quick measures queries at the largest size only.
       if (PHASES.has('queries') && (!QUICK || size === SIZES[SIZES.length - 1])) {
-        const cases = await queryCases(server.url, size);
+        const cases: (PlanCase & { sameAnswerAs?: string })[] = [...(await queryCases(server.url, size)), ...sameAnswerCases(result.queries, size)];
         log(`${backend}: queries at ${size.toLocaleString('en')}`);
         const res = await runLoad(server.url, SEED, queryJobs(cases, P.pages));
         for (const r of res) {
           const ok = firstKept && prunedAway(r, cases, firstKept, size) ? r : checked(r, `${backend} query @${size}`);
-          result.queries.push({ filter: r.name, size, first: ok?.run, deep: ok?.deep, pagesFound: ok?.pagesFound, walkMs: ok?.walkMs });
+          const sameAnswerAs = cases.find((c) => c.name === r.name)?.sameAnswerAs;
+          result.queries.push({ filter: r.name, size, first: ok?.run, deep: ok?.deep, pagesFound: ok?.pagesFound, walkMs: ok?.walkMs, firstPageCount: ok?.firstPageCount, sameAnswerAs });
         }
         if (PHASES.has('plans')) {
           log(`${backend}: plans at ${size.toLocaleString('en')}`);
