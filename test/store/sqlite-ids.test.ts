@@ -1,7 +1,7 @@
 /**
- * SQLite keeps statement ids in two levels (migration 10): new ids in statement_ids_new, moved into
- * statement_ids in one merge once idMergeDue statements have arrived. Through HTTP, a statement
- * is the same statement on either side of a merge: found by id, a conflict when posted again with
+ * SQLite keeps statement ids in three levels (migrations 10 and 18): new ids in statement_ids_new,
+ * merged into statement_ids_mid, and that into statement_ids, as idLevelsDue says. Through HTTP, a
+ * statement is the same statement in any level: found by id, a conflict when posted again with
  * other content, accepted again unchanged, voided, reached by a StatementRef, erased (its id then
  * free); and in the file, each id is in exactly one level.
  */
@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { idMergeDue } from '../../src/store/sqlite/store.ts';
+import { idLevelsDue } from '../../src/store/sqlite/store.ts';
 import { jsonInit, sqliteBackend, sqliteThreadBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { runCli } from '../lifecycle/helpers.ts';
 
@@ -18,11 +18,11 @@ const RARE = 'http://example.com/verbs/rare';
 const agent = (name: string) => ({ objectType: 'Agent', name, mbox: `mailto:${name}@example.com` });
 
 for (const backend of [sqliteBackend, sqliteThreadBackend]) {
-  describe(`SQLite statement ids in two levels [${backend.name}]`, () => {
+  describe(`SQLite statement ids in three levels [${backend.name}]`, () => {
     let t: TestLrs;
     const bodies = new Map<string, Record<string, unknown>>();
-    /** Before the merge: a, b (its verb rare), c (voided later); after it: d, e. */
-    const id = { a: randomUUID(), b: randomUUID(), c: randomUUID(), d: randomUUID(), e: randomUUID() };
+    /** Merged into the large level: a, b (its verb rare), c (voided later), d; into the middle one: e, f; recent: g. */
+    const id = { a: randomUUID(), b: randomUUID(), c: randomUUID(), d: randomUUID(), e: randomUUID(), f: randomUUID(), g: randomUUID() };
 
     const file = <T>(f: (db: DatabaseSync) => T): T => {
       const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
@@ -34,7 +34,7 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     };
     const level = (sid: string): string[] =>
       file((db) =>
-        ['statement_ids_new', 'statement_ids'].filter((table) => db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(Buffer.from(sid.replaceAll('-', ''), 'hex'))),
+        ['statement_ids_new', 'statement_ids_mid', 'statement_ids'].filter((table) => db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(Buffer.from(sid.replaceAll('-', ''), 'hex'))),
       );
     const put = (sid: string, body: Record<string, unknown>) => t.fetch(`/xAPI/statements?statementId=${sid}`, jsonInit('PUT', body));
     const store = async (sid: string, overrides: Record<string, unknown> = {}) => {
@@ -50,22 +50,31 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
       await store(id.a);
       await store(id.b, { verb: { id: RARE } });
       await store(id.c);
-      // The next statement's seq is idMergeDue(0) past the last merge (none yet: 0), so its
-      // transaction ends with a merge.
-      file((db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(idMergeDue(0)));
+      // The next statement's seq is past both thresholds (no merge yet: 0), so its transaction
+      // ends with both merges.
+      const nextSeq = (seq: number) => file((db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(seq - 1));
+      const first = idLevelsDue(0).middle + 1;
+      nextSeq(first);
       await store(id.d);
       await store(id.e);
+      // Past the recent threshold only: the recent ids go to the middle level.
+      nextSeq(first + idLevelsDue(first).recent);
+      await store(id.f);
+      await store(id.g);
     });
     after(async () => t?.close());
 
-    test('the merge moved every earlier id into the large level; later ids wait in the new one', () => {
+    test('each merge moved the ids before it one level down; later ids wait in the recent one', () => {
       for (const sid of [id.a, id.b, id.c, id.d]) assert.deepEqual(level(sid), ['statement_ids'], sid);
-      assert.deepEqual(level(id.e), ['statement_ids_new']);
-      assert.equal(Number(file((db) => (db.prepare('SELECT through FROM id_merge').get() as { through: number }).through)), idMergeDue(0) + 1);
+      for (const sid of [id.e, id.f]) assert.deepEqual(level(sid), ['statement_ids_mid'], sid);
+      assert.deepEqual(level(id.g), ['statement_ids_new']);
+      const first = idLevelsDue(0).middle + 1;
+      const m = file((db) => db.prepare('SELECT through, big_through FROM id_merge').get() as { through: number; big_through: number });
+      assert.deepEqual([Number(m.through), Number(m.big_through)], [first + idLevelsDue(first).recent, first]);
     });
 
     test('statements on both sides of the merge are found by id, and posting one again is a conflict or a no-op', async () => {
-      for (const sid of [id.a, id.e]) {
+      for (const sid of [id.a, id.e, id.g]) {
         const res = await get(`statementId=${sid}`);
         assert.equal(res.status, 200);
         assert.equal(((await res.json()) as { id: string }).id, sid);
@@ -75,7 +84,7 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
         assert.match(JSON.stringify(await other.json()), new RegExp(sid));
       }
       const n = file((db) => (db.prepare('SELECT count(*) AS n FROM statements').get() as { n: number }).n);
-      assert.equal(Number(n), 5);
+      assert.equal(Number(n), 7);
     });
 
     test('a merged statement is voided, and a StatementRef to one reaches it', async () => {
@@ -92,7 +101,7 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     test('erasure removes a statement from whichever level holds its id, and the id can be used again', async () => {
       const r = await runCli(t, ['erase', '--agent', JSON.stringify(agent('ann'))]);
       assert.equal(r.code, 0, r.stderr);
-      for (const sid of [id.a, id.e]) {
+      for (const sid of [id.a, id.e, id.g]) {
         assert.deepEqual(level(sid), [], sid);
         assert.equal((await get(`statementId=${sid}`)).status, 404);
       }

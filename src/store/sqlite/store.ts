@@ -67,15 +67,20 @@ const SQLITE_REJECTIONS: rejections.RejectionDialect = { numbered: false };
 const DEFINITION_CACHE_MAX = 50_000;
 
 /**
- * When the recent ids (statement_ids_new, migration 10) move into statement_ids: once they number
- * sqrt(400 × the ids merged so far), at least 4,096 (10,000 at 250k statements, 20,000 at 1M,
- * 63,000 at 10M). A group commit dirties about one page of the recent level per id while that
- * level has more pages than the group has statements, and a merge writes every page of the large
- * level once: this count keeps the two costs per statement about equal (for groups of ≈ 200).
- * Measured at 1M (docs/performance.md, "Batch ingest"): 16,384 gave 0→1M ingest 15.9–17.0k
- * statements/s, 65,536 14.3–15.5k.
+ * When statement ids move between their levels (migrations 10 and 18), for a store whose merged
+ * levels hold ids up to seq `merged`: the recent ids (statement_ids_new) into the middle level
+ * once `recent` statements have arrived, the middle level into the large one (statement_ids) once
+ * it holds `middle`. Per statement, a group commit dirties pages of the recent level (more, the
+ * more it holds), a merge into the middle level rewrites that level's pages and one into the large
+ * level all of its pages; these sizes keep the three costs about equal (pages of ≈ 280 ids, groups
+ * of ≈ 200): recent = ∛(80,000 N), middle = recent² / 200. At 1M: 4,300 and 93,000; at 10M 9,300
+ * and 430,000, where two levels merged 63,000 into the large level each time (4.6 KB written per
+ * statement against ≈ 1.3 KB now; docs/performance.md, "Batch ingest").
  */
-export const idMergeDue = (merged: number): number => Math.max(4096, Math.round(Math.sqrt(400 * merged)));
+export function idLevelsDue(merged: number): { recent: number; middle: number } {
+  const recent = Math.max(4096, Math.round(Math.cbrt(80_000 * merged)));
+  return { recent, middle: Math.round((recent * recent) / 200) };
+}
 
 /** A tenant's requests of a group: their planner, and by new id the stored statements targeting it (their reach is rebuilt when it arrives). */
 interface TenantPlan {
@@ -242,14 +247,21 @@ export class SqliteStore extends SqliteConnection implements Store {
     return { outcomes, queued };
   }
 
-  /** Moves the recent statement ids into the large level in key order once idMergeDue statements have arrived since the last merge. */
+  /** Moves the recent statement ids into the middle level, and that into the large one, when idLevelsDue says. */
   private mergeIds(): void {
-    const r = this.q('SELECT through, (SELECT max(seq) FROM statements) AS last FROM id_merge').get() as Row;
+    const r = this.q('SELECT through, big_through, (SELECT max(seq) FROM statements) AS last FROM id_merge').get() as Row;
     const last = Number(r.last ?? 0);
-    if (last - Number(r.through) < idMergeDue(Number(r.through))) return;
-    this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_new ORDER BY tenant, id').run();
+    const due = idLevelsDue(Number(r.big_through));
+    if (last - Number(r.through) < due.recent) return;
+    this.q('INSERT INTO statement_ids_mid (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_new ORDER BY tenant, id').run();
     this.q('DELETE FROM statement_ids_new').run();
-    this.q('UPDATE id_merge SET through = ?').run(last);
+    if (last - Number(r.big_through) < due.middle) {
+      this.q('UPDATE id_merge SET through = ?').run(last);
+      return;
+    }
+    this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_mid ORDER BY tenant, id').run();
+    this.q('DELETE FROM statement_ids_mid').run();
+    this.q('UPDATE id_merge SET through = ?, big_through = ?').run(last, last);
   }
 
   /** Deletes a stored statement's agent link rows by primary key (keys from its JSON); returns their key ids. */
@@ -503,7 +515,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         for (const a of indexRows(statement).activities) activity.run(tid, seqBucket(seq), tid, a.id, seq);
         // Its forwarding if still queued, its attachment links, its violations, itself.
         for (const sql of FORGET_BY_SEQ_SQL) this.q(sql).run(seq);
-        for (const level of ['statement_ids_new', 'statement_ids']) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, idBytes);
+        for (const level of ['statement_ids_new', 'statement_ids_mid', 'statement_ids']) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, idBytes);
         erased.push(seq);
         statements++;
       }
