@@ -27,9 +27,9 @@ export const cacheSize = (mib = CACHE_MIB): number => -mib * 1024;
  * the file through one connection, and what costs is the pages a commit dirties and the WAL
  * checkpoint writes back. So the link tables are keyed (tenant, bucket, key, seq) and the
  * registration index (tenant, seq >> 16, registration, seq) (version 8: writes dirty the newest
- * bucket's pages only, not a random page of each key's range); statement ids live in two levels
- * (version 10: recent ids in a small table merged into the large one in key order, since random
- * UUIDs dirtied a page of the one large index per statement). PostgreSQL, whose ingest kept its
+ * bucket's pages only, not a random page of each key's range); statement ids live in levels
+ * (versions 10 and 18: recent ids in a small table merged in key order into a middle one, and that
+ * into the large one, since random UUIDs dirtied a page of the one large index per statement). PostgreSQL, whose ingest kept its
  * pace as the store grew, needs neither, and keys its link tables without the tenant.
  */
 export interface Migration {
@@ -378,9 +378,9 @@ DROP TABLE activities;
     // Statement ids are random (client UUIDs): under a unique index on statements, every insert at
     // 1M statements dirtied a leaf of a 3,500-page B-tree kept ≈ 92 % full (splits, rebalancing),
     // 50 KB written per statement against 22 KB without it (docs/performance.md, "Batch ingest"). New
-    // ids go to a small table; every few thousand statements (idMergeDue in store.ts) they move
-    // to the large one in key order, touching each of its pages once. A lookup probes both (the
-    // statement_seqs view).
+    // ids go to a small table; every few thousand statements (idLevelsDue in store.ts; through a
+    // middle level since 18) they move to the large one in key order, touching each of its pages
+    // once. A lookup probes every level (the statement_seqs view).
     sql: `
 CREATE TABLE statement_ids (
   tenant INTEGER NOT NULL,
