@@ -4,7 +4,7 @@
  * baselines, plus a throwaway PostgreSQL cluster (bench/postgres-cluster.ts) and the server's RSS.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync, statfsSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -25,10 +25,13 @@ export const AUTHORIZATION = `Basic ${Buffer.from(`${USER.username}:${USER.passw
 
 export type BackendName = 'sqlite' | 'postgres';
 
+/** `node args`, or under `taskset -c cpus` when given (the process and its threads on those CPUs only). */
+const nodeCommand = (args: string[], cpus?: string): [string, string[]] => (cpus ? ['taskset', ['-c', cpus, process.execPath, ...args]] : [process.execPath, args]);
+
 /** Runs a node script to completion; its last stdout line is JSON. */
-function nodeJson<T>(args: string[], what: string): Promise<T> {
+function nodeJson<T>(args: string[], what: string, cpus?: string): Promise<T> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(...nodeCommand(args, cpus), { stdio: ['ignore', 'pipe', 'pipe'] });
     let out = '';
     let err = '';
     child.stdout.on('data', (d: Buffer) => (out += d.toString()));
@@ -47,9 +50,9 @@ function nodeJson<T>(args: string[], what: string): Promise<T> {
 }
 
 /** The load generator in its own process, stopped (SIGTERM, its results lost) when `signal` aborts. */
-export function startLoad(url: string, seed: number, jobs: Job[], signal: AbortSignal): Promise<void> {
+export function startLoad(url: string, seed: number, jobs: Job[], signal: AbortSignal, cpus?: string): Promise<void> {
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [LOAD, JSON.stringify({ url, seed, authorization: AUTHORIZATION, jobs })], { stdio: ['ignore', 'ignore', 'pipe'] });
+    const child = spawn(...nodeCommand([LOAD, JSON.stringify({ url, seed, authorization: AUTHORIZATION, jobs })], cpus), { stdio: ['ignore', 'ignore', 'pipe'] });
     let err = '';
     child.stderr.on('data', (d: Buffer) => (err = (err + d.toString()).slice(-2000)));
     signal.addEventListener('abort', () => child.kill('SIGTERM'), { once: true });
@@ -59,8 +62,46 @@ export function startLoad(url: string, seed: number, jobs: Job[], signal: AbortS
 }
 
 /** The load generator, in its own process, against `url` (as the benchmark user, or as `authorization`). */
-export function runLoad(url: string, seed: number, jobs: Job[], authorization = AUTHORIZATION): Promise<LoadResult[]> {
-  return nodeJson<LoadResult[]>([LOAD, JSON.stringify({ url, seed, authorization, jobs })], 'load generator');
+export function runLoad(url: string, seed: number, jobs: Job[], authorization = AUTHORIZATION, cpus?: string): Promise<LoadResult[]> {
+  return nodeJson<LoadResult[]>([LOAD, JSON.stringify({ url, seed, authorization, jobs })], 'load generator', cpus);
+}
+
+/** `pid` and every process below it, from /proc. */
+function processTree(pid: number): number[] {
+  const parent = new Map<number, number>();
+  for (const name of readdirSync('/proc')) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // The field after the parenthesised command name is the state, then the parent's pid.
+      const stat = readFileSync(`/proc/${name}/stat`, 'utf8');
+      parent.set(Number(name), Number(stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]));
+    } catch {
+      // The process ended meanwhile.
+    }
+  }
+  const tree = [pid];
+  for (let i = 0; i < tree.length; i++) for (const [child, p] of parent) if (p === tree[i]) tree.push(child);
+  return tree;
+}
+
+/**
+ * Pins a process, its descendants and all their threads to `cpus` (taskset's list, e.g. "0" or
+ * "0-1"); what they start later inherits it. A process that ended meanwhile is skipped.
+ */
+export function pinProcesses(pid: number, cpus: string): void {
+  for (const p of processTree(pid)) {
+    try {
+      execFileSync('taskset', ['-a', '-p', '-c', cpus, String(p)], { stdio: 'ignore' });
+    } catch {
+      // Gone since the listing.
+    }
+  }
+}
+
+/** The pid of a local PostgreSQL cluster's postmaster: the first line of postmaster.pid in its data directory. */
+export async function postmasterPid(url: string): Promise<number> {
+  const [r] = await pgQuery<{ dir: string }>(url, "SELECT current_setting('data_directory') AS dir");
+  return Number(readFileSync(join(r.dir, 'postmaster.pid'), 'utf8').split('\n')[0]);
 }
 
 /** Free bytes for an unprivileged writer on the filesystem holding `path`. */

@@ -12,6 +12,7 @@
  * Each returns rows for the results table (bench/harness.ts BenchRow); failures are thrown.
  */
 import { mkdtempSync } from 'node:fs';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import type { Job, LoadResult } from './load.ts';
 import { SINGLES_FROM } from './generate.ts';
@@ -19,6 +20,8 @@ import {
   type BenchRow,
   freeDisk,
   pgQuery,
+  pinProcesses,
+  postmasterPid,
   runCli,
   runLoad,
   type Server,
@@ -142,7 +145,24 @@ async function heartbeatReplica(url: string): Promise<{ state: string; lag_ms: n
   return body.replicas?.[0];
 }
 
+/**
+ * Two hosts on one machine: the primary's side (its PostgreSQL, the Lectern that ingests, the
+ * ingest clients) on the first half of the CPUs, the standby's (its PostgreSQL and its replay, the
+ * Lectern that reads from it, the query clients) on the other half. Unpinned, the standby's
+ * queries during ingest measured how two servers share two cores, not how a standby keeps up.
+ * Undefined on a one-CPU machine.
+ */
+function replicaCpus(): { primary: string; standby: string; all: string } | undefined {
+  const n = availableParallelism();
+  if (n < 2) return undefined;
+  const half = Math.floor(n / 2);
+  const range = (a: number, b: number) => (a === b ? String(a) : `${a}-${b}`);
+  return { primary: range(0, half - 1), standby: range(half, n - 1), all: range(0, n - 1) };
+}
+
 export interface ReplicaFigures {
+  /** Where each side ran (replicaCpus), when pinned. */
+  cpus?: { primary: string; standby: string };
   basebackupSeconds: number;
   idle: LoadResult[];
   during: LoadResult[];
@@ -173,6 +193,8 @@ export async function replicaPhase(
   const free = freeDisk(ctx.dir);
   if (free < need) throw new Error(`not enough disk for the standby: ${(free / 1024 ** 3).toFixed(1)} GB free, ≈ ${(need / 1024 ** 3).toFixed(1)} GB needed (a copy of the cluster)`);
   ctx.log(`replica: pg_basebackup of ${(Number(size.b) / 1024 ** 3).toFixed(1)} GB`);
+  const cpus = replicaCpus();
+  const primaryPid = await postmasterPid(cluster.url);
   let t0 = performance.now();
   const standby = await startStandby(cluster, ['hot_standby_feedback = on']);
   const basebackupSeconds = seconds(t0);
@@ -186,13 +208,18 @@ export async function replicaPhase(
       postgresUrl: primaryDb,
       env: { LECTERN_POSTGRES_READ_URLS: standbyDb },
     });
+    if (cpus) {
+      ctx.log(`replica: the primary's side on CPU ${cpus.primary}, the standby's on CPU ${cpus.standby}`);
+      for (const pid of [primaryPid, ctx.server.pid]) pinProcesses(pid, cpus.primary);
+      for (const pid of [await postmasterPid(standby.url), reader.pid]) pinProcesses(pid, cpus.standby);
+    }
     for (let i = 0; (await heartbeatReplica(reader.url))?.state !== 'up'; i++) {
       if (i > 120) throw new Error(`the standby is not up after 60 s: ${JSON.stringify(await heartbeatReplica(reader.url))}`);
       await new Promise((r) => setTimeout(r, 500));
     }
     ctx.log('replica: queries on the standby, idle');
     const [s0, p0] = [await dbStats(standbyDb), await dbStats(primaryDb)];
-    const idle = await runLoad(reader.url, ctx.seed, queryJobs);
+    const idle = await runLoad(reader.url, ctx.seed, queryJobs, undefined, cpus?.standby);
     await settle();
     const standbyIdle = delta(s0, await dbStats(standbyDb));
     const primaryIdle = delta(p0, await dbStats(primaryDb));
@@ -208,6 +235,7 @@ export async function replicaPhase(
       ctx.seed,
       [{ kind: 'batch', name: 'ingest during replica reads', from: REPLICA_INGEST_FROM, count: 0, batch: 100, connections: 4, seconds: 3600 }],
       stopIngest.signal,
+      cpus?.primary,
     );
     const lagMs: number[] = [];
     const lagBytes: number[] = [];
@@ -230,7 +258,7 @@ export async function replicaPhase(
     })();
     await new Promise((r) => setTimeout(r, 3000));
     t0 = performance.now();
-    const during = await runLoad(reader.url, ctx.seed, queryJobs);
+    const during = await runLoad(reader.url, ctx.seed, queryJobs, undefined, cpus?.standby);
     const duringSeconds = seconds(t0);
     const [ins1] = await pgQuery<{ n: string }>(primaryDb, "SELECT n_tup_ins AS n FROM pg_stat_user_tables WHERE relname = 'statements'");
     sampling = false;
@@ -238,12 +266,14 @@ export async function replicaPhase(
     await Promise.all([ingest, sampler]);
     for (const r of during) check(r, 'replica during ingest');
     const ingestPerSec = (Number(ins1.n) - Number(ins0.n)) / duringSeconds;
-    const figures: ReplicaFigures = { basebackupSeconds, idle, during, standbyIdle, primaryIdle, lagMs, lagBytes, heartbeatLagMs, ingestPerSec };
+    const figures: ReplicaFigures = { cpus: cpus && { primary: cpus.primary, standby: cpus.standby }, basebackupSeconds, idle, during, standbyIdle, primaryIdle, lagMs, lagBytes, heartbeatLagMs, ingestPerSec };
     return { rows: replicaRows(figures), figures };
   } finally {
     stopIngest.abort();
     await reader?.stop();
     standby.destroy();
+    // The primary and its Lectern serve the phases after this one on every CPU again.
+    if (cpus) for (const pid of [primaryPid, ctx.server.pid]) pinProcesses(pid, cpus.all);
     // The standby's slot would keep WAL on the primary for ever.
     await pgQuery(cluster.url, 'SELECT pg_drop_replication_slot(slot_name) FROM pg_replication_slots WHERE NOT active').catch(() => undefined);
   }
@@ -256,7 +286,7 @@ const quantile = (xs: number[], q: number) => {
 
 function replicaRows(x: ReplicaFigures): BenchRow[] {
   const rows: BenchRow[] = [
-    { workload: 'standby: pg_basebackup of the cluster', value: x.basebackupSeconds, unit: 's' },
+    { workload: 'standby: pg_basebackup of the cluster', value: x.basebackupSeconds, unit: 's', note: x.cpus ? `then the primary's side on CPU ${x.cpus.primary}, the standby's on CPU ${x.cpus.standby}` : undefined },
     {
       workload: '  reads on the standby (idle run: transactions there ÷ requests)',
       value: x.standbyIdle.xacts,
