@@ -77,10 +77,10 @@ test('LECTERN_SQLITE_WAL_AUTOCHECKPOINT bounds the WAL file; the default lets it
   assert.ok(large > 3 * small, `WAL of ${large} bytes with the default, ${small} with 100 pages`);
 });
 
-test('each connection caches LECTERN_SQLITE_CACHE_SIZE MiB of pages (6 by default, not SQLite\'s 2)', async () => {
+test('each connection caches LECTERN_SQLITE_CACHE_SIZE MiB of pages (32 by default, not SQLite\'s 2)', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-cache-'));
   try {
-    for (const [mib, expected] of [[undefined, -6 * 1024], [32, -32 * 1024]] as const) {
+    for (const [mib, expected] of [[undefined, -32 * 1024], [6, -6 * 1024]] as const) {
       const store = new SqliteStore({ path: join(dir, `${mib ?? 'default'}.sqlite`), cacheMiB: mib });
       try {
         await store.migrate();
