@@ -116,10 +116,9 @@ function clusterDirIn(p: string): string {
   throw new Error(`no kept PostgreSQL cluster in ${p} (looked for postgres/data, data and the folder itself)`);
 }
 
-/** ≈ 2 KB on disk per statement (1.4 KB of JSON, ×1.3–1.4 with indexes, and headroom). */
+/** ≈ 2 KB on disk per statement (1.4 KB of JSON, ×1.3–1.4 with indexes, and headroom); PostgreSQL also keeps up to max_wal_size (4 GB) of WAL. */
 const BYTES_PER_STATEMENT = 2048;
-/** PostgreSQL's WAL between checkpoints: ≈ 3 KB per statement loaded, up to max_wal_size (16 GB, bench/harness.ts) and a segment's headroom. */
-const postgresWal = (statements: number) => Math.min(17 * 1024 ** 3, statements * 3000);
+const POSTGRES_WAL = 5 * 1024 ** 3;
 
 /** Workload sizes: the full run and --quick. */
 const P = QUICK
@@ -338,10 +337,10 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
     for (const size of SIZES) {
       if (loaded < size && PHASES.has('ingest')) {
         const where = sqlitePath ? dirname(sqlitePath) : cluster!.dir;
-        const need = (size - loaded) * BYTES_PER_STATEMENT + (backend === 'postgres' ? postgresWal(size - loaded) : 0);
+        const need = (size - loaded) * BYTES_PER_STATEMENT + (backend === 'postgres' ? POSTGRES_WAL : 0);
         const free = freeDisk(where);
         log(`${backend}: ${gb(free)} free in ${where}; loading ${int(loaded)} → ${int(size)} needs ≈ ${gb(need)}`);
-        if (free < need) throw new Error(`not enough disk to load ${int(size)} statements: ${gb(free)} free in ${where}, ≈ ${gb(need)} needed (2 KB per statement${backend === 'postgres' ? ' + 3 KB of WAL, up to 17 GB' : ''})`);
+        if (free < need) throw new Error(`not enough disk to load ${int(size)} statements: ${gb(free)} free in ${where}, ≈ ${gb(need)} needed (2 KB per statement${backend === 'postgres' ? ' + 5 GB of WAL' : ''})`);
       }
       while (loaded < size && PHASES.has('ingest')) {
         // The chunk from the empty store and the chunk that reaches each size are the measured

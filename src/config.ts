@@ -177,9 +177,9 @@ export const SETTINGS = {
   },
   sqliteCacheSize: {
     name: 'LECTERN_SQLITE_CACHE_SIZE',
-    default: '32', // the SQLite backend's own default, as above
-    help: 'MiB of database pages each SQLite connection (the server\'s, and each writer or reader thread\'s) keeps in memory (SQLite `cache_size`; SQLite\'s own default is 2). The pages each group commit writes (the newest part of every index, ≈ 25 MB at 10M statements) stay in memory from one commit to the next: at 11–13M statements ingest 9.5k statements/s against 8.1–8.6k with 6 MiB. A page of 100 statements spread over a large file, with the index pages that find it, stays from one request to the next: at 1M statements a course\'s page (`activity` + `related_activities`) 1.4× the requests per second of 2 MiB ([Performance](performance.md)). Memory grows by up to this much per connection.',
-    parse: int(1, 1_048_576),
+    default: '',
+    help: 'MiB of database pages each SQLite connection (the server\'s, and each writer or reader thread\'s) keeps in memory (SQLite `cache_size`; SQLite\'s own default is 2). Empty: 6 MiB, and for the connection that writes 1 MiB per 312,500 statements the store has held once that is more, at most 32 (32 at 10M statements). The writer\'s pages (the newest part of every index, ≈ 25 MB at 10M statements) then stay in memory from one commit to the next: at 11–13M statements ingest 9.5k statements/s against 8.1–8.6k with 6 MiB. A page of 100 statements spread over a large file, with the index pages that find it, stays from one request to the next: at 1M statements a course\'s page (`activity` + `related_activities`) 1.4× the requests per second of 2 MiB ([Performance](performance.md)). Memory grows by up to this much per connection.',
+    parse: (raw: string, name: string) => (raw.trim() === '' ? undefined : int(1, 1_048_576)(raw, name)),
   },
   sqliteReaders: {
     name: 'LECTERN_SQLITE_READERS',

@@ -77,19 +77,35 @@ test('LECTERN_SQLITE_WAL_AUTOCHECKPOINT bounds the WAL file; the default lets it
   assert.ok(large > 3 * small, `WAL of ${large} bytes with the default, ${small} with 100 pages`);
 });
 
-test('each connection caches LECTERN_SQLITE_CACHE_SIZE MiB of pages (32 by default, not SQLite\'s 2)', async () => {
+test('the writer caches 6 MiB of pages for a small store, 1 MiB per 312,500 statements held for a large one (at most 32), or LECTERN_SQLITE_CACHE_SIZE', async () => {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-cache-'));
-  try {
-    for (const [mib, expected] of [[undefined, -32 * 1024], [6, -6 * 1024]] as const) {
-      const store = new SqliteStore({ path: join(dir, `${mib ?? 'default'}.sqlite`), cacheMiB: mib });
-      try {
-        await store.migrate();
-        const db = (store as unknown as { db: DatabaseSync }).db;
-        assert.equal((db.prepare('PRAGMA cache_size').get() as { cache_size: number }).cache_size, expected);
-      } finally {
-        await store.close();
-      }
+  const cacheOf = async (path: string, cacheMiB?: number) => {
+    const store = new SqliteStore({ path, cacheMiB });
+    try {
+      await store.migrate();
+      return (store as unknown as { db: DatabaseSync }).db.prepare('PRAGMA cache_size').get() as { cache_size: number };
+    } finally {
+      await store.close();
     }
+  };
+  /** The store has held `n` statements: its AUTOINCREMENT counter, which the cache follows. */
+  const held = (path: string, n: number) => {
+    const db = new DatabaseSync(path);
+    try {
+      db.prepare("DELETE FROM sqlite_sequence WHERE name = 'statements'").run();
+      db.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('statements', ?)").run(n);
+    } finally {
+      db.close();
+    }
+  };
+  try {
+    const path = join(dir, 'store.sqlite');
+    assert.equal((await cacheOf(path)).cache_size, -6 * 1024);
+    held(path, 5_000_000);
+    assert.equal((await cacheOf(path)).cache_size, -16 * 1024);
+    held(path, 50_000_000);
+    assert.equal((await cacheOf(path)).cache_size, -32 * 1024);
+    assert.equal((await cacheOf(path, 8)).cache_size, -8 * 1024, 'a size set by the operator stays');
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }

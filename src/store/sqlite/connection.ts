@@ -30,7 +30,7 @@ export interface SqliteOptions {
   readers?: number;
   /** WAL pages after which a commit checkpoints (SQLite's `wal_autocheckpoint`). */
   walAutocheckpoint?: number;
-  /** MiB of pages each connection caches (SQLite's `cache_size`). */
+  /** MiB of pages each connection caches (SQLite's `cache_size`); by default CACHE_MIB, and writerCacheMiB for the connection that writes. */
   cacheMiB?: number;
   /** What `stored`, document times, forwarding due times and leases are read from (default: the system clock). */
   clock?: Clock;

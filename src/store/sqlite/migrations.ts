@@ -7,15 +7,23 @@ export const PAGE_SIZE = 8192;
 export const WAL_AUTOCHECKPOINT = 20_000;
 
 /**
- * MiB of pages each connection caches: LECTERN_SQLITE_CACHE_SIZE's default. SQLite's own 2 MiB
- * (250 pages of 8 KB) is less than a page of 100 statements scattered over the file takes with its
- * index pages: a course's page at 1M re-read them from the operating system on every request. The
- * writer's pages are larger still: each group commit touches the newest bucket's pages of every link
- * table and the registration index, and the middle level of statement ids (≈ 25 MB at 10M
- * statements); with 6 MiB it re-read ≈ 32 KB per statement from the operating system. At 11–13M
- * statements, ingest with 32 MiB: 9.5k statements/s, 64 MiB 9.3k, 6 MiB 8.1–8.6k.
+ * MiB of pages each connection caches unless LECTERN_SQLITE_CACHE_SIZE says otherwise. SQLite's own
+ * 2 MiB (250 pages of 8 KB) is less than a page of 100 statements scattered over the file takes
+ * with its index pages: a course's page at 1M re-read them from the operating system on every
+ * request. 4 MiB held the course's page but not a combined filter's probes (p99 33 ms against 23);
+ * 8 MiB was no faster than 6 and peaked higher.
  */
-export const CACHE_MIB = 32;
+export const CACHE_MIB = 6;
+
+/**
+ * The writing connection's cache for a store that has held `statements`: 1 MiB per 312,500 (32 at
+ * 10M), at least CACHE_MIB, at most 32. Each group commit touches the newest bucket's pages of
+ * every link table and the registration index, and the middle level of statement ids (≈ 25 MB at
+ * 10M statements); with 6 MiB at 11–13M the writer re-read ≈ 32 KB per statement from the
+ * operating system and ingested 8.1–8.6k statements/s, with 32 MiB 9.5k (64 MiB: 9.3k). A small
+ * store keeps the smaller cache (peak RSS at 120k: 216 MB with 32 MiB, 171–181 with 6).
+ */
+export const writerCacheMiB = (statements: number): number => Math.min(32, Math.max(CACHE_MIB, Math.ceil(statements / 312_500)));
 
 /** SQLite's `cache_size` pragma value for `mib` MiB (negative: in KiB). */
 export const cacheSize = (mib = CACHE_MIB): number => -mib * 1024;

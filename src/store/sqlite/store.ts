@@ -56,6 +56,7 @@ import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
 import { BY_ID, readPage } from './readers.ts';
 import { isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
+import { cacheSize, writerCacheMiB } from './migrations.ts';
 
 export { type SqliteOptions, type StoreLog } from './connection.ts';
 
@@ -111,9 +112,25 @@ export class SqliteStore extends SqliteConnection implements Store {
     ph: (n) => `?${n}`,
   });
 
+  /** The page cache follows the store's size (writerCacheMiB) unless LECTERN_SQLITE_CACHE_SIZE fixes it. */
+  private readonly cacheFollowsSize: boolean;
+
   constructor(opts: SqliteOptions) {
     super(opts);
     this.outbox = new SqliteOutbox(this.docs, opts.forwardTargets ?? []);
+    this.cacheFollowsSize = opts.cacheMiB === undefined;
+  }
+
+  override async migrate(): Promise<void> {
+    await super.migrate();
+    this.sizeCache();
+  }
+
+  /** Sizes this connection's page cache for the statements the store has held (its AUTOINCREMENT counter). */
+  private sizeCache(): void {
+    if (!this.cacheFollowsSize) return;
+    const r = this.q("SELECT seq FROM sqlite_sequence WHERE name = 'statements'").get() as Row | undefined;
+    this.db.exec(`PRAGMA cache_size = ${cacheSize(writerCacheMiB(Number(r?.seq ?? 0)))}`);
   }
 
   onOutboxWrite(listener: () => void): void {
@@ -262,6 +279,7 @@ export class SqliteStore extends SqliteConnection implements Store {
     this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_mid ORDER BY tenant, id').run();
     this.q('DELETE FROM statement_ids_mid').run();
     this.q('UPDATE id_merge SET through = ?, big_through = ?').run(last, last);
+    this.sizeCache();
   }
 
   /** Deletes a stored statement's agent link rows by primary key (keys from its JSON); returns their key ids. */
