@@ -21,7 +21,7 @@ export const CACHE_MIB = 6;
  * every link table and the registration index, and the middle level of statement ids (≈ 25 MB at
  * 10M statements); with 6 MiB at 11–13M the writer re-read ≈ 32 KB per statement from the
  * operating system and ingested 8.1–8.6k statements/s, with 32 MiB 9.5k (64 MiB: 9.3k). A small
- * store keeps the smaller cache (peak RSS at 120k: 216 MB with 32 MiB, 171–181 with 6).
+ * store keeps the smaller cache (peak RSS at 120k: 216 MB with 32 MiB, 171–190 with 6).
  */
 export const writerCacheMiB = (statements: number): number => Math.min(32, Math.max(CACHE_MIB, Math.ceil(statements / 312_500)));
 
