@@ -204,7 +204,7 @@ export function report(b: Baselines, results: BackendResult[], shape: Shape): st
 }
 
 /** Every filter at the largest size against the smallest: first page and pages 2–10, p50 and p99 (target: within 1.5×). */
-function growthTable(backend: string, qs: QueryFigure[], smallest: number, largest: number, shape: Shape): string {
+export function growthTable(backend: string, qs: QueryFigure[], smallest: number, largest: number, shape: Shape): string {
   const TARGET = 1.5;
   let met = 0;
   let measured = 0;

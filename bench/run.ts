@@ -237,10 +237,11 @@ async function queryCases(url: string, size: number): Promise<PlanCase[]> {
 function sameAnswerCases(measured: QueryFigure[], size: number): (PlanCase & { sameAnswerAs: string })[] {
   const smallest = Math.min(...measured.map((q) => q.size));
   if (!measured.length || smallest >= size) return [];
+  const filters: Record<string, Record<string, string> | undefined> = queryFilters(SEED);
   return measured.flatMap((q) => {
     const k = q.firstPageCount ?? 0;
     if (q.size !== smallest || q.sameAnswerAs || q.pagesFound !== 1 || k === 0 || k >= 100) return [];
-    const c = queryFilters(SEED)[q.filter] as Record<string, string> | undefined;
+    const c = filters[q.filter];
     return c ? [{ name: `${q.filter}, limit ${k} (its whole answer at ${int(smallest)})`, params: { ...c, limit: String(k) }, sameAnswerAs: q.filter }] : [];
   });
 }

@@ -15,6 +15,7 @@ import { fileURLToPath } from 'node:url';
 import { queryFilters, statement } from '../bench/generate.ts';
 import { paramsOf, postgresPlans, sqlitePlans } from '../bench/plans.ts';
 import { pgQuery } from '../bench/harness.ts';
+import { growthTable, type QueryFigure } from '../bench/report.ts';
 import { openCluster, postgresSkipped, startCluster } from '../bench/postgres-cluster.ts';
 import { BACKENDS, jsonInit, startTestLrs } from './helpers/lrs.ts';
 import { validateStatements } from '../src/xapi/validate.ts';
@@ -82,6 +83,22 @@ function benchImports(): Map<string, string[]> {
   }
   return graph;
 }
+
+test('the growth table compares a filter that was one short page at the smallest size by its twin limited to that page', () => {
+  const run = (p50: number, p99: number) => ({ requests: 100, rps: 100, seconds: 1, latency: { p50, p90: p99, p99, max: p99, mean: p50 }, failed: 0, statusCodes: { 200: 100 } });
+  const qs: QueryFigure[] = [
+    { filter: 'rare', size: 1000, first: run(4, 10), pagesFound: 1, firstPageCount: 24 },
+    { filter: 'rare', size: 10000, first: run(8, 20), pagesFound: 3 },
+    { filter: 'rare, limit 24 (its whole answer at 1,000)', size: 10000, first: run(5, 12), pagesFound: 10, sameAnswerAs: 'rare' },
+    { filter: 'busy', size: 1000, first: run(4, 10), deep: run(4, 10), pagesFound: 10 },
+    { filter: 'busy', size: 10000, first: run(8, 10), deep: run(4, 10), pagesFound: 10 },
+  ];
+  const table = growthTable('sqlite', qs, 1000, 10000, { pages: 10, rawRows: 0 });
+  assert.match(table, /target ≤ 1\.5×: 1 of 2 filters/);
+  assert.match(table, /\| rare, limit 24 \(its whole answer at 1,000\) +\| 1\.25× +\| 1\.20× +\| – +\| – +\| yes +\|/);
+  assert.match(table, /\| busy +\| 2\.00× .*\| no +\|/);
+  assert.doesNotMatch(table, /\| rare +\|/, 'the full-page row is not judged');
+});
 
 test('bench/ imports nothing from test/ and has no import cycles', () => {
   const graph = benchImports();

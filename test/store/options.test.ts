@@ -24,6 +24,9 @@ test('the settings document the SQLite backend\'s own tuning defaults', () => {
   // Empty: CACHE_MIB, and for the writer writerCacheMiB (test/store/sqlite-pages.test.ts).
   assert.equal(SETTINGS.sqliteCacheSize.default, '');
   assert.equal(CACHE_MIB, 6);
+  assert.equal(SETTINGS.sqliteCacheSize.parse('', 'LECTERN_SQLITE_CACHE_SIZE'), undefined);
+  assert.equal(SETTINGS.sqliteCacheSize.parse('64', 'LECTERN_SQLITE_CACHE_SIZE'), 64);
+  assert.throws(() => SETTINGS.sqliteCacheSize.parse('0', 'LECTERN_SQLITE_CACHE_SIZE'), /LECTERN_SQLITE_CACHE_SIZE/);
 });
 
 async function storedTimes(options: (path: string) => StoreOptions): Promise<{ stored: number[]; updated: number }> {
