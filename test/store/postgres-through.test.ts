@@ -9,6 +9,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, mock, test } from 'node:test';
 import pg from 'pg';
+import { ManualClock } from '../../src/clock.ts';
 import type { Store } from '../../src/store/types.ts';
 import { prepareBatch } from '../../src/xapi/statement.ts';
 import type { Statement } from '../../src/xapi/types.ts';
@@ -87,6 +88,110 @@ describe('PostgreSQL planner statistics keep up with a growing store', { skip: p
       for (let i = 0; i < 400 && (await analyzes()) <= before; i++) await new Promise((r) => setTimeout(r, 50));
       assert.ok((await analyzes()) > before, 'the statement tables were analyzed');
     } finally {
+      await store.close();
+      await dispose();
+    }
+  });
+
+  test('a VACUUM holding the tables is neither waited for nor cancelled: the ANALYZE gives way and runs later', async () => {
+    const clock = new ManualClock(Date.parse('2026-01-01T00:00:00Z'));
+    const { store, dispose } = await postgres!.open({ clock });
+    const url = (store as unknown as { opts: { url: string } }).opts.url;
+    const admin = new pg.Client({ connectionString: url });
+    const vacuum = new pg.Client({ connectionString: url });
+    await admin.connect();
+    await vacuum.connect();
+    // Each ANALYZE the store sends, and whether it has settled.
+    const original = pg.Client.prototype.query as (...a: unknown[]) => unknown;
+    const sent: Promise<unknown>[] = [];
+    const spy = mock.method(pg.Client.prototype, 'query', function (this: pg.Client, ...args: unknown[]) {
+      const out = original.apply(this, args);
+      if (this !== admin && typeof args[0] === 'string' && args[0].startsWith('ANALYZE') && out instanceof Promise) sent.push(out.catch(() => undefined));
+      return out;
+    });
+    const analyzes = async () => Number((await admin.query<{ n: string }>("SELECT analyze_count AS n FROM pg_stat_user_tables WHERE relname = 'statement_agents'")).rows[0].n);
+    const insert = async (n: number) => {
+      for (let left = n; left > 0; left -= 250) {
+        const batch = Array.from({ length: Math.min(250, left) }, () => ({ id: randomUUID(), actor: { mbox: `mailto:${randomUUID()}@example.com` }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/a' } }) as Statement);
+        await store.insertStatements('', prepareBatch(batch, { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
+      }
+    };
+    try {
+      const before = await analyzes();
+      // The lock a VACUUM (or autovacuum) holds on the table for its whole run.
+      await vacuum.query('BEGIN');
+      await vacuum.query('LOCK TABLE statement_agents IN SHARE UPDATE EXCLUSIVE MODE');
+      await insert(1000);
+      for (let i = 0; i < 400 && sent.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+      assert.equal(sent.length, 1, 'the ANALYZE was tried');
+      await Promise.all(sent); // settles while the lock is still held: it gave way
+      await insert(1000);
+      assert.equal(sent.length, 1, 'not tried again at once');
+      await vacuum.query('COMMIT');
+      assert.equal(await analyzes(), before, 'nothing was analyzed meanwhile');
+      clock.advance(31_000);
+      await insert(10);
+      for (let i = 0; i < 400 && (await analyzes()) <= before; i++) await new Promise((r) => setTimeout(r, 50));
+      assert.equal(sent.length, 2, 'tried again once the wait was over');
+      assert.ok((await analyzes()) > before, 'and the statement tables were analyzed');
+    } finally {
+      spy.mock.restore();
+      await vacuum.end();
+      await admin.end();
+      await store.close();
+      await dispose();
+    }
+  });
+});
+
+describe('PostgreSQL autovacuum keeps the newest statements readable from the indexes alone', { skip: postgres ? false : 'PostgreSQL skipped' }, () => {
+  test('a statement table is due for a vacuum once 1 % of its rows are new (PostgreSQL\'s default waits for a fifth)', async () => {
+    const { store, dispose } = await postgres!.open();
+    const url = (store as unknown as { opts: { url: string } }).opts.url;
+    const c = new pg.Client({ connectionString: url });
+    await c.connect();
+    const tables = ['statements', 'statement_agents', 'statement_activities'];
+    const insert = async (n: number) => {
+      for (let left = n; left > 0; left -= 250) {
+        const batch = Array.from({ length: Math.min(250, left) }, () => ({ id: randomUUID(), actor: { mbox: `mailto:${randomUUID()}@example.com` }, verb: { id: 'http://example.com/v' }, object: { id: `http://example.com/a/${randomUUID()}` } }) as Statement);
+        await store.insertStatements('', prepareBatch(batch, { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
+      }
+    };
+    try {
+      await insert(3000);
+      // Once the sessions have reported those inserts (an idle one within PostgreSQL's 10 s idle
+      // stats interval), a vacuum counts the rows (reltuples) and starts the count of new ones again.
+      for (let i = 0; ; i++) {
+        await c.query('SELECT pg_stat_clear_snapshot()');
+        const r = await c.query<{ n: string }>("SELECT n_tup_ins AS n FROM pg_stat_user_tables WHERE relname = 'statements'");
+        if (Number(r.rows[0].n) >= 3000) break;
+        assert.ok(i < 1000, 'the inserts were reported');
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+      await c.query(`VACUUM ${tables.join(', ')}`);
+      await insert(1100);
+      const state = async () =>
+        (await c.query<{ relname: string; inserted: string; tuples: number; scale: string; threshold: string }>(
+          `SELECT s.relname, s.n_ins_since_vacuum AS inserted, c.reltuples AS tuples,
+             coalesce((SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o WHERE o LIKE 'autovacuum_vacuum_insert_scale_factor=%'), current_setting('autovacuum_vacuum_insert_scale_factor')) AS scale,
+             current_setting('autovacuum_vacuum_insert_threshold') AS threshold
+           FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relname = ANY($1) ORDER BY s.relname`,
+          [tables],
+        )).rows.map((r) => ({ table: r.relname, inserted: Number(r.inserted), limit: (scale: number) => Number(r.threshold) + scale * r.tuples, scale: Number(r.scale) }));
+      for (let i = 0; ; i++) {
+        await c.query('SELECT pg_stat_clear_snapshot()');
+        const rows = await state();
+        const notDue = rows.filter((t) => t.inserted <= t.limit(t.scale));
+        if (rows.length === tables.length && notDue.length === 0) {
+          const statements = rows.find((t) => t.table === 'statements')!;
+          assert.ok(statements.inserted <= statements.limit(0.2), 'with PostgreSQL\'s default the statements table would not be due yet');
+          break;
+        }
+        assert.ok(i < 1000, `not due for autovacuum: ${JSON.stringify(notDue)}`);
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      await c.end();
       await store.close();
       await dispose();
     }

@@ -57,6 +57,14 @@ export { type PostgresOptions, SESSION_OPTIONS } from './connection.ts';
 
 /** Statements inserted before the first ANALYZE of a process (see noteInserted). */
 const ANALYZE_MIN_ROWS = 1000;
+/**
+ * How long that ANALYZE waits for a lock a VACUUM holds before it gives way: under PostgreSQL's
+ * deadlock_timeout (1 s), after which the server would cancel an autovacuum for it, and short
+ * enough that an operator's long VACUUM does not keep a pooled connection.
+ */
+const ANALYZE_LOCK_WAIT_MS = 200;
+/** After giving way to a VACUUM (which analyzes too when due), the next try. */
+const ANALYZE_RETRY_MS = 30_000;
 
 /**
  * How a statement group's transaction opens, in one round trip: its tenant's intent lock (before
@@ -110,6 +118,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   /** Statements inserted by this process since its last ANALYZE, and the count that ANALYZE saw (see noteInserted). */
   private sinceAnalyze = 0;
   private analyzing = false;
+  private analyzeNotBefore = -Infinity;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
   private readonly credentials = new StoreCredentials({ run: (p) => this.runProgram(p), tx: (p) => this.tx((c) => this.runProgram(p, c)), ph: (n) => `$${n}` });
@@ -283,16 +292,28 @@ export class PostgresStore extends PostgresReaders implements Store {
    * and took 112 ms instead of 0.8 ms, docs/performance.md, "PostgreSQL"). So once this process has inserted
    * half as many statements as the last ANALYZE saw (at least 1,000), it analyzes the statement
    * tables in the background: ≈ 17 times from empty to 1M, each a sample of 30,000 rows, which
-   * blocks no write.
+   * blocks no write. A VACUUM of those tables (autovacuum's takes minutes at 10M) is not waited
+   * for nor cancelled: the ANALYZE gives way and tries again later.
    */
   private noteInserted(n: number): void {
     this.sinceAnalyze += n;
     if (this.analyzing || this.closed || this.sinceAnalyze < Math.max(ANALYZE_MIN_ROWS, this.analyzedRows / 2)) return;
+    if (this.clock.now() < this.analyzeNotBefore) return;
     this.analyzing = true;
-    this.analyzedRows += this.sinceAnalyze;
+    const counted = this.sinceAnalyze;
+    this.analyzedRows += counted;
     this.sinceAnalyze = 0;
-    this.query('ANALYZE statements, statement_agents, statement_activities, keys', [], undefined)
-      .catch((err: unknown) => this.opts.logger?.warn({ err: describe(err) }, 'ANALYZE of the statement tables failed'))
+    this.tx(async (c) => {
+      await c.query(`SET LOCAL lock_timeout = ${ANALYZE_LOCK_WAIT_MS}`);
+      await c.query('ANALYZE statements, statement_agents, statement_activities, keys');
+    })
+      .catch((err: unknown) => {
+        if ((err as { code?: string }).code !== '55P03') return this.opts.logger?.warn({ err: describe(err) }, 'ANALYZE of the statement tables failed');
+        // lock_not_available: a VACUUM holds a table.
+        this.analyzedRows -= counted;
+        this.sinceAnalyze += counted;
+        this.analyzeNotBefore = this.clock.now() + ANALYZE_RETRY_MS;
+      })
       .finally(() => (this.analyzing = false));
   }
 
