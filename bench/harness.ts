@@ -342,9 +342,7 @@ export function startPostgres(opts: { statementStats?: boolean; at?: string } = 
   // The machine's memory, or the container's limit where one is set.
   const memory = Math.min(totalmem(), process.constrainedMemory() || Infinity);
   const buffersMb = Math.max(256, Math.min(16_384, Math.floor(memory / 4 / 2 ** 20)));
-  // max_wal_size 16 GB: with 4 GB a checkpoint came every ≈ 2 minutes at 10M statements and each
-  // wrote 2–3.6 GB, most of it pages the next minutes dirtied again (and logged whole once more).
-  const settings = [`shared_buffers = ${buffersMb}MB`, 'max_wal_size = 16GB', 'checkpoint_timeout = 15min'];
+  const settings = [`shared_buffers = ${buffersMb}MB`, 'max_wal_size = 4GB', 'checkpoint_timeout = 15min'];
   // With --profile: per-statement server time (pg_stat_statements), to see where a write's time goes.
   if (opts.statementStats) settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'pg_stat_statements.track_planning = on', 'track_io_timing = on');
   return startCluster({ durable: true, settings, at: opts.at });

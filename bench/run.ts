@@ -116,9 +116,9 @@ function clusterDirIn(p: string): string {
   throw new Error(`no kept PostgreSQL cluster in ${p} (looked for postgres/data, data and the folder itself)`);
 }
 
-/** ≈ 2 KB on disk per statement (1.4 KB of JSON, ×1.3–1.4 with indexes, and headroom); PostgreSQL also keeps up to max_wal_size (16 GB) of WAL. */
+/** ≈ 2 KB on disk per statement (1.4 KB of JSON, ×1.3–1.4 with indexes, and headroom); PostgreSQL also keeps up to max_wal_size (4 GB) of WAL. */
 const BYTES_PER_STATEMENT = 2048;
-const POSTGRES_WAL = 17 * 1024 ** 3;
+const POSTGRES_WAL = 5 * 1024 ** 3;
 
 /** Workload sizes: the full run and --quick. */
 const P = QUICK
