@@ -17,6 +17,14 @@ import { storeBackends } from '../helpers/stores.ts';
 
 const postgres = storeBackends.find((b) => b.name === 'postgres');
 
+/** `n` new statements, each with its own actor and activity, in batches of 250. */
+async function insertNew(store: Store, n: number): Promise<void> {
+  for (let left = n; left > 0; left -= 250) {
+    const batch = Array.from({ length: Math.min(250, left) }, () => ({ id: randomUUID(), actor: { mbox: `mailto:${randomUUID()}@example.com` }, verb: { id: 'http://example.com/v' }, object: { id: `http://example.com/a/${randomUUID()}` } }) as Statement);
+    await store.insertStatements('', prepareBatch(batch, { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
+  }
+}
+
 describe('PostgreSQL consistent-through', { skip: postgres ? false : 'PostgreSQL skipped' }, () => {
   let store: Store;
   let dispose: () => Promise<void>;
@@ -110,12 +118,7 @@ describe('PostgreSQL planner statistics keep up with a growing store', { skip: p
       return out;
     });
     const analyzes = async () => Number((await admin.query<{ n: string }>("SELECT analyze_count AS n FROM pg_stat_user_tables WHERE relname = 'statement_agents'")).rows[0].n);
-    const insert = async (n: number) => {
-      for (let left = n; left > 0; left -= 250) {
-        const batch = Array.from({ length: Math.min(250, left) }, () => ({ id: randomUUID(), actor: { mbox: `mailto:${randomUUID()}@example.com` }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/a' } }) as Statement);
-        await store.insertStatements('', prepareBatch(batch, { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
-      }
-    };
+    const insert = (n: number) => insertNew(store, n);
     try {
       const before = await analyzes();
       // The lock a VACUUM (or autovacuum) holds on the table for its whole run.
@@ -151,12 +154,7 @@ describe('PostgreSQL autovacuum keeps the newest statements readable from the in
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     const tables = ['statements', 'statement_agents', 'statement_activities'];
-    const insert = async (n: number) => {
-      for (let left = n; left > 0; left -= 250) {
-        const batch = Array.from({ length: Math.min(250, left) }, () => ({ id: randomUUID(), actor: { mbox: `mailto:${randomUUID()}@example.com` }, verb: { id: 'http://example.com/v' }, object: { id: `http://example.com/a/${randomUUID()}` } }) as Statement);
-        await store.insertStatements('', prepareBatch(batch, { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
-      }
-    };
+    const insert = (n: number) => insertNew(store, n);
     try {
       await insert(3000);
       // Once the sessions have reported those inserts (an idle one within PostgreSQL's 10 s idle
