@@ -308,11 +308,14 @@ export class PostgresStore extends PostgresReaders implements Store {
       await c.query('ANALYZE statements, statement_agents, statement_activities, keys');
     })
       .catch((err: unknown) => {
-        if ((err as { code?: string }).code !== '55P03') return this.opts.logger?.warn({ err: describe(err) }, 'ANALYZE of the statement tables failed');
-        // lock_not_available: a VACUUM holds a table.
-        this.analyzedRows -= counted;
-        this.sinceAnalyze += counted;
-        this.analyzeNotBefore = this.clock.now() + ANALYZE_RETRY_MS;
+        if ((err as { code?: string }).code === '55P03') {
+          // lock_not_available: a VACUUM holds a table. The statements stay counted for the next try.
+          this.analyzedRows -= counted;
+          this.sinceAnalyze += counted;
+          this.analyzeNotBefore = this.clock.now() + ANALYZE_RETRY_MS;
+        } else {
+          this.opts.logger?.warn({ err: describe(err) }, 'ANALYZE of the statement tables failed');
+        }
       })
       .finally(() => (this.analyzing = false));
   }
