@@ -74,6 +74,24 @@ export interface BackendResult {
   afterPrune: QueryFigure[];
   replica?: ReplicaFigures;
   tenants?: TenantRun[];
+  /** The bare node:http handler measured again at each size, before its queries: the machine's own drift over a long run. */
+  machineChecks: MachineCheck[];
+}
+
+/** The same bare handler and bodies as the baseline, at one size of the run. */
+export interface MachineCheck {
+  size: number;
+  /** 100-statement POSTs parsed and answered 204 (a CPU proxy for ingest). */
+  batchStatementsPerSec?: number;
+  /** The canned 100-statement page (a CPU proxy for the queries). */
+  getRps?: number;
+}
+
+/** The check at the largest size against the smallest, when both were measured. */
+function machineDrift(r: BackendResult, smallest: number, largest: number): { from: MachineCheck; to: MachineCheck } | undefined {
+  const from = r.machineChecks.find((c) => c.size === smallest);
+  const to = r.machineChecks.find((c) => c.size === largest);
+  return from && to && from !== to ? { from, to } : undefined;
 }
 
 export const int = (n: number | undefined) => (n === undefined || !Number.isFinite(n) ? '–' : Math.round(n).toLocaleString('en-US'));
@@ -131,6 +149,18 @@ export function writeRows(b: Baselines, r: BackendResult, shape: Shape): BenchRo
         baselineName: 'first tenth, from the empty store',
         ratio: late.statementsPerSec / early.statementsPerSec,
       });
+      // Not Lectern's figure: how much the machine itself slowed or sped up between the two.
+      const drift = machineDrift(r, r.machineChecks[0]?.size ?? 0, size);
+      if (drift?.from.batchStatementsPerSec && drift.to.batchStatementsPerSec) {
+        rows.push({
+          workload: `  machine check: bare node:http batch parse at ${int(drift.to.size)} vs at ${int(drift.from.size)}`,
+          value: drift.to.batchStatementsPerSec,
+          unit: 'statements/s',
+          baseline: drift.from.batchStatementsPerSec,
+          baselineName: `same handler at ${int(drift.from.size)}`,
+          ratio: drift.to.batchStatementsPerSec / drift.from.batchStatementsPerSec,
+        });
+      }
     }
   }
   for (const f of r.fill) {
@@ -197,14 +227,14 @@ export function report(b: Baselines, results: BackendResult[], shape: Shape): st
           }),
         ),
       );
-      if (largest !== smallest) out.push(growthTable(r.backend, qs, smallest, largest, shape));
+      if (largest !== smallest) out.push(growthTable(r.backend, qs, smallest, largest, shape, machineDrift(r, smallest, largest)));
     }
   }
   return out.join('\n');
 }
 
 /** Every filter at the largest size against the smallest: first page and pages 2–10, p50 and p99 (target: within 1.5×). */
-export function growthTable(backend: string, qs: QueryFigure[], smallest: number, largest: number, shape: Shape): string {
+export function growthTable(backend: string, qs: QueryFigure[], smallest: number, largest: number, shape: Shape, drift?: { from: MachineCheck; to: MachineCheck }): string {
   const TARGET = 1.5;
   let met = 0;
   let measured = 0;
@@ -229,5 +259,9 @@ export function growthTable(backend: string, qs: QueryFigure[], smallest: number
   return [
     `\n## ${backend}: queries at ${int(largest)} against ${int(smallest)} (latency ratio; target ≤ ${TARGET}×: ${met} of ${measured} filters)\n`,
     table(['filter', 'first page p50', 'p99', `pages 2–${shape.pages} p50`, 'p99', 'met?'], rows),
+    // The ratios above are raw; this says whether the machine itself changed between the two sizes.
+    ...(drift?.from.getRps && drift.to.getRps
+      ? [`\nMachine check before each size's queries (bare node:http serving a canned page): ${int(drift.from.getRps)} req/s at ${int(drift.from.size)}, ${int(drift.to.getRps)} at ${int(drift.to.size)} (${(drift.to.getRps / drift.from.getRps).toFixed(2)}×).`]
+      : []),
   ].join('\n');
 }

@@ -65,7 +65,7 @@ import {
 import { type PhaseContext, prunePhase, replicaPhase, tenantsPhase } from './phases.ts';
 import type { Job, LoadResult } from './load.ts';
 import { type PlanCase, paramsOf, plansMarkdown, postgresPlans, sqlitePlans } from './plans.ts';
-import { type BackendResult, type Baselines, type Disk, gb, int, type QueryFigure, report, table, writeRows } from './report.ts';
+import { type BackendResult, type Baselines, type Disk, gb, int, type MachineCheck, type QueryFigure, report, table, writeRows } from './report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -161,6 +161,27 @@ const bareJobs = (): Job[] => [
   { kind: 'query', name: 'get', path: '/xAPI/statements?limit=100', pages: 1, connections: QUERY_CLIENTS, seconds: Math.max(P.querySeconds, 1) },
   { kind: 'documents', name: 'documents', count: P.bareSingles, keys: 2000, connections: DOC_CLIENTS },
 ];
+
+/**
+ * The bare handler again, at one size before its queries (Lectern idle): a 10M run takes an hour,
+ * and this machine's speed has drifted by 15–25 % within one (docs/performance.md). Reported
+ * beside the raw ratios, never folded into them.
+ */
+async function machineCheck(size: number): Promise<MachineCheck | undefined> {
+  try {
+    const bare = await startBareHttp(SEED);
+    try {
+      const res = await runLoad(bare.url, SEED, bareJobs().filter((j) => ['warm-up', 'batch', 'get'].includes(j.name)));
+      const by = Object.fromEntries(res.map((r) => [r.name, checked(r, 'machine check')]));
+      return { size, batchStatementsPerSec: by.batch?.statementsPerSec, getRps: by.get?.run?.rps };
+    } finally {
+      await bare.stop();
+    }
+  } catch (err) {
+    fail('machine check', err);
+    return undefined;
+  }
+}
 
 async function baselines(dir: string, cluster: PgCluster | undefined): Promise<Baselines> {
   const b: Baselines = {};
@@ -298,7 +319,7 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
     mkdirSync(KEEP, { recursive: true });
   }
   const postgresUrl = cluster ? cluster.url.replace(/\/postgres$/, '/lectern_bench') : undefined;
-  const result: BackendResult = { backend, ingest: [], fill: [], writes: {}, queries: [], peakRss: 0, extras: [], plans: {}, phaseRows: [], afterPrune: [] };
+  const result: BackendResult = { backend, ingest: [], fill: [], writes: {}, queries: [], peakRss: 0, extras: [], plans: {}, phaseRows: [], afterPrune: [], machineChecks: [] };
   log(`${backend}: starting lectern runserver`);
   const server = await startLectern({ backend, dir, sqlitePath, postgresUrl, cpuProfDir: args.profile });
   let peak = 0;
@@ -360,6 +381,11 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
         else result.fill.push({ ...chunk, ...shape });
         loaded += count;
         log(`${backend}: ${loaded.toLocaleString('en')} statements, ${Math.round(ok.statementsPerSec ?? 0).toLocaleString('en')}/s`);
+      }
+      if (SIZES.length > 1 && (PHASES.has('ingest') || PHASES.has('queries'))) {
+        log(`${backend}: machine check at ${size.toLocaleString('en')} (bare node:http)`);
+        const check = await machineCheck(size);
+        if (check) result.machineChecks.push(check);
       }
       // --quick measures queries at the largest size only.
       if (PHASES.has('queries') && (!QUICK || size === SIZES[SIZES.length - 1])) {

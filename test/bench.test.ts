@@ -16,6 +16,7 @@ import { queryFilters, statement } from '../bench/generate.ts';
 import { paramsOf, postgresPlans, sqlitePlans } from '../bench/plans.ts';
 import { pgQuery } from '../bench/harness.ts';
 import { growthTable, type QueryFigure } from '../bench/report.ts';
+import { latencyOf } from '../bench/load.ts';
 import { openCluster, postgresSkipped, startCluster } from '../bench/postgres-cluster.ts';
 import { BACKENDS, jsonInit, startTestLrs } from './helpers/lrs.ts';
 import { validateStatements } from '../src/xapi/validate.ts';
@@ -98,6 +99,14 @@ test('the growth table compares a filter that was one short page at the smallest
   assert.match(table, /\| rare, limit 24 \(its whole answer at 1,000\) +\| 1\.25× +\| 1\.20× +\| – +\| – +\| yes +\|/);
   assert.match(table, /\| busy +\| 2\.00× .*\| no +\|/);
   assert.doesNotMatch(table, /\| rare +\|/, 'the full-page row is not judged');
+});
+
+test('load percentiles keep fractions of a millisecond (autocannon\'s histogram rounds to whole ones)', () => {
+  const times = Array.from({ length: 100 }, (_, i) => 6 + (i + 1) / 100);
+  const { mean, ...percentiles } = latencyOf(times.reverse());
+  assert.deepEqual(percentiles, { p50: 6.5, p90: 6.9, p99: 6.99, max: 7 });
+  assert.ok(Math.abs(mean - 6.505) < 1e-9);
+  assert.equal(latencyOf([3.25]).p99, 3.25);
 });
 
 test('bench/ imports nothing from test/ and has no import cycles', () => {
