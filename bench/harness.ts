@@ -4,7 +4,7 @@
  * baselines, plus a throwaway PostgreSQL cluster (bench/postgres-cluster.ts) and the server's RSS.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
-import { readdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
@@ -410,6 +410,41 @@ export function machine(): Machine {
     loadavg: readFileSync('/proc/loadavg', 'utf8').split(' ').slice(0, 3).join(' '),
     kernel: sh('uname', ['-r']),
   };
+}
+
+/** CPU time of the whole machine from /proc/stat: busy and stolen by the host, and the total (jiffies). */
+function cpuTimes(): { busy: number; steal: number; total: number } {
+  const f = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  const [user, nice, system, , , irq, softirq, steal = 0] = f;
+  return { busy: user + nice + system + irq + softirq, steal, total: f.slice(0, 8).reduce((a, b) => a + b, 0) };
+}
+
+export interface Settled {
+  /** Seconds waited for the machine to fall quiet. */
+  seconds: number;
+  /** Share of the CPUs busy over the last window (every process: the database's background work included). */
+  busy: number;
+  /** Share taken by the host (a virtual machine's steal time) over that window. */
+  steal: number;
+}
+
+/**
+ * Waits, up to `maxSeconds`, until the whole machine is quiet (under `quiet` of its CPUs busy
+ * over a 2 s window) with the server idle: after a large load the database keeps working for a
+ * while (a spread checkpoint, autovacuum, the kernel writing back dirty pages), and queries
+ * measured meanwhile measure that. Returns what it saw (undefined where /proc/stat is missing).
+ */
+export async function settle(maxSeconds = 180, quiet = 0.1): Promise<Settled | undefined> {
+  if (!existsSync('/proc/stat')) return undefined;
+  const t0 = performance.now();
+  for (;;) {
+    const a = cpuTimes();
+    await new Promise((r) => setTimeout(r, 2000));
+    const b = cpuTimes();
+    const total = b.total - a.total || 1;
+    const seen = { seconds: (performance.now() - t0) / 1000, busy: (b.busy - a.busy) / total, steal: (b.steal - a.steal) / total };
+    if (seen.busy < quiet || seen.seconds >= maxSeconds) return seen;
+  }
 }
 
 /** What a raw-database limit loop (bench/baselines.ts) measured. */

@@ -3,7 +3,7 @@
  * resources against their limits, the queries at each size, and every filter's growth between the
  * smallest and the largest size.
  */
-import type { BackendName, BenchRow, DbLimit, StatementStat } from './harness.ts';
+import type { BackendName, BenchRow, DbLimit, Settled, StatementStat } from './harness.ts';
 import type { LoadResult, Run } from './load.ts';
 import type { Plan } from './plans.ts';
 import type { PruneFigures, ReplicaFigures, TenantRun } from './phases.ts';
@@ -81,11 +81,17 @@ export interface BackendResult {
 /** The same bare handler and bodies as the baseline, at one size of the run. */
 export interface MachineCheck {
   size: number;
+  /** Before it (and the size's queries): the wait for the machine to fall quiet, and what it saw last. */
+  settled?: Settled;
   /** 100-statement POSTs parsed and answered 204 (a CPU proxy for ingest). */
   batchStatementsPerSec?: number;
   /** The canned 100-statement page (a CPU proxy for the queries). */
   getRps?: number;
 }
+
+/** How long the machine took to fall quiet before a check, and how busy it still was. */
+const quiet = (c: MachineCheck) =>
+  c.settled ? `; at ${int(c.size)} the machine fell quiet after ${c.settled.seconds.toFixed(0)} s (${(c.settled.busy * 100).toFixed(0)} % busy, ${(c.settled.steal * 100).toFixed(0)} % stolen)` : '';
 
 /** The check at the largest size against the smallest, when both were measured. */
 function machineDrift(r: BackendResult, smallest: number, largest: number): { from: MachineCheck; to: MachineCheck } | undefined {
@@ -261,7 +267,7 @@ export function growthTable(backend: string, qs: QueryFigure[], smallest: number
     table(['filter', 'first page p50', 'p99', `pages 2–${shape.pages} p50`, 'p99', 'met?'], rows),
     // The ratios above are raw; this says whether the machine itself changed between the two sizes.
     ...(drift?.from.getRps && drift.to.getRps
-      ? [`\nMachine check before each size's queries (bare node:http serving a canned page): ${int(drift.from.getRps)} req/s at ${int(drift.from.size)}, ${int(drift.to.getRps)} at ${int(drift.to.size)} (${(drift.to.getRps / drift.from.getRps).toFixed(2)}×).`]
+      ? [`\nMachine check before each size's queries (bare node:http serving a canned page): ${int(drift.from.getRps)} req/s at ${int(drift.from.size)}, ${int(drift.to.getRps)} at ${int(drift.to.size)} (${(drift.to.getRps / drift.from.getRps).toFixed(2)}×)${quiet(drift.from)}${quiet(drift.to)}.`]
       : []),
   ].join('\n');
 }

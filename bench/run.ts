@@ -55,6 +55,7 @@ import {
   pgQuery,
   postgresLimit,
   runLoad,
+  settle,
   sqliteLimit,
   startBareHttp,
   startLectern,
@@ -383,9 +384,10 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
         log(`${backend}: ${loaded.toLocaleString('en')} statements, ${Math.round(ok.statementsPerSec ?? 0).toLocaleString('en')}/s`);
       }
       if (SIZES.length > 1 && (PHASES.has('ingest') || PHASES.has('queries'))) {
-        log(`${backend}: machine check at ${size.toLocaleString('en')} (bare node:http)`);
+        const settled = await settle();
+        log(`${backend}: machine check at ${size.toLocaleString('en')} (bare node:http)${settled ? `, after ${settled.seconds.toFixed(0)} s for the machine to fall quiet (${(settled.busy * 100).toFixed(0)} % busy, ${(settled.steal * 100).toFixed(0)} % stolen by the host)` : ''}`);
         const check = await machineCheck(size);
-        if (check) result.machineChecks.push(check);
+        if (check) result.machineChecks.push({ ...check, settled });
       }
       // --quick measures queries at the largest size only.
       if (PHASES.has('queries') && (!QUICK || size === SIZES[SIZES.length - 1])) {
