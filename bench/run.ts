@@ -163,6 +163,16 @@ const bareJobs = (): Job[] => [
   { kind: 'documents', name: 'documents', count: P.bareSingles, keys: 2000, connections: DOC_CLIENTS },
 ];
 
+/** The bare node:http handler in its own process for `fn`, stopped afterwards. */
+async function onBareHttp<T>(fn: (url: string, pid: number) => Promise<T>): Promise<T> {
+  const bare = await startBareHttp(SEED);
+  try {
+    return await fn(bare.url, bare.pid);
+  } finally {
+    await bare.stop();
+  }
+}
+
 /**
  * The bare handler again, at one size before its queries (Lectern idle): a 10M run takes an hour,
  * and this machine's speed has drifted by 15–25 % within one (docs/performance.md). Reported
@@ -170,14 +180,11 @@ const bareJobs = (): Job[] => [
  */
 async function machineCheck(size: number): Promise<MachineCheck | undefined> {
   try {
-    const bare = await startBareHttp(SEED);
-    try {
-      const res = await runLoad(bare.url, SEED, bareJobs().filter((j) => ['warm-up', 'batch', 'get'].includes(j.name)));
+    return await onBareHttp(async (url) => {
+      const res = await runLoad(url, SEED, bareJobs().filter((j) => ['warm-up', 'batch', 'get'].includes(j.name)));
       const by = Object.fromEntries(res.map((r) => [r.name, checked(r, 'machine check')]));
       return { size, batchStatementsPerSec: by.batch?.statementsPerSec, getRps: by.get?.run?.rps };
-    } finally {
-      await bare.stop();
-    }
+    });
   } catch (err) {
     fail('machine check', err);
     return undefined;
@@ -188,14 +195,11 @@ async function baselines(dir: string, cluster: PgCluster | undefined): Promise<B
   const b: Baselines = {};
   log('baseline: bare node:http handler');
   try {
-    const bare = await startBareHttp(SEED);
-    try {
-      const res = await runLoad(bare.url, SEED, bareJobs());
+    await onBareHttp(async (url, pid) => {
+      const res = await runLoad(url, SEED, bareJobs());
       b.http = Object.fromEntries(res.map((r) => [r.name, checked(r, 'bare HTTP')]));
-      b.httpPeakRss = memory(bare.pid).peak;
-    } finally {
-      await bare.stop();
-    }
+      b.httpPeakRss = memory(pid).peak;
+    });
   } catch (err) {
     fail('bare HTTP baseline', err);
   }
