@@ -12,6 +12,8 @@ import type { PruneFigures, ReplicaFigures, TenantRun } from './phases.ts';
 export interface Shape {
   pages: number;
   rawRows: number;
+  /** Each filter's measured window, first page and pages 2–10. */
+  querySeconds: number;
 }
 
 export interface Baselines {
@@ -210,7 +212,7 @@ export function report(b: Baselines, results: BackendResult[], shape: Shape): st
       const smallest = Math.min(...qs.map((q) => q.size));
       const largest = Math.max(...qs.map((q) => q.size));
       const growth = largest === smallest ? '' : `; growth = p50 at ${int(largest)} ÷ p50 at ${int(smallest)}`;
-      out.push(`\n## ${r.backend}: queries, limit 100, 8 clients (ratio = req/s ÷ bare handler serving a canned 100-statement page: ${int(bare)} req/s${growth})\n`);
+      out.push(`\n## ${r.backend}: queries, limit 100, 8 clients, ${shape.querySeconds} s each (ratio = req/s ÷ bare handler serving a canned 100-statement page: ${int(bare)} req/s${growth})\n`);
       out.push(
         table(
           ['filter', 'statements', 'ratio', 'req/s', 'p50 ms', 'p99 ms', `pages 2–${shape.pages} p50`, 'p99', 'db ms p1', 'db ms deepest', 'p50 growth'],

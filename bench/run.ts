@@ -9,6 +9,7 @@
  *   npm run bench -- --backend sqlite --sizes 20000,100000 --phases ingest,queries
  *   npm run bench -- --profile /tmp/prof        # the server runs with node --cpu-prof (+ pg_stat_statements)
  *   npm run bench -- --fill 16,500,200000       # load between the measured chunks with 16 clients × 500/POST
+ *   npm run bench -- --query-seconds 5          # each filter measured for 5 s, not 2 (steadier first-page p99s)
  *   npm run bench -- --backend sqlite --keep /tmp/db   # load into /tmp/db/lectern.sqlite and keep it (e.g. for bench/plans.ts)
  *   npm run bench -- --backend postgres --keep /tmp/db # keep the PostgreSQL cluster (stopped cleanly) in /tmp/db/postgres
  *   npm run bench -- --reuse /tmp/db --sizes 1000000 --phases queries,prune
@@ -84,6 +85,7 @@ const { values: args } = parseArgs({
     fill: { type: 'string' },
     'prune-seconds': { type: 'string', default: '1800' },
     'tenant-statements': { type: 'string' },
+    'query-seconds': { type: 'string' },
   },
 });
 
@@ -125,6 +127,13 @@ const POSTGRES_WAL = 5 * 1024 ** 3;
 const P = QUICK
   ? { chunk: 6000, singles: 300, documents: 300, querySeconds: 0.2, rawRows: 6000, bareBatches: 20, bareSingles: 400, pages: 3 }
   : { chunk: 20_000, singles: 5000, documents: 10_000, querySeconds: 2, rawRows: 100_000, bareBatches: 300, bareSingles: 50_000, pages: 10 };
+/** --query-seconds: each filter's measured window, first page and pages 2–10 (default P.querySeconds). */
+const QUERY_SECONDS = Number(args['query-seconds'] ?? P.querySeconds);
+const SHAPE = { ...P, querySeconds: QUERY_SECONDS };
+if (!(QUERY_SECONDS > 0)) {
+  process.stderr.write(`usage: --query-seconds takes a number of seconds above 0 (got ${args['query-seconds']})\n`);
+  process.exit(2);
+}
 const BATCH = 100;
 const INGEST_CLIENTS = 4;
 const SINGLE_CLIENTS = 32;
@@ -288,7 +297,7 @@ function prunedAway(r: LoadResult, cases: PlanCase[], prunedTo: number, size: nu
 
 /** The query workload of each filter: its first page, and the pages `more` leads to up to `pages`. */
 const queryJobs = (cases: PlanCase[], pages: number): Job[] =>
-  cases.map((c) => ({ kind: 'query', name: c.name, path: pathOf(c.params), pages, connections: QUERY_CLIENTS, seconds: P.querySeconds }));
+  cases.map((c) => ({ kind: 'query', name: c.name, path: pathOf(c.params), pages, connections: QUERY_CLIENTS, seconds: QUERY_SECONDS }));
 
 async function sqliteDisk(file: string): Promise<Disk> {
   const db = new DatabaseSync(file, { readOnly: true });
@@ -525,8 +534,8 @@ async function main(): Promise<number> {
     mkdirSync(dirname(out), { recursive: true });
     const plans = all.flatMap((r) => Object.entries(r.plans).map(([size, p]) => plansMarkdown(`${r.backend}, ${int(Number(size))} statements`, p)));
     if (plans.length) writeFileSync(plansFile, plans.join('\n'));
-    const rows = Object.fromEntries(all.map((r) => [r.backend, writeRows(b, r, P)]));
-    const doc = { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, machine: { ...m, loadavgNow: machine().loadavg }, baselines: b, results: all, rows, errors };
+    const rows = Object.fromEntries(all.map((r) => [r.backend, writeRows(b, r, SHAPE)]));
+    const doc = { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, querySeconds: QUERY_SECONDS, machine: { ...m, loadavgNow: machine().loadavg }, baselines: b, results: all, rows, errors };
     writeFileSync(out, JSON.stringify(doc, null, 1));
     return plans.length > 0;
   };
@@ -577,7 +586,7 @@ async function main(): Promise<number> {
       ? `HTTP limit (bare node:http, parse + 204): batch ${int(b.http.batch?.statementsPerSec)} statements/s, POST ${int(b.http.post?.run?.rps)} req/s, PUT ${int(b.http.put?.run?.rps)} req/s, GET page ${int(b.http.get?.run?.rps)} req/s, documents ${int(b.http.documents?.run?.rps)} req/s`
       : '',
   ].filter(Boolean);
-  process.stdout.write(`${header.join('\n')}\n${report(b, results, P)}\n`);
+  process.stdout.write(`${header.join('\n')}\n${report(b, results, SHAPE)}\n`);
   for (const r of results.filter((x) => x.statementStats)) {
     process.stdout.write(`\n## ${r.backend}: server time by statement (pg_stat_statements)\n\n`);
     process.stdout.write(`${table(['total ms', 'calls', 'mean ms', 'plan ms/call', 'plans', 'rows', 'query'], r.statementStats!.map((x) => [int(x.totalMs), int(x.calls), x.meanMs.toFixed(2), x.planMs.toFixed(2), int(x.plans), int(x.rows), x.query.slice(0, 110)]))}\n`);

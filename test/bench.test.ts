@@ -94,7 +94,7 @@ test('the growth table compares a filter that was one short page at the smallest
     { filter: 'busy', size: 1000, first: run(4, 10), deep: run(4, 10), pagesFound: 10 },
     { filter: 'busy', size: 10000, first: run(8, 10), deep: run(4, 10), pagesFound: 10 },
   ];
-  const table = growthTable('sqlite', qs, 1000, 10000, { pages: 10, rawRows: 0 });
+  const table = growthTable('sqlite', qs, 1000, 10000, { pages: 10, rawRows: 0, querySeconds: 2 });
   assert.match(table, /target ≤ 1\.5×: 1 of 2 filters/);
   assert.match(table, /\| rare, limit 24 \(its whole answer at 1,000\) +\| 1\.25× +\| 1\.20× +\| – +\| – +\| yes +\|/);
   assert.match(table, /\| busy +\| 2\.00× .*\| no +\|/);
@@ -140,6 +140,14 @@ test('the bench tools run on today\'s schema: store-write and experiments/canoni
   const fanout = node('bench/experiments/canonical-fanout.ts', 'sqlite', '2', '20');
   assert.match(fanout, /^sqlite mine: canonical 200 .*other client's limit=1 200/m);
   assert.match(fanout, /^sqlite reader: canonical 200 .*other client's limit=1 200/m);
+});
+
+test('the bench refuses a query window that is not a positive number of seconds, before it starts anything', () => {
+  for (const bad of ['0', 'two']) {
+    const r = spawnSync(process.execPath, ['bench/run.ts', '--quick', '--query-seconds', bad], { cwd: ROOT, encoding: 'utf8', timeout: 60_000 });
+    assert.equal(r.status, 2, r.stderr);
+    assert.match(r.stderr, /--query-seconds takes a number of seconds above 0/);
+  }
 });
 
 test('every bench file the docs name exists, and CI runs the smoke run after the tests', () => {
