@@ -91,9 +91,11 @@ export interface MachineCheck {
   getRps?: number;
 }
 
-/** How long the machine took to fall quiet before a check, and how busy it still was. */
-const quiet = (c: MachineCheck) =>
-  c.settled ? `; at ${int(c.size)} the machine fell quiet after ${c.settled.seconds.toFixed(0)} s (${(c.settled.busy * 100).toFixed(0)} % busy, ${(c.settled.steal * 100).toFixed(0)} % stolen)` : '';
+/** How long the machine took to fall quiet, and how busy it still was (the run's log and the report say it alike). */
+export const settledText = (s: Settled): string =>
+  `the machine fell quiet after ${s.seconds.toFixed(0)} s (${(s.busy * 100).toFixed(0)} % busy, ${(s.steal * 100).toFixed(0)} % stolen by the host)`;
+
+const quiet = (c: MachineCheck) => (c.settled ? `; at ${int(c.size)} ${settledText(c.settled)}` : '');
 
 /** The check at the largest size against the smallest, when both were measured. */
 function machineDrift(r: BackendResult, smallest: number, largest: number): { from: MachineCheck; to: MachineCheck } | undefined {

@@ -67,7 +67,7 @@ import {
 import { type PhaseContext, prunePhase, replicaPhase, tenantsPhase } from './phases.ts';
 import type { Job, LoadResult } from './load.ts';
 import { type PlanCase, paramsOf, plansMarkdown, postgresPlans, sqlitePlans } from './plans.ts';
-import { type BackendResult, type Baselines, type Disk, gb, int, type MachineCheck, type QueryFigure, report, table, writeRows } from './report.ts';
+import { type BackendResult, type Baselines, type Disk, gb, int, type MachineCheck, type QueryFigure, report, settledText, table, writeRows } from './report.ts';
 
 const { values: args } = parseArgs({
   options: {
@@ -398,7 +398,7 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
       }
       if (SIZES.length > 1 && (PHASES.has('ingest') || PHASES.has('queries'))) {
         const settled = await settle();
-        log(`${backend}: machine check at ${size.toLocaleString('en')} (bare node:http)${settled ? `, after ${settled.seconds.toFixed(0)} s for the machine to fall quiet (${(settled.busy * 100).toFixed(0)} % busy, ${(settled.steal * 100).toFixed(0)} % stolen by the host)` : ''}`);
+        log(`${backend}: machine check at ${size.toLocaleString('en')} (bare node:http)${settled ? `; ${settledText(settled)}` : ''}`);
         const check = await machineCheck(size);
         if (check) result.machineChecks.push({ ...check, settled });
       }

@@ -101,6 +101,22 @@ test('the growth table compares a filter that was one short page at the smallest
   assert.doesNotMatch(table, /\| rare +\|/, 'the full-page row is not judged');
 });
 
+test('under the growth table, the machine check at both sizes with the wait for the machine to fall quiet', () => {
+  const run = (p50: number) => ({ requests: 100, rps: 100, seconds: 1, latency: { p50, p90: p50, p99: p50, max: p50, mean: p50 }, failed: 0, statusCodes: { 200: 100 } });
+  const qs: QueryFigure[] = [
+    { filter: 'plain', size: 1000, first: run(4), pagesFound: 1 },
+    { filter: 'plain', size: 10000, first: run(5), pagesFound: 1 },
+  ];
+  const drift = {
+    from: { size: 1000, getRps: 10_000, settled: { seconds: 2, busy: 0.03, steal: 0 } },
+    to: { size: 10000, getRps: 5_000, settled: { seconds: 64, busy: 0.09, steal: 0.02 } },
+  };
+  const table = growthTable('postgres', qs, 1000, 10000, { pages: 10, rawRows: 0, querySeconds: 2 }, drift);
+  assert.match(table, /10,000 req\/s at 1,000, 5,000 at 10,000 \(0\.50×\)/);
+  assert.match(table, /at 10,000 the machine fell quiet after 64 s \(9 % busy, 2 % stolen by the host\)/);
+  assert.doesNotMatch(growthTable('postgres', qs, 1000, 10000, { pages: 10, rawRows: 0, querySeconds: 2 }), /Machine check/);
+});
+
 test('load percentiles keep fractions of a millisecond (autocannon\'s histogram rounds to whole ones)', () => {
   const times = Array.from({ length: 100 }, (_, i) => 6 + (i + 1) / 100);
   const { mean, ...percentiles } = latencyOf(times.reverse());
