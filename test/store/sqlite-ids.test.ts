@@ -3,13 +3,15 @@
  * merged into statement_ids_mid, and that into statement_ids, as idLevelsDue says. Through HTTP, a
  * statement is the same statement in any level: found by id, a conflict when posted again with
  * other content, accepted again unchanged, voided, reached by a StatementRef, erased (its id then
- * free); and in the file, each id is in exactly one level.
+ * free); and in the file, each id is in exactly one level. The writer's filter of the large level
+ * (./ids.ts) never hides an id there: not one merged by another server on the same file, nor one
+ * a server read when it built its filter.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { idLevelsDue } from '../../src/store/sqlite/store.ts';
+import { IdFilter, idLevelsDue } from '../../src/store/sqlite/ids.ts';
 import { jsonInit, sqliteBackend, sqliteThreadBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { runCli } from '../lifecycle/helpers.ts';
 
@@ -111,3 +113,72 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     });
   });
 }
+
+for (const backend of [sqliteBackend, sqliteThreadBackend]) {
+  describe(`SQLite: the writer's filter of the large id level [${backend.name}]`, () => {
+    let one: TestLrs;
+    let two: TestLrs;
+    const bodies = new Map<string, Record<string, unknown>>();
+    const id = { a: randomUUID(), b: randomUUID(), c: randomUUID() };
+    const nextSeq = (seq: number) => {
+      const db = new DatabaseSync(one.env.LECTERN_SQLITE_PATH);
+      db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(seq - 1);
+      db.close();
+    };
+    const store = async (t: TestLrs, sid: string) => {
+      const body = statement({ id: sid, actor: agent('ann') });
+      bodies.set(sid, body);
+      const res = await t.fetch('/xAPI/statements', jsonInit('POST', body));
+      assert.equal(res.status, 200, await res.text());
+    };
+    const put = (t: TestLrs, sid: string, other: boolean) =>
+      t.fetch(`/xAPI/statements?statementId=${sid}`, jsonInit('PUT', other ? { ...bodies.get(sid)!, verb: { id: 'http://example.com/verbs/other' } } : bodies.get(sid)!));
+
+    before(async () => {
+      one = await startTestLrs(backend);
+      await store(one, id.a);
+      // a merged into the large level by the first server (its filter takes it at the merge).
+      const first = idLevelsDue(0).middle + 1;
+      nextSeq(first);
+      await store(one, id.b);
+      two = await startTestLrs(backend, { shareWith: one });
+      // The second server's first write starts its filter; c is merged into the large level by it.
+      nextSeq(first + idLevelsDue(first).middle + 1);
+      await store(two, id.c);
+    });
+    after(async () => {
+      await two?.close();
+      await one?.close();
+    });
+
+    test('an id another server merged into the large level is still a conflict', async () => {
+      assert.equal((await put(one, id.c, true)).status, 409);
+      assert.equal((await put(one, id.c, false)).status, 204);
+      assert.equal((await put(one, id.a, true)).status, 409);
+    });
+
+    test('a server that read the large level into its filter finds every id there', async () => {
+      await store(two, randomUUID()); // its build went on after each write; it holds a, b and c
+      for (const sid of [id.a, id.b, id.c]) {
+        assert.equal((await put(two, sid, true)).status, 409, sid);
+        assert.equal((await put(two, sid, false)).status, 204, sid);
+      }
+    });
+  });
+}
+
+test('the id filter never misses an id added, and is wrong about few others', () => {
+  const filter = new IdFilter(0);
+  const bytes = () => Buffer.from(randomUUID().replaceAll('-', ''), 'hex');
+  // Past its first part (made for 2^20 ids) into a second.
+  const added = Array.from({ length: 1_500_000 }, (_, i) => ({ tenant: i % 3, id: bytes() }));
+  for (const a of added) filter.add(a.tenant, a.id);
+  assert.ok(added.every((a) => filter.mayHave(a.tenant, a.id)));
+  // Time-based ids share most of their bytes: they must not all look alike to it.
+  const timeBased = (i: number) => Buffer.from(`${(0x1ec9f000 + i).toString(16).padStart(8, '0')}4e2a11ef8b6f0242ac120002`, 'hex');
+  for (let i = 0; i < 100_000; i++) filter.add(1, timeBased(i));
+  for (let i = 0; i < 100_000; i++) assert.ok(filter.mayHave(1, timeBased(i)));
+  let wrong = 0;
+  for (let i = 0; i < 100_000; i++) if (filter.mayHave(1, bytes()) || filter.mayHave(2, timeBased(i)) || filter.mayHave(1, timeBased(100_000 + i))) wrong++;
+  assert.ok(wrong < 100_000 * 0.06, `${wrong} of 100,000 unknown ids looked known`);
+});

@@ -53,7 +53,7 @@ export function isStorageFailure(err: unknown): boolean {
 }
 
 /** An SQLite error in one line for the log: its message and result code. */
-function describeSqlite(err: unknown): string {
+export function describeSqlite(err: unknown): string {
   const e = err as { message?: unknown; errcode?: unknown } | null;
   const code = typeof e?.errcode === 'number' ? e.errcode : undefined;
   const primary = code === undefined ? undefined : ({ 10: 'SQLITE_IOERR', 13: 'SQLITE_FULL' } as Record<number, string>)[code & 0xff];

@@ -386,7 +386,7 @@ DROP TABLE activities;
     // Statement ids are random (client UUIDs): under a unique index on statements, every insert at
     // 1M statements dirtied a leaf of a 3,500-page B-tree kept ≈ 92 % full (splits, rebalancing),
     // 50 KB written per statement against 22 KB without it (docs/performance.md, "Batch ingest"). New
-    // ids go to a small table; every few thousand statements (idLevelsDue in store.ts; through a
+    // ids go to a small table; every few thousand statements (idLevelsDue in ids.ts; through a
     // middle level since 18) they move to the large one in key order, touching each of its pages
     // once. A lookup probes every level (the statement_seqs view).
     sql: `
@@ -545,7 +545,7 @@ CREATE TABLE statement_minutes (
     // With two levels a merge rewrites most pages of the large level: at 10M statements 290 MB
     // every 63,000 statements (a 1.5 s commit, 4.6 KB written per statement, growing as √N). A
     // middle level takes the frequent merges; the large level is rewritten every few hundred
-    // thousand (idLevelsDue in store.ts). statement_ids_mid holds the ids of seqs in
+    // thousand (idLevelsDue in ids.ts). statement_ids_mid holds the ids of seqs in
     // (big_through, through]; statement_ids those up to big_through.
     sql: `
 CREATE TABLE statement_ids_mid (

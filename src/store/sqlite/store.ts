@@ -54,9 +54,10 @@ import { runStatements, sqliteDocuments } from './documents.ts';
 import { SqliteCounts } from './counts.ts';
 import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
-import { BY_ID, readPage } from './readers.ts';
-import { isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
+import { BY_ID, BY_RECENT_ID, readPage } from './readers.ts';
+import { describeSqlite, isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
 import { cacheSize, writerCacheMiB } from './migrations.ts';
+import { StatementIds } from './ids.ts';
 
 export { type SqliteOptions, type StoreLog } from './connection.ts';
 
@@ -66,22 +67,6 @@ const SQLITE_REJECTIONS: rejections.RejectionDialect = { numbered: false };
 
 /** Canonical definitions cached at most (then the cache starts again). */
 const DEFINITION_CACHE_MAX = 50_000;
-
-/**
- * When statement ids move between their levels (migrations 10 and 18), for a store whose merged
- * levels hold ids up to seq `merged`: the recent ids (statement_ids_new) into the middle level
- * once `recent` statements have arrived, the middle level into the large one (statement_ids) once
- * it holds `middle`. Per statement, a group commit dirties pages of the recent level (more, the
- * more it holds), a merge into the middle level rewrites that level's pages and one into the large
- * level all of its pages; these sizes keep the three costs about equal (pages of ≈ 280 ids, groups
- * of ≈ 200): recent = ∛(80,000 N), middle = recent² / 200. At 1M: 4,300 and 93,000; at 10M 9,300
- * and 430,000, where two levels merged 63,000 into the large level each time (4.6 KB written per
- * statement against ≈ 1.3 KB now; docs/performance.md, "Batch ingest").
- */
-export function idLevelsDue(merged: number): { recent: number; middle: number } {
-  const recent = Math.max(4096, Math.round(Math.cbrt(80_000 * merged)));
-  return { recent, middle: Math.round((recent * recent) / 200) };
-}
 
 /** A tenant's requests of a group: their planner, and by new id the stored statements targeting it (their reach is rebuilt when it arrives). */
 interface TenantPlan {
@@ -114,6 +99,10 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   /** The page cache follows the store's size (writerCacheMiB) unless LECTERN_SQLITE_CACHE_SIZE fixes it. */
   private readonly cacheFollowsSize: boolean;
+  /** The id levels: their merges, and the filter that spares most lookups the large one (./ids.ts). */
+  private readonly ids = new StatementIds((sql) => this.q(sql));
+  /** The next step of the id filter's build, between transactions. */
+  private buildStep?: NodeJS.Immediate;
 
   constructor(opts: SqliteOptions) {
     super(opts);
@@ -168,6 +157,29 @@ export class SqliteStore extends SqliteConnection implements Store {
       else job.reject(o.error);
     });
     if (written.queued) for (const listener of this.outboxListeners) listener();
+    this.buildIdFilter();
+  }
+
+  /** Reads the large id level into the filter a step at a time, each on a turn of the event loop of its own, once a write started it (StatementIds.check). */
+  private buildIdFilter(): void {
+    if (this.buildStep || !this.ids.building) return;
+    this.buildStep = setImmediate(() => {
+      this.buildStep = undefined;
+      if (!this.db.isOpen) return;
+      try {
+        if (this.ids.buildStep()) this.buildIdFilter();
+      } catch (err) {
+        // Lookups keep reading every level; the next write's check starts the build again.
+        this.logger?.error({ err: describeSqlite(err) }, 'SQLite: the statement id filter could not be built');
+        this.ids.abandon();
+      }
+    });
+  }
+
+  override async close(): Promise<void> {
+    if (this.buildStep) clearImmediate(this.buildStep);
+    this.buildStep = undefined;
+    await super.close();
   }
 
   /**
@@ -183,6 +195,7 @@ export class SqliteStore extends SqliteConnection implements Store {
     this.tx(() => {
       const seqBefore = this.outbox.enabled ? this.outbox.lastSeq() : 0;
       const last = this.q('SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1').get() as Row | undefined;
+      this.ids.check();
       // stored never goes backwards, so stored order and seq order agree (since/until use seq ranges).
       const storedMs = Math.max(this.clock.now(), Number(last?.stored_ms ?? 0));
       const storedIso = new Date(storedMs).toISOString();
@@ -259,27 +272,9 @@ export class SqliteStore extends SqliteConnection implements Store {
       this.overviewCounts.write(counts, storedMs);
       // Forwarding: the statements this transaction stored (rejected requests left none).
       if (this.outbox.enabled) queued = this.outbox.enqueueAfter(seqBefore);
-      this.mergeIds();
+      if (this.ids.merge()) this.sizeCache();
     });
     return { outcomes, queued };
-  }
-
-  /** Moves the recent statement ids into the middle level, and that into the large one, when idLevelsDue says. */
-  private mergeIds(): void {
-    const r = this.q('SELECT through, big_through, (SELECT max(seq) FROM statements) AS last FROM id_merge').get() as Row;
-    const last = Number(r.last ?? 0);
-    const due = idLevelsDue(Number(r.big_through));
-    if (last - Number(r.through) < due.recent) return;
-    this.q('INSERT INTO statement_ids_mid (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_new ORDER BY tenant, id').run();
-    this.q('DELETE FROM statement_ids_new').run();
-    if (last - Number(r.big_through) < due.middle) {
-      this.q('UPDATE id_merge SET through = ?').run(last);
-      return;
-    }
-    this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_mid ORDER BY tenant, id').run();
-    this.q('DELETE FROM statement_ids_mid').run();
-    this.q('UPDATE id_merge SET through = ?, big_through = ?').run(last, last);
-    this.sizeCache();
   }
 
   /** Deletes a stored statement's agent link rows by primary key (keys from its JSON); returns their key ids. */
@@ -298,10 +293,12 @@ export class SqliteStore extends SqliteConnection implements Store {
    */
   private readBasis(tenant: number, requests: GroupRequest[], storedIso: string): TenantPlan {
     const byId = this.q(`SELECT full, is_voiding FROM statements WHERE ${BY_ID}`);
+    const byRecentId = this.q(`SELECT full, is_voiding FROM statements WHERE ${BY_RECENT_ID}`);
     const known = new Map<string, KnownStatement>();
     const batch = requests.length === 1 ? requests[0].batch : requests.flatMap((r) => r.batch);
     for (const id of rowsToRead(batch)) {
-      const r = byId.get(tenant, uuidBytes(id)) as Row | undefined;
+      const bytes = uuidBytes(id);
+      const r = (this.ids.largeMayHave(tenant, bytes) ? byId : byRecentId).get(tenant, bytes) as Row | undefined;
       if (r) known.set(id, { isVoiding: Number(r.is_voiding) !== 0, statement: JSON.parse(String(r.full)) as Statement });
     }
     // Statements stored earlier that target a new one: a voiding one may void it on arrival

@@ -1,0 +1,227 @@
+/**
+ * Statement ids on SQLite (migrations 10 and 18): recent ids in statement_ids_new, merged in key
+ * order into statement_ids_mid, and that into the large statement_ids, so that random UUIDs do
+ * not dirty a leaf of one large index per statement. A lookup by id probes every level.
+ *
+ * The insert rules look up every new statement's id, and almost every one is new: its probe of
+ * the large level reads a leaf of a B-tree as large as the store (≈ 300 MB at 10M statements)
+ * only to find nothing. A Bloom filter of the large level's ids, kept by the writing connection,
+ * answers "not there" for all but ≈ 1 % of them, so their lookup reads the two small levels only.
+ * The filter may hold ids the level no longer has (erased, pruned): that only costs a probe. It
+ * never misses one: it is built by reading the level, takes the middle level's ids at each of this
+ * connection's merges, and starts again when another connection merged into the large level.
+ */
+import type { StatementSync } from 'node:sqlite';
+
+type Row = Record<string, unknown>;
+
+/**
+ * When statement ids move between their levels, for a store whose merged levels hold ids up to
+ * seq `merged`: the recent ids (statement_ids_new) into the middle level once `recent` statements
+ * have arrived, the middle level into the large one (statement_ids) once it holds `middle`. Per
+ * statement, a group commit dirties pages of the recent level (more, the more it holds), a merge
+ * into the middle level rewrites that level's pages and one into the large level all of its
+ * pages; these sizes keep the three costs about equal (pages of ≈ 280 ids, groups of ≈ 200):
+ * recent = ∛(80,000 N), middle = recent² / 200. At 1M: 4,300 and 93,000; at 10M 9,300 and
+ * 430,000, where two levels merged 63,000 into the large level each time (4.6 KB written per
+ * statement against ≈ 1.3 KB now; docs/performance.md, "Batch ingest").
+ */
+export function idLevelsDue(merged: number): { recent: number; middle: number } {
+  const recent = Math.max(4096, Math.round(Math.cbrt(80_000 * merged)));
+  return { recent, middle: Math.round((recent * recent) / 200) };
+}
+
+/** Ids read from the large level per step of a build: a few milliseconds between group commits. */
+const BUILD_STEP = 20_000;
+/** Bits per id (7 probes): ≈ 0.8 % false positives once a part of the filter is full. */
+const BITS_PER_ID = 10;
+const PROBES = 7;
+/** Ids the first part of a filter is made for, at least (1.25 MB). */
+const MIN_CAPACITY = 1 << 20;
+
+/** A Bloom filter of (tenant, 16-byte id) in parts: a full part is kept, the next one twice its size. */
+export class IdFilter {
+  private readonly parts: { bits: Uint32Array; size: number; capacity: number; count: number }[] = [];
+
+  constructor(expected: number) {
+    this.addPart(Math.max(MIN_CAPACITY, Math.ceil(expected * 1.25)));
+  }
+
+  private addPart(capacity: number): void {
+    const words = Math.ceil((capacity * BITS_PER_ID) / 32);
+    this.parts.push({ bits: new Uint32Array(words), size: words * 32, capacity, count: 0 });
+  }
+
+  /** Memory held, in bytes. */
+  get bytes(): number {
+    return this.parts.reduce((n, p) => n + p.bits.byteLength, 0);
+  }
+
+  add(tenant: number, id: Uint8Array): void {
+    let part = this.parts[this.parts.length - 1];
+    if (part.count >= part.capacity) {
+      this.addPart(part.capacity * 2);
+      part = this.parts[this.parts.length - 1];
+    }
+    part.count++;
+    const [h1, h2] = hashes(tenant, id);
+    for (let i = 0; i < PROBES; i++) {
+      const bit = ((h1 + Math.imul(i, h2)) >>> 0) % part.size;
+      part.bits[bit >>> 5] |= 1 << (bit & 31);
+    }
+  }
+
+  /** False: the id was never added. True: it may have been. */
+  mayHave(tenant: number, id: Uint8Array): boolean {
+    const [h1, h2] = hashes(tenant, id);
+    for (const part of this.parts) {
+      let all = true;
+      for (let i = 0; i < PROBES && all; i++) {
+        const bit = ((h1 + Math.imul(i, h2)) >>> 0) % part.size;
+        all = (part.bits[bit >>> 5] & (1 << (bit & 31))) !== 0;
+      }
+      if (all) return true;
+    }
+    return false;
+  }
+}
+
+/**
+ * Two 32-bit hashes of the id's 16 bytes and the tenant (MurmurHash3's mixing). Client ids need
+ * not be random (time-based UUIDs share most bytes), so every byte is mixed; ids made to collide
+ * only cost their probes.
+ */
+function hashes(tenant: number, id: Uint8Array): [number, number] {
+  let a = 0x9747b28c ^ tenant;
+  let b = 0x5bd1e995 ^ Math.imul(tenant, 0x85ebca6b);
+  for (let o = 0; o < 16; o += 4) {
+    let k = id[o] | (id[o + 1] << 8) | (id[o + 2] << 16) | (id[o + 3] << 24);
+    k = Math.imul(k, 0xcc9e2d51);
+    k = (k << 15) | (k >>> 17);
+    k = Math.imul(k, 0x1b873593);
+    a ^= k;
+    a = (a << 13) | (a >>> 19);
+    a = (Math.imul(a, 5) + 0xe6546b64) | 0;
+    b ^= Math.imul(k, 0x27d4eb2f);
+    b = (b << 17) | (b >>> 15);
+    b = (Math.imul(b, 9) + 0x165667b1) | 0;
+  }
+  return [fmix(a), fmix(b) | 1];
+}
+
+function fmix(h: number): number {
+  h ^= h >>> 16;
+  h = Math.imul(h, 0x85ebca6b);
+  h ^= h >>> 13;
+  h = Math.imul(h, 0xc2b2ae35);
+  return h ^ (h >>> 16);
+}
+
+/**
+ * The writing connection's view of the id levels: when to merge them (merge) and which levels a
+ * lookup must read (largeMayHave). Its filter of the large level is built a step at a time
+ * (buildStep, between transactions); until it is complete every lookup reads every level.
+ */
+export class StatementIds {
+  private filter?: IdFilter;
+  /** The build's position in the large level (its last id read), or undefined once complete. */
+  private cursor?: { tenant: number; id: Uint8Array };
+  /** The filter holds every id of the large level: lookups may trust it. */
+  private complete = false;
+  /** id_merge.big_through as this connection last saw it: another value means another connection merged into the large level. */
+  private bigThrough = -1;
+
+  private readonly q: (sql: string) => StatementSync;
+
+  constructor(q: (sql: string) => StatementSync) {
+    this.q = q;
+  }
+
+  /** Starts (or starts again) the filter's build. Reads nothing yet. */
+  private restart(bigThrough: number): void {
+    const seq = this.q("SELECT seq FROM sqlite_sequence WHERE name = 'statements'").get() as Row | undefined;
+    this.filter = new IdFilter(Number(seq?.seq ?? 0));
+    this.cursor = undefined;
+    this.complete = false;
+    this.bigThrough = bigThrough;
+  }
+
+  /** Whether the filter is being built (lookups read every level meanwhile). */
+  get building(): boolean {
+    return this.filter !== undefined && !this.complete;
+  }
+
+  /** Gives the filter up after a failed build step: lookups read every level until the next check starts again. */
+  abandon(): void {
+    this.filter = undefined;
+    this.complete = false;
+    this.bigThrough = -1;
+  }
+
+  /**
+   * At the start of a write transaction: a merge into the large level by another connection
+   * (another process on the file) makes the filter unsound, so it is built again.
+   */
+  check(): void {
+    const big = Number((this.q('SELECT big_through FROM id_merge').get() as Row).big_through);
+    if (big !== this.bigThrough) this.restart(big);
+  }
+
+  /** Whether a lookup of this id must read the large level. */
+  largeMayHave(tenant: number, id: Uint8Array): boolean {
+    return !this.complete || this.filter!.mayHave(tenant, id);
+  }
+
+  /**
+   * Reads the next ids of the large level into the filter; false once the filter is complete (or
+   * there is none to build). Outside a transaction: each step is a read of its own, and ids that
+   * reach the large level meanwhile come from this connection's merges (taken there) or another's
+   * (check starts again).
+   */
+  buildStep(): boolean {
+    if (!this.filter || this.complete) return false;
+    const sql = this.cursor
+      ? `SELECT tenant, id FROM statement_ids WHERE (tenant, id) > (?, ?) ORDER BY tenant, id LIMIT ${BUILD_STEP}`
+      : `SELECT tenant, id FROM statement_ids ORDER BY tenant, id LIMIT ${BUILD_STEP}`;
+    const read = this.q(sql);
+    read.setReturnArrays(true);
+    const rows = (this.cursor ? read.all(this.cursor.tenant, this.cursor.id) : read.all()) as unknown as [number, Uint8Array][];
+    for (const [tenant, id] of rows) this.filter.add(Number(tenant), id);
+    if (rows.length < BUILD_STEP) {
+      this.complete = true;
+      this.cursor = undefined;
+      return false;
+    }
+    const [tenant, id] = rows[rows.length - 1];
+    this.cursor = { tenant: Number(tenant), id };
+    return true;
+  }
+
+  /**
+   * At the end of a write transaction: moves the recent ids into the middle level, and that into
+   * the large one, when idLevelsDue says; the ids moved into the large level join the filter.
+   * True when the large level grew.
+   */
+  merge(): boolean {
+    const r = this.q('SELECT through, big_through, (SELECT max(seq) FROM statements) AS last FROM id_merge').get() as Row;
+    const last = Number(r.last ?? 0);
+    const due = idLevelsDue(Number(r.big_through));
+    if (last - Number(r.through) < due.recent) return false;
+    this.q('INSERT INTO statement_ids_mid (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_new ORDER BY tenant, id').run();
+    this.q('DELETE FROM statement_ids_new').run();
+    if (last - Number(r.big_through) < due.middle) {
+      this.q('UPDATE id_merge SET through = ?').run(last);
+      return false;
+    }
+    if (this.filter) {
+      const moved = this.q('SELECT tenant, id FROM statement_ids_mid');
+      moved.setReturnArrays(true);
+      for (const [tenant, id] of moved.iterate() as Iterable<[number, Uint8Array]>) this.filter.add(Number(tenant), id);
+    }
+    this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_mid ORDER BY tenant, id').run();
+    this.q('DELETE FROM statement_ids_mid').run();
+    this.q('UPDATE id_merge SET through = ?, big_through = ?').run(last, last);
+    this.bigThrough = last;
+    return true;
+  }
+}
