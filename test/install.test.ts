@@ -19,16 +19,19 @@ let dir: string;
 let tarball: string;
 let npmEnv: Record<string, string>;
 
-/** Runs a command to its end; rejects with its output when it fails. */
+/** How the machine reaches the registry (a proxy, or a certificate authority of its own): a user's install has them too. */
+const NETWORK_ENV = ['NODE_EXTRA_CA_CERTS', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'HTTPS_PROXY', 'HTTP_PROXY', 'NO_PROXY', 'https_proxy', 'http_proxy', 'no_proxy'];
+
+/** Runs a command to its end (5 minutes at most: npm retrying a registry it cannot reach fails the test, not hangs it); rejects with its output when it fails. */
 function run(cmd: string, args: string[], opts: { cwd: string; env: Record<string, string> }): Promise<{ stdout: string; stderr: string }> {
   return new Promise((resolve, reject) => {
-    const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'pipe', 'pipe'], timeout: 300_000 });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
     child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
     child.on('error', reject);
-    child.on('exit', (code) => (code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code}\n${stdout}\n${stderr}`))));
+    child.on('exit', (code, signal) => (code === 0 ? resolve({ stdout, stderr }) : reject(new Error(`${cmd} ${args.join(' ')} exited ${code ?? signal}\n${stdout}\n${stderr}`))));
   });
 }
 
@@ -42,7 +45,12 @@ before(() => {
   mkdirSync(join(dir, 'cache'));
   symlinkSync(join(realCache, '_cacache'), join(dir, 'cache', '_cacache'));
   // The real HOME: its .npmrc (and the machine's) set how npm reaches the registry.
-  npmEnv = { PATH: SYSTEM_PATH, HOME: homedir(), npm_config_cache: join(dir, 'cache'), npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false' };
+  npmEnv = {
+    ...Object.fromEntries(NETWORK_ENV.flatMap((k) => (process.env[k] ? [[k, process.env[k] as string]] : []))),
+    PATH: SYSTEM_PATH,
+    HOME: homedir(),
+    npm_config_cache: join(dir, 'cache'), npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false',
+  };
   // The files a user gets (dist, built by `npm test` before the tests run: no prepack build here).
   execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, env: npmEnv, stdio: 'ignore' });
   tarball = join(dir, `${pkg.name}-${pkg.version}.tgz`);
