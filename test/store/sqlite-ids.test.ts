@@ -11,7 +11,7 @@ import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { IdFilter, idLevelsDue } from '../../src/store/sqlite/ids.ts';
+import { IdFilter, idLevelsDue, StatementIds } from '../../src/store/sqlite/ids.ts';
 import { jsonInit, sqliteBackend, sqliteThreadBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { runCli } from '../lifecycle/helpers.ts';
 
@@ -181,4 +181,28 @@ test('the id filter never misses an id added, and is wrong about few others', ()
   let wrong = 0;
   for (let i = 0; i < 100_000; i++) if (filter.mayHave(1, bytes()) || filter.mayHave(2, timeBased(i)) || filter.mayHave(1, timeBased(100_000 + i))) wrong++;
   assert.ok(wrong < 100_000 * 0.06, `${wrong} of 100,000 unknown ids looked known`);
+});
+
+test('the filter is built from the large level a step at a time, every id of every tenant in it', () => {
+  const db = new DatabaseSync(':memory:');
+  db.exec(`CREATE TABLE statements (seq INTEGER PRIMARY KEY AUTOINCREMENT);
+    CREATE TABLE statement_ids (tenant INTEGER NOT NULL, id BLOB NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tenant, id)) WITHOUT ROWID;
+    CREATE TABLE id_merge (one INTEGER PRIMARY KEY, through INTEGER NOT NULL, big_through INTEGER NOT NULL);
+    INSERT INTO id_merge VALUES (1, 25000, 25000);`);
+  const ids = Array.from({ length: 25_000 }, (_, i) => ({ tenant: (i % 2) + 1, id: Buffer.from(randomUUID().replaceAll('-', ''), 'hex') }));
+  const put = db.prepare('INSERT INTO statement_ids VALUES (?, ?, ?)');
+  ids.forEach((r, i) => put.run(r.tenant, r.id, i + 1));
+  const levels = new StatementIds((sql) => db.prepare(sql));
+  levels.check();
+  assert.ok(levels.building);
+  let steps = 1;
+  while (levels.buildStep()) steps++;
+  assert.equal(steps, 3, 'three steps of 10,000 ids');
+  assert.ok(!levels.building);
+  assert.ok(ids.every((r) => levels.largeMayHave(r.tenant, r.id)));
+  assert.ok(!ids.every((r) => levels.largeMayHave(3 - r.tenant, r.id)), 'the tenant is part of what it holds');
+  // Another connection merged into the large level: lookups read it again until a new build ends.
+  db.exec('UPDATE id_merge SET big_through = 30000');
+  levels.check();
+  assert.ok(levels.building && levels.largeMayHave(1, Buffer.alloc(16)));
 });
