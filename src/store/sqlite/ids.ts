@@ -31,6 +31,12 @@ export function idLevelsDue(merged: number): { recent: number; middle: number } 
   return { recent, middle: Math.round((recent * recent) / 200) };
 }
 
+/** BY_ID (./readers.ts) in the recent and middle levels only: for an id the filter says the large level does not have. */
+export const BY_RECENT_ID = 'seq = (SELECT seq FROM (SELECT tenant, id, seq FROM statement_ids_new UNION ALL SELECT tenant, id, seq FROM statement_ids_mid) WHERE tenant = ? AND id = ?)';
+
+/** Where a build starts: tenant ids are positive. */
+const START: { tenant: number; id: Uint8Array } = { tenant: 0, id: new Uint8Array(0) };
+
 /** Ids read from the large level per step of a build (≈ 9 ms): the build, ≈ 0.9 s per million ids, goes on between group commits. */
 const BUILD_STEP = 10_000;
 /** Bits per id (7 probes): ≈ 0.8 % false positives once a part of the filter is full. */
@@ -124,8 +130,8 @@ function fmix(h: number): number {
  */
 export class StatementIds {
   private filter?: IdFilter;
-  /** The build's position in the large level (its last id read), or undefined once complete. */
-  private cursor?: { tenant: number; id: Uint8Array };
+  /** The build's position in the large level: the last id read (before the first: below every tenant's id). */
+  private cursor = START;
   /** The filter holds every id of the large level: lookups may trust it. */
   private complete = false;
   /** id_merge.big_through as this connection last saw it: another value means another connection merged into the large level. */
@@ -141,7 +147,7 @@ export class StatementIds {
   private restart(bigThrough: number): void {
     const seq = this.q("SELECT seq FROM sqlite_sequence WHERE name = 'statements'").get() as Row | undefined;
     this.filter = new IdFilter(Number(seq?.seq ?? 0));
-    this.cursor = undefined;
+    this.cursor = START;
     this.complete = false;
     this.bigThrough = bigThrough;
   }
@@ -180,16 +186,12 @@ export class StatementIds {
    */
   buildStep(): boolean {
     if (!this.filter || this.complete) return false;
-    const sql = this.cursor
-      ? `SELECT tenant, id FROM statement_ids WHERE (tenant, id) > (?, ?) ORDER BY tenant, id LIMIT ${BUILD_STEP}`
-      : `SELECT tenant, id FROM statement_ids ORDER BY tenant, id LIMIT ${BUILD_STEP}`;
-    const read = this.q(sql);
+    const read = this.q(`SELECT tenant, id FROM statement_ids WHERE (tenant, id) > (?, ?) ORDER BY tenant, id LIMIT ${BUILD_STEP}`);
     read.setReturnArrays(true);
-    const rows = (this.cursor ? read.all(this.cursor.tenant, this.cursor.id) : read.all()) as unknown as [number, Uint8Array][];
+    const rows = read.all(this.cursor.tenant, this.cursor.id) as unknown as [number, Uint8Array][];
     for (const [tenant, id] of rows) this.filter.add(Number(tenant), id);
     if (rows.length < BUILD_STEP) {
       this.complete = true;
-      this.cursor = undefined;
       return false;
     }
     const [tenant, id] = rows[rows.length - 1];

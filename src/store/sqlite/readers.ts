@@ -41,10 +41,8 @@ import { cacheSize } from './migrations.ts';
 type Row = Record<string, unknown>;
 
 /** What a page read needs of a connection: its prepared statements and the tenants' ids. */
-/** A statement's row by (tenant, id), through both levels of the id index. */
+/** A statement's row by (tenant, id), through every level of the id index (./ids.ts). */
 export const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
-/** BY_ID in the recent and middle levels only (an id the large level does not have: ./ids.ts). */
-export const BY_RECENT_ID = 'seq = (SELECT seq FROM (SELECT tenant, id, seq FROM statement_ids_new UNION ALL SELECT tenant, id, seq FROM statement_ids_mid) WHERE tenant = ? AND id = ?)';
 
 export interface PageSource {
   q(sql: string): StatementSync;

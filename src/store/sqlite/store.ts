@@ -54,10 +54,10 @@ import { runStatements, sqliteDocuments } from './documents.ts';
 import { SqliteCounts } from './counts.ts';
 import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
-import { BY_ID, BY_RECENT_ID, readPage } from './readers.ts';
+import { BY_ID, readPage } from './readers.ts';
 import { describeSqlite, isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
 import { cacheSize, writerCacheMiB } from './migrations.ts';
-import { StatementIds } from './ids.ts';
+import { BY_RECENT_ID, StatementIds } from './ids.ts';
 
 export { type SqliteOptions, type StoreLog } from './connection.ts';
 
