@@ -144,7 +144,7 @@ const TENANTLESS = [
   // SQLite's clock guard: `stored` never goes backwards across the whole file; returns no row to a client.
   /^SELECT stored_ms FROM statements ORDER BY seq DESC LIMIT 1$/,
   // SQLite's id merge: whether one is due counts seqs across the whole file (storage mechanics); returns no row to a client.
-  /^SELECT through, big_through, \(SELECT max\(seq\) FROM statements\) AS last FROM id_merge$/,
+  /^SELECT through, upper_through, big_through, \(SELECT max\(seq\) FROM statements\) AS last FROM id_merge$/,
   // Attachment links are keyed by the seq of a statement inserted in the same transaction, in the tenant's store.
   /^INSERT OR IGNORE INTO statement_attachments \(seq, sha2, carrier\)/,
   // SQLite migration start-up: how many statements a rebuilding migration rewrites (logged, not served).

@@ -1,17 +1,18 @@
 /**
- * SQLite keeps statement ids in three levels (migrations 10 and 18): new ids in statement_ids_new,
- * merged into statement_ids_mid, and that into statement_ids, as idLevelsDue says. Through HTTP, a
- * statement is the same statement in any level: found by id, a conflict when posted again with
- * other content, accepted again unchanged, voided, reached by a StatementRef, erased (its id then
- * free); and in the file, each id is in exactly one level. The writer's filter of the large level
- * (./ids.ts) never hides an id there: not one merged by another server on the same file, nor one
- * a server read when it built its filter.
+ * SQLite keeps statement ids in four levels (migrations 10, 18 and 19): new ids in
+ * statement_ids_new, merged into statement_ids_mid, that into statement_ids_upper, and that into
+ * statement_ids, as idLevelsDue says. Through HTTP, a statement is the same statement in any level:
+ * found by id, a conflict when posted again with other content, accepted again unchanged, voided,
+ * reached by a StatementRef, erased (its id then free); and in the file, each id is in exactly one
+ * level. The writer's filter of the merged levels (upper and large; ./ids.ts) never hides an id
+ * there: not one merged by another server on the same file, nor one a server read when it built
+ * its filter.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { IdFilter, idLevelsDue, StatementIds } from '../../src/store/sqlite/ids.ts';
+import { ID_LEVELS, IdFilter, idLevelsDue, StatementIds } from '../../src/store/sqlite/ids.ts';
 import { jsonInit, sqliteBackend, sqliteThreadBackend, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { runCli } from '../lifecycle/helpers.ts';
 
@@ -20,11 +21,13 @@ const RARE = 'http://example.com/verbs/rare';
 const agent = (name: string) => ({ objectType: 'Agent', name, mbox: `mailto:${name}@example.com` });
 
 for (const backend of [sqliteBackend, sqliteThreadBackend]) {
-  describe(`SQLite statement ids in three levels [${backend.name}]`, () => {
+  describe(`SQLite statement ids in four levels [${backend.name}]`, () => {
     let t: TestLrs;
     const bodies = new Map<string, Record<string, unknown>>();
-    /** Merged into the large level: a, b (its verb rare), c (voided later), d; into the middle one: e, f; recent: g. */
-    const id = { a: randomUUID(), b: randomUUID(), c: randomUUID(), d: randomUUID(), e: randomUUID(), f: randomUUID(), g: randomUUID() };
+    /** Merged into the large level: a, b (its verb rare), c (voided later), d; into the upper one: e, f; into the middle one: g, h; recent: i. */
+    const id = { a: randomUUID(), b: randomUUID(), c: randomUUID(), d: randomUUID(), e: randomUUID(), f: randomUUID(), g: randomUUID(), h: randomUUID(), i: randomUUID() };
+    const first = idLevelsDue(0).upper + 1;
+    const due = idLevelsDue(first);
 
     const file = <T>(f: (db: DatabaseSync) => T): T => {
       const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
@@ -36,7 +39,7 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     };
     const level = (sid: string): string[] =>
       file((db) =>
-        ['statement_ids_new', 'statement_ids_mid', 'statement_ids'].filter((table) => db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(Buffer.from(sid.replaceAll('-', ''), 'hex'))),
+        ID_LEVELS.filter((table) => db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(Buffer.from(sid.replaceAll('-', ''), 'hex'))),
       );
     const put = (sid: string, body: Record<string, unknown>) => t.fetch(`/xAPI/statements?statementId=${sid}`, jsonInit('PUT', body));
     const store = async (sid: string, overrides: Record<string, unknown> = {}) => {
@@ -52,31 +55,34 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
       await store(id.a);
       await store(id.b, { verb: { id: RARE } });
       await store(id.c);
-      // The next statement's seq is past both thresholds (no merge yet: 0), so its transaction
-      // ends with both merges.
+      // The next statement's seq is past every threshold (no merge yet: 0), so its transaction
+      // ends with the three merges.
       const nextSeq = (seq: number) => file((db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(seq - 1));
-      const first = idLevelsDue(0).middle + 1;
       nextSeq(first);
       await store(id.d);
       await store(id.e);
-      // Past the recent threshold only: the recent ids go to the middle level.
-      nextSeq(first + idLevelsDue(first).recent);
+      // Past the middle threshold: the recent ids go down two levels.
+      nextSeq(first + due.middle);
       await store(id.f);
       await store(id.g);
+      // Past the recent threshold only: they go to the middle level.
+      nextSeq(first + due.middle + due.recent);
+      await store(id.h);
+      await store(id.i);
     });
     after(async () => t?.close());
 
     test('each merge moved the ids before it one level down; later ids wait in the recent one', () => {
       for (const sid of [id.a, id.b, id.c, id.d]) assert.deepEqual(level(sid), ['statement_ids'], sid);
-      for (const sid of [id.e, id.f]) assert.deepEqual(level(sid), ['statement_ids_mid'], sid);
-      assert.deepEqual(level(id.g), ['statement_ids_new']);
-      const first = idLevelsDue(0).middle + 1;
-      const m = file((db) => db.prepare('SELECT through, big_through FROM id_merge').get() as { through: number; big_through: number });
-      assert.deepEqual([Number(m.through), Number(m.big_through)], [first + idLevelsDue(first).recent, first]);
+      for (const sid of [id.e, id.f]) assert.deepEqual(level(sid), ['statement_ids_upper'], sid);
+      for (const sid of [id.g, id.h]) assert.deepEqual(level(sid), ['statement_ids_mid'], sid);
+      assert.deepEqual(level(id.i), ['statement_ids_new']);
+      const m = file((db) => db.prepare('SELECT through, upper_through, big_through FROM id_merge').get() as Record<string, number>);
+      assert.deepEqual([m.through, m.upper_through, m.big_through].map(Number), [first + due.middle + due.recent, first + due.middle, first]);
     });
 
     test('statements on both sides of the merge are found by id, and posting one again is a conflict or a no-op', async () => {
-      for (const sid of [id.a, id.e, id.g]) {
+      for (const sid of [id.a, id.e, id.g, id.i]) {
         const res = await get(`statementId=${sid}`);
         assert.equal(res.status, 200);
         assert.equal(((await res.json()) as { id: string }).id, sid);
@@ -86,7 +92,7 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
         assert.match(JSON.stringify(await other.json()), new RegExp(sid));
       }
       const n = file((db) => (db.prepare('SELECT count(*) AS n FROM statements').get() as { n: number }).n);
-      assert.equal(Number(n), 7);
+      assert.equal(Number(n), 9);
     });
 
     test('a merged statement is voided, and a StatementRef to one reaches it', async () => {
@@ -103,7 +109,7 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     test('erasure removes a statement from whichever level holds its id, and the id can be used again', async () => {
       const r = await runCli(t, ['erase', '--agent', JSON.stringify(agent('ann'))]);
       assert.equal(r.code, 0, r.stderr);
-      for (const sid of [id.a, id.e, id.g]) {
+      for (const sid of [id.a, id.e, id.g, id.i]) {
         assert.deepEqual(level(sid), [], sid);
         assert.equal((await get(`statementId=${sid}`)).status, 404);
       }
@@ -115,7 +121,7 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
 }
 
 for (const backend of [sqliteBackend, sqliteThreadBackend]) {
-  describe(`SQLite: the writer's filter of the large id level [${backend.name}]`, () => {
+  describe(`SQLite: the writer's filter of the merged id levels [${backend.name}]`, () => {
     let one: TestLrs;
     let two: TestLrs;
     const bodies = new Map<string, Record<string, unknown>>();
@@ -137,13 +143,13 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     before(async () => {
       one = await startTestLrs(backend);
       await store(one, id.a);
-      // a merged into the large level by the first server (its filter takes it at the merge).
-      const first = idLevelsDue(0).middle + 1;
+      // a merged into the large level by the first server (its filter takes it at the merge into the upper one).
+      const first = idLevelsDue(0).upper + 1;
       nextSeq(first);
       await store(one, id.b);
       two = await startTestLrs(backend, { shareWith: one });
-      // The second server's first write starts its filter; c is merged into the large level by it.
-      nextSeq(first + idLevelsDue(first).middle + 1);
+      // The second server's first write starts its filter; c is merged down to the large level by it.
+      nextSeq(first + idLevelsDue(first).upper + 1);
       await store(two, id.c);
     });
     after(async () => {
@@ -151,13 +157,13 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
       await one?.close();
     });
 
-    test('an id another server merged into the large level is still a conflict', async () => {
+    test('an id another server merged is still a conflict', async () => {
       assert.equal((await put(one, id.c, true)).status, 409);
       assert.equal((await put(one, id.c, false)).status, 204);
       assert.equal((await put(one, id.a, true)).status, 409);
     });
 
-    test('a server that read the large level into its filter finds every id there', async () => {
+    test('a server that read the merged levels into its filter finds every id there', async () => {
       await store(two, randomUUID()); // its build went on after each write; it holds a, b and c
       for (const sid of [id.a, id.b, id.c]) {
         assert.equal((await put(two, sid, true)).status, 409, sid);
@@ -183,15 +189,17 @@ test('the id filter never misses an id added, and is wrong about few others', ()
   assert.ok(wrong < 100_000 * 0.06, `${wrong} of 100,000 unknown ids looked known`);
 });
 
-test('the filter is built from the large level a step at a time, every id of every tenant in it', () => {
+test('the filter is built from the merged levels a step at a time, every id of every tenant in them', () => {
   const db = new DatabaseSync(':memory:');
+  const level = (name: string) => `CREATE TABLE ${name} (tenant INTEGER NOT NULL, id BLOB NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tenant, id)) WITHOUT ROWID;`;
   db.exec(`CREATE TABLE statements (seq INTEGER PRIMARY KEY AUTOINCREMENT);
-    CREATE TABLE statement_ids (tenant INTEGER NOT NULL, id BLOB NOT NULL, seq INTEGER NOT NULL, PRIMARY KEY (tenant, id)) WITHOUT ROWID;
-    CREATE TABLE id_merge (one INTEGER PRIMARY KEY, through INTEGER NOT NULL, big_through INTEGER NOT NULL);
-    INSERT INTO id_merge VALUES (1, 25000, 25000);`);
+    ${level('statement_ids')} ${level('statement_ids_upper')}
+    CREATE TABLE id_merge (one INTEGER PRIMARY KEY, through INTEGER NOT NULL, upper_through INTEGER NOT NULL, big_through INTEGER NOT NULL);
+    INSERT INTO id_merge VALUES (1, 25000, 25000, 15000);`);
   const ids = Array.from({ length: 25_000 }, (_, i) => ({ tenant: (i % 2) + 1, id: Buffer.from(randomUUID().replaceAll('-', ''), 'hex') }));
-  const put = db.prepare('INSERT INTO statement_ids VALUES (?, ?, ?)');
-  ids.forEach((r, i) => put.run(r.tenant, r.id, i + 1));
+  const large = db.prepare('INSERT INTO statement_ids VALUES (?, ?, ?)');
+  const upper = db.prepare('INSERT INTO statement_ids_upper VALUES (?, ?, ?)');
+  ids.forEach((r, i) => (i < 15_000 ? large : upper).run(r.tenant, r.id, i + 1));
   const levels = new StatementIds((sql) => db.prepare(sql));
   levels.check();
   assert.ok(levels.building);
@@ -199,10 +207,74 @@ test('the filter is built from the large level a step at a time, every id of eve
   while (levels.buildStep()) steps++;
   assert.equal(steps, 3, 'three steps of 10,000 ids');
   assert.ok(!levels.building);
-  assert.ok(ids.every((r) => levels.largeMayHave(r.tenant, r.id)));
-  assert.ok(!ids.every((r) => levels.largeMayHave(3 - r.tenant, r.id)), 'the tenant is part of what it holds');
-  // Another connection merged into the large level: lookups read it again until a new build ends.
-  db.exec('UPDATE id_merge SET big_through = 30000');
+  assert.ok(ids.every((r) => levels.mergedMayHave(r.tenant, r.id)));
+  assert.ok(!ids.every((r) => levels.mergedMayHave(3 - r.tenant, r.id)), 'the tenant is part of what it holds');
+  // Another connection merged into the upper level: lookups read the merged levels again until a new build ends.
+  db.exec('UPDATE id_merge SET upper_through = 30000');
   levels.check();
-  assert.ok(levels.building && levels.largeMayHave(1, Buffer.alloc(16)));
+  assert.ok(levels.building && levels.mergedMayHave(1, Buffer.alloc(16)));
+});
+
+describe('SQLite migration 19: a store of three id levels gets the upper one', () => {
+  test('ids in the middle level stay found, and move down at the next merges', async () => {
+    const t = await startTestLrs(sqliteBackend);
+    try {
+      const id = { a: randomUUID(), b: randomUUID(), c: randomUUID(), d: randomUUID(), e: randomUUID(), f: randomUUID() };
+      const bodies = new Map<string, Record<string, unknown>>();
+      const file = <T>(f: (db: DatabaseSync) => T): T => {
+        const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
+        try {
+          return f(db);
+        } finally {
+          db.close();
+        }
+      };
+      const nextSeq = (seq: number) => file((db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(seq - 1));
+      const level = (sid: string) => file((db) => ID_LEVELS.filter((table) => db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(Buffer.from(sid.replaceAll('-', ''), 'hex'))));
+      const store = async (sid: string) => {
+        const body = statement({ id: sid, actor: agent('ann') });
+        bodies.set(sid, body);
+        assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', body))).status, 200);
+      };
+      const first = idLevelsDue(0).upper + 1;
+      const due = idLevelsDue(first);
+      await store(id.a);
+      nextSeq(first);
+      await store(id.b); // a, b: large
+      await store(id.c);
+      nextSeq(first + due.middle);
+      await store(id.d); // c, d: upper
+      await store(id.e); // recent
+      // Back to migration 18's layout: what the upper level holds was the middle level's.
+      await t.lrs.close();
+      file((db) =>
+        db.exec(`INSERT INTO statement_ids_mid SELECT tenant, id, seq FROM statement_ids_upper;
+          DROP VIEW statement_seqs; DROP TABLE statement_ids_upper;
+          CREATE VIEW statement_seqs AS SELECT tenant, id, seq FROM statement_ids_new UNION ALL SELECT tenant, id, seq FROM statement_ids_mid UNION ALL SELECT tenant, id, seq FROM statement_ids;
+          ALTER TABLE id_merge DROP COLUMN upper_through;
+          DELETE FROM schema_migrations WHERE version = 19;`),
+      );
+      await t.restart();
+      assert.deepEqual(level(id.c), ['statement_ids_mid']);
+      const m = file((db) => db.prepare('SELECT upper_through, big_through FROM id_merge').get() as Record<string, number>);
+      assert.deepEqual([m.upper_through, m.big_through].map(Number), [first, first], 'the upper level starts empty');
+      const found = async () => {
+        for (const sid of Object.values(id).filter((s) => bodies.has(s))) {
+          assert.equal((await t.fetch(`/xAPI/statements?statementId=${sid}`)).status, 200, sid);
+          assert.equal((await t.fetch(`/xAPI/statements?statementId=${sid}`, jsonInit('PUT', bodies.get(sid)!))).status, 204, sid);
+          const other = await t.fetch(`/xAPI/statements?statementId=${sid}`, jsonInit('PUT', { ...bodies.get(sid)!, verb: { id: 'http://example.com/verbs/other' } }));
+          assert.equal(other.status, 409, sid);
+        }
+      };
+      await found();
+      // The next merge that is due takes the middle level (its old ids with the new) into the upper one.
+      nextSeq(first + due.middle + due.recent);
+      await store(id.f);
+      for (const sid of [id.c, id.d, id.e, id.f]) assert.deepEqual(level(sid), ['statement_ids_upper'], sid);
+      assert.deepEqual(level(id.a), ['statement_ids']);
+      await found();
+    } finally {
+      await t.close();
+    }
+  });
 });

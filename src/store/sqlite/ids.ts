@@ -1,43 +1,50 @@
 /**
- * Statement ids on SQLite (migrations 10 and 18): recent ids in statement_ids_new, merged in key
- * order into statement_ids_mid, and that into the large statement_ids, so that random UUIDs do
- * not dirty a leaf of one large index per statement. A lookup by id probes every level.
+ * Statement ids on SQLite (migrations 10, 18 and 19) in four levels: recent ids in
+ * statement_ids_new, merged in key order into statement_ids_mid, that into statement_ids_upper,
+ * and that into the large statement_ids, so that random UUIDs do not dirty a leaf of one large
+ * index per statement. A lookup by id probes every level.
  *
  * The insert rules look up every new statement's id, and almost every one is new: its probe of
- * the large level reads a leaf of a B-tree as large as the store (≈ 300 MB at 10M statements)
- * only to find nothing. A Bloom filter of the large level's ids, kept by the writing connection,
- * answers "not there" for all but ≈ 1 % of them, so their lookup reads the two small levels only.
- * The filter may hold ids the level no longer has (erased, pruned): that only costs a probe. It
- * never misses one: it is built by reading the level, takes the middle level's ids at each of this
- * connection's merges, and starts again when another connection merged into the large level.
+ * the two merged levels (upper and large) reads leaves of B-trees as large as the store (≈ 300 MB
+ * at 10M statements) only to find nothing. A Bloom filter of those levels' ids, kept by the
+ * writing connection, answers "not there" for all but ≈ 1 % of them, so their lookup reads the two
+ * small levels only. The filter may hold ids the levels no longer have (erased, pruned): that only
+ * costs a probe. It never misses one: it is built by reading the levels, takes the middle level's
+ * ids at each of this connection's merges into the upper one, and starts again when another
+ * connection merged.
  */
 import type { StatementSync } from 'node:sqlite';
 
 type Row = Record<string, unknown>;
 
 /**
- * When statement ids move between their levels, for a store whose merged levels hold ids up to
+ * When statement ids move between their levels, for a store whose large level holds ids up to
  * seq `merged`: the recent ids (statement_ids_new) into the middle level once `recent` statements
- * have arrived, the middle level into the large one (statement_ids) once it holds `middle`. Per
- * statement, a group commit dirties pages of the recent level (more, the more it holds), a merge
- * into the middle level rewrites that level's pages and one into the large level all of its
- * pages; these sizes keep the three costs about equal (pages of ≈ 280 ids, groups of ≈ 200):
- * recent = ∛(80,000 N), middle = recent² / 200. At 1M: 4,300 and 93,000; at 10M 9,300 and
- * 430,000, where two levels merged 63,000 into the large level each time (4.6 KB written per
- * statement against ≈ 1.3 KB now; docs/performance.md, "Batch ingest").
+ * have arrived, the middle level into the upper one once it holds `middle`, the upper level into
+ * the large one once it holds `upper`. Per statement, a group commit dirties pages of the recent
+ * level (more, the more it holds), and a merge rewrites the pages of the level it merges into
+ * (on average half of them; all of the large one). These sizes keep the four costs about equal
+ * (pages of ≈ 280 ids, groups of ≈ 200): recent = ∜(16,000,000 N), at least 4,096 (up to 17.6M
+ * statements); middle = recent² / 200 (84,000); upper = recent × middle / 200 (1.7M). At 10M ≈ 1 KB
+ * written per statement, where three levels rewrote the large one every 430,000 statements
+ * (≈ 2 KB; docs/performance.md, "Batch ingest").
  */
-export function idLevelsDue(merged: number): { recent: number; middle: number } {
-  const recent = Math.max(4096, Math.round(Math.cbrt(80_000 * merged)));
-  return { recent, middle: Math.round((recent * recent) / 200) };
+export function idLevelsDue(merged: number): { recent: number; middle: number; upper: number } {
+  const recent = Math.max(4096, Math.round(Math.sqrt(Math.sqrt(16e6 * merged))));
+  const middle = Math.round((recent * recent) / 200);
+  return { recent, middle, upper: Math.round((recent * middle) / 200) };
 }
 
-/** BY_ID (./readers.ts) in the recent and middle levels only: for an id the filter says the large level does not have. */
+/** The levels, recent to large (where an erased id is deleted from). */
+export const ID_LEVELS = ['statement_ids_new', 'statement_ids_mid', 'statement_ids_upper', 'statement_ids'] as const;
+
+/** BY_ID (./readers.ts) in the recent and middle levels only: for an id the filter says the merged levels do not have. */
 export const BY_RECENT_ID = 'seq = (SELECT seq FROM (SELECT tenant, id, seq FROM statement_ids_new UNION ALL SELECT tenant, id, seq FROM statement_ids_mid) WHERE tenant = ? AND id = ?)';
 
 /** Where a build starts: tenant ids are positive. */
 const START: { tenant: number; id: Uint8Array } = { tenant: 0, id: new Uint8Array(0) };
 
-/** Ids read from the large level per step of a build (≈ 9 ms): the build, ≈ 0.9 s per million ids, goes on between group commits. */
+/** Ids read from the merged levels per step of a build (≈ 9 ms): the build, ≈ 0.9 s per million ids, goes on between group commits. */
 const BUILD_STEP = 10_000;
 /** Bits per id (7 probes): ≈ 0.8 % false positives once a part of the filter is full. */
 const BITS_PER_ID = 10;
@@ -125,17 +132,18 @@ function fmix(h: number): number {
 
 /**
  * The writing connection's view of the id levels: when to merge them (merge) and which levels a
- * lookup must read (largeMayHave). Its filter of the large level is built a step at a time
- * (buildStep, between transactions); until it is complete every lookup reads every level.
+ * lookup must read (mergedMayHave). Its filter of the merged levels (upper and large) is built a
+ * step at a time (buildStep, between transactions); until it is complete every lookup reads every
+ * level.
  */
 export class StatementIds {
   private filter?: IdFilter;
-  /** The build's position in the large level: the last id read (before the first: below every tenant's id). */
+  /** The build's position in the merged levels: the last id read (before the first: below every tenant's id). */
   private cursor = START;
-  /** The filter holds every id of the large level: lookups may trust it. */
+  /** The filter holds every id of the merged levels: lookups may trust it. */
   private complete = false;
-  /** id_merge.big_through as this connection last saw it: another value means another connection merged into the large level. */
-  private bigThrough = -1;
+  /** id_merge.upper_through as this connection last saw it: another value means another connection merged. */
+  private upperThrough = -1;
 
   private readonly q: (sql: string) => StatementSync;
 
@@ -144,12 +152,12 @@ export class StatementIds {
   }
 
   /** Starts (or starts again) the filter's build. Reads nothing yet. */
-  private restart(bigThrough: number): void {
+  private restart(upperThrough: number): void {
     const seq = this.q("SELECT seq FROM sqlite_sequence WHERE name = 'statements'").get() as Row | undefined;
     this.filter = new IdFilter(Number(seq?.seq ?? 0));
     this.cursor = START;
     this.complete = false;
-    this.bigThrough = bigThrough;
+    this.upperThrough = upperThrough;
   }
 
   /** Whether the filter is being built (lookups read every level meanwhile). */
@@ -161,32 +169,35 @@ export class StatementIds {
   abandon(): void {
     this.filter = undefined;
     this.complete = false;
-    this.bigThrough = -1;
+    this.upperThrough = -1;
   }
 
   /**
-   * At the start of a write transaction: a merge into the large level by another connection
-   * (another process on the file) makes the filter unsound, so it is built again.
+   * At the start of a write transaction: a merge into the merged levels by another connection
+   * (another process on the file) makes the filter unsound, so it is built again. Every such
+   * merge moves id_merge.upper_through (one into the large level comes with one into the upper).
    */
   check(): void {
-    const big = Number((this.q('SELECT big_through FROM id_merge').get() as Row).big_through);
-    if (big !== this.bigThrough) this.restart(big);
+    const upper = Number((this.q('SELECT upper_through FROM id_merge').get() as Row).upper_through);
+    if (upper !== this.upperThrough) this.restart(upper);
   }
 
-  /** Whether a lookup of this id must read the large level. */
-  largeMayHave(tenant: number, id: Uint8Array): boolean {
+  /** Whether a lookup of this id must read the merged levels. */
+  mergedMayHave(tenant: number, id: Uint8Array): boolean {
     return !this.complete || this.filter!.mayHave(tenant, id);
   }
 
   /**
-   * Reads the next ids of the large level into the filter; false once the filter is complete (or
-   * there is none to build). Outside a transaction: each step is a read of its own, and ids that
-   * reach the large level meanwhile come from this connection's merges (taken there) or another's
-   * (check starts again).
+   * Reads the next ids of the merged levels (in key order across both) into the filter; false
+   * once the filter is complete (or there is none to build). Outside a transaction: each step is a
+   * read of its own, and ids that reach those levels meanwhile come from this connection's merges
+   * (taken there) or another's (check starts again).
    */
   buildStep(): boolean {
     if (!this.filter || this.complete) return false;
-    const read = this.q(`SELECT tenant, id FROM statement_ids WHERE (tenant, id) > (?, ?) ORDER BY tenant, id LIMIT ${BUILD_STEP}`);
+    const read = this.q(
+      `SELECT tenant, id FROM statement_ids WHERE (tenant, id) > (?1, ?2) UNION ALL SELECT tenant, id FROM statement_ids_upper WHERE (tenant, id) > (?1, ?2) ORDER BY 1, 2 LIMIT ${BUILD_STEP}`,
+    );
     read.setReturnArrays(true);
     const rows = read.all(this.cursor.tenant, this.cursor.id) as unknown as [number, Uint8Array][];
     for (const [tenant, id] of rows) this.filter.add(Number(tenant), id);
@@ -200,30 +211,35 @@ export class StatementIds {
   }
 
   /**
-   * At the end of a write transaction: moves the recent ids into the middle level, and that into
-   * the large one, when idLevelsDue says; the ids moved into the large level join the filter.
-   * True when the large level grew.
+   * At the end of a write transaction: moves the recent ids into the middle level, that into the
+   * upper one, and that into the large one, each when idLevelsDue says; the ids moved into the
+   * upper level join the filter. True when the large level grew.
    */
   merge(): boolean {
-    const r = this.q('SELECT through, big_through, (SELECT max(seq) FROM statements) AS last FROM id_merge').get() as Row;
+    const r = this.q('SELECT through, upper_through, big_through, (SELECT max(seq) FROM statements) AS last FROM id_merge').get() as Row;
     const last = Number(r.last ?? 0);
     const due = idLevelsDue(Number(r.big_through));
     if (last - Number(r.through) < due.recent) return false;
-    this.q('INSERT INTO statement_ids_mid (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_new ORDER BY tenant, id').run();
-    this.q('DELETE FROM statement_ids_new').run();
-    if (last - Number(r.big_through) < due.middle) {
-      this.q('UPDATE id_merge SET through = ?').run(last);
-      return false;
-    }
+    this.move('statement_ids_new', 'statement_ids_mid');
+    this.q('UPDATE id_merge SET through = ?').run(last);
+    if (last - Number(r.upper_through) < due.middle) return false;
     if (this.filter) {
       const moved = this.q('SELECT tenant, id FROM statement_ids_mid');
       moved.setReturnArrays(true);
       for (const [tenant, id] of moved.iterate() as Iterable<[number, Uint8Array]>) this.filter.add(Number(tenant), id);
     }
-    this.q('INSERT INTO statement_ids (tenant, id, seq) SELECT tenant, id, seq FROM statement_ids_mid ORDER BY tenant, id').run();
-    this.q('DELETE FROM statement_ids_mid').run();
-    this.q('UPDATE id_merge SET through = ?, big_through = ?').run(last, last);
-    this.bigThrough = last;
+    this.move('statement_ids_mid', 'statement_ids_upper');
+    this.q('UPDATE id_merge SET upper_through = ?').run(last);
+    this.upperThrough = last;
+    if (last - Number(r.big_through) < due.upper) return false;
+    this.move('statement_ids_upper', 'statement_ids');
+    this.q('UPDATE id_merge SET big_through = ?').run(last);
     return true;
+  }
+
+  /** A level's ids into the next one, in key order (each page of the next one written once). */
+  private move(from: string, to: string): void {
+    this.q(`INSERT INTO ${to} (tenant, id, seq) SELECT tenant, id, seq FROM ${from} ORDER BY tenant, id`).run();
+    this.q(`DELETE FROM ${from}`).run();
   }
 }

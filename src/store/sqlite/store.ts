@@ -57,7 +57,7 @@ import * as reads from './readers.ts';
 import { BY_ID, readPage } from './readers.ts';
 import { describeSqlite, isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
 import { cacheSize, writerCacheMiB } from './migrations.ts';
-import { BY_RECENT_ID, StatementIds } from './ids.ts';
+import { BY_RECENT_ID, ID_LEVELS, StatementIds } from './ids.ts';
 
 export { type SqliteOptions, type StoreLog } from './connection.ts';
 
@@ -99,7 +99,7 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   /** The page cache follows the store's size (writerCacheMiB) unless LECTERN_SQLITE_CACHE_SIZE fixes it. */
   private readonly cacheFollowsSize: boolean;
-  /** The id levels: their merges, and the filter that spares most lookups the large one (./ids.ts). */
+  /** The id levels: their merges, and the filter that spares most lookups the two merged ones (./ids.ts). */
   private readonly ids = new StatementIds((sql) => this.q(sql));
   /** The next step of the id filter's build, between transactions. */
   private buildStep?: NodeJS.Immediate;
@@ -160,7 +160,7 @@ export class SqliteStore extends SqliteConnection implements Store {
     this.buildIdFilter();
   }
 
-  /** Reads the large id level into the filter a step at a time, each on a turn of the event loop of its own, once a write started it (StatementIds.check). */
+  /** Reads the merged id levels into the filter a step at a time, each on a turn of the event loop of its own, once a write started it (StatementIds.check). */
   private buildIdFilter(): void {
     if (this.buildStep || !this.ids.building) return;
     this.buildStep = setImmediate(() => {
@@ -298,7 +298,7 @@ export class SqliteStore extends SqliteConnection implements Store {
     const batch = requests.length === 1 ? requests[0].batch : requests.flatMap((r) => r.batch);
     for (const id of rowsToRead(batch)) {
       const bytes = uuidBytes(id);
-      const r = (this.ids.largeMayHave(tenant, bytes) ? byId : byRecentId).get(tenant, bytes) as Row | undefined;
+      const r = (this.ids.mergedMayHave(tenant, bytes) ? byId : byRecentId).get(tenant, bytes) as Row | undefined;
       if (r) known.set(id, { isVoiding: Number(r.is_voiding) !== 0, statement: JSON.parse(String(r.full)) as Statement });
     }
     // Statements stored earlier that target a new one: a voiding one may void it on arrival
@@ -530,7 +530,7 @@ export class SqliteStore extends SqliteConnection implements Store {
         for (const a of indexRows(statement).activities) activity.run(tid, seqBucket(seq), tid, a.id, seq);
         // Its forwarding if still queued, its attachment links, its violations, itself.
         for (const sql of FORGET_BY_SEQ_SQL) this.q(sql).run(seq);
-        for (const level of ['statement_ids_new', 'statement_ids_mid', 'statement_ids']) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, idBytes);
+        for (const level of ID_LEVELS) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, idBytes);
         erased.push(seq);
         statements++;
       }
