@@ -25,9 +25,10 @@ type Row = Record<string, unknown>;
  * level (more, the more it holds), and a merge rewrites the pages of the level it merges into
  * (on average half of them; all of the large one). These sizes keep the four costs about equal
  * (pages of ≈ 280 ids, groups of ≈ 200): recent = ∜(16,000,000 N), at least 4,096 (up to 17.6M
- * statements); middle = recent² / 200 (84,000); upper = recent × middle / 200 (1.7M). At 10M ≈ 1 KB
- * written per statement, where three levels rewrote the large one every 430,000 statements
- * (≈ 2 KB; docs/performance.md, "Batch ingest").
+ * statements); middle = recent² / 200 (84,000); upper = recent × middle / 200 (1.7M). With three
+ * levels the large one was rewritten every 430,000 statements at 10M: a load from empty to 10M
+ * wrote 24 KiB per statement over its tenth million and kept 77–86 % of its first million's rate;
+ * with four, 21 KiB and 96 % (docs/performance.md, "Ten million statements").
  */
 export function idLevelsDue(merged: number): { recent: number; middle: number; upper: number } {
   const recent = Math.max(4096, Math.round(Math.sqrt(Math.sqrt(16e6 * merged))));
