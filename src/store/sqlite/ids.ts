@@ -28,7 +28,7 @@ type Row = Record<string, unknown>;
  * statements); middle = recent² / 200 (84,000); upper = recent × middle / 200 (1.7M). With three
  * levels the large one was rewritten every 430,000 statements at 10M: a load from empty to 10M
  * wrote 24 KiB per statement over its tenth million and kept 77–86 % of its first million's rate;
- * with four, 21 KiB and 96 % (docs/performance.md, "Ten million statements").
+ * with four, 21 KiB and 82–96 % in three loads (docs/performance.md, "Ten million statements").
  */
 export function idLevelsDue(merged: number): { recent: number; middle: number; upper: number } {
   const recent = Math.max(4096, Math.round(Math.sqrt(Math.sqrt(16e6 * merged))));
