@@ -20,6 +20,21 @@ const VOIDED = 'http://adlnet.gov/expapi/verbs/voided';
 const RARE = 'http://example.com/verbs/rare';
 const agent = (name: string) => ({ objectType: 'Agent', name, mbox: `mailto:${name}@example.com` });
 
+/** Runs f on the test server's SQLite file, opened apart from the server. */
+function onFile<T>(t: TestLrs, f: (db: DatabaseSync) => T): T {
+  const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
+  try {
+    return f(db);
+  } finally {
+    db.close();
+  }
+}
+/** Which levels hold a statement id. */
+const levelsOf = (t: TestLrs, sid: string): string[] =>
+  onFile(t, (db) => ID_LEVELS.filter((table) => db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(Buffer.from(sid.replaceAll('-', ''), 'hex'))));
+/** The seq the next statement takes: jumping it makes the merges it passes due. */
+const nextSeq = (t: TestLrs, seq: number) => onFile(t, (db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(seq - 1));
+
 for (const backend of [sqliteBackend, sqliteThreadBackend]) {
   describe(`SQLite statement ids in four levels [${backend.name}]`, () => {
     let t: TestLrs;
@@ -29,18 +44,8 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     const first = idLevelsDue(0).upper + 1;
     const due = idLevelsDue(first);
 
-    const file = <T>(f: (db: DatabaseSync) => T): T => {
-      const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
-      try {
-        return f(db);
-      } finally {
-        db.close();
-      }
-    };
-    const level = (sid: string): string[] =>
-      file((db) =>
-        ID_LEVELS.filter((table) => db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(Buffer.from(sid.replaceAll('-', ''), 'hex'))),
-      );
+    const file = <T>(f: (db: DatabaseSync) => T): T => onFile(t, f);
+    const level = (sid: string) => levelsOf(t, sid);
     const put = (sid: string, body: Record<string, unknown>) => t.fetch(`/xAPI/statements?statementId=${sid}`, jsonInit('PUT', body));
     const store = async (sid: string, overrides: Record<string, unknown> = {}) => {
       const body = statement({ id: sid, actor: agent('ann'), ...overrides });
@@ -57,16 +62,15 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
       await store(id.c);
       // The next statement's seq is past every threshold (no merge yet: 0), so its transaction
       // ends with the three merges.
-      const nextSeq = (seq: number) => file((db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(seq - 1));
-      nextSeq(first);
+      nextSeq(t, first);
       await store(id.d);
       await store(id.e);
       // Past the middle threshold: the recent ids go down two levels.
-      nextSeq(first + due.middle);
+      nextSeq(t, first + due.middle);
       await store(id.f);
       await store(id.g);
       // Past the recent threshold only: they go to the middle level.
-      nextSeq(first + due.middle + due.recent);
+      nextSeq(t, first + due.middle + due.recent);
       await store(id.h);
       await store(id.i);
     });
@@ -126,11 +130,6 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     let two: TestLrs;
     const bodies = new Map<string, Record<string, unknown>>();
     const id = { a: randomUUID(), b: randomUUID(), c: randomUUID() };
-    const nextSeq = (seq: number) => {
-      const db = new DatabaseSync(one.env.LECTERN_SQLITE_PATH);
-      db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(seq - 1);
-      db.close();
-    };
     const store = async (t: TestLrs, sid: string) => {
       const body = statement({ id: sid, actor: agent('ann') });
       bodies.set(sid, body);
@@ -145,11 +144,11 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
       await store(one, id.a);
       // a merged into the large level by the first server (its filter takes it at the merge into the upper one).
       const first = idLevelsDue(0).upper + 1;
-      nextSeq(first);
+      nextSeq(one, first);
       await store(one, id.b);
       two = await startTestLrs(backend, { shareWith: one });
       // The second server's first write starts its filter; c is merged down to the large level by it.
-      nextSeq(first + idLevelsDue(first).upper + 1);
+      nextSeq(one, first + idLevelsDue(first).upper + 1);
       await store(two, id.c);
     });
     after(async () => {
@@ -221,16 +220,8 @@ describe('SQLite migration 19: a store of three id levels gets the upper one', (
     try {
       const id = { a: randomUUID(), b: randomUUID(), c: randomUUID(), d: randomUUID(), e: randomUUID(), f: randomUUID() };
       const bodies = new Map<string, Record<string, unknown>>();
-      const file = <T>(f: (db: DatabaseSync) => T): T => {
-        const db = new DatabaseSync(t.env.LECTERN_SQLITE_PATH);
-        try {
-          return f(db);
-        } finally {
-          db.close();
-        }
-      };
-      const nextSeq = (seq: number) => file((db) => db.prepare("UPDATE sqlite_sequence SET seq = ? WHERE name = 'statements'").run(seq - 1));
-      const level = (sid: string) => file((db) => ID_LEVELS.filter((table) => db.prepare(`SELECT 1 FROM ${table} WHERE id = ?`).get(Buffer.from(sid.replaceAll('-', ''), 'hex'))));
+      const file = <T>(f: (db: DatabaseSync) => T): T => onFile(t, f);
+      const level = (sid: string) => levelsOf(t, sid);
       const store = async (sid: string) => {
         const body = statement({ id: sid, actor: agent('ann') });
         bodies.set(sid, body);
@@ -239,10 +230,10 @@ describe('SQLite migration 19: a store of three id levels gets the upper one', (
       const first = idLevelsDue(0).upper + 1;
       const due = idLevelsDue(first);
       await store(id.a);
-      nextSeq(first);
+      nextSeq(t, first);
       await store(id.b); // a, b: large
       await store(id.c);
-      nextSeq(first + due.middle);
+      nextSeq(t, first + due.middle);
       await store(id.d); // c, d: upper
       await store(id.e); // recent
       // Back to migration 18's layout: what the upper level holds was the middle level's.
@@ -268,7 +259,7 @@ describe('SQLite migration 19: a store of three id levels gets the upper one', (
       };
       await found();
       // The next merge that is due takes the middle level (its old ids with the new) into the upper one.
-      nextSeq(first + due.middle + due.recent);
+      nextSeq(t, first + due.middle + due.recent);
       await store(id.f);
       for (const sid of [id.c, id.d, id.e, id.f]) assert.deepEqual(level(sid), ['statement_ids_upper'], sid);
       assert.deepEqual(level(id.a), ['statement_ids']);
