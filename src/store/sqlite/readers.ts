@@ -40,10 +40,10 @@ import { cacheSize } from './migrations.ts';
 
 type Row = Record<string, unknown>;
 
-/** What a page read needs of a connection: its prepared statements and the tenants' ids. */
 /** A statement's row by (tenant, id), through every level of the id index (./ids.ts). */
 export const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
 
+/** What a page read needs of a connection: its prepared statements and the tenants' ids. */
 export interface PageSource {
   q(sql: string): StatementSync;
   tenantId(name: string): number | undefined;
