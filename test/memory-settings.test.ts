@@ -10,9 +10,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
-import { createDatabase, dropDatabase, postgresSkipped } from '../helpers/postgres.ts';
+import { createDatabase, dropDatabase, postgresSkipped } from './helpers/postgres.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'lectern-memory-settings-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
