@@ -103,6 +103,13 @@ describe('lectern auth', () => {
     assert.equal(existsSync(file()), false);
   });
 
+  test("opens no store, so the store's settings do not stop it: read replicas set for a backend chosen on runserver's command line", () => {
+    // An operator's environment: the unit file runs `lectern runserver --backend postgres`.
+    const r = lectern(['auth', '-u', 'ops', '-p', 's3cret', '-s', 'all', '-M', 'mailto:ops@example.com'], { ...env(), LECTERN_POSTGRES_READ_URLS: 'postgres://lectern@standby.example.com/lectern' });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).username, 'ops');
+  });
+
   test('-w creates the file and its folder; a second user is appended; the same user is updated', () => {
     let r = lectern(['auth', '--username', 'jane', '--password', 's3cret', '--scope', 'all', '--agent-mbox', 'mailto:jane@example.com', '-w'], env());
     assert.equal(r.code, 0, r.stderr);
@@ -229,6 +236,7 @@ describe('lectern runserver', () => {
       [[], { LECTERN_RUNSERVER_BACKEND: 'nope' }, /LECTERN_RUNSERVER_BACKEND/],
       [['-p', '0'], { LECTERN_AUTH_CACHE_TTL: '-1' }, /LECTERN_AUTH_CACHE_TTL/],
       [['-p', '0'], { LECTERN_SQLITE_PATH: '/etc/hostname/lrs.sqlite' }, /LECTERN_SQLITE_PATH/],
+      [['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:', LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' }, /LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres/],
     ];
     for (const [args, env, message] of cases) {
       const r = lectern(['runserver', ...args], env);

@@ -197,6 +197,23 @@ describe('command-line monitoring', () => {
     assertNoSecret();
   });
 
+  test("read replicas in the environment and the backend on the command (as on runserver's in a unit file): the command is monitored", async () => {
+    ingest.reset();
+    const closed = 'postgres://lectern@127.0.0.1:1/lectern';
+    const r = await lectern(['export', '--backend', 'postgres', '-o', join(dir, 'never.ndjson')], {
+      LECTERN_POSTGRES_URL: closed,
+      LECTERN_POSTGRES_READ_URLS: closed,
+      LECTERN_POSTGRES_CONNECT_RETRIES: '0',
+      LECTERN_MONITORING_DSN: ingest.dsn,
+    });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /cannot reach PostgreSQL/);
+    const events = ingest.items('event') as { exception: { values: { value: string }[] } }[];
+    assert.equal(events.length, 1);
+    assert.match(events[0].exception.values.at(-1)!.value, /cannot reach PostgreSQL/);
+    assert.deepEqual(ingest.transactions(), ['lectern export']);
+  });
+
   test('with LECTERN_MONITORING_CLI_TRACES_SAMPLE_RATE=0 a successful command sends nothing', async () => {
     ingest.reset();
     const r = await lectern(['auth', '-u', 'y', '-p', USER.password, '-s', 'all', '-M', 'mailto:y@example.com'], {

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { spawn } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -108,6 +108,38 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
       assert.match(r.out(), /retrying in 10 ms, attempt 2 of 3; giving up in about 1 s/);
       assert.match(r.out(), /"leftMs":30\b/);
       assert.match(r.out(), /"leftMs":20\b/);
+    }
+  });
+
+  test("read replicas in the environment, the backend on runserver's command line (a unit file's `runserver --backend postgres`): it serves; auth needs no backend; export takes its own --backend, and without one says both ways", async () => {
+    const url = await createDatabase();
+    // The "replica" is the primary itself: never read from (it is not a standby), enough for the settings.
+    const env = { LECTERN_POSTGRES_URL: url, LECTERN_POSTGRES_READ_URLS: url, LECTERN_AUTH_FILE: authFile, LECTERN_POSTGRES_POOL_SIZE: '2', LECTERN_SQLITE_PATH: join(dir, 'never.sqlite') };
+    const srv = await spawnRunserver({ args: ['--port', '0', '--backend', 'postgres'], env, cwd: dir });
+    try {
+      const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
+      const posted = await fetch(`${srv.url}/xAPI/statements`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ actor: { mbox: 'mailto:a@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/o' } }),
+      });
+      assert.equal(posted.status, 200);
+      const [id] = (await posted.json()) as string[];
+      const auth = lectern(['auth', '-u', 'ops', '-p', 'pw', '-s', 'all', '-M', 'mailto:ops@example.com'], env);
+      assert.equal(await auth.exited, 0, auth.err());
+      assert.equal(JSON.parse(auth.out()).username, 'ops');
+      const file = join(dir, 'replicas-export.ndjson');
+      const exported = lectern(['export', '--backend', 'postgres', '-o', file], env);
+      assert.equal(await exported.exited, 0, exported.err());
+      assert.deepEqual(readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id), [id]);
+      const refused = lectern(['export', '-o', join(dir, 'refused.ndjson')], env);
+      assert.equal(await refused.exited, 2);
+      assert.equal(refused.err().trim().split('\n').length, 1, refused.err());
+      assert.match(refused.err(), /LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres/);
+      assert.ok(!existsSync(join(dir, 'never.sqlite')), 'no SQLite file made');
+    } finally {
+      await srv.stop();
+      await dropDatabase(url);
     }
   });
 
