@@ -1,7 +1,7 @@
 /**
  * Processes the benchmark drives: Lectern itself (the built CLI, `lectern runserver`, as a child
  * process), the bare HTTP baseline, the load generator (bench/load.ts) and the raw-database
- * baselines, plus a throwaway PostgreSQL cluster (bench/postgres-cluster.ts) and the server's RSS.
+ * baselines, plus a throwaway PostgreSQL cluster (scripts/postgres-cluster.ts) and the server's RSS.
  */
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statfsSync, writeFileSync } from 'node:fs';
@@ -10,7 +10,7 @@ import { totalmem } from 'node:os';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
 import pg from 'pg';
-import { startCluster, type PgCluster } from './postgres-cluster.ts';
+import { startCluster, type PgCluster } from '../scripts/postgres-cluster.ts';
 import type { Job, LoadResult } from './load.ts';
 import { statement, statementId, VERB } from './generate.ts';
 import { randomUUID } from 'node:crypto';
@@ -332,7 +332,7 @@ export function startBareHttp(seed: number, o: { nodeFlags?: string[]; env?: Rec
 }
 
 /**
- * A throwaway PostgreSQL cluster (bench/postgres-cluster.ts, shared with the tests) with durable settings: fsync and full WAL on,
+ * A throwaway PostgreSQL cluster (scripts/postgres-cluster.ts, shared with the tests) with durable settings: fsync and full WAL on,
  * as a production server would run; a larger buffer cache and WAL so a 1M load is not a
  * checkpoint storm.
  */

@@ -18,7 +18,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
-import type { PgCluster } from './postgres-cluster.ts';
+import type { PgCluster } from '../scripts/postgres-cluster.ts';
 import { queryFilters } from './generate.ts';
 import type { Job } from './load.ts';
 import { type BackendName, machine, pgQuery, runLoad, type Server, startBareHttp, startLectern, startPostgres } from './harness.ts';

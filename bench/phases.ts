@@ -32,7 +32,7 @@ import {
   storedOf,
   tenantUser,
 } from './harness.ts';
-import { type PgCluster, startStandby } from './postgres-cluster.ts';
+import { type PgCluster, startStandby } from '../scripts/postgres-cluster.ts';
 
 /** Statements the phases write come from ranges of the stream the loaded store never holds (a kept store stays reusable up to its prune). */
 const REPLICA_INGEST_FROM = SINGLES_FROM + 200_000_000;

@@ -38,7 +38,7 @@ import { tmpdir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { DatabaseSync } from 'node:sqlite';
-import { openCluster, type PgCluster } from './postgres-cluster.ts';
+import { openCluster, type PgCluster } from '../scripts/postgres-cluster.ts';
 import { averageSize, queryFilters, streamMentions, VERB } from './generate.ts';
 import { EXTRA_ENTRIES } from './extras.ts';
 import {

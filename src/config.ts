@@ -532,13 +532,22 @@ export function loadConfig(
   if (config.maxBodiesInFlightPerUser !== undefined && config.maxBodiesInFlightPerUser < config.maxRequestSize) {
     throw new ConfigError(`LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER (${config.maxBodiesInFlightPerUser}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`);
   }
-  if (config.postgresReadUrls.length && config.backend !== 'postgres') {
-    throw new ConfigError('LECTERN_POSTGRES_READ_URLS needs LECTERN_RUNSERVER_BACKEND=postgres (read replicas are PostgreSQL standbys)');
-  }
   if (authBackends(config).includes('oidc') && !config.oidcIssuerUri) {
     throw new ConfigError('LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI is required when the oidc authentication backend is enabled');
   }
   return config;
+}
+
+/**
+ * The rules between the store's settings, checked where the store is opened (src/ops/open-store.ts),
+ * not by loadConfig: a command that opens none (`lectern auth`, monitoring's set-up) reads an
+ * environment written for the server, whose backend may be chosen on runserver's command line
+ * (`--backend postgres` in a unit file), not in the environment.
+ */
+export function checkStoreSettings(config: Pick<Config, 'backend' | 'postgresReadUrls'>): void {
+  if (config.postgresReadUrls.length && config.backend !== 'postgres') {
+    throw new ConfigError('LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres (read replicas are PostgreSQL standbys)');
+  }
 }
 
 /** Whether SQLite writes run on a thread of their own (one in-memory database cannot be shared by two threads' connections). */

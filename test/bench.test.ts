@@ -17,7 +17,7 @@ import { paramsOf, postgresPlans, sqlitePlans } from '../bench/plans.ts';
 import { pgQuery } from '../bench/harness.ts';
 import { growthTable, type QueryFigure } from '../bench/report.ts';
 import { latencyOf } from '../bench/load.ts';
-import { openCluster, postgresSkipped, startCluster } from '../bench/postgres-cluster.ts';
+import { openCluster, postgresSkipped, startCluster } from '../scripts/postgres-cluster.ts';
 import { BACKENDS, jsonInit, startTestLrs } from './helpers/lrs.ts';
 import { validateStatements } from '../src/xapi/validate.ts';
 
@@ -73,12 +73,12 @@ test('every benchmark query filter matches statements among the first 2,000', ()
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
 const BENCH = join(ROOT, 'bench');
 
-/** bench/'s source files and the relative modules each imports (static and dynamic). */
-function benchImports(): Map<string, string[]> {
+/** The source files under `dir` (bench/ by default) and the relative modules each imports (static and dynamic). */
+function benchImports(dir = BENCH): Map<string, string[]> {
   const graph = new Map<string, string[]>();
-  const files = readdirSync(BENCH, { recursive: true, encoding: 'utf8' }).filter((f) => /\.(ts|js)$/.test(f) && !f.startsWith('results'));
+  const files = readdirSync(dir, { recursive: true, encoding: 'utf8' }).filter((f) => /\.(ts|js)$/.test(f) && !f.startsWith('results'));
   for (const f of files) {
-    const file = join(BENCH, f);
+    const file = join(dir, f);
     const specs = [...readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]);
     graph.set(relative(ROOT, file), specs.map((spec) => relative(ROOT, resolve(dirname(file), spec))));
   }
@@ -140,6 +140,19 @@ test('bench/ imports nothing from test/ and has no import cycles', () => {
     state.set(file, 'done');
   };
   for (const file of graph.keys()) visit(file, []);
+});
+
+test('the cluster and scripts shared by bench/ and test/ import neither; the test helpers import nothing from bench/', () => {
+  const scripts = benchImports(join(ROOT, 'scripts'));
+  assert.ok(scripts.has('scripts/postgres-cluster.ts'));
+  for (const [file, deps] of scripts) {
+    for (const dep of deps) assert.ok(!/^(bench|test)\//.test(dep), `${file} imports ${dep}`);
+  }
+  const helpers = benchImports(join(ROOT, 'test', 'helpers'));
+  assert.ok(helpers.has('test/helpers/postgres.ts'));
+  for (const [file, deps] of helpers) {
+    for (const dep of deps) assert.ok(!dep.startsWith('bench/'), `${file} imports ${dep}`);
+  }
 });
 
 test('bench results are git-ignored and none is tracked', (t) => {

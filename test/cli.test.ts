@@ -1,6 +1,6 @@
 /** The `lectern` command line, run as a user would: the built CLI under plain node. */
 import assert from 'node:assert/strict';
-import { spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { createServer, request } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -10,6 +10,7 @@ import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
 import { eventually } from './helpers/receiver.ts';
+import { spawnRunserver } from './helpers/runserver.ts';
 
 const CLI = fileURLToPath(new URL('../dist/cli/main.js', import.meta.url));
 let dir: string;
@@ -21,30 +22,7 @@ function lectern(args: string[], env: Record<string, string> = {}) {
 }
 
 /** `lectern runserver` in `cwd` until `stop()`; resolves once it listens (rejects with its output if it exits). */
-async function serve(args: string[], env: Record<string, string>, cwd = dir) {
-  const child = spawn(process.execPath, [CLI, 'runserver', ...args], { cwd, env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"url":"(http:[^"]+)"/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    exited.then((code) => reject(new Error(`exited ${code}: ${out}`)));
-  });
-  return {
-    url,
-    output: () => out,
-    stop: async () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
-    signal: (signal: NodeJS.Signals) => child.kill(signal),
-    exited,
-  };
-}
+const serve = (args: string[], env: Record<string, string>, cwd = dir) => spawnRunserver({ args, env, cwd });
 
 before(() => {
   assert.ok(existsSync(CLI), 'build first: npm run build');
@@ -123,6 +101,13 @@ describe('lectern auth', () => {
     assert.ok(bcrypt.compareSync('s3cret', entry.hash));
     assert.deepEqual(entry.agent, { objectType: 'Agent', mbox: 'mailto:jane@example.com' });
     assert.equal(existsSync(file()), false);
+  });
+
+  test("opens no store, so the store's settings do not stop it: read replicas set for a backend chosen on runserver's command line", () => {
+    // An operator's environment: the unit file runs `lectern runserver --backend postgres`.
+    const r = lectern(['auth', '-u', 'ops', '-p', 's3cret', '-s', 'all', '-M', 'mailto:ops@example.com'], { ...env(), LECTERN_POSTGRES_READ_URLS: 'postgres://lectern@standby.example.com/lectern' });
+    assert.equal(r.code, 0, r.stderr);
+    assert.equal(JSON.parse(r.stdout).username, 'ops');
   });
 
   test('-w creates the file and its folder; a second user is appended; the same user is updated', () => {
@@ -251,6 +236,7 @@ describe('lectern runserver', () => {
       [[], { LECTERN_RUNSERVER_BACKEND: 'nope' }, /LECTERN_RUNSERVER_BACKEND/],
       [['-p', '0'], { LECTERN_AUTH_CACHE_TTL: '-1' }, /LECTERN_AUTH_CACHE_TTL/],
       [['-p', '0'], { LECTERN_SQLITE_PATH: '/etc/hostname/lrs.sqlite' }, /LECTERN_SQLITE_PATH/],
+      [['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:', LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' }, /LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres/],
     ];
     for (const [args, env, message] of cases) {
       const r = lectern(['runserver', ...args], env);
@@ -402,22 +388,11 @@ describe('lectern runserver', () => {
     const db = join(dir, 'data', 'lrs.sqlite');
     const authFile = join(dir, 'srv-auth.json');
     writeFileSync(authFile, JSON.stringify([{ username: 'u', hash: bcrypt.hashSync('p', 4), scopes: ['all'], agent: { mbox: 'mailto:u@example.com' } }]));
-    const env = { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: db, LECTERN_AUTH_FILE: authFile };
-    const start = async () => {
-      const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], { cwd: dir, env, stdio: ['ignore', 'pipe', 'pipe'] });
-      let out = '';
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          const m = /"url":"(http:[^"]+)"/.exec(out);
-          if (m) resolve(m[1]);
-        });
-        child.on('exit', (code) => reject(new Error(`exited ${code}: ${out}`)));
-      });
-      return { child, url };
-    };
+    const env = { LECTERN_SQLITE_PATH: db, LECTERN_AUTH_FILE: authFile };
+    const start = () => spawnRunserver({ args: ['--port', '0'], env, cwd: dir });
     const auth = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3' };
-    let { child, url } = await start();
+    let server = await start();
+    let { url } = server;
     assert.ok(existsSync(db), 'the database file is created on first start');
     const res = await fetch(`${url}/xAPI/statements`, {
       method: 'POST',
@@ -426,10 +401,8 @@ describe('lectern runserver', () => {
     });
     assert.equal(res.status, 200);
     const [id] = await res.json();
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0);
-    ({ child, url } = await start());
+    assert.equal(await server.stop(), 0);
+    ({ url } = server = await start());
     try {
       const again = await fetch(`${url}/xAPI/statements?statementId=${id}`, { headers: auth });
       assert.equal(again.status, 200);
@@ -445,20 +418,19 @@ describe('lectern runserver', () => {
         req.on('error', reject);
         req.write(body.slice(0, 20));
         setTimeout(() => {
-          child.kill('SIGTERM');
+          server.signal('SIGTERM');
           setTimeout(() => req.end(body.slice(20)), 300);
         }, 200);
       });
       const done = await answer;
       assert.equal(done.status, 200, done.text);
       const [lateId] = JSON.parse(done.text);
-      const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+      const code = await server.exited;
       assert.equal(code, 0);
-      ({ child, url } = await start());
+      ({ url } = server = await start());
       assert.equal((await fetch(`${url}/xAPI/statements?statementId=${lateId}`, { headers: auth })).status, 200);
     } finally {
-      child.kill('SIGINT');
-      await new Promise((r) => child.on('exit', r));
+      await server.stop('SIGINT');
     }
   });
 });

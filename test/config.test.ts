@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { bodiesInFlight, ConfigError, environment, loadConfig, SETTINGS } from '../src/config.ts';
+import { bodiesInFlight, checkStoreSettings, ConfigError, environment, loadConfig, SETTINGS } from '../src/config.ts';
 
 test('defaults', () => {
   const c = loadConfig({});
@@ -69,5 +69,9 @@ test('LECTERN_POSTGRES_READ_URLS: a comma list of postgres URLs, the bad one nam
   );
   assert.throws(() => loadConfig({ ...pg, LECTERN_POSTGRES_READ_URLS: 'postgres://u:hunter2@r1' }), (e: Error) => /must name a database/.test(e.message) && !e.message.includes('hunter2'));
   assert.throws(() => loadConfig({ ...pg, LECTERN_POSTGRES_REPLICA_MAX_LAG: '-1' }), /LECTERN_POSTGRES_REPLICA_MAX_LAG/);
-  assert.throws(() => loadConfig({ LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' }), /LECTERN_POSTGRES_READ_URLS needs LECTERN_RUNSERVER_BACKEND=postgres/);
+  // A rule of the store's, checked where a store opens: a command that opens none reads the server's environment unrefused.
+  const replicasOnSqlite = loadConfig({ LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' });
+  assert.throws(() => checkStoreSettings(replicasOnSqlite), /LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres/);
+  checkStoreSettings(two);
+  checkStoreSettings(loadConfig({ LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' }, { backend: { value: 'postgres', source: '--backend' } }));
 });

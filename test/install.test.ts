@@ -11,6 +11,7 @@ import { homedir, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
+import { spawnRunserver } from './helpers/runserver.ts';
 
 const ROOT = fileURLToPath(new URL('..', import.meta.url));
 const SYSTEM_PATH = '/usr/bin:/bin';
@@ -68,27 +69,27 @@ describe('the packed package, with the system Node', () => {
     mkdirSync(work);
     // `lectern` found on PATH, run by the `#!/usr/bin/env node` of its bin: the system Node.
     // In a process group of its own, stopped as systemd stops a unit: SIGTERM to every process.
-    const child = spawn('lectern', ['runserver', '-p', '0'], { cwd: work, env: { PATH: `${join(prefix, 'bin')}:${SYSTEM_PATH}`, HOME: dir }, stdio: ['ignore', 'pipe', 'pipe'], detached: true });
-    let out = '';
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+    const server = await spawnRunserver({
+      command: (argv) => ['lectern', ...argv.slice(2)],
+      args: ['-p', '0'],
+      cwd: work,
+      env: { PATH: `${join(prefix, 'bin')}:${SYSTEM_PATH}`, HOME: dir },
+      group: true,
+    }).catch((err: Error) => {
+      throw new Error(`under ${systemNode()}: ${err.message}`);
+    });
     try {
-      const url = await new Promise<string>((resolve, reject) => {
-        child.stdout.on('data', (d: Buffer) => {
-          out += d.toString();
-          const m = /"url":"(http:[^"]+)"/.exec(out);
-          if (m) resolve(m[1]);
-        });
-        child.on('exit', (code) => reject(new Error(`lectern runserver exited ${code} under ${systemNode()}: ${out}`)));
-      });
+      const { url } = server;
       const res = await fetch(`${url}/xAPI/about`);
       assert.equal(res.status, 200);
       assert.ok(((await res.json()) as { version: string[] }).version.includes('1.0.3'));
       assert.equal((await fetch(`${url}/xAPI/statements`)).status, 401, 'no user yet');
     } finally {
-      process.kill(-child.pid!, 'SIGTERM');
+      server.signal('SIGTERM');
     }
-    assert.equal(await exited, 0, out);
+    const code = await server.exited;
+    const out = server.output();
+    assert.equal(code, 0, out);
     assert.match(out, /"msg":"stopped"/, 'a graceful stop');
   });
 

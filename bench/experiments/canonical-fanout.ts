@@ -16,7 +16,7 @@ import bcrypt from 'bcrypt';
 import { startLrs } from '../../src/app.ts';
 import { loadConfig } from '../../src/config.ts';
 import { createLogger } from '../../src/log.ts';
-import { type PgCluster, startCluster } from '../postgres-cluster.ts';
+import { type PgCluster, startCluster } from '../../scripts/postgres-cluster.ts';
 
 const BACKENDS = ['sqlite', 'sqlite-threads', 'postgres'];
 const [name = 'sqlite', n = '10', per = '50000'] = process.argv.slice(2);

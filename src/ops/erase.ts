@@ -5,15 +5,15 @@
  * a pseudonymization key, their replacement by a keyed pseudonym everywhere, the statements kept.
  * Interruptible between batches: what is done stays done, and a re-run finishes the rest.
  */
+import { createHash } from 'node:crypto';
 import { appendFileSync } from 'node:fs';
-import type { DocumentKey, Store, StatementRewrite, StoredRow } from '../store/types.ts';
+import type { DocumentKey, KeptRejection, RejectionStore, Store, StatementRewrite, StoredRow } from '../store/types.ts';
 import { actorFromKey, actorKeys, ifiKey } from '../xapi/agents.ts';
 import { mentionsPerson, personKey, pseudonymFor, pseudonymizeStatement } from '../xapi/erasure.ts';
 import { indexRows } from '../xapi/statement.ts';
-import type { Actor, Statement } from '../xapi/types.ts';
+import type { Actor, Agent, Statement } from '../xapi/types.ts';
 import { statementRules } from '../xapi/versions.ts';
 import type { OnProgress } from './progress.ts';
-import { eraseRejectionsOf } from './rejections.ts';
 
 const PAGE = 1000;
 const CHUNK = 500;
@@ -106,6 +106,78 @@ async function removableAttachments(store: Store, tenant: string, declaring: Dec
     if (gone.length) n += (await store.attachmentSizes(tenant, gone)).size;
   }
   return n;
+}
+
+/**
+ * What names a person in a kept body: `texts`, lists whose strings must all appear (an account:
+ * its home page and name), lower-cased, an mbox's SHA-1 among them (a body may carry it as
+ * `mbox_sha1sum`); `sha1`, the person's `mbox_sha1sum`, which a body may carry as the plain mbox
+ * it is the hash of (xAPI: the SHA-1 of the mailto IRI).
+ */
+interface Needles {
+  texts: string[][];
+  sha1: Set<string>;
+}
+
+const sha1Hex = (text: string): string => createHash('sha1').update(text).digest('hex');
+
+/** An mbox as written and with personKey's case rules (scheme and domain lower-cased): one person either way. */
+const mboxForms = (mbox: string): string[] => [...new Set([mbox, personKey({ mbox })!.slice('mbox:'.length)])];
+
+function needlesOf(person: Actor): Needles {
+  const p = person as Agent;
+  const texts: string[][] = [];
+  const sha1 = new Set<string>();
+  if (p.mbox) texts.push([p.mbox.toLowerCase()], ...mboxForms(p.mbox).map((form) => [sha1Hex(form)]));
+  if (p.mbox_sha1sum) {
+    texts.push([p.mbox_sha1sum.toLowerCase()]);
+    sha1.add(p.mbox_sha1sum.toLowerCase());
+  }
+  if (p.openid) texts.push([p.openid.toLowerCase()]);
+  if (p.account) texts.push([p.account.homePage.toLowerCase(), p.account.name.toLowerCase()]);
+  return { texts, sha1 };
+}
+
+/** A mailto IRI in JSON or other text: up to a character an unquoted address cannot hold. */
+const MAILTO = /mailto:[^\s"'<>\\,;()[\]{}]+/gi;
+
+/**
+ * Whether a rejection's body or parameters name the person (its text, and its JSON re-serialised
+ * without escapes): one of their identifiers, or an mbox whose SHA-1 is theirs (the body's own
+ * case kept for the hash).
+ */
+function mentions(r: KeptRejection, needles: Needles): boolean {
+  const body = r.body?.toString('utf8') ?? '';
+  let parsed = '';
+  try {
+    parsed = JSON.stringify(JSON.parse(body));
+  } catch {
+    // A cut or non-JSON body: its text is searched as it is.
+  }
+  const text = `${body}\n${parsed}\n${JSON.stringify(r.query)}\n${Object.values(r.query).join('\n')}`;
+  const hay = text.toLowerCase();
+  if (needles.texts.some((all) => all.every((n) => hay.includes(n)))) return true;
+  for (const [mbox] of needles.sha1.size ? text.matchAll(MAILTO) : []) {
+    if (mboxForms(mbox).some((form) => needles.sha1.has(sha1Hex(form)))) return true;
+  }
+  return false;
+}
+
+/**
+ * Removes (or, dry, counts) the kept rejections (src/ops/rejections.ts) of a store whose body or
+ * parameters mention the person: they hold learners' data too. Returns how many.
+ */
+async function eraseRejectionsOf(store: RejectionStore, tenant: string, person: Actor, dryRun: boolean): Promise<number> {
+  const needles = needlesOf(person);
+  if (!needles.texts.length) return 0;
+  const found: string[] = [];
+  for (let afterId: string | undefined; ; ) {
+    const page = await store.listRejections({ tenant, afterId, limit: 500 });
+    for (const r of page) if (mentions(r, needles)) found.push(r.id);
+    if (page.length < 500) break;
+    afterId = page[page.length - 1].id;
+  }
+  return dryRun || !found.length ? found.length : store.deleteRejections(found);
 }
 
 export async function erasePerson(store: Store, req: ErasureRequest): Promise<Erasure> {

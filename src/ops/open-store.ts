@@ -1,13 +1,14 @@
 /** The configured store: LECTERN_* settings (src/config.ts) mapped to the backend's options. */
 import type { Clock } from '../clock.ts';
-import { type Config, sqliteWriterThread } from '../config.ts';
+import { checkStoreSettings, type Config, sqliteWriterThread } from '../config.ts';
 import { activeTargets } from '../forwarding/config.ts';
 import type { Logger } from '../log.ts';
 import { openStore, type Store } from '../store/index.ts';
 import { StoreUnreachableError } from '../store/types.ts';
 
 /** `clock`: what an in-process SQLite store reads `stored` from (not the writer thread's: it runs on its own). */
-export function openConfiguredStore(config: Config, logger?: Logger, clock?: Clock): Promise<Store> {
+export async function openConfiguredStore(config: Config, logger?: Logger, clock?: Clock): Promise<Store> {
+  checkStoreSettings(config);
   const forwardTargets = activeTargets(config.xapiForwardings);
   if (config.backend === 'postgres') {
     return openStore({

@@ -21,7 +21,7 @@ import { statementParts } from '../xapi/attachments.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import { parseMultipartMixed } from '../xapi/multipart.ts';
 import { parseParams } from '../xapi/params.ts';
-import type { Actor, Agent } from '../xapi/types.ts';
+import type { Agent } from '../xapi/types.ts';
 import { negotiate, type XapiVersion } from '../xapi/versions.ts';
 import { type DocumentLimits, writeDocument } from './documents.ts';
 import { OpsError } from './errors.ts';
@@ -398,47 +398,4 @@ async function replayOne(store: Store, r: KeptRejection, req: ReplayRequest, clo
   }
   await store.deleteRejections([r.id]);
   return { id: r.id, outcome: 'stored' };
-}
-
-// ----- erasure ---------------------------------------------------------------------------------
-
-/** The texts that name a person: each inner list must all appear (an account: its home page and name). */
-function needlesOf(person: Actor): string[][] {
-  const p = person as Agent;
-  const out: string[][] = [];
-  if (p.mbox) out.push([p.mbox.toLowerCase()]);
-  if (p.mbox_sha1sum) out.push([p.mbox_sha1sum.toLowerCase()]);
-  if (p.openid) out.push([p.openid.toLowerCase()]);
-  if (p.account) out.push([p.account.homePage.toLowerCase(), p.account.name.toLowerCase()]);
-  return out;
-}
-
-/** Whether a rejection's body or parameters name the person (its text, and its JSON re-serialised without escapes). */
-function mentions(r: KeptRejection, needles: string[][]): boolean {
-  const body = r.body?.toString('utf8') ?? '';
-  let parsed = '';
-  try {
-    parsed = JSON.stringify(JSON.parse(body));
-  } catch {
-    // A cut or non-JSON body: its text is searched as it is.
-  }
-  const hay = `${body}\n${parsed}\n${JSON.stringify(r.query)}\n${Object.values(r.query).join('\n')}`.toLowerCase();
-  return needles.some((all) => all.every((n) => hay.includes(n)));
-}
-
-/**
- * Removes (or, dry, counts) the kept rejections of a store whose body or parameters mention the
- * person (`lectern erase --agent`): they hold learners' data too. Returns how many.
- */
-export async function eraseRejectionsOf(store: RejectionStore, tenant: string, person: Actor, dryRun: boolean): Promise<number> {
-  const needles = needlesOf(person);
-  if (!needles.length) return 0;
-  const found: string[] = [];
-  for (let afterId: string | undefined; ; ) {
-    const page = await store.listRejections({ tenant, afterId, limit: 500 });
-    for (const r of page) if (mentions(r, needles)) found.push(r.id);
-    if (page.length < 500) break;
-    afterId = page[page.length - 1].id;
-  }
-  return dryRun || !found.length ? found.length : store.deleteRejections(found);
 }

@@ -1,13 +1,10 @@
 /** `lectern runserver` (the built CLI) on a fresh database, for the console's tests. */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { ADMIN, basic, credentialEntries, type Backend, type TestUser } from '../helpers/lrs.ts';
-
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
+import { spawnRunserver } from '../helpers/runserver.ts';
 
 export interface Server {
   url: string;
@@ -21,24 +18,15 @@ export interface Server {
 export async function runserver(backend: Backend, env: Record<string, string> = {}, port = 0, args: string[] = [], users: TestUser[] = []): Promise<Server> {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-console-'));
   writeFileSync(join(dir, 'auth.json'), JSON.stringify(await credentialEntries([ADMIN, ...users])));
-  const settings = await backend.settings(dir);
-  const child = spawn(process.execPath, [CLI, 'runserver', '--port', String(port), ...args], {
+  const server = await spawnRunserver({
+    backend,
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: join(dir, 'auth.json'), LECTERN_SHUTDOWN_TIMEOUT: '2', ...settings, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    args: ['--port', String(port), ...args],
+    env: { LECTERN_AUTH_FILE: join(dir, 'auth.json'), LECTERN_SHUTDOWN_TIMEOUT: '2', ...env },
+    // With workers, the primary's line: it comes once every worker listens.
+    until: args.includes('--workers') ? 'workers' : 'url',
   });
-  let out = '';
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      // With workers, the primary's line: it comes once every worker listens.
-      const m = (args.includes('--workers') ? /"url":"(http:[^"]+)","backend":"\w+","workers":\d+/ : /"url":"(http:[^"]+)"/).exec(out);
-      if (m) resolve(m[1]);
-    });
-    void exited.then((code) => reject(new Error(`runserver exited ${code}: ${out}`)));
-  });
+  const { url } = server;
   return {
     url,
     xapi: (path, init = {}) =>
@@ -53,10 +41,8 @@ export async function runserver(backend: Backend, env: Record<string, string> = 
       return (await res.json()) as string[];
     },
     async stop() {
-      child.kill('SIGTERM');
-      await exited;
+      await server.stop();
       rmSync(dir, { recursive: true, force: true });
-      await backend.dispose?.(settings);
     },
   };
 }

@@ -4,26 +4,13 @@
  * again on the same database. Every statement it stored reaches the target; none it did not store.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn } from 'node:child_process';
 import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { ADMIN, BACKENDS, basic, credentialEntries, statement } from '../helpers/lrs.ts';
 import { eventually, Receiver } from '../helpers/receiver.ts';
-
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-
-function runserver(env: Record<string, string>) {
-  const child = spawn(process.execPath, [CLI, 'runserver'], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<void>((resolve) => child.once('exit', () => resolve()));
-  const url = eventually('the server to listen', () => /Lectern LRS listening on (http:\/\/[\d.:]+)/.exec(out)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(out)) : undefined));
-  return { child, exited, url };
-}
+import { CLI, type Runserver, spawnRunserver } from '../helpers/runserver.ts';
 
 const headers = { authorization: basic(ADMIN), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
 
@@ -43,7 +30,7 @@ for (const backend of BACKENDS) {
     // certainly not drained when the process dies. After the restart every request succeeds.
     let crashed = false;
     rec.respond = (_r, n) => (n === 1 || crashed ? { status: 200 } : { hang: true });
-    let child: ChildProcess | undefined;
+    let srv: Runserver | undefined;
     try {
       writeFileSync(join(dir, 'auth.json'), JSON.stringify(await credentialEntries([ADMIN])));
       const env = {
@@ -56,23 +43,20 @@ for (const backend of BACKENDS) {
         LECTERN_XAPI_FORWARDING_BATCH_SIZE: '3',
         LECTERN_XAPI_FORWARDING_LEASE: '1',
       };
-      let srv = runserver(env);
-      child = srv.child;
-      let base = await srv.url;
+      srv = await spawnRunserver({ env, cwd: dir });
+      let base = srv.url;
       const acked: string[] = [];
       for (let i = 0; i < 10; i++) acked.push(...(await postStatements(base, [statement(), statement()])));
       await eventually('a second batch in flight', () => rec.requests.length >= 2);
       // More writes in flight as the process dies: stored or not, each either arrives or is not stored.
       const inflight = Array.from({ length: 6 }, () => postStatements(base, [statement()]).then((ids) => acked.push(...ids), () => undefined));
-      srv.child.kill('SIGKILL');
-      await srv.exited;
+      await srv.stop('SIGKILL');
       await Promise.all(inflight);
       crashed = true;
       assert.ok(new Set(rec.ids()).size < acked.length, 'killed with statements still queued');
 
-      srv = runserver(env);
-      child = srv.child;
-      base = await srv.url;
+      srv = await spawnRunserver({ env, cwd: dir });
+      base = srv.url;
       const res = await fetch(`${base}/xAPI/statements?limit=0`, { headers });
       const stored = new Set(((await res.json()) as { statements: { id: string }[] }).statements.map((s) => s.id));
       for (const id of acked) assert.ok(stored.has(id), `acknowledged ${id} is stored`);
@@ -85,11 +69,9 @@ for (const backend of BACKENDS) {
       });
       assert.equal(hb.delivered, stored.size, "each stored statement counted once as delivered");
       assert.deepEqual(new Set(rec.ids()), stored, 'nothing forwarded that was not stored');
-      srv.child.kill('SIGTERM');
-      await srv.exited;
-      child = undefined;
+      await srv.stop();
     } finally {
-      child?.kill('SIGKILL');
+      await srv?.stop('SIGKILL');
       await rec.close();
       await backend.dispose?.(settings);
       rmSync(dir, { recursive: true, force: true });

@@ -7,9 +7,9 @@
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { type PgCluster, startCluster } from '../../bench/postgres-cluster.ts';
+import { type PgCluster, startCluster } from '../../scripts/postgres-cluster.ts';
 
-export { findPgBin, INSTALL_HINT, type PgCluster, postgresSkipped, startCluster } from '../../bench/postgres-cluster.ts';
+export { findPgBin, INSTALL_HINT, type PgCluster, postgresSkipped, startCluster } from '../../scripts/postgres-cluster.ts';
 
 let own: Promise<PgCluster> | undefined;
 

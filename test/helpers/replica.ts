@@ -1,11 +1,11 @@
 /**
- * A throwaway primary and streaming hot standby (bench/postgres-cluster.ts, startStandby) on
+ * A throwaway primary and streaming hot standby (scripts/postgres-cluster.ts, startStandby) on
  * loopback, for the read replica tests and the `postgres-replica` contract backend. Each test
  * process that asks starts its own pair (≈ 3 s), removed when the process exits.
  */
 import { randomBytes } from 'node:crypto';
 import pg from 'pg';
-import { PRIMARY_SETTINGS, type PgCluster, startCluster, startStandby } from '../../bench/postgres-cluster.ts';
+import { PRIMARY_SETTINGS, type PgCluster, startCluster, startStandby } from '../../scripts/postgres-cluster.ts';
 
 export interface ReplicaPair {
   primary: PgCluster;

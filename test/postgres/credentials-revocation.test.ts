@@ -5,49 +5,25 @@
  * test polls until the refusal, with a generous cap; it asserts no time.
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { createCredential, revokeCredential, rotateCredential } from '../../src/ops/credentials.ts';
 import { basic, jsonInit, postgresBackend, startTestLrs, statement, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
+import { CLI, type Runserver, spawnRunserver } from '../helpers/runserver.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 /** Far above the 2 s bound: a loaded machine must not fail the test. */
 const CAP_MS = 30_000;
 
 describe('database credentials across server processes on one PostgreSQL', { skip: postgresSkipped() }, () => {
   let a: TestLrs;
-  let second: { url: string; output: () => string; stop: () => Promise<unknown> };
+  let second: Runserver;
 
   before(async () => {
     assert.ok(existsSync(CLI), 'build first: npm run build');
     a = await startTestLrs(postgresBackend);
-    const child = spawn(process.execPath, [CLI, 'runserver'], {
-      env: { PATH: process.env.PATH ?? '', ...a.env, LECTERN_RUNSERVER_PORT: '0', LECTERN_LOG_LEVEL: 'debug' },
-      stdio: ['ignore', 'pipe', 'pipe'],
-    });
-    let out = '';
-    const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    const url = await new Promise<string>((resolve, reject) => {
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        const m = /"url":"(http:[^"]+)"/.exec(out);
-        if (m) resolve(m[1]);
-      });
-      void exited.then((code) => reject(new Error(`the second server exited ${code}: ${out}`)));
-    });
-    second = {
-      url,
-      output: () => out,
-      stop: () => {
-        child.kill('SIGTERM');
-        return exited;
-      },
-    };
+    second = await spawnRunserver({ env: { ...a.env, LECTERN_RUNSERVER_PORT: '0', LECTERN_LOG_LEVEL: 'debug' } });
   });
   after(async () => {
     await second?.stop();

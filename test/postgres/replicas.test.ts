@@ -10,7 +10,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import type { PgCluster } from '../../bench/postgres-cluster.ts';
+import type { PgCluster } from '../helpers/postgres.ts';
 import { jsonInit, postgresAt, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { findPgBin, postgresSkipped } from '../helpers/postgres.ts';
 import { createReplicatedDatabase, pauseReplay, type ReplicaPair, resumeReplay, sqlOn, startReplicaPair, until, urlOf } from '../helpers/replica.ts';

@@ -3,36 +3,25 @@
  * on one port, and start-up against a server that cannot be reached.
  */
 import assert from 'node:assert/strict';
-import { spawn, type ChildProcess } from 'node:child_process';
-import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import bcrypt from 'bcrypt';
 import { createDatabase, dropDatabase, postgresSkipped } from '../helpers/postgres.ts';
+import { CLI, spawnRunserver } from '../helpers/runserver.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
-
-/** Runs the CLI to its end, or until `until` matches its stdout (then it keeps running). */
-function lectern(args: string[], env: Record<string, string>, until?: RegExp) {
+/** Runs the CLI to its end. */
+function lectern(args: string[], env: Record<string, string>) {
   const child = spawn(process.execPath, [CLI, ...args], { env: { PATH: process.env.PATH ?? '', ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout.on('data', (d: Buffer) => (stdout += d.toString()));
   child.stderr.on('data', (d: Buffer) => (stderr += d.toString()));
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const matched = new Promise<RegExpExecArray>((resolve, reject) => {
-    if (!until) return;
-    const check = () => {
-      const m = until.exec(stdout);
-      if (m) resolve(m);
-    };
-    child.stdout.on('data', check);
-    void exited.then((code) => reject(new Error(`exited ${code} before ${until}: ${stdout}${stderr}`)));
-  });
-  return { child, exited, matched, out: () => stdout, err: () => stderr };
+  return { exited, out: () => stdout, err: () => stderr };
 }
 
 const closedPort = () =>
@@ -66,15 +55,15 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
   test('LECTERN_RUNSERVER_WORKERS=2: two worker processes serve one port and stop with the primary', async () => {
     const url = await createDatabase();
     const env = { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: url, LECTERN_AUTH_FILE: authFile, LECTERN_RUNSERVER_WORKERS: '2', LECTERN_POSTGRES_POOL_SIZE: '2' };
-    const srv = lectern(['runserver', '--port', '0'], env, /"url":"(http:[^"]+)","backend":"postgres","workers":2/);
-    let child: ChildProcess | undefined = srv.child;
+    const started = spawnRunserver({ args: ['--port', '0'], env, until: /"url":"(http:[^"]+)","backend":"postgres","workers":2/ });
     try {
-      const base = (await srv.matched)[1];
+      const srv = await started;
+      const base = srv.url;
       // Each worker logs its own line; the primary's may come through its pipe first.
-      const listening = () => new Set([...srv.out().matchAll(/"pid":(\d+),[^\n]*"msg":"Lectern LRS listening on http:\/\/[^" ]+"/g)].map((m) => Number(m[1])));
+      const listening = () => new Set([...srv.stdout().matchAll(/"pid":(\d+),[^\n]*"msg":"Lectern LRS listening on http:\/\/[^" ]+"/g)].map((m) => Number(m[1])));
       for (let i = 0; i < 100 && listening().size < 2; i++) await new Promise((r) => setTimeout(r, 50));
       const workers = listening();
-      assert.equal(workers.size, 2, srv.out());
+      assert.equal(workers.size, 2, srv.stdout());
       assert.ok(!workers.has(srv.child.pid!), 'the primary does not serve');
       const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
       const posted = await Promise.all(
@@ -89,12 +78,10 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
       assert.deepEqual(new Set(posted.map((r) => r.status)), new Set([200]));
       const [id] = (await posted[0].json()) as string[];
       assert.equal((await fetch(`${base}/xAPI/statements?statementId=${id}`, { headers })).status, 200);
-      srv.child.kill('SIGTERM');
-      assert.equal(await srv.exited, 0, srv.err());
-      child = undefined;
+      assert.equal(await srv.stop(), 0, srv.stderr());
       for (const pid of workers) assert.ok(!alive(pid), `worker ${pid} outlived the primary`);
     } finally {
-      child?.kill('SIGKILL');
+      await started.then((srv) => srv.stop('SIGKILL'), () => undefined);
       await dropDatabase(url);
     }
   });
@@ -121,6 +108,38 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
       assert.match(r.out(), /retrying in 10 ms, attempt 2 of 3; giving up in about 1 s/);
       assert.match(r.out(), /"leftMs":30\b/);
       assert.match(r.out(), /"leftMs":20\b/);
+    }
+  });
+
+  test("read replicas in the environment, the backend on runserver's command line (a unit file's `runserver --backend postgres`): it serves; auth needs no backend; export takes its own --backend, and without one says both ways", async () => {
+    const url = await createDatabase();
+    // The "replica" is the primary itself: never read from (it is not a standby), enough for the settings.
+    const env = { LECTERN_POSTGRES_URL: url, LECTERN_POSTGRES_READ_URLS: url, LECTERN_AUTH_FILE: authFile, LECTERN_POSTGRES_POOL_SIZE: '2', LECTERN_SQLITE_PATH: join(dir, 'never.sqlite') };
+    const srv = await spawnRunserver({ args: ['--port', '0', '--backend', 'postgres'], env, cwd: dir });
+    try {
+      const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
+      const posted = await fetch(`${srv.url}/xAPI/statements`, {
+        method: 'POST',
+        headers,
+        body: JSON.stringify({ actor: { mbox: 'mailto:a@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/o' } }),
+      });
+      assert.equal(posted.status, 200);
+      const [id] = (await posted.json()) as string[];
+      const auth = lectern(['auth', '-u', 'ops', '-p', 'pw', '-s', 'all', '-M', 'mailto:ops@example.com'], env);
+      assert.equal(await auth.exited, 0, auth.err());
+      assert.equal(JSON.parse(auth.out()).username, 'ops');
+      const file = join(dir, 'replicas-export.ndjson');
+      const exported = lectern(['export', '--backend', 'postgres', '-o', file], env);
+      assert.equal(await exported.exited, 0, exported.err());
+      assert.deepEqual(readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id), [id]);
+      const refused = lectern(['export', '-o', join(dir, 'refused.ndjson')], env);
+      assert.equal(await refused.exited, 2);
+      assert.equal(refused.err().trim().split('\n').length, 1, refused.err());
+      assert.match(refused.err(), /LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres/);
+      assert.ok(!existsSync(join(dir, 'never.sqlite')), 'no SQLite file made');
+    } finally {
+      await srv.stop();
+      await dropDatabase(url);
     }
   });
 

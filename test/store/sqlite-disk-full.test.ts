@@ -9,27 +9,26 @@
  * acknowledged statement is there, in a database that checks clean.
  */
 import assert from 'node:assert/strict';
-import { type ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import { randomBytes, randomUUID } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { ADMIN, basic, credentialEntries, statement } from '../helpers/lrs.ts';
 import { eventually } from '../helpers/receiver.ts';
+import { CLI, spawnRunserver } from '../helpers/runserver.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 /** Bytes the disk holds while it is "full" (per file, or the whole tmpfs). */
 const LIMIT = 6 * 1024 * 1024;
 const headers = { authorization: basic(ADMIN), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
 const runs = (cmd: string, args: string[]) => process.platform === 'linux' && spawnSync(cmd, args).status === 0;
 
-/** A way to fill the disk: the command that starts the server (same pid: runserver re-executes in place), how space returns, how to run a program that sees the server's files. */
+/** A way to fill the disk: the command line that runs the server's (same pid: it executes the server in place, and runserver re-executes in place), how space returns, how to run a program that sees the server's files. */
 interface FullDisk {
   name: string;
   skip: string | false;
-  start(disk: string, argv: string[]): ChildProcess;
+  wrap(disk: string, argv: string[]): string[];
   free(pid: number, disk: string): void;
   inside(pid: number, argv: string[]): ReturnType<typeof spawnSync>;
 }
@@ -38,7 +37,7 @@ const DISKS: FullDisk[] = [
   {
     name: 'a file size limit (EFBIG)',
     skip: !runs('prlimit', ['--version']) && 'needs Linux and prlimit',
-    start: (_disk, argv) => spawn('prlimit', [`--fsize=${LIMIT}:unlimited`, '--', ...argv], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    wrap: (_disk, argv) => ['prlimit', `--fsize=${LIMIT}:unlimited`, '--', ...argv],
     free: (pid) => assert.equal(spawnSync('prlimit', ['--pid', String(pid), '--fsize=unlimited:unlimited']).status, 0),
     inside: (_pid, argv) => spawnSync(argv[0], argv.slice(1), { encoding: 'utf8' }),
   },
@@ -46,22 +45,11 @@ const DISKS: FullDisk[] = [
     name: 'a full tmpfs (ENOSPC)',
     skip: !(process.getuid?.() === 0 && runs('unshare', ['-m', 'true']) && runs('nsenter', ['--version'])) && 'needs root, unshare and nsenter',
     // The tmpfs exists in the server's mount namespace only: nothing to clean up after it.
-    start: (disk, argv) =>
-      spawn('unshare', ['-m', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=${LIMIT} lectern-test "$0" && exec "$@"`, disk, ...argv], { stdio: ['ignore', 'pipe', 'pipe'] }),
+    wrap: (disk, argv) => ['unshare', '-m', '--propagation', 'private', 'sh', '-c', `mount -t tmpfs -o size=${LIMIT} lectern-test "$0" && exec "$@"`, disk, ...argv],
     free: (pid, disk) => assert.equal(spawnSync('nsenter', ['-t', String(pid), '-m', 'mount', '-o', 'remount,size=256m', disk]).status, 0),
     inside: (pid, argv) => spawnSync('nsenter', ['-t', String(pid), '-m', '--', ...argv], { encoding: 'utf8' }),
   },
 ];
-
-function runserver(how: FullDisk, disk: string, env: Record<string, string>) {
-  const child = how.start(disk, ['env', '-i', `PATH=${process.env.PATH ?? ''}`, ...Object.entries(env).map(([k, v]) => `${k}=${v}`), process.execPath, CLI, 'runserver']);
-  let out = '';
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((resolve) => child.once('exit', (code) => resolve(code)));
-  const url = eventually('the server to listen', () => /Lectern LRS listening on (http:\/\/[\d.:]+)/.exec(out)?.[1] ?? (child.exitCode !== null ? Promise.reject(new Error(out)) : undefined));
-  return { child, exited, url, output: () => out };
-}
 
 /** A batch that takes room: 20 statements of ≈ 8 KB each. */
 const batch = () => Array.from({ length: 20 }, () => statement({ id: randomUUID(), result: { response: randomUUID().repeat(220) } }));
@@ -92,15 +80,20 @@ for (const how of DISKS) {
         mkdirSync(disk);
         writeFileSync(join(dir, 'auth.json'), JSON.stringify(await credentialEntries([ADMIN])));
         const path = join(disk, 'lrs.sqlite');
-        const srv = runserver(how, disk, {
-          LECTERN_SQLITE_PATH: path,
-          LECTERN_SQLITE_WRITER_THREAD: writerThread,
-          LECTERN_AUTH_FILE: join(dir, 'auth.json'),
-          LECTERN_RUNSERVER_PORT: '0',
-          LECTERN_LOG_LEVEL: 'info',
+        const started = spawnRunserver({
+          command: (argv) => how.wrap(disk, argv),
+          cwd: dir,
+          env: {
+            LECTERN_SQLITE_PATH: path,
+            LECTERN_SQLITE_WRITER_THREAD: writerThread,
+            LECTERN_AUTH_FILE: join(dir, 'auth.json'),
+            LECTERN_RUNSERVER_PORT: '0',
+            LECTERN_LOG_LEVEL: 'info',
+          },
         });
         try {
-          const base = await srv.url;
+          const srv = await started;
+          const base = srv.url;
           const acked = new Set<string>();
           const refused: string[] = [];
           // Fill the disk: every answer is 200 (stored) until it is full, then 503.
@@ -159,11 +152,9 @@ for (const how of DISKS) {
           ]);
           assert.equal(check.status, 0, String(check.stderr));
           assert.deepEqual(JSON.parse(String(check.stdout)), ['ok', acked.size]);
-          srv.child.kill('SIGTERM');
-          assert.equal(await srv.exited, 0);
+          assert.equal(await srv.stop(), 0);
         } finally {
-          srv.child.kill('SIGKILL');
-          await srv.exited;
+          await started.then((srv) => srv.stop('SIGKILL'), () => undefined);
           rmSync(dir, { recursive: true, force: true });
         }
       });

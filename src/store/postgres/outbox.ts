@@ -10,6 +10,12 @@ import { rows, run } from '../program.ts';
 import { NOW_MS } from './write.ts';
 
 const UNLEASE = 'lease_owner = NULL, lease_until_ms = 0';
+/**
+ * The clock read once for a whole statement (an uncorrelated subquery: one InitPlan): NOW_MS is
+ * clock_timestamp(), read again for each row, so the items of one batch would come due (or
+ * their leases end) a millisecond apart, and a claim between them would split the batch.
+ */
+const ONCE_NOW_MS = `(SELECT ${NOW_MS})`;
 
 const POSTGRES_OUTBOX: OutboxDialect = {
   *claim(target, owner, limit, leaseMs) {
@@ -26,7 +32,7 @@ const POSTGRES_OUTBOX: OutboxDialect = {
     return r.map((row) => ({ id: row.id as string, attempts: row.attempts as number, tenant: row.tenant as string, json: row.full as string }));
   },
   *renew(owner, ids, leaseMs) {
-    yield* run({ text: `UPDATE forward_outbox SET lease_until_ms = ${NOW_MS} + $3 WHERE lease_owner = $1 AND id = ANY($2::bigint[])`, values: [owner, ids, Math.round(leaseMs)], name: 'forward_renew' });
+    yield* run({ text: `UPDATE forward_outbox SET lease_until_ms = ${ONCE_NOW_MS} + $3 WHERE lease_owner = $1 AND id = ANY($2::bigint[])`, values: [owner, ids, Math.round(leaseMs)], name: 'forward_renew' });
   },
   *delivered(owner, ids) {
     return yield* run({ text: 'DELETE FROM forward_outbox WHERE lease_owner = $1 AND id = ANY($2::bigint[])', values: [owner, ids] });
@@ -34,7 +40,7 @@ const POSTGRES_OUTBOX: OutboxDialect = {
   *retry(owner, items) {
     return yield* run({
       text:
-        `UPDATE forward_outbox o SET attempts = attempts + 1, due_ms = ${NOW_MS} + t.delay, last_error = t.error, ${UNLEASE} ` +
+        `UPDATE forward_outbox o SET attempts = attempts + 1, due_ms = ${ONCE_NOW_MS} + t.delay, last_error = t.error, ${UNLEASE} ` +
         'FROM unnest($2::bigint[], $3::bigint[], $4::text[]) AS t(id, delay, error) WHERE o.id = t.id AND o.lease_owner = $1',
       values: [owner, items.map((x) => x.id), items.map((x) => Math.round(x.delayMs)), items.map((x) => x.error)],
     });

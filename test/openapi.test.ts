@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { after, before, describe, test } from 'node:test';
 import { Validator } from '@seriousme/openapi-schema-validator';
 import { chromium } from 'playwright-core';
-import { acceptedBy, RESOURCES, type ParamSpec } from '../../src/xapi/params.ts';
-import { startTestLrs, type TestLrs } from '../helpers/lrs.ts';
+import { acceptedBy, RESOURCES, type ParamSpec } from '../src/xapi/params.ts';
+import { startTestLrs, type TestLrs } from './helpers/lrs.ts';
 
 type Doc = { openapi: string; paths: Record<string, Record<string, { parameters?: { name?: string; in?: string; required?: boolean; $ref?: string }[]; responses: Record<string, unknown> }>> };
 

@@ -3,16 +3,15 @@
  * machine's own (older) Node.
  */
 import assert from 'node:assert/strict';
-import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { credentialEntries, statement, type TestUser } from '../helpers/lrs.ts';
+import { CLI, type Runserver, spawnRunserver } from '../helpers/runserver.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const USER: TestUser = { username: 'logger', password: 'pw-Log-5521', scopes: ['all'], agent: { mbox: 'mailto:logger@example.com' } };
 const AUTH = `Basic ${Buffer.from(`${USER.username}:${USER.password}`).toString('base64')}`;
 const MARKER = 'statement-body-in-logs-9c1d';
@@ -23,37 +22,11 @@ before(() => {
 });
 after(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Server {
-  url: string;
-  output: () => string;
-  stop: () => Promise<number | null>;
-}
-
 /** `lectern runserver` with stdout piped (not a terminal: JSON lines). */
-async function runserver(env: Record<string, string>, db = join(dir, `lrs-${Math.random().toString(36).slice(2)}.sqlite`)): Promise<Server & { db: string }> {
-  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], {
-    cwd: dir,
-    env: { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: db, ...env },
-    // The IPC channel carries the server's "ready" message, whatever the log level.
-    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
-  });
-  let out = '';
-  child.stderr!.on('data', (d: Buffer) => (out += d.toString()));
-  child.stdout!.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.on('message', (m: { type?: string; url?: string }) => m.type === 'ready' && resolve(m.url!));
-    void exited.then((code) => reject(new Error(`exited ${code}: ${out}`)));
-  });
-  return {
-    url,
-    db,
-    output: () => out,
-    stop: async () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
-  };
+async function runserver(env: Record<string, string>, db = join(dir, `lrs-${Math.random().toString(36).slice(2)}.sqlite`)): Promise<Runserver & { db: string }> {
+  // The IPC channel carries the server's "ready" message, whatever the log level.
+  const server = await spawnRunserver({ args: ['--port', '0'], cwd: dir, env: { LECTERN_SQLITE_PATH: db, ...env }, until: 'ready' });
+  return Object.assign(server, { db });
 }
 
 const lines = (text: string) =>
@@ -110,27 +83,17 @@ describe('logs', () => {
   });
 
   test('human-readable in a terminal', async () => {
-    // `script` gives the server a pseudo-terminal as stdout.
-    const child = spawn('script', ['-qfec', `${JSON.stringify(process.execPath)} ${JSON.stringify(CLI)} runserver --port 0`, '/dev/null'], {
+    // `script` gives the server a pseudo-terminal as stdout (its own process group: SIGTERM reaches the server too).
+    const server = await spawnRunserver({
+      args: ['--port', '0'],
       cwd: dir,
-      env: { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: join(dir, 'tty.sqlite'), LECTERN_AUTH_FILE: join(dir, 'none.json'), TERM: 'xterm' },
-      stdio: ['pipe', 'pipe', 'pipe'],
-      detached: true,
+      env: { LECTERN_SQLITE_PATH: join(dir, 'tty.sqlite'), LECTERN_AUTH_FILE: join(dir, 'none.json'), TERM: 'xterm' },
+      command: (argv) => ['script', '-qfec', argv.map((a) => JSON.stringify(a)).join(' '), '/dev/null'],
+      group: true,
+      until: /Lectern LRS listening/,
     });
-    let out = '';
-    const exited = new Promise((r) => child.on('exit', r));
-    await new Promise<void>((resolve, reject) => {
-      const timer = setTimeout(() => reject(new Error(`no start-up line: ${out}`)), 20_000);
-      child.stdout.on('data', (d: Buffer) => {
-        out += d.toString();
-        if (/Lectern LRS listening/.test(out)) {
-          clearTimeout(timer);
-          resolve();
-        }
-      });
-    });
-    process.kill(-child.pid!, 'SIGTERM');
-    await exited;
+    await server.stop();
+    const out = server.output();
     const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
     assert.match(plain, /INFO.*Lectern LRS listening on http:/);
     assert.match(plain, /WARN.*no user in the credentials file/);

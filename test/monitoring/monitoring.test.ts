@@ -11,10 +11,9 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { gunzipSync } from 'node:zlib';
 import { after, before, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
 import { credentialEntries, statement, type TestUser } from '../helpers/lrs.ts';
+import { CLI, spawnRunserver } from '../helpers/runserver.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const USER: TestUser = { username: 'monitor', password: 'pw-Zq8-never-leaks', scopes: ['all'], agent: { mbox: 'mailto:monitor@example.com' } };
 const AUTH = `Basic ${Buffer.from(`${USER.username}:${USER.password}`).toString('base64')}`;
 const BODY_MARKER = 'statement-body-marker-7f3a';
@@ -92,27 +91,15 @@ function lectern(args: string[], env: Record<string, string>): Promise<{ code: n
 /** Runs `lectern runserver` with `env`, calls `use(url)`, stops it with SIGTERM (which flushes). */
 async function withServer(env: Record<string, string>, use: (url: string, db: string) => Promise<void>): Promise<void> {
   const db = join(dir, `lrs-${Math.random().toString(36).slice(2)}.sqlite`);
-  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0'], {
+  const server = await spawnRunserver({
+    args: ['--port', '0'],
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: join(dir, 'auth.json'), LECTERN_SQLITE_PATH: db, LECTERN_MONITORING_DSN: ingest.dsn, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  let out = '';
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    child.stdout.on('data', (d: Buffer) => {
-      out += d.toString();
-      const m = /"url":"(http:[^"]+)"/.exec(out);
-      if (m) resolve(m[1]);
-    });
-    child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-    void exited.then((code) => reject(new Error(`exited ${code}: ${out}`)));
+    env: { LECTERN_AUTH_FILE: join(dir, 'auth.json'), LECTERN_SQLITE_PATH: db, LECTERN_MONITORING_DSN: ingest.dsn, ...env },
   });
   try {
-    await use(url, db);
+    await use(server.url, db);
   } finally {
-    child.kill('SIGTERM');
-    assert.equal(await exited, 0, out);
+    assert.equal(await server.stop(), 0, server.output());
   }
 }
 
@@ -208,6 +195,23 @@ describe('command-line monitoring', () => {
     assert.match(events[0].exception.values.at(-1)!.value, /not valid JSON/);
     assert.deepEqual(ingest.transactions(), ['lectern auth']);
     assertNoSecret();
+  });
+
+  test("read replicas in the environment and the backend on the command (as on runserver's in a unit file): the command is monitored", async () => {
+    ingest.reset();
+    const closed = 'postgres://lectern@127.0.0.1:1/lectern';
+    const r = await lectern(['export', '--backend', 'postgres', '-o', join(dir, 'never.ndjson')], {
+      LECTERN_POSTGRES_URL: closed,
+      LECTERN_POSTGRES_READ_URLS: closed,
+      LECTERN_POSTGRES_CONNECT_RETRIES: '0',
+      LECTERN_MONITORING_DSN: ingest.dsn,
+    });
+    assert.equal(r.code, 2, r.stderr);
+    assert.match(r.stderr, /cannot reach PostgreSQL/);
+    const events = ingest.items('event') as { exception: { values: { value: string }[] } }[];
+    assert.equal(events.length, 1);
+    assert.match(events[0].exception.values.at(-1)!.value, /cannot reach PostgreSQL/);
+    assert.deepEqual(ingest.transactions(), ['lectern export']);
   });
 
   test('with LECTERN_MONITORING_CLI_TRACES_SAMPLE_RATE=0 a successful command sends nothing', async () => {

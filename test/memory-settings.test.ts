@@ -4,42 +4,24 @@
  * SIGTERM; the user's own flag or MALLOC_* setting wins. Read from /proc (Linux).
  */
 import assert from 'node:assert/strict';
-import { spawn } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { after, describe, test } from 'node:test';
-import { fileURLToPath } from 'node:url';
-import { createDatabase, dropDatabase, postgresSkipped } from '../helpers/postgres.ts';
+import { createDatabase, dropDatabase, postgresSkipped } from './helpers/postgres.ts';
+import { spawnRunserver } from './helpers/runserver.ts';
 
-const CLI = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));
 const dir = mkdtempSync(join(tmpdir(), 'lectern-memory-settings-'));
 after(() => rmSync(dir, { recursive: true, force: true }));
 
 /** Starts runserver (no IPC channel, as from a shell), returns its command line and environment once it listens. */
 async function started(env: Record<string, string>, args: string[] = []): Promise<{ argv: string[]; env: Map<string, string>; url: string; stop: () => Promise<number | null> }> {
-  const child = spawn(process.execPath, [CLI, 'runserver', '--port', '0', ...args], {
+  const server = await spawnRunserver({
+    args: ['--port', '0', ...args],
     cwd: dir,
-    env: { PATH: process.env.PATH ?? '', LECTERN_SQLITE_PATH: join(dir, `${Math.random().toString(36).slice(2)}.sqlite`), LECTERN_AUTH_FILE: join(dir, 'none.json'), ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { LECTERN_SQLITE_PATH: join(dir, `${Math.random().toString(36).slice(2)}.sqlite`), LECTERN_AUTH_FILE: join(dir, 'none.json'), ...env },
   });
-  let out = '';
-  child.stdout.on('data', (d: Buffer) => (out += d.toString()));
-  child.stderr.on('data', (d: Buffer) => (out += d.toString()));
-  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    const poll = setInterval(() => {
-      const m = /listening on (http:\/\/[^"\s]+)/.exec(out);
-      if (m) {
-        clearInterval(poll);
-        resolve(m[1]);
-      }
-    }, 20);
-    void exited.then((code) => {
-      clearInterval(poll);
-      reject(new Error(`exited ${code}: ${out}`));
-    });
-  });
+  const child = server.child;
   const argv = readFileSync(`/proc/${child.pid}/cmdline`, 'utf8').split('\0').filter(Boolean);
   const environ = new Map(
     readFileSync(`/proc/${child.pid}/environ`, 'utf8')
@@ -50,11 +32,8 @@ async function started(env: Record<string, string>, args: string[] = []): Promis
   return {
     argv,
     env: environ,
-    url,
-    stop: () => {
-      child.kill('SIGTERM');
-      return exited;
-    },
+    url: server.url,
+    stop: () => server.stop(),
   };
 }
 

@@ -1,7 +1,8 @@
 /**
  * A throwaway PostgreSQL cluster (initdb/pg_ctl in a temporary folder on a free loopback port,
  * removed when the process exits), shared by the test suite (test/helpers/postgres.ts) and the
- * benchmark. It lives here, not under test/, because bench/ must not import from test/.
+ * benchmark. It lives in scripts/ so that bench/ and test/ both import it and neither imports
+ * the other; the product (src/) does not ship it.
  */
 import { execFile, spawnSync } from 'node:child_process';
 import { chownSync, existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, realpathSync, rmSync, writeFileSync } from 'node:fs';
