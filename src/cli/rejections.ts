@@ -3,7 +3,7 @@
  * (src/ops/rejections.ts, docs/rejections.md), read and mended from the command line.
  */
 import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary, showRejection } from '../ops/rejections.ts';
-import { checkValidation } from '../ops/users.ts';
+import { checkValidation } from '../ops/credentials.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
 import type { Config } from '../config.ts';
 import { parseTimestamp } from '../xapi/validate/syntax.ts';
