@@ -100,8 +100,8 @@ for (const backend of BACKENDS) {
       assert.deepEqual(
         (await auditOf('rejections.replay')).map((e) => [e.actor, e.target, e.details]),
         [
-          ['b-admin', 'b', { all: true, replayed: 1, stored: 0, refused: 1, notReplayable: 0 }],
-          ['operator', null, { ids: [merge.id, invalid.id], replayed: 2, stored: 1, refused: 1, notReplayable: 0 }],
+          ['b-admin', 'b', { all: true, replayed: 1, stored: 0, refused: 1, notReplayable: 0, skipped: 0 }],
+          ['operator', null, { ids: [merge.id, invalid.id], replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0 }],
         ],
       );
     });

@@ -223,7 +223,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(lax.status, 200);
       assert.match(await lax.text(), /2 replayed as lax: 1 stored, 1 refused again/);
       const [entry] = await t.lrs.store.listAudit({ target: 'b', action: 'rejections.replay', limit: 1 });
-      assert.deepEqual(entry.details, { ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0 });
+      assert.deepEqual(entry.details, { ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0 });
       const stored = await (await t.fetch('/xAPI/statements?verb=http%3A%2F%2Fexample.com%2Fverbs%2Fin-b', { user: TENANT_B })).json() as { statements: Record<string, unknown>[] };
       assert.ok(stored.statements.some((st) => st.lms_course_code === 'BIO-101'));
 
