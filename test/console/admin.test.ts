@@ -230,6 +230,8 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal((await post(t, '/console/rejections/clear', { ...s, csrf: 'x' }, {})).status, 403);
       assert.equal((await post(t, '/console/rejections/clear', s, {})).status, 303);
       assert.deepEqual(await t.lrs.store.listRejections({ tenant: 'b', limit: 10 }), []);
+      const [cleared] = await t.lrs.store.listAudit({ action: 'rejections.clear', limit: 1 });
+      assert.deepEqual([cleared.actor, cleared.via, cleared.target, cleared.details], ['b-admin', 'http', 'b', { cleared: 1 }]);
       assert.equal((await t.lrs.store.listRejections({ tenant: 'c', limit: 10 })).length, 1, 'another store’s untouched');
       assert.equal((await get(t, '/console/rejections', await signIn(t, TENANT_B))).status, 403);
     });
