@@ -79,14 +79,17 @@ export const adminContext = (kit: ConsoleKit): AdminContext => ({ store: kit.dep
 
 export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): void {
   const ctx = adminContext(kit);
-  const actorOf = (request: FastifyRequest, reply: FastifyReply, s: Session, what: string, json = false) => adminActorOf(kit, request, reply, s, what, json);
+  registerStores(app, kit, ctx);
+  registerAccess(app, kit, ctx);
+  registerErase(app, kit, ctx);
+}
 
-  // ----- stores and the switcher ------------------------------------------------------------
-
+/** The stores page, and the store switcher. */
+function registerStores(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
   app.get('/console/stores', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
-    const by = actorOf(request, reply, s, 'The stores page');
+    const by = adminActorOf(kit, request, reply, s, 'The stores page');
     if (!by) return reply;
     const stores = await listStores(ctx, by);
     return kit.sendPage(reply, 200, storesPage(kit.ctx(s), { stores, operator: by.role.kind === 'operator', next: kit.queryOf(request).next }));
@@ -114,9 +117,48 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
     if (role.kind === 'operator') kit.reseal(request, reply, { ...c.session, store: target });
     return reply.redirect(kit.safeNext(c.form.next), 303);
   });
+}
 
-  // ----- access: credentials and the audit list ---------------------------------------------
+/** A change on the Access page, in the store the session works in: the page it answers, or undefined for the Access page again. */
+type AccessChange = (ctx: AdminContext, c: { kit: ConsoleKit; session: Session; form: Record<string, string>; by: AdminActor; target: string }) => Promise<string | undefined>;
 
+const createFromForm: AccessChange = async (ctx, { kit, session, form, by, target }) => {
+  const scopes = GRANTABLE.filter((sc) => form[`scope.${sc}`] === 'on');
+  const agentText = (form.agent ?? '').trim();
+  if (!agentText) throw new OpsError('agent: give the credential’s agent (an email address, or an Agent as JSON): the authority of what it stores');
+  let agent: Agent;
+  try {
+    agent = JSON.parse(agentParam(agentText)) as Agent;
+  } catch {
+    throw new OpsError('agent: an email address, or an Agent as JSON, e.g. {"mbox": "mailto:reports@example.com"}');
+  }
+  const opt = (name: string) => (form[name]?.trim() ? form[name].trim() : undefined);
+  const issued = await createCredential(ctx, by, { scopes, agent, target, key: opt('key'), label: opt('label'), expires: opt('expires'), validation: opt('validation') });
+  return issuedPage(kit.ctx(session), issued, 'created');
+};
+
+/** The key of a revoke or rotate form. */
+const keyOf = (form: Record<string, string>): string => {
+  if (!form.key) throw new OpsError('key: which credential?');
+  return form.key;
+};
+
+// A key of another store than the one the session works in is unknown (404), as is one the actor may not manage.
+const revokeFromForm: AccessChange = async (ctx, { form, by, target }) => {
+  await revokeCredential(ctx, by, { key: keyOf(form), target });
+  return undefined;
+};
+
+const rotateFromForm: AccessChange = async (ctx, { kit, session, form, by, target }) => {
+  const key = keyOf(form);
+  const graceText = (form.grace ?? '').trim() || '0';
+  if (!/^\d{1,9}$/.test(graceText)) throw new OpsError('grace: a whole number of seconds');
+  const issued = await rotateCredential(ctx, by, { key, target, graceSeconds: Number(graceText) });
+  return issuedPage(kit.ctx(session), issued, 'rotated');
+};
+
+/** The Access page (credentials, with the forms the actor may use, and the audit list) and its changes. */
+function registerAccess(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
   const showAccess = async (request: FastifyRequest, reply: FastifyReply, s: Session, by: AdminActor, status = 200, error?: string) => {
     const target = kit.workingStore(s);
     const before = Number(kit.queryOf(request).before);
@@ -129,20 +171,20 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
   app.get('/console/access', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
-    const by = actorOf(request, reply, s, 'The Access page');
+    const by = adminActorOf(kit, request, reply, s, 'The Access page');
     if (!by) return reply;
     return showAccess(request, reply, s, by);
   });
 
-  /** A change on the Access page: the session, actor and form; a refusal shows the page again with its message. */
-  const accessChange = (path: string, act: (c: { session: Session; form: Record<string, string>; by: AdminActor; target: string }) => Promise<string | undefined>) =>
+  // A refused change shows the page again with its message.
+  for (const [path, act] of [['/console/access/create', createFromForm], ['/console/access/revoke', revokeFromForm], ['/console/access/rotate', rotateFromForm]] as const) {
     app.post(path, async (request, reply) => {
       const c = await kit.change(request, reply);
       if (!c) return reply;
-      const by = actorOf(request, reply, c.session, 'The Access page', true);
+      const by = adminActorOf(kit, request, reply, c.session, 'The Access page', true);
       if (!by) return reply;
       try {
-        const page = await act({ session: c.session, form: c.form, by, target: kit.workingStore(c.session) });
+        const page = await act(ctx, { kit, session: c.session, form: c.form, by, target: kit.workingStore(c.session) });
         if (page !== undefined) return kit.sendPage(reply, 200, page);
         return reply.redirect('/console/access', 303);
       } catch (err) {
@@ -150,53 +192,19 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
         return showAccess(request, reply, c.session, by, r.status, r.message);
       }
     });
+  }
+}
 
-  accessChange('/console/access/create', async ({ session, form, by, target }) => {
-    const scopes = GRANTABLE.filter((sc) => form[`scope.${sc}`] === 'on');
-    const agentText = (form.agent ?? '').trim();
-    if (!agentText) throw new OpsError('agent: give the credential’s agent (an email address, or an Agent as JSON): the authority of what it stores');
-    let agent: Agent;
-    try {
-      agent = JSON.parse(agentParam(agentText)) as Agent;
-    } catch {
-      throw new OpsError('agent: an email address, or an Agent as JSON, e.g. {"mbox": "mailto:reports@example.com"}');
-    }
-    const opt = (name: string) => (form[name]?.trim() ? form[name].trim() : undefined);
-    const issued = await createCredential(ctx, by, { scopes, agent, target, key: opt('key'), label: opt('label'), expires: opt('expires'), validation: opt('validation') });
-    return issuedPage(kit.ctx(session), issued, 'created');
-  });
-
-  /** The key of a revoke or rotate form. */
-  const keyOf = (form: Record<string, string>): string => {
-    if (!form.key) throw new OpsError('key: which credential?');
-    return form.key;
-  };
-
-  // A key of another store than the one the session works in is unknown (404), as is one the actor may not manage.
-  accessChange('/console/access/revoke', async ({ form, by, target }) => {
-    await revokeCredential(ctx, by, { key: keyOf(form), target });
-    return undefined;
-  });
-
-  accessChange('/console/access/rotate', async ({ session, form, by, target }) => {
-    const key = keyOf(form);
-    const graceText = (form.grace ?? '').trim() || '0';
-    if (!/^\d{1,9}$/.test(graceText)) throw new OpsError('grace: a whole number of seconds');
-    const issued = await rotateCredential(ctx, by, { key, target, graceSeconds: Number(graceText) });
-    return issuedPage(kit.ctx(session), issued, 'rotated');
-  });
-
-  // ----- erasure (the Learner page) ---------------------------------------------------------
-
-  /**
-   * Erase or pseudonymize one person of the working store: without `run`, the dry run's figures and
-   * the confirmation form; with it and the person's identifier typed, the erasure, recorded as the
-   * admin API's and the CLI's (the audit file's line and the audit log's entry).
-   */
+/**
+ * Erase or pseudonymize one person of the working store (the Learner page): without `run`, the
+ * dry run's figures and the confirmation form; with it and the person's identifier typed, the
+ * erasure, recorded as the admin API's and the CLI's (the audit file's line and the audit log's entry).
+ */
+function registerErase(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
   app.post('/console/learner/erase', async (request, reply) => {
     const c = await kit.change(request, reply);
     if (!c) return reply;
-    const by = actorOf(request, reply, c.session, 'Erasing a learner', true);
+    const by = adminActorOf(kit, request, reply, c.session, 'Erasing a learner', true);
     if (!by) return reply;
     const { form, session } = c;
     const mode = form.mode === 'pseudonymize' ? 'pseudonymize' : 'erase';

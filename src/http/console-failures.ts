@@ -7,6 +7,7 @@
 import type { FastifyInstance } from 'fastify';
 import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/admin/forwarding.ts';
 import { clearRejections, listRejections, replayRejections, showRejection } from '../ops/admin/rejections.ts';
+import type { AdminContext } from '../ops/admin/roles.ts';
 import { adminActorOf, adminContext, type ConsoleKit, refusal } from './console-admin.ts';
 import { forwardingPage, rejectionPage, rejectionsPage, replayedPage, REJECTIONS_SHOWN } from './console-failures-views.ts';
 import { errorPage } from './console-pages.ts';
@@ -16,10 +17,13 @@ const DEAD_SHOWN = 100;
 
 export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): void {
   const ctx = adminContext(kit);
+  registerRejections(app, kit, ctx);
+  registerForwarding(app, kit, ctx);
+}
+
+/** The Rejections pages, in the session's working store: another store's rejection (or an unknown id) is a 404. */
+function registerRejections(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
   const { config } = kit.deps;
-
-  // ----- rejections, in the session's working store: another store's (or an unknown id) is a 404 --
-
   app.get('/console/rejections', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
@@ -76,8 +80,10 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
     return reply.redirect('/console/rejections', 303);
   });
 
-  // ----- forwarding (the operator's: it concerns every store) -------------------------------
+}
 
+/** The Forwarding page and its retry: the operator's (it concerns every store). */
+function registerForwarding(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
   app.get('/console/forwarding', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
