@@ -66,14 +66,48 @@ export function checkValidation(validation: string | undefined): 'strict' | 'lax
   throw new OpsError(`validation must be strict or lax, got ${JSON.stringify(validation)}`);
 }
 
-/** Random bytes of a secret: 256 bits, 43 base64url characters. */
-const SECRET_BYTES = 32;
-/** Random bytes of a generated key (after its `lk_` prefix): 96 bits, not secret, only unique. */
-const KEY_BYTES = 12;
+/** The longest key and target (a store's name), and the longest label. */
 const MAX_KEY = 200;
 const MAX_LABEL = 200;
 /** A rotation's grace at most: 30 days. */
 export const MAX_GRACE_SECONDS = 30 * 86_400;
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/i;
+
+/** An ISO 8601 date or date-time with a zone as epoch ms; OpsError naming `expires` otherwise. */
+export function parseExpires(text: string, nowMs: number): number {
+  const m = DATE.exec(text.trim());
+  const ms = m ? Date.parse(text.trim()) : Number.NaN;
+  const [y, mo, d] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  if (!m || Number.isNaN(ms) || day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) {
+    throw new OpsError(`expires: ${JSON.stringify(text)} is not an ISO 8601 date (2027-01-31) or date-time with a zone (2027-01-31T18:00:00Z)`);
+  }
+  if (ms <= nowMs) throw new OpsError(`expires: ${JSON.stringify(text)} is in the past`);
+  return ms;
+}
+
+/** A rotation's grace: a whole number of seconds from 0 (the old secret stops at once) to 30 days. */
+export function checkGrace(seconds: number | undefined): number {
+  const grace = seconds ?? 0;
+  if (!Number.isInteger(grace) || grace < 0 || grace > MAX_GRACE_SECONDS) {
+    throw new OpsError(`grace: a whole number of seconds from 0 to ${MAX_GRACE_SECONDS} (30 days)`);
+  }
+  return grace;
+}
+
+function checkText(field: string, value: string, max: number): void {
+  if (value.length > max) throw new OpsError(`${field}: at most ${max} characters`);
+  const control = controlCharacter(value);
+  if (control) throw new OpsError(`${field}: contains the control character ${control}`);
+}
+
+// ----- the database's records ----------------------------------------------------------------
+
+/** Random bytes of a secret: 256 bits, 43 base64url characters. */
+const SECRET_BYTES = 32;
+/** Random bytes of a generated key (after its `lk_` prefix): 96 bits, not secret, only unique. */
+const KEY_BYTES = 12;
 
 export interface NewCredential {
   scopes: string[];
@@ -129,36 +163,6 @@ export function credentialInfo(row: CredentialRow, nowMs = Date.now()): Credenti
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (info as unknown as Record<string, string>)[k] = v;
   return info;
-}
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/i;
-
-/** An ISO 8601 date or date-time with a zone as epoch ms; OpsError naming `expires` otherwise. */
-export function parseExpires(text: string, nowMs: number): number {
-  const m = DATE.exec(text.trim());
-  const ms = m ? Date.parse(text.trim()) : Number.NaN;
-  const [y, mo, d] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
-  const day = new Date(Date.UTC(y, mo - 1, d));
-  if (!m || Number.isNaN(ms) || day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) {
-    throw new OpsError(`expires: ${JSON.stringify(text)} is not an ISO 8601 date (2027-01-31) or date-time with a zone (2027-01-31T18:00:00Z)`);
-  }
-  if (ms <= nowMs) throw new OpsError(`expires: ${JSON.stringify(text)} is in the past`);
-  return ms;
-}
-
-/** A rotation's grace: a whole number of seconds from 0 (the old secret stops at once) to 30 days. */
-export function checkGrace(seconds: number | undefined): number {
-  const grace = seconds ?? 0;
-  if (!Number.isInteger(grace) || grace < 0 || grace > MAX_GRACE_SECONDS) {
-    throw new OpsError(`grace: a whole number of seconds from 0 to ${MAX_GRACE_SECONDS} (30 days)`);
-  }
-  return grace;
-}
-
-function checkText(field: string, value: string, max: number): void {
-  if (value.length > max) throw new OpsError(`${field}: at most ${max} characters`);
-  const control = controlCharacter(value);
-  if (control) throw new OpsError(`${field}: contains the control character ${control}`);
 }
 
 const newSecret = (): string => randomBytes(SECRET_BYTES).toString('base64url');
