@@ -21,13 +21,13 @@ import * as kept from '../rejections.ts';
 import { receiveStatements, storeStatements, validationOf } from '../statements.ts';
 import { type AdminActor, type AdminContext, listedStore, reachableStore, recordAudit, requireOperator } from './roles.ts';
 
-/** The most kept rejections one page lists. */
+/** The most kept rejections one page of the admin API lists. */
 export const REJECTION_PAGE_MAX = 1000;
 
-/** Kept rejections, oldest first: an operator's of every store (or `target`'s), a store administrator's of its own. */
+/** Kept rejections, oldest first (at most `limit`, default 1,000): an operator's of every store (or `target`'s), a store administrator's of its own. */
 export function listRejections(ctx: AdminContext, by: AdminActor, input: { target?: string; since?: Date; reason?: string; limit?: number }): Promise<KeptRejection[]> {
-  const limit = Math.min(input.limit ?? REJECTION_PAGE_MAX, REJECTION_PAGE_MAX);
-  return kept.listRejections(ctx.store, { tenant: listedStore(by.role, input.target), since: input.since, reason: input.reason, limit, keepDays: ctx.config.rejectionsKeepDays, clock: ctx.clock });
+  const { since, reason, limit } = input;
+  return kept.listRejections(ctx.store, { tenant: listedStore(by.role, input.target), since, reason, limit, keepDays: ctx.config.rejectionsKeepDays, clock: ctx.clock });
 }
 
 /**
