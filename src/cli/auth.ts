@@ -1,11 +1,12 @@
 /**
  * `lectern auth`: create or update a user in the credentials file (Ralph's options; the checks,
- * hashing and file update are src/ops/users.ts). Prints the entry, or with -w writes it
+ * hashing and file update are src/ops/users.ts, the fields' rules src/ops/credentials.ts). Prints the entry, or with -w writes it
  * (atomically), replacing a user of the same name; asks for the password in a terminal.
  */
 import { SCOPES } from '../auth/scopes.ts';
 import { loadConfig } from '../config.ts';
-import { checkAgent, checkScopes, checkUsername, checkValidation, credentialEntry, readCredentialsText, saveCredentialEntry } from '../ops/users.ts';
+import { checkAgent, checkScopes, checkUsername, checkValidation } from '../ops/credentials.ts';
+import { credentialEntry, readCredentialsText, saveCredentialEntry } from '../ops/users.ts';
 import type { Agent } from '../xapi/types.ts';
 import { CliError } from './errors.ts';
 import { promptPassword } from './prompt.ts';

@@ -1,13 +1,11 @@
 /**
  * `lectern credentials create|list|revoke|rotate`: credentials in the database of runserver's
- * settings (the use cases: src/ops/credentials.ts). create and rotate print the secret, once;
- * nothing else ever shows it.
+ * settings, through the admin actions (src/ops/admin/credentials.ts), audited `via: cli`. create
+ * and rotate print the secret, once; nothing else ever shows it.
  */
-import { readCredentialsFile } from '../auth/credentials.ts';
-import { type CredentialInfo, createCredential, type IssuedCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
-import type { Store } from '../store/types.ts';
+import { type CredentialInfo, createCredential, type IssuedCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/admin/credentials.ts';
 import { type AuthOptions, buildAgent } from './auth.ts';
-import { openCliStore } from './datafiles.ts';
+import { withAdmin } from './datafiles.ts';
 import { CliError } from './errors.ts';
 
 interface Common {
@@ -29,15 +27,6 @@ export interface CreateOptions extends Common {
   key?: string;
 }
 
-async function withStore<T>(backend: string | undefined, fn: (store: Store, authFile: string) => Promise<T>): Promise<T> {
-  const { config, store } = await openCliStore(backend);
-  try {
-    return await fn(store, config.authFile);
-  } finally {
-    await store.close();
-  }
-}
-
 const out = (text: string): void => void process.stdout.write(`${text}\n`);
 
 function printIssued(c: IssuedCredential, json: boolean | undefined, what: string): void {
@@ -57,13 +46,8 @@ export async function createCommand(o: CreateOptions): Promise<void> {
     agentName: o.agentName,
   };
   const agent = buildAgent(agentOptions);
-  await withStore(o.backend, async (store, authFile) => {
-    const fileUsers = readCredentialsFile(authFile).map((e) => e.username);
-    const issued = await createCredential(
-      store,
-      { scopes: o.scope ?? [], agent, target: o.target, expires: o.expires, label: o.label, validation: o.validation, key: o.key },
-      { fileUsers },
-    );
+  await withAdmin(o.backend, async (ctx, by) => {
+    const issued = await createCredential(ctx, by, { scopes: o.scope ?? [], agent, target: o.target, expires: o.expires, label: o.label, validation: o.validation, key: o.key });
     printIssued(issued, o.json, 'created');
   });
 }
@@ -81,8 +65,8 @@ function state(c: CredentialInfo, now: number): string {
 }
 
 export async function listCommand(o: Common & { target?: string }): Promise<void> {
-  await withStore(o.backend, async (store) => {
-    const rows = await listCredentials(store, { target: o.target });
+  await withAdmin(o.backend, async (ctx, by) => {
+    const rows = (await listCredentials(ctx, by, { target: o.target })).credentials;
     if (o.json) return out(JSON.stringify(rows, null, 2));
     if (!rows.length) return out(o.target === undefined ? 'no credentials in the database' : `no credentials for the store ${JSON.stringify(o.target)}`);
     const now = Date.now();
@@ -94,8 +78,8 @@ export async function listCommand(o: Common & { target?: string }): Promise<void
 }
 
 export async function revokeCommand(key: string, o: Common): Promise<void> {
-  await withStore(o.backend, async (store) => {
-    const c = await revokeCredential(store, key);
+  await withAdmin(o.backend, async (ctx, by) => {
+    const c = await revokeCredential(ctx, by, { key });
     if (o.json) return out(JSON.stringify(c, null, 2));
     out(`revoked credential ${c.key} (${c.revoked}): every server refuses it within LECTERN_AUTH_CREDENTIALS_REFRESH seconds`);
   });
@@ -104,5 +88,5 @@ export async function revokeCommand(key: string, o: Common): Promise<void> {
 export async function rotateCommand(key: string, o: Common & { grace?: string }): Promise<void> {
   const grace = o.grace === undefined ? undefined : /^\d+$/.test(o.grace) ? Number(o.grace) : Number.NaN;
   if (Number.isNaN(grace)) throw new CliError(`--grace takes a whole number of seconds, not ${JSON.stringify(o.grace)}`);
-  await withStore(o.backend, async (store) => printIssued(await rotateCredential(store, key, { graceSeconds: grace }), o.json, 'rotated'));
+  await withAdmin(o.backend, async (ctx, by) => printIssued(await rotateCredential(ctx, by, { key, graceSeconds: grace }), o.json, 'rotated'));
 }

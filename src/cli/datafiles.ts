@@ -1,14 +1,16 @@
 /**
- * What `lectern export`, `import` and `erase` share: the store opened with runserver's settings,
- * the names of an export's files (src/ops/archive.ts: their content), the files or stdin/stdout
+ * What `lectern export`, `import`, `erase` and the admin commands share: the store opened with
+ * runserver's settings (for an admin action, with the CLI's actor), the names of an export's files (src/ops/archive.ts: their content), the files or stdin/stdout
  * they are read from and written to (`.gz` compressed).
  */
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, type ReadStream, statSync } from 'node:fs';
 import { type Readable, type Writable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
+import { systemClock } from '../clock.ts';
 import { environment, loadConfig, unknownSettings, type Config } from '../config.ts';
 import { createLogger } from '../log.ts';
+import { type AdminActor, type AdminContext, cliActor } from '../ops/admin/roles.ts';
 import { openConfiguredStore } from '../ops/open-store.ts';
 import type { Store } from '../store/index.ts';
 import type { ValidationIssue } from '../errors.ts';
@@ -27,6 +29,19 @@ export async function openCliStore(backend: string | undefined): Promise<{ confi
     return { config, store: await openConfiguredStore(config, logger) };
   } catch (err) {
     throw new CliError(`cannot open the ${config.backend} store: ${(err as Error).message}`);
+  }
+}
+
+/**
+ * Runs an admin action's command on the store of runserver's settings, as the CLI's actor (the OS
+ * user on this host, an operator: it holds the database's settings), closing the store after.
+ */
+export async function withAdmin<T>(backend: string | undefined, fn: (ctx: AdminContext, by: AdminActor) => Promise<T>): Promise<T> {
+  const { config, store } = await openCliStore(backend);
+  try {
+    return await fn({ store, config, clock: systemClock }, cliActor());
+  } finally {
+    await store.close();
   }
 }
 

@@ -1,13 +1,13 @@
 /**
  * `lectern erase --agent JSON`: removes one person from a store, or with `--pseudonymize` replaces
- * them by a keyed pseudonym (src/ops/erase.ts). Prints what it did (or, with --dry-run, would do)
- * and appends an audit line (what, when, how many; never who or what the data was) to
- * LECTERN_AUDIT_FILE.
+ * them by a keyed pseudonym, through the admin action (src/ops/admin/erasure.ts). Prints what it
+ * did (or, with --dry-run, would do); a run is recorded twice (what, when, how many; never who or
+ * what the data was): a line of LECTERN_AUDIT_FILE and an entry of the audit log, `via: cli`.
  */
-import { hostname, userInfo } from 'node:os';
-import { auditErasure, type Erasure, erasePerson } from '../ops/erase.ts';
+import { erase } from '../ops/admin/erasure.ts';
+import type { Erasure } from '../ops/erase.ts';
 import { CliError } from './errors.ts';
-import { openCliStore, parseAgentOption } from './datafiles.ts';
+import { parseAgentOption, withAdmin } from './datafiles.ts';
 import { interruptible, progressBars } from './progress.ts';
 
 export interface EraseOptions {
@@ -24,34 +24,30 @@ export interface EraseOptions {
 export async function eraseCommand(opts: EraseOptions): Promise<void> {
   if (opts.agent === undefined) throw new CliError('--agent is required: the Agent (or identified Group) as JSON, e.g. \'{"mbox":"mailto:ben@example.com"}\'');
   const person = parseAgentOption(opts.agent, '--agent');
-  const { config, store } = await openCliStore(opts.backend);
-  const secret = config.pseudonymizeKey;
-  if (opts.pseudonymize && secret === '') {
-    await store.close();
-    throw new CliError('--pseudonymize needs LECTERN_PSEUDONYMIZE_KEY (a secret of at least 16 characters, in the environment or .env)');
-  }
   const dryRun = opts.dryRun === true;
+  const pseudonymize = opts.pseudonymize === true;
   const stop = interruptible();
-  const scan = opts.pseudonymize ? 'pseudonymize: scan' : 'erase: scan';
-  const found = opts.pseudonymize ? 'to pseudonymize' : 'naming the agent';
+  const scan = pseudonymize ? 'pseudonymize: scan' : 'erase: scan';
+  const found = pseudonymize ? 'to pseudonymize' : 'naming the agent';
   let erasure: Erasure;
   try {
-    erasure = await erasePerson(store, {
-      tenant: opts.target ?? '',
-      person,
-      pseudonymizeKey: opts.pseudonymize ? secret : undefined,
-      dryRun,
-      list: opts.list,
-      signal: stop.signal,
-      onProgress: progressBars<'scan' | 'delete', { found?: number }>(
-        { scan: { label: scan, unit: 'statements' }, delete: { label: 'erase: delete', unit: 'statements' } },
-        Number(opts.progressInterval ?? 10) * 1000,
-        (e) => (e.found === undefined ? {} : { extra: `${e.found} ${found}` }),
-      ),
-    });
+    erasure = await withAdmin(opts.backend, (ctx, by) =>
+      erase(ctx, by, {
+        target: opts.target,
+        person,
+        pseudonymize,
+        dryRun,
+        list: opts.list,
+        signal: stop.signal,
+        onProgress: progressBars<'scan' | 'delete', { found?: number }>(
+          { scan: { label: scan, unit: 'statements' }, delete: { label: 'erase: delete', unit: 'statements' } },
+          Number(opts.progressInterval ?? 10) * 1000,
+          (e) => (e.found === undefined ? {} : { extra: `${e.found} ${found}` }),
+        ),
+      }),
+    );
   } finally {
     stop.dispose();
-    await store.close();
   }
   const { report, listed } = erasure;
   const did = (past: string, present: string) => (dryRun ? `would ${present}` : past);
@@ -68,14 +64,5 @@ export async function eraseCommand(opts: EraseOptions): Promise<void> {
     ...listed.documents.map((d) => `document ${JSON.stringify({ kind: d.kind, activityId: d.activityId || undefined, registration: d.registration || undefined, id: d.docId })}`),
   ];
   process.stdout.write(`${[...items, ...lines].join('\n')}\n${JSON.stringify(report)}\n`);
-  if (!dryRun) auditErasure(config.auditFile, report, { command: `erase${opts.pseudonymize ? ' --pseudonymize' : ''}`, user: safeUser(), host: hostname(), time: new Date() });
   if (!report.complete) process.exitCode = 130;
-}
-
-function safeUser(): string {
-  try {
-    return userInfo().username;
-  } catch {
-    return '';
-  }
 }

@@ -1,10 +1,11 @@
 /**
- * `lectern forwarding status|retry`: the forwarding outbox of the configured database
- * (src/ops/forwarding.ts), printed and mended from the command line.
+ * `lectern forwarding status|retry`: the forwarding outbox of the configured database, printed
+ * and mended from the command line through the admin actions (src/ops/admin/forwarding.ts); a
+ * retry is audited `via: cli`.
  */
-import { forwardingStatus as status, retryDeadLetters } from '../ops/forwarding.ts';
-import type { Store } from '../store/types.ts';
-import { openCliStore } from './datafiles.ts';
+import { forwardingStatus as status, retryDeadLetters } from '../ops/admin/forwarding.ts';
+import type { AdminActor, AdminContext } from '../ops/admin/roles.ts';
+import { withAdmin } from './datafiles.ts';
 import { CliError } from './errors.ts';
 
 interface StoreOptions {
@@ -12,7 +13,7 @@ interface StoreOptions {
   target?: string;
 }
 
-async function withStore<T>(opts: StoreOptions, fn: (store: Store, active: string[]) => Promise<T>): Promise<T> {
+async function withStore<T>(opts: StoreOptions, fn: (ctx: AdminContext, by: AdminActor) => Promise<T>): Promise<T> {
   if (opts.target !== undefined) {
     throw new CliError(
       /^https?:\/\//.test(opts.target)
@@ -20,17 +21,12 @@ async function withStore<T>(opts: StoreOptions, fn: (store: Store, active: strin
         : '-t/--target does not apply to forwarding: the outbox is shared by every store of the database',
     );
   }
-  const { config, store } = await openCliStore(opts.backend);
-  try {
-    return await fn(store, config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url));
-  } finally {
-    await store.close();
-  }
+  return withAdmin(opts.backend, fn);
 }
 
 export async function forwardingStatus(opts: StoreOptions & { json?: boolean }): Promise<void> {
-  await withStore(opts, async (store, active) => {
-    const rows = await status(store, active);
+  await withStore(opts, async (ctx, by) => {
+    const rows = await status(ctx, by);
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(rows, null, 2)}\n`);
       return;
@@ -50,8 +46,8 @@ export async function forwardingStatus(opts: StoreOptions & { json?: boolean }):
 }
 
 export async function forwardingRetry(opts: StoreOptions & { url?: string }): Promise<void> {
-  await withStore(opts, async (store, active) => {
-    const n = await retryDeadLetters(store, active, opts.url);
+  await withStore(opts, async (ctx, by) => {
+    const n = await retryDeadLetters(ctx, by, { url: opts.url });
     process.stdout.write(`re-queued ${n} dead letter${n === 1 ? '' : 's'}${opts.url ? ` of ${opts.url}` : ''}\n`);
   });
 }

@@ -6,7 +6,7 @@
  */
 import { existsSync } from 'node:fs';
 import { IMPORT_AUTHORITY, fileItems, type ImportCounts, type ImportItem, importDocuments, StatementImport } from '../ops/import.ts';
-import { checkValidation } from '../ops/users.ts';
+import { checkValidation } from '../ops/credentials.ts';
 import { CliError } from './errors.ts';
 import { openPull, type Pull } from './from-lrs.ts';
 import { OutputFile, openCliStore, openInput, parseAgentOption, siblings } from './datafiles.ts';

@@ -339,6 +339,7 @@ rejections
   .option('--all', 'every kept rejection (of the store given by -t)')
   .option('-t, --target <target>', 'with --all: only this store')
   .option('--validation <mode>', 'strict or lax: validate under this mode instead of the credential\'s')
+  .option('--override-writer', 'replay too those whose writer no longer holds the grant it wrote with (revoked, expired, changed or removed; a token\'s subject): without it they are skipped; recorded in the audit')
   .option('--json', 'print JSON')
   .addOption(backendOption())
   .action((ids: string[], o: Parameters<RejectionsModule['rejectionsReplay']>[1]) => monitored('rejections replay', async () => (await import('./rejections.ts')).rejectionsReplay(ids, o)));

@@ -1,28 +1,19 @@
 /**
  * `lectern rejections list|show|replay|clear`: the refused writes the server keeps
- * (src/ops/rejections.ts, docs/rejections.md), read and mended from the command line.
+ * (docs/rejections.md), read and mended from the command line through the admin actions
+ * (src/ops/admin/rejections.ts); replay and clear are audited `via: cli`.
  */
-import { clearRejections, listRejections, replayRejections, replaySettings, replaySummary, showRejection } from '../ops/rejections.ts';
-import { checkValidation } from '../ops/users.ts';
-import type { KeptRejection, Store } from '../store/types.ts';
-import type { Config } from '../config.ts';
+import { clearRejections, listRejections, type ReplayResult, replayRejections, showRejection } from '../ops/admin/rejections.ts';
+import { checkValidation } from '../ops/credentials.ts';
+import type { KeptRejection } from '../store/types.ts';
 import { parseTimestamp } from '../xapi/validate/syntax.ts';
-import { openCliStore } from './datafiles.ts';
+import { withAdmin } from './datafiles.ts';
 import { CliError } from './errors.ts';
 import { interruptible } from './progress.ts';
 
 interface StoreOptions {
   backend?: string;
   target?: string;
-}
-
-async function withStore<T>(opts: StoreOptions, fn: (store: Store, config: Config) => Promise<T>): Promise<T> {
-  const { config, store } = await openCliStore(opts.backend);
-  try {
-    return await fn(store, config);
-  } finally {
-    await store.close();
-  }
 }
 
 const storeName = (tenant: string): string => (tenant === '' ? '(default)' : tenant);
@@ -64,8 +55,8 @@ export async function rejectionsList(opts: StoreOptions & { json?: boolean; sinc
   }
   const limit = opts.limit === undefined ? undefined : Number(opts.limit);
   if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new CliError('--limit must be a positive integer');
-  await withStore(opts, async (store, config) => {
-    const rows = await listRejections(store, { tenant: opts.target, since, reason: opts.reason, limit, keepDays: config.rejectionsKeepDays });
+  await withAdmin(opts.backend, async (ctx, by) => {
+    const rows = await listRejections(ctx, by, { target: opts.target, since, reason: opts.reason, limit });
     if (opts.json) {
       process.stdout.write(`${JSON.stringify(rows.map((r) => ({ ...printable(r), body: undefined })), null, 2)}\n`);
       return;
@@ -83,39 +74,42 @@ export async function rejectionsList(opts: StoreOptions & { json?: boolean; sinc
 }
 
 export async function rejectionsShow(id: string, opts: StoreOptions): Promise<void> {
-  await withStore(opts, async (store) => {
-    process.stdout.write(`${JSON.stringify(printable(await showRejection(store, id)), null, 2)}\n`);
+  await withAdmin(opts.backend, async (ctx, by) => {
+    process.stdout.write(`${JSON.stringify(printable(await showRejection(ctx, by, { id, target: opts.target })), null, 2)}\n`);
   });
 }
 
-export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all?: boolean; validation?: string; json?: boolean }): Promise<void> {
+/** What became of one replayed rejection, in a line. */
+function replayLine(r: ReplayResult): string {
+  const despite = r.writer && r.outcome !== 'skipped' ? ` (by --override-writer: ${r.writer})` : '';
+  switch (r.outcome) {
+    case 'stored':
+      return `${r.id} stored${despite}`;
+    case 'refused':
+      return `${r.id} refused again (${r.status}): ${r.reasons!.map((x) => `${x.loc.join('.') || '(request)'}: ${x.msg}`).join('; ')}${despite}`;
+    case 'not_replayable':
+      return `${r.id} not replayable: its body was not kept whole (LECTERN_REJECTIONS_MAX_BODY)${despite}`;
+    case 'skipped':
+      return `${r.id} skipped: ${r.writer} (--override-writer replays it anyway)`;
+  }
+}
+
+export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all?: boolean; validation?: string; overrideWriter?: boolean; json?: boolean }): Promise<void> {
   if (opts.all && ids.length) throw new CliError('give rejection ids or --all, not both');
   if (!opts.all && !ids.length) throw new CliError('give the ids of the rejections to replay (`lectern rejections list`), or --all');
   const validation = checkValidation(opts.validation);
   const stop = interruptible();
   try {
-    await withStore(opts, async (store, config) => {
-      const results = await replayRejections(store, {
-        ids,
-        all: opts.all,
-        tenant: opts.target,
-        validation,
-        ...replaySettings(config),
-        signal: stop.signal,
-      });
+    await withAdmin(opts.backend, async (ctx, by) => {
+      const input = { ids: opts.all ? undefined : ids, all: opts.all === true, target: opts.target, validation, overrideWriter: opts.overrideWriter === true, signal: stop.signal };
+      const n = await replayRejections(ctx, by, input);
       if (opts.json) {
-        process.stdout.write(`${JSON.stringify(results, null, 2)}\n`);
+        process.stdout.write(`${JSON.stringify(n.results, null, 2)}\n`);
         return;
       }
-      const lines = results.map((r) =>
-        r.outcome === 'stored'
-          ? `${r.id} stored`
-          : r.outcome === 'refused'
-            ? `${r.id} refused again (${r.status}): ${r.reasons!.map((x) => `${x.loc.join('.') || '(request)'}: ${x.msg}`).join('; ')}`
-            : `${r.id} not replayable: its body was not kept whole (LECTERN_REJECTIONS_MAX_BODY)`,
-      );
-      const n = replaySummary(results);
-      lines.push(`replayed ${n.replayed}: ${n.stored} stored and removed, ${n.refused} refused again (kept with their new reasons), ${n.notReplayable} not replayable`);
+      const lines = n.results.map(replayLine);
+      const skipped = n.skipped ? `; ${n.skipped} skipped (their writer no longer holds the grant it wrote with)` : '';
+      lines.push(`replayed ${n.replayed}: ${n.stored} stored and removed, ${n.refused} refused again (kept with their new reasons), ${n.notReplayable} not replayable${skipped}`);
       process.stdout.write(`${lines.join('\n')}\n`);
     });
   } finally {
@@ -124,8 +118,8 @@ export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all
 }
 
 export async function rejectionsClear(opts: StoreOptions): Promise<void> {
-  await withStore(opts, async (store) => {
-    const n = await clearRejections(store, opts.target);
+  await withAdmin(opts.backend, async (ctx, by) => {
+    const n = await clearRejections(ctx, by, opts.target === undefined ? { all: true } : { target: opts.target });
     process.stdout.write(`removed ${n} kept rejection${n === 1 ? '' : 's'}${opts.target === undefined ? '' : ` of the store ${storeName(opts.target)}`}\n`);
   });
 }

@@ -86,7 +86,9 @@ const credential: Json = {
 };
 const issued: Json = { allOf: [credential, { type: 'object', properties: { secret: { type: 'string', description: 'Shown this once: it is stored only as its SHA-256' } } }] };
 const KEY: Json = { name: 'key', in: 'path', required: true, description: 'The credential\'s key', schema: { type: 'string' } };
-const UNKNOWN_KEY: Json = { '404': { description: 'No such key (a store administrator gets this for another store\'s)', content: jsonContent({ $ref: '#/components/schemas/Error' }) } };
+const UNKNOWN_KEY: Json = {
+  '404': { description: 'No such key; a store administrator gets this too for another store\'s, and for an administrator\'s credential but its own (docs/admin-api.md)', content: jsonContent({ $ref: '#/components/schemas/Error' }) },
+};
 
 const rejection: Json = {
   type: 'object',
@@ -309,15 +311,22 @@ export const ADMIN_PATHS: Record<string, Json> = {
   '/admin/api/rejections/replay': {
     post: op(
       'Replay kept rejections (audited)',
-      'Each through the path a new request takes, under the credential it came with: accepted ones are stored and removed, refused ones stay with their new reasons.',
+      'Each through the path a new request takes, under the credential it came with while it still holds the grant it wrote with: accepted ones are stored and removed, refused ones stay with their new reasons, those whose writer no longer holds it are skipped (the reason in `writer`) unless `overrideWriter`.',
       {
         type: 'object',
         properties: {
-          results: { type: 'array', items: { type: 'object', properties: { id: { type: 'string' }, outcome: { type: 'string', enum: ['stored', 'refused', 'not_replayable'] }, status: { type: 'integer' }, reasons: { type: 'array', items: { type: 'object' } } } } },
+          results: {
+            type: 'array',
+            items: {
+              type: 'object',
+              properties: { id: { type: 'string' }, outcome: { type: 'string', enum: ['stored', 'refused', 'not_replayable', 'skipped'] }, status: { type: 'integer' }, reasons: { type: 'array', items: { type: 'object' } }, writer: { type: 'string' } },
+            },
+          },
           replayed: { type: 'integer' },
           stored: { type: 'integer' },
           refused: { type: 'integer' },
           notReplayable: { type: 'integer' },
+          skipped: { type: 'integer' },
         },
       },
       {
@@ -326,6 +335,7 @@ export const ADMIN_PATHS: Record<string, Json> = {
           all: { type: 'boolean', description: 'Every kept rejection (of `target`; a store administrator: of its store)' },
           target: { type: 'string' },
           validation: { type: 'string', enum: ['strict', 'lax'], description: 'Instead of the credential\'s' },
+          overrideWriter: { type: 'boolean', description: 'Replay too those whose writer no longer holds the grant it wrote with (audited)' },
         }),
         responses: NOT_FOUND,
       },

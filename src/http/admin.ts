@@ -1,42 +1,29 @@
 /**
- * The admin API under /admin/api/ (docs/admin-api.md): JSON routes, each thin over a use case of
- * src/ops/. Every request is authenticated as the xAPI routes are (the same Authenticator), then
+ * The admin API under /admin/api/ (docs/admin-api.md): JSON routes, each a translation of its
+ * request into the input of one admin action of src/ops/admin/ (which reaches, grants, acts and
+ * audits) and of its result or refusal into the answer. Every request is authenticated as the xAPI routes are (the same Authenticator), then
  * needs an admin role (src/auth/scopes.ts, adminRole: 403 without one); only then is its body
  * read. Failed authentications here are counted per client address and per user name
  * (LECTERN_ADMIN_MAX_FAILURES within LECTERN_ADMIN_FAILURE_WINDOW): beyond, 429 with Retry-After
  * and no check at all.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { readCredentialsFile } from '../auth/credentials.ts';
-import { adminRole } from '../auth/scopes.ts';
 import { clientKey, FailureCounter } from '../auth/throttle.ts';
 import type { Authenticator, AuthUser } from '../auth/types.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LrsError, ValidationFailed } from '../errors.ts';
 import type { IngestRate } from '../monitoring/ingest.ts';
-import {
-  type AdminActor,
-  adminErase,
-  AUDIT_PAGE_MAX,
-  checkGrantable,
-  credentialInReach,
-  listAudit,
-  listStores,
-  reachableStore,
-  recordAudit,
-  replayAudited,
-  REJECTION_PAGE_MAX,
-  rejectionInReach,
-  requireOperator,
-  serverStatus,
-} from '../ops/admin.ts';
-import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
-import { DEAD_LETTER_PAGE_MAX, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
+import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/admin/credentials.ts';
+import { erase } from '../ops/admin/erasure.ts';
+import { activeTargets, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/admin/forwarding.ts';
+import { AUDIT_PAGE_MAX, listAudit, listStores, serverStatus } from '../ops/admin/reads.ts';
+import { clearRejections, listRejections, REJECTION_PAGE_MAX, type ReplayInput, replayRejections, showRejection } from '../ops/admin/rejections.ts';
+import { type AdminActor, type AdminContext, httpActor } from '../ops/admin/roles.ts';
+import { OpsError } from '../ops/errors.ts';
+import { DEAD_LETTER_PAGE_MAX } from '../ops/forwarding.ts';
 import { storeOverview } from '../ops/overview.ts';
-import { clearRejections, listRejections } from '../ops/rejections.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
-import { LECTERN_VERSION } from '../version.ts';
 import type { Agent } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
@@ -58,8 +45,10 @@ export interface AdminDeps {
   readBody(request: FastifyRequest, reply: FastifyReply, user: AuthUser): Promise<Buffer | undefined>;
 }
 
-/** What a route handler gets: who acts, the query's parameters (already checked against the route's list), and the body, read on demand. */
+/** What a route handler gets: the actions' context, who acts, the query's parameters (already checked against the route's list), and the body, read on demand. */
 interface AdminCall {
+  ctx: AdminContext;
+  deps: AdminDeps;
   by: AdminActor;
   /** The path's parameters (`:key`, `:id`). */
   params: Record<string, string>;
@@ -67,7 +56,14 @@ interface AdminCall {
   body(): Promise<Record<string, unknown>>;
 }
 
-type AdminHandler = (call: AdminCall) => Promise<XapiResponse>;
+/** An admin route: `params` the query parameters it takes, `fields` its body's. */
+interface AdminRoute {
+  method: 'GET' | 'POST';
+  path: string;
+  params?: readonly string[];
+  fields?: readonly string[];
+  handler(call: AdminCall): Promise<XapiResponse>;
+}
 
 const issue = (where: 'query' | 'body', name: string, msg: string, type = 'value_error'): ValidationFailed =>
   new ValidationFailed([{ loc: [where, name], msg, type }]);
@@ -158,10 +154,166 @@ function nextPage(path: string, query: Record<string, string>, cursor: string, i
   return `${ADMIN_PREFIX}${path}?${next.toString()}`;
 }
 
+/** A refusal of an admin action that names its input field: answered as the body's field it came from. */
+function answerOf(err: LrsError | HttpRefusal): XapiResponse {
+  if (err instanceof OpsError && err.field !== undefined && err.kind === 'bad_request') {
+    return errorResponse(issue('body', err.field, err.message.replace(`${err.field}: `, ''), 'value_error'));
+  }
+  return errorResponse(err);
+}
+
+/** The Agent of a body's `agent` field, validated as the `agent` parameter is; `missing` says what it is for. */
+function bodyAgent(b: Record<string, unknown>, missing: string): Agent {
+  if (b.agent === undefined) throw issue('body', 'agent', `is required: ${missing}`, 'value_error.missing');
+  const issues: ConstructorParameters<typeof ValidationFailed>[0] = [];
+  const agent = validateAgentParam(b.agent, ['body', 'agent'], issues);
+  if (issues.length || !agent) throw new ValidationFailed(issues);
+  return agent as Agent;
+}
+
+/** The admin routes, each a translation of its request into one admin action's input, and of its result into the answer. */
+const ROUTES: AdminRoute[] = [
+  {
+    method: 'GET',
+    path: '/status',
+    handler: async ({ ctx, deps, by }) => json(200, serverStatus(ctx, by, { startedMs: deps.startedMs, ingest: deps.ingest?.lastMinutes() ?? [] })),
+  },
+  {
+    method: 'GET',
+    path: '/stores',
+    params: ['target'],
+    async handler({ ctx, by, query }) {
+      const stores = await listStores(ctx, by, { target: query.target });
+      return json(200, { stores: stores.map(({ lastStoredMs, ...s }) => ({ ...s, lastStored: lastStoredMs === null ? null : new Date(lastStoredMs).toISOString() })) });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/overview',
+    params: ['target'],
+    handler: async ({ ctx, by, query }) => json(200, await storeOverview(ctx.store, by.role, query.target, { clock: ctx.clock, activeTargets: activeTargets(ctx.config) })),
+  },
+  { method: 'GET', path: '/forwarding', handler: async ({ ctx, by }) => json(200, { targets: await forwardingStatus(ctx, by) }) },
+  {
+    method: 'GET',
+    path: '/forwarding/dead-letters',
+    params: ['url', 'after', 'limit'],
+    async handler({ ctx, by, query }) {
+      const limit = intParam(query, 'limit', 1, DEAD_LETTER_PAGE_MAX) ?? 100;
+      const deadLetters = await listDeadLetters(ctx, by, { url: query.url, after: intParam(query, 'after', 0, Number.MAX_SAFE_INTEGER), limit });
+      return json(200, { deadLetters, more: nextPage('/forwarding/dead-letters', query, 'after', deadLetters, limit) });
+    },
+  },
+  {
+    method: 'POST',
+    path: '/forwarding/retry',
+    fields: ['url'],
+    handler: async ({ ctx, by, body }) => json(200, { requeued: await retryDeadLetters(ctx, by, { url: optionalString(await body(), 'url') }) }),
+  },
+  {
+    method: 'POST',
+    path: '/erase',
+    fields: ['target', 'agent', 'dryRun', 'pseudonymize'],
+    async handler({ ctx, by, body }) {
+      const b = await body();
+      const target = optionalString(b, 'target');
+      const person = bodyAgent(b, 'the Agent (or identified Group) to erase, e.g. {"mbox": "mailto:ben@example.com"}');
+      // A dry run unless asked otherwise: a forgotten field never erases anything.
+      const dryRun = optionalBoolean(b, 'dryRun') ?? true;
+      const pseudonymize = optionalBoolean(b, 'pseudonymize') ?? false;
+      return json(200, (await erase(ctx, by, { target, person, dryRun, pseudonymize })).report);
+    },
+  },
+  // ----- credentials (src/ops/admin/credentials.ts) -------------------------------------------
+  {
+    method: 'GET',
+    path: '/credentials',
+    params: ['target'],
+    handler: async ({ ctx, by, query }) => json(200, { credentials: (await listCredentials(ctx, by, { target: query.target })).credentials }),
+  },
+  {
+    method: 'POST',
+    path: '/credentials',
+    fields: ['key', 'scopes', 'agent', 'target', 'expires', 'label', 'validation'],
+    async handler({ ctx, by, body }) {
+      const b = await body();
+      const target = optionalString(b, 'target');
+      const scopes = stringList(b, 'scopes');
+      if (b.agent === undefined) throw issue('body', 'agent', 'is required: the credential\'s Agent, the authority of what it stores', 'value_error.missing');
+      if (typeof b.agent !== 'object' || b.agent === null || Array.isArray(b.agent)) throw issue('body', 'agent', 'must be an Agent object, e.g. {"mbox": "mailto:reports@example.com"}', 'type_error.dict');
+      const input = { scopes, agent: b.agent as Agent, target, key: optionalString(b, 'key'), label: optionalString(b, 'label'), expires: optionalString(b, 'expires'), validation: optionalString(b, 'validation') };
+      return json(201, await createCredential(ctx, by, input));
+    },
+  },
+  { method: 'POST', path: '/credentials/:key/revoke', handler: async ({ ctx, by, params }) => json(200, await revokeCredential(ctx, by, { key: params.key })) },
+  {
+    method: 'POST',
+    path: '/credentials/:key/rotate',
+    fields: ['grace'],
+    async handler({ ctx, by, params, body }) {
+      const grace = (await body()).grace;
+      if (grace !== undefined && (typeof grace !== 'number' || !Number.isInteger(grace))) throw issue('body', 'grace', 'must be a whole number of seconds', 'type_error.integer');
+      return json(200, await rotateCredential(ctx, by, { key: params.key, graceSeconds: grace as number | undefined }));
+    },
+  },
+  // ----- kept rejections (src/ops/admin/rejections.ts) -----------------------------------------
+  {
+    method: 'GET',
+    path: '/rejections',
+    params: ['target', 'since', 'reason', 'limit'],
+    async handler({ ctx, by, query }) {
+      const since = timeParam(query, 'since');
+      const limit = intParam(query, 'limit', 1, REJECTION_PAGE_MAX) ?? 100;
+      const rows = await listRejections(ctx, by, { target: query.target, since: since === undefined ? undefined : new Date(since), reason: query.reason, limit });
+      return json(200, { rejections: rows.map((r) => shownRejection(r, false)) });
+    },
+  },
+  { method: 'GET', path: '/rejections/:id', handler: async ({ ctx, by, params }) => json(200, shownRejection(await showRejection(ctx, by, { id: params.id }), true)) },
+  {
+    method: 'POST',
+    path: '/rejections/replay',
+    fields: ['ids', 'all', 'target', 'validation', 'overrideWriter'],
+    async handler({ ctx, by, body }) {
+      const b = await body();
+      const ids = b.ids === undefined ? undefined : stringList(b, 'ids');
+      const validation = optionalString(b, 'validation');
+      if (validation !== undefined && validation !== 'strict' && validation !== 'lax') throw issue('body', 'validation', 'must be strict or lax');
+      const input: ReplayInput = { ids, all: optionalBoolean(b, 'all') ?? false, target: optionalString(b, 'target'), validation, overrideWriter: optionalBoolean(b, 'overrideWriter') ?? false };
+      return json(200, await replayRejections(ctx, by, input));
+    },
+  },
+  {
+    method: 'POST',
+    path: '/rejections/clear',
+    fields: ['target', 'all'],
+    async handler({ ctx, by, body }) {
+      const b = await body();
+      const target = optionalString(b, 'target');
+      const all = optionalBoolean(b, 'all') ?? false;
+      if (all && target !== undefined) throw issue('body', 'all', 'give a target or "all": true, not both');
+      // The operator says which: one store, or every one (a forgotten field never clears them all).
+      if (by.role.kind === 'operator' && !all && target === undefined) throw issue('body', 'target', 'is required: the store to clear ("" for the default store), or "all": true for every store', 'value_error.missing');
+      return json(200, { cleared: await clearRejections(ctx, by, all ? { all } : { target }) });
+    },
+  },
+  {
+    method: 'GET',
+    path: '/audit',
+    params: ['target', 'action', 'actor', 'since', 'until', 'limit', 'before'],
+    async handler({ ctx, by, query }) {
+      const limit = intParam(query, 'limit', 1, AUDIT_PAGE_MAX) ?? 100;
+      const before = intParam(query, 'before', 1, Number.MAX_SAFE_INTEGER);
+      const filter = { target: query.target, action: query.action, actor: query.actor, sinceMs: timeParam(query, 'since'), untilMs: timeParam(query, 'until'), before, limit };
+      const entries = await listAudit(ctx, by, filter);
+      return json(200, { entries, more: nextPage('/audit', query, 'before', entries, limit) });
+    },
+  },
+];
+
 export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void {
   const { config, store, auth, clock } = deps;
+  const ctx: AdminContext = { store, config, clock };
   const failures = new FailureCounter(config.adminMaxFailures, config.adminFailureWindow * 1000);
-  const activeTargets = () => config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url);
 
   const send = (reply: FastifyReply, res: XapiResponse): FastifyReply => {
     reply.status(res.status);
@@ -189,8 +341,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
     return { refusal: json(result.status, result.body, result.headers) };
   };
 
-  /** An admin route: `params` the query parameters it takes, `fields` its body's. */
-  const route = (method: 'GET' | 'POST', path: string, handler: AdminHandler, opts: { params?: readonly string[]; fields?: readonly string[] } = {}) => {
+  const route = ({ method, path, handler, ...opts }: AdminRoute) => {
     app.route({
       method,
       url: `${ADMIN_PREFIX}${path}`,
@@ -200,8 +351,8 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
           const admitted = await admit(request);
           if ('refusal' in admitted) return send(reply, admitted.refusal);
           const { user } = admitted;
-          const role = adminRole(user);
-          if (!role) {
+          const by = httpActor(user, request.ip, /^\s*bearer\s/i.test(request.headers.authorization ?? '') ? 'token' : 'basic');
+          if (!by) {
             return send(reply, json(403, { detail: `the admin API needs the admin or admin/store scope, which the user ${user.username} does not hold (xAPI scopes, all included, do not reach it)` }));
           }
           const q = request.url.indexOf('?');
@@ -211,217 +362,16 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
           if (unknown.length) {
             throw new ValidationFailed(unknown.map((k) => ({ loc: ['query', k], msg: `unknown parameter (this route takes ${params.join(', ') || 'none'})`, type: 'value_error.unknown_parameter' })));
           }
-          const by: AdminActor = { name: user.username, role, client: request.ip, via: 'http' };
           const body = async () => parseBody(await deps.readBody(request, reply, user), request.headers['content-type'], opts.fields ?? []);
-          res = await handler({ by, params: request.params as Record<string, string>, query, body });
+          res = await handler({ ctx, deps, by, params: request.params as Record<string, string>, query, body });
         } catch (err) {
           if (!(err instanceof LrsError || err instanceof HttpRefusal)) throw err;
-          res = errorResponse(err);
+          res = answerOf(err);
         }
         return send(reply, res);
       },
     });
   };
 
-  route('GET', '/status', async ({ by }) => {
-    requireOperator(by.role, 'the server status');
-    const status = serverStatus({ version: LECTERN_VERSION, backend: store.backend, xapiVersions: config.xapiVersions, startedMs: deps.startedMs, ingest: deps.ingest?.lastMinutes() ?? [] }, clock);
-    return json(200, status);
-  });
-
-  route(
-    'GET',
-    '/stores',
-    async ({ by, query }) => {
-      const stores = await listStores(store, by.role, query.target);
-      return json(200, { stores: stores.map(({ lastStoredMs, ...s }) => ({ ...s, lastStored: lastStoredMs === null ? null : new Date(lastStoredMs).toISOString() })) });
-    },
-    { params: ['target'] },
-  );
-
-  route('GET', '/overview', async ({ by, query }) => json(200, await storeOverview(store, by.role, query.target, { clock, activeTargets: activeTargets() })), { params: ['target'] });
-
-  route('GET', '/forwarding', async ({ by }) => {
-    requireOperator(by.role, 'forwarding');
-    return json(200, { targets: await forwardingStatus(store, activeTargets()) });
-  });
-
-  route(
-    'GET',
-    '/forwarding/dead-letters',
-    async ({ by, query }) => {
-      requireOperator(by.role, 'forwarding');
-      const limit = intParam(query, 'limit', 1, DEAD_LETTER_PAGE_MAX) ?? 100;
-      const deadLetters = await listDeadLetters(store, { target: query.url, after: intParam(query, 'after', 0, Number.MAX_SAFE_INTEGER), limit });
-      return json(200, { deadLetters, more: nextPage('/forwarding/dead-letters', query, 'after', deadLetters, limit) });
-    },
-    { params: ['url', 'after', 'limit'] },
-  );
-
-  route(
-    'POST',
-    '/forwarding/retry',
-    async ({ by, body }) => {
-      requireOperator(by.role, 'forwarding');
-      const b = await body();
-      const url = optionalString(b, 'url');
-      const requeued = await retryDeadLetters(store, activeTargets(), url);
-      await recordAudit(store, by, 'forwarding.retry', null, { ...(url !== undefined && { url }), requeued }, clock);
-      return json(200, { requeued });
-    },
-    { fields: ['url'] },
-  );
-
-  route(
-    'POST',
-    '/erase',
-    async ({ by, body }) => {
-      const b = await body();
-      const tenant = reachableStore(by.role, optionalString(b, 'target'));
-      if (b.agent === undefined) throw issue('body', 'agent', 'is required: the Agent (or identified Group) to erase, e.g. {"mbox": "mailto:ben@example.com"}', 'value_error.missing');
-      const issues: ConstructorParameters<typeof ValidationFailed>[0] = [];
-      const person = validateAgentParam(b.agent, ['body', 'agent'], issues);
-      if (issues.length || !person) throw new ValidationFailed(issues);
-      // A dry run unless asked otherwise: a forgotten field never erases anything.
-      const dryRun = optionalBoolean(b, 'dryRun') ?? true;
-      const pseudonymize = optionalBoolean(b, 'pseudonymize') ?? false;
-      if (pseudonymize && config.pseudonymizeKey === '') {
-        throw issue('body', 'pseudonymize', 'this server has no LECTERN_PSEUDONYMIZE_KEY: it cannot pseudonymize', 'value_error.unavailable');
-      }
-      const { report } = await adminErase(store, by, { tenant, person, dryRun, pseudonymizeKey: pseudonymize ? config.pseudonymizeKey : undefined, auditFile: config.auditFile }, clock);
-      return json(200, report);
-    },
-    { fields: ['target', 'agent', 'dryRun', 'pseudonymize'] },
-  );
-
-  // ----- credentials (src/ops/credentials.ts) -------------------------------------------------
-
-  route(
-    'GET',
-    '/credentials',
-    async ({ by, query }) => {
-      const target = by.role.kind === 'operator' ? query.target : reachableStore(by.role, query.target);
-      return json(200, { credentials: await listCredentials(store, { target }, { clock }) });
-    },
-    { params: ['target'] },
-  );
-
-  route(
-    'POST',
-    '/credentials',
-    async ({ by, body }) => {
-      const b = await body();
-      const target = reachableStore(by.role, optionalString(b, 'target'));
-      const scopes = stringList(b, 'scopes');
-      checkGrantable(by.role, scopes);
-      if (b.agent === undefined) throw issue('body', 'agent', 'is required: the credential\'s Agent, the authority of what it stores', 'value_error.missing');
-      if (typeof b.agent !== 'object' || b.agent === null || Array.isArray(b.agent)) throw issue('body', 'agent', 'must be an Agent object, e.g. {"mbox": "mailto:reports@example.com"}', 'type_error.dict');
-      const issued = await createCredential(
-        store,
-        {
-          scopes,
-          agent: b.agent as Agent,
-          target,
-          key: optionalString(b, 'key'),
-          label: optionalString(b, 'label'),
-          expires: optionalString(b, 'expires'),
-          validation: optionalString(b, 'validation'),
-        },
-        { fileUsers: readCredentialsFile(config.authFile).map((e) => e.username), clock },
-      );
-      const { secret: _, ...shown } = issued;
-      await recordAudit(store, by, 'credentials.create', target, { key: shown.key, scopes: shown.scopes, label: shown.label, ...(shown.expires && { expires: shown.expires }), ...(shown.validation && { validation: shown.validation }) }, clock);
-      return json(201, issued);
-    },
-    { fields: ['key', 'scopes', 'agent', 'target', 'expires', 'label', 'validation'] },
-  );
-
-  route('POST', '/credentials/:key/revoke', async ({ by, params }) => {
-    await credentialInReach(store, by.role, params.key);
-    const info = await revokeCredential(store, params.key, { clock });
-    await recordAudit(store, by, 'credentials.revoke', info.target, { key: info.key }, clock);
-    return json(200, info);
-  });
-
-  route(
-    'POST',
-    '/credentials/:key/rotate',
-    async ({ by, params, body }) => {
-      await credentialInReach(store, by.role, params.key);
-      const b = await body();
-      const grace = b.grace;
-      if (grace !== undefined && (typeof grace !== 'number' || !Number.isInteger(grace))) throw issue('body', 'grace', 'must be a whole number of seconds', 'type_error.integer');
-      const issued = await rotateCredential(store, params.key, { graceSeconds: grace as number | undefined }, { clock });
-      await recordAudit(store, by, 'credentials.rotate', issued.target, { key: issued.key, grace: grace ?? 0 }, clock);
-      return json(200, issued);
-    },
-    { fields: ['grace'] },
-  );
-
-  // ----- kept rejections (src/ops/rejections.ts) ---------------------------------------------
-
-  route(
-    'GET',
-    '/rejections',
-    async ({ by, query }) => {
-      const tenant = by.role.kind === 'operator' ? query.target : reachableStore(by.role, query.target);
-      const since = timeParam(query, 'since');
-      const limit = intParam(query, 'limit', 1, REJECTION_PAGE_MAX) ?? 100;
-      const rows = await listRejections(store, { tenant, since: since === undefined ? undefined : new Date(since), reason: query.reason, limit, keepDays: config.rejectionsKeepDays, clock });
-      return json(200, { rejections: rows.map((r) => shownRejection(r, false)) });
-    },
-    { params: ['target', 'since', 'reason', 'limit'] },
-  );
-
-  route('GET', '/rejections/:id', async ({ by, params }) => json(200, shownRejection(await rejectionInReach(store, by.role, params.id), true)));
-
-  route(
-    'POST',
-    '/rejections/replay',
-    async ({ by, body }) => {
-      const b = await body();
-      const ids = b.ids === undefined ? undefined : stringList(b, 'ids');
-      const all = optionalBoolean(b, 'all') ?? false;
-      if (all === (ids !== undefined && ids.length > 0)) throw issue('body', 'ids', 'give the ids of the rejections to replay, or "all": true (not both)', 'value_error.missing');
-      const validation = optionalString(b, 'validation');
-      if (validation !== undefined && validation !== 'strict' && validation !== 'lax') throw issue('body', 'validation', 'must be strict or lax');
-      const asked = optionalString(b, 'target');
-      const tenant = by.role.kind === 'operator' ? asked : reachableStore(by.role, asked);
-      // Every id in reach before anything is replayed.
-      for (const id of ids ?? []) await rejectionInReach(store, by.role, id);
-      return json(200, await replayAudited(store, by, { ids, all, tenant, validation }, config, clock));
-    },
-    { fields: ['ids', 'all', 'target', 'validation'] },
-  );
-
-  route(
-    'POST',
-    '/rejections/clear',
-    async ({ by, body }) => {
-      const b = await body();
-      const asked = optionalString(b, 'target');
-      const all = optionalBoolean(b, 'all') ?? false;
-      if (all && asked !== undefined) throw issue('body', 'all', 'give a target or "all": true, not both');
-      if (by.role.kind === 'operator' && !all && asked === undefined) throw issue('body', 'target', 'is required: the store to clear ("" for the default store), or "all": true for every store', 'value_error.missing');
-      if (all) requireOperator(by.role, 'clearing every store\'s rejections');
-      const tenant = all ? undefined : reachableStore(by.role, asked);
-      const cleared = await clearRejections(store, tenant);
-      await recordAudit(store, by, 'rejections.clear', tenant ?? null, { ...(all && { all: true }), cleared }, clock);
-      return json(200, { cleared });
-    },
-    { fields: ['target', 'all'] },
-  );
-
-  route(
-    'GET',
-    '/audit',
-    async ({ by, query }) => {
-      const limit = intParam(query, 'limit', 1, AUDIT_PAGE_MAX) ?? 100;
-      const before = intParam(query, 'before', 1, Number.MAX_SAFE_INTEGER);
-      const filter = { target: query.target, action: query.action, actor: query.actor, sinceMs: timeParam(query, 'since'), untilMs: timeParam(query, 'until'), before, limit };
-      const entries = await listAudit(store, by.role, filter);
-      return json(200, { entries, more: nextPage('/audit', query, 'before', entries, limit) });
-    },
-    { params: ['target', 'action', 'actor', 'since', 'until', 'limit', 'before'] },
-  );
+  for (const r of ROUTES) route(r);
 }

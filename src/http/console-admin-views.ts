@@ -1,6 +1,6 @@
 /** The console's admin pages: the stores (the operator's switcher) and Access (./console-pages.ts has the frame and the escaping). */
 import { XAPI_SCOPES } from '../auth/scopes.ts';
-import type { CredentialInfo } from '../ops/credentials.ts';
+import type { CredentialInfo } from '../ops/admin/credentials.ts';
 import type { ErasureReport } from '../ops/erase.ts';
 import type { AuditEntry, StoreSummary } from '../store/types.ts';
 import { html, page, storeName, type PageContext } from './console-pages.ts';
@@ -38,6 +38,8 @@ export function storesPage(ctx: PageContext, v: { stores: StoreSummary[]; operat
 
 export interface AccessView {
   credentials: CredentialInfo[];
+  /** The keys the session's user may rotate or revoke (src/ops/admin/roles.ts, mayManageCredential): only those get the forms. */
+  manageable: ReadonlySet<string>;
   audit: AuditEntry[];
   /** The audit list's next page, or ''. */
   more: string;
@@ -70,7 +72,9 @@ ${v.credentials.length
 <td data-label="Last used">${when(c.lastUsed) || 'never'}</td><td data-label="State">${credentialState(c)}</td>
 <td data-label="Actions">${c.revoked
           ? ''
-          : html`<form method="post" action="/console/access/rotate" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}">
+          : !v.manageable.has(c.key)
+            ? html`<span class="hint">an administrator’s: the operator rotates or revokes it</span>`
+            : html`<form method="post" action="/console/access/rotate" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}">
 <label for="grace-${c.key}">Grace (s)</label> <input id="grace-${c.key}" name="grace" type="number" min="0" max="2592000" value="0" class="short" aria-describedby="h-grace">
 <button type="submit" aria-label="Rotate ${c.key}">Rotate</button></form>
 <form method="post" action="/console/access/revoke" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}"><button type="submit" class="danger" aria-label="Revoke ${c.key}">Revoke</button></form>`}</td>

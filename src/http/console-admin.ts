@@ -1,17 +1,19 @@
 /**
  * The console's admin pages (docs/console.md): the operator's store switcher and the Access page
- * (credentials and the audit list). Each calls the src/ops/ use cases directly, with the same
- * reach checks and audit entries as the admin API (./admin.ts), as the session's user; every
- * change is a POST carrying the session's CSRF token (ConsoleKit.change).
+ * (credentials and the audit list), and erasure from the Learner page. Each translates its form
+ * into the input of one admin action of src/ops/admin/ (the admin API's and the CLI's), run as the
+ * session's user; every change is a POST carrying the session's CSRF token (ConsoleKit.change).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { readCredentialsFile } from '../auth/credentials.ts';
 import { adminRole, type AdminRole } from '../auth/scopes.ts';
+import { TOKEN_STAMP } from '../auth/types.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LrsError, ValidationFailed } from '../errors.ts';
-import { adminErase, type AdminActor, checkGrantable, credentialInReach, listAudit, listStores, reachableStore, recordAudit } from '../ops/admin.ts';
-import { createCredential, type IssuedCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/credentials.ts';
+import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/admin/credentials.ts';
+import { erase } from '../ops/admin/erasure.ts';
+import { listAudit, listStores } from '../ops/admin/reads.ts';
+import { type AdminActor, type AdminContext, httpActor, reachableStore } from '../ops/admin/roles.ts';
 import { OpsError } from '../ops/errors.ts';
 import type { Store } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
@@ -66,23 +68,31 @@ export function refusal(err: unknown): { status: number; message: string } {
   throw err;
 }
 
-/** Who acts, for the audit: the session's user, from the request's address, over HTTP. */
-export const consoleActor = (request: FastifyRequest, s: Session, role: AdminRole): AdminActor => ({ name: s.user.username, role, client: request.ip, via: 'http' });
+/** The session's admin actor (its user, from the request's address, over HTTP); without an admin role, a 403 page (or JSON answer) and undefined. */
+export function adminActorOf(kit: ConsoleKit, request: FastifyRequest, reply: FastifyReply, s: Session, what: string, json = false): AdminActor | undefined {
+  if (!adminRoleOf(kit, reply, s, what, json)) return undefined;
+  return httpActor(s.user, request.ip, s.stamp === TOKEN_STAMP ? 'token' : 'basic');
+}
+
+/** The admin actions' context of the console's server. */
+export const adminContext = (kit: ConsoleKit): AdminContext => ({ store: kit.deps.store, config: kit.deps.config, clock: kit.deps.clock });
 
 export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): void {
-  const { store, config, clock } = kit.deps;
+  const ctx = adminContext(kit);
+  registerStores(app, kit, ctx);
+  registerAccess(app, kit, ctx);
+  registerErase(app, kit, ctx);
+}
 
-  const roleOf = (reply: FastifyReply, s: Session, what: string, json = false) => adminRoleOf(kit, reply, s, what, json);
-
-  // ----- stores and the switcher ------------------------------------------------------------
-
+/** The stores page, and the store switcher. */
+function registerStores(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
   app.get('/console/stores', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
-    const role = roleOf(reply, s, 'The stores page');
-    if (!role) return reply;
-    const stores = await listStores(store, role);
-    return kit.sendPage(reply, 200, storesPage(kit.ctx(s), { stores, operator: role.kind === 'operator', next: kit.queryOf(request).next }));
+    const by = adminActorOf(kit, request, reply, s, 'The stores page');
+    if (!by) return reply;
+    const stores = await listStores(ctx, by);
+    return kit.sendPage(reply, 200, storesPage(kit.ctx(s), { stores, operator: by.role.kind === 'operator', next: kit.queryOf(request).next }));
   });
 
   /**
@@ -93,7 +103,7 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
   app.post('/console/store', async (request, reply) => {
     const c = await kit.change(request, reply);
     if (!c) return reply;
-    const role = roleOf(reply, c.session, 'Switching stores', true);
+    const role = adminRoleOf(kit, reply, c.session, 'Switching stores', true);
     if (!role) return reply;
     let target: string;
     try {
@@ -107,107 +117,98 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
     if (role.kind === 'operator') kit.reseal(request, reply, { ...c.session, store: target });
     return reply.redirect(kit.safeNext(c.form.next), 303);
   });
+}
 
-  // ----- access: credentials and the audit list ---------------------------------------------
+/** A change on the Access page, in the store the session works in: the page it answers, or undefined for the Access page again. */
+type AccessChange = (ctx: AdminContext, c: { kit: ConsoleKit; session: Session; form: Record<string, string>; by: AdminActor; target: string }) => Promise<string | undefined>;
 
-  const showAccess = async (request: FastifyRequest, reply: FastifyReply, s: Session, role: AdminRole, status = 200, error?: string) => {
+const createFromForm: AccessChange = async (ctx, { kit, session, form, by, target }) => {
+  const scopes = GRANTABLE.filter((sc) => form[`scope.${sc}`] === 'on');
+  const agentText = (form.agent ?? '').trim();
+  if (!agentText) throw new OpsError('agent: give the credential’s agent (an email address, or an Agent as JSON): the authority of what it stores');
+  let agent: Agent;
+  try {
+    agent = JSON.parse(agentParam(agentText)) as Agent;
+  } catch {
+    throw new OpsError('agent: an email address, or an Agent as JSON, e.g. {"mbox": "mailto:reports@example.com"}');
+  }
+  const opt = (name: string) => (form[name]?.trim() ? form[name].trim() : undefined);
+  const issued = await createCredential(ctx, by, { scopes, agent, target, key: opt('key'), label: opt('label'), expires: opt('expires'), validation: opt('validation') });
+  return issuedPage(kit.ctx(session), issued, 'created');
+};
+
+/** The key of a revoke or rotate form. */
+const keyOf = (form: Record<string, string>): string => {
+  if (!form.key) throw new OpsError('key: which credential?');
+  return form.key;
+};
+
+// A key of another store than the one the session works in is unknown (404), as is one the actor may not manage.
+const revokeFromForm: AccessChange = async (ctx, { form, by, target }) => {
+  await revokeCredential(ctx, by, { key: keyOf(form), target });
+  return undefined;
+};
+
+const rotateFromForm: AccessChange = async (ctx, { kit, session, form, by, target }) => {
+  const key = keyOf(form);
+  const graceText = (form.grace ?? '').trim() || '0';
+  if (!/^\d{1,9}$/.test(graceText)) throw new OpsError('grace: a whole number of seconds');
+  const issued = await rotateCredential(ctx, by, { key, target, graceSeconds: Number(graceText) });
+  return issuedPage(kit.ctx(session), issued, 'rotated');
+};
+
+/** The Access page (credentials, with the forms the actor may use, and the audit list) and its changes. */
+function registerAccess(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
+  const showAccess = async (request: FastifyRequest, reply: FastifyReply, s: Session, by: AdminActor, status = 200, error?: string) => {
     const target = kit.workingStore(s);
     const before = Number(kit.queryOf(request).before);
-    const credentials = await listCredentials(store, { target }, { clock });
-    const audit = await listAudit(store, role, { target, limit: AUDIT_SHOWN, ...(Number.isSafeInteger(before) && before > 0 && { before }) });
-    return kit.sendPage(reply, status, accessPage(kit.ctx(s), { credentials, audit, more: audit.length === AUDIT_SHOWN ? `/console/access?before=${audit.at(-1)!.id}` : '', ...(error && { error }) }));
+    const { credentials, manageable } = await listCredentials(ctx, by, { target });
+    const audit = await listAudit(ctx, by, { target, limit: AUDIT_SHOWN, ...(Number.isSafeInteger(before) && before > 0 && { before }) });
+    const more = audit.length === AUDIT_SHOWN ? `/console/access?before=${audit.at(-1)!.id}` : '';
+    return kit.sendPage(reply, status, accessPage(kit.ctx(s), { credentials, manageable, audit, more, ...(error && { error }) }));
   };
 
   app.get('/console/access', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
-    const role = roleOf(reply, s, 'The Access page');
-    if (!role) return reply;
-    return showAccess(request, reply, s, role);
+    const by = adminActorOf(kit, request, reply, s, 'The Access page');
+    if (!by) return reply;
+    return showAccess(request, reply, s, by);
   });
 
-  /** A change on the Access page: the session, role and form; a refusal shows the page again with its message. */
-  const accessChange = (path: string, act: (c: { request: FastifyRequest; session: Session; role: AdminRole; form: Record<string, string>; by: AdminActor }) => Promise<string | undefined>) =>
+  // A refused change shows the page again with its message.
+  for (const [path, act] of [['/console/access/create', createFromForm], ['/console/access/revoke', revokeFromForm], ['/console/access/rotate', rotateFromForm]] as const) {
     app.post(path, async (request, reply) => {
       const c = await kit.change(request, reply);
       if (!c) return reply;
-      const role = roleOf(reply, c.session, 'The Access page', true);
-      if (!role) return reply;
+      const by = adminActorOf(kit, request, reply, c.session, 'The Access page', true);
+      if (!by) return reply;
       try {
-        const page = await act({ request, session: c.session, role, form: c.form, by: consoleActor(request, c.session, role) });
+        const page = await act(ctx, { kit, session: c.session, form: c.form, by, target: kit.workingStore(c.session) });
         if (page !== undefined) return kit.sendPage(reply, 200, page);
         return reply.redirect('/console/access', 303);
       } catch (err) {
         const r = refusal(err);
-        return showAccess(request, reply, c.session, role, r.status, r.message);
+        return showAccess(request, reply, c.session, by, r.status, r.message);
       }
     });
+  }
+}
 
-  accessChange('/console/access/create', async ({ session, role, form, by }) => {
-    const target = reachableStore(role, kit.workingStore(session));
-    const scopes = GRANTABLE.filter((sc) => form[`scope.${sc}`] === 'on');
-    checkGrantable(role, scopes);
-    const agentText = (form.agent ?? '').trim();
-    if (!agentText) throw new OpsError('agent: give the credential’s agent (an email address, or an Agent as JSON): the authority of what it stores');
-    let agent: Agent;
-    try {
-      agent = JSON.parse(agentParam(agentText)) as Agent;
-    } catch {
-      throw new OpsError('agent: an email address, or an Agent as JSON, e.g. {"mbox": "mailto:reports@example.com"}');
-    }
-    const opt = (name: string) => (form[name]?.trim() ? form[name].trim() : undefined);
-    const issued = await createCredential(
-      store,
-      { scopes, agent, target, key: opt('key'), label: opt('label'), expires: opt('expires'), validation: opt('validation') },
-      { fileUsers: readCredentialsFile(config.authFile).map((e) => e.username), clock },
-    );
-    await recordAudit(store, by, 'credentials.create', target, { key: issued.key, scopes: issued.scopes, label: issued.label, ...(issued.expires && { expires: issued.expires }), ...(issued.validation && { validation: issued.validation }) }, clock);
-    return issuedPage(kit.ctx(session), issued, 'created');
-  });
-
-  /** The key of a revoke or rotate: one in the session's working store (another store's is a 404, as an unknown key). */
-  const keyInStore = async (session: Session, role: AdminRole, key: string | undefined): Promise<string> => {
-    if (!key) throw new OpsError('key: which credential?');
-    await credentialInReach(store, role, key);
-    const row = await store.getCredential(key);
-    if (row?.target !== kit.workingStore(session)) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
-    return key;
-  };
-
-  accessChange('/console/access/revoke', async ({ session, role, form, by }) => {
-    const key = await keyInStore(session, role, form.key);
-    const info = await revokeCredential(store, key, { clock });
-    await recordAudit(store, by, 'credentials.revoke', info.target, { key: info.key }, clock);
-    return undefined;
-  });
-
-  accessChange('/console/access/rotate', async ({ session, role, form, by }) => {
-    const key = await keyInStore(session, role, form.key);
-    const graceText = (form.grace ?? '').trim() || '0';
-    if (!/^\d{1,9}$/.test(graceText)) throw new OpsError('grace: a whole number of seconds');
-    const grace = Number(graceText);
-    const issued: IssuedCredential = await rotateCredential(store, key, { graceSeconds: grace }, { clock });
-    await recordAudit(store, by, 'credentials.rotate', issued.target, { key: issued.key, grace }, clock);
-    return issuedPage(kit.ctx(session), issued, 'rotated');
-  });
-
-
-  // ----- erasure (the Learner page) ---------------------------------------------------------
-
-  /**
-   * Erase or pseudonymize one person of the working store: without `run`, the dry run's figures and
-   * the confirmation form; with it and the person's identifier typed, the erasure, recorded as the
-   * admin API's (adminErase: the audit file's line and the audit log's entry).
-   */
+/**
+ * Erase or pseudonymize one person of the working store (the Learner page): without `run`, the
+ * dry run's figures and the confirmation form; with it and the person's identifier typed, the
+ * erasure, recorded as the admin API's and the CLI's (the audit file's line and the audit log's entry).
+ */
+function registerErase(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
   app.post('/console/learner/erase', async (request, reply) => {
     const c = await kit.change(request, reply);
     if (!c) return reply;
-    const role = roleOf(reply, c.session, 'Erasing a learner', true);
-    if (!role) return reply;
+    const by = adminActorOf(kit, request, reply, c.session, 'Erasing a learner', true);
+    if (!by) return reply;
     const { form, session } = c;
     const mode = form.mode === 'pseudonymize' ? 'pseudonymize' : 'erase';
     try {
-      const tenant = reachableStore(role, kit.workingStore(session));
       let value: unknown;
       try {
         value = JSON.parse(form.agent ?? '');
@@ -217,12 +218,10 @@ export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): voi
       const issues: ConstructorParameters<typeof ValidationFailed>[0] = [];
       const person = validateAgentParam(value, ['form', 'agent'], issues);
       if (issues.length || !person) throw new ValidationFailed(issues);
-      if (mode === 'pseudonymize' && config.pseudonymizeKey === '') throw new OpsError('this server has no LECTERN_PSEUDONYMIZE_KEY: it cannot pseudonymize');
       const agent = value as Record<string, unknown>;
       const typed = confirmationText(agent);
       const confirmed = form.run === 'yes' && (form.confirm ?? '').trim() === typed && typed !== '';
-      const pseudonymizeKey = mode === 'pseudonymize' ? config.pseudonymizeKey : undefined;
-      const { report } = await adminErase(store, consoleActor(request, session, role), { tenant, person, dryRun: !confirmed, pseudonymizeKey, auditFile: config.auditFile }, clock);
+      const { report } = await erase(ctx, by, { target: kit.workingStore(session), person, dryRun: !confirmed, pseudonymize: mode === 'pseudonymize' });
       // A run asked for without the identifier typed: the dry run's figures again, with the reason.
       const error = form.run === 'yes' && !confirmed ? `Type ${typed} exactly to confirm.` : undefined;
       return kit.sendPage(reply, error ? 400 : 200, erasePage(kit.ctx(session), { agent, mode, report, ...(error && { error }) }));

@@ -1,6 +1,6 @@
 /** The console's Rejections and Forwarding pages (./console-pages.ts has the frame and the escaping). */
 import type { TargetStatus } from '../ops/forwarding.ts';
-import type { ReplayResult } from '../ops/rejections.ts';
+import type { Replayed } from '../ops/admin/rejections.ts';
 import type { DeadLetter, KeptRejection, RejectionReason } from '../store/types.ts';
 import { html, page, storeName, type Html, type PageContext } from './console-pages.ts';
 
@@ -16,8 +16,11 @@ function reasonList(reasons: RejectionReason[]): Html {
   )}</ul>`;
 }
 
-const laxOption = (id: string): Html =>
-  html`<div class="check"><input type="checkbox" id="${id}" name="validation" value="lax"><label for="${id}">Replay as lax (accept what lax validation accepts, whatever the credential’s mode)</label></div>`;
+/** The replay forms' options: lax validation, and the override of the writer check (src/ops/admin/rejections.ts). */
+const replayOptions = (id: string): Html =>
+  html`<div class="check"><input type="checkbox" id="${id}" name="validation" value="lax"><label for="${id}">Replay as lax (accept what lax validation accepts, whatever the credential’s mode)</label></div>
+<div class="check"><input type="checkbox" id="${id}-override" name="overrideWriter" aria-describedby="${id}-override-hint"><label for="${id}-override">Replay even where the writer no longer holds the grant it wrote with</label>
+<small id="${id}-override-hint" class="hint">A revoked, expired, changed or removed credential, or a token’s subject: without this, such rejections are skipped. Recorded in the audit.</small></div>`;
 
 export function rejectionsPage(ctx: PageContext, v: { rows: KeptRejection[]; reason?: string; keepDays: number }): string {
   const groups = new Map<string, number>();
@@ -45,7 +48,7 @@ ${csrfField(ctx)}
 <td data-label="Request"><code>${r.method} ${r.path}</code> → ${r.status}</td><td data-label="By">${r.username}</td>
 <td data-label="First reason">${r.reasons[0] ? html`<code>${r.reasons[0].type}</code>: ${r.reasons[0].msg}` : ''}</td></tr>`,
       )}</tbody></table>
-${laxOption('lax-selected')}
+${replayOptions('lax-selected')}
 <div class="actions"><button type="submit" class="primary">Replay selected</button> <button type="submit" name="all" value="on">Replay all of this store’s</button></div>
 </form>
 <form method="post" action="/console/rejections/clear" class="card">
@@ -74,20 +77,21 @@ ${r.body === undefined ? html`<p class="empty">Not kept (${r.bodyBytes} bytes, n
 </section>
 <form method="post" action="/console/rejections/replay" class="card">
 ${csrfField(ctx)}<input type="hidden" name="id.${r.id}" value="on">
-${laxOption('lax-one')}
+${replayOptions('lax-one')}
 <button type="submit" class="primary">Replay this one</button>
 </form>
 <p><a href="/console/rejections">All rejections</a></p>`;
   return page(ctx, `Rejection ${r.id}`, 'rejections', main);
 }
 
-export function replayedPage(ctx: PageContext, v: { results: ReplayResult[]; replayed: number; stored: number; refused: number; notReplayable: number; validation?: string }): string {
+export function replayedPage(ctx: PageContext, v: Replayed & { validation?: string; overrideWriter: boolean }): string {
+  const skipped = v.skipped ? `; ${v.skipped} skipped: their writer no longer holds the grant it wrote with` : '';
   const main = html`<h1>Replayed</h1>
-<p role="status" class="context" id="replay-summary">${v.replayed} replayed${v.validation ? ' as lax' : ''}: ${v.stored} stored, ${v.refused} refused again, ${v.notReplayable} not replayable.</p>
+<p role="status" class="context" id="replay-summary">${v.replayed} replayed${v.validation ? ' as lax' : ''}${v.overrideWriter ? ', whatever their writer' : ''}: ${v.stored} stored, ${v.refused} refused again, ${v.notReplayable} not replayable${skipped}.</p>
 ${v.results.length
     ? html`<table class="list"><caption>What became of each</caption><thead><tr><th scope="col">Rejection</th><th scope="col">Outcome</th><th scope="col">Reasons</th></tr></thead>
 <tbody>${v.results.map(
-        (r) => html`<tr><td data-label="Rejection">${r.outcome === 'stored' ? html`#${r.id}` : html`<a href="/console/rejections/${r.id}">#${r.id}</a>`}</td><td data-label="Outcome">${r.outcome.replace('_', ' ')}${r.status ? ` (${r.status})` : ''}</td><td data-label="Reasons">${r.reasons ? reasonList(r.reasons) : ''}</td></tr>`,
+        (r) => html`<tr><td data-label="Rejection">${r.outcome === 'stored' ? html`#${r.id}` : html`<a href="/console/rejections/${r.id}">#${r.id}</a>`}</td><td data-label="Outcome">${r.outcome.replace('_', ' ')}${r.status ? ` (${r.status})` : ''}</td><td data-label="Reasons">${r.writer ? html`<p class="hint">${r.outcome === 'skipped' ? 'Skipped' : 'Replayed by the override'}: ${r.writer}.</p>` : ''}${r.reasons ? reasonList(r.reasons) : ''}</td></tr>`,
       )}</tbody></table>`
     : ''}
 <p><a href="/console/rejections">Back to Rejections</a> · <a href="/console/statements">Statements</a></p>`;

@@ -1,55 +1,46 @@
 /**
  * The console's pages for what failed (docs/console.md): kept rejections (grouped by reason, one
  * rejection's body and reasons, replay and clear) in the session's working store, and the
- * operator's forwarding (per-target figures, dead letters, retry). Each calls the src/ops/ use
- * cases directly, with the admin API's reach checks and audit entries (./admin.ts).
+ * operator's forwarding (per-target figures, dead letters, retry). Each translates its form into
+ * the input of one admin action of src/ops/admin/ (the admin API's and the CLI's).
  */
 import type { FastifyInstance } from 'fastify';
-import { type AdminRole } from '../auth/scopes.ts';
-import { reachableStore, recordAudit, replayAudited, requireOperator } from '../ops/admin.ts';
-import { OpsError } from '../ops/errors.ts';
-import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/forwarding.ts';
-import { clearRejections, listRejections, showRejection } from '../ops/rejections.ts';
-import type { KeptRejection } from '../store/types.ts';
-import { adminRoleOf, consoleActor, type ConsoleKit, refusal } from './console-admin.ts';
+import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/admin/forwarding.ts';
+import { clearRejections, listRejections, replayRejections, showRejection } from '../ops/admin/rejections.ts';
+import type { AdminContext } from '../ops/admin/roles.ts';
+import { adminActorOf, adminContext, type ConsoleKit, refusal } from './console-admin.ts';
 import { forwardingPage, rejectionPage, rejectionsPage, replayedPage, REJECTIONS_SHOWN } from './console-failures-views.ts';
 import { errorPage } from './console-pages.ts';
-import type { Session } from './console-session.ts';
 
 /** Dead letters the Forwarding page shows at once. */
 const DEAD_SHOWN = 100;
 
 export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): void {
-  const { store, config, clock } = kit.deps;
-  const activeTargets = () => config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url);
+  const ctx = adminContext(kit);
+  registerRejections(app, kit, ctx);
+  registerForwarding(app, kit, ctx);
+}
 
-  /** A kept rejection of the session's working store; any other (another store's, an unknown id) is a 404. */
-  const rejectionHere = async (s: Session, role: AdminRole, id: string): Promise<KeptRejection> => {
-    const r = await showRejection(store, id);
-    if (r.tenant !== reachableStore(role, kit.workingStore(s))) throw new OpsError(`no kept rejection with id ${id}`, 'not_found');
-    return r;
-  };
-
-  // ----- rejections -------------------------------------------------------------------------
-
+/** The Rejections pages, in the session's working store: another store's rejection (or an unknown id) is a 404. */
+function registerRejections(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
+  const { config } = kit.deps;
   app.get('/console/rejections', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
-    const role = adminRoleOf(kit, reply, s, 'The Rejections page');
-    if (!role) return reply;
+    const by = adminActorOf(kit, request, reply, s, 'The Rejections page');
+    if (!by) return reply;
     const reason = kit.queryOf(request).reason?.trim() || undefined;
-    const tenant = reachableStore(role, kit.workingStore(s));
-    const rows = await listRejections(store, { tenant, reason, limit: REJECTIONS_SHOWN, keepDays: config.rejectionsKeepDays, clock });
+    const rows = await listRejections(ctx, by, { target: kit.workingStore(s), reason, limit: REJECTIONS_SHOWN });
     return kit.sendPage(reply, 200, rejectionsPage(kit.ctx(s), { rows, reason, keepDays: config.rejectionsKeepDays }));
   });
 
   app.get('/console/rejections/:id', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
-    const role = adminRoleOf(kit, reply, s, 'The Rejections page');
-    if (!role) return reply;
+    const by = adminActorOf(kit, request, reply, s, 'The Rejections page');
+    if (!by) return reply;
     try {
-      const r = await rejectionHere(s, role, (request.params as { id: string }).id);
+      const r = await showRejection(ctx, by, { id: (request.params as { id: string }).id, target: kit.workingStore(s) });
       return kit.sendPage(reply, 200, rejectionPage(kit.ctx(s), r));
     } catch (err) {
       const r = refusal(err);
@@ -57,23 +48,23 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
     }
   });
 
-  /** Replays one, the selected (`id.<id>` fields) or all (`all`) of the working store's, under the credential's mode or `lax`. */
+  /**
+   * Replays one, the selected (`id.<id>` fields) or all (`all`) of the working store's, under the
+   * writer's mode or `lax`; with `overrideWriter`, those whose writer no longer holds its grant too.
+   */
   app.post('/console/rejections/replay', async (request, reply) => {
     const c = await kit.change(request, reply);
     if (!c) return reply;
-    const role = adminRoleOf(kit, reply, c.session, 'Replaying rejections', true);
-    if (!role) return reply;
+    const by = adminActorOf(kit, request, reply, c.session, 'Replaying rejections', true);
+    if (!by) return reply;
     const { form, session } = c;
     try {
-      const tenant = reachableStore(role, kit.workingStore(session));
       const all = form.all === 'on';
       const ids = all ? undefined : Object.keys(form).filter((k) => k.startsWith('id.') && form[k] === 'on').map((k) => k.slice(3));
-      if (!all && !ids?.length) throw new OpsError('choose the rejections to replay (or replay all)');
-      // Every id in the working store before anything is replayed.
-      for (const id of ids ?? []) await rejectionHere(session, role, id);
       const validation = form.validation === 'lax' ? 'lax' : undefined;
-      const replayed = await replayAudited(store, consoleActor(request, session, role), { ids, all, tenant, validation }, config, clock);
-      return kit.sendPage(reply, 200, replayedPage(kit.ctx(session), { ...replayed, validation }));
+      const input = { ids, all, target: kit.workingStore(session), validation, overrideWriter: form.overrideWriter === 'on' } as const;
+      const replayed = await replayRejections(ctx, by, input);
+      return kit.sendPage(reply, 200, replayedPage(kit.ctx(session), { ...replayed, validation, overrideWriter: input.overrideWriter }));
     } catch (err) {
       const r = refusal(err);
       return kit.sendPage(reply, r.status, errorPage(kit.ctx(session), 'Replay refused', r.message, 'rejections'));
@@ -83,43 +74,39 @@ export function registerConsoleFailures(app: FastifyInstance, kit: ConsoleKit): 
   app.post('/console/rejections/clear', async (request, reply) => {
     const c = await kit.change(request, reply);
     if (!c) return reply;
-    const role = adminRoleOf(kit, reply, c.session, 'Clearing rejections', true);
-    if (!role) return reply;
-    const tenant = reachableStore(role, kit.workingStore(c.session));
-    const cleared = await clearRejections(store, tenant);
-    await recordAudit(store, consoleActor(request, c.session, role), 'rejections.clear', tenant, { cleared }, clock);
+    const by = adminActorOf(kit, request, reply, c.session, 'Clearing rejections', true);
+    if (!by) return reply;
+    await clearRejections(ctx, by, { target: kit.workingStore(c.session) });
     return reply.redirect('/console/rejections', 303);
   });
 
-  // ----- forwarding (the operator's: it concerns every store) -------------------------------
+}
 
+/** The Forwarding page and its retry: the operator's (it concerns every store). */
+function registerForwarding(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
   app.get('/console/forwarding', async (request, reply) => {
     const s = await kit.pageSession(request, reply);
     if (!s) return reply;
-    const role = adminRoleOf(kit, reply, s, 'The Forwarding page');
-    if (!role) return reply;
+    const by = adminActorOf(kit, request, reply, s, 'The Forwarding page');
+    if (!by) return reply;
     try {
-      requireOperator(role, 'forwarding');
+      const targets = await forwardingStatus(ctx, by);
+      const lags = await forwardingLags(ctx, by);
+      const deadLetters = await listDeadLetters(ctx, by, { limit: DEAD_SHOWN });
+      return kit.sendPage(reply, 200, forwardingPage(kit.ctx(s), { targets, lags, deadLetters, retried: kit.queryOf(request).retried }));
     } catch (err) {
       const r = refusal(err);
       return kit.sendPage(reply, r.status, errorPage(kit.ctx(s), 'Forwarding', r.message, 'forwarding'));
     }
-    const targets = await forwardingStatus(store, activeTargets());
-    const lags = await forwardingLags(store, clock.now());
-    const deadLetters = await listDeadLetters(store, { limit: DEAD_SHOWN });
-    return kit.sendPage(reply, 200, forwardingPage(kit.ctx(s), { targets, lags, deadLetters, retried: kit.queryOf(request).retried }));
   });
 
   app.post('/console/forwarding/retry', async (request, reply) => {
     const c = await kit.change(request, reply);
     if (!c) return reply;
-    const role = adminRoleOf(kit, reply, c.session, 'Forwarding', true);
-    if (!role) return reply;
+    const by = adminActorOf(kit, request, reply, c.session, 'Forwarding', true);
+    if (!by) return reply;
     try {
-      requireOperator(role, 'forwarding');
-      const url = c.form.url?.trim() || undefined;
-      const requeued = await retryDeadLetters(store, activeTargets(), url);
-      await recordAudit(store, consoleActor(request, c.session, role), 'forwarding.retry', null, { ...(url !== undefined && { url }), requeued }, clock);
+      const requeued = await retryDeadLetters(ctx, by, { url: c.form.url?.trim() || undefined });
       return reply.redirect(`/console/forwarding?retried=${requeued}`, 303);
     } catch (err) {
       const r = refusal(err);

@@ -1,27 +1,113 @@
 /**
- * Credentials in the database: key and secret pairs with scopes, a target, an authority agent and
- * a validation choice, used as HTTP Basic users beside the credentials file's (src/auth/database.ts
- * checks them). A secret is generated here, returned once (create, rotate) and stored only as its
- * SHA-256. The CLI (`lectern credentials`) and the admin API are adapters over these use cases.
+ * Credentials: the rules of their fields, written once for both kinds (the credentials file's
+ * users, ./users.ts, and the database's), and the database credentials' records: key and secret
+ * pairs with scopes, a target, an authority agent and a validation choice, used as HTTP Basic
+ * users beside the credentials file's (src/auth/database.ts checks them). A secret is generated
+ * here, returned once (create, rotate) and stored only as its SHA-256. These records are not
+ * audited: the admin actions over them (reach, grant, audit) are ./admin/credentials.ts.
  */
 import { randomBytes } from 'node:crypto';
 import { hashSecret } from '../auth/database.ts';
 import { controlCharacter } from '../auth/credentials.ts';
+import { isScope, SCOPES } from '../auth/scopes.ts';
 import { type Clock, systemClock } from '../clock.ts';
-import { LrsError } from '../errors.ts';
+import { LrsError, type ValidationIssue } from '../errors.ts';
 import type { CredentialRow, CredentialStore } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
+import { validateAgentParam } from '../xapi/validate.ts';
 import { OpsError } from './errors.ts';
-import { checkAgent, checkScopes, checkUsername, checkValidation } from './users.ts';
+
+// ----- the fields' rules -----------------------------------------------------------------------
+
+/** bcrypt hashes only the first 72 bytes of a password: a longer one would match any tail. */
+export const MAX_PASSWORD_BYTES = 72;
+
+/** Refuses a username (or key) no client could sign in with. */
+export function checkUsername(username: string): void {
+  // HTTP Basic splits user and password at the first colon (RFC 7617 §2): such a user could never sign in.
+  if (username.includes(':')) throw new OpsError(`the username ${JSON.stringify(username)} contains ":", which HTTP Basic authentication cannot carry in a username: choose one without it`);
+  // RFC 7617 §2: "The user-id and password MUST NOT contain any control characters" (and a newline
+  // in a name would also split the log lines and listings that show it).
+  const control = controlCharacter(username);
+  if (control) throw new OpsError(`the username ${JSON.stringify(username)} contains the control character ${control}, which HTTP Basic authentication does not allow: choose one without control characters`);
+}
+
+/** Refuses unknown scope names. */
+export function checkScopes(scopes: readonly string[]): void {
+  const bad = scopes.filter((s) => !isScope(s));
+  if (bad.length) throw new OpsError(`unknown scope ${bad.map((s) => JSON.stringify(s)).join(', ')}: scopes are ${SCOPES.join(', ')}`);
+}
+
+/** Refuses an agent the credentials file could not hold (validated as the `agent` parameter is). */
+export function checkAgent(agent: Agent): void {
+  const issues: ValidationIssue[] = [];
+  validateAgentParam(agent, ['agent'], issues);
+  if (issues.length) throw new OpsError(`invalid agent: ${issues.map((i) => `${i.loc.slice(1).join('.') || 'agent'}: ${i.msg}`).join('; ')}`);
+}
+
+/** Refuses a password HTTP Basic cannot carry or bcrypt would not check in full. */
+export function checkPassword(password: string): void {
+  if (password === '') throw new OpsError('the password cannot be empty');
+  const control = controlCharacter(password);
+  if (control) throw new OpsError(`the password contains the control character ${control}, which HTTP Basic authentication does not allow: choose one without control characters`);
+  const bytes = Buffer.byteLength(password, 'utf8');
+  if (bytes > MAX_PASSWORD_BYTES) {
+    throw new OpsError(`the password is ${bytes} bytes long (UTF-8); bcrypt uses only the first ${MAX_PASSWORD_BYTES}, so anything after them would not be checked: choose one of at most ${MAX_PASSWORD_BYTES} bytes`);
+  }
+}
+
+/**
+ * A user's or credential's validation mode (docs/validation.md): strict, lax, or none (the
+ * server's); anything else is refused. The one check of the credentials file's users and the
+ * database credentials alike.
+ */
+export function checkValidation(validation: string | undefined): 'strict' | 'lax' | undefined {
+  if (validation === undefined || validation === 'strict' || validation === 'lax') return validation;
+  throw new OpsError(`validation must be strict or lax, got ${JSON.stringify(validation)}`);
+}
+
+/** The longest key and target (a store's name), and the longest label. */
+const MAX_KEY = 200;
+const MAX_LABEL = 200;
+/** A rotation's grace at most: 30 days. */
+export const MAX_GRACE_SECONDS = 30 * 86_400;
+
+const DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/i;
+
+/** An ISO 8601 date or date-time with a zone as epoch ms; OpsError naming `expires` otherwise. */
+export function parseExpires(text: string, nowMs: number): number {
+  const m = DATE.exec(text.trim());
+  const ms = m ? Date.parse(text.trim()) : Number.NaN;
+  const [y, mo, d] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
+  const day = new Date(Date.UTC(y, mo - 1, d));
+  if (!m || Number.isNaN(ms) || day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) {
+    throw new OpsError(`expires: ${JSON.stringify(text)} is not an ISO 8601 date (2027-01-31) or date-time with a zone (2027-01-31T18:00:00Z)`);
+  }
+  if (ms <= nowMs) throw new OpsError(`expires: ${JSON.stringify(text)} is in the past`);
+  return ms;
+}
+
+/** A rotation's grace: a whole number of seconds from 0 (the old secret stops at once) to 30 days. */
+export function checkGrace(seconds: number | undefined): number {
+  const grace = seconds ?? 0;
+  if (!Number.isInteger(grace) || grace < 0 || grace > MAX_GRACE_SECONDS) {
+    throw new OpsError(`grace: a whole number of seconds from 0 to ${MAX_GRACE_SECONDS} (30 days)`);
+  }
+  return grace;
+}
+
+function checkText(field: string, value: string, max: number): void {
+  if (value.length > max) throw new OpsError(`${field}: at most ${max} characters`);
+  const control = controlCharacter(value);
+  if (control) throw new OpsError(`${field}: contains the control character ${control}`);
+}
+
+// ----- the database's records ----------------------------------------------------------------
 
 /** Random bytes of a secret: 256 bits, 43 base64url characters. */
 const SECRET_BYTES = 32;
 /** Random bytes of a generated key (after its `lk_` prefix): 96 bits, not secret, only unique. */
 const KEY_BYTES = 12;
-const MAX_KEY = 200;
-const MAX_LABEL = 200;
-/** A rotation's grace at most: 30 days. */
-export const MAX_GRACE_SECONDS = 30 * 86_400;
 
 export interface NewCredential {
   scopes: string[];
@@ -77,27 +163,6 @@ export function credentialInfo(row: CredentialRow, nowMs = Date.now()): Credenti
   };
   for (const [k, v] of Object.entries(optional)) if (v !== undefined) (info as unknown as Record<string, string>)[k] = v;
   return info;
-}
-
-const DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/i;
-
-/** An ISO 8601 date or date-time with a zone as epoch ms; OpsError naming `expires` otherwise. */
-export function parseExpires(text: string, nowMs: number): number {
-  const m = DATE.exec(text.trim());
-  const ms = m ? Date.parse(text.trim()) : Number.NaN;
-  const [y, mo, d] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
-  const day = new Date(Date.UTC(y, mo - 1, d));
-  if (!m || Number.isNaN(ms) || day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) {
-    throw new OpsError(`expires: ${JSON.stringify(text)} is not an ISO 8601 date (2027-01-31) or date-time with a zone (2027-01-31T18:00:00Z)`);
-  }
-  if (ms <= nowMs) throw new OpsError(`expires: ${JSON.stringify(text)} is in the past`);
-  return ms;
-}
-
-function checkText(field: string, value: string, max: number): void {
-  if (value.length > max) throw new OpsError(`${field}: at most ${max} characters`);
-  const control = controlCharacter(value);
-  if (control) throw new OpsError(`${field}: contains the control character ${control}`);
 }
 
 const newSecret = (): string => randomBytes(SECRET_BYTES).toString('base64url');
@@ -168,10 +233,7 @@ export async function rotateCredential(
   opts: CredentialOptions = {},
 ): Promise<IssuedCredential> {
   opts.signal?.throwIfAborted();
-  const grace = rotation.graceSeconds ?? 0;
-  if (!Number.isInteger(grace) || grace < 0 || grace > MAX_GRACE_SECONDS) {
-    throw new OpsError(`grace: a whole number of seconds from 0 to ${MAX_GRACE_SECONDS} (30 days)`);
-  }
+  const grace = checkGrace(rotation.graceSeconds);
   const now = (opts.clock ?? systemClock).now();
   const before = await existing(store, key);
   const revoked = () => new OpsError(`the credential ${JSON.stringify(key)} is revoked: create a new one`, 'conflict');

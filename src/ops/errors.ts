@@ -5,8 +5,14 @@
 import { LrsError, type LrsErrorKind } from '../errors.ts';
 
 export class OpsError extends LrsError {
-  constructor(message: string, kind: LrsErrorKind = 'bad_request') {
+  /**
+   * The input field the refusal is about, where the message alone would not say where: an adapter
+   * names it as its own (the admin API: `["body", field]`).
+   */
+  readonly field: string | undefined;
+  constructor(message: string, kind: LrsErrorKind = 'bad_request', field?: string) {
     super(kind, message);
     this.name = 'OpsError';
+    this.field = field;
   }
 }

@@ -10,7 +10,7 @@ import type { AdminRole } from '../auth/scopes.ts';
 import type { Clock } from '../clock.ts';
 import { DAY_MS, dayOf, MINUTE_MS, minuteOf } from '../store/overview.ts';
 import type { Store, StoreTotals } from '../store/types.ts';
-import { reachableStore } from './admin.ts';
+import { reachableStore } from './admin/roles.ts';
 import { forwardingLags, forwardingStatus } from './forwarding.ts';
 
 /** Days the Overview charts, today included. */

@@ -1,8 +1,8 @@
 /**
  * Rejected writes, kept (docs/rejections.md): every PUT/POST/DELETE of statements or documents
  * refused with 400, 409 or 413 is kept per store with its reasons and its body, so that an
- * operator can see what producers send wrong and replay it once the cause is fixed. The CLI
- * (`lectern rejections`), the admin API and the console call these use cases.
+ * operator can see what producers send wrong and replay it once the cause is fixed (the admin
+ * actions over them, replay included, are ./admin/rejections.ts).
  *
  * Keeping never slows nor fails the answer: the server hands each rejection to a RejectionKeeper,
  * which cuts its body on the next turn of the event loop and writes it after the answer, in
@@ -12,21 +12,14 @@
  */
 import type { AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
-import type { Config } from '../config.ts';
-import { LrsError, type ValidationIssue } from '../errors.ts';
+import type { LrsError, ValidationIssue } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore, Store } from '../store/types.ts';
-import type { ValidationMode } from '../xapi/accept.ts';
+import type { DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore } from '../store/types.ts';
 import { statementParts } from '../xapi/attachments.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import { parseMultipartMixed } from '../xapi/multipart.ts';
-import { parseParams } from '../xapi/params.ts';
 import type { Agent } from '../xapi/types.ts';
-import { negotiate, type XapiVersion } from '../xapi/versions.ts';
-import { type DocumentLimits, writeDocument } from './documents.ts';
 import { OpsError } from './errors.ts';
-import type { OnProgress } from './progress.ts';
-import { receiveStatements, type StatementLimits, storeStatements, validationOf } from './statements.ts';
 
 /** The statuses whose writes are kept (401 and 403 only count in /metrics). */
 export const KEPT_STATUSES: ReadonlySet<number> = new Set([400, 409, 413]);
@@ -96,7 +89,8 @@ export function reasonsOfAnswer(path: string, status: number, answer: string | B
   return withRequirements(path, status, issues);
 }
 
-function reasonsOfError(path: string, err: LrsError): RejectionReason[] {
+/** The reasons of a refusal thrown while a rejection was replayed. */
+export function reasonsOfError(path: string, err: LrsError): RejectionReason[] {
   return withRequirements(path, err.status, err.issues ?? [{ loc: [], msg: err.message, type: err.kind }]);
 }
 
@@ -119,12 +113,19 @@ export interface RefusedWrite {
   declaredBytes?: number;
 }
 
-/** What replay needs of the credential, kept with its rejection. */
-interface KeptWriter {
+/**
+ * What replay needs of the credential, kept with its rejection (NewRejection.writer, as JSON):
+ * what it stores under, and the grant it wrote with, which a replay checks still holds.
+ */
+export interface KeptWriter {
   agent: Agent;
   define: boolean;
   mineOnly: boolean;
   validation?: 'strict' | 'lax';
+  /** Its scopes as given; absent from rejections kept before replays checked the writer. */
+  scopes?: string[];
+  /** How it authenticated: HTTP Basic (a credentials-file user or a database credential) or a bearer token. */
+  signIn?: 'basic' | 'token';
 }
 
 export interface KeeperOptions {
@@ -147,7 +148,7 @@ const RAW_MAX = 64;
 const QUEUE_MAX = 1000;
 /** Rejections per write. */
 const BATCH = 200;
-const DAY_MS = 86_400_000;
+export const DAY_MS = 86_400_000;
 
 const HEADERS_KEPT = ['content-type', 'if-match', 'if-none-match'] as const;
 
@@ -242,7 +243,9 @@ function toNewRejection(w: RefusedWrite, atMs: number, maxBody: number): NewReje
     const v = name === 'content-type' ? contentType : w.headers[name];
     if (v !== undefined) headers[name] = v;
   }
-  const writer: KeptWriter = { agent: w.user.agent, define: w.access?.define ?? false, mineOnly: w.access?.mineOnly ?? true };
+  // The scheme only, never the credentials: a bearer token's subject cannot be checked again at replay.
+  const signIn = /^\s*bearer\s/i.test(w.headers.authorization ?? '') ? 'token' : 'basic';
+  const writer: KeptWriter = { agent: w.user.agent, define: w.access?.define ?? false, mineOnly: w.access?.mineOnly ?? true, scopes: w.user.scopes, signIn };
   if (w.user.validation) writer.validation = w.user.validation;
   return {
     tenant: w.user.target,
@@ -296,106 +299,3 @@ export async function showRejection(store: RejectionStore, id: string): Promise<
 
 /** Removes the kept rejections of one store, or of all; returns how many. */
 export const clearRejections = (store: RejectionStore, tenant?: string): Promise<number> => store.clearRejections(tenant);
-
-// ----- replay ----------------------------------------------------------------------------------
-
-export interface ReplayRequest {
-  ids?: string[];
-  /** Every kept rejection (of `tenant` when given). */
-  all?: boolean;
-  tenant?: string;
-  /** Replay under this validation mode instead of the credential's. */
-  validation?: ValidationMode;
-  /** The mode of a credential that chose none (LECTERN_XAPI_VALIDATION); absent: strict. */
-  defaultValidation?: ValidationMode;
-  /** The server's request limits and xAPI versions (as for a new request). */
-  limits: StatementLimits & DocumentLimits & { versions: readonly XapiVersion[] };
-  keepDays: number;
-  clock?: Clock;
-  signal?: AbortSignal;
-  onProgress?: OnProgress<'replay', { stored: number }>;
-}
-
-export interface ReplayResult {
-  id: string;
-  /** stored: accepted and removed from the list; refused: kept with its new reasons; not_replayable: its body was not kept whole. */
-  outcome: 'stored' | 'refused' | 'not_replayable';
-  status?: number;
-  reasons?: RejectionReason[];
-}
-
-/** What a replay takes from the settings where it runs: the default mode, the request limits and versions, the keep days. */
-export const replaySettings = (
-  config: Pick<Config, 'xapiValidation' | 'maxStatementsPerRequest' | 'maxJsonValues' | 'maxDocumentSize' | 'xapiVersions' | 'rejectionsKeepDays'>,
-): Pick<ReplayRequest, 'defaultValidation' | 'limits' | 'keepDays'> => ({
-  defaultValidation: config.xapiValidation,
-  limits: { maxStatements: config.maxStatementsPerRequest, maxJsonValues: config.maxJsonValues, maxDocumentSize: config.maxDocumentSize, versions: config.xapiVersions },
-  keepDays: config.rejectionsKeepDays,
-});
-
-/** How many of a replay's results had each outcome. */
-export function replaySummary(results: ReplayResult[]): { replayed: number; stored: number; refused: number; notReplayable: number } {
-  const count = (o: ReplayResult['outcome']) => results.filter((r) => r.outcome === o).length;
-  return { replayed: results.length, stored: count('stored'), refused: count('refused'), notReplayable: count('not_replayable') };
-}
-
-/**
- * Sends each kept body through the path a new request takes (the Statement resource's use case,
- * or the document write) under the kept credential's store, authority and access: accepted ones
- * are stored and removed from the list, refused ones stay with their new reasons.
- */
-export async function replayRejections(store: Store, req: ReplayRequest): Promise<ReplayResult[]> {
-  const clock = req.clock ?? systemClock;
-  const targets: KeptRejection[] = [];
-  if (req.all) {
-    for (let afterId: string | undefined; ; ) {
-      const page = await store.listRejections({ tenant: req.tenant, sinceMs: clock.now() - req.keepDays * DAY_MS, afterId, limit: 500 });
-      targets.push(...page);
-      if (page.length < 500) break;
-      afterId = page[page.length - 1].id;
-    }
-  } else {
-    for (const id of req.ids ?? []) targets.push(await showRejection(store, id));
-  }
-  const out: ReplayResult[] = [];
-  req.onProgress?.({ type: 'start', phase: 'replay', total: targets.length });
-  let stored = 0;
-  for (const r of targets) {
-    if (req.signal?.aborted) break;
-    const result = await replayOne(store, r, req, clock);
-    if (result.outcome === 'stored') stored++;
-    out.push(result);
-    req.onProgress?.({ type: 'advance', phase: 'replay', done: out.length, stored });
-  }
-  req.onProgress?.({ type: 'end', phase: 'replay' });
-  return out;
-}
-
-async function replayOne(store: Store, r: KeptRejection, req: ReplayRequest, clock: Clock): Promise<ReplayResult> {
-  const resource = KEPT_RESOURCES.get(r.path);
-  const whole = r.body !== undefined && r.body.length === r.bodyBytes;
-  if (!resource || (r.method !== 'DELETE' && !whole)) return { id: r.id, outcome: 'not_replayable' };
-  const kept = JSON.parse(r.writer) as KeptWriter;
-  // The credential as it was, or the mode the replay asks for.
-  const validation = req.validation ?? validationOf(kept, req.defaultValidation ?? 'strict');
-  try {
-    const version = negotiate(r.version || undefined, req.limits.versions);
-    if (resource === 'statements') {
-      const id = parseParams('statements', r.method, r.query).statementId as string | undefined;
-      const received = receiveStatements(r.body, r.headers['content-type'], version, req.limits);
-      if (r.method === 'PUT' && Array.isArray(received.value)) {
-        throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
-      }
-      await storeStatements(store, r.tenant, received, version, { authority: kept.agent, define: kept.define, mineOnly: kept.mineOnly, validation }, id);
-    } else {
-      await writeDocument(store, r.tenant, resource, { method: r.method as 'PUT' | 'POST' | 'DELETE', query: r.query, headers: r.headers, body: r.body, version }, req.limits);
-    }
-  } catch (err) {
-    if (!(err instanceof LrsError)) throw err;
-    const reasons = reasonsOfError(r.path, err);
-    await store.updateRejection(r.id, { status: err.status, reasons, atMs: clock.now() });
-    return { id: r.id, outcome: 'refused', status: err.status, reasons };
-  }
-  await store.deleteRejections([r.id]);
-  return { id: r.id, outcome: 'stored' };
-}

@@ -174,3 +174,70 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+/** `admin/store` without a target: the default store's administrator, where the operator's database credentials live. */
+const D_ADMIN: TestUser = { username: 'd-admin', password: 'd-admin-secret', scopes: ['admin/store'], agent: { mbox: 'mailto:d-admin@example.com' } };
+
+for (const backend of BACKENDS) {
+  describe(`admin API: who may rotate or revoke whom (hardening 46, item 1) (${backend.name})`, () => {
+    let lrs: TestLrs;
+    /** key → secret of the credentials the operator creates before each test. */
+    const issued = new Map<string, string>();
+    before(async () => {
+      lrs = await startTestLrs(backend, { users: [OPERATOR, D_ADMIN, B_ADMIN], env: { LECTERN_AUTH_CREDENTIALS_REFRESH: '0' } });
+      // The operator's own key (admin), a fellow store administrator's (admin/store), a producer's,
+      // and one the default store's administrator signs in with itself: all in the default store.
+      for (const [key, scopes] of [['ops-key', ['admin']], ['fellow', ['admin/store']], ['lms', ['statements/write']], ['d-self', ['admin/store']]] as const) {
+        const r = await call(OPERATOR, 'POST', '/admin/api/credentials', { key, scopes, agent: AGENT });
+        assert.equal(r.status, 201, JSON.stringify(r.body));
+        issued.set(key, String(r.body.secret));
+      }
+    });
+    after(() => lrs?.close());
+
+    const call = async (user: TestUser, method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
+      const res = await lrs.fetch(path, body === undefined ? { method, user, version: null } : jsonInit(method, body, { user, version: null }));
+      const text = await res.text();
+      return { status: res.status, body: text ? (JSON.parse(text) as Json) : {} };
+    };
+    const as = (key: string, secret = issued.get(key)!): TestUser => ({ username: key, password: secret, scopes: [], agent: AGENT });
+
+    test('a store administrator of the default store cannot rotate or revoke the operator\'s key, nor a fellow administrator\'s: the 404 of an unknown key, nothing changed', async () => {
+      const listed = await call(D_ADMIN, 'GET', '/admin/api/credentials');
+      assert.ok((listed.body.credentials as Json[]).some((c) => c.key === 'ops-key'), 'listed (never its secret)');
+      for (const key of ['ops-key', 'fellow']) {
+        for (const [action, body] of [['rotate', { grace: 0 }], ['revoke', {}]] as const) {
+          const refused = await call(D_ADMIN, 'POST', `/admin/api/credentials/${key}/${action}`, body);
+          const unknown = await call(D_ADMIN, 'POST', `/admin/api/credentials/no-such-key/${action}`, body);
+          assert.equal(refused.status, 404, `${action} ${key}: ${JSON.stringify(refused.body)}`);
+          assert.equal(refused.body.secret, undefined);
+          assert.equal(String(refused.body.detail).replace(key, 'no-such-key'), unknown.body.detail);
+        }
+      }
+      // Both keys work as before: the operator's still reaches what only an operator may.
+      assert.equal((await call(as('ops-key'), 'GET', '/admin/api/status')).status, 200);
+      assert.equal((await call(as('fellow'), 'GET', '/admin/api/stores')).status, 200);
+      const audit = (await call(OPERATOR, 'GET', '/admin/api/audit?actor=d-admin')).body.entries as Json[];
+      assert.deepEqual(audit, [], 'nothing done, nothing audited');
+    });
+
+    test('a store administrator rotates and revokes its store\'s credentials without an admin scope, and its own; the operator any', async () => {
+      const rotated = await call(D_ADMIN, 'POST', '/admin/api/credentials/lms/rotate', { grace: 0 });
+      assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
+      assert.equal((await call(D_ADMIN, 'POST', '/admin/api/credentials/lms/revoke', {})).status, 200);
+      // Signed in with its own database credential: it may rotate that one (and still not a fellow's).
+      const own = await call(as('d-self'), 'POST', '/admin/api/credentials/d-self/rotate', { grace: 0 });
+      assert.equal(own.status, 200, JSON.stringify(own.body));
+      const self = as('d-self', String(own.body.secret));
+      assert.equal((await call(self, 'GET', '/admin/api/stores')).status, 200);
+      assert.equal((await call(self, 'POST', '/admin/api/credentials/fellow/rotate', {})).status, 404);
+      assert.equal((await call(self, 'POST', '/admin/api/credentials/ops-key/revoke', {})).status, 404);
+      // Another store's administrator: none of the default store's.
+      assert.equal((await call(B_ADMIN, 'POST', '/admin/api/credentials/lms/rotate', {})).status, 404);
+      // The operator rotates a fellow administrator's credential.
+      assert.equal((await call(OPERATOR, 'POST', '/admin/api/credentials/fellow/rotate', {})).status, 200);
+      const audit = ((await call(OPERATOR, 'GET', '/admin/api/audit?action=credentials.rotate')).body.entries as Json[]).map((e) => [e.actor, (e.details as Json).key]);
+      assert.deepEqual(audit, [['operator', 'fellow'], ['d-self', 'd-self'], ['d-admin', 'lms']]);
+    });
+  });
+}

@@ -3,11 +3,16 @@
  * filters (no bodies), show (the body), replay (stored and removed once fixed; refused again and
  * kept), clear; each change audited; a store administrator confined to its store (404 for another
  * store's rejection, as for an unknown id; 403 for every store at once); bad input refused with
- * nothing done.
+ * nothing done. A replay re-checks each rejection's writer (hardening 46, item 2): a revoked,
+ * expired or changed credential, a changed file user or a token's subject is skipped with the
+ * reason unless the audited override is asked for.
  */
 import assert from 'node:assert/strict';
+import { writeFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { ManualClock } from '../../src/clock.ts';
+import { ADMIN, BACKENDS, credentialEntries, jsonInit, sqliteBackend, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { LRS_AUDIENCE, startProvider, type TestProvider } from '../helpers/oidc.ts';
 
 const OPERATOR: TestUser = { username: 'operator', password: 'op-secret-pass', scopes: ['admin'], agent: { mbox: 'mailto:op@example.com' } };
 const B_ADMIN: TestUser = { username: 'b-admin', password: 'b-admin-secret', scopes: ['admin/store'], agent: { mbox: 'mailto:b-admin@example.com' }, target: 'b' };
@@ -100,8 +105,8 @@ for (const backend of BACKENDS) {
       assert.deepEqual(
         (await auditOf('rejections.replay')).map((e) => [e.actor, e.target, e.details]),
         [
-          ['b-admin', 'b', { all: true, replayed: 1, stored: 0, refused: 1, notReplayable: 0 }],
-          ['operator', null, { ids: [merge.id, invalid.id], replayed: 2, stored: 1, refused: 1, notReplayable: 0 }],
+          ['b-admin', 'b', { all: true, replayed: 1, stored: 0, refused: 1, notReplayable: 0, skipped: 0 }],
+          ['operator', null, { ids: [merge.id, invalid.id], replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0 }],
         ],
       );
     });
@@ -176,3 +181,118 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+const PLANTED = 'http://example.com/activities/planted';
+/** A statement (re)defining the planted activity's name; `extra` a property xAPI does not define makes strict validation refuse it. */
+const naming = (name: string, extra: Record<string, unknown> = {}) => statement({ object: { objectType: 'Activity', id: PLANTED, definition: { name: { 'en-US': name } } }, ...extra });
+const CHANGING: TestUser = { username: 'changing', password: 'changing-pass', scopes: ['all'], agent: { mbox: 'mailto:changing@example.com' } };
+const STEADY: TestUser = { username: 'steady', password: 'steady-pass', scopes: ['all'], agent: { mbox: 'mailto:steady@example.com' } };
+
+for (const backend of BACKENDS) {
+  describe(`admin API: a replay re-checks each rejection's writer (hardening 46, item 2) (${backend.name})`, () => {
+    let lrs: TestLrs;
+    const clock = new ManualClock(Date.now());
+    before(async () => {
+      lrs = await startTestLrs(backend, { users: [ADMIN, OPERATOR, CHANGING, STEADY], env: { LECTERN_AUTH_CREDENTIALS_REFRESH: '0' }, clock });
+    });
+    after(() => lrs?.close());
+
+    const call = async (user: TestUser, method: string, path: string, body?: unknown): Promise<{ status: number; body: Json }> => {
+      const res = await lrs.fetch(path, body === undefined ? { method, user, version: null } : jsonInit(method, body, { user, version: null }));
+      return { status: res.status, body: (await res.json()) as Json };
+    };
+    const credential = async (key: string, extra: Json = {}): Promise<TestUser> => {
+      const r = await call(OPERATOR, 'POST', '/admin/api/credentials', { key, scopes: ['statements/write', 'define'], agent: { mbox: `mailto:${key}@example.com` }, ...extra });
+      assert.equal(r.status, 201, JSON.stringify(r.body));
+      return { username: key, password: String(r.body.secret), scopes: [], agent: {} };
+    };
+    const refused = async (user: TestUser, n: number, name = 'Planted') => {
+      for (let i = 0; i < n; i++) assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', naming(name, { lms_course_code: `c${i}` }), { user }))).status, 400);
+      await lrs.lrs.rejections.flush();
+    };
+    const activityName = async () => {
+      const res = await lrs.fetch(`/xAPI/activities?activityId=${encodeURIComponent(PLANTED)}`);
+      return ((await res.json()) as { definition?: { name?: Record<string, string> } }).definition?.name?.['en-US'];
+    };
+    const replay = async (body: Json) => {
+      const r = await call(OPERATOR, 'POST', '/admin/api/rejections/replay', body);
+      assert.equal(r.status, 200, JSON.stringify(r.body));
+      return r.body as { results: { id: string; outcome: string; writer?: string }[]; replayed: number; stored: number; skipped: number };
+    };
+    const lastReplayAudit = async () => ((await call(OPERATOR, 'GET', '/admin/api/audit?action=rejections.replay&limit=1')).body.entries as Json[])[0];
+
+    test('a revoked key\'s refused writes: "all" as lax skips them with the reason, stores nothing, plants nothing; the override replays them, audited', async () => {
+      assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', naming('Original')))).status, 200);
+      const planter = await credential('planter');
+      await refused(planter, 20);
+      assert.equal((await call(OPERATOR, 'POST', '/admin/api/credentials/planter/revoke')).status, 200);
+      assert.equal((await lrs.fetch('/xAPI/statements', { user: planter })).status, 401);
+
+      const skipped = await replay({ all: true, validation: 'lax' });
+      assert.deepEqual([skipped.replayed, skipped.stored, skipped.skipped], [0, 0, 20]);
+      assert.ok(skipped.results.every((r) => r.outcome === 'skipped' && /the credential "planter", is revoked/.test(r.writer ?? '')), JSON.stringify(skipped.results[0]));
+      assert.equal(await activityName(), 'Original', 'the canonical name is not the planted one');
+      assert.equal(((await call(OPERATOR, 'GET', '/admin/api/rejections')).body.rejections as Json[]).length, 20, 'kept as they were');
+      assert.deepEqual((await lastReplayAudit()).details, { all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 20 });
+
+      const forced = await replay({ all: true, validation: 'lax', overrideWriter: true });
+      assert.deepEqual([forced.replayed, forced.stored, forced.skipped], [20, 20, 0]);
+      assert.ok(forced.results.every((r) => /revoked/.test(r.writer ?? '')), 'each result says what it was replayed despite');
+      assert.equal(await activityName(), 'Planted');
+      const audit = await lastReplayAudit();
+      assert.deepEqual([audit.actor, audit.details], ['operator', { all: true, validation: 'lax', overrideWriter: true, overridden: 20, replayed: 20, stored: 20, refused: 0, notReplayable: 0, skipped: 0 }]);
+    });
+
+    test('an expired credential, a file user whose grant changed, then removed: skipped; an unchanged file user\'s: replayed', async () => {
+      const expiring = await credential('expiring', { expires: new Date(clock.now() + 3_600_000).toISOString() });
+      await refused(expiring, 1);
+      await refused(CHANGING, 1);
+      await refused(STEADY, 1);
+      clock.advance(2 * 3_600_000);
+      // The credentials file rewritten: `changing` keeps its name with other scopes.
+      writeFileSync(lrs.env.LECTERN_AUTH_FILE, JSON.stringify(await credentialEntries([ADMIN, OPERATOR, STEADY, { ...CHANGING, scopes: ['statements/read'] }])));
+      const by = new Map((await lrs.lrs.store.listRejections({ limit: 10 })).map((x) => [x.id, x.username]));
+      const r = await replay({ all: true, validation: 'lax' });
+      const outcomes = Object.fromEntries(r.results.map((x) => [by.get(x.id), [x.outcome, x.writer]]));
+      assert.deepEqual(outcomes.steady, ['stored', undefined]);
+      assert.equal(outcomes.expiring[0], 'skipped');
+      assert.match(String(outcomes.expiring[1]), /the credential "expiring", has expired/);
+      assert.equal(outcomes.changing[0], 'skipped');
+      assert.match(String(outcomes.changing[1]), /the credentials file's user "changing" no longer has the grant it wrote with/);
+      writeFileSync(lrs.env.LECTERN_AUTH_FILE, JSON.stringify(await credentialEntries([ADMIN, OPERATOR])));
+      const gone = await replay({ all: true });
+      assert.ok(gone.results.some((x) => /"changing" is neither a user of the credentials file nor a database credential/.test(x.writer ?? '')), JSON.stringify(gone.results));
+      const bad = await call(OPERATOR, 'POST', '/admin/api/rejections/replay', { all: true, overrideWriter: 'yes' });
+      assert.equal(bad.status, 400);
+      assert.deepEqual((bad.body.detail as { loc: string[] }[])[0].loc, ['body', 'overrideWriter']);
+    });
+  });
+}
+
+describe('admin API: a token subject\'s kept writes cannot be re-checked: replayed by the override only', () => {
+  let op: TestProvider;
+  let lrs: TestLrs;
+  before(async () => {
+    op = await startProvider();
+    lrs = await startTestLrs(sqliteBackend, {
+      users: [ADMIN, OPERATOR],
+      env: { LECTERN_RUNSERVER_AUTH_BACKENDS: 'basic,oidc', LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI: op.issuer, LECTERN_RUNSERVER_AUTH_OIDC_AUDIENCE: LRS_AUDIENCE },
+    });
+  });
+  after(async () => {
+    await lrs?.close();
+    await op?.close();
+  });
+
+  test('skipped with the reason, then stored under the override', async () => {
+    const token = await op.sign({ sub: 'lms-service', scope: 'statements/write' });
+    const sent = await lrs.fetch('/xAPI/statements', jsonInit('POST', statement({ lms_course_code: 'BIO-101' }), { user: null, headers: { authorization: `Bearer ${token}` } }));
+    assert.equal(sent.status, 400);
+    await lrs.lrs.rejections.flush();
+    const replay = async (body: Json) => (await (await lrs.fetch('/admin/api/rejections/replay', jsonInit('POST', body, { user: OPERATOR, version: null }))).json()) as { results: { outcome: string; writer?: string }[] };
+    const [skipped] = (await replay({ all: true, validation: 'lax' })).results;
+    assert.equal(skipped.outcome, 'skipped');
+    assert.match(String(skipped.writer), /"lms-service" signed in with an OpenID Connect token, whose grant cannot be checked again here/);
+    assert.equal((await replay({ all: true, validation: 'lax', overrideWriter: true })).results[0].outcome, 'stored');
+  });
+});

@@ -223,13 +223,15 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(lax.status, 200);
       assert.match(await lax.text(), /2 replayed as lax: 1 stored, 1 refused again/);
       const [entry] = await t.lrs.store.listAudit({ target: 'b', action: 'rejections.replay', limit: 1 });
-      assert.deepEqual(entry.details, { ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0 });
+      assert.deepEqual(entry.details, { ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0 });
       const stored = await (await t.fetch('/xAPI/statements?verb=http%3A%2F%2Fexample.com%2Fverbs%2Fin-b', { user: TENANT_B })).json() as { statements: Record<string, unknown>[] };
       assert.ok(stored.statements.some((st) => st.lms_course_code === 'BIO-101'));
 
       assert.equal((await post(t, '/console/rejections/clear', { ...s, csrf: 'x' }, {})).status, 403);
       assert.equal((await post(t, '/console/rejections/clear', s, {})).status, 303);
       assert.deepEqual(await t.lrs.store.listRejections({ tenant: 'b', limit: 10 }), []);
+      const [cleared] = await t.lrs.store.listAudit({ action: 'rejections.clear', limit: 1 });
+      assert.deepEqual([cleared.actor, cleared.via, cleared.target, cleared.details], ['b-admin', 'http', 'b', { cleared: 1 }]);
       assert.equal((await t.lrs.store.listRejections({ tenant: 'c', limit: 10 })).length, 1, 'another store’s untouched');
       assert.equal((await get(t, '/console/rejections', await signIn(t, TENANT_B))).status, 403);
     });
@@ -319,6 +321,81 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.deepEqual([entry.actor, entry.details], ['operator', { url: receiver.url, requeued: 1 }]);
       const unknown = await post(t, '/console/forwarding/retry', s, { url: 'http://127.0.0.1:9/nothing' });
       assert.equal(unknown.status, 404);
+    });
+  });
+}
+
+/** `admin/store` without a target: the default store's administrator, where the operator's database credentials live. */
+const D_ADMIN: TestUser = { username: 'd-admin', password: 'd-admin-secret', scopes: ['admin/store'], agent: { mbox: 'mailto:d-admin@example.com' } };
+const PLANTED = 'http://example.com/activities/planted';
+
+for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
+  describe(`console: who may rotate or revoke whom, and a revoked writer's kept rejections (hardening 46) (${backend.name})`, () => {
+    let t: TestLrs;
+    const secrets = new Map<string, string>();
+    before(async () => {
+      t = await startTestLrs(backend, { users: [ADMIN, OPERATOR, D_ADMIN], env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_AUTH_CREDENTIALS_REFRESH: '0' } });
+      const agent = { objectType: 'Agent' as const, mbox: 'mailto:lms@example.com' };
+      for (const [key, scopes] of [['ops-key', ['admin']], ['fellow', ['admin/store']], ['lms', ['statements/write']], ['planter', ['statements/write', 'define']]] as const) {
+        secrets.set(key, (await createCredential(t.lrs.store, { key, scopes: [...scopes], agent })).secret);
+      }
+    });
+    after(() => t?.close());
+    const as = (key: string): TestUser => ({ username: key, password: secrets.get(key)!, scopes: [], agent: {} });
+    const row = (page: string, key: string) => new RegExp(`<tr data-key="${key}">[\\s\\S]*?</tr>`).exec(page)?.[0] ?? '';
+    const activityName = async () => {
+      const res = await t.fetch(`/xAPI/activities?activityId=${encodeURIComponent(PLANTED)}`);
+      return ((await res.json()) as { definition?: { name?: Record<string, string> } }).definition?.name?.['en-US'];
+    };
+
+    test('Access: a store administrator is offered Rotate and Revoke only for its store\'s credentials without an admin scope; the others are a 404', async () => {
+      const s = await signIn(t, D_ADMIN);
+      const page = await (await get(t, '/console/access', s)).text();
+      for (const key of ['ops-key', 'fellow']) {
+        assert.match(row(page, key), new RegExp(`<code>${key}</code>`), 'listed');
+        assert.doesNotMatch(row(page, key), /access\/(rotate|revoke)/, `no form for ${key}`);
+      }
+      assert.match(row(page, 'lms'), /action="\/console\/access\/rotate"/);
+      assert.match(row(page, 'lms'), /action="\/console\/access\/revoke"/);
+      for (const key of ['ops-key', 'fellow']) {
+        const rotate = await post(t, '/console/access/rotate', s, { key, grace: '0' });
+        assert.equal(rotate.status, 404);
+        assert.doesNotMatch(await rotate.text(), /issued-secret/);
+        assert.equal((await post(t, '/console/access/revoke', s, { key })).status, 404);
+      }
+      assert.equal((await t.fetch('/admin/api/status', { user: as('ops-key'), version: null })).status, 200, 'the operator\'s key untouched');
+      const operator = await (await get(t, '/console/access', await signIn(t, OPERATOR))).text();
+      assert.match(row(operator, 'ops-key'), /action="\/console\/access\/rotate"/, 'the operator may');
+    });
+
+    test('Rejections: a revoked writer\'s kept writes are skipped by Replay all (its name not planted); replayed only by the override, audited', async () => {
+      const define = (name: string, extra: Record<string, unknown> = {}) =>
+        statement({ object: { objectType: 'Activity', id: PLANTED, definition: { name: { 'en-US': name } } }, ...extra });
+      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', define('Original')))).status, 200);
+      for (let i = 0; i < 3; i++) {
+        // Refused under strict validation (a property xAPI does not define); lax would store it.
+        assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', define('Planted', { lms_course_code: `c${i}` }), { user: as('planter') }))).status, 400);
+      }
+      await t.lrs.rejections.flush();
+      const s = await signIn(t, D_ADMIN);
+      assert.equal((await post(t, '/console/access/revoke', s, { key: 'planter' })).status, 303);
+      assert.equal((await t.fetch('/xAPI/statements', { user: as('planter') })).status, 401);
+
+      const list = await (await get(t, '/console/rejections', s)).text();
+      assert.match(list, /name="overrideWriter"/, 'the override is offered');
+      const skipped = await post(t, '/console/rejections/replay', s, { all: 'on', validation: 'lax' });
+      assert.equal(skipped.status, 200);
+      const page = await skipped.text();
+      assert.match(page, /0 replayed as lax: 0 stored, 0 refused again, 0 not replayable; 3 skipped/);
+      assert.match(page, /the credential &quot;planter&quot;, is revoked/);
+      assert.equal(await activityName(), 'Original');
+      assert.equal((await t.lrs.store.listRejections({ limit: 10 })).length, 3, 'kept as they were');
+
+      const overridden = await post(t, '/console/rejections/replay', s, { all: 'on', validation: 'lax', overrideWriter: 'on' });
+      assert.match(await overridden.text(), /3 replayed as lax, whatever their writer: 3 stored/);
+      const [entry, before] = await t.lrs.store.listAudit({ action: 'rejections.replay', limit: 2 });
+      assert.deepEqual([entry.actor, entry.via, entry.details], ['d-admin', 'http', { all: true, validation: 'lax', overrideWriter: true, overridden: 3, replayed: 3, stored: 3, refused: 0, notReplayable: 0, skipped: 0 }]);
+      assert.deepEqual(before.details, { all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 3 });
     });
   });
 }

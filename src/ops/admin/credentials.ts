@@ -1,0 +1,83 @@
+/**
+ * The admin actions on database credentials (docs/admin-api.md): list, create, revoke, rotate.
+ * Each reaches the store, checks the grant (which scopes may be given; which credentials the actor
+ * may rotate or revoke: ./roles.ts, mayManageCredential), acts through the records of
+ * ../credentials.ts (which hold the fields' rules) and audits what changed, never a secret.
+ */
+import { readCredentialsFile } from '../../auth/credentials.ts';
+import type { CredentialRow } from '../../store/types.ts';
+import * as records from '../credentials.ts';
+import type { CredentialInfo, IssuedCredential, NewCredential } from '../credentials.ts';
+import { OpsError } from '../errors.ts';
+import { type AdminActor, type AdminContext, checkGrantable, listedStore, mayManageCredential, reachableStore, recordAudit } from './roles.ts';
+
+export type { CredentialInfo, IssuedCredential, NewCredential };
+
+/** The credentials file's user names: a key may not be one, and a Basic user of that name is the file's. */
+const fileUsers = (ctx: AdminContext): Set<string> => new Set(readCredentialsFile(ctx.config.authFile).map((e) => e.username));
+
+/** Whether the actor signed in with the database credential `key`: Basic, under that name, which the file does not have. */
+const signedInWith = (by: AdminActor, key: string, file: () => Set<string>): boolean => by.signIn === 'basic' && by.name === key && !file().has(key);
+
+export interface CredentialListing {
+  credentials: CredentialInfo[];
+  /** The keys among them the actor may rotate or revoke. */
+  manageable: ReadonlySet<string>;
+}
+
+/** The credentials the actor sees: an operator every store's (or `target`'s), a store administrator its own store's. */
+export async function listCredentials(ctx: AdminContext, by: AdminActor, input: { target?: string } = {}): Promise<CredentialListing> {
+  const credentials = await records.listCredentials(ctx.store, { target: listedStore(by.role, input.target) }, { clock: ctx.clock });
+  let file: Set<string> | undefined;
+  const files = () => (file ??= fileUsers(ctx));
+  const manageable = new Set(credentials.filter((c) => mayManageCredential(by, c, signedInWith(by, c.key, files))).map((c) => c.key));
+  return { credentials, manageable };
+}
+
+/**
+ * Creates a credential in the store the actor reaches (`target`: an operator's choice, else its
+ * own); its secret is in the answer only. A refused create writes nothing and is not audited.
+ */
+export async function createCredential(ctx: AdminContext, by: AdminActor, input: NewCredential): Promise<IssuedCredential> {
+  const target = reachableStore(by.role, input.target);
+  checkGrantable(by.role, input.scopes);
+  const issued = await records.createCredential(ctx.store, { ...input, target }, { fileUsers: fileUsers(ctx), clock: ctx.clock });
+  const { key, scopes, label, expires, validation } = issued;
+  await recordAudit(ctx, by, 'credentials.create', target, { key, scopes, label, ...(expires && { expires }), ...(validation && { validation }) });
+  return issued;
+}
+
+/** Which credential: its key, and optionally the store the caller works in (a key of another store is then unknown). */
+export interface CredentialKey {
+  key: string;
+  target?: string;
+}
+
+/**
+ * The credential the actor may rotate or revoke; any other is the 404 an unknown key gets, so
+ * that a store administrator learns nothing of other stores' keys nor of its fellows' grants.
+ */
+async function manageable(ctx: AdminContext, by: AdminActor, which: CredentialKey): Promise<CredentialRow> {
+  const row = await ctx.store.getCredential(which.key);
+  const inStore = row !== undefined && (which.target === undefined || row.target === reachableStore(by.role, which.target));
+  if (!row || !inStore || !mayManageCredential(by, row, signedInWith(by, row.key, () => fileUsers(ctx)))) {
+    throw new OpsError(`no credential has the key ${JSON.stringify(which.key)}`, 'not_found');
+  }
+  return row;
+}
+
+/** Revokes a credential (again: no change); every server refuses it within its refresh interval. */
+export async function revokeCredential(ctx: AdminContext, by: AdminActor, which: CredentialKey): Promise<CredentialInfo> {
+  await manageable(ctx, by, which);
+  const info = await records.revokeCredential(ctx.store, which.key, { clock: ctx.clock });
+  await recordAudit(ctx, by, 'credentials.revoke', info.target, { key: info.key });
+  return info;
+}
+
+/** Gives a credential a new secret (returned once); with a grace, the old one works that many seconds more. */
+export async function rotateCredential(ctx: AdminContext, by: AdminActor, which: CredentialKey & { graceSeconds?: number }): Promise<IssuedCredential> {
+  await manageable(ctx, by, which);
+  const issued = await records.rotateCredential(ctx.store, which.key, { graceSeconds: which.graceSeconds }, { clock: ctx.clock });
+  await recordAudit(ctx, by, 'credentials.rotate', issued.target, { key: issued.key, grace: which.graceSeconds ?? 0 });
+  return issued;
+}

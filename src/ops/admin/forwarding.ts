@@ -1,0 +1,39 @@
+/**
+ * The admin actions on forwarding (docs/forwarding.md): the outbox is shared by every store, so
+ * each is the operator's. Its figures per target, each target's lag, the dead letters, and a
+ * retry that puts dead letters back in the queue (audited).
+ */
+import type { Config } from '../../config.ts';
+import type { DeadLetter } from '../../store/types.ts';
+import * as outbox from '../forwarding.ts';
+import type { TargetStatus } from '../forwarding.ts';
+import { type AdminActor, type AdminContext, recordAudit, requireOperator } from './roles.ts';
+
+/** The urls of the active forwarding targets (LECTERN_XAPI_FORWARDINGS). */
+export const activeTargets = (config: Pick<Config, 'xapiForwardings'>): string[] => config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url);
+
+/** Every active target (even with nothing yet) and every target the outbox still holds items of. */
+export function forwardingStatus(ctx: AdminContext, by: AdminActor): Promise<TargetStatus[]> {
+  requireOperator(by.role, 'forwarding');
+  return outbox.forwardingStatus(ctx.store, activeTargets(ctx.config));
+}
+
+/** Each target's lag (ms): how long its oldest queued statement has waited; absent when nothing is queued. */
+export function forwardingLags(ctx: AdminContext, by: AdminActor): Promise<Map<string, number>> {
+  requireOperator(by.role, 'forwarding');
+  return outbox.forwardingLags(ctx.store, ctx.clock.now());
+}
+
+/** A page of dead letters (of every target, or of `url`), oldest first, after the item `after`. */
+export function listDeadLetters(ctx: AdminContext, by: AdminActor, input: { url?: string; after?: number; limit: number }): Promise<DeadLetter[]> {
+  requireOperator(by.role, 'forwarding');
+  return outbox.listDeadLetters(ctx.store, { target: input.url, after: input.after, limit: input.limit });
+}
+
+/** Puts the dead letters of every target, or of `url`, back into the queue; how many. A url neither active nor in the outbox: not_found. */
+export async function retryDeadLetters(ctx: AdminContext, by: AdminActor, input: { url?: string }): Promise<number> {
+  requireOperator(by.role, 'forwarding');
+  const requeued = await outbox.retryDeadLetters(ctx.store, activeTargets(ctx.config), input.url);
+  await recordAudit(ctx, by, 'forwarding.retry', null, { ...(input.url !== undefined && { url: input.url }), requeued });
+  return requeued;
+}
