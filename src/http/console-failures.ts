@@ -13,8 +13,8 @@ import { clearRejections, listRejections, showRejection } from '../ops/rejection
 import type { KeptRejection } from '../store/types.ts';
 import { adminRoleOf, consoleActor, type ConsoleKit, refusal } from './console-admin.ts';
 import { forwardingPage, rejectionPage, rejectionsPage, replayedPage, REJECTIONS_SHOWN } from './console-failures-views.ts';
-import { errorPage } from './console-pages.ts';
-import type { Session } from './console-session.ts';
+import { errorPage } from './console/pages.ts';
+import type { Session } from './console/session.ts';
 
 /** Dead letters the Forwarding page shows at once. */
 const DEAD_SHOWN = 100;

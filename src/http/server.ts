@@ -22,13 +22,13 @@ import { RESOURCES } from '../xapi/params.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import { BodyBudget, BUSY_RETRY_AFTER, closeAfterAnswer, expectContinueAfterChecks, hasBody, PARSED_BYTES_PER_VALUE, readBody, type BodyHold, type BodyLimits } from './bodies.ts';
 import { errorResponse, HttpRefusal } from './errors.ts';
-import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './openapi.ts';
+import { buildOpenApi, DOCS_PAGE, docsAsset, type RegisteredRoute } from './xapi/openapi.ts';
 import { json, type RequestHead, requestHead, withBody, type XapiRequest, type XapiResponse } from './request.ts';
-import { handleActivities, handleAgents } from './activities.ts';
-import { registerConsole } from './console.ts';
-import { handleDocuments } from './documents.ts';
-import { consistentThroughHeader, handleStatements } from './statements.ts';
-import { about, heartbeat, lbHeartbeat, whoami } from './system.ts';
+import { handleActivities, handleAgents } from './xapi/activities.ts';
+import { registerConsole } from './console/index.ts';
+import { handleDocuments } from './xapi/documents.ts';
+import { consistentThroughHeader, handleStatements } from './xapi/statements.ts';
+import { about, heartbeat, lbHeartbeat, whoami } from './xapi/system.ts';
 import { registerAdminRoutes } from './admin.ts';
 
 export interface ServerDeps {

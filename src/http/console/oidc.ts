@@ -7,10 +7,10 @@
  */
 import { createHash, randomBytes } from 'node:crypto';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import type { Authenticator, AuthSuccess } from '../auth/types.ts';
-import type { Config } from '../config.ts';
-import { html } from './console-pages.ts';
-import { cookie, OIDC_COOKIE, parseCookies, type Sealer } from './console-session.ts';
+import type { Authenticator, AuthSuccess } from '../../auth/types.ts';
+import type { Config } from '../../config.ts';
+import { html } from './pages.ts';
+import { cookie, OIDC_COOKIE, parseCookies, type Sealer } from './session.ts';
 
 export interface ConsoleOidcDeps {
   config: Config;

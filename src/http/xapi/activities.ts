@@ -3,15 +3,15 @@
  * canonical Activity it keeps from statements and a Person object for an Agent. The server
  * routes only GET and HEAD here (405 otherwise).
  */
-import { LrsError } from '../errors.ts';
-import type { Store } from '../store/types.ts';
-import { canonicalActivity } from '../xapi/activity.ts';
-import { personOf } from '../xapi/person.ts';
-import { etagOf } from '../xapi/documents.ts';
-import { ifiKey } from '../xapi/agents.ts';
-import { parseParams } from '../xapi/params.ts';
-import type { Agent, Statement } from '../xapi/types.ts';
-import { json, readsOf, type XapiRequest, type XapiResponse } from './request.ts';
+import { LrsError } from '../../errors.ts';
+import type { Store } from '../../store/types.ts';
+import { canonicalActivity } from '../../xapi/activity.ts';
+import { personOf } from '../../xapi/person.ts';
+import { etagOf } from '../../xapi/documents.ts';
+import { ifiKey } from '../../xapi/agents.ts';
+import { parseParams } from '../../xapi/params.ts';
+import type { Agent, Statement } from '../../xapi/types.ts';
+import { json, readsOf, type XapiRequest, type XapiResponse } from '../request.ts';
 
 export interface ViewDeps {
   store: Store;

@@ -1,12 +1,12 @@
 /** Non-xAPI endpoints: heartbeats (no auth), whoami (auth), and the xAPI About resource (no auth). */
-import type { Store } from '../store/types.ts';
-import type { Forwarder } from '../forwarding/forwarder.ts';
-import type { AuthUser } from '../auth/types.ts';
-import { aboutVersions, type XapiVersion } from '../xapi/versions.ts';
-import { etagOf } from '../xapi/documents.ts';
-import { parseParams } from '../xapi/params.ts';
-import { json, type XapiRequest, type XapiResponse } from './request.ts';
-import { LECTERN_VERSION } from '../version.ts';
+import type { Store } from '../../store/types.ts';
+import type { Forwarder } from '../../forwarding/forwarder.ts';
+import type { AuthUser } from '../../auth/types.ts';
+import { aboutVersions, type XapiVersion } from '../../xapi/versions.ts';
+import { etagOf } from '../../xapi/documents.ts';
+import { parseParams } from '../../xapi/params.ts';
+import { json, type XapiRequest, type XapiResponse } from '../request.ts';
+import { LECTERN_VERSION } from '../../version.ts';
 
 export const lbHeartbeat = (): XapiResponse => json(200, { status: 'ok' });
 

@@ -1,19 +1,19 @@
 /** The Statement resource (xAPI-Communication §2.1): parse, call the use case (src/ops/statements.ts) or the store, reply. */
-import { LrsError, ValidationFailed } from '../errors.ts';
-import { receiveStatements, storeStatements, validationOf, type Writer } from '../ops/statements.ts';
-import type { ValidationMode } from '../xapi/accept.ts';
-import type { StatementReads, Store, StoredRow } from '../store/types.ts';
-import type { Received } from '../xapi/accept.ts';
-import { actorKeys } from '../xapi/agents.ts';
-import { attachmentHashes, attachmentsToServe } from '../xapi/attachments.ts';
-import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
-import { parseParams } from '../xapi/params.ts';
-import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
-import type { ActivityDefinition, Statement } from '../xapi/types.ts';
-import { buildStatementsMultipart } from '../xapi/multipart.ts';
-import type { XapiVersion } from '../xapi/versions.ts';
-import { errorResponse } from './errors.ts';
-import { json, readsOf, type XapiRequest, type XapiResponse } from './request.ts';
+import { LrsError, ValidationFailed } from '../../errors.ts';
+import { receiveStatements, storeStatements, validationOf, type Writer } from '../../ops/statements.ts';
+import type { ValidationMode } from '../../xapi/accept.ts';
+import type { StatementReads, Store, StoredRow } from '../../store/types.ts';
+import type { Received } from '../../xapi/accept.ts';
+import { actorKeys } from '../../xapi/agents.ts';
+import { attachmentHashes, attachmentsToServe } from '../../xapi/attachments.ts';
+import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../../xapi/formats.ts';
+import { parseParams } from '../../xapi/params.ts';
+import { moreUrl, parseStatementRequest, type StatementFormat } from '../../xapi/query.ts';
+import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
+import { buildStatementsMultipart } from '../../xapi/multipart.ts';
+import type { XapiVersion } from '../../xapi/versions.ts';
+import { errorResponse } from '../errors.ts';
+import { json, readsOf, type XapiRequest, type XapiResponse } from '../request.ts';
 
 export interface StatementDeps {
   store: Store;

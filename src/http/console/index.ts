@@ -9,24 +9,24 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { adminRole, authorise, type AccessPolicy, type RouteScopes } from '../auth/scopes.ts';
-import type { Authenticator, AuthSuccess, AuthUser } from '../auth/types.ts';
-import { type Clock, systemClock } from '../clock.ts';
-import type { Config } from '../config.ts';
-import type { StatementReads, Store } from '../store/types.ts';
-import { LrsError } from '../errors.ts';
-import type { XapiVersion } from '../xapi/versions.ts';
-import { errorPage, signInPage, type AssetUrls, type PageContext } from './console-pages.ts';
-import { cookie, csrfMatches, newSession, openSession, parseCookies, Sealer, SESSION_COOKIE, type Session } from './console-session.ts';
+import { adminRole, authorise, type AccessPolicy, type RouteScopes } from '../../auth/scopes.ts';
+import type { Authenticator, AuthSuccess, AuthUser } from '../../auth/types.ts';
+import { type Clock, systemClock } from '../../clock.ts';
+import type { Config } from '../../config.ts';
+import type { StatementReads, Store } from '../../store/types.ts';
+import { LrsError } from '../../errors.ts';
+import type { XapiVersion } from '../../xapi/versions.ts';
+import { errorPage, signInPage, type AssetUrls, type PageContext } from './pages.ts';
+import { cookie, csrfMatches, newSession, openSession, parseCookies, Sealer, SESSION_COOKIE, type Session } from './session.ts';
 import {
   agentParam, DEFAULT_EXPORT_FIELDS, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, type Filters,
-} from './console-views.ts';
-import { errorResponse, HttpRefusal } from './errors.ts';
-import { parseQuery, type XapiRequest, type XapiResponse } from './request.ts';
-import { registerConsoleOidc } from './console-oidc.ts';
-import { type ConsoleKit, registerConsoleAdmin } from './console-admin.ts';
-import { registerConsoleFailures } from './console-failures.ts';
-import { registerConsoleOverview } from './console-overview.ts';
+} from './views.ts';
+import { errorResponse, HttpRefusal } from '../errors.ts';
+import { parseQuery, type XapiRequest, type XapiResponse } from '../request.ts';
+import { registerConsoleOidc } from './oidc.ts';
+import { type ConsoleKit, registerConsoleAdmin } from '../console-admin.ts';
+import { registerConsoleFailures } from '../console-failures.ts';
+import { registerConsoleOverview } from './overview.ts';
 
 type Handler = (req: XapiRequest) => Promise<XapiResponse>;
 /** An xAPI resource the console reads, with the scopes its route needs. */
@@ -49,8 +49,11 @@ export interface ConsoleDeps {
 }
 
 
-/** Where the console's assets are, from src/http/ and from dist/http/ alike. */
-const ASSET_DIR = new URL('../../console/', import.meta.url);
+/**
+ * Where the console's assets are: beside this module in src/, and from dist/http/console/ (the
+ * build copies no asset) the same folder of src/, which the package ships.
+ */
+const ASSET_DIR = new URL('../../../src/http/console/assets/', import.meta.url);
 const ASSET_TYPES: Record<string, string> = { 'console.css': 'text/css; charset=utf-8', 'console.js': 'text/javascript; charset=utf-8' };
 /** Most statements one download carries: narrow the query (since/until) for more. */
 export const DOWNLOAD_MAX = 100_000;

@@ -8,9 +8,9 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { type Method, type ParamSpec, RESOURCES, acceptedBy, requiredBy } from '../xapi/params.ts';
-import { KNOWN_VERSIONS } from '../xapi/versions.ts';
-import { ADMIN_PATHS } from './admin-openapi.ts';
+import { type Method, type ParamSpec, RESOURCES, acceptedBy, requiredBy } from '../../xapi/params.ts';
+import { KNOWN_VERSIONS } from '../../xapi/versions.ts';
+import { ADMIN_PATHS } from '../admin-openapi.ts';
 
 type Json = Record<string, unknown>;
 const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });

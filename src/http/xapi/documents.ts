@@ -3,11 +3,11 @@
  * the parameters, call the store (writes: src/ops/documents.ts), reply. Documents are opaque bytes served back
  * byte-exact with the Content-Type they were stored with.
  */
-import { LrsError } from '../errors.ts';
-import type { DocumentKind, Store } from '../store/types.ts';
-import { type DocumentWrite, writeDocument } from '../ops/documents.ts';
-import { etagOf, parseDocumentParams, resourceName } from '../xapi/documents.ts';
-import { json, type XapiRequest, type XapiResponse } from './request.ts';
+import { LrsError } from '../../errors.ts';
+import type { DocumentKind, Store } from '../../store/types.ts';
+import { type DocumentWrite, writeDocument } from '../../ops/documents.ts';
+import { etagOf, parseDocumentParams, resourceName } from '../../xapi/documents.ts';
+import { json, type XapiRequest, type XapiResponse } from '../request.ts';
 
 export interface DocumentDeps {
   store: Store;
