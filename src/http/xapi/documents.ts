@@ -1,13 +1,14 @@
 /**
- * The document resources: State (§2.3), Activity Profile (§2.7) and Agent Profile (§2.6). Parse
- * the parameters, call the store (writes: src/ops/documents.ts), reply. Documents are opaque bytes served back
- * byte-exact with the Content-Type they were stored with.
+ * The document resources: State (§2.3), Activity Profile (§2.7) and Agent Profile (§2.6). Reads
+ * and writes are the use cases' (src/ops/reads.ts, src/ops/documents.ts). Documents are opaque
+ * bytes served back byte-exact with the Content-Type they were stored with.
  */
-import { LrsError } from '../../errors.ts';
-import type { DocumentKind, Store } from '../../store/types.ts';
+import { readDocuments } from '../../ops/reads.ts';
 import { type DocumentWrite, writeDocument } from '../../ops/documents.ts';
-import { etagOf, parseDocumentParams, resourceName } from '../../xapi/documents.ts';
-import { json, type XapiRequest, type XapiResponse } from '../request.ts';
+import type { DocumentKind, Store } from '../../store/types.ts';
+import { etagOf } from '../../xapi/documents.ts';
+import { type Answer, json } from '../answer.ts';
+import type { XapiRequest } from './request.ts';
 
 export interface DocumentDeps {
   store: Store;
@@ -17,27 +18,21 @@ export interface DocumentDeps {
   maxJsonValues: number;
 }
 
-export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, req: XapiRequest): Promise<XapiResponse> {
+export async function handleDocuments(deps: DocumentDeps, kind: DocumentKind, req: XapiRequest): Promise<Answer> {
   const { method } = req;
   const tenant = req.user!.target;
-
   if (method === 'GET' || method === 'HEAD') {
-    const target = parseDocumentParams(kind, method, req.query);
-    if (target.docId === undefined) {
-      const ids = await deps.store.listDocumentIds(tenant, target.scope, target.since);
-      const body = JSON.stringify(ids);
-      return json(200, ids, { etag: etagOf(Buffer.from(body, 'utf8')) });
-    }
-    const doc = await deps.store.getDocument(tenant, { ...target.scope, docId: target.docId });
-    if (!doc) throw new LrsError('not_found', `no ${resourceName(kind)} document with that ${kind === 'state' ? 'stateId' : 'profileId'} here`);
+    const read = await readDocuments(deps.store, tenant, kind, req.query, method);
+    if ('ids' in read) return json(200, read.ids, { etag: etagOf(Buffer.from(JSON.stringify(read.ids), 'utf8')) });
+    const doc = read.document;
     return {
       status: 200,
       headers: { 'content-type': doc.contentType, etag: doc.etag, 'last-modified': new Date(doc.updatedMs).toUTCString() },
       body: doc.content,
     };
   }
-
   // PUT, POST, DELETE: as every document write is applied (src/ops/documents.ts).
-  const stored = await writeDocument(deps.store, tenant, kind, { method: method as DocumentWrite['method'], query: req.query, headers: req.headers, body: req.body, version: req.version! }, deps, req.holdParsed);
+  const w: DocumentWrite = { method: method as DocumentWrite['method'], query: req.query, headers: req.headers, body: req.body, version: req.version! };
+  const stored = await writeDocument(deps.store, tenant, kind, w, deps, req.holdParsed);
   return stored ? { status: 204, headers: { etag: stored.etag } } : { status: 204 };
 }

@@ -1,27 +1,26 @@
-/** The Statement resource (xAPI-Communication §2.1): parse, call the use case (src/ops/statements.ts) or the store, reply. */
-import { LrsError, ValidationFailed } from '../../errors.ts';
+/**
+ * The Statement resource (xAPI-Communication §2.1): writes parsed and stored by the use case
+ * (src/ops/statements.ts), reads by the statement read (src/ops/reads.ts); the answer shaped here.
+ */
+import { LrsError } from '../../errors.ts';
+import { consistentThrough, type Reader, readStatements, readView, type StatementsRead } from '../../ops/reads.ts';
 import { receiveStatements, storeStatements, validationOf, type Writer } from '../../ops/statements.ts';
-import type { ValidationMode } from '../../xapi/accept.ts';
-import type { StatementReads, Store, StoredRow } from '../../store/types.ts';
-import type { Received } from '../../xapi/accept.ts';
-import { actorKeys } from '../../xapi/agents.ts';
-import { attachmentHashes, attachmentsToServe } from '../../xapi/attachments.ts';
-import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../../xapi/formats.ts';
-import { parseParams } from '../../xapi/params.ts';
-import { moreUrl, parseStatementRequest, type StatementFormat } from '../../xapi/query.ts';
-import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
+import type { StatementReads, Store } from '../../store/types.ts';
+import type { Received, ValidationMode } from '../../xapi/accept.ts';
 import { buildStatementsMultipart } from '../../xapi/multipart.ts';
+import { parseParams } from '../../xapi/params.ts';
 import type { XapiVersion } from '../../xapi/versions.ts';
-import { errorResponse } from '../errors.ts';
-import { json, readsOf, type XapiRequest, type XapiResponse } from '../request.ts';
+import { type Answer, json } from '../answer.ts';
+import { errorAnswer } from '../errors.ts';
+import type { XapiRequest } from './request.ts';
+
+export const STATEMENTS_PATH = '/xAPI/statements';
 
 export interface StatementDeps {
   store: Store;
   maxSearchHits: number;
   /** LECTERN_MAX_PAGE_BYTES. */
   maxPageBytes: number;
-  /** Path the `more` links point at. */
-  basePath: string;
   /** LECTERN_XAPI_STRICT_VERSION: convert 2.0 statements for 1.0.3 readers. */
   strictVersion: boolean;
   /** LECTERN_XAPI_VALIDATION: how writes are validated when the credential does not choose. */
@@ -74,7 +73,7 @@ const writer = (req: XapiRequest, deps: StatementDeps): Writer => ({
 /** Methods of the Statement resource (Communication §2.1), for 405's Allow header. */
 const ALLOWED = 'GET, HEAD, PUT, POST';
 
-async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
+async function put(deps: StatementDeps, req: XapiRequest): Promise<Answer> {
   const id = parseParams('statements', 'PUT', req.query).statementId as string;
   const version = req.version!;
   const received = readBody(req, version, deps);
@@ -85,81 +84,11 @@ async function put(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse>
   return { status: 204 };
 }
 
-async function post(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
+async function post(deps: StatementDeps, req: XapiRequest): Promise<Answer> {
   parseParams('statements', 'POST', req.query);
   const version = req.version!;
   const out = await storeStatements(deps.store, req.user!.target, readBody(req, version, deps), version, writer(req, deps));
   return { status: 200, headers: { 'content-type': JSON_TYPE }, body: jsonBytes(JSON.stringify(out.ids)) };
-}
-
-/** Longest run of a page's rewriting before the event loop is given back (see mapInTurns). */
-const TURN_MS = 20;
-
-/**
- * `items.map(fn)`, giving the event loop back whenever a turn has run for TURN_MS: a statement
- * may be megabytes (tens of thousands of context activities), and a page of them parsed and
- * rewritten at once held every other request for up to a second (10 × 50,000 activities).
- */
-async function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
-  const out: R[] = [];
-  let turn = performance.now();
-  for (const item of items) {
-    out.push(fn(item));
-    if (performance.now() - turn > TURN_MS) {
-      await new Promise((resolve) => setImmediate(resolve));
-      turn = performance.now();
-    }
-  }
-  return out;
-}
-
-/**
- * The body of a GET: the stored JSON texts as they are for `exact` (no parse/serialise round trip
- * on the hot path), rewritten for `ids`/`canonical`; with `attachments=true`, a multipart/mixed
- * body with the JSON first and the data of every attachment of the statements after it.
- */
-async function render(
-  deps: StatementDeps,
-  reads: StatementReads,
-  req: XapiRequest,
-  rows: StoredRow[],
-  opts: { format: StatementFormat; attachments: boolean },
-  wrap: (jsons: string[]) => string[],
-): Promise<{ contentType: string; body: string | Buffer }> {
-  let jsons = rows.map((r) => r.json);
-  const mine = readsMineOnly(req);
-  // A 1.0.3 reader of 2.0 statements under LECTERN_XAPI_STRICT_VERSION gets them converted.
-  const convert = deps.strictVersion && jsons.some((j) => needsConversion(j, req.version!));
-  if (opts.format === 'exact' && !opts.attachments && !convert) return { contentType: JSON_TYPE, body: concatUtf8(wrap(jsons)) };
-  const statements = await mapInTurns(jsons, (j) => forReader(JSON.parse(j) as Statement, req.version!, deps.strictVersion));
-  if (opts.format === 'exact') jsons = await mapInTurns(statements, (s) => JSON.stringify(s));
-  if (opts.format === 'ids') jsons = await mapInTurns(statements, (s) => JSON.stringify(idsStatement(s)));
-  if (opts.format === 'canonical') {
-    // The canonical definitions are assembled from every statement of the store: a reader
-    // restricted to its own statements gets each statement's own definitions (language-filtered).
-    // Others get them for the page's first CANONICAL_DEFINITIONS_MAX activities, read in chunks.
-    const definitions = mine
-      ? new Map<string, ActivityDefinition>()
-      : await reads.getActivityDefinitions(req.user!.target, activityIdsOf(statements, CANONICAL_DEFINITIONS_MAX));
-    const ranges = parseAcceptLanguage(req.headers['accept-language']);
-    jsons = await mapInTurns(statements, (s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
-  }
-  if (!opts.attachments) return { contentType: JSON_TYPE, body: concatUtf8(wrap(jsons)) };
-  const body = wrap(jsons).join('');
-  // Attachments with a fileUrl and no data received have no part, and so have those whose data
-  // only statements this reader may not read carried (a declaration by hash gives nothing).
-  // Their sizes first: the data read is what fits in the page's bytes (attachmentsToServe).
-  const hashes = [...new Set(statements.flatMap(attachmentHashes))];
-  const carrier = mine ? (actorKeys(req.user!.agent)[0] ?? '') : undefined;
-  const sizes = hashes.length ? await reads.attachmentSizes(req.user!.target, hashes, carrier) : new Map<string, number>();
-  const room = deps.maxPageBytes - rows.reduce((n, r) => n + Buffer.byteLength(r.json, 'utf8'), 0);
-  const served = attachmentsToServe(statements, sizes, room);
-  const blobs = served.length ? await reads.getAttachments(req.user!.target, served, carrier) : [];
-  const multipart = buildStatementsMultipart(
-    body,
-    blobs.map((b) => ({ sha2: b.sha2, contentType: b.contentType, body: b.content })),
-  );
-  return { contentType: multipart.contentType, body: multipart.body };
 }
 
 /** A StatementResult (Data §2.5) as pieces: `{"statements":[…],"more":"…"}`. */
@@ -170,36 +99,46 @@ function statementsResult(jsons: string[], more: string): string[] {
   return pieces;
 }
 
-async function get(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
-  const user = req.user!;
-  const parsed = parseStatementRequest(req.query, { maxLimit: deps.maxSearchHits, maxBytes: deps.maxPageBytes, mineAgent: user.agent, onlyMine: req.access?.mineOnly ?? true });
-  const reads = readsOf(req, deps.store);
-  if (parsed.kind === 'single') {
-    // Another authority's statement, for a user restricted to its own, is as absent as a missing one.
-    const row = await reads.getStatement(user.target, parsed.id, parsed.voided, parsed.authority);
-    if (!row) throw new LrsError('not_found', `no ${parsed.voided ? 'voided ' : ''}statement with id ${parsed.id}`);
-    const out = await render(deps, reads, req, [row], parsed, (j) => j);
-    const headers = { 'content-type': out.contentType, 'last-modified': new Date(row.storedMs).toUTCString(), ...(await consistentThroughHeader(reads, user.target)) };
-    return { status: 200, headers, body: out.body };
-  }
-  const page = await reads.queryStatements(user.target, parsed.query);
-  const more = page.next ? moreUrl(deps.basePath, parsed.params, page.next) : '';
-  const out = await render(deps, reads, req, page.rows, parsed.query, (j) => statementsResult(j, more));
-  const headers: Record<string, string> = { 'content-type': out.contentType, ...(await consistentThroughHeader(reads, user.target)) };
+/** The reader of a GET: the request's user, restricted to its own statements unless its access says otherwise. */
+const readerOf = (req: XapiRequest): Reader => ({ target: req.user!.target, agent: req.user!.agent, mineOnly: readsMineOnly(req) });
+
+/** A GET's body: the statement or the StatementResult; with attachments=true, multipart/mixed with their data after it. */
+function body(read: StatementsRead): { contentType: string; body: Buffer } {
+  const pieces = read.single ? read.jsons : statementsResult(read.jsons, read.more);
+  if (!read.attachments) return { contentType: JSON_TYPE, body: concatUtf8(pieces) };
+  const parts = read.attachments.map((b) => ({ sha2: b.sha2, contentType: b.contentType, body: b.content }));
+  return buildStatementsMultipart(pieces.join(''), parts);
+}
+
+async function get(deps: StatementDeps, req: XapiRequest): Promise<Answer> {
+  const read = await readStatements(readView(deps.store), readerOf(req), req.query, {
+    maxSearchHits: deps.maxSearchHits,
+    maxPageBytes: deps.maxPageBytes,
+    strictVersion: deps.strictVersion,
+    version: req.version!,
+    languages: req.headers['accept-language'],
+    basePath: STATEMENTS_PATH,
+  });
+  const out = body(read);
+  const headers: Record<string, string> = { 'content-type': out.contentType };
   // The newest `stored` among the statements returned (9274.1.1 §4.1.6.1).
-  if (page.rows.length) headers['last-modified'] = new Date(Math.max(...page.rows.map((r) => r.storedMs))).toUTCString();
+  if (read.lastStoredMs !== undefined) headers['last-modified'] = new Date(read.lastStoredMs).toUTCString();
+  // From the server that read them.
+  headers[CONSISTENT_THROUGH] = read.through.toISOString();
   return { status: 200, headers, body: out.body };
 }
 
-/** Every statements response carries this (Communication §2.1.3.s2.b5), errors included. */
+/** Every statements answer carries it (Communication §2.1.3.s2.b5), errors included. */
+export const CONSISTENT_THROUGH = 'x-experience-api-consistent-through';
+
+/** The header of an answer whose statements were not read (an error): the store's own. */
 export async function consistentThroughHeader(store: Pick<StatementReads, 'consistentThrough'>, tenant: string): Promise<Record<string, string>> {
-  const through = await store.consistentThrough(tenant).catch(() => new Date(0));
-  return { 'x-experience-api-consistent-through': through.toISOString() };
+  return { [CONSISTENT_THROUGH]: (await consistentThrough(store, tenant)).toISOString() };
 }
 
 /** Dispatches by method. */
-export async function handleStatements(deps: StatementDeps, req: XapiRequest): Promise<XapiResponse> {
-  let res: XapiResponse;
+export async function handleStatements(deps: StatementDeps, req: XapiRequest): Promise<Answer> {
+  let res: Answer;
   try {
     switch (req.method) {
       case 'PUT':
@@ -218,9 +157,9 @@ export async function handleStatements(deps: StatementDeps, req: XapiRequest): P
     }
   } catch (err) {
     if (!(err instanceof LrsError)) throw err;
-    res = errorResponse(err);
+    res = errorAnswer(err);
   }
   // A GET's comes from the server that read its answer.
-  if (!res.headers?.['x-experience-api-consistent-through']) res.headers = { ...res.headers, ...(await consistentThroughHeader(deps.store, req.user?.target ?? '')) };
+  if (!res.headers?.[CONSISTENT_THROUGH]) res.headers = { ...res.headers, ...(await consistentThroughHeader(deps.store, req.user?.target ?? '')) };
   return res;
 }
