@@ -7,8 +7,7 @@
  */
 import { randomUUID } from 'node:crypto';
 import Fastify, { LogController, type FastifyBaseLogger, type FastifyInstance, type FastifyReply, type FastifyRequest } from 'fastify';
-import type { AuthUser } from '../auth/types.ts';
-import type { Authenticator } from '../auth/types.ts';
+import type { Authenticator, AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import type { Forwarder } from '../forwarding/forwarder.ts';

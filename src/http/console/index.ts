@@ -17,8 +17,6 @@ import { registerConsoleOverview } from './overview.ts';
 import { signInPage } from './pages.ts';
 import { registerStatementPages } from './statements.ts';
 
-export type { ConsoleDeps } from './kit.ts';
-
 export function registerConsole(parent: FastifyInstance, deps: ConsoleDeps): void {
   // A scope of its own: its error handler and hooks apply to the console's routes only.
   void parent.register(async (app) => consoleRoutes(app, new ConsoleDoor(deps)));

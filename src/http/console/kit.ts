@@ -33,8 +33,8 @@ export interface ConsoleDeps {
 }
 
 /**
- * Where the console's assets are: beside this module in src/, and from dist/http/console/ (the
- * build copies no asset) the same folder of src/, which the package ships.
+ * The console's assets, ./assets/ in src/. The build compiles only TypeScript, so from
+ * dist/http/console/ this is the same folder of src/ (which the package ships): one path for both.
  */
 const ASSET_DIR = new URL('../../../src/http/console/assets/', import.meta.url);
 export const ASSET_TYPES: Record<string, string> = { 'console.css': 'text/css; charset=utf-8', 'console.js': 'text/javascript; charset=utf-8' };

@@ -2,11 +2,11 @@
  * The Activities (§2.5) and Agents (§2.4) resources: read-only views the LRS assembles from
  * statements (src/ops/reads.ts). Routed for GET and HEAD only (405 otherwise).
  */
-import { readActivity, readPerson, type Reader, readView } from '../../ops/reads.ts';
+import { readActivity, readPerson, readView } from '../../ops/reads.ts';
 import type { Store } from '../../store/types.ts';
 import { etagOf } from '../../xapi/documents.ts';
 import { type Answer, json } from '../answer.ts';
-import type { XapiRequest } from './request.ts';
+import { readerOf, type XapiRequest } from './request.ts';
 
 export interface ViewDeps {
   store: Store;
@@ -19,8 +19,6 @@ function jsonWithEtag(value: unknown): Answer {
   const res = json(200, value);
   return { ...res, headers: { ...res.headers, etag: etagOf(Buffer.from(res.body as string, 'utf8')) } };
 }
-
-const readerOf = (req: XapiRequest): Reader => ({ target: req.user!.target, agent: req.user!.agent, mineOnly: req.access?.mineOnly ?? true });
 
 /** GET /activities?activityId=: the canonical Activity. */
 export async function handleActivities(deps: ViewDeps, req: XapiRequest): Promise<Answer> {

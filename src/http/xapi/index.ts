@@ -12,7 +12,7 @@ import { RESOURCE_SCOPES } from '../access.ts';
 import { handleActivities, handleAgents } from './activities.ts';
 import { handleDocuments } from './documents.ts';
 import { type Resource, type ResourceDeps, serveResource } from './resources.ts';
-import { consistentThroughHeader, handleStatements, STATEMENTS_PATH } from './statements.ts';
+import { CONSISTENT_THROUGH, consistentThroughHeader, handleStatements, STATEMENTS_PATH } from './statements.ts';
 import { about, registerSystem } from './system.ts';
 
 export interface XapiDeps extends ResourceDeps {
@@ -62,7 +62,7 @@ export function registerXapi(app: FastifyInstance, deps: XapiDeps): void {
   // Statements answers the handler never produced (401, version header, 413, alternate-syntax
   // errors) carry X-Experience-API-Consistent-Through too (Communication §2.1.3.s2.b5).
   app.addHook('onSend', async (request, reply, payload) => {
-    if (request.routeOptions.url === STATEMENTS_PATH && !reply.hasHeader('x-experience-api-consistent-through')) {
+    if (request.routeOptions.url === STATEMENTS_PATH && !reply.hasHeader(CONSISTENT_THROUGH)) {
       reply.headers(await consistentThroughHeader(deps.store, ''));
     }
     return payload;

@@ -8,6 +8,7 @@ import type { AuthUser } from '../../auth/types.ts';
 import { LrsError } from '../../errors.ts';
 import { mediaTypeOf } from '../../xapi/media.ts';
 import type { XapiVersion } from '../../xapi/versions.ts';
+import type { Reader } from '../../ops/reads.ts';
 import type { Answer } from '../answer.ts';
 import { parseQuery } from '../request.ts';
 
@@ -36,6 +37,12 @@ export interface XapiRequest {
 
 /** An xAPI resource's handler (./resources.ts). */
 export type XapiHandler = (req: XapiRequest) => Promise<Answer>;
+
+/**
+ * The admitted request's user as a reader (src/ops/reads.ts): restricted to the statements of its
+ * own authority (`statements/read/mine`, LECTERN_LRS_RESTRICT_BY_AUTHORITY) unless its access says otherwise.
+ */
+export const readerOf = (req: XapiRequest): Reader => ({ target: req.user!.target, agent: req.user!.agent, mineOnly: req.access?.mineOnly ?? true });
 
 /** Strict UTF-8: invalid bytes are refused, not replaced with U+FFFD. */
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });

@@ -3,7 +3,7 @@
  * (src/ops/statements.ts), reads by the statement read (src/ops/reads.ts); the answer shaped here.
  */
 import { LrsError } from '../../errors.ts';
-import { consistentThrough, type Reader, readStatements, readView, type StatementsRead } from '../../ops/reads.ts';
+import { consistentThrough, readStatements, readView, type StatementsRead } from '../../ops/reads.ts';
 import { receiveStatements, storeStatements, validationOf, type Writer } from '../../ops/statements.ts';
 import type { StatementReads, Store } from '../../store/types.ts';
 import type { Received, ValidationMode } from '../../xapi/accept.ts';
@@ -12,9 +12,11 @@ import { parseParams } from '../../xapi/params.ts';
 import type { XapiVersion } from '../../xapi/versions.ts';
 import { type Answer, json } from '../answer.ts';
 import { errorAnswer } from '../errors.ts';
-import type { XapiRequest } from './request.ts';
+import { readerOf, type XapiRequest } from './request.ts';
 
 export const STATEMENTS_PATH = '/xAPI/statements';
+/** Every statements answer carries it (Communication §2.1.3.s2.b5), errors included. */
+export const CONSISTENT_THROUGH = 'x-experience-api-consistent-through';
 
 export interface StatementDeps {
   store: Store;
@@ -59,14 +61,11 @@ function concatUtf8(pieces: string[]): Buffer {
   return out;
 }
 
-/** The caller may read only statements of its own authority (`statements/read/mine`, LECTERN_LRS_RESTRICT_BY_AUTHORITY). */
-const readsMineOnly = (req: XapiRequest): boolean => req.access?.mineOnly ?? true;
-
 /** The request's user as the writer of its statements: its agent the authority, its access what it may do. */
 const writer = (req: XapiRequest, deps: StatementDeps): Writer => ({
   authority: req.user!.agent,
   define: req.access?.define ?? false,
-  mineOnly: readsMineOnly(req),
+  mineOnly: readerOf(req).mineOnly,
   validation: validationOf(req.user!, deps.validation),
 });
 
@@ -99,9 +98,6 @@ function statementsResult(jsons: string[], more: string): string[] {
   return pieces;
 }
 
-/** The reader of a GET: the request's user, restricted to its own statements unless its access says otherwise. */
-const readerOf = (req: XapiRequest): Reader => ({ target: req.user!.target, agent: req.user!.agent, mineOnly: readsMineOnly(req) });
-
 /** A GET's body: the statement or the StatementResult; with attachments=true, multipart/mixed with their data after it. */
 function body(read: StatementsRead): { contentType: string; body: Buffer } {
   const pieces = read.single ? read.jsons : statementsResult(read.jsons, read.more);
@@ -127,9 +123,6 @@ async function get(deps: StatementDeps, req: XapiRequest): Promise<Answer> {
   headers[CONSISTENT_THROUGH] = read.through.toISOString();
   return { status: 200, headers, body: out.body };
 }
-
-/** Every statements answer carries it (Communication §2.1.3.s2.b5), errors included. */
-export const CONSISTENT_THROUGH = 'x-experience-api-consistent-through';
 
 /** The header of an answer whose statements were not read (an error): the store's own. */
 export async function consistentThroughHeader(store: Pick<StatementReads, 'consistentThrough'>, tenant: string): Promise<Record<string, string>> {
