@@ -26,8 +26,9 @@ import { storeOverview } from '../ops/overview.ts';
 import type { KeptRejection, Store } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
-import { errorResponse, HttpRefusal } from './errors.ts';
-import { json, parseQuery, type XapiResponse } from './request.ts';
+import { type Answer as XapiResponse, json } from './answer.ts';
+import { errorAnswer as errorResponse, HttpRefusal } from './errors.ts';
+import { parseQuery } from './request.ts';
 
 export const ADMIN_PREFIX = '/admin/api';
 

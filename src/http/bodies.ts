@@ -5,6 +5,8 @@
  * so many large uploads at once are answered 503 instead of growing the heap without bound.
  */
 import type { IncomingMessage, Server, ServerResponse } from 'node:http';
+import type { AuthUser } from '../auth/types.ts';
+import { bodiesInFlight, bodiesInFlightPerUser, type Config } from '../config.ts';
 import { HttpRefusal } from './errors.ts';
 
 /** What a request holds: its body's bytes as they arrive, and an estimate of their parsed size. */
@@ -18,7 +20,7 @@ export type Busy = 'total' | 'user';
  * and the share one user's requests may hold (so that one user cannot keep every other out). A
  * body counts by what it holds in memory as it arrives, never by the size it declares (a client
  * declaring 64 MiB and trickling bytes holds what it sent); once parsed, a request may also hold an
- * estimate of its parsed size (`holdParsed` in ./server.ts).
+ * estimate of its parsed size (`holdParsed` in ./xapi/resources.ts).
  */
 export class BodyBudget {
   readonly total: number;
@@ -184,67 +186,129 @@ const FIRST_BUFFER = 16 * 1024;
  * `hold` when the request ends, however it ends.
  */
 export function readBody(raw: IncomingMessage, res: ServerResponse, hold: BodyHold, limits: BodyLimits): Promise<Buffer> {
-  const busy = (why: Busy) => new HttpRefusal(503, limits.busy[why], { 'retry-after': BUSY_RETRY_AFTER });
   const header = raw.headers['content-length'];
   // Node's parser has already refused a malformed or contradictory Content-Length (400).
   const declared = header === undefined || raw.headers['transfer-encoding'] !== undefined ? undefined : Number(header);
   if (declared !== undefined) {
     if (declared > limits.limit) return Promise.reject(new HttpRefusal(413, limits.tooLarge));
     const why = hold.busy(declared);
-    if (why) return Promise.reject(busy(why));
+    if (why) return Promise.reject(busyRefusal(limits, why));
   }
   // A client that asked to be told before sending its body (the server says nothing on its own: see
   // `expectContinueAfterChecks`) sends it now.
   if (/\b100-continue\b/i.test(raw.headers.expect ?? '')) res.writeContinue();
-  return new Promise<Buffer>((resolve, reject) => {
-    // The parser frames a body by its Content-Length: it never goes beyond it.
-    const most = declared ?? limits.limit;
-    let into = Buffer.alloc(0);
-    let received = 0;
-    const started = performance.now();
-    const timer = setTimeout(() => {
-      finish(new HttpRefusal(408, `no bytes of the request body arrived for ${limits.idleMs / 1000} s (LECTERN_REQUEST_BODY_TIMEOUT)`));
-    }, limits.idleMs);
-    const finish = (err: Error | undefined, body?: Buffer) => {
-      clearTimeout(timer);
-      raw.off('data', onData);
-      raw.off('end', onEnd);
-      raw.off('error', onClose);
-      raw.off('close', onClose);
-      if (!err) return resolve(body!);
-      // Whatever is left stays unread: the answer closes the connection.
-      raw.pause();
-      reject(err);
+  return new Promise<Buffer>((resolve, reject) => receive(raw, hold, limits, declared, resolve, reject));
+}
+
+const busyRefusal = (limits: BodyLimits, why: Busy): HttpRefusal => new HttpRefusal(503, limits.busy[why], { 'retry-after': BUSY_RETRY_AFTER });
+
+/** Reads the body's bytes as they arrive (see readBody), settling once: the body, or the refusal. */
+function receive(raw: IncomingMessage, hold: BodyHold, limits: BodyLimits, declared: number | undefined, resolve: (body: Buffer) => void, reject: (err: Error) => void): void {
+  // The parser frames a body by its Content-Length: it never goes beyond it.
+  const most = declared ?? limits.limit;
+  let into = Buffer.alloc(0);
+  let received = 0;
+  const started = performance.now();
+  const timer = setTimeout(() => {
+    finish(new HttpRefusal(408, `no bytes of the request body arrived for ${limits.idleMs / 1000} s (LECTERN_REQUEST_BODY_TIMEOUT)`));
+  }, limits.idleMs);
+  const finish = (err: Error | undefined, body?: Buffer) => {
+    clearTimeout(timer);
+    raw.off('data', onData);
+    raw.off('end', onEnd);
+    raw.off('error', onClose);
+    raw.off('close', onClose);
+    if (!err) return resolve(body!);
+    // Whatever is left stays unread: the answer closes the connection.
+    raw.pause();
+    reject(err);
+  };
+  const onData = (chunk: Buffer) => {
+    timer.refresh();
+    const size = received + chunk.length;
+    if (size > limits.limit) return finish(new HttpRefusal(413, limits.tooLarge));
+    if (size > into.length) {
+      const grown = Math.min(most, Math.max(size, 2 * into.length, FIRST_BUFFER));
+      const why = hold.take(grown - into.length);
+      if (why) return finish(busyRefusal(limits, why));
+      const next = Buffer.allocUnsafe(grown);
+      into.copy(next, 0, 0, received);
+      into = next;
+    }
+    chunk.copy(into, received);
+    received = size;
+    const elapsed = performance.now() - started;
+    if (limits.minRate > 0 && elapsed > limits.idleMs && received < (limits.minRate * elapsed) / 1000) {
+      finish(new HttpRefusal(408, `the request body arrived at less than ${limits.minRate} bytes per second on average (LECTERN_REQUEST_BODY_MIN_RATE)`));
+    }
+  };
+  const onEnd = () => {
+    if (declared !== undefined && received !== declared) return finish(new HttpRefusal(400, `the request body has ${received} bytes, not the ${declared} its Content-Length says`));
+    finish(undefined, received === into.length ? into : into.subarray(0, received));
+  };
+  const onClose = () => {
+    if (!raw.complete) finish(new HttpRefusal(400, 'the client closed the connection before the end of the request body'));
+  };
+  raw.on('data', onData);
+  raw.on('end', onEnd);
+  raw.on('error', onClose);
+  raw.on('close', onClose);
+}
+
+/** Whose share of the bodies in flight a request counts against: a user of a store. */
+const userKey = (user: AuthUser): string => `${user.target}\n${user.username}`;
+
+/** Largest alternate-syntax form read before its credentials (a form field) are checked. */
+const ANONYMOUS_FORM_SIZE = 1024 * 1024;
+
+/**
+ * The server's request bodies (LECTERN_MAX_REQUEST_SIZE, LECTERN_MAX_BODIES_IN_FLIGHT[_PER_USER],
+ * LECTERN_REQUEST_BODY_TIMEOUT, LECTERN_REQUEST_BODY_MIN_RATE): one budget for every front door.
+ * Bodies read before authentication (an alternate-syntax form carrying its credentials) may hold
+ * a quarter of it between them, each at most 1 MiB: they cannot crowd out the others. One user's
+ * requests may hold a share of it (half by default): one user cannot keep the others out.
+ */
+export class RequestBodies {
+  readonly budget: BodyBudget;
+  /** What an admitted request's body is read under. */
+  readonly limits: BodyLimits;
+  /** What a body read before authentication is read under. */
+  readonly anonymousLimits: BodyLimits;
+
+  constructor(config: Config) {
+    const total = bodiesInFlight(config);
+    this.budget = new BodyBudget(total, Math.floor(total / 4), bodiesInFlightPerUser(config));
+    this.limits = {
+      limit: config.maxRequestSize,
+      tooLarge: `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`,
+      busy: {
+        total: 'the server holds as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
+        user: 'this user\'s requests hold as much as one user\'s may at once (LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER); try again shortly',
+      },
+      idleMs: config.requestBodyTimeout * 1000,
+      minRate: config.requestBodyMinRate,
     };
-    const onData = (chunk: Buffer) => {
-      timer.refresh();
-      const size = received + chunk.length;
-      if (size > limits.limit) return finish(new HttpRefusal(413, limits.tooLarge));
-      if (size > into.length) {
-        const grown = Math.min(most, Math.max(size, 2 * into.length, FIRST_BUFFER));
-        const why = hold.take(grown - into.length);
-        if (why) return finish(busy(why));
-        const next = Buffer.allocUnsafe(grown);
-        into.copy(next, 0, 0, received);
-        into = next;
-      }
-      chunk.copy(into, received);
-      received = size;
-      const elapsed = performance.now() - started;
-      if (limits.minRate > 0 && elapsed > limits.idleMs && received < (limits.minRate * elapsed) / 1000) {
-        finish(new HttpRefusal(408, `the request body arrived at less than ${limits.minRate} bytes per second on average (LECTERN_REQUEST_BODY_MIN_RATE)`));
-      }
+    const formLimit = Math.min(ANONYMOUS_FORM_SIZE, config.maxRequestSize, this.budget.anonymousTotal);
+    this.anonymousLimits = {
+      ...this.limits,
+      limit: formLimit,
+      tooLarge: `an alternate-syntax form with its credentials among its fields is read before they are checked, so it may have at most ${formLimit} bytes: send larger ones with an Authorization header`,
     };
-    const onEnd = () => {
-      if (declared !== undefined && received !== declared) return finish(new HttpRefusal(400, `the request body has ${received} bytes, not the ${declared} its Content-Length says`));
-      finish(undefined, received === into.length ? into : into.subarray(0, received));
-    };
-    const onClose = () => {
-      if (!raw.complete) finish(new HttpRefusal(400, 'the client closed the connection before the end of the request body'));
-    };
-    raw.on('data', onData);
-    raw.on('end', onEnd);
-    raw.on('error', onClose);
-    raw.on('close', onClose);
-  });
+  }
+
+  /** A request's account: read before authentication (`anonymous`), and for `user` when known. */
+  hold(anonymous: boolean, user?: AuthUser): BodyHold {
+    return this.budget.hold(anonymous, user && userKey(user));
+  }
+
+  /** An admitted request's whole body under `limits` (undefined: none sent), its hold released once read. */
+  async readAdmitted(raw: IncomingMessage, res: ServerResponse, user: AuthUser, limits: BodyLimits): Promise<Buffer | undefined> {
+    if (!hasBody(raw)) return undefined;
+    const hold = this.hold(false, user);
+    try {
+      return await readBody(raw, res, hold, limits);
+    } finally {
+      hold.release();
+    }
+  }
 }

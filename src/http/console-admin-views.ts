@@ -3,8 +3,8 @@ import { XAPI_SCOPES } from '../auth/scopes.ts';
 import type { CredentialInfo } from '../ops/admin/credentials.ts';
 import type { ErasureReport } from '../ops/erase.ts';
 import type { AuditEntry, StoreSummary } from '../store/types.ts';
-import { html, page, storeName, type PageContext } from './console-pages.ts';
-import { agentLabel } from './console-views.ts';
+import { html, page, storeName, type PageContext } from './console/pages.ts';
+import { agentLabel } from './console/views.ts';
 
 /** The scopes the create form offers; `admin` only to an operator (checkGrantable refuses it to a store administrator). */
 export const GRANTABLE: readonly string[] = [...XAPI_SCOPES, 'admin/store', 'admin'];

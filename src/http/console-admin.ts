@@ -19,9 +19,9 @@ import type { Store } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
 import { accessPage, confirmationText, erasePage, GRANTABLE, issuedPage, storesPage } from './console-admin-views.ts';
-import { errorPage, type PageContext } from './console-pages.ts';
-import type { Session } from './console-session.ts';
-import { agentParam } from './console-views.ts';
+import { errorPage, type PageContext } from './console/pages.ts';
+import type { Session } from './console/session.ts';
+import { agentParam } from './console/views.ts';
 
 /**
  * What the admin pages share with the console's own routes (./console.ts): the session, the store

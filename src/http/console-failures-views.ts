@@ -2,7 +2,7 @@
 import type { TargetStatus } from '../ops/forwarding.ts';
 import type { Replayed } from '../ops/admin/rejections.ts';
 import type { DeadLetter, KeptRejection, RejectionReason } from '../store/types.ts';
-import { html, page, storeName, type Html, type PageContext } from './console-pages.ts';
+import { html, page, storeName, type Html, type PageContext } from './console/pages.ts';
 
 /** Rejections one page lists (and groups): a form of that many checkboxes stays within a form's field limit. */
 export const REJECTIONS_SHOWN = 50;

@@ -10,7 +10,7 @@ import { clearRejections, listRejections, replayRejections, showRejection } from
 import type { AdminContext } from '../ops/admin/roles.ts';
 import { adminActorOf, adminContext, type ConsoleKit, refusal } from './console-admin.ts';
 import { forwardingPage, rejectionPage, rejectionsPage, replayedPage, REJECTIONS_SHOWN } from './console-failures-views.ts';
-import { errorPage } from './console-pages.ts';
+import { errorPage } from './console/pages.ts';
 
 /** Dead letters the Forwarding page shows at once. */
 const DEAD_SHOWN = 100;

@@ -1,6 +1,6 @@
-/** Maps errors to xAPI responses: a status and a JSON body saying what is wrong and where. */
+/** Maps errors to answers: a status and a JSON body saying what is wrong and where. */
 import { LrsError } from '../errors.ts';
-import { json, type XapiResponse } from './request.ts';
+import { type Answer, json } from './answer.ts';
 
 /**
  * An answer the HTTP layer decides by itself, about the transport rather than the xAPI request:
@@ -24,7 +24,7 @@ export class HttpRefusal extends Error {
 const UNAVAILABLE_RETRY_AFTER = '5';
 
 /** Known errors become their status; anything else is a 500 whose details stay in the log. */
-export function errorResponse(err: unknown): XapiResponse {
+export function errorAnswer(err: unknown): Answer {
   if (err instanceof LrsError) {
     const headers: Record<string, string> = err.kind === 'unavailable' ? { 'retry-after': UNAVAILABLE_RETRY_AFTER } : {};
     return json(err.status, err.issues ? { detail: err.issues } : { detail: err.message }, headers);

@@ -1,9 +1,9 @@
 /**
  * The operator console's pages, rendered on the server as HTML (docs/console.md says why): every
  * value goes through `html`, which escapes it; the only script is the console's own asset
- * (console/console.js), so the Content-Security-Policy allows no inline script or style.
+ * (assets/console.js), so the Content-Security-Policy allows no inline script or style.
  */
-import type { AuthUser } from '../auth/types.ts';
+import type { AuthUser } from '../../auth/types.ts';
 
 /** HTML text that is safe to insert as it is. */
 export class Html {

@@ -8,12 +8,11 @@
 import { readFileSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
-import { type Method, type ParamSpec, RESOURCES, acceptedBy, requiredBy } from '../xapi/params.ts';
-import { KNOWN_VERSIONS } from '../xapi/versions.ts';
-import { ADMIN_PATHS } from './admin-openapi.ts';
+import { type Method, type ParamSpec, RESOURCES, acceptedBy, requiredBy } from '../../xapi/params.ts';
+import { KNOWN_VERSIONS } from '../../xapi/versions.ts';
+import { ADMIN_PATHS } from '../admin-openapi.ts';
+import { type Json, ref, SCHEMAS } from './openapi-schemas.ts';
 
-type Json = Record<string, unknown>;
-const ref = (name: string): Json => ({ $ref: `#/components/schemas/${name}` });
 const jsonContent = (schema: Json): Json => ({ 'application/json': { schema } });
 
 /** The schema of a query parameter of each kind. */
@@ -203,144 +202,54 @@ const OTHER_PATHS: Record<string, Json> = {
 
 const error = (description: string): Json => ({ description, content: jsonContent(ref('Error')) });
 
-/** Schemas of bodies; the server validates statements by xAPI-Data §2 (src/xapi/validate.ts). */
-const SCHEMAS: Record<string, Json> = {
-  Error: {
-    type: 'object',
-    required: ['detail'],
-    properties: {
-      detail: {
-        oneOf: [
-          { type: 'string' },
-          { type: 'array', items: { type: 'object', properties: { loc: { type: 'array', items: { type: ['string', 'integer'] } }, msg: { type: 'string' }, type: { type: 'string' } } } },
-        ],
-      },
-    },
-  },
-  LanguageMap: { type: 'object', additionalProperties: { type: 'string' }, description: 'RFC 5646 language tag → text' },
-  Account: { type: 'object', required: ['homePage', 'name'], properties: { homePage: { type: 'string', format: 'iri' }, name: { type: 'string' } } },
-  Agent: {
-    type: 'object',
-    description: 'Exactly one identifier: mbox, mbox_sha1sum, openid or account',
-    properties: {
-      objectType: { const: 'Agent' },
-      name: { type: 'string' },
-      mbox: { type: 'string', pattern: '^mailto:' },
-      mbox_sha1sum: { type: 'string', pattern: '^[0-9a-fA-F]{40}$' },
-      openid: { type: 'string', format: 'uri' },
-      account: ref('Account'),
-    },
-  },
-  Group: {
-    type: 'object',
-    required: ['objectType'],
-    description: 'An anonymous Group lists members; an identified Group has one identifier, as an Agent',
-    properties: {
-      objectType: { const: 'Group' },
-      name: { type: 'string' },
-      member: { type: 'array', items: ref('Agent') },
-      mbox: { type: 'string' },
-      mbox_sha1sum: { type: 'string' },
-      openid: { type: 'string' },
-      account: ref('Account'),
-    },
-  },
-  Actor: { oneOf: [ref('Agent'), ref('Group')] },
-  Verb: { type: 'object', required: ['id'], properties: { id: { type: 'string', format: 'iri' }, display: ref('LanguageMap') } },
-  Activity: {
-    type: 'object',
-    required: ['id'],
-    properties: {
-      objectType: { const: 'Activity' },
-      id: { type: 'string', format: 'iri' },
-      definition: {
-        type: 'object',
-        properties: {
-          name: ref('LanguageMap'),
-          description: ref('LanguageMap'),
-          type: { type: 'string', format: 'iri' },
-          moreInfo: { type: 'string', format: 'iri' },
-          interactionType: { type: 'string' },
-          correctResponsesPattern: { type: 'array', items: { type: 'string' } },
-          extensions: { type: 'object' },
-        },
-      },
-    },
-  },
-  StatementRef: { type: 'object', required: ['objectType', 'id'], properties: { objectType: { const: 'StatementRef' }, id: { type: 'string', format: 'uuid' } } },
-  Attachment: {
-    type: 'object',
-    required: ['usageType', 'display', 'contentType', 'length', 'sha2'],
-    properties: {
-      usageType: { type: 'string', format: 'iri' },
-      display: ref('LanguageMap'),
-      description: ref('LanguageMap'),
-      contentType: { type: 'string' },
-      length: { type: 'integer', minimum: 0 },
-      sha2: { type: 'string' },
-      fileUrl: { type: 'string', format: 'iri' },
-    },
-  },
-  Statement: {
-    type: 'object',
-    required: ['actor', 'verb', 'object'],
-    description: 'An xAPI 1.0.3 statement (xAPI-Data §2.4); the LRS sets stored, authority (the user\'s agent), version, id and timestamp when absent.',
-    properties: {
-      id: { type: 'string', format: 'uuid' },
-      actor: ref('Actor'),
-      verb: ref('Verb'),
-      object: { description: 'An Activity, Agent, Group, StatementRef or SubStatement', type: 'object' },
-      result: {
-        type: 'object',
-        properties: {
-          score: { type: 'object', properties: { scaled: { type: 'number', minimum: -1, maximum: 1 }, raw: { type: 'number' }, min: { type: 'number' }, max: { type: 'number' } } },
-          success: { type: 'boolean' },
-          completion: { type: 'boolean' },
-          response: { type: 'string' },
-          duration: { type: 'string', description: 'ISO 8601 duration' },
-          extensions: { type: 'object' },
-        },
-      },
-      context: {
-        type: 'object',
-        properties: {
-          registration: { type: 'string', format: 'uuid' },
-          instructor: ref('Actor'),
-          team: ref('Group'),
-          contextActivities: { type: 'object' },
-          revision: { type: 'string' },
-          platform: { type: 'string' },
-          language: { type: 'string' },
-          statement: ref('StatementRef'),
-          extensions: { type: 'object' },
-        },
-      },
-      timestamp: { type: 'string', format: 'date-time' },
-      stored: { type: 'string', format: 'date-time' },
-      authority: ref('Actor'),
-      version: { type: 'string' },
-      attachments: { type: 'array', items: ref('Attachment') },
-    },
-  },
-  StatementResult: { type: 'object', required: ['statements', 'more'], properties: { statements: { type: 'array', items: ref('Statement') }, more: { type: 'string', description: 'Relative URL of the next page, or empty' } } },
-  Person: {
-    type: 'object',
-    properties: {
-      objectType: { const: 'Person' },
-      name: { type: 'array', items: { type: 'string' } },
-      mbox: { type: 'array', items: { type: 'string' } },
-      mbox_sha1sum: { type: 'array', items: { type: 'string' } },
-      openid: { type: 'array', items: { type: 'string' } },
-      account: { type: 'array', items: ref('Account') },
-    },
-  },
-};
-
 /** A route as the server registered it. */
 export interface RegisteredRoute {
   url: string;
   methods: readonly string[];
 }
+
+/** The path item of an xAPI resource: each method's operation with the parameters of the table; a method undescribed goes into `missing`. */
+function resourceItem(resource: (typeof RESOURCES)[keyof typeof RESOURCES], url: string, missing: string[]): Json {
+  const item: Json = {};
+  for (const method of resource.methods as readonly Method[]) {
+    const op = XAPI_OPERATIONS[url]?.[method];
+    if (!op) {
+      missing.push(`${method} ${url}`);
+      continue;
+    }
+    const authenticated = op.security === undefined;
+    item[method.toLowerCase()] = {
+      tags: [resource.name],
+      ...op,
+      parameters: [
+        ...(url === '/xAPI/about' ? [] : [VERSION_HEADER]),
+        ...resource.params.filter((p) => acceptedBy(p, method)).map((p) => queryParameter(p, method)),
+        ...((op.parameters as Json[] | undefined) ?? []),
+      ],
+      responses: { ...(op.responses as Json), '400': ERRORS['400'], ...(authenticated && { '401': ERRORS['401'], '403': ERRORS['403'], '429': ERRORS['429'] }) },
+    };
+  }
+  return item;
+}
+
+/** What the paths refer to. */
+const COMPONENTS: Json = {
+  securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' }, bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OpenID Connect access token (LECTERN_RUNSERVER_AUTH_BACKENDS=oidc)' } },
+  parameters: {
+    XapiVersion: { name: 'X-Experience-API-Version', in: 'header', required: true, schema: { type: 'string', enum: ['1.0.3', '2.0.0'], default: '2.0.0' }, description: 'The xAPI version the request is made under: 1.0.x (served as 1.0.3) or 2.0.x (served as 2.0.0).' },
+  },
+  responses: {
+    BadRequest: error('Malformed request: the body says what and where'),
+    Unauthorized: error('Missing or wrong credentials'),
+    Forbidden: error('The credentials do not allow this'),
+    NotFound: error('No such statement or document'),
+    Conflict: error('Conflicts with what is stored'),
+    PreconditionFailed: error('If-Match / If-None-Match not met'),
+    TooLarge: error('The body is larger than this LRS accepts'),
+    TooManyRequests: error('Too many failed or concurrent password checks from this address: try again after Retry-After seconds'),
+  },
+  schemas: SCHEMAS,
+};
 
 /**
  * The document for `routes`. xAPI paths get their parameters from the table, the others their
@@ -352,35 +261,12 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], version: string
   for (const route of routes) {
     const url = route.url.replace(/\*$/, '{file}').replace(/:(\w+)/g, '{$1}');
     const resource = Object.values(RESOURCES).find((r) => r.path === url);
-    if (!resource) {
-      const other = OTHER_PATHS[url];
-      if (other) paths[url] = other;
-      else {
-        missing.push(`${route.methods.join('/')} ${url}`);
-        paths[url] = Object.fromEntries(route.methods.map((m) => [m.toLowerCase(), { summary: 'Not described yet', responses: { default: { description: 'See docs/api.md' } } }]));
-      }
-      continue;
+    if (resource) paths[url] = resourceItem(resource, url, missing);
+    else if (OTHER_PATHS[url]) paths[url] = OTHER_PATHS[url];
+    else {
+      missing.push(`${route.methods.join('/')} ${url}`);
+      paths[url] = Object.fromEntries(route.methods.map((m) => [m.toLowerCase(), { summary: 'Not described yet', responses: { default: { description: 'See docs/api.md' } } }]));
     }
-    const item: Json = {};
-    for (const method of resource.methods as readonly Method[]) {
-      const op = XAPI_OPERATIONS[url]?.[method];
-      if (!op) {
-        missing.push(`${method} ${url}`);
-        continue;
-      }
-      const authenticated = op.security === undefined;
-      item[method.toLowerCase()] = {
-        tags: [resource.name],
-        ...op,
-        parameters: [
-          ...(url === '/xAPI/about' ? [] : [VERSION_HEADER]),
-          ...resource.params.filter((p) => acceptedBy(p, method)).map((p) => queryParameter(p, method)),
-          ...((op.parameters as Json[] | undefined) ?? []),
-        ],
-        responses: { ...(op.responses as Json), '400': ERRORS['400'], ...(authenticated && { '401': ERRORS['401'], '403': ERRORS['403'], '429': ERRORS['429'] }) },
-      };
-    }
-    paths[url] = item;
   }
   return {
     ...(missing.length && { 'x-undescribed': missing }),
@@ -395,23 +281,7 @@ export function buildOpenApi(routes: readonly RegisteredRoute[], version: string
     },
     security: [{ basicAuth: [] }, { bearerAuth: [] }],
     paths,
-    components: {
-      securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' }, bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OpenID Connect access token (LECTERN_RUNSERVER_AUTH_BACKENDS=oidc)' } },
-      parameters: {
-        XapiVersion: { name: 'X-Experience-API-Version', in: 'header', required: true, schema: { type: 'string', enum: ['1.0.3', '2.0.0'], default: '2.0.0' }, description: 'The xAPI version the request is made under: 1.0.x (served as 1.0.3) or 2.0.x (served as 2.0.0).' },
-      },
-      responses: {
-        BadRequest: error('Malformed request: the body says what and where'),
-        Unauthorized: error('Missing or wrong credentials'),
-        Forbidden: error('The credentials do not allow this'),
-        NotFound: error('No such statement or document'),
-        Conflict: error('Conflicts with what is stored'),
-        PreconditionFailed: error('If-Match / If-None-Match not met'),
-        TooLarge: error('The body is larger than this LRS accepts'),
-        TooManyRequests: error('Too many failed or concurrent password checks from this address: try again after Retry-After seconds'),
-      },
-      schemas: SCHEMAS,
-    },
+    components: COMPONENTS,
   };
 }
 

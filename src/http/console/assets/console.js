@@ -1,5 +1,5 @@
 // The operator console's one script (docs/console.md): the pages work without it; it adds the
-// live tail of the Statements page. Type-checked by console/tsconfig.json (JSDoc, checkJs).
+// live tail of the Statements page. Type-checked by ./tsconfig.json (JSDoc, checkJs).
 
 /** Milliseconds between two polls of the live tail. */
 const TAIL_EVERY = 2000;

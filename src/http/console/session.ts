@@ -7,7 +7,7 @@
  * session), its expiry and its CSRF token.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
-import type { AuthUser } from '../auth/types.ts';
+import type { AuthUser } from '../../auth/types.ts';
 
 export const SESSION_COOKIE = 'lectern_console';
 /** The short-lived cookie that carries an OpenID sign-in's PKCE verifier, state and nonce to the callback. */

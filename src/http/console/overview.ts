@@ -7,9 +7,9 @@
  * browsers without script.
  */
 import type { FastifyInstance } from 'fastify';
-import { type Overview, storeOverview } from '../ops/overview.ts';
-import { adminRoleOf, type ConsoleKit } from './console-admin.ts';
-import { html, type Html, page, type PageContext, storeName } from './console-pages.ts';
+import { type Overview, storeOverview } from '../../ops/overview.ts';
+import { adminRoleOf, type ConsoleKit } from '../console-admin.ts';
+import { html, type Html, page, type PageContext, storeName } from './pages.ts';
 
 export function registerConsoleOverview(app: FastifyInstance, kit: ConsoleKit): void {
   const { store, config, clock } = kit.deps;

@@ -1,5 +1,5 @@
 /** The console's Statements, Statement and Learner pages (./console-pages.ts has the frame and the escaping). */
-import { html, page, storeName, type Html, type PageContext } from './console-pages.ts';
+import { html, page, storeName, type Html, type PageContext } from './pages.ts';
 
 /** The Statement resource's filters, as the console's query string carries them (the xAPI names). */
 export const FILTERS = ['agent', 'verb', 'activity', 'registration', 'since', 'until', 'related_activities', 'related_agents', 'ascending', 'limit'] as const;

@@ -1,0 +1,242 @@
+/**
+ * The console's Statements pages (the list with its filters, its live tail and downloads, one
+ * statement) and the Learner page. They read through the same use cases as the xAPI GETs
+ * (src/ops/reads.ts), as the session's user, each page's statement reads on one view.
+ */
+import { Readable } from 'node:stream';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { LrsError } from '../../errors.ts';
+import { type Reader, readDocuments, readPerson, readStatements, type StatementsRead } from '../../ops/reads.ts';
+import type { StatementReads } from '../../store/types.ts';
+import { RESOURCE_SCOPES } from '../access.ts';
+import { errorPage } from './pages.ts';
+import type { ConsoleDoor } from './kit.ts';
+import type { Session } from './session.ts';
+import {
+  agentParam, DEFAULT_EXPORT_FIELDS, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, type Filters,
+} from './views.ts';
+
+/** Most statements one download carries: narrow the query (since/until) for more. */
+export const DOWNLOAD_MAX = 100_000;
+/** How far back from the newest statement shown each poll of the live tail looks. */
+const TAIL_OVERLAP_MS = 5000;
+/** The header an xAPI statements answer carries, which the console's pages of statements carry too. */
+const CONSISTENT_THROUGH = 'x-experience-api-consistent-through';
+/** Where the console's `more` links point. */
+const STATEMENTS_PAGE = '/console/statements';
+
+export function registerStatementPages(app: FastifyInstance, door: ConsoleDoor): void {
+  app.get('/console/statements', (request, reply) => statementsRoute(door, request, reply));
+  app.get('/console/statements/tail', (request, reply) => tailRoute(door, request, reply));
+  app.get('/console/statements/download', (request, reply) => downloadRoute(door, request, reply));
+  app.get('/console/statements/:id', (request, reply) => statementRoute(door, request, reply));
+  app.get('/console/learner', (request, reply) => learnerRoute(door, request, reply));
+}
+
+function filtersOf(query: Record<string, string>): Filters {
+  const f: Filters = {};
+  for (const k of FILTERS) {
+    const v = query[k]?.trim();
+    if (v) f[k] = k === 'agent' ? agentParam(v) : v;
+  }
+  return f;
+}
+
+/** A read's refusal as a page shows it: its status, and its detail as one line. */
+type Refused = { ok: false; status: number; detail: string };
+
+/** The refusal of a read (an LrsError); anything else goes on (a 500). */
+function refused(err: unknown): Refused {
+  if (!(err instanceof LrsError)) throw err;
+  const detail = err.issues ? err.issues.map((i) => `${i.loc.slice(1).join('.')}: ${i.msg}`).join('; ') : err.message;
+  return { ok: false, status: err.status, detail };
+}
+
+/** A page of statements (or one), parsed, with its `more` link and the Consistent-Through of the view that read it. */
+type Page = { statements: Record<string, unknown>[]; more: string; through: string };
+
+/** Reads statements by the Statement resource's parameters as the session's user, on `reads`. */
+async function statementsOf(door: ConsoleDoor, s: Session, params: Record<string, string>, reads: StatementReads): Promise<{ ok: true; page: Page } | Refused> {
+  try {
+    const { config } = door.deps;
+    const opts = { maxSearchHits: config.maxSearchHits, maxPageBytes: config.maxPageBytes, strictVersion: config.xapiStrictVersion, version: door.version, basePath: STATEMENTS_PAGE };
+    const read: StatementsRead = await readStatements(reads, door.reader(s, RESOURCE_SCOPES.statements), params, opts);
+    const statements = read.jsons.map((j) => JSON.parse(j) as Record<string, unknown>);
+    return { ok: true, page: { statements, more: read.more, through: read.through.toISOString() } };
+  } catch (err) {
+    return refused(err);
+  }
+}
+
+/** The parameters of the page a `more` link points at. */
+const moreParams = (more: string): Record<string, string> => Object.fromEntries(new URLSearchParams(more.slice(more.indexOf('?') + 1)));
+
+async function statementsRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await door.pageSession(request, reply);
+  if (!s) return reply;
+  const query = door.queryOf(request);
+  const filters = filtersOf(query);
+  const q: Record<string, string> = { ...filters, ...(query.search_after && { search_after: query.search_after }) };
+  const r = await statementsOf(door, s, q, door.readView());
+  if (!r.ok) return door.sendPage(reply, r.status, statementsPage(door.ctx(s), { filters, statements: [], more: '', error: r.detail }));
+  const { statements, more, through } = r.page;
+  const first = !query.search_after;
+  const tailSince = first ? ((statements[0]?.stored as string | undefined) ?? new Date(door.now()).toISOString()) : undefined;
+  reply.header(CONSISTENT_THROUGH, through);
+  return door.sendPage(reply, 200, statementsPage(door.ctx(s), { filters, statements, more, tailSince, through }));
+}
+
+/** The live tail: statements stored after `after` matching the filters, oldest first, as table rows. */
+async function tailRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await door.jsonSession(request, reply);
+  if (!s) return reply;
+  const query = door.queryOf(request);
+  const filters = filtersOf(query);
+  const after = query.after ?? '';
+  if (!after || Number.isNaN(Date.parse(after))) return door.sendJson(reply, 400, { detail: 'after must be a timestamp' });
+  // A few seconds back from the newest shown: a statement committed after a later-stored one
+  // (another process, a slower transaction) still shows; the page skips those it has.
+  const from = new Date(Date.parse(after) - TAIL_OVERLAP_MS).toISOString();
+  const since = filters.since && Date.parse(filters.since) > Date.parse(from) ? filters.since : from;
+  const r = await statementsOf(door, s, { ...filters, since, ascending: 'true', limit: '100' }, door.readView());
+  if (!r.ok) return door.sendJson(reply, r.status, { detail: r.detail });
+  reply.header(CONSISTENT_THROUGH, r.page.through);
+  const rows = r.page.statements;
+  const last = rows.at(-1)?.stored as string | undefined;
+  const newest = last && Date.parse(last) > Date.parse(after) ? last : after;
+  // More at once than a page: ask again at once, from the newest, while that moves on.
+  return door.sendJson(reply, 200, { rows: rows.map((st) => statementRow(st).text), after: newest, more: r.page.more !== '' && newest !== after });
+}
+
+/** A CSV cell: quoted when needed; text that a spreadsheet would run as a formula is prefixed with '. */
+function csvCell(v: unknown): string {
+  if (v === undefined || v === null) return '';
+  let s = typeof v === 'object' ? JSON.stringify(v) : String(v);
+  if (typeof v === 'string' && /^[=+\-@\t\r]/.test(s)) s = `'${s}`;
+  return /[",\r\n]/.test(s) ? `"${s.replaceAll('"', '""')}"` : s;
+}
+
+/** A download field's value: actor and authority by their identifier, verb and object by id. */
+function fieldValue(statement: Record<string, unknown>, name: string): unknown {
+  if (name === 'actor' || name === 'authority') {
+    const ifi = ifiOf(statement[name]);
+    if (!ifi) return statement[name];
+    const acc = ifi.account as { homePage: string; name: string } | undefined;
+    return acc ? `${acc.homePage}#${acc.name}` : Object.values(ifi)[0];
+  }
+  if (name === 'verb' || name === 'object') return (statement[name] as { id?: unknown } | undefined)?.id;
+  let v: unknown = name === 'registration' ? statement.context : statement;
+  for (const part of name.split('.')) v = v && typeof v === 'object' ? (v as Record<string, unknown>)[part] : undefined;
+  return v;
+}
+
+async function downloadRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await door.jsonSession(request, reply);
+  if (!s) return reply;
+  const raw = request.url.slice(request.url.indexOf('?') + 1);
+  const params = new URLSearchParams(request.url.includes('?') ? raw : '');
+  const format = params.get('format') ?? 'csv';
+  if (format !== 'csv' && format !== 'ndjson') return door.sendJson(reply, 400, { detail: 'format must be csv or ndjson' });
+  const fields = params.getAll('fields');
+  const chosen = fields.length ? fields : DEFAULT_EXPORT_FIELDS;
+  const unknown = chosen.filter((f) => !(EXPORT_FIELDS as readonly string[]).includes(f));
+  if (unknown.length) return door.sendJson(reply, 400, { detail: `unknown fields: ${unknown.join(', ')} (known: ${EXPORT_FIELDS.join(', ')})` });
+  const filters = filtersOf(Object.fromEntries(FILTERS.flatMap((k) => (params.has(k) ? [[k, params.get(k)!]] : []))));
+  // The first page is read before answering, so a bad filter is a 400 rather than a cut download.
+  // Every page from one server, whose Consistent-Through (in the header) is true of them all.
+  const reads = door.readView();
+  const first = await statementsOf(door, s, { ...filters, limit: '0' }, reads);
+  if (!first.ok) return door.sendJson(reply, first.status, { detail: first.detail });
+  let stopped = false;
+  request.raw.once('close', () => (stopped = true));
+  async function* lines(): AsyncGenerator<string> {
+    if (format === 'csv') yield `${chosen.map(csvCell).join(',')}\r\n`;
+    let page = first.ok ? first.page : undefined;
+    let sent = 0;
+    while (page && !stopped) {
+      let out = '';
+      for (const st of page.statements) {
+        if (sent++ >= DOWNLOAD_MAX) return;
+        out += format === 'csv' ? `${chosen.map((f) => csvCell(fieldValue(st, f))).join(',')}\r\n` : `${JSON.stringify(st)}\n`;
+      }
+      if (out) yield out;
+      if (!page.more) return;
+      const next = await statementsOf(door, s!, moreParams(page.more), reads);
+      page = next.ok ? next.page : undefined;
+    }
+  }
+  const stamp = new Date(door.now()).toISOString().slice(0, 19).replaceAll(':', '-');
+  return reply
+    .headers({
+      'content-type': format === 'csv' ? 'text/csv; charset=utf-8' : 'application/x-ndjson; charset=utf-8',
+      'content-disposition': `attachment; filename="statements-${stamp}.${format}"`,
+      [CONSISTENT_THROUGH]: first.page.through,
+      'cache-control': 'no-store',
+      'x-content-type-options': 'nosniff',
+    })
+    .send(Readable.from(lines()));
+}
+
+/** One statement, or the voided one of that id. */
+async function statementRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await door.pageSession(request, reply);
+  if (!s) return reply;
+  const { id } = request.params as { id: string };
+  let voided = false;
+  const reads = door.readView();
+  let r = await statementsOf(door, s, { statementId: id }, reads);
+  if (!r.ok && r.status === 404) {
+    const v = await statementsOf(door, s, { voidedStatementId: id }, reads);
+    if (v.ok) [r, voided] = [v, true];
+  }
+  if (!r.ok) return door.sendPage(reply, r.status, errorPage(door.ctx(s), r.status === 404 ? 'No such statement' : 'Statement', r.detail));
+  reply.header(CONSISTENT_THROUGH, r.page.through);
+  return door.sendPage(reply, 200, statementPage(door.ctx(s), r.page.statements[0], voided));
+}
+
+/** The document ids of an agent (its profiles) or of an activity and agent (its states), or why they cannot be read. */
+async function documentIds(door: ConsoleDoor, s: Session, kind: 'agent_profile' | 'state', params: Record<string, string>): Promise<string[] | string> {
+  try {
+    const reader: Reader = door.reader(s, kind === 'state' ? RESOURCE_SCOPES.state : RESOURCE_SCOPES.profile);
+    const read = await readDocuments(door.deps.store, reader.target, kind, params);
+    return 'ids' in read ? read.ids : [];
+  } catch (err) {
+    return refused(err).detail;
+  }
+}
+
+/** An agent's Person, statements, profiles and (per activity of its statements shown) states. */
+async function learnerRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await door.pageSession(request, reply);
+  if (!s) return reply;
+  const agentText = (door.queryOf(request).agent ?? '').trim();
+  const empty = { agentText, statements: [], more: '', profiles: [], states: [] };
+  if (!agentText) return door.sendPage(reply, 200, learnerPage(door.ctx(s), empty));
+  const agent = agentParam(agentText);
+  const reads = door.readView();
+  let person: Record<string, unknown>;
+  try {
+    person = { ...(await readPerson(reads, door.reader(s, RESOURCE_SCOPES.views), { agent }, door.deps.config.maxPageBytes)) };
+  } catch (err) {
+    const r = refused(err);
+    return door.sendPage(reply, r.status === 403 ? 403 : 400, learnerPage(door.ctx(s), { ...empty, error: r.detail }));
+  }
+  const r = await statementsOf(door, s, { agent, related_agents: 'true' }, reads);
+  if (r.ok) reply.header(CONSISTENT_THROUGH, r.page.through);
+  const statements = r.ok ? r.page.statements : [];
+  const profiles = await documentIds(door, s, 'agent_profile', { agent });
+  // State documents are kept per activity: those of the activities in the statements shown.
+  const objects = statements.map((st) => st.object as { objectType?: string; id?: string } | undefined);
+  const activities = [...new Set(objects.filter((o) => o && (o.objectType ?? 'Activity') === 'Activity' && o.id).map((o) => o!.id!))].slice(0, 20);
+  let states: { activityId: string; ids: string[] }[] | string = [];
+  for (const activityId of activities) {
+    const ids = await documentIds(door, s, 'state', { activityId, agent });
+    if (typeof ids === 'string') {
+      states = ids;
+      break;
+    }
+    states.push({ activityId, ids });
+  }
+  const more = r.ok ? r.page.more : '';
+  return door.sendPage(reply, 200, learnerPage(door.ctx(s), { agentText, agent: JSON.parse(agent) as Record<string, unknown>, person, statements, more, profiles, states, ...(!r.ok && { error: r.detail }) }));
+}
