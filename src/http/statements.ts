@@ -6,7 +6,8 @@ import type { StatementReads, Store, StoredRow } from '../store/types.ts';
 import type { Received } from '../xapi/accept.ts';
 import { actorKeys } from '../xapi/agents.ts';
 import { attachmentHashes, attachmentsToServe } from '../xapi/attachments.ts';
-import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
+import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion } from '../xapi/formats.ts';
+import { languagePreferences, parseAcceptLanguage } from '../xapi/languages.ts';
 import { parseParams } from '../xapi/params.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
 import type { ActivityDefinition, Statement } from '../xapi/types.ts';
@@ -114,6 +115,27 @@ async function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Promis
 }
 
 /**
+ * mapInTurns for work done in steps (`fn` returns a generator that yields after each step): the
+ * event loop is given back after every step as well, so one large item does not hold it.
+ */
+async function mapInSteps<T, R>(items: readonly T[], fn: (item: T) => Generator<void, R, void>): Promise<R[]> {
+  const out: R[] = [];
+  let turn = performance.now();
+  const giveBack = async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    turn = performance.now();
+  };
+  for (const item of items) {
+    const steps = fn(item);
+    let r = steps.next();
+    for (; !r.done; r = steps.next()) await giveBack();
+    out.push(r.value);
+    if (performance.now() - turn > TURN_MS) await giveBack();
+  }
+  return out;
+}
+
+/**
  * The body of a GET: the stored JSON texts as they are for `exact` (no parse/serialise round trip
  * on the hot path), rewritten for `ids`/`canonical`; with `attachments=true`, a multipart/mixed
  * body with the JSON first and the data of every attachment of the statements after it.
@@ -141,8 +163,10 @@ async function render(
     const definitions = mine
       ? new Map<string, ActivityDefinition>()
       : await reads.getActivityDefinitions(req.user!.target, activityIdsOf(statements, CANONICAL_DEFINITIONS_MAX));
-    const ranges = parseAcceptLanguage(req.headers['accept-language']);
-    jsons = await mapInTurns(statements, (s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
+    const languages = languagePreferences(parseAcceptLanguage(req.headers['accept-language']));
+    jsons = await mapInSteps(statements, function* (s) {
+      return JSON.stringify(yield* canonicalStatement(s, definitions, languages));
+    });
   }
   if (!opts.attachments) return { contentType: JSON_TYPE, body: concatUtf8(wrap(jsons)) };
   const body = wrap(jsons).join('');
