@@ -9,7 +9,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { readCredentialsFile } from '../auth/credentials.ts';
 import { adminRole } from '../auth/scopes.ts';
-import { clientKey, FailureCounter } from '../auth/throttle.ts';
+import { SignInFailures } from '../auth/throttle.ts';
 import type { Authenticator, AuthUser } from '../auth/types.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
@@ -160,7 +160,7 @@ function nextPage(path: string, query: Record<string, string>, cursor: string, i
 
 export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void {
   const { config, store, auth, clock } = deps;
-  const failures = new FailureCounter(config.adminMaxFailures, config.adminFailureWindow * 1000);
+  const failures = new SignInFailures(config.adminMaxFailures, config.adminFailureWindow * 1000);
   const activeTargets = () => config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url);
 
   const send = (reply: FastifyReply, res: XapiResponse): FastifyReply => {
@@ -172,10 +172,8 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
   /** Authenticates, throttling failures; the user, or the answer that refuses it. */
   const admit = async (request: FastifyRequest): Promise<{ user: AuthUser } | { refusal: XapiResponse }> => {
     const authorization = request.headers.authorization;
-    const address = `address ${clientKey(request.ip)}`;
     const name = basicUser(authorization);
-    const user = name === undefined ? undefined : `user ${name}`;
-    const wait = Math.max(failures.blocked(address), user ? failures.blocked(user) : 0);
+    const wait = failures.blocked(request.ip, name);
     if (wait) {
       return { refusal: json(429, { detail: `too many failed admin sign-ins from this address or for this user: try again in ${wait} s` }, { 'retry-after': String(wait) }) };
     }
@@ -183,8 +181,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
     if (result.ok) return { user: result.user };
     // Credentials sent and refused: a failure. None sent (a client's first try) is not one.
     if (result.status === 401 && authorization !== undefined) {
-      failures.failed(address);
-      if (user) failures.failed(user);
+      failures.failed(request.ip, name);
     }
     return { refusal: json(result.status, result.body, result.headers) };
   };
