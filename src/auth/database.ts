@@ -6,15 +6,16 @@
  * A secret is 32 random bytes: a guess is hopeless whatever the hash's speed, so it is kept as its
  * SHA-256 (no bcrypt: a check costs a microsecond, on the event loop) and compared in constant
  * time; a refusal still costs what an unknown user's does (./basic.ts), so keys cannot be told
- * from unknown names. Rows are cached per key, unknown keys too, without a database read per request: the
- * change counter every create, revoke and rotation bumps (src/store/credentials.ts) is read at
- * most once per `refreshMs`, by the first request after it elapsed, and when it moved the cache
- * is dropped. A revocation or rotation is therefore in force on every process within `refreshMs`
- * (plus one read) of its commit; expiry and a rotation's grace are checked on each use from the
- * cached row. A secret the cached row refuses is checked again on the row read anew (at most once
- * per key per `refreshMs`) before the refusal stands, so that a new secret (a rotation, a
- * creation) works on every process at once rather than failing sign-ins there. The last use is written at most once a minute per key and process, in the
- * background: a failed write never fails the request.
+ * from unknown names. Rows are cached per key, unknown keys too, without a database read per
+ * request: the change counter every create, revoke and rotation bumps (src/store/credentials.ts)
+ * is read at most once per `refreshMs`, by the first request after it elapsed, and when it moved
+ * the cache is dropped. A revocation or rotation is therefore in force on every process within
+ * `refreshMs` (plus one read) of its commit; expiry and a rotation's grace are checked on each use
+ * from the cached row. A secret the cached row refuses is checked again on the row read anew (at
+ * most once per key per `refreshMs`) before the refusal stands, so that a new secret (a rotation,
+ * a creation) works on every process at once rather than failing sign-ins there. The last use is
+ * written at most once a minute per key and process, in the background: a failed write never
+ * fails the request.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
