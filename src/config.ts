@@ -52,7 +52,7 @@ export const SETTINGS = {
   authCredentialsRefresh: {
     name: 'LECTERN_AUTH_CREDENTIALS_REFRESH',
     default: '2',
-    help: 'Seconds between two reads of the database credentials\' change counter (`lectern credentials`): a server drops the credentials it cached when another process (or the CLI) created, revoked or rotated one, so a revocation or rotation is in force on every server within this many seconds (plus one database read). Read by the first request of a database credential after it elapsed, never by requests of the credentials file\'s users; `0`: on every such request.',
+    help: 'Seconds between two reads of the database credentials\' change counter (`lectern credentials`): a server drops the credentials it cached when another process (or the CLI) created, revoked or rotated one, so a revocation or rotation is in force on every server within this many seconds (plus one database read); a new secret works at once, as a secret a cached credential refuses is checked on the credential read again (at most once per key per interval). Read by the first request of a database credential after it elapsed, never by requests of the credentials file\'s users; `0`: on every such request.',
     parse: num(0, 3600),
   },
   authBcryptConcurrency: {
@@ -76,7 +76,7 @@ export const SETTINGS = {
   adminMaxFailures: {
     name: 'LECTERN_ADMIN_MAX_FAILURES',
     default: '5',
-    help: 'Failed authentications on the admin API (`/admin/api/`: wrong or unknown credentials) a client address may have within `LECTERN_ADMIN_FAILURE_WINDOW`, and as many for one user name from any address; beyond, admin requests from that address, or naming that user, get `429` with `Retry-After` and no check until the window ends. Counted apart from `LECTERN_AUTH_MAX_FAILURES`, which still applies. An IPv6 address counts by its /64. `0`: no limit.',
+    help: 'Failed authentications on the admin API (`/admin/api/`: wrong or unknown credentials) a client address may have within `LECTERN_ADMIN_FAILURE_WINDOW`, and as many for one user name from any address; beyond, admin requests from that address, or naming that user from an address that failed an admin sign-in itself within its window, get `429` with `Retry-After` and no check until the window ends (an address without a failure of its own is checked as usual, so failing on purpose cannot keep the real user out). Counted apart from `LECTERN_AUTH_MAX_FAILURES`, which still applies. An IPv6 address counts by its /64. `0`: no limit.',
     parse: int(0, 1_000_000),
   },
   adminFailureWindow: {

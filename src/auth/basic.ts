@@ -1,7 +1,9 @@
 /**
  * HTTP Basic authentication against the credentials file, with an LRU+TTL cache of successful
  * bcrypt checks, and against the database credentials (./database.ts) for a name the file does
- * not have: the file's users keep their names. Cache keys are hashes of username and password
+ * not have: the file's users keep their names. Every refusal, whoever the name, takes one path:
+ * the address's throttle, then a bcrypt check (a decoy for an unknown user or a refused database
+ * key), then a failure counted against the address. Cache keys are hashes of username and password
  * under a per-process secret, so no plain-text password is kept, and a wrong password can never
  * hit a cached success. The bcrypt checks themselves are bounded and shared fairly between client
  * addresses (./throttle.ts).
@@ -144,14 +146,14 @@ export class BasicAuthenticator implements Authenticator {
     this.refresh();
     const entry = this.users.get(username);
     if (!entry && this.database) {
-      const found = await this.database.check(username, password);
+      // A throttled address reads nothing more: only a secret the cache already holds passes, as
+      // a file user's cached success does.
+      const found = await this.database.check(username, password, !this.throttle.blocked(client));
       if (found.ok) return { ok: true, user: found.user, stamp: `${DATABASE_STAMP}${found.stamp}` };
       if (found.reason === 'unavailable') return refusedCheck(503, 5, 'the credentials cannot be checked right now; try again shortly');
-      if (found.reason === 'refused') {
-        // A known key: its secret is hashed, not bcrypt, so no check to throttle; the failure counts.
-        this.throttle.failed(client);
-        return UNAUTHORIZED;
-      }
+      // A known key refused (wrong secret, revoked, expired) goes on as an unknown name does:
+      // the same throttle, the same decoy check, the same count and answer, so that neither
+      // the answer nor its time tells which keys exist.
     }
     // With no users at all there is nothing to check, and nothing to tell.
     if (!this.users.size && !this.database) return UNAUTHORIZED;
@@ -164,8 +166,8 @@ export class BasicAuthenticator implements Authenticator {
     if (wait) return refusedCheck(429, wait, `too many failed sign-ins from this address: try again in ${wait} s`);
     let check = this.checking.get(key);
     if (!check) {
-      // An unknown user costs a bcrypt check too, against a hash at the users' cost: answer time
-      // does not tell which users exist. Both go through the same throttle.
+      // An unknown user (or a refused database key) costs a bcrypt check too, against a hash at
+      // the users' cost: answer time does not tell which users exist. All go through the same throttle.
       check = this.throttle.run(client, () => (entry ? this.compare(username, password, entry.hash) : this.decoyHash().then((h) => bcrypt.compare(password, h))));
       this.checking.set(key, check);
       void check.finally(() => this.checking.delete(key)).catch(() => {});

@@ -5,13 +5,17 @@
  *
  * A secret is 32 random bytes: a guess is hopeless whatever the hash's speed, so it is kept as its
  * SHA-256 (no bcrypt: a check costs a microsecond, on the event loop) and compared in constant
- * time. Rows are cached per key, unknown keys too, without a database read per request: the
- * change counter every create, revoke and rotation bumps (src/store/credentials.ts) is read at
- * most once per `refreshMs`, by the first request after it elapsed, and when it moved the cache
- * is dropped. A revocation or rotation is therefore in force on every process within `refreshMs`
- * (plus one read) of its commit; expiry and a rotation's grace are checked on each use from the
- * cached row. The last use is written at most once a minute per key and process, in the
- * background: a failed write never fails the request.
+ * time; a refusal still costs what an unknown user's does (./basic.ts), so keys cannot be told
+ * from unknown names. Rows are cached per key, unknown keys too, without a database read per
+ * request: the change counter every create, revoke and rotation bumps (src/store/credentials.ts)
+ * is read at most once per `refreshMs`, by the first request after it elapsed, and when it moved
+ * the cache is dropped. A revocation or rotation is therefore in force on every process within
+ * `refreshMs` (plus one read) of its commit; expiry and a rotation's grace are checked on each use
+ * from the cached row. A secret the cached row refuses is checked again on the row read anew (at
+ * most once per key per `refreshMs`) before the refusal stands, so that a new secret (a rotation,
+ * a creation) works on every process at once rather than failing sign-ins there. The last use is
+ * written at most once a minute per key and process, in the background: a failed write never
+ * fails the request.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { LRUCache } from 'lru-cache';
@@ -100,6 +104,8 @@ export class DatabaseCredentials {
   private checkedAt = -Infinity;
   private checking: Promise<void> | undefined;
   private readonly touched = new LRUCache<string, number>({ max: CACHE_MAX });
+  /** performance.now() of each key's last re-read after a refusal (mayReread). */
+  private readonly rereadAt = new LRUCache<string, number>({ max: CACHE_MAX });
 
   constructor(opts: DatabaseCredentialsOptions) {
     this.store = opts.store;
@@ -130,9 +136,14 @@ export class DatabaseCredentials {
     return this.checking;
   }
 
+  /** The row from the cache, else read (and cached). */
   private async row(key: string): Promise<CredentialRow | undefined> {
     const cached = this.rows.get(key);
-    if (cached) return cached.row;
+    return cached ? cached.row : this.load(key);
+  }
+
+  /** Reads the row and caches it; concurrent reads of one key share one. */
+  private load(key: string): Promise<CredentialRow | undefined> {
     let load = this.loading.get(key);
     if (!load) {
       const generation = this.generation;
@@ -151,16 +162,44 @@ export class DatabaseCredentials {
     return load;
   }
 
-  async check(key: string, secret: string): Promise<DatabaseCheck> {
-    let row: CredentialRow | undefined;
+  /**
+   * Whether a refusal from the cached row of `key` may read the row again first: a read under
+   * way is joined; else one read per key per `refreshMs`, so that wrong secrets cannot make one
+   * row be read more often than the counter is.
+   */
+  private mayReread(key: string): boolean {
+    if (this.loading.has(key)) return true;
+    const now = performance.now();
+    const last = this.rereadAt.get(key);
+    if (last !== undefined && now - last < this.refreshMs) return false;
+    this.rereadAt.set(key, now);
+    return true;
+  }
+
+  /**
+   * Checks `secret` for `key`. A refusal by a cached row (or a cached absence) is checked again
+   * on the row read anew, at most once per key per `refreshMs`: a rotation or a creation on
+   * another process is then taken at once, not refused until the counter shows it. With `read`
+   * false (the caller refuses the client whatever it sends but a secret already proved, e.g. an
+   * address throttled), nothing is read but the counter: a key not cached is `unknown`.
+   */
+  async check(key: string, secret: string, read = true): Promise<DatabaseCheck> {
     try {
       await this.fresh();
-      row = await this.row(key);
+      const cached = this.rows.get(key);
+      if (!cached) return read ? this.judge(key, secret, await this.load(key)) : { ok: false, reason: 'unknown' };
+      const verdict = this.judge(key, secret, cached.row);
+      if (verdict.ok || !read || !this.mayReread(key)) return verdict;
+      return this.judge(key, secret, await this.load(key));
     } catch (err) {
       // Without the counter, a revocation could go unseen: no database credential passes meanwhile.
       this.logger.error({ err: (err as Error).message }, 'cannot read the database credentials');
       return { ok: false, reason: 'unavailable' };
     }
+  }
+
+  /** What `row` says of `secret`: revoked, expired, a wrong or spent secret are refused. */
+  private judge(key: string, secret: string, row: CredentialRow | undefined): DatabaseCheck {
     if (!row) return { ok: false, reason: 'unknown' };
     const now = this.clock.now();
     if (row.revokedMs !== undefined || (row.expiresMs !== undefined && now >= row.expiresMs)) return { ok: false, reason: 'refused' };

@@ -219,3 +219,33 @@ export class CheckThrottle {
     }
   }
 }
+
+/**
+ * Failed admin sign-ins (LECTERN_ADMIN_MAX_FAILURES), counted per client address and per user
+ * name. An address with `maxFailures` is refused whatever it sends. A user name with
+ * `maxFailures` is refused only at addresses that failed an admin sign-in themselves within
+ * their window: a guess spread over many addresses gets one try per address once the name is
+ * blocked, while someone failing on purpose, who needs nothing but the name (a database key is
+ * no secret), cannot keep the real user out from an address with no failure of its own. The rule
+ * depends on the addresses' history only, never on whether the name exists.
+ */
+export class SignInFailures {
+  private readonly counter: FailureCounter;
+
+  constructor(maxFailures: number, windowMs: number) {
+    this.counter = new FailureCounter(maxFailures, windowMs);
+  }
+
+  /** Seconds a sign-in from `address` naming `user` (none: a bearer token) must wait, or 0. */
+  blocked(address: string, user: string | undefined): number {
+    const at = `address ${clientKey(address)}`;
+    const byAddress = this.counter.blocked(at);
+    const byUser = user !== undefined && this.counter.has(at) ? this.counter.blocked(`user ${user}`) : 0;
+    return Math.max(byAddress, byUser);
+  }
+
+  failed(address: string, user: string | undefined): void {
+    this.counter.failed(`address ${clientKey(address)}`);
+    if (user !== undefined) this.counter.failed(`user ${user}`);
+  }
+}

@@ -8,7 +8,7 @@
  * and no check at all.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { clientKey, FailureCounter } from '../auth/throttle.ts';
+import { SignInFailures } from '../auth/throttle.ts';
 import type { Authenticator, AuthUser } from '../auth/types.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
@@ -314,7 +314,7 @@ const ROUTES: AdminRoute[] = [
 export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void {
   const { config, store, auth, clock } = deps;
   const ctx: AdminContext = { store, config, clock };
-  const failures = new FailureCounter(config.adminMaxFailures, config.adminFailureWindow * 1000);
+  const failures = new SignInFailures(config.adminMaxFailures, config.adminFailureWindow * 1000);
 
   const send = (reply: FastifyReply, res: XapiResponse): FastifyReply => {
     reply.status(res.status);
@@ -325,10 +325,8 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
   /** Authenticates, throttling failures; the user, or the answer that refuses it. */
   const admit = async (request: FastifyRequest): Promise<{ user: AuthUser } | { refusal: XapiResponse }> => {
     const authorization = request.headers.authorization;
-    const address = `address ${clientKey(request.ip)}`;
     const name = basicUser(authorization);
-    const user = name === undefined ? undefined : `user ${name}`;
-    const wait = Math.max(failures.blocked(address), user ? failures.blocked(user) : 0);
+    const wait = failures.blocked(request.ip, name);
     if (wait) {
       return { refusal: json(429, { detail: `too many failed admin sign-ins from this address or for this user: try again in ${wait} s` }, { 'retry-after': String(wait) }) };
     }
@@ -336,8 +334,7 @@ export function registerAdminRoutes(app: FastifyInstance, deps: AdminDeps): void
     if (result.ok) return { user: result.user };
     // Credentials sent and refused: a failure. None sent (a client's first try) is not one.
     if (result.status === 401 && authorization !== undefined) {
-      failures.failed(address);
-      if (user) failures.failed(user);
+      failures.failed(request.ip, name);
     }
     return { refusal: json(result.status, result.body, result.headers) };
   };

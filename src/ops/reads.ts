@@ -12,7 +12,8 @@ import { canonicalActivity } from '../xapi/activity.ts';
 import { actorKeys, ifiKey } from '../xapi/agents.ts';
 import { type AttachmentBlob, attachmentHashes, attachmentsToServe } from '../xapi/attachments.ts';
 import { parseDocumentParams, resourceName } from '../xapi/documents.ts';
-import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion, parseAcceptLanguage } from '../xapi/formats.ts';
+import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion } from '../xapi/formats.ts';
+import { languagePreferences, parseAcceptLanguage } from '../xapi/languages.ts';
 import { parseParams } from '../xapi/params.ts';
 import { type Person, personOf } from '../xapi/person.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
@@ -109,6 +110,27 @@ async function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Promis
 }
 
 /**
+ * mapInTurns for work done in steps (`fn` returns a generator that yields after each step): the
+ * event loop is given back after every step as well, so one large item does not hold it.
+ */
+async function mapInSteps<T, R>(items: readonly T[], fn: (item: T) => Generator<void, R, void>): Promise<R[]> {
+  const out: R[] = [];
+  let turn = performance.now();
+  const giveBack = async () => {
+    await new Promise((resolve) => setImmediate(resolve));
+    turn = performance.now();
+  };
+  for (const item of items) {
+    const steps = fn(item);
+    let r = steps.next();
+    for (; !r.done; r = steps.next()) await giveBack();
+    out.push(r.value);
+    if (performance.now() - turn > TURN_MS) await giveBack();
+  }
+  return out;
+}
+
+/**
  * The statements of `rows` as the reader gets them: the stored JSON texts as they are for `exact`
  * (no parse/serialise round trip on the hot path), rewritten for `ids`/`canonical`; with
  * `attachments`, the data of every attachment of the statements that fits in the page.
@@ -141,8 +163,10 @@ async function formatted(reads: StatementReads, reader: Reader, statements: Stat
   const definitions = reader.mineOnly
     ? new Map<string, ActivityDefinition>()
     : await reads.getActivityDefinitions(reader.target, activityIdsOf(statements, CANONICAL_DEFINITIONS_MAX));
-  const ranges = parseAcceptLanguage(languages);
-  return mapInTurns(statements, (s) => JSON.stringify(canonicalStatement(s, definitions, ranges)));
+  const preferences = languagePreferences(parseAcceptLanguage(languages));
+  return mapInSteps(statements, function* (s) {
+    return JSON.stringify(yield* canonicalStatement(s, definitions, preferences));
+  });
 }
 
 /**

@@ -1,11 +1,12 @@
 /**
  * The `format` parameter of GET statements (xAPI-Communication §2.1.3) and the language filtering
- * of canonical format (§2.1.3.s4). Pure: the canonical definitions are looked up by the caller
- * (`activityIdsOf` says which) and passed in.
+ * of canonical format (§2.1.3.s4; the choice of a language is ./languages.ts). Pure: the canonical
+ * definitions are looked up by the caller (`activityIdsOf` says which) and passed in.
  *
  * `exact` is the stored statement itself and never goes through this module.
  */
 import { idsOnlyActor } from './agents.ts';
+import { type LanguagePreferences, pickAmong } from './languages.ts';
 import { is2, textWrittenUnder2, writtenUnder2, type XapiVersion } from './versions.ts';
 import type {
   Activity,
@@ -129,121 +130,37 @@ export function activityIdsOf(statements: readonly Statement[], max = Infinity):
 }
 
 // ---------------------------------------------------------------------------------------------
-// Accept-Language (RFC 2616 §14.4) and language maps
+// format=canonical
 // ---------------------------------------------------------------------------------------------
 
-export interface LanguageRange {
-  /** Lower-cased language range, or `*`. */
-  range: string;
-  q: number;
-}
-
-const RANGE = /^(?:\*|[a-z]{1,8}(?:-[a-z0-9]{1,8})*)$/;
-const QVALUE = /^(?:0(?:\.\d{0,3})?|1(?:\.0{0,3})?)$/;
-
-/** Parses an Accept-Language header; malformed entries are skipped (a header is no reason to fail). */
-export function parseAcceptLanguage(header: string | undefined): LanguageRange[] {
-  if (!header) return [];
-  const out: LanguageRange[] = [];
-  for (const item of header.split(',')) {
-    const [rawRange, ...params] = item.split(';');
-    const range = rawRange.trim().toLowerCase();
-    if (!RANGE.test(range)) continue;
-    let q = 1;
-    let ok = true;
-    for (const p of params) {
-      const m = /^\s*q\s*=\s*(\S+)\s*$/i.exec(p);
-      if (!m) continue; // accept-extensions carry no meaning here
-      if (QVALUE.test(m[1])) q = Number(m[1]);
-      else ok = false;
-    }
-    if (ok) out.push({ range, q });
-  }
-  return out;
-}
-
-const primary = (tag: string): string => tag.split('-', 1)[0];
-
-interface Candidate {
-  key: string;
-  q: number;
-  /** Position of the matching range in the header: earlier wins a tie. */
-  index: number;
-}
-
-/** The key of the candidate with the highest q above 0 (ties: earlier range, then map order). */
-function best(candidates: Candidate[]): string | undefined {
-  let top: Candidate | undefined;
-  for (const c of candidates) if (c.q > 0 && (!top || c.q > top.q || (c.q === top.q && c.index < top.index))) top = c;
-  return top?.key;
-}
-
 /**
- * Reduces a language map to the one entry the client prefers (§2.1.3.s4.b5: Accept-Language
- * applied to each map on its own), in this order:
- * 1. RFC 2616 matching: a key's quality is that of the longest range equal to it or a prefix of it
- *    at a `-`; the best quality above 0 wins (ties: the range listed first, then map order);
- * 2. the same primary language (`en-US` accepted, only `en-GB` or `en` available), even when
- *    `*;q=0` refuses everything else: a close language beats an arbitrary one;
- * 3. `und`, then the first entry: the client gets one language whatever it asked for.
- * Keys given q=0 are only chosen when nothing else is left.
+ * Language-map keys a canonical rewrite chooses among between two of its steps: a statement may
+ * hold hundreds of thousands of maps, and the caller gives the event loop back at each step, so
+ * that no other request waits on one statement's rewrite for longer than a step takes.
  */
-export function pickLanguage(map: LanguageMap, ranges: readonly LanguageRange[]): LanguageMap {
-  const keys = Object.keys(map);
-  if (keys.length <= 1) return { ...map };
-  const specific = ranges.filter((r) => r.range !== '*');
-  const star = ranges.find((r) => r.range === '*');
-  // q=0 for a key: by a range naming it (never chosen while anything else is left), or by `*`.
-  const refused = new Set<string>();
-  const excluded = new Set<string>();
-  const one = (key: string): LanguageMap => ({ [key]: map[key] });
-
-  const exact: Candidate[] = [];
-  for (const key of keys) {
-    const tag = key.toLowerCase();
-    let match: LanguageRange | undefined;
-    for (const r of specific) {
-      if ((tag === r.range || tag.startsWith(`${r.range}-`)) && (!match || r.range.length > match.range.length)) match = r;
-    }
-    if (match) {
-      if (match.q === 0) {
-        refused.add(key);
-        excluded.add(key);
-      }
-      exact.push({ key, q: match.q, index: specific.indexOf(match) });
-    } else if (star?.q === 0) excluded.add(key);
-  }
-  const first = best(exact);
-  if (first) return one(first);
-
-  const sameLanguage: Candidate[] = [];
-  for (const key of keys) {
-    if (refused.has(key)) continue;
-    const lang = primary(key.toLowerCase());
-    specific.forEach((r, index) => {
-      if (primary(r.range) === lang) sameLanguage.push({ key, q: r.q, index });
-    });
-  }
-  const second = best(sameLanguage);
-  if (second) return one(second);
-
-  const allowed = keys.filter((k) => !excluded.has(k));
-  const und = allowed.find((k) => k.toLowerCase() === 'und');
-  return one(und ?? allowed[0] ?? keys[0]);
-}
+export const CANONICAL_KEYS_PER_STEP = 2000;
 
 const COMPONENT_LISTS = ['choices', 'scale', 'source', 'target', 'steps'] as const;
 
-/** A definition with every language map reduced to one language. */
-function filterDefinition(d: ActivityDefinition, ranges: readonly LanguageRange[]): ActivityDefinition {
-  const out: ActivityDefinition = { ...d };
-  if (isObj(d.name)) out.name = pickLanguage(d.name, ranges);
-  if (isObj(d.description)) out.description = pickLanguage(d.description, ranges);
+/** Where a rewritten statement holds a language map still to reduce: `owner[prop]`, `owner` a copy of the rewrite's own. */
+interface MapSlot {
+  owner: Record<string, unknown>;
+  prop: string;
+}
+
+/** Records the language maps of `owner` (a fresh copy) under `props` for reduction; returns it. */
+function slotsOf<T extends object>(slots: MapSlot[], owner: T, ...props: string[]): T {
+  const o = owner as Record<string, unknown>;
+  for (const prop of props) if (isObj(o[prop])) slots.push({ owner: o, prop });
+  return owner;
+}
+
+/** A copy of a definition whose language maps (its own and its components') are recorded in `slots`. */
+function definitionSlots(d: ActivityDefinition, slots: MapSlot[]): ActivityDefinition {
+  const out = slotsOf(slots, { ...d }, 'name', 'description');
   for (const list of COMPONENT_LISTS) {
     const components = d[list];
-    if (Array.isArray(components)) {
-      out[list] = components.map((c): InteractionComponent => (isObj(c) && isObj(c.description) ? { ...c, description: pickLanguage(c.description, ranges) } : c));
-    }
+    if (Array.isArray(components)) out[list] = components.map((c): InteractionComponent => (isObj(c) ? slotsOf(slots, { ...c }, 'description') : c));
   }
   return out;
 }
@@ -252,30 +169,43 @@ function filterDefinition(d: ActivityDefinition, ranges: readonly LanguageRange[
  * `format=canonical`: every Activity carries the LRS's canonical definition (`definitions`, by
  * activity id; the statement's own when the LRS has none) and every language map — activity
  * name/description, interaction components, verb display, attachment display/description — is
- * reduced to one language chosen by `ranges` (the request's Accept-Language). Agents and Groups
- * are returned as stored.
+ * reduced to one language chosen by `languages` (the request's Accept-Language). Agents and
+ * Groups are returned as stored.
+ *
+ * A generator: it yields after each CANONICAL_KEYS_PER_STEP keys chosen among, and returns the
+ * statement. The copy of the statement's structure is made at once (its cost is that of
+ * parsing it); the maps, whose keys are the work, are reduced in steps.
  */
-export function canonicalStatement(
+export function* canonicalStatement(
   s: Statement,
   definitions: ReadonlyMap<string, ActivityDefinition>,
-  ranges: readonly LanguageRange[],
-): Statement {
-  return rewriteBody(s, {
+  languages: LanguagePreferences,
+): Generator<void, Statement, void> {
+  const slots: MapSlot[] = [];
+  const out = rewriteBody(s, {
     actor: keep,
-    verb: (v) => (isObj(v.display) ? { ...v, display: pickLanguage(v.display, ranges) } : v),
+    verb: (v) => (isObj(v) ? slotsOf(slots, { ...v }, 'display') : v),
     activity: (a) => {
       const definition = definitions.get(a.id) ?? a.definition;
-      const out: Activity = a.objectType ? { objectType: a.objectType, id: a.id } : { id: a.id };
-      if (isObj(definition)) out.definition = filterDefinition(definition, ranges);
-      else if (definition !== undefined) out.definition = definition;
-      return out;
+      const copy: Activity = a.objectType ? { objectType: a.objectType, id: a.id } : { id: a.id };
+      if (isObj(definition)) copy.definition = definitionSlots(definition, slots);
+      else if (definition !== undefined) copy.definition = definition;
+      return copy;
     },
-    attachment: (a) => {
-      const out: Attachment = { ...a, display: pickLanguage(a.display, ranges) };
-      if (a.description) out.description = pickLanguage(a.description, ranges);
-      return out;
-    },
+    attachment: (a) => (isObj(a) ? slotsOf(slots, { ...a }, 'display', 'description') : a),
   });
+  let keys = 0;
+  for (const { owner, prop } of slots) {
+    const map = owner[prop] as LanguageMap;
+    const mapKeys = Object.keys(map);
+    owner[prop] = pickAmong(map, mapKeys, languages);
+    keys += mapKeys.length;
+    if (keys >= CANONICAL_KEYS_PER_STEP) {
+      keys = 0;
+      yield;
+    }
+  }
+  return out;
 }
 
 // ---------------------------------------------------------------------------------------------

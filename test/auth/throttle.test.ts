@@ -1,7 +1,7 @@
-/** The password-check throttle's pieces: what an address counts as, and the order checks start in. */
+/** The password-check throttle's pieces: what an address counts as, the order checks start in, and the admin sign-in failure rule. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ADDRESS_CHECKS, CheckThrottle, clientKey, QUEUED_CHECKS, type CheckRefused } from '../../src/auth/throttle.ts';
+import { ADDRESS_CHECKS, CheckThrottle, clientKey, QUEUED_CHECKS, SignInFailures, type CheckRefused } from '../../src/auth/throttle.ts';
 
 test('an address counts as itself (IPv4, IPv4-mapped) or by its /64 (IPv6)', () => {
   assert.equal(clientKey('203.0.113.7'), '203.0.113.7');
@@ -84,4 +84,23 @@ test('a full queue gives the place of the newest check of an address that failed
   }
   await Promise.all(all);
   assert.equal(QUEUED_CHECKS, 64);
+});
+
+test('admin sign-in failures: a blocked user name is refused at addresses that failed, never at a clean one', () => {
+  const f = new SignInFailures(3, 60_000);
+  for (const at of ['10.0.0.1', '10.0.0.1', '10.0.0.2']) f.failed(at, 'op');
+  assert.ok(f.blocked('10.0.0.1', 'op') > 0);
+  assert.ok(f.blocked('10.0.0.2', 'op') > 0);
+  assert.equal(f.blocked('10.0.0.3', 'op'), 0, 'a clean address is checked');
+  assert.equal(f.blocked('10.0.0.1', 'another'), 0, 'the address is not blocked itself (2 < 3)');
+  f.failed('10.0.0.1', 'another');
+  assert.ok(f.blocked('10.0.0.1', undefined) > 0, 'the address is blocked whatever it sends');
+  // One failure from a new address: it is refused for that name from then on.
+  f.failed('10.0.0.4', 'op');
+  assert.ok(f.blocked('10.0.0.4', 'op') > 0);
+  assert.equal(f.blocked('10.0.0.4', 'someone'), 0);
+  // IPv6 by /64, as everywhere.
+  f.failed('2001:db8:1:2::1', 'op');
+  assert.ok(f.blocked('2001:db8:1:2::99', 'op') > 0);
+  assert.equal(new SignInFailures(0, 60_000).blocked('10.0.0.1', 'op'), 0, '0: no limit');
 });

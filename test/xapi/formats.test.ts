@@ -1,10 +1,26 @@
 import assert from 'node:assert/strict';
 import { describe, it } from 'node:test';
-import { activityIdsOf, canonicalStatement, idsStatement, parseAcceptLanguage, pickLanguage } from '../../src/xapi/formats.ts';
-import type { ActivityDefinition, Statement } from '../../src/xapi/types.ts';
+import { activityIdsOf, CANONICAL_KEYS_PER_STEP, canonicalStatement as canonicalSteps, idsStatement } from '../../src/xapi/formats.ts';
+import { ACCEPT_LANGUAGE_MAX_RANGES, type LanguageRange, languagePreferences, parseAcceptLanguage, pickLanguage } from '../../src/xapi/languages.ts';
+import type { ActivityDefinition, LanguageMap, Statement } from '../../src/xapi/types.ts';
 
 const MAP = { 'en-US': 'color', 'en-GB': 'colour', fr: 'couleur', 'de-CH': 'Farbe', und: '?' };
-const pick = (header: string | undefined, map: Record<string, string> = MAP): string[] => Object.keys(pickLanguage(map, parseAcceptLanguage(header)));
+const prefs = (header: string | undefined) => languagePreferences(parseAcceptLanguage(header));
+const pickFor = (map: LanguageMap, header: string | undefined): LanguageMap => pickLanguage(map, prefs(header));
+const pick = (header: string | undefined, map: Record<string, string> = MAP): string[] => Object.keys(pickFor(map, header));
+const FULL_SMALL: Statement = {
+  actor: { objectType: 'Agent', mbox: 'mailto:ben@example.com' },
+  verb: { id: 'http://example.com/did', display: { en: 'did', fr: 'a fait' } },
+  object: { objectType: 'Activity', id: 'http://example.com/thing' },
+};
+/** The canonical rewrite run through all its steps. */
+function canonicalStatement(s: Statement, defs: ReadonlyMap<string, ActivityDefinition>, header: string): Statement {
+  const steps = canonicalSteps(s, defs, prefs(header));
+  for (;;) {
+    const r = steps.next();
+    if (r.done) return r.value;
+  }
+}
 
 describe('parseAcceptLanguage', () => {
   it('reads ranges and q-values, lower-cased, in header order', () => {
@@ -22,6 +38,45 @@ describe('parseAcceptLanguage', () => {
     ]);
     assert.deepEqual(parseAcceptLanguage(undefined), []);
     assert.deepEqual(parseAcceptLanguage(''), []);
+  });
+});
+
+describe('the cost of choosing languages (counted, never timed)', () => {
+  // 3,876 ranges naming languages none of the maps has (xa-a, xa-b, …).
+  const many = Array.from({ length: 3876 }, (_, i) => `x${String.fromCharCode(97 + (i % 26))}-${String.fromCharCode(97 + Math.floor(i / 26) % 26)}`).join(',');
+  it(`a header's first ${ACCEPT_LANGUAGE_MAX_RANGES} well-formed ranges are kept, the rest ignored`, () => {
+    assert.equal(parseAcceptLanguage(`${many},fr`).length, ACCEPT_LANGUAGE_MAX_RANGES);
+    assert.deepEqual(pick(`${many},fr`, { 'en-US': 'color', fr: 'couleur' }), ['en-US']);
+  });
+  it('the ranges are read once per request; each map reads its own keys once, whatever the header holds', () => {
+    let rangeReads = 0;
+    const ranges = new Proxy(parseAcceptLanguage(`${many},fr`), {
+      get(target, prop, receiver) {
+        if (typeof prop === 'string' && /^\d+$/.test(prop)) rangeReads++;
+        return Reflect.get(target, prop, receiver) as LanguageRange;
+      },
+    });
+    const languages = languagePreferences(ranges);
+    assert.equal(rangeReads, ACCEPT_LANGUAGE_MAX_RANGES);
+    let mapReads = 0;
+    const map = new Proxy({ 'en-US': 'color', 'en-GB': 'colour', fr: 'couleur' } as LanguageMap, {
+      get: (target, prop, receiver) => (mapReads++, Reflect.get(target, prop, receiver) as string),
+      ownKeys: (target) => (mapReads++, Reflect.ownKeys(target)),
+    });
+    for (let i = 0; i < 1000; i++) assert.deepEqual(pickLanguage(map, languages), { 'en-US': 'color' });
+    assert.equal(rangeReads, ACCEPT_LANGUAGE_MAX_RANGES, 'no map reads the ranges again');
+    assert.equal(mapReads, 2000, 'per map: its keys listed once, the chosen entry read once');
+  });
+  it(`a statement's rewrite yields after every ${CANONICAL_KEYS_PER_STEP} keys`, () => {
+    const activities = Array.from({ length: 5000 }, (_, i) => ({ id: `http://example.com/a${i}`, definition: { name: { en: 'a', fr: 'b' }, description: { en: 'c', fr: 'd' } } }));
+    const s = { ...structuredClone(FULL_SMALL), context: { contextActivities: { other: activities } } } as Statement;
+    const steps = canonicalSteps(s, new Map(), prefs('fr'));
+    let yields = 0;
+    let r = steps.next();
+    for (; !r.done; r = steps.next()) yields++;
+    // 20,000 activity keys and the verb's 2.
+    assert.equal(yields, Math.floor(20_002 / CANONICAL_KEYS_PER_STEP));
+    assert.deepEqual((r.value.context?.contextActivities?.other as { definition: unknown }[])[4999].definition, { name: { fr: 'b' }, description: { fr: 'd' } });
   });
 });
 
@@ -52,10 +107,10 @@ describe('pickLanguage (one language per map, RFC 2616 Accept-Language)', () => 
     assert.deepEqual(pick('ja, *;q=0', { fr: 'couleur', 'en-US': 'color' }), ['fr'], 'one language is always returned');
   });
   it('maps of zero or one entry are returned as they are', () => {
-    assert.deepEqual(pickLanguage({}, parseAcceptLanguage('fr')), {});
-    assert.deepEqual(pickLanguage({ de: 'Farbe' }, parseAcceptLanguage('fr')), { de: 'Farbe' });
+    assert.deepEqual(pickFor({}, 'fr'), {});
+    assert.deepEqual(pickFor({ de: 'Farbe' }, 'fr'), { de: 'Farbe' });
   });
-  it('returns the chosen entry with its text', () => assert.deepEqual(pickLanguage(MAP, parseAcceptLanguage('fr')), { fr: 'couleur' }));
+  it('returns the chosen entry with its text', () => assert.deepEqual(pickFor(MAP, 'fr'), { fr: 'couleur' }));
 });
 
 const FULL: Statement = {
@@ -175,7 +230,7 @@ describe('canonicalStatement (format=canonical)', () => {
   const defs = new Map([['http://example.com/q1', canonical]]);
 
   it('uses the canonical definition and reduces every language map to the preferred language', () => {
-    const out = canonicalStatement(structuredClone(FULL), defs, parseAcceptLanguage('fr, en;q=0.5'));
+    const out = canonicalStatement(structuredClone(FULL), defs, 'fr, en;q=0.5');
     assert.deepEqual(out.object, {
       objectType: 'Activity',
       id: 'http://example.com/q1',
@@ -194,20 +249,20 @@ describe('canonicalStatement (format=canonical)', () => {
     assert.deepEqual(out.context?.contextActivities?.category, [{ objectType: 'Activity', id: 'http://example.com/cat' }]);
   });
   it('keeps agents and groups exactly as stored, and extensions untouched', () => {
-    const out = canonicalStatement(structuredClone(FULL), defs, parseAcceptLanguage('fr'));
+    const out = canonicalStatement(structuredClone(FULL), defs, 'fr');
     assert.deepEqual(out.actor, FULL.actor);
     assert.deepEqual(out.authority, FULL.authority);
     assert.deepEqual(out.context?.team, FULL.context?.team);
     assert.deepEqual(out.context?.extensions, FULL.context?.extensions);
   });
   it('each map on its own: a language missing from one map falls back there only', () => {
-    const out = canonicalStatement(structuredClone(FULL), defs, parseAcceptLanguage('de, fr;q=0.5'));
+    const out = canonicalStatement(structuredClone(FULL), defs, 'de, fr;q=0.5');
     const d = (out.object as { definition: ActivityDefinition }).definition;
     assert.deepEqual(d.name, { de: 'Frage eins' });
     assert.deepEqual(d.description, { fr: 'Choisissez' });
   });
   it('reaches into SubStatements', () => {
-    const out = canonicalStatement(structuredClone(SUB), new Map(), parseAcceptLanguage('fr'));
+    const out = canonicalStatement(structuredClone(SUB), new Map(), 'fr');
     const sub = out.object as { verb: unknown; object: unknown };
     assert.deepEqual(sub.verb, { id: 'http://example.com/will-visit', display: { fr: 'visitera' } });
     assert.deepEqual(sub.object, { id: 'http://example.com/museum', definition: { name: { fr: 'Musée' } } });
