@@ -1,14 +1,16 @@
 /**
  * The package as a user installs it: `npm pack`, then `npm install -g` into a throwaway prefix and
- * `npx` from the tarball, both with the machine's own Node and npm (/usr/bin: a Node 20 here, older
- * than Lectern needs), then `lectern runserver` answering HTTP. One pack per run; npm's download
- * cache is shared (installs are offline when it holds everything), its npx folder is not.
+ * `npx` from the tarball (by a relative and by an absolute path), with the machine's own Node and
+ * npm (/usr/bin: a Node 20 here, older than Lectern needs) and npx also with the bundled Node 24,
+ * then `lectern runserver` answering HTTP; and what the tarball holds (LICENSE, the docs its README
+ * links to). One pack per run; npm's download cache is shared (installs are offline when it holds
+ * everything), its npx folder is not.
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, symlinkSync } from 'node:fs';
 import { homedir, tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, dirname, join, relative, resolve } from 'node:path';
 import { after, before, describe, test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 import { spawnRunserver } from './helpers/runserver.ts';
@@ -92,16 +94,71 @@ describe('the packed package, with the system Node', () => {
     assert.equal(code, 0, out);
     assert.match(out, /"msg":"stopped"/, 'a graceful stop');
   });
-
-  test('npx from the tarball: `lectern auth` prints an entry (bcrypt loads), `--version` the version', async () => {
-    const work = join(dir, 'npx');
-    mkdirSync(work);
-    const npx = (args: string[]) => run('npm', ['exec', '--yes', `--package=${tarball}`, '--', 'lectern', ...args], { cwd: work, env: npmEnv });
-    const { stdout } = await npx(['auth', '-u', 'jane', '-p', 'pw', '-s', 'all', '-M', 'mailto:jane@example.com']);
-    assert.equal(JSON.parse(stdout).username, 'jane');
-    assert.equal((await npx(['--version'])).stdout.trim(), pkg.version);
-  });
 });
+
+/**
+ * npx from the tarball as the operations page says: by a path relative to the working folder, and
+ * by an absolute one written `file:…` (npx runs a bare absolute path as a program, the tarball
+ * itself: "Permission denied"). The runs on Node 24 find the installs of the runs on Node 20 in
+ * npx's folder (one per way of naming the tarball): npm and Lectern on that Node, not the install.
+ */
+function npxForms(label: string, path: string) {
+  describe(`npx from the tarball, ${label}`, () => {
+    test('by a relative path: `lectern auth` prints an entry (bcrypt loads), `--version` the version', async () => {
+      const npx = (args: string[]) => run('npx', ['--yes', `./${basename(tarball)}`, ...args], { cwd: dir, env: { ...npmEnv, PATH: path } });
+      const { stdout } = await npx(['auth', '-u', 'jane', '-p', 'pw', '-s', 'all', '-M', 'mailto:jane@example.com']);
+      assert.equal(JSON.parse(stdout).username, 'jane');
+      assert.equal((await npx(['--version'])).stdout.trim(), pkg.version);
+    });
+
+    test('by an absolute path, from another folder: `--version` the version', async () => {
+      const work = join(dir, 'elsewhere');
+      mkdirSync(work, { recursive: true });
+      const { stdout } = await run('npx', ['--yes', `file:${tarball}`, '--version'], { cwd: work, env: { ...npmEnv, PATH: path } });
+      assert.equal(stdout.trim(), pkg.version);
+    });
+  });
+}
+
+npxForms('with the system Node', SYSTEM_PATH);
+// The machine's npm on the bundled Node, first on PATH as under `npm test`.
+npxForms('with the bundled Node 24', `${join(ROOT, 'node_modules/.bin')}:${SYSTEM_PATH}`);
+
+test('the package holds its LICENSE, an executable `lectern`, and every file its README and docs link to', () => {
+  const unpacked = join(dir, 'unpacked');
+  mkdirSync(unpacked);
+  execFileSync('tar', ['-xzf', tarball, '-C', unpacked]);
+  const root = join(unpacked, 'package');
+  const license = readFileSync(join(root, 'LICENSE'), 'utf8');
+  assert.match(license, /^MIT License\n\nCopyright \(c\) \d{4} Lectern contributors\n/);
+  assert.ok(statSync(join(root, 'dist/cli/main.js')).mode & 0o111, 'the bin is executable in the tarball');
+  const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  assert.ok(pages.length > 5, pages.join(' '));
+  const missing = pages.flatMap((page) =>
+    relativeLinks(readFileSync(join(root, page), 'utf8'))
+      .map((target) => resolve(root, dirname(page), target))
+      .filter((file) => !existsSync(file))
+      .map((file) => `${page} links to ${relative(root, file)}`),
+  );
+  assert.deepEqual(missing, []);
+  assert.ok(existsSync(join(root, 'deploy/lectern.service')));
+});
+
+/** The relative targets of a Markdown page's links and images, outside code, without their #anchor (test/docs-links.test.ts checks those). */
+function relativeLinks(markdown: string): string[] {
+  let fenced = false;
+  const out: string[] = [];
+  for (const line of markdown.split('\n')) {
+    if (/^\s{0,3}(`{3,}|~{3,})/.test(line)) fenced = !fenced;
+    if (fenced) continue;
+    const text = line.replace(/(`+)[^`]*?\1/g, '');
+    for (const m of text.matchAll(/\]\(\s*<?([^)\s>]+)>?(?:\s+"[^"]*")?\s*\)|\bsrc="([^"]+)"/g)) {
+      const target = (m[1] ?? m[2]!).split('#')[0]!;
+      if (target && !/^[a-z][a-z0-9+.-]*:/i.test(target) && !target.startsWith('//')) out.push(decodeURIComponent(target));
+    }
+  }
+  return out;
+}
 
 test('a clean install has nothing to warn of but its dependencies\' engines: every install script is allowed or denied, Lectern accepts Node 20', () => {
   const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; allowScripts: Record<string, boolean> };

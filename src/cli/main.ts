@@ -6,7 +6,7 @@
  * Node 24 that the npm `node` package (a dependency) brings, forwarding signals and the exit code.
  * Only when that Node is missing too does it say, in one line, what to do.
  */
-import { spawn } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, readFileSync, realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
@@ -28,6 +28,21 @@ function bundledNode(): string | undefined {
   return undefined;
 }
 
+/** Whether this process is in the foreground process group of its terminal, where a Ctrl-C lands. */
+function inTerminalForeground(): boolean {
+  try {
+    // After the command name (in parentheses): state ppid pgrp session tty_nr tpgid (-1: no terminal).
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    return fields[2] === fields[5];
+  } catch {
+    // Not Linux: ps says the same.
+    const r = spawnSync('ps', ['-o', 'pgid=,tpgid=', '-p', String(process.pid)], { encoding: 'utf8' });
+    const [pgid, tpgid] = (r.stdout ?? '').trim().split(/\s+/);
+    return !!pgid && pgid === tpgid;
+  }
+}
+
 if (older) {
   const node = bundledNode();
   if (!node) {
@@ -39,11 +54,17 @@ if (older) {
     process.exit(2);
   }
   const child = spawn(node, [...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit' });
-  // A terminal's Ctrl-C (SIGINT) reaches the whole process group, the child included: passed on
-  // again, it would be runserver's second one, which stops it at once. SIGTERM and SIGHUP are
-  // usually sent to this process alone (kill PID, a container's stop): passed on.
-  process.on('SIGINT', () => {});
-  for (const signal of ['SIGTERM', 'SIGHUP'] as const) process.on(signal, () => child.kill(signal));
+  // Stop signals are passed on, but for a terminal's Ctrl-C: the terminal sends that SIGINT to its
+  // whole foreground process group, the child included, and a second one would make a command quit
+  // at once instead of stopping cleanly (an import after its batch). Node does not say who sent a
+  // signal, so a SIGINT that finds this process in its terminal's foreground group is taken to be
+  // that one; any other (kill PID, no terminal, a background job) is passed on. A repeated SIGTERM
+  // (systemd signals every process of the unit) is one stop to runserver.
+  for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) {
+    process.on(signal, () => {
+      if (signal !== 'SIGINT' || !inTerminalForeground()) child.kill(signal);
+    });
+  }
   child.on('error', (err) => {
     process.stderr.write(`lectern: error: cannot run ${node}: ${err.message}\n`);
     process.exit(2);
