@@ -15,7 +15,7 @@ import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
 import { KeyCache } from '../pipeline.ts';
 import { bucketsIn } from '../sql.ts';
-import type { SqliteHandle } from './documents.ts';
+import type { SqliteHandle } from './runner.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { type PageSource, prepared, SqliteReaders } from './readers.ts';
 

@@ -3,28 +3,9 @@
  * BEGIN IMMEDIATE transaction, which holds the database: no other write can slip between the
  * ETag check and the write, so no lock of its own. Times are the store's clock.
  */
-import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { type DocumentDialect, documentSql, documentValues, toDocument } from '../documents.ts';
-import { type Program, row, runSync, type SqlStep } from '../program.ts';
-
-/** What the SqliteStore lends: its cached prepared statements, its transaction helper and its clock. */
-export interface SqliteHandle {
-  q(sql: string): StatementSync;
-  tx<T>(fn: () => T): T;
-  /** The store's clock (epoch ms). */
-  now(): number;
-}
-
-/** A program (../program.ts) run on the store's connection, one cached prepared statement after the other. */
-export function runStatements<T>(h: SqliteHandle, program: Program<T>): T {
-  return runSync(program, (step: SqlStep) => {
-    const st = h.q(step.text);
-    const values = step.values as SQLInputValue[];
-    if (step.want === 'rows') return st.all(...values);
-    if (step.want === 'row') return st.get(...values);
-    return Number(st.run(...values).changes);
-  });
-}
+import { row } from '../program.ts';
+import type { SqliteHandle } from './runner.ts';
 
 /** The documents dialect of a store (its clock stamps the writes). */
 export function sqliteDocuments(h: SqliteHandle): DocumentDialect {

@@ -6,7 +6,7 @@
 import { OLDEST_QUEUED_SQL, type OutboxDialect, StoreOutbox, toDeadLetter } from '../outbox.ts';
 import { uuidText } from '../sql.ts';
 import { rows, run } from '../program.ts';
-import { runStatements, type SqliteHandle } from './documents.ts';
+import { runProgram, type SqliteHandle } from './runner.ts';
 
 type Row = Record<string, unknown>;
 
@@ -99,7 +99,7 @@ export class SqliteOutbox extends StoreOutbox {
   private readonly targets: string;
 
   constructor(h: SqliteHandle, targets: string[]) {
-    super({ run: async (p) => runStatements(h, p), tx: async (p) => h.tx(() => runStatements(h, p)) }, dialect(h));
+    super({ run: async (p) => runProgram(h, p), tx: async (p) => h.tx(() => runProgram(h, p)) }, dialect(h));
     this.h = h;
     this.targets = JSON.stringify(targets);
   }

@@ -50,7 +50,8 @@ import * as admin from '../admin.ts';
 import { StoreCredentials } from '../credentials.ts';
 import * as docs from '../documents.ts';
 import * as rejections from '../rejections.ts';
-import { runStatements, sqliteDocuments } from './documents.ts';
+import { sqliteDocuments } from './documents.ts';
+import { runProgram } from './runner.ts';
 import { SqliteCounts } from './counts.ts';
 import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
@@ -92,8 +93,8 @@ export class SqliteStore extends SqliteConnection implements Store {
   });
   private readonly documents = sqliteDocuments(this.docs);
   private readonly credentials = new StoreCredentials({
-    run: async (p) => runStatements(this.docs, p),
-    tx: async (p) => this.docs.tx(() => runStatements(this.docs, p)),
+    run: async (p) => runProgram(this.docs, p),
+    tx: async (p) => this.docs.tx(() => runProgram(this.docs, p)),
     ph: (n) => `?${n}`,
   });
 
@@ -392,7 +393,7 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   /** The reach rows (src/store/reach.ts: rebuildReach) of new StatementRefs (`seeds`) and of the statements in `stored` and those reaching them. */
   private updateReach(tenant: number, seeds: ReachSeed[], stored: number[]): void {
-    if (seeds.length || stored.length) runStatements(this.docs, rebuildReach(this.reach, tenant, seeds, stored));
+    if (seeds.length || stored.length) runProgram(this.docs, rebuildReach(this.reach, tenant, seeds, stored));
   }
 
   private readonly reach = sqliteReach((tenant, keys) => this.keyIdsOf(tenant, keys));
@@ -439,7 +440,7 @@ export class SqliteStore extends SqliteConnection implements Store {
   }
 
   async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return runStatements(this.docs, docs.getDocument(this.documents, tenant, key));
+    return runProgram(this.docs, docs.getDocument(this.documents, tenant, key));
   }
 
   async putDocument(
@@ -448,46 +449,46 @@ export class SqliteStore extends SqliteConnection implements Store {
     doc: { content: Buffer; contentType: string },
     opts: DocumentWriteOptions,
   ): Promise<StoredDocument> {
-    return this.tx(() => runStatements(this.docs, docs.putDocument(this.documents, tenant, key, doc, opts)));
+    return this.tx(() => runProgram(this.docs, docs.putDocument(this.documents, tenant, key, doc, opts)));
   }
 
   async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    this.tx(() => runStatements(this.docs, docs.deleteDocument(this.documents, tenant, key, pre)));
+    this.tx(() => runProgram(this.docs, docs.deleteDocument(this.documents, tenant, key, pre)));
   }
 
   async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return runStatements(this.docs, docs.listDocumentIds(this.documents, tenant, key, sinceMs));
+    return runProgram(this.docs, docs.listDocumentIds(this.documents, tenant, key, sinceMs));
   }
 
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
-    this.tx(() => runStatements(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
+    this.tx(() => runProgram(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
   }
 
   // ----- kept rejections (../rejections.ts) --------------------------------------------------
 
   async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
-    this.tx(() => runStatements(this.docs, rejections.keepRejections(SQLITE_REJECTIONS, items, bounds)));
+    this.tx(() => runProgram(this.docs, rejections.keepRejections(SQLITE_REJECTIONS, items, bounds)));
   }
 
   async listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
-    return runStatements(this.docs, rejections.listRejections(SQLITE_REJECTIONS, filter));
+    return runProgram(this.docs, rejections.listRejections(SQLITE_REJECTIONS, filter));
   }
 
   async getRejection(id: string): Promise<KeptRejection | undefined> {
-    return runStatements(this.docs, rejections.getRejection(SQLITE_REJECTIONS, id));
+    return runProgram(this.docs, rejections.getRejection(SQLITE_REJECTIONS, id));
   }
 
   async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
-    this.tx(() => runStatements(this.docs, rejections.updateRejection(SQLITE_REJECTIONS, id, change)));
+    this.tx(() => runProgram(this.docs, rejections.updateRejection(SQLITE_REJECTIONS, id, change)));
   }
 
   async deleteRejections(ids: string[]): Promise<number> {
-    return this.tx(() => runStatements(this.docs, rejections.deleteRejections(SQLITE_REJECTIONS, ids)));
+    return this.tx(() => runProgram(this.docs, rejections.deleteRejections(SQLITE_REJECTIONS, ids)));
   }
 
   async clearRejections(tenant?: string): Promise<number> {
-    return this.tx(() => runStatements(this.docs, rejections.clearRejections(SQLITE_REJECTIONS, tenant)));
+    return this.tx(() => runProgram(this.docs, rejections.clearRejections(SQLITE_REJECTIONS, tenant)));
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
@@ -578,11 +579,11 @@ export class SqliteStore extends SqliteConnection implements Store {
   }
 
   async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    return runStatements(this.docs, docs.scanDocuments(this.documents, tenant, opts));
+    return runProgram(this.docs, docs.scanDocuments(this.documents, tenant, opts));
   }
 
   async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
-    this.tx(() => runStatements(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
+    this.tx(() => runProgram(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
   }
 
   // ----- credentials (../credentials.ts) ----------------------------------------------------
@@ -611,27 +612,27 @@ export class SqliteStore extends SqliteConnection implements Store {
   // ----- the admin API ------------------------------------------------------------------------
 
   async storeNames(): Promise<string[]> {
-    return runStatements(this.docs, admin.storeNames());
+    return runProgram(this.docs, admin.storeNames());
   }
 
   async storeSummaries(only?: string): Promise<StoreSummary[]> {
-    return runStatements(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
+    return runProgram(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
   }
 
   async storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
-    return runStatements(this.docs, overview.storeOverview(SQLITE_ADMIN, tenant, query));
+    return runProgram(this.docs, overview.storeOverview(SQLITE_ADMIN, tenant, query));
   }
 
   async storeTotals(sinceDay: number): Promise<StoreTotals[]> {
-    return runStatements(this.docs, overview.storeTotals(SQLITE_ADMIN, sinceDay));
+    return runProgram(this.docs, overview.storeTotals(SQLITE_ADMIN, sinceDay));
   }
 
   async appendAudit(record: AuditRecord): Promise<AuditEntry> {
-    return this.tx(() => runStatements(this.docs, admin.appendAudit(SQLITE_ADMIN, record)));
+    return this.tx(() => runProgram(this.docs, admin.appendAudit(SQLITE_ADMIN, record)));
   }
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    return runStatements(this.docs, admin.listAudit(SQLITE_ADMIN, filter));
+    return runProgram(this.docs, admin.listAudit(SQLITE_ADMIN, filter));
   }
 }
 

@@ -1,0 +1,26 @@
+/**
+ * SQLite's program runner: a shared program (../program.ts) run synchronously on the store's one
+ * connection, one cached prepared statement after the other, with no promise per statement and
+ * nothing else running inside its transaction.
+ */
+import type { SQLInputValue, StatementSync } from 'node:sqlite';
+import { type Program, runSync, type SqlStep } from '../program.ts';
+
+/** What the SqliteStore lends: its cached prepared statements, its transaction helper and its clock. */
+export interface SqliteHandle {
+  q(sql: string): StatementSync;
+  tx<T>(fn: () => T): T;
+  /** The store's clock (epoch ms). */
+  now(): number;
+}
+
+/** Runs a program on the store's connection (a transaction is the caller's). */
+export function runProgram<T>(h: SqliteHandle, program: Program<T>): T {
+  return runSync(program, (step: SqlStep) => {
+    const st = h.q(step.text);
+    const values = step.values as SQLInputValue[];
+    if (step.want === 'rows') return st.all(...values);
+    if (step.want === 'row') return st.get(...values);
+    return Number(st.run(...values).changes);
+  });
+}
