@@ -1,7 +1,6 @@
 /**
  * Credentials in the database (CredentialStore in ./types.ts) once for every backend, as programs
- * (./program.ts) run by the backend's CredentialPort. SQLite and PostgreSQL share the SQL: numbered
- * placeholders differ only in their sign (`?1`, `$1`). Each change bumps `credential_changes` in
+ * (./program.ts) run by the backend's CredentialPort: the same SQL on both. Each change bumps `credential_changes` in
  * its own transaction, so that a process that read the same counter has seen every change.
  */
 import { LrsError } from '../errors.ts';
@@ -15,8 +14,6 @@ type Row = Record<string, unknown>;
 export interface CredentialPort {
   run<T>(program: Program<T>): Promise<T>;
   tx<T>(program: Program<T>): Promise<T>;
-  /** The n-th placeholder (1-based). */
-  ph(n: number): string;
 }
 
 const COLS =
@@ -48,16 +45,11 @@ export class StoreCredentials implements CredentialStore {
     this.port = port;
   }
 
-  private ph(...ns: number[]): string[] {
-    return ns.map((n) => this.port.ph(n));
-  }
-
   private *bump(): Program<void> {
     yield* run({ text: 'UPDATE credential_changes SET counter = counter + 1 WHERE one = 1', values: [] });
   }
 
   async createCredential(c: CredentialRow): Promise<void> {
-    const p = this.ph(...Array.from({ length: 13 }, (_, i) => i + 1));
     const values = [
       c.key,
       c.secretHash,
@@ -76,7 +68,7 @@ export class StoreCredentials implements CredentialStore {
     const self = this;
     await this.port.tx(
       (function* () {
-        const n = yield* run({ text: `INSERT INTO credentials (${COLS}) VALUES (${p.join(', ')}) ON CONFLICT (key) DO NOTHING`, values });
+        const n = yield* run({ text: `INSERT INTO credentials (${COLS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (key) DO NOTHING`, values });
         // Thrown inside the transaction: it rolls back, nothing is written.
         if (n === 0) throw new LrsError('conflict', `a credential with the key ${JSON.stringify(c.key)} exists already`);
         yield* self.bump();
@@ -85,22 +77,21 @@ export class StoreCredentials implements CredentialStore {
   }
 
   async getCredential(key: string): Promise<CredentialRow | undefined> {
-    const r = await this.port.run(row({ text: `SELECT ${COLS} FROM credentials WHERE key = ${this.port.ph(1)}`, values: [key] }));
+    const r = await this.port.run(row({ text: `SELECT ${COLS} FROM credentials WHERE key = $1`, values: [key] }));
     return r && toRow(r);
   }
 
   async listCredentials(target?: string): Promise<CredentialRow[]> {
-    const where = target === undefined ? '' : ` WHERE target = ${this.port.ph(1)}`;
+    const where = target === undefined ? '' : ' WHERE target = $1';
     const found = await this.port.run(rows({ text: `SELECT ${COLS} FROM credentials${where} ORDER BY key`, values: target === undefined ? [] : [target] }));
     return found.map(toRow);
   }
 
   revokeCredential(key: string, atMs: number): Promise<boolean> {
-    const [a, b] = this.ph(1, 2);
     const self = this;
     return this.port.tx(
       (function* () {
-        const n = yield* run({ text: `UPDATE credentials SET revoked_ms = coalesce(revoked_ms, ${a}) WHERE key = ${b}`, values: [atMs, key] });
+        const n = yield* run({ text: `UPDATE credentials SET revoked_ms = coalesce(revoked_ms, $1) WHERE key = $2`, values: [atMs, key] });
         if (n) yield* self.bump();
         return n > 0;
       })(),
@@ -108,13 +99,12 @@ export class StoreCredentials implements CredentialStore {
   }
 
   rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
-    const [a, b, c] = this.ph(1, 2, 3);
     const keep = previousUntilMs !== undefined;
     const self = this;
     return this.port.tx(
       (function* () {
         const n = yield* run({
-          text: `UPDATE credentials SET previous_hash = ${keep ? 'secret_hash' : 'NULL'}, previous_until_ms = ${a}, secret_hash = ${b} WHERE key = ${c} AND revoked_ms IS NULL`,
+          text: `UPDATE credentials SET previous_hash = ${keep ? 'secret_hash' : 'NULL'}, previous_until_ms = $1, secret_hash = $2 WHERE key = $3 AND revoked_ms IS NULL`,
           values: [previousUntilMs ?? null, secretHash, key],
         });
         if (n) yield* self.bump();
@@ -130,11 +120,10 @@ export class StoreCredentials implements CredentialStore {
 
   async touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
     if (!uses.length) return;
-    const [a, b] = this.ph(1, 2);
     await this.port.tx(
       (function* () {
         for (const u of uses) {
-          yield* run({ text: `UPDATE credentials SET last_used_ms = ${a} WHERE key = ${b} AND (last_used_ms IS NULL OR last_used_ms < ${a})`, values: [u.atMs, u.key] });
+          yield* run({ text: 'UPDATE credentials SET last_used_ms = $1 WHERE key = $2 AND (last_used_ms IS NULL OR last_used_ms < $1)', values: [u.atMs, u.key] });
         }
       })(),
     );

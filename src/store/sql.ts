@@ -19,8 +19,6 @@ import { type Clock, systemClock } from '../clock.ts';
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
 import type { PreparedStatement } from '../xapi/statement.ts';
 
-export type Placeholder = (index: number) => string;
-
 /**
  * Canonical definitions read per query (getActivityDefinitions): a `format=canonical` page asks
  * for at most CANONICAL_DEFINITIONS_MAX (src/xapi/formats.ts), so a few queries, one after the
@@ -36,13 +34,11 @@ export const DEFINITIONS_PER_QUERY = 500;
 export const isVoidingValue = (p: PreparedStatement): number => (p.voids ? (p.mineOnly ? 2 : 1) : 0);
 
 /**
- * What differs between the backends' SQL, as the fragments each one writes: placeholders, how a
- * UUID is stored, the layout of the link tables (SQLite: keyed by tenant and seq bucket;
+ * What differs between the backends' SQL, as the fragments each one writes: how a UUID is stored, the layout of the link tables (SQLite: keyed by tenant and seq bucket;
  * PostgreSQL: by key and role, see LINK_ROLES) and of the statements table's registration index
  * (bucketed on SQLite), and a few spellings. The two are SQLITE (sqlite/dialect.ts) and POSTGRES (postgres/dialect.ts).
  */
 export interface Dialect {
-  readonly ph: Placeholder;
   /** A lower-case UUID as the column stores it: 16 bytes on SQLite, `uuid` on PostgreSQL. */
   readonly uuid: (id: string) => unknown;
   /** The smaller of two or more scalar expressions. */
@@ -98,7 +94,7 @@ export function uuidText(b: Uint8Array): string {
 }
 
 
-/** Collects parameters and hands out placeholders in order (SQLite's `?` are positional). */
+/** Collects parameters and hands out their placeholders, `$1`, `$2`, … (the one spelling: ./program.ts). */
 export class Params {
   readonly values: unknown[] = [];
   readonly dialect: Dialect;
@@ -109,8 +105,7 @@ export class Params {
     this.ids = ids;
   }
   add(v: unknown): string {
-    this.values.push(v);
-    return this.dialect.ph(this.values.length);
+    return `$${this.values.push(v)}`;
   }
   /** The dictionary id of a tenant's key (verb, activity IRI, agent key); NULL when unknown. */
   key(tenant: number, key: string): string {
@@ -143,8 +138,7 @@ export function storedSeqSql(tenant: number, ms: number, bound: 'since' | 'until
   const p = new Params(dialect);
   // The stored time of the tenant's first statement at or after seq `x`: never decreases with x.
   const storedAt = (x: () => string) => {
-    const t = p.add(tenant); // placeholders in textual order: SQLite's `?` are positional
-    return `(SELECT stored_ms FROM statements WHERE tenant = ${t} AND seq >= ${x()} ORDER BY seq LIMIT 1)`;
+    return `(SELECT stored_ms FROM statements WHERE tenant = ${p.add(tenant)} AND seq >= ${x()} ORDER BY seq LIMIT 1)`;
   };
   // Invariant: the first x in [lo, hi] with storedAt(x) > ms is the answer (hi = max + 1: none);
   // v = storedAt((lo + hi) / 2), probed once per step (a column, as a subquery cannot read `b`).
@@ -247,7 +241,7 @@ export const DRIVER_COUNT_CAP = 2000;
  */
 export function driverCountsSql(tenant: number, f: StatementFilter, cap: number, dialect: Dialect): { sql: string; params: unknown[] } {
   const p = new Params(dialect);
-  const limit = Math.trunc(cap); // a literal: SQLite's placeholders are positional, and it comes first here
+  const limit = Math.trunc(cap); // a literal: the planner sizes each count's range by it
   // `order`: the index's own order, newest first (bucket by bucket where it is bucketed).
   const newest = (from: string, conds: string[], order: string) => `SELECT seq FROM ${from} WHERE ${conds.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
   const countOf = (entries: string) =>
@@ -410,10 +404,9 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
   if ((by === 'agent' && f.agent !== undefined) || (by === 'activity' && f.activity !== undefined)) {
     return p.dialect.linkMatches(tenant, q, w, p, order, by === 'agent', { tail, own });
   }
-  const selected = cols(); // its placeholders first: SQLite's `?` are positional
   const range = p.dialect.statementRange(tenant, f, w, p);
   const conds = [...range.head, ...own(), ...linkProbes(tenant, f, p, 's.seq')];
-  return `SELECT ${selected} FROM statements s${range.indexed} ${tail(conds, 's.seq', range.bucket)}`;
+  return `SELECT ${cols()} FROM statements s${range.indexed} ${tail(conds, 's.seq', range.bucket)}`;
 }
 
 /** What directMatches lends the dialect's link matches: the range's ORDER BY and LIMIT, and the statement row's own conditions. */
@@ -483,7 +476,6 @@ export function statementPageSql(
   // No StatementRef targeting: the statements table's own range is the page (its rows read as
   // the index walks, not probed again by seq: PostgreSQL's plain page 0.57 → 0.22 ms).
   if (!hasTargetableFilter(q.filter)) return { sql: directMatches(tenant, q, w, p, order, 'statements', cols), params: p.values };
-  // Placeholders are added in textual order: SQLite's `?` are positional.
   const direct = directMatches(tenant, q, w, p, order, by);
   const reached = reachMatches(tenant, q, w, p, order, by);
   const sql =

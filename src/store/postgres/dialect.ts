@@ -1,6 +1,6 @@
 /**
  * PostgreSQL's SQL fragments (the Dialect that src/store/sql.ts's shared query builder writes with):
- * numbered placeholders, `uuid` columns, link tables keyed by key and role (LINK_ROLES), the
+ * `uuid` columns, link tables keyed by key and role (LINK_ROLES), the
  * statements table's plain indexes, and the page's JSON in two columns.
  */
 import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
@@ -143,9 +143,8 @@ function roleLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Par
 /** PostgreSQL: the statements table's own range; the planner picks the index. */
 const plainStatementRange = (tenant: number, _f: StatementFilter, w: SeqWindow, p: Params) => ({ head: [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)], indexed: '' });
 
-/** PostgreSQL's SQL: numbered placeholders, `uuid` columns, link tables keyed by role (LINK_ROLES). */
+/** PostgreSQL's SQL: `uuid` columns, link tables keyed by role (LINK_ROLES). */
 export const POSTGRES: Dialect = {
-  ph: (i) => `$${i}`,
   uuid: (id) => id,
   least: (exprs) => `least(${exprs.join(', ')})`,
   probeJoin: 'JOIN',

@@ -4,7 +4,7 @@
  * missing document) with a transaction-level advisory lock, and stamps it with the database
  * clock, which every process agrees on.
  */
-import { type DocumentDialect, documentSql, documentValues, toDocument } from '../documents.ts';
+import { type DocumentDialect, DOCUMENT_SQL, documentValues, toDocument } from '../documents.ts';
 import { row } from '../program.ts';
 import type { DocumentKey } from '../types.ts';
 import { LOCK_DOCUMENT, lockKey } from './connection.ts';
@@ -15,13 +15,12 @@ function* lock(tenant: string, key: DocumentKey) {
 }
 
 export const POSTGRES_DOCUMENTS: DocumentDialect = {
-  ph: (n) => `$${n}`,
   lock,
   *current(tenant, key) {
     yield* lock(tenant, key);
     const r = yield* row({
       name: 'current_document',
-      text: `SELECT ${NOW_MS} AS now_ms, d.* FROM (SELECT 1) one LEFT JOIN (${documentSql(POSTGRES_DOCUMENTS)}) d ON true`,
+      text: `SELECT ${NOW_MS} AS now_ms, d.* FROM (SELECT 1) one LEFT JOIN (${DOCUMENT_SQL}) d ON true`,
       values: documentValues(tenant, key),
     });
     const current = r!.etag === null ? undefined : toDocument(r!);

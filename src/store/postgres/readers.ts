@@ -18,8 +18,6 @@ import type { AttachmentBlob, AuditEntry, AuditFilter, AuditRecord, DocumentKey,
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, PostgresConnection } from './connection.ts';
 import { POSTGRES_DOCUMENTS } from './documents.ts';
 
-const POSTGRES_ADMIN: admin.AdminDialect = { ph: (n) => `$${n}` };
-
 /**
  * Now, and per tenant (its lock key) the start of the oldest transaction holding its intent or
  * statement lock: the inserts in flight. Without parameters, so a prepared statement keeps its
@@ -391,7 +389,7 @@ export abstract class PostgresReaders extends PostgresConnection {
   }
 
   listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return this.runProgram(docs.listDocumentIds(POSTGRES_DOCUMENTS, tenant, key, sinceMs));
+    return this.runProgram(docs.listDocumentIds(tenant, key, sinceMs));
   }
 
   // The admin API's reads, and its audit log's one write (a single INSERT: no transaction of its own).
@@ -400,23 +398,23 @@ export abstract class PostgresReaders extends PostgresConnection {
   }
 
   storeSummaries(only?: string): Promise<StoreSummary[]> {
-    return this.runProgram(admin.storeSummaries(POSTGRES_ADMIN, only));
+    return this.runProgram(admin.storeSummaries(only));
   }
 
   storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
-    return this.runProgram(overview.storeOverview(POSTGRES_ADMIN, tenant, query));
+    return this.runProgram(overview.storeOverview(tenant, query));
   }
 
   storeTotals(sinceDay: number): Promise<StoreTotals[]> {
-    return this.runProgram(overview.storeTotals(POSTGRES_ADMIN, sinceDay));
+    return this.runProgram(overview.storeTotals(sinceDay));
   }
 
   appendAudit(record: AuditRecord): Promise<AuditEntry> {
-    return this.runProgram(admin.appendAudit(POSTGRES_ADMIN, record));
+    return this.runProgram(admin.appendAudit(record));
   }
 
   listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    return this.runProgram(admin.listAudit(POSTGRES_ADMIN, filter));
+    return this.runProgram(admin.listAudit(filter));
   }
 
   /**

@@ -121,7 +121,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   private analyzeNotBefore = -Infinity;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
-  private readonly credentials = new StoreCredentials({ run: (p) => this.runProgram(p), tx: (p) => this.tx((c) => this.runProgram(p, c)), ph: (n) => `$${n}` });
+  private readonly credentials = new StoreCredentials({ run: (p) => this.runProgram(p), tx: (p) => this.tx((c) => this.runProgram(p, c)) });
 
   /** The read replicas, when LECTERN_POSTGRES_READ_URLS names some (./replicas.ts). */
   private readonly readReplicas?: Replicas;
@@ -445,7 +445,7 @@ export class PostgresStore extends PostgresReaders implements Store {
   }
 
   deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    return this.runProgram(docs.deleteDocuments(POSTGRES_DOCUMENTS, tenant, key));
+    return this.runProgram(docs.deleteDocuments(tenant, key));
   }
 
   /**
@@ -618,27 +618,27 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
   // ----- kept rejections (../rejections.ts) --------------------------------------------------
 
   keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
-    return this.tx((c) => this.runProgram(rejections.keepRejections(POSTGRES_REJECTIONS, items, bounds), c));
+    return this.tx((c) => this.runProgram(rejections.keepRejections(items, bounds), c));
   }
 
   listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
-    return this.runProgram(rejections.listRejections(POSTGRES_REJECTIONS, filter));
+    return this.runProgram(rejections.listRejections(filter));
   }
 
   getRejection(id: string): Promise<KeptRejection | undefined> {
-    return this.runProgram(rejections.getRejection(POSTGRES_REJECTIONS, id));
+    return this.runProgram(rejections.getRejection(id));
   }
 
   updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
-    return this.runProgram(rejections.updateRejection(POSTGRES_REJECTIONS, id, change));
+    return this.runProgram(rejections.updateRejection(id, change));
   }
 
   deleteRejections(ids: string[]): Promise<number> {
-    return this.tx((c) => this.runProgram(rejections.deleteRejections(POSTGRES_REJECTIONS, ids), c));
+    return this.tx((c) => this.runProgram(rejections.deleteRejections(ids), c));
   }
 
   clearRejections(tenant?: string): Promise<number> {
-    return this.runProgram(rejections.clearRejections(POSTGRES_REJECTIONS, tenant));
+    return this.runProgram(rejections.clearRejections(tenant));
   }
 
   // ----- credentials (../credentials.ts) ----------------------------------------------------
@@ -664,5 +664,3 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
     return this.credentials.touchCredentials(uses);
   }
 }
-
-const POSTGRES_REJECTIONS: rejections.RejectionDialect = { numbered: true };

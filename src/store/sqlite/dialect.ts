@@ -1,6 +1,6 @@
 /**
  * SQLite's SQL fragments (the Dialect that src/store/sql.ts's shared query builder writes with):
- * positional `?`, 16-byte UUIDs, link tables and the registration index in seq buckets
+ * 16-byte UUIDs, link tables and the registration index in seq buckets
  * (SEQ_BUCKET_BITS), and the page's JSON in one column.
  */
 import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
@@ -80,9 +80,8 @@ function bucketStatementRange(tenant: number, f: StatementFilter, w: SeqWindow, 
   return { head: [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)], indexed: f.verb !== undefined ? ' INDEXED BY statements_verb' : '' };
 }
 
-/** SQLite's SQL: positional `?`, 16-byte UUIDs, link tables and the registration index in seq buckets. */
+/** SQLite's SQL: 16-byte UUIDs, link tables and the registration index in seq buckets. */
 export const SQLITE: Dialect = {
-  ph: () => '?',
   uuid: uuidBytes,
   least: (exprs) => `min(${exprs.join(', ')})`,
   probeJoin: 'CROSS JOIN',

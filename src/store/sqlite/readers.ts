@@ -49,11 +49,15 @@ export interface PageSource {
   tenantId(name: string): number | undefined;
 }
 
-/** A statement of `db` prepared once per SQL text (integers as numbers): the query builder emits few distinct shapes. */
+/**
+ * A statement of `db` prepared once per SQL text (integers as numbers): the query builder emits
+ * few distinct shapes. The shared SQL's placeholders `$n` (../program.ts) are SQLite's `?n`: the
+ * n-th value, wherever it appears.
+ */
 export function prepared(db: DatabaseSync, cache: Map<string, StatementSync>, sql: string): StatementSync {
   let st = cache.get(sql);
   if (!st) {
-    st = db.prepare(sql);
+    st = db.prepare(sql.replace(/\$(\d+)/g, '?$1'));
     st.setReadBigInts(false);
     cache.set(sql, st);
   }

@@ -64,8 +64,6 @@ export { type SqliteOptions, type StoreLog } from './connection.ts';
 
 type Row = Record<string, unknown>;
 
-const SQLITE_REJECTIONS: rejections.RejectionDialect = { numbered: false };
-
 /** Canonical definitions cached at most (then the cache starts again). */
 const DEFINITION_CACHE_MAX = 50_000;
 
@@ -95,7 +93,6 @@ export class SqliteStore extends SqliteConnection implements Store {
   private readonly credentials = new StoreCredentials({
     run: async (p) => runProgram(this.docs, p),
     tx: async (p) => this.docs.tx(() => runProgram(this.docs, p)),
-    ph: (n) => `?${n}`,
   });
 
   /** The page cache follows the store's size (writerCacheMiB) unless LECTERN_SQLITE_CACHE_SIZE fixes it. */
@@ -457,38 +454,38 @@ export class SqliteStore extends SqliteConnection implements Store {
   }
 
   async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return runProgram(this.docs, docs.listDocumentIds(this.documents, tenant, key, sinceMs));
+    return runProgram(this.docs, docs.listDocumentIds(tenant, key, sinceMs));
   }
 
   async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
     // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
-    this.tx(() => runProgram(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
+    this.tx(() => runProgram(this.docs, docs.deleteDocuments(tenant, key)));
   }
 
   // ----- kept rejections (../rejections.ts) --------------------------------------------------
 
   async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
-    this.tx(() => runProgram(this.docs, rejections.keepRejections(SQLITE_REJECTIONS, items, bounds)));
+    this.tx(() => runProgram(this.docs, rejections.keepRejections(items, bounds)));
   }
 
   async listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
-    return runProgram(this.docs, rejections.listRejections(SQLITE_REJECTIONS, filter));
+    return runProgram(this.docs, rejections.listRejections(filter));
   }
 
   async getRejection(id: string): Promise<KeptRejection | undefined> {
-    return runProgram(this.docs, rejections.getRejection(SQLITE_REJECTIONS, id));
+    return runProgram(this.docs, rejections.getRejection(id));
   }
 
   async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
-    this.tx(() => runProgram(this.docs, rejections.updateRejection(SQLITE_REJECTIONS, id, change)));
+    this.tx(() => runProgram(this.docs, rejections.updateRejection(id, change)));
   }
 
   async deleteRejections(ids: string[]): Promise<number> {
-    return this.tx(() => runProgram(this.docs, rejections.deleteRejections(SQLITE_REJECTIONS, ids)));
+    return this.tx(() => runProgram(this.docs, rejections.deleteRejections(ids)));
   }
 
   async clearRejections(tenant?: string): Promise<number> {
-    return this.tx(() => runProgram(this.docs, rejections.clearRejections(SQLITE_REJECTIONS, tenant)));
+    return this.tx(() => runProgram(this.docs, rejections.clearRejections(tenant)));
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
@@ -616,27 +613,25 @@ export class SqliteStore extends SqliteConnection implements Store {
   }
 
   async storeSummaries(only?: string): Promise<StoreSummary[]> {
-    return runProgram(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
+    return runProgram(this.docs, admin.storeSummaries(only));
   }
 
   async storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
-    return runProgram(this.docs, overview.storeOverview(SQLITE_ADMIN, tenant, query));
+    return runProgram(this.docs, overview.storeOverview(tenant, query));
   }
 
   async storeTotals(sinceDay: number): Promise<StoreTotals[]> {
-    return runProgram(this.docs, overview.storeTotals(SQLITE_ADMIN, sinceDay));
+    return runProgram(this.docs, overview.storeTotals(sinceDay));
   }
 
   async appendAudit(record: AuditRecord): Promise<AuditEntry> {
-    return this.tx(() => runProgram(this.docs, admin.appendAudit(SQLITE_ADMIN, record)));
+    return this.tx(() => runProgram(this.docs, admin.appendAudit(record)));
   }
 
   async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    return runProgram(this.docs, admin.listAudit(SQLITE_ADMIN, filter));
+    return runProgram(this.docs, admin.listAudit(filter));
   }
 }
-
-const SQLITE_ADMIN: admin.AdminDialect = { ph: () => '?' };
 
 /** The rows keyed by a deleted statement's seq (each through an index on seq: test/store/sqlite-delete-plans.test.ts). */
 export const FORGET_BY_SEQ_SQL = [
