@@ -2,7 +2,7 @@
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
  * paging, since/until as seq bounds). Both schemas use the same table
- * and column names; placeholders and the UUID encoding differ (see Dialect), and one join that
+ * and column names; the UUID encoding differs (see QueryDialect), and one join that
  * each planner must take as a per-row probe is spelled per backend (CROSS JOIN for SQLite,
  * LATERAL for PostgreSQL).
  *
@@ -34,11 +34,13 @@ export const DEFINITIONS_PER_QUERY = 500;
 export const isVoidingValue = (p: PreparedStatement): number => (p.voids ? (p.mineOnly ? 2 : 1) : 0);
 
 /**
- * What differs between the backends' SQL, as the fragments each one writes: how a UUID is stored, the layout of the link tables (SQLite: keyed by tenant and seq bucket;
+ * What differs between the backends' statement queries, as the fragments each one writes: how a
+ * UUID is stored, the layout of the link tables (SQLite: keyed by tenant and seq bucket;
  * PostgreSQL: by key and role, see LINK_ROLES) and of the statements table's registration index
- * (bucketed on SQLite), and a few spellings. The two are SQLITE (sqlite/dialect.ts) and POSTGRES (postgres/dialect.ts).
+ * (bucketed on SQLite), and a few spellings. The `query` part of each backend's dialect
+ * (./dialect.ts): SQLITE (sqlite/dialect.ts) and POSTGRES (postgres/dialect.ts).
  */
-export interface Dialect {
+export interface QueryDialect {
   /** A lower-case UUID as the column stores it: 16 bytes on SQLite, `uuid` on PostgreSQL. */
   readonly uuid: (id: string) => unknown;
   /** The smaller of two or more scalar expressions. */
@@ -97,10 +99,10 @@ export function uuidText(b: Uint8Array): string {
 /** Collects parameters and hands out their placeholders, `$1`, `$2`, … (the one spelling: ./program.ts). */
 export class Params {
   readonly values: unknown[] = [];
-  readonly dialect: Dialect;
+  readonly dialect: QueryDialect;
   /** Dictionary ids the store resolved before the query (see statementPageSql). */
   private readonly ids?: ReadonlyMap<string, number>;
-  constructor(dialect: Dialect, ids?: ReadonlyMap<string, number>) {
+  constructor(dialect: QueryDialect, ids?: ReadonlyMap<string, number>) {
     this.dialect = dialect;
     this.ids = ids;
   }
@@ -134,7 +136,7 @@ export interface SeqWindow {
  * decreases with `seq` within a tenant on both backends (each write takes the greater of now and
  * the last `stored`, in seq order), so no index on `stored` is needed.
  */
-export function storedSeqSql(tenant: number, ms: number, bound: 'since' | 'until', dialect: Dialect): { sql: string; params: unknown[] } {
+export function storedSeqSql(tenant: number, ms: number, bound: 'since' | 'until', dialect: QueryDialect): { sql: string; params: unknown[] } {
   const p = new Params(dialect);
   // The stored time of the tenant's first statement at or after seq `x`: never decreases with x.
   const storedAt = (x: () => string) => {
@@ -239,7 +241,7 @@ export const DRIVER_COUNT_CAP = 2000;
  * sparser one is still told apart (at 1M a busy learner and a question both had more than 2,000
  * entries: the learner's 10,000-odd were walked for a page the question's 3,422 held).
  */
-export function driverCountsSql(tenant: number, f: StatementFilter, cap: number, dialect: Dialect): { sql: string; params: unknown[] } {
+export function driverCountsSql(tenant: number, f: StatementFilter, cap: number, dialect: QueryDialect): { sql: string; params: unknown[] } {
   const p = new Params(dialect);
   const limit = Math.trunc(cap); // a literal: the planner sizes each count's range by it
   // `order`: the index's own order, newest first (bucket by bucket where it is bucketed).
@@ -337,9 +339,9 @@ export function linkRange(alias: string, byAgent: boolean, tenant: number, f: St
  * both in one column, the JSON or else its bytes (an integer), so a row converts as many values as
  * before the cut existed (with a column for the bytes, a plain page's query took 18 µs more, in
  * one 8 µs). A PostgreSQL CASE has one type: the JSON or NULL (`page_json`), then its bytes or
- * NULL (`json_bytes`). `json` and `bytes`: the column and its bytes (Dialect.fullBytes).
+ * NULL (`json_bytes`). `json` and `bytes`: the column and its bytes (QueryDialect.fullBytes).
  */
-export const sizedJson = (dialect: Dialect, json: string, bytes: string, inline: () => string): string => dialect.sizedJson(json, bytes, inline);
+export const sizedJson = (dialect: QueryDialect, json: string, bytes: string, inline: () => string): string => dialect.sizedJson(json, bytes, inline);
 
 /**
  * The columns of a page row: seq, stored_ms, the JSON or its bytes (sizedJson: one column on
@@ -466,7 +468,7 @@ export function statementPageSql(
   tenant: number,
   q: StatementQuery,
   w: SeqWindow,
-  dialect: Dialect,
+  dialect: QueryDialect,
   opts: { ids?: ReadonlyMap<string, number>; driver?: Driver; attachmentsOf?: string } = {},
 ): { sql: string; params: unknown[] } {
   const p = new Params(dialect, opts.ids);
@@ -496,7 +498,7 @@ export function statementPageSql(
  * ids. The authority of a pair is the one its first (shortest) path shares: later
  * visits of a cycle can only have lost it (NULL), so max() keeps it.
  */
-export function reachBuildSql(dialect: Dialect): string[] {
+export function reachBuildSql(dialect: QueryDialect): string[] {
   const shared = (a: string, b: string) => `CASE WHEN ${a} = ${b} THEN ${a} END`;
   // SQLite joins in the order written with CROSS JOIN: the link table scanned once, the small
   // reach table probed by (tenant, via); PostgreSQL plans the join itself.

@@ -21,7 +21,8 @@ import { LrsError } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
 import type { StatementQuery } from '../../xapi/query.ts';
 import type { QueryPage, ReplicaStatus, StatementReads, StoredRow } from '../types.ts';
-import { type PostgresOptions, tenantLockKey } from './connection.ts';
+import type { PostgresOptions } from './connection.ts';
+import { tenantLockKey } from './locks.ts';
 import { describe } from './errors.ts';
 import { CONSISTENT_THROUGH, PostgresReaders } from './readers.ts';
 

@@ -22,35 +22,16 @@ import { LrsError } from '../../errors.ts';
 import type { EarlierVoiding, InsertPlan, KnownStatement } from '../../xapi/insert.ts';
 import { AGENT_ROLES, indexRows, type PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
-import { StoreCredentials } from '../credentials.ts';
-import * as docs from '../documents.ts';
-import * as rejections from '../rejections.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, KeyCache, statementKeys, voidedBy } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
-import type {
-  AttachmentBlob,
-  CredentialRow,
-  DocumentKey,
-  DocumentPrecondition,
-  DocumentWriteOptions,
-  InsertOutcome,
-  KeptRejection,
-  NewRejection,
-  RejectionFilter,
-  RejectionReason,
-  ReplicaStatus,
-  StatementReads,
-  StatementRewrite,
-  Store,
-  StoredDocument,
-} from '../types.ts';
-import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, type PostgresOptions } from './connection.ts';
-import { POSTGRES_DOCUMENTS } from './documents.ts';
+import type { AttachmentBlob, InsertOutcome, ReplicaStatus, StatementReads, StatementRewrite, Store } from '../types.ts';
+import type { PostgresOptions } from './connection.ts';
+import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey } from './locks.ts';
 import { describe, toLrsError } from './errors.ts';
 import { PostgresOutbox } from './outbox.ts';
 import { KEY_CACHE_MAX, PostgresReaders } from './readers.ts';
 import { primaryMark, Replicas } from './replicas.ts';
-import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, POSTGRES_REACH, resolveKeys, type ResolvedKeys, writeValues } from './write.ts';
+import { changedDefinitions, type DefinitionsInFlight, INSERT_READ, INSERT_WRITE, resolveKeys, type ResolvedKeys, writeValues } from './write.ts';
 
 export { filterKeyIds } from './readers.ts';
 export { type PostgresOptions, SESSION_OPTIONS } from './connection.ts';
@@ -121,14 +102,13 @@ export class PostgresStore extends PostgresReaders implements Store {
   private analyzeNotBefore = -Infinity;
   /** Per tenant id: dictionary ids known at `keys_epoch` = epoch (see resolveKeys). */
   private readonly keyCache = new KeyCache<string>(KEY_CACHE_MAX);
-  private readonly credentials = new StoreCredentials({ run: (p) => this.runProgram(p), tx: (p) => this.tx((c) => this.runProgram(p, c)) });
 
   /** The read replicas, when LECTERN_POSTGRES_READ_URLS names some (./replicas.ts). */
   private readonly readReplicas?: Replicas;
 
   constructor(opts: PostgresOptions) {
     super(opts);
-    this.outbox = new PostgresOutbox({ run: (p) => this.runProgram(p), tx: (p, begin) => this.tx((c) => this.runProgram(p, c), begin) }, opts.forwardTargets ?? []);
+    this.outbox = new PostgresOutbox(this.runner, this.dialect.outbox, opts.forwardTargets ?? []);
     if (opts.readUrls?.length) {
       const replicas = (this.readReplicas = new Replicas({ ...opts, readUrls: opts.readUrls }, () => primaryMark((sql) => this.query(sql, []))));
       this.readView = () => replicas.view(this);
@@ -435,19 +415,6 @@ export class PostgresStore extends PostgresReaders implements Store {
     return { results, values: (keys) => writeValues(tenant, plans, storedMs, changed, basis, keys), fresh: () => plans.flatMap((plan) => plan.fresh.map((f) => f.p)), changed };
   }
 
-  // ----- documents (../documents.ts, ./documents.ts) ------------------------------------------
-  putDocument(tenant: string, key: DocumentKey, doc: { content: Buffer; contentType: string }, opts: DocumentWriteOptions): Promise<StoredDocument> {
-    return this.tx((c) => this.runProgram(docs.putDocument(POSTGRES_DOCUMENTS, tenant, key, doc, opts), c));
-  }
-
-  deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    return this.tx((c) => this.runProgram(docs.deleteDocument(POSTGRES_DOCUMENTS, tenant, key, pre), c));
-  }
-
-  deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    return this.runProgram(docs.deleteDocuments(tenant, key));
-  }
-
   /**
    * Writes the reach rows (src/store/reach.ts) of new StatementRefs (`seeds`), and rebuilds those
    * of the statements in `stored` and of every statement reaching one of them: a statement they
@@ -455,7 +422,7 @@ export class PostgresStore extends PostgresReaders implements Store {
    * at hand (the group's), so only the others are read.
    */
   private updateReach(c: pg.PoolClient, tenantId: number, seeds: ReachSeed[], stored: number[], known?: ReadonlyMap<string, number>): Promise<void> {
-    return this.runProgram(rebuildReach(POSTGRES_REACH, tenantId, seeds, stored, known), c);
+    return this.runProgram(rebuildReach(this.dialect.reach, tenantId, seeds, stored, known), c);
   }
 
   /** Erasure and pseudonymisation take the tenant's statement lock: no insert decides on rows they change. */
@@ -608,59 +575,5 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       // The old agents' keys, once nothing uses them (the new rows are in place).
       await this.dropUnusedKeys(c, tid, unlinked);
     });
-  }
-
-  async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
-    if (!keys.length) return;
-    await this.tx((c) => this.runProgram(docs.moveDocuments(POSTGRES_DOCUMENTS, tenant, keys, agentKey), c));
-  }
-
-  // ----- kept rejections (../rejections.ts) --------------------------------------------------
-
-  keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
-    return this.tx((c) => this.runProgram(rejections.keepRejections(items, bounds), c));
-  }
-
-  listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
-    return this.runProgram(rejections.listRejections(filter));
-  }
-
-  getRejection(id: string): Promise<KeptRejection | undefined> {
-    return this.runProgram(rejections.getRejection(id));
-  }
-
-  updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
-    return this.runProgram(rejections.updateRejection(id, change));
-  }
-
-  deleteRejections(ids: string[]): Promise<number> {
-    return this.tx((c) => this.runProgram(rejections.deleteRejections(ids), c));
-  }
-
-  clearRejections(tenant?: string): Promise<number> {
-    return this.runProgram(rejections.clearRejections(tenant));
-  }
-
-  // ----- credentials (../credentials.ts) ----------------------------------------------------
-  createCredential(row: CredentialRow): Promise<void> {
-    return this.credentials.createCredential(row);
-  }
-  getCredential(key: string): Promise<CredentialRow | undefined> {
-    return this.credentials.getCredential(key);
-  }
-  listCredentials(target?: string): Promise<CredentialRow[]> {
-    return this.credentials.listCredentials(target);
-  }
-  revokeCredential(key: string, atMs: number): Promise<boolean> {
-    return this.credentials.revokeCredential(key, atMs);
-  }
-  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
-    return this.credentials.rotateCredential(key, secretHash, previousUntilMs);
-  }
-  credentialsVersion(): Promise<number> {
-    return this.credentials.credentialsVersion();
-  }
-  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
-    return this.credentials.touchCredentials(uses);
   }
 }

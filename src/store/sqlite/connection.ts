@@ -14,8 +14,11 @@ import type { Worker } from 'node:worker_threads';
 import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
 import { KeyCache } from '../pipeline.ts';
+import type { Program } from '../program.ts';
+import { SharedStore } from '../shared.ts';
 import { bucketsIn } from '../sql.ts';
-import type { SqliteHandle } from './runner.ts';
+import { sqliteDialect } from './dialect.ts';
+import { runProgram, type SqliteHandle } from './runner.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
 import { type PageSource, prepared, SqliteReaders } from './readers.ts';
 
@@ -93,7 +96,7 @@ export async function exclusiveInProcess<T>(running: Set<string>, job: string, f
   }
 }
 
-export abstract class SqliteConnection {
+export abstract class SqliteConnection extends SharedStore {
   readonly backend = 'sqlite';
   protected readonly db: DatabaseSync;
   protected readonly cache = new Map<string, StatementSync>();
@@ -118,10 +121,17 @@ export abstract class SqliteConnection {
    * once their request is stored.
    */
   protected readonly definitions = new Map<number, { input: string; kept: string }>();
-  /** What ../documents.ts, ../outbox.ts and the reach rebuild borrow: the statement cache, the transaction helper, the clock. */
-  protected readonly docs: SqliteHandle = { q: (sql) => this.q(sql), tx: (fn) => this.tx(fn), now: () => this.clock.now() };
+  /** What the dialect and the outbox borrow: the statement cache, the transaction helper, the clock, the key ids. */
+  protected readonly handle: SqliteHandle = {
+    q: (sql) => this.q(sql),
+    tx: (fn) => this.tx(fn),
+    now: () => this.clock.now(),
+    keyIds: (tenant, keys) => this.keyIdsOf(tenant, keys),
+  };
+  protected readonly dialect = sqliteDialect(this.handle);
 
   constructor(opts: SqliteOptions) {
+    super();
     const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new DatabaseSync(path);
@@ -143,6 +153,15 @@ export abstract class SqliteConnection {
 
   protected q(sql: string): StatementSync {
     return prepared(this.db, this.cache, sql);
+  }
+
+  protected async runProgram<T>(program: Program<T>): Promise<T> {
+    return runProgram(this.handle, program);
+  }
+
+  /** Always BEGIN IMMEDIATE: the write lock first, so no other writer comes between the program's reads and writes. */
+  protected async runTransaction<T>(program: Program<T>): Promise<T> {
+    return this.tx(() => runProgram(this.handle, program));
   }
 
   protected tx<T>(fn: () => T): T {

@@ -36,12 +36,11 @@ import {
 } from '../sql.ts';
 import { SQLITE } from './dialect.ts';
 import type { AttachmentBlob, QueryPage, StoredRow } from '../types.ts';
+import { BY_ID } from './ids.ts';
 import { cacheSize } from './migrations.ts';
 
 type Row = Record<string, unknown>;
 
-/** A statement's row by (tenant, id), through every level of the id index (./ids.ts). */
-export const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
 
 /** What a page read needs of a connection: its prepared statements and the tenants' ids. */
 export interface PageSource {

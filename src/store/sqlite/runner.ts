@@ -6,12 +6,14 @@
 import type { SQLInputValue, StatementSync } from 'node:sqlite';
 import { type Program, runSync, type SqlStep } from '../program.ts';
 
-/** What the SqliteStore lends: its cached prepared statements, its transaction helper and its clock. */
+/** What the store's connection lends its dialect and outbox: its cached prepared statements, its transaction helper, its clock and its keys. */
 export interface SqliteHandle {
   q(sql: string): StatementSync;
   tx<T>(fn: () => T): T;
   /** The store's clock (epoch ms). */
   now(): number;
+  /** In a write transaction: a tenant's key ids, created when new (the writer's cache and its own inserts). */
+  keyIds(tenant: number, keys: string[]): Map<string, number>;
 }
 
 /** Runs a program on the store's connection (a transaction is the caller's). */

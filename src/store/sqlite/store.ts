@@ -15,50 +15,19 @@ import { type EarlierVoiding, type InsertPlan, type KnownStatement, rowsToRead }
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
 import { indexRows } from '../../xapi/statement.ts';
-import { type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
+import { type ReachSeed, rebuildReach } from '../reach.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
 import { dayOf, GroupCounts } from '../overview.ts';
-import * as overview from '../overview.ts';
-import { row, rows, run } from '../program.ts';
-import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
-import type {
-  AttachmentBlob,
-  AuditEntry,
-  AuditFilter,
-  AuditRecord,
-  CredentialRow,
-  DocumentKey,
-  DocumentPrecondition,
-  DocumentWriteOptions,
-  InsertOutcome,
-  KeptRejection,
-  KeyedDocument,
-  NewRejection,
-  OverviewQuery,
-  QueryPage,
-  RejectionFilter,
-  RejectionReason,
-  StatementRewrite,
-  Store,
-  StoredDocument,
-  StoredRow,
-  StoreOverview,
-  StoreSummary,
-  StoreTotals,
-} from '../types.ts';
-import * as admin from '../admin.ts';
-import { StoreCredentials } from '../credentials.ts';
-import * as docs from '../documents.ts';
-import * as rejections from '../rejections.ts';
-import { sqliteDocuments } from './documents.ts';
+import { isVoidingValue, seqBucket, uuidBytes } from '../sql.ts';
+import type { AttachmentBlob, InsertOutcome, QueryPage, StatementRewrite, Store, StoredRow } from '../types.ts';
 import { runProgram } from './runner.ts';
 import { SqliteCounts } from './counts.ts';
 import { SqliteOutbox } from './outbox.ts';
 import * as reads from './readers.ts';
-import { BY_ID, readPage } from './readers.ts';
+import { readPage } from './readers.ts';
 import { describeSqlite, isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
 import { cacheSize, writerCacheMiB } from './migrations.ts';
-import { BY_RECENT_ID, ID_LEVELS, StatementIds } from './ids.ts';
+import { BY_ID, BY_RECENT_ID, ID_LEVELS, StatementIds } from './ids.ts';
 
 export { type SqliteOptions, type StoreLog } from './connection.ts';
 
@@ -89,11 +58,6 @@ export class SqliteStore extends SqliteConnection implements Store {
   private readonly pending = new GroupQueue(Infinity, (_, first) => {
     if (first) setImmediate(() => this.flush());
   });
-  private readonly documents = sqliteDocuments(this.docs);
-  private readonly credentials = new StoreCredentials({
-    run: async (p) => runProgram(this.docs, p),
-    tx: async (p) => this.docs.tx(() => runProgram(this.docs, p)),
-  });
 
   /** The page cache follows the store's size (writerCacheMiB) unless LECTERN_SQLITE_CACHE_SIZE fixes it. */
   private readonly cacheFollowsSize: boolean;
@@ -104,7 +68,7 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   constructor(opts: SqliteOptions) {
     super(opts);
-    this.outbox = new SqliteOutbox(this.docs, opts.forwardTargets ?? []);
+    this.outbox = new SqliteOutbox(this.runner, this.dialect.outbox, this.handle, opts.forwardTargets ?? []);
     this.cacheFollowsSize = opts.cacheMiB === undefined;
   }
 
@@ -390,10 +354,8 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   /** The reach rows (src/store/reach.ts: rebuildReach) of new StatementRefs (`seeds`) and of the statements in `stored` and those reaching them. */
   private updateReach(tenant: number, seeds: ReachSeed[], stored: number[]): void {
-    if (seeds.length || stored.length) runProgram(this.docs, rebuildReach(this.reach, tenant, seeds, stored));
+    if (seeds.length || stored.length) runProgram(this.handle, rebuildReach(this.dialect.reach, tenant, seeds, stored));
   }
-
-  private readonly reach = sqliteReach((tenant, keys) => this.keyIdsOf(tenant, keys));
 
   getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
     return reads.getStatement(this.source, tenant, id, voided, authority);
@@ -434,58 +396,6 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
     return reads.activityDefinitions(this.source, tenant, activityIds);
-  }
-
-  async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return runProgram(this.docs, docs.getDocument(this.documents, tenant, key));
-  }
-
-  async putDocument(
-    tenant: string,
-    key: DocumentKey,
-    doc: { content: Buffer; contentType: string },
-    opts: DocumentWriteOptions,
-  ): Promise<StoredDocument> {
-    return this.tx(() => runProgram(this.docs, docs.putDocument(this.documents, tenant, key, doc, opts)));
-  }
-
-  async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    this.tx(() => runProgram(this.docs, docs.deleteDocument(this.documents, tenant, key, pre)));
-  }
-
-  async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return runProgram(this.docs, docs.listDocumentIds(tenant, key, sinceMs));
-  }
-
-  async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
-    this.tx(() => runProgram(this.docs, docs.deleteDocuments(tenant, key)));
-  }
-
-  // ----- kept rejections (../rejections.ts) --------------------------------------------------
-
-  async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
-    this.tx(() => runProgram(this.docs, rejections.keepRejections(items, bounds)));
-  }
-
-  async listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
-    return runProgram(this.docs, rejections.listRejections(filter));
-  }
-
-  async getRejection(id: string): Promise<KeptRejection | undefined> {
-    return runProgram(this.docs, rejections.getRejection(id));
-  }
-
-  async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
-    this.tx(() => runProgram(this.docs, rejections.updateRejection(id, change)));
-  }
-
-  async deleteRejections(ids: string[]): Promise<number> {
-    return this.tx(() => runProgram(this.docs, rejections.deleteRejections(ids)));
-  }
-
-  async clearRejections(tenant?: string): Promise<number> {
-    return this.tx(() => runProgram(this.docs, rejections.clearRejections(tenant)));
   }
 
   // ----- data lifecycle ----------------------------------------------------------------------
@@ -575,62 +485,6 @@ export class SqliteStore extends SqliteConnection implements Store {
     });
   }
 
-  async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    return runProgram(this.docs, docs.scanDocuments(this.documents, tenant, opts));
-  }
-
-  async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
-    this.tx(() => runProgram(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
-  }
-
-  // ----- credentials (../credentials.ts) ----------------------------------------------------
-  createCredential(row: CredentialRow): Promise<void> {
-    return this.credentials.createCredential(row);
-  }
-  getCredential(key: string): Promise<CredentialRow | undefined> {
-    return this.credentials.getCredential(key);
-  }
-  listCredentials(target?: string): Promise<CredentialRow[]> {
-    return this.credentials.listCredentials(target);
-  }
-  revokeCredential(key: string, atMs: number): Promise<boolean> {
-    return this.credentials.revokeCredential(key, atMs);
-  }
-  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
-    return this.credentials.rotateCredential(key, secretHash, previousUntilMs);
-  }
-  credentialsVersion(): Promise<number> {
-    return this.credentials.credentialsVersion();
-  }
-  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
-    return this.credentials.touchCredentials(uses);
-  }
-
-  // ----- the admin API ------------------------------------------------------------------------
-
-  async storeNames(): Promise<string[]> {
-    return runProgram(this.docs, admin.storeNames());
-  }
-
-  async storeSummaries(only?: string): Promise<StoreSummary[]> {
-    return runProgram(this.docs, admin.storeSummaries(only));
-  }
-
-  async storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
-    return runProgram(this.docs, overview.storeOverview(tenant, query));
-  }
-
-  async storeTotals(sinceDay: number): Promise<StoreTotals[]> {
-    return runProgram(this.docs, overview.storeTotals(sinceDay));
-  }
-
-  async appendAudit(record: AuditRecord): Promise<AuditEntry> {
-    return this.tx(() => runProgram(this.docs, admin.appendAudit(record)));
-  }
-
-  async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    return runProgram(this.docs, admin.listAudit(filter));
-  }
 }
 
 /** The rows keyed by a deleted statement's seq (each through an index on seq: test/store/sqlite-delete-plans.test.ts). */
@@ -640,56 +494,6 @@ export const FORGET_BY_SEQ_SQL = [
   'DELETE FROM statement_violations WHERE seq = ?',
   'DELETE FROM statements WHERE seq = ?',
 ] as const;
-
-/**
- * A StatementRef's reach rows, by its seq. The two link tables are WITHOUT ROWID with the seq
- * second in their own index: for a DELETE SQLite picks the primary key's tenant prefix instead,
- * a walk of the whole store's rows per statement (9 ms each at 10M statements, the prune's and
- * erase's whole cost there), so the index is named.
- */
-export const REACH_FORGET_SQL = [
-  'DELETE FROM statement_reach WHERE tenant = ? AND seq = ?',
-  'DELETE FROM reach_agents INDEXED BY reach_agents_seq WHERE tenant = ? AND seq = ?',
-  'DELETE FROM reach_activities INDEXED BY reach_activities_seq WHERE tenant = ? AND seq = ?',
-] as const;
-
-/** SQLite's reach SQL (src/store/reach.ts): row by row, through both levels of the id index; key ids from the writer's `keyIdsOf`. */
-function sqliteReach(keyIdsOf: (tenant: number, keys: string[]) => Map<string, number>): ReachDialect {
-  return {
-    *forget(tenant, stored) {
-      const seqs = new Set(stored);
-      for (const via of stored) for (const r of yield* rows({ text: 'SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?', values: [tenant, via] })) seqs.add(Number(r.seq));
-      const seeds: ReachSeed[] = [];
-      for (const seq of seqs) {
-        for (const text of REACH_FORGET_SQL) yield* run({ text, values: [tenant, seq] });
-        const r = yield* row({ text: 'SELECT ref_id, authority FROM statements WHERE tenant = ? AND seq = ?', values: [tenant, seq] });
-        if (r && r.ref_id !== null) seeds.push({ seq, refId: uuidText(r.ref_id as Uint8Array), authority: r.authority === null ? null : Number(r.authority) });
-      }
-      return seeds;
-    },
-    *targets(tenant, ids) {
-      const out: ReachStatement[] = [];
-      for (const id of ids) {
-        const r = yield* row({ text: `SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`, values: [tenant, uuidBytes(id)] });
-        if (!r) continue;
-        const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
-        out.push({ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) });
-      }
-      return out;
-    },
-    // The writer's cache and its own inserts (in this transaction): no statement to yield.
-    *keyIds(tenant, keys) {
-      return keyIdsOf(tenant, keys);
-    },
-    *write(tenant, out) {
-      for (const r of out.reach) {
-        yield* run({ text: 'INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)', values: [tenant, r.seq, r.via, r.verb, r.registration, r.authority] });
-      }
-      for (const a of out.agents) yield* run({ text: 'INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.agent, a.seq, a.via, a.role] });
-      for (const a of out.activities) yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
-    },
-  };
-}
 
 /** statements.authority of a new statement: its key's id. */
 const seedAuthority = (p: PreparedStatement, ids: ReadonlyMap<string, number>): number | null => (p.authorityKey === null ? null : (ids.get(p.authorityKey) ?? null));
