@@ -9,8 +9,8 @@ import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { filterKeyIds, SESSION_OPTIONS } from '../src/store/postgres/store.ts';
 import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql, uuidBytes } from '../src/store/sql.ts';
-import { POSTGRES } from '../src/store/postgres/dialect.ts';
-import { SQLITE } from '../src/store/sqlite/dialect.ts';
+import { POSTGRES } from '../src/store/postgres/query.ts';
+import { SQLITE } from '../src/store/sqlite/query.ts';
 import { parseStatementRequest, type StatementQuery } from '../src/xapi/query.ts';
 
 export interface PlanCase {

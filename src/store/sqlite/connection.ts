@@ -20,7 +20,7 @@ import { bucketsIn } from '../sql.ts';
 import { sqliteDialect } from './dialect.ts';
 import { runProgram, type SqliteHandle } from './runner.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
-import { type PageSource, prepared, SqliteReaders } from './readers.ts';
+import { type PageSource, prepared, ReaderThreads } from './pages.ts';
 
 export interface SqliteOptions {
   path: string;
@@ -104,7 +104,8 @@ export abstract class SqliteConnection extends SharedStore {
   protected readonly clock: Clock;
   /** While the storage refuses writes: since when, how many writes were refused, when that was last logged. */
   protected storageDown?: { sinceMs: number; refused: number; loggedMs: number };
-  protected readonly readers?: SqliteReaders;
+  /** The reader threads of statement pages, when the options ask for some. */
+  protected readonly threads?: ReaderThreads;
   /** Statement pages read on this thread's connection (no reader threads). */
   protected readonly source: PageSource = { q: (sql) => this.q(sql), tenantId: (name) => this.tenantId(name) };
   /** Tenant name → tenants.id (tenants are never deleted; only known tenants are cached). */
@@ -148,7 +149,7 @@ export abstract class SqliteConnection extends SharedStore {
     );
     this.logger = opts.logger;
     this.clock = opts.clock ?? systemClock;
-    if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.readers = new SqliteReaders(path, opts.readers!, opts.cacheMiB);
+    if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.threads = new ReaderThreads(path, opts.readers!, opts.cacheMiB);
   }
 
   protected q(sql: string): StatementSync {
@@ -237,13 +238,13 @@ export abstract class SqliteConnection extends SharedStore {
   }
 
   async close(): Promise<void> {
-    await this.readers?.close();
+    await this.threads?.close();
     if (this.db.isOpen) this.db.close();
   }
 
   /** The reader threads started so far (tests stop one). */
   get readerThreads(): Worker[] {
-    return this.readers?.threads ?? [];
+    return this.threads?.workers ?? [];
   }
 
   // ----- the dictionaries (tenants, keys) -----------------------------------------------------

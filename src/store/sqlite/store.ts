@@ -6,11 +6,10 @@
  * Lean storage (see src/store/sql.ts): tenants, verbs, activity IRIs and agent keys are stored
  * once, in `tenants` and `keys`; statements and link rows hold their integer ids, and UUIDs are
  * 16 bytes. The connection, transactions, migrations and the dictionaries: ./connection.ts;
- * the reads: ./readers.ts; this module: the writes.
+ * the reads: ./readers.ts and ./pages.ts; the shared programs' members: ../shared.ts; this
+ * module: the statement writes.
  */
-import type { ValidationIssue } from '../../errors.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
-import type { StatementQuery } from '../../xapi/query.ts';
 import { type EarlierVoiding, type InsertPlan, type KnownStatement, rowsToRead } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
@@ -19,13 +18,12 @@ import { type ReachSeed, rebuildReach } from '../reach.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
 import { dayOf, GroupCounts } from '../overview.ts';
 import { isVoidingValue, seqBucket, uuidBytes } from '../sql.ts';
-import type { AttachmentBlob, InsertOutcome, QueryPage, StatementRewrite, Store, StoredRow } from '../types.ts';
+import type { AttachmentBlob, InsertOutcome, StatementRewrite, Store } from '../types.ts';
 import { runProgram } from './runner.ts';
 import { SqliteCounts } from './counts.ts';
 import { SqliteOutbox } from './outbox.ts';
-import * as reads from './readers.ts';
-import { readPage } from './readers.ts';
-import { describeSqlite, isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
+import { describeSqlite, isStorageFailure, type SqliteOptions, WriteFailed } from './connection.ts';
+import { SqliteReaders } from './readers.ts';
 import { cacheSize, writerCacheMiB } from './migrations.ts';
 import { BY_ID, BY_RECENT_ID, ID_LEVELS, StatementIds } from './ids.ts';
 
@@ -48,7 +46,7 @@ interface GroupResult {
   queued: number;
 }
 
-export class SqliteStore extends SqliteConnection implements Store {
+export class SqliteStore extends SqliteReaders implements Store {
   readonly outbox: SqliteOutbox;
   private readonly outboxListeners: (() => void)[] = [];
   private readonly staged = new Map<number, { input: string; kept: string }>();
@@ -357,60 +355,7 @@ export class SqliteStore extends SqliteConnection implements Store {
     if (seeds.length || stored.length) runProgram(this.handle, rebuildReach(this.dialect.reach, tenant, seeds, stored));
   }
 
-  getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
-    return reads.getStatement(this.source, tenant, id, voided, authority);
-  }
-
-  async statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined> {
-    return reads.statementViolations(this.source, tenant, id);
-  }
-
-  async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
-    return this.readers ? this.readers.query(tenant, query) : readPage(this.source, tenant, query);
-  }
-
-  getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    return reads.getAttachments(this.source, tenant, sha2s, carrier);
-  }
-
-  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
-    return reads.attachmentSizes(this.source, tenant, sha2s, carrier);
-  }
-
-  attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
-    return reads.attachmentsNotCarried(this.source, tenant, positions);
-  }
-
-  attachmentCarrierCounts(tenant: string, sha2s: string[]): Promise<Map<string, number>> {
-    return reads.attachmentCarrierCounts(this.source, tenant, sha2s);
-  }
-
-  async consistentThrough(): Promise<Date> {
-    // Writes commit synchronously before they are acknowledged: everything stored is visible.
-    return new Date(this.clock.now());
-  }
-
-  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
-    return reads.statementsWithAgent(this.source, tenant, agentKey, limit, maxBytes);
-  }
-
-  getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
-    return reads.activityDefinitions(this.source, tenant, activityIds);
-  }
-
   // ----- data lifecycle ----------------------------------------------------------------------
-
-  scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
-    return reads.scanStatements(this.source, tenant, opts);
-  }
-
-  countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
-    return reads.countStatements(this.source, tenant, opts);
-  }
-
-  referringStatements(tenant: string, ids: string[]): Promise<string[]> {
-    return reads.referringStatements(this.source, tenant, ids);
-  }
 
   async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
     const tid = this.tenantId(tenant);
