@@ -5,7 +5,7 @@
  * or deletes an entry.
  */
 import { type Program, row, rows } from './program.ts';
-import type { AuditEntry, AuditFilter, AuditRecord, StoreSummary } from './types.ts';
+import type { AuditEntry, AuditFilter, AuditRecord, ChangeAudit, StoreSummary } from './types.ts';
 
 type Row = Record<string, unknown>;
 
@@ -75,6 +75,20 @@ export function* appendAudit(rec: AuditRecord): Program<AuditEntry> {
     values,
   });
   return toEntry(r!);
+}
+
+/**
+ * A change and its audit entry as one program (run in one transaction): the entry after the
+ * change, with what it came to under `details[audit.outcome]`; none when it changed nothing
+ * (answered false).
+ */
+export function* audited<T>(change: Program<T>, audit: ChangeAudit): Program<T> {
+  const value = yield* change;
+  if (value !== false) {
+    const { outcome, ...record } = audit;
+    yield* appendAudit(outcome === undefined ? record : { ...record, details: { ...record.details, [outcome]: value } });
+  }
+  return value;
 }
 
 /** Entries matching the filter, newest first, at most `limit`, older than the entry `before` when given. */

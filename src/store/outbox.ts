@@ -4,8 +4,9 @@
  * backend's OutboxDialect (the `outbox` part of its dialect), run by its store. Rows are queued by
  * the statement write, inside its transaction (each backend's own outbox module).
  */
+import { audited } from './admin.ts';
 import type { Program, ProgramRunner } from './program.ts';
-import type { DeadLetter, ForwardingStats, Outbox, OutboxItem, OutboxSettlement } from './types.ts';
+import type { ChangeAudit, DeadLetter, ForwardingStats, Outbox, OutboxItem, OutboxSettlement } from './types.ts';
 
 type Row = Record<string, unknown>;
 
@@ -67,8 +68,9 @@ export class StoreOutbox implements Outbox {
     );
   }
 
-  requeueDead(target?: string): Promise<number> {
-    return this.port.run(this.d.requeueDead(target));
+  requeueDead(target?: string, audit?: ChangeAudit): Promise<number> {
+    const program = this.d.requeueDead(target);
+    return audit ? this.port.transaction(audited(program, audit)) : this.port.run(program);
   }
 
   deadLetters(opts: { target?: string; after?: number; limit: number }): Promise<DeadLetter[]> {

@@ -4,7 +4,8 @@
  * extends SharedStore (its connection class does) and provides its dialect (./dialect.ts) and how
  * it runs a program: alone (runProgram) or in one transaction (runTransaction). Adding such a
  * member is one method here, with its signature in ./types.ts, and its SQL: in the shared
- * program, or in each backend's dialect where the backends differ.
+ * program, or in each backend's dialect where the backends differ. The admin changes take an
+ * optional audit entry, appended in the change's own transaction (ChangeAudit, ./admin.ts).
  */
 import * as admin from './admin.ts';
 import * as credentials from './credentials.ts';
@@ -17,6 +18,7 @@ import type {
   AuditEntry,
   AuditFilter,
   AuditRecord,
+  ChangeAudit,
   CredentialRow,
   DocumentKey,
   DocumentPrecondition,
@@ -55,6 +57,11 @@ export abstract class SharedStore implements Pick<Store, SharedMember> {
    */
   protected runWrite<T>(program: Program<T>): Promise<T> {
     return this.runTransaction(program);
+  }
+
+  /** An admin change: `run` as it is, or with `audit`, in one transaction with its entry (ChangeAudit). */
+  protected change<T>(program: Program<T>, audit: ChangeAudit | undefined, run: (p: Program<T>) => Promise<T>): Promise<T> {
+    return audit ? this.runTransaction(admin.audited(program, audit)) : run(program);
   }
 
   /** The two as a runner (what the forwarding outbox runs its programs on). */
@@ -108,18 +115,18 @@ export abstract class SharedStore implements Pick<Store, SharedMember> {
     return this.runWrite(rejections.updateRejection(id, change));
   }
 
-  deleteRejections(ids: string[]): Promise<number> {
-    return this.runTransaction(rejections.deleteRejections(ids));
+  deleteRejections(ids: string[], audit?: ChangeAudit): Promise<number> {
+    return this.change(rejections.deleteRejections(ids), audit, (p) => this.runTransaction(p));
   }
 
-  clearRejections(tenant?: string): Promise<number> {
-    return this.runWrite(rejections.clearRejections(tenant));
+  clearRejections(tenant?: string, audit?: ChangeAudit): Promise<number> {
+    return this.change(rejections.clearRejections(tenant), audit, (p) => this.runWrite(p));
   }
 
   // ----- credentials (./credentials.ts) -------------------------------------------------------
 
-  createCredential(row: CredentialRow): Promise<void> {
-    return this.runTransaction(credentials.createCredential(row));
+  createCredential(row: CredentialRow, audit?: ChangeAudit): Promise<void> {
+    return this.change(credentials.createCredential(row), audit, (p) => this.runTransaction(p));
   }
 
   getCredential(key: string): Promise<CredentialRow | undefined> {
@@ -130,12 +137,12 @@ export abstract class SharedStore implements Pick<Store, SharedMember> {
     return this.runProgram(credentials.listCredentials(target));
   }
 
-  revokeCredential(key: string, atMs: number): Promise<boolean> {
-    return this.runTransaction(credentials.revokeCredential(key, atMs));
+  revokeCredential(key: string, atMs: number, audit?: ChangeAudit): Promise<boolean> {
+    return this.change(credentials.revokeCredential(key, atMs), audit, (p) => this.runTransaction(p));
   }
 
-  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
-    return this.runTransaction(credentials.rotateCredential(key, secretHash, previousUntilMs));
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number, audit?: ChangeAudit): Promise<boolean> {
+    return this.change(credentials.rotateCredential(key, secretHash, previousUntilMs), audit, (p) => this.runTransaction(p));
   }
 
   credentialsVersion(): Promise<number> {
