@@ -13,7 +13,7 @@ type Row = Record<string, unknown>;
  * One SQL statement of a program: `rows` answers with every row, `row` with the first (or
  * undefined), `run` with the rows changed. Its placeholders are spelled `$1`, `$2`, … on every
  * backend (`$n` is the n-th of `values`, and may appear more than once); SQLite reads them as its
- * own `?n` (sqlite/pages.ts, prepared).
+ * own `?n` (sqlite/query.ts, sqliteSql).
  */
 export interface SqlStep {
   text: string;

@@ -2,8 +2,9 @@
  * The PostgreSQL backend's connection: a pool per process, failures turned into LrsError
  * 'unavailable' (503) and logged once per outage, transactions retried on serialization
  * failures, start-up (waiting for the server, creating the database) and versioned migrations
- * under an advisory lock (many processes may start at once). The reads (./readers.ts) and the
- * writes (./store.ts) build on it.
+ * under an advisory lock (many processes may start at once). It runs the shared programs
+ * (../shared.ts, which it extends); the reads (./readers.ts), the maintenance writes
+ * (./maintenance.ts) and the statement writes (./store.ts) build on it.
  */
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';

@@ -4,8 +4,9 @@
  * becomes a 503, logged once a minute), versioned migrations, and the dictionaries (`tenants`,
  * `keys`) whose ids this process caches. Ids are never reused; erasure, the only thing that
  * deletes keys, bumps `keys_epoch` (as does every write of an activity definition, which a writer
- * also caches), and a writer that sees it changed by another forgets its caches. The writes
- * build on it (./store.ts).
+ * also caches), and a writer that sees it changed by another forgets its caches. It runs the
+ * shared programs (../shared.ts, which it extends); the reads (./readers.ts), the maintenance
+ * writes (./maintenance.ts) and the statement writes (./store.ts) build on it.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';

@@ -18,7 +18,7 @@ import { type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, pageRowsKept, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
 import type { QueryPage, StoredRow } from '../types.ts';
 import { cacheSize } from './migrations.ts';
-import { SQLITE } from './query.ts';
+import { SQLITE, sqliteSql } from './query.ts';
 
 type Row = Record<string, unknown>;
 
@@ -29,15 +29,11 @@ export interface PageSource {
   tenantId(name: string): number | undefined;
 }
 
-/**
- * A statement of `db` prepared once per SQL text (integers as numbers): the query builder emits
- * few distinct shapes. The shared SQL's placeholders `$n` (../program.ts) are SQLite's `?n`: the
- * n-th value, wherever it appears.
- */
+/** A statement of `db` prepared once per SQL text (integers as numbers; `$n` as SQLite's `?n`): the query builder emits few distinct shapes. */
 export function prepared(db: DatabaseSync, cache: Map<string, StatementSync>, sql: string): StatementSync {
   let st = cache.get(sql);
   if (!st) {
-    st = db.prepare(sql.replace(/\$(\d+)/g, '?$1'));
+    st = db.prepare(sqliteSql(sql));
     st.setReadBigInts(false);
     cache.set(sql, st);
   }

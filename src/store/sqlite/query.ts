@@ -7,6 +7,9 @@
 import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
 import { bucketOf, bucketsIn, linkProbes, type QueryDialect, type DriverCounting, linkRange, type MatchParts, type Params, type SeqWindow, uuidBytes, verbCount, windowConds } from '../sql.ts';
 
+/** SQLite's spelling of a shared SQL text: its placeholders `$n` (../program.ts) as `?n`, the n-th value wherever it appears. */
+export const sqliteSql = (sql: string): string => sql.replace(/\$(\d+)/g, '?$1');
+
 /** SQLite: a probe of (tenant, bucket, key, seq), the role beside the key. */
 function bucketLinkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
   const c: string[] = [];
