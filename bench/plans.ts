@@ -9,8 +9,8 @@ import { DatabaseSync } from 'node:sqlite';
 import pg from 'pg';
 import { filterKeyIds, SESSION_OPTIONS } from '../src/store/postgres/store.ts';
 import { type Driver, DRIVER_COUNT_CAP, driverCountsSql, drivers, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql, uuidBytes } from '../src/store/sql.ts';
-import { POSTGRES } from '../src/store/postgres/dialect.ts';
-import { SQLITE } from '../src/store/sqlite/dialect.ts';
+import { POSTGRES } from '../src/store/postgres/query.ts';
+import { SQLITE, sqliteSql } from '../src/store/sqlite/query.ts';
 import { parseStatementRequest, type StatementQuery } from '../src/xapi/query.ts';
 
 export interface PlanCase {
@@ -52,7 +52,7 @@ export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[
       const q = toQuery(c.params);
       const w: SeqWindow = {};
       const t0 = performance.now();
-      const one = (sql: string, p: unknown[]) => db.prepare(sql).get(...(p as (string | number)[])) as { seq: number } | undefined;
+      const one = (sql: string, p: unknown[]) => db.prepare(sqliteSql(sql)).get(...(p as (string | number)[])) as { seq: number } | undefined;
       // As SqliteStore.queryStatements: the tenant's id, then since/until as seq bounds.
       const tid = Number((db.prepare('SELECT id FROM tenants WHERE name = ?').get(tenant) as { id: number } | undefined)?.id ?? 0);
       const bound = (ms: number, which: 'since' | 'until') => {
@@ -72,18 +72,18 @@ export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[
       let driver: Driver | undefined;
       if (drivers(q.filter).length > 1) {
         const counts = driverCountsSql(tid, q.filter, DRIVER_COUNT_CAP, SQLITE);
-        driver = rarestDriver(db.prepare(counts.sql).get(...(counts.params as (string | number)[])) as Record<string, unknown>);
+        driver = rarestDriver(db.prepare(sqliteSql(counts.sql)).get(...(counts.params as (string | number)[])) as Record<string, unknown>);
       }
       const { sql, params } = statementPageSql(tid, q, w, SQLITE, { driver });
       const args = params as (string | number | bigint)[];
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sql}`).all(...args) as { id: number; parent: number; detail: string }[]);
+      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sqliteSql(sql)}`).all(...args) as { id: number; parent: number; detail: string }[]);
       const depth = new Map<number, number>([[0, -1]]);
       const lines = plan.map((p) => {
         const d = (depth.get(p.parent) ?? 0) + 1;
         depth.set(p.id, d);
         return `${'  '.repeat(d)}${p.detail}`;
       });
-      const st = db.prepare(sql);
+      const st = db.prepare(sqliteSql(sql));
       let rows = 0;
       const times: number[] = [];
       for (let k = 0; k < 3; k++) {

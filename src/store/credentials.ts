@@ -1,23 +1,15 @@
 /**
  * Credentials in the database (CredentialStore in ./types.ts) once for every backend, as programs
- * (./program.ts) run by the backend's CredentialPort. SQLite and PostgreSQL share the SQL: numbered
- * placeholders differ only in their sign (`?1`, `$1`). Each change bumps `credential_changes` in
- * its own transaction, so that a process that read the same counter has seen every change.
+ * (./program.ts, run by ./shared.ts): the same SQL on both. Each change bumps
+ * `credential_changes` in its own transaction (the changes are run in one), so that a process
+ * that read the same counter has seen every change.
  */
 import { LrsError } from '../errors.ts';
 import type { Agent } from '../xapi/types.ts';
 import { type Program, row, rows, run } from './program.ts';
-import type { CredentialRow, CredentialStore } from './types.ts';
+import type { CredentialRow } from './types.ts';
 
 type Row = Record<string, unknown>;
-
-/** How a backend runs credential programs: alone, or in one transaction. */
-export interface CredentialPort {
-  run<T>(program: Program<T>): Promise<T>;
-  tx<T>(program: Program<T>): Promise<T>;
-  /** The n-th placeholder (1-based). */
-  ph(n: number): string;
-}
 
 const COLS =
   'key, secret_hash, previous_hash, previous_until_ms, label, scopes, target, agent, validation, created_ms, expires_ms, last_used_ms, revoked_ms';
@@ -41,102 +33,69 @@ function toRow(r: Row): CredentialRow {
   return out;
 }
 
-export class StoreCredentials implements CredentialStore {
-  private readonly port: CredentialPort;
+function* bump(): Program<void> {
+  yield* run({ text: 'UPDATE credential_changes SET counter = counter + 1 WHERE one = 1', values: [] });
+}
 
-  constructor(port: CredentialPort) {
-    this.port = port;
-  }
+/** In a transaction: adds it and bumps the counter; LrsError 'conflict' when the key exists (thrown inside, so nothing is written). */
+export function* createCredential(c: CredentialRow): Program<void> {
+  const values = [
+    c.key,
+    c.secretHash,
+    c.previousHash ?? null,
+    c.previousUntilMs ?? null,
+    c.label,
+    JSON.stringify(c.scopes),
+    c.target,
+    JSON.stringify(c.agent),
+    c.validation ?? null,
+    c.createdMs,
+    c.expiresMs ?? null,
+    c.lastUsedMs ?? null,
+    c.revokedMs ?? null,
+  ];
+  const n = yield* run({ text: `INSERT INTO credentials (${COLS}) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (key) DO NOTHING`, values });
+  if (n === 0) throw new LrsError('conflict', `a credential with the key ${JSON.stringify(c.key)} exists already`);
+  yield* bump();
+}
 
-  private ph(...ns: number[]): string[] {
-    return ns.map((n) => this.port.ph(n));
-  }
+export function* getCredential(key: string): Program<CredentialRow | undefined> {
+  const r = yield* row({ text: `SELECT ${COLS} FROM credentials WHERE key = $1`, values: [key] });
+  return r && toRow(r);
+}
 
-  private *bump(): Program<void> {
-    yield* run({ text: 'UPDATE credential_changes SET counter = counter + 1 WHERE one = 1', values: [] });
-  }
+export function* listCredentials(target?: string): Program<CredentialRow[]> {
+  const where = target === undefined ? '' : ' WHERE target = $1';
+  const found = yield* rows({ text: `SELECT ${COLS} FROM credentials${where} ORDER BY key`, values: target === undefined ? [] : [target] });
+  return found.map(toRow);
+}
 
-  async createCredential(c: CredentialRow): Promise<void> {
-    const p = this.ph(...Array.from({ length: 13 }, (_, i) => i + 1));
-    const values = [
-      c.key,
-      c.secretHash,
-      c.previousHash ?? null,
-      c.previousUntilMs ?? null,
-      c.label,
-      JSON.stringify(c.scopes),
-      c.target,
-      JSON.stringify(c.agent),
-      c.validation ?? null,
-      c.createdMs,
-      c.expiresMs ?? null,
-      c.lastUsedMs ?? null,
-      c.revokedMs ?? null,
-    ];
-    const self = this;
-    await this.port.tx(
-      (function* () {
-        const n = yield* run({ text: `INSERT INTO credentials (${COLS}) VALUES (${p.join(', ')}) ON CONFLICT (key) DO NOTHING`, values });
-        // Thrown inside the transaction: it rolls back, nothing is written.
-        if (n === 0) throw new LrsError('conflict', `a credential with the key ${JSON.stringify(c.key)} exists already`);
-        yield* self.bump();
-      })(),
-    );
-  }
+/** In a transaction: marks it revoked (a second revoke keeps the first time) and bumps the counter; false when the key is unknown. */
+export function* revokeCredential(key: string, atMs: number): Program<boolean> {
+  const n = yield* run({ text: 'UPDATE credentials SET revoked_ms = coalesce(revoked_ms, $1) WHERE key = $2', values: [atMs, key] });
+  if (n) yield* bump();
+  return n > 0;
+}
 
-  async getCredential(key: string): Promise<CredentialRow | undefined> {
-    const r = await this.port.run(row({ text: `SELECT ${COLS} FROM credentials WHERE key = ${this.port.ph(1)}`, values: [key] }));
-    return r && toRow(r);
-  }
+/** In a transaction: the new secret of a credential not revoked (see CredentialStore.rotateCredential) and the counter bumped. */
+export function* rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Program<boolean> {
+  const keep = previousUntilMs !== undefined;
+  const n = yield* run({
+    text: `UPDATE credentials SET previous_hash = ${keep ? 'secret_hash' : 'NULL'}, previous_until_ms = $1, secret_hash = $2 WHERE key = $3 AND revoked_ms IS NULL`,
+    values: [previousUntilMs ?? null, secretHash, key],
+  });
+  if (n) yield* bump();
+  return n > 0;
+}
 
-  async listCredentials(target?: string): Promise<CredentialRow[]> {
-    const where = target === undefined ? '' : ` WHERE target = ${this.port.ph(1)}`;
-    const found = await this.port.run(rows({ text: `SELECT ${COLS} FROM credentials${where} ORDER BY key`, values: target === undefined ? [] : [target] }));
-    return found.map(toRow);
-  }
+export function* credentialsVersion(): Program<number> {
+  const r = yield* row({ text: 'SELECT counter FROM credential_changes WHERE one = 1', values: [] });
+  return Number(r?.counter ?? 0);
+}
 
-  revokeCredential(key: string, atMs: number): Promise<boolean> {
-    const [a, b] = this.ph(1, 2);
-    const self = this;
-    return this.port.tx(
-      (function* () {
-        const n = yield* run({ text: `UPDATE credentials SET revoked_ms = coalesce(revoked_ms, ${a}) WHERE key = ${b}`, values: [atMs, key] });
-        if (n) yield* self.bump();
-        return n > 0;
-      })(),
-    );
-  }
-
-  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
-    const [a, b, c] = this.ph(1, 2, 3);
-    const keep = previousUntilMs !== undefined;
-    const self = this;
-    return this.port.tx(
-      (function* () {
-        const n = yield* run({
-          text: `UPDATE credentials SET previous_hash = ${keep ? 'secret_hash' : 'NULL'}, previous_until_ms = ${a}, secret_hash = ${b} WHERE key = ${c} AND revoked_ms IS NULL`,
-          values: [previousUntilMs ?? null, secretHash, key],
-        });
-        if (n) yield* self.bump();
-        return n > 0;
-      })(),
-    );
-  }
-
-  async credentialsVersion(): Promise<number> {
-    const r = await this.port.run(row({ text: 'SELECT counter FROM credential_changes WHERE one = 1', values: [] }));
-    return Number(r?.counter ?? 0);
-  }
-
-  async touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
-    if (!uses.length) return;
-    const [a, b] = this.ph(1, 2);
-    await this.port.tx(
-      (function* () {
-        for (const u of uses) {
-          yield* run({ text: `UPDATE credentials SET last_used_ms = ${a} WHERE key = ${b} AND (last_used_ms IS NULL OR last_used_ms < ${a})`, values: [u.atMs, u.key] });
-        }
-      })(),
-    );
+/** In a transaction: raises each key's last use (never lowers it); the counter stays. */
+export function* touchCredentials(uses: { key: string; atMs: number }[]): Program<void> {
+  for (const u of uses) {
+    yield* run({ text: 'UPDATE credentials SET last_used_ms = $1 WHERE key = $2 AND (last_used_ms IS NULL OR last_used_ms < $1)', values: [u.atMs, u.key] });
   }
 }

@@ -2,8 +2,9 @@
  * The document resources (State, Activity Profile, Agent Profile) once for every backend. The
  * rules (merging, preconditions, ETags) live in src/xapi/documents.ts; this module reads the
  * current document and writes the planned one as a Program (./program.ts), run by the backend
- * synchronously (SQLite) or statement by statement on a pooled client (PostgreSQL). What differs per backend is the DocumentDialect: placeholders, statement names, and
- * how a write keeps the check and the write together (SQLite: its write transaction holds the
+ * synchronously (SQLite) or statement by statement on a pooled client (PostgreSQL). What differs
+ * per backend is the DocumentDialect: statement names, the scan's order, and how a write keeps
+ * the check and the write together (SQLite: its write transaction holds the
  * database; PostgreSQL: an advisory lock on the document's key, and the database clock).
  */
 import { checkPrecondition, planDocumentWrite } from '../xapi/documents.ts';
@@ -14,8 +15,6 @@ type Row = Record<string, unknown>;
 
 /** What differs in the backends' document SQL. */
 export interface DocumentDialect {
-  /** The n-th placeholder (1-based). */
-  ph(n: number): string;
   /**
    * Inside the write's transaction: the current document (or, with `etagOnly`, just its etag)
    * and the time of the write, with no other write of this key able to come between this read
@@ -33,19 +32,21 @@ export interface DocumentDialect {
 const KEY_COLS = ['tenant', 'kind', 'activity_id', 'agent_key', 'registration', 'doc_id'] as const;
 const COLS = 'kind, activity_id, agent_key, registration, doc_id, content, content_type, etag, updated_ms';
 
-/** `col = placeholder AND …` for the first `n` key columns. */
-const where = (d: DocumentDialect, n: number): string =>
+/** `col = $i AND …` for the first `n` key columns, numbered from `from`. */
+const where = (n: number, from = 1): string =>
   KEY_COLS.slice(0, n)
-    .map((c, i) => `${c} = ${d.ph(i + 1)}`)
+    .map((c, i) => `${c} = $${from + i}`)
     .join(' AND ');
+/** `$from, …` for `n` values. */
+const placeholders = (n: number, from = 1): string => Array.from({ length: n }, (_, i) => `$${from + i}`).join(', ');
 
 const keyValues = (tenant: string, k: DocumentKey): string[] => [tenant, k.kind, k.activityId, k.agent, k.registration, k.docId];
 
 /** The WHERE clause and values of a scope; registration '' matches every registration. */
-function scope(d: DocumentDialect, tenant: string, k: Omit<DocumentKey, 'docId'>): { where: string; values: unknown[] } {
+function scope(tenant: string, k: Omit<DocumentKey, 'docId'>): { where: string; values: unknown[] } {
   const values = [tenant, k.kind, k.activityId, k.agent];
-  if (k.registration === '') return { where: where(d, 4), values };
-  return { where: where(d, 5), values: [...values, k.registration] };
+  if (k.registration === '') return { where: where(4), values };
+  return { where: where(5), values: [...values, k.registration] };
 }
 
 export const toDocument = (r: Row): StoredDocument => ({
@@ -56,12 +57,12 @@ export const toDocument = (r: Row): StoredDocument => ({
 });
 
 /** The document by key (its SELECT, for a backend's `current`). */
-export const documentSql = (d: DocumentDialect): string => `SELECT content, content_type, etag, updated_ms FROM documents WHERE ${where(d, 6)}`;
+export const DOCUMENT_SQL = `SELECT content, content_type, etag, updated_ms FROM documents WHERE ${where(6)}`;
 
 export const documentValues = keyValues;
 
 export function* getDocument(d: DocumentDialect, tenant: string, key: DocumentKey): Program<StoredDocument | undefined> {
-  const r = yield* row({ text: documentSql(d), values: keyValues(tenant, key), name: d.names?.get });
+  const r = yield* row({ text: DOCUMENT_SQL, values: keyValues(tenant, key), name: d.names?.get });
   return r && toDocument(r);
 }
 
@@ -78,7 +79,7 @@ export function* putDocument(
   yield* run({
     text:
       `INSERT INTO documents (${KEY_COLS.join(', ')}, content, content_type, etag, updated_ms) ` +
-      `VALUES (${Array.from({ length: 10 }, (_, i) => d.ph(i + 1)).join(', ')}) ON CONFLICT (${KEY_COLS.join(', ')}) DO UPDATE SET ` +
+      `VALUES (${placeholders(10)}) ON CONFLICT (${KEY_COLS.join(', ')}) DO UPDATE SET ` +
       'content = excluded.content, content_type = excluded.content_type, etag = excluded.etag, updated_ms = excluded.updated_ms',
     values: [...keyValues(tenant, key), next.content, next.contentType, next.etag, next.updatedMs],
     name: d.names?.put,
@@ -90,20 +91,20 @@ export function* putDocument(
 export function* deleteDocument(d: DocumentDialect, tenant: string, key: DocumentKey, pre: DocumentPrecondition): Program<void> {
   const { etag } = yield* d.current(tenant, key, true);
   checkPrecondition(etag, pre);
-  if (etag !== undefined) yield* run({ text: `DELETE FROM documents WHERE ${where(d, 6)}`, values: keyValues(tenant, key), name: d.names?.delete });
+  if (etag !== undefined) yield* run({ text: `DELETE FROM documents WHERE ${where(6)}`, values: keyValues(tenant, key), name: d.names?.delete });
 }
 
-export function* listDocumentIds(d: DocumentDialect, tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Program<string[]> {
-  const s = scope(d, tenant, key);
+export function* listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Program<string[]> {
+  const s = scope(tenant, key);
   const rs =
     sinceMs === undefined
       ? yield* rows({ text: `SELECT DISTINCT doc_id FROM documents WHERE ${s.where} ORDER BY doc_id`, values: s.values })
-      : yield* rows({ text: `SELECT DISTINCT doc_id FROM documents WHERE ${s.where} AND updated_ms > ${d.ph(s.values.length + 1)} ORDER BY doc_id`, values: [...s.values, sinceMs] });
+      : yield* rows({ text: `SELECT DISTINCT doc_id FROM documents WHERE ${s.where} AND updated_ms > $${s.values.length + 1} ORDER BY doc_id`, values: [...s.values, sinceMs] });
   return rs.map((r) => String(r.doc_id));
 }
 
-export function* deleteDocuments(d: DocumentDialect, tenant: string, key: Omit<DocumentKey, 'docId'>): Program<void> {
-  const s = scope(d, tenant, key);
+export function* deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Program<void> {
+  const s = scope(tenant, key);
   yield* run({ text: `DELETE FROM documents WHERE ${s.where}`, values: s.values });
 }
 
@@ -113,11 +114,11 @@ export function* scanDocuments(d: DocumentDialect, tenant: string, opts: { after
   const order = d.scanOrder;
   const rs = a
     ? yield* rows({
-        text: `SELECT ${COLS} FROM documents WHERE tenant = ${d.ph(1)} AND (kind, activity_id, agent_key, registration, doc_id) > (${[2, 3, 4, 5, 6].map(d.ph).join(', ')}) ${order} LIMIT ${d.ph(7)}`,
+        text: `SELECT ${COLS} FROM documents WHERE tenant = $1 AND (kind, activity_id, agent_key, registration, doc_id) > (${placeholders(5, 2)}) ${order} LIMIT $7`,
         values: [tenant, a.kind, a.activityId, a.agent, a.registration, a.docId, opts.limit],
         name: d.names?.scanAfter,
       })
-    : yield* rows({ text: `SELECT ${COLS} FROM documents WHERE tenant = ${d.ph(1)} ${order} LIMIT ${d.ph(2)}`, values: [tenant, opts.limit], name: d.names?.scan });
+    : yield* rows({ text: `SELECT ${COLS} FROM documents WHERE tenant = $1 ${order} LIMIT $2`, values: [tenant, opts.limit], name: d.names?.scan });
   return rs.map((r) => ({
     key: { kind: String(r.kind) as DocumentKey['kind'], activityId: String(r.activity_id), agent: String(r.agent_key), registration: String(r.registration), docId: String(r.doc_id) },
     ...toDocument(r),
@@ -126,12 +127,11 @@ export function* scanDocuments(d: DocumentDialect, tenant: string, opts: { after
 
 /** In a transaction: moves documents to another agent key, replacing what is there (erasure). */
 export function* moveDocuments(d: DocumentDialect, tenant: string, keys: DocumentKey[], agentKey: string): Program<void> {
-  const w = (from: number) => KEY_COLS.map((c, i) => `${c} = ${d.ph(from + i)}`).join(' AND ');
   for (const k of keys) {
     // As a document write locks its key, on both keys: no write interleaves with the move.
     yield* d.lock(tenant, k);
     yield* d.lock(tenant, { ...k, agent: agentKey });
-    yield* run({ text: `DELETE FROM documents WHERE ${w(1)}`, values: [tenant, k.kind, k.activityId, agentKey, k.registration, k.docId] });
-    yield* run({ text: `UPDATE documents SET agent_key = ${d.ph(1)} WHERE ${w(2)}`, values: [agentKey, tenant, k.kind, k.activityId, k.agent, k.registration, k.docId] });
+    yield* run({ text: `DELETE FROM documents WHERE ${where(6)}`, values: [tenant, k.kind, k.activityId, agentKey, k.registration, k.docId] });
+    yield* run({ text: `UPDATE documents SET agent_key = $1 WHERE ${where(6, 2)}`, values: [agentKey, tenant, k.kind, k.activityId, k.agent, k.registration, k.docId] });
   }
 }

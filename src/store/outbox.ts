@@ -1,19 +1,14 @@
 /**
  * The forwarding outbox (see Outbox in ./types.ts) once for every backend: what a claim,
  * renewal, settlement, re-queue and the figures do, as programs (./program.ts) of the
- * backend's OutboxDialect, run by its OutboxPort. Rows are queued by the statement write, inside
- * its transaction (each backend's own outbox module).
+ * backend's OutboxDialect (the `outbox` part of its dialect), run by its store. Rows are queued by
+ * the statement write, inside its transaction (each backend's own outbox module).
  */
-import type { Program } from './program.ts';
-import type { DeadLetter, ForwardingStats, Outbox, OutboxItem, OutboxSettlement } from './types.ts';
+import { audited } from './admin.ts';
+import type { Program, ProgramRunner } from './program.ts';
+import type { ChangeAudit, DeadLetter, ForwardingStats, Outbox, OutboxItem, OutboxSettlement } from './types.ts';
 
 type Row = Record<string, unknown>;
-
-/** How a backend runs outbox programs: alone, or in a transaction opened by `begin` (its default BEGIN when not given). */
-export interface OutboxPort {
-  run<T>(program: Program<T>): Promise<T>;
-  tx<T>(program: Program<T>, begin?: string): Promise<T>;
-}
 
 /** What differs in the backends' outbox SQL (SQLite: this process's clock, one row per statement; PostgreSQL: the database clock, arrays). */
 export interface OutboxDialect {
@@ -42,17 +37,17 @@ export interface OutboxDialect {
 }
 
 export class StoreOutbox implements Outbox {
-  protected readonly port: OutboxPort;
+  protected readonly port: ProgramRunner;
   protected readonly d: OutboxDialect;
 
-  constructor(port: OutboxPort, dialect: OutboxDialect) {
+  constructor(port: ProgramRunner, dialect: OutboxDialect) {
     this.port = port;
     this.d = dialect;
   }
 
   claim(target: string, owner: string, limit: number, leaseMs: number): Promise<OutboxItem[]> {
     const program = this.d.claim(target, owner, limit, leaseMs);
-    return this.d.claimBegin === undefined ? this.port.run(program) : this.port.tx(program, this.d.claimBegin);
+    return this.d.claimBegin === undefined ? this.port.run(program) : this.port.transaction(program, this.d.claimBegin);
   }
 
   async renew(owner: string, ids: string[], leaseMs: number): Promise<void> {
@@ -62,7 +57,7 @@ export class StoreOutbox implements Outbox {
 
   async settle(target: string, owner: string, s: OutboxSettlement): Promise<void> {
     const d = this.d;
-    await this.port.tx(
+    await this.port.transaction(
       (function* () {
         const delivered = s.delivered?.length ? yield* d.delivered(owner, s.delivered) : 0;
         const retried = s.retry?.length ? yield* d.retry(owner, s.retry) : 0;
@@ -73,8 +68,9 @@ export class StoreOutbox implements Outbox {
     );
   }
 
-  requeueDead(target?: string): Promise<number> {
-    return this.port.run(this.d.requeueDead(target));
+  requeueDead(target?: string, audit?: ChangeAudit): Promise<number> {
+    const program = this.d.requeueDead(target);
+    return audit ? this.port.transaction(audited(program, audit)) : this.port.run(program);
   }
 
   deadLetters(opts: { target?: string; after?: number; limit: number }): Promise<DeadLetter[]> {
@@ -87,7 +83,7 @@ export class StoreOutbox implements Outbox {
 
   async stats(): Promise<ForwardingStats[]> {
     const program = this.d.stats();
-    const [counts, counters, errors] = await (this.d.statsBegin === undefined ? this.port.run(program) : this.port.tx(program, this.d.statsBegin));
+    const [counts, counters, errors] = await (this.d.statsBegin === undefined ? this.port.run(program) : this.port.transaction(program, this.d.statsBegin));
     return mergeStats(counts, counters, errors);
   }
 }

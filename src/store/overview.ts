@@ -35,11 +35,6 @@ export class GroupCounts {
   }
 }
 
-/** What differs in the backends' SQL here: placeholders. */
-export interface OverviewDialect {
-  ph(n: number): string;
-}
-
 const empty = (): StoreOverview => ({ statements: 0, days: [], topVerbs: [], minutes: [], lastStoredMs: null, rejections: 0 });
 
 /**
@@ -47,18 +42,18 @@ const empty = (): StoreOverview => ({ statements: 0, days: [], topVerbs: [], min
  * newest statement. Named: PostgreSQL plans each once per connection (planning was most of their
  * time).
  */
-export function* storeOverview(d: OverviewDialect, tenant: string, q: OverviewQuery): Program<StoreOverview> {
+export function* storeOverview(tenant: string, q: OverviewQuery): Program<StoreOverview> {
   const out = empty();
-  const kept = yield* row({ name: 'overview_rejections', text: `SELECT count(*) AS n FROM rejections WHERE tenant = ${d.ph(1)} AND at_ms >= ${d.ph(2)}`, values: [tenant, q.rejectionsSinceMs] });
+  const kept = yield* row({ name: 'overview_rejections', text: `SELECT count(*) AS n FROM rejections WHERE tenant = $1 AND at_ms >= $2`, values: [tenant, q.rejectionsSinceMs] });
   out.rejections = Number(kept?.n ?? 0);
-  const t = yield* row({ name: 'overview_tenant', text: `SELECT id FROM tenants WHERE name = ${d.ph(1)}`, values: [tenant] });
+  const t = yield* row({ name: 'overview_tenant', text: `SELECT id FROM tenants WHERE name = $1`, values: [tenant] });
   if (!t) return out;
   const id = t.id;
-  const total = yield* row({ name: 'overview_total', text: `SELECT sum(n) AS n FROM statement_counts WHERE tenant = ${d.ph(1)}`, values: [id] });
+  const total = yield* row({ name: 'overview_total', text: `SELECT sum(n) AS n FROM statement_counts WHERE tenant = $1`, values: [id] });
   out.statements = Number(total?.n ?? 0);
   out.days = (yield* rows({
     name: 'overview_days',
-    text: `SELECT day, sum(n) AS n FROM statement_counts WHERE tenant = ${d.ph(1)} AND day >= ${d.ph(2)} GROUP BY day ORDER BY day`,
+    text: `SELECT day, sum(n) AS n FROM statement_counts WHERE tenant = $1 AND day >= $2 GROUP BY day ORDER BY day`,
     values: [id, q.sinceDay],
   }))
     .map((r) => ({ day: Number(r.day), statements: Number(r.n) }))
@@ -66,26 +61,26 @@ export function* storeOverview(d: OverviewDialect, tenant: string, q: OverviewQu
   out.topVerbs = (yield* rows({
     name: 'overview_verbs',
     text:
-      `SELECT k.key AS verb, c.n FROM (SELECT verb, sum(n) AS n FROM statement_counts WHERE tenant = ${d.ph(1)} AND day >= ${d.ph(2)} GROUP BY verb) c ` +
-      `JOIN keys k ON k.id = c.verb WHERE c.n > 0 ORDER BY c.n DESC, k.key LIMIT ${d.ph(3)}`,
+      `SELECT k.key AS verb, c.n FROM (SELECT verb, sum(n) AS n FROM statement_counts WHERE tenant = $1 AND day >= $2 GROUP BY verb) c ` +
+      `JOIN keys k ON k.id = c.verb WHERE c.n > 0 ORDER BY c.n DESC, k.key LIMIT $3`,
     values: [id, q.sinceDay, q.topVerbs],
   })).map((r) => ({ verb: String(r.verb), statements: Number(r.n) }));
   out.minutes = (yield* rows({
     name: 'overview_minutes',
-    text: `SELECT minute, n FROM statement_minutes WHERE tenant = ${d.ph(1)} AND minute >= ${d.ph(2)} ORDER BY minute`,
+    text: `SELECT minute, n FROM statement_minutes WHERE tenant = $1 AND minute >= $2 ORDER BY minute`,
     values: [id, q.sinceMinute],
   })).map((r) => ({ minute: Number(r.minute), statements: Number(r.n) }));
-  const last = yield* row({ name: 'overview_last', text: `SELECT stored_ms FROM statements WHERE tenant = ${d.ph(1)} ORDER BY tenant DESC, seq DESC LIMIT 1`, values: [id] });
+  const last = yield* row({ name: 'overview_last', text: `SELECT stored_ms FROM statements WHERE tenant = $1 ORDER BY tenant DESC, seq DESC LIMIT 1`, values: [id] });
   out.lastStoredMs = last ? Number(last.stored_ms) : null;
   return out;
 }
 
 /** Every store with statements: its total and those since `sinceDay` (reads every count row: days × verbs of each store). */
-export function* storeTotals(d: OverviewDialect, sinceDay: number): Program<StoreTotals[]> {
+export function* storeTotals(sinceDay: number): Program<StoreTotals[]> {
   const found = yield* rows({
     name: 'overview_totals',
     text:
-      `SELECT t.name, c.n, c.recent FROM (SELECT tenant, sum(n) AS n, sum(CASE WHEN day >= ${d.ph(1)} THEN n ELSE 0 END) AS recent FROM statement_counts GROUP BY tenant) c ` +
+      `SELECT t.name, c.n, c.recent FROM (SELECT tenant, sum(n) AS n, sum(CASE WHEN day >= $1 THEN n ELSE 0 END) AS recent FROM statement_counts GROUP BY tenant) c ` +
       'JOIN tenants t ON t.id = c.tenant WHERE c.n > 0 ORDER BY t.name',
     values: [sinceDay],
   });

@@ -1,24 +1,14 @@
 /**
  * Kept rejections (RejectionStore in ./types.ts) once for every backend, as programs
- * (./program.ts). The SQL is the same on both but for how parameters are numbered.
+ * (./program.ts): the same SQL on both.
  */
 import { type Program, row, rows, run } from './program.ts';
 import type { KeptRejection, NewRejection, RejectionFilter, RejectionReason } from './types.ts';
 
 type Row = Record<string, unknown>;
 
-/** How a backend spells its parameters: SQLite `?`, PostgreSQL `$1, $2, …`. */
-export interface RejectionDialect {
-  numbered: boolean;
-}
-
-const sql = (d: RejectionDialect, text: string): string => {
-  if (!d.numbered) return text;
-  let n = 0;
-  return text.replace(/\?/g, () => `$${++n}`);
-};
-
 const COLUMNS = 'tenant, at_ms, username, method, path, query, status, reasons, types, headers, version, body, body_bytes, writer';
+const INSERT = `INSERT INTO rejections (${COLUMNS}) VALUES (${COLUMNS.split(', ').map((_, i) => `$${i + 1}`).join(', ')})`;
 const SELECT = `SELECT id, ${COLUMNS} FROM rejections`;
 
 /** ` a b c `: reason types between spaces, so that LIKE finds a whole type or a prefix ending at a dot. */
@@ -55,63 +45,59 @@ function toRejection(r: Row): KeptRejection {
  * and drops every row older than `keepSinceMs`: the table never holds more than `max` rows per
  * store after a keep, whatever arrives.
  */
-export function* keepRejections(d: RejectionDialect, items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Program<void> {
+export function* keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Program<void> {
   const tenants = new Set<string>();
   for (const r of items) {
     tenants.add(r.tenant);
     yield* run({
-      text: sql(d, `INSERT INTO rejections (${COLUMNS}) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`),
+      text: INSERT,
       values: [r.tenant, r.atMs, r.username, r.method, r.path, JSON.stringify(r.query), r.status, JSON.stringify(r.reasons), typesText(r.reasons), JSON.stringify(r.headers), r.version, r.body ?? null, r.bodyBytes, r.writer],
     });
   }
   for (const tenant of tenants) {
     yield* run({
-      text: sql(d, 'DELETE FROM rejections WHERE tenant = ? AND id <= (SELECT id FROM rejections WHERE tenant = ? ORDER BY id DESC LIMIT 1 OFFSET ?)'),
-      values: [tenant, tenant, bounds.max],
+      text: 'DELETE FROM rejections WHERE tenant = $1 AND id <= (SELECT id FROM rejections WHERE tenant = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)',
+      values: [tenant, bounds.max],
     });
   }
-  yield* run({ text: sql(d, 'DELETE FROM rejections WHERE at_ms < ?'), values: [bounds.keepSinceMs] });
+  yield* run({ text: 'DELETE FROM rejections WHERE at_ms < $1', values: [bounds.keepSinceMs] });
 }
 
-export function* listRejections(d: RejectionDialect, f: RejectionFilter): Program<KeptRejection[]> {
+export function* listRejections(f: RejectionFilter): Program<KeptRejection[]> {
   const where: string[] = [];
   const values: unknown[] = [];
-  const add = (cond: string, ...v: unknown[]) => {
-    where.push(cond);
-    values.push(...v);
-  };
-  if (f.tenant !== undefined) add('tenant = ?', f.tenant);
-  if (f.sinceMs !== undefined) add('at_ms >= ?', f.sinceMs);
-  if (f.afterId !== undefined) add('id > ?', Number(f.afterId));
+  const p = (v: unknown) => `$${values.push(v)}`;
+  if (f.tenant !== undefined) where.push(`tenant = ${p(f.tenant)}`);
+  if (f.sinceMs !== undefined) where.push(`at_ms >= ${p(f.sinceMs)}`);
+  if (f.afterId !== undefined) where.push(`id > ${p(Number(f.afterId))}`);
   if (f.reason !== undefined) {
     const t = likeEscape(f.reason);
-    add("(types LIKE ? ESCAPE '\\' OR types LIKE ? ESCAPE '\\')", `% ${t} %`, `% ${t}.%`);
+    where.push(`(types LIKE ${p(`% ${t} %`)} ESCAPE '\\' OR types LIKE ${p(`% ${t}.%`)} ESCAPE '\\')`);
   }
-  values.push(f.limit);
-  const found = yield* rows({ text: sql(d, `${SELECT}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ?`), values });
+  const found = yield* rows({ text: `${SELECT}${where.length ? ` WHERE ${where.join(' AND ')}` : ''} ORDER BY id LIMIT ${p(f.limit)}`, values });
   return found.map(toRejection);
 }
 
-export function* getRejection(d: RejectionDialect, id: string): Program<KeptRejection | undefined> {
-  const r = yield* row({ text: sql(d, `${SELECT} WHERE id = ?`), values: [Number(id)] });
+export function* getRejection(id: string): Program<KeptRejection | undefined> {
+  const r = yield* row({ text: `${SELECT} WHERE id = $1`, values: [Number(id)] });
   return r && toRejection(r);
 }
 
-export function* updateRejection(d: RejectionDialect, id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Program<void> {
+export function* updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Program<void> {
   yield* run({
-    text: sql(d, 'UPDATE rejections SET status = ?, reasons = ?, types = ?, at_ms = ? WHERE id = ?'),
+    text: 'UPDATE rejections SET status = $1, reasons = $2, types = $3, at_ms = $4 WHERE id = $5',
     values: [change.status, JSON.stringify(change.reasons), typesText(change.reasons), change.atMs, Number(id)],
   });
 }
 
-export function* deleteRejections(d: RejectionDialect, ids: string[]): Program<number> {
+export function* deleteRejections(ids: string[]): Program<number> {
   let n = 0;
-  for (const id of ids) n += yield* run({ text: sql(d, 'DELETE FROM rejections WHERE id = ?'), values: [Number(id)] });
+  for (const id of ids) n += yield* run({ text: 'DELETE FROM rejections WHERE id = $1', values: [Number(id)] });
   return n;
 }
 
-export function* clearRejections(d: RejectionDialect, tenant?: string): Program<number> {
+export function* clearRejections(tenant?: string): Program<number> {
   return tenant === undefined
     ? yield* run({ text: 'DELETE FROM rejections', values: [] })
-    : yield* run({ text: sql(d, 'DELETE FROM rejections WHERE tenant = ?'), values: [tenant] });
+    : yield* run({ text: 'DELETE FROM rejections WHERE tenant = $1', values: [tenant] });
 }

@@ -2,7 +2,7 @@
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
  * paging, since/until as seq bounds). Both schemas use the same table
- * and column names; placeholders and the UUID encoding differ (see Dialect), and one join that
+ * and column names; the UUID encoding differs (see QueryDialect), and one join that
  * each planner must take as a per-row probe is spelled per backend (CROSS JOIN for SQLite,
  * LATERAL for PostgreSQL).
  *
@@ -19,8 +19,6 @@ import { type Clock, systemClock } from '../clock.ts';
 import type { StatementFilter, StatementQuery } from '../xapi/query.ts';
 import type { PreparedStatement } from '../xapi/statement.ts';
 
-export type Placeholder = (index: number) => string;
-
 /**
  * Canonical definitions read per query (getActivityDefinitions): a `format=canonical` page asks
  * for at most CANONICAL_DEFINITIONS_MAX (src/xapi/formats.ts), so a few queries, one after the
@@ -36,13 +34,13 @@ export const DEFINITIONS_PER_QUERY = 500;
 export const isVoidingValue = (p: PreparedStatement): number => (p.voids ? (p.mineOnly ? 2 : 1) : 0);
 
 /**
- * What differs between the backends' SQL, as the fragments each one writes: placeholders, how a
+ * What differs between the backends' statement queries, as the fragments each one writes: how a
  * UUID is stored, the layout of the link tables (SQLite: keyed by tenant and seq bucket;
  * PostgreSQL: by key and role, see LINK_ROLES) and of the statements table's registration index
- * (bucketed on SQLite), and a few spellings. The two are SQLITE (sqlite/dialect.ts) and POSTGRES (postgres/dialect.ts).
+ * (bucketed on SQLite), and a few spellings. The `query` part of each backend's dialect
+ * (./dialect.ts): SQLITE (sqlite/dialect.ts) and POSTGRES (postgres/dialect.ts).
  */
-export interface Dialect {
-  readonly ph: Placeholder;
+export interface QueryDialect {
   /** A lower-case UUID as the column stores it: 16 bytes on SQLite, `uuid` on PostgreSQL. */
   readonly uuid: (id: string) => unknown;
   /** The smaller of two or more scalar expressions. */
@@ -98,19 +96,18 @@ export function uuidText(b: Uint8Array): string {
 }
 
 
-/** Collects parameters and hands out placeholders in order (SQLite's `?` are positional). */
+/** Collects parameters and hands out their placeholders, `$1`, `$2`, … (the one spelling: ./program.ts). */
 export class Params {
   readonly values: unknown[] = [];
-  readonly dialect: Dialect;
+  readonly dialect: QueryDialect;
   /** Dictionary ids the store resolved before the query (see statementPageSql). */
   private readonly ids?: ReadonlyMap<string, number>;
-  constructor(dialect: Dialect, ids?: ReadonlyMap<string, number>) {
+  constructor(dialect: QueryDialect, ids?: ReadonlyMap<string, number>) {
     this.dialect = dialect;
     this.ids = ids;
   }
   add(v: unknown): string {
-    this.values.push(v);
-    return this.dialect.ph(this.values.length);
+    return `$${this.values.push(v)}`;
   }
   /** The dictionary id of a tenant's key (verb, activity IRI, agent key); NULL when unknown. */
   key(tenant: number, key: string): string {
@@ -139,12 +136,11 @@ export interface SeqWindow {
  * decreases with `seq` within a tenant on both backends (each write takes the greater of now and
  * the last `stored`, in seq order), so no index on `stored` is needed.
  */
-export function storedSeqSql(tenant: number, ms: number, bound: 'since' | 'until', dialect: Dialect): { sql: string; params: unknown[] } {
+export function storedSeqSql(tenant: number, ms: number, bound: 'since' | 'until', dialect: QueryDialect): { sql: string; params: unknown[] } {
   const p = new Params(dialect);
   // The stored time of the tenant's first statement at or after seq `x`: never decreases with x.
   const storedAt = (x: () => string) => {
-    const t = p.add(tenant); // placeholders in textual order: SQLite's `?` are positional
-    return `(SELECT stored_ms FROM statements WHERE tenant = ${t} AND seq >= ${x()} ORDER BY seq LIMIT 1)`;
+    return `(SELECT stored_ms FROM statements WHERE tenant = ${p.add(tenant)} AND seq >= ${x()} ORDER BY seq LIMIT 1)`;
   };
   // Invariant: the first x in [lo, hi] with storedAt(x) > ms is the answer (hi = max + 1: none);
   // v = storedAt((lo + hi) / 2), probed once per step (a column, as a subquery cannot read `b`).
@@ -245,9 +241,9 @@ export const DRIVER_COUNT_CAP = 2000;
  * sparser one is still told apart (at 1M a busy learner and a question both had more than 2,000
  * entries: the learner's 10,000-odd were walked for a page the question's 3,422 held).
  */
-export function driverCountsSql(tenant: number, f: StatementFilter, cap: number, dialect: Dialect): { sql: string; params: unknown[] } {
+export function driverCountsSql(tenant: number, f: StatementFilter, cap: number, dialect: QueryDialect): { sql: string; params: unknown[] } {
   const p = new Params(dialect);
-  const limit = Math.trunc(cap); // a literal: SQLite's placeholders are positional, and it comes first here
+  const limit = Math.trunc(cap); // a literal: the planner sizes each count's range by it
   // `order`: the index's own order, newest first (bucket by bucket where it is bucketed).
   const newest = (from: string, conds: string[], order: string) => `SELECT seq FROM ${from} WHERE ${conds.join(' AND ')} ORDER BY ${order} LIMIT ${limit}`;
   const countOf = (entries: string) =>
@@ -343,9 +339,9 @@ export function linkRange(alias: string, byAgent: boolean, tenant: number, f: St
  * both in one column, the JSON or else its bytes (an integer), so a row converts as many values as
  * before the cut existed (with a column for the bytes, a plain page's query took 18 µs more, in
  * one 8 µs). A PostgreSQL CASE has one type: the JSON or NULL (`page_json`), then its bytes or
- * NULL (`json_bytes`). `json` and `bytes`: the column and its bytes (Dialect.fullBytes).
+ * NULL (`json_bytes`). `json` and `bytes`: the column and its bytes (QueryDialect.fullBytes).
  */
-export const sizedJson = (dialect: Dialect, json: string, bytes: string, inline: () => string): string => dialect.sizedJson(json, bytes, inline);
+export const sizedJson = (dialect: QueryDialect, json: string, bytes: string, inline: () => string): string => dialect.sizedJson(json, bytes, inline);
 
 /**
  * The columns of a page row: seq, stored_ms, the JSON or its bytes (sizedJson: one column on
@@ -410,10 +406,9 @@ function directMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Param
   if ((by === 'agent' && f.agent !== undefined) || (by === 'activity' && f.activity !== undefined)) {
     return p.dialect.linkMatches(tenant, q, w, p, order, by === 'agent', { tail, own });
   }
-  const selected = cols(); // its placeholders first: SQLite's `?` are positional
   const range = p.dialect.statementRange(tenant, f, w, p);
   const conds = [...range.head, ...own(), ...linkProbes(tenant, f, p, 's.seq')];
-  return `SELECT ${selected} FROM statements s${range.indexed} ${tail(conds, 's.seq', range.bucket)}`;
+  return `SELECT ${cols()} FROM statements s${range.indexed} ${tail(conds, 's.seq', range.bucket)}`;
 }
 
 /** What directMatches lends the dialect's link matches: the range's ORDER BY and LIMIT, and the statement row's own conditions. */
@@ -473,7 +468,7 @@ export function statementPageSql(
   tenant: number,
   q: StatementQuery,
   w: SeqWindow,
-  dialect: Dialect,
+  dialect: QueryDialect,
   opts: { ids?: ReadonlyMap<string, number>; driver?: Driver; attachmentsOf?: string } = {},
 ): { sql: string; params: unknown[] } {
   const p = new Params(dialect, opts.ids);
@@ -483,7 +478,6 @@ export function statementPageSql(
   // No StatementRef targeting: the statements table's own range is the page (its rows read as
   // the index walks, not probed again by seq: PostgreSQL's plain page 0.57 → 0.22 ms).
   if (!hasTargetableFilter(q.filter)) return { sql: directMatches(tenant, q, w, p, order, 'statements', cols), params: p.values };
-  // Placeholders are added in textual order: SQLite's `?` are positional.
   const direct = directMatches(tenant, q, w, p, order, by);
   const reached = reachMatches(tenant, q, w, p, order, by);
   const sql =
@@ -504,7 +498,7 @@ export function statementPageSql(
  * ids. The authority of a pair is the one its first (shortest) path shares: later
  * visits of a cycle can only have lost it (NULL), so max() keeps it.
  */
-export function reachBuildSql(dialect: Dialect): string[] {
+export function reachBuildSql(dialect: QueryDialect): string[] {
   const shared = (a: string, b: string) => `CASE WHEN ${a} = ${b} THEN ${a} END`;
   // SQLite joins in the order written with CROSS JOIN: the link table scanned once, the small
   // reach table probed by (tenant, via); PostgreSQL plans the join itself.

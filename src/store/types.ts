@@ -99,8 +99,8 @@ export interface Outbox {
   /** Extends the lease of items `owner` still holds. */
   renew(owner: string, ids: string[], leaseMs: number): Promise<void>;
   settle(target: string, owner: string, settlement: OutboxSettlement): Promise<void>;
-  /** Dead letters (of one target, or all) back into the queue, due now, attempts reset; returns how many. */
-  requeueDead(target?: string): Promise<number>;
+  /** Dead letters (of one target, or all) back into the queue, due now, attempts reset; returns how many. With `audit`, its entry in the same transaction (ChangeAudit). */
+  requeueDead(target?: string, audit?: ChangeAudit): Promise<number>;
   /** Figures of every target that has items or counters. */
   stats(): Promise<ForwardingStats[]>;
   /** Dead letters (of one target, or all) in id order, after the item `after`, at most `limit`. */
@@ -360,10 +360,10 @@ export interface RejectionStore {
   getRejection(id: string): Promise<KeptRejection | undefined>;
   /** A replay refused again: its new status, reasons and time. */
   updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void>;
-  /** Deletes by id; returns how many. */
-  deleteRejections(ids: string[]): Promise<number>;
-  /** Deletes every rejection of one store, or of all; returns how many. */
-  clearRejections(tenant?: string): Promise<number>;
+  /** Deletes by id; returns how many. With `audit`, its entry in the same transaction (ChangeAudit). */
+  deleteRejections(ids: string[], audit?: ChangeAudit): Promise<number>;
+  /** Deletes every rejection of one store, or of all; returns how many. With `audit`, its entry in the same transaction (ChangeAudit). */
+  clearRejections(tenant?: string, audit?: ChangeAudit): Promise<number>;
 }
 
 
@@ -396,20 +396,27 @@ export interface CredentialRow {
  * alone (src/auth/database.ts).
  */
 export interface CredentialStore {
-  /** Adds a credential and bumps the counter, in one transaction; LrsError 'conflict' when the key exists (nothing written). */
-  createCredential(row: CredentialRow): Promise<void>;
+  /**
+   * Adds a credential and bumps the counter, in one transaction (with `audit`, its entry too:
+   * ChangeAudit); LrsError 'conflict' when the key exists (nothing written).
+   */
+  createCredential(row: CredentialRow, audit?: ChangeAudit): Promise<void>;
   /** One credential by key (revoked ones too). */
   getCredential(key: string): Promise<CredentialRow | undefined>;
   /** Every credential (of one target), in key order. */
   listCredentials(target?: string): Promise<CredentialRow[]>;
-  /** Marks it revoked (a second revoke keeps the first time) and bumps the counter; false when the key is unknown. */
-  revokeCredential(key: string, atMs: number): Promise<boolean>;
   /**
-   * Replaces the secret of a credential not revoked and bumps the counter; with `previousUntilMs`,
-   * the current secret stays valid until then (instead of any earlier previous one). False when
-   * the key is unknown or revoked.
+   * Marks it revoked (a second revoke keeps the first time) and bumps the counter (with `audit`,
+   * its entry in the same transaction: ChangeAudit); false when the key is unknown (no entry).
    */
-  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean>;
+  revokeCredential(key: string, atMs: number, audit?: ChangeAudit): Promise<boolean>;
+  /**
+   * Replaces the secret of a credential not revoked and bumps the counter (with `audit`, its entry
+   * in the same transaction: ChangeAudit); with `previousUntilMs`, the current secret stays valid
+   * until then (instead of any earlier previous one). False when the key is unknown or revoked
+   * (no entry).
+   */
+  rotateCredential(key: string, secretHash: string, previousUntilMs?: number, audit?: ChangeAudit): Promise<boolean>;
   /** The change counter. */
   credentialsVersion(): Promise<number>;
   /** Raises each key's last use to the instant given (never lowers it); leaves the counter alone. */
@@ -451,6 +458,18 @@ export interface AuditRecord {
   target: string | null;
   /** What was asked and what came of it: counts, keys, urls. */
   details: Record<string, unknown>;
+}
+
+/**
+ * An admin change's audit entry, written in the change's own transaction: the `audit` argument of
+ * createCredential, revokeCredential, rotateCredential, clearRejections, deleteRejections and
+ * Outbox.requeueDead. The change and its entry are stored together or not at all; a change
+ * refused (it throws: a key that exists) or that changed nothing (false: an unknown or revoked
+ * key) leaves no entry.
+ */
+export interface ChangeAudit extends AuditRecord {
+  /** The property of `details` that records what the change came to (its count: `cleared`, `requeued`…); none when left out. */
+  outcome?: string;
 }
 
 /** An audit entry as listed: its id (the paging cursor) and time as ISO 8601. */

@@ -1,7 +1,7 @@
 /** The pieces of a replica's Consistent-Through (src/store/postgres/replicas.ts) that need no server. */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { tenantLockKey } from '../../src/store/postgres/connection.ts';
+import { tenantLockKey } from '../../src/store/postgres/locks.ts';
 import { markLsn, markThrough, serverOf } from '../../src/store/postgres/replicas.ts';
 
 test('a WAL insert position just past an empty page header is the end of the page before it', () => {

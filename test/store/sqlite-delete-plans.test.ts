@@ -12,7 +12,8 @@ import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
 import { test } from 'node:test';
 import { openStore } from '../../src/store/index.ts';
-import { FORGET_BY_SEQ_SQL, REACH_FORGET_SQL } from '../../src/store/sqlite/store.ts';
+import { REACH_FORGET_SQL } from '../../src/store/sqlite/dialect.ts';
+import { FORGET_BY_SEQ_SQL } from '../../src/store/sqlite/maintenance.ts';
 
 test("a deleted statement's rows are found through an index on its seq, never a walk of the tenant or the outbox", async () => {
   const dir = mkdtempSync(join(tmpdir(), 'lectern-reach-plans-'));

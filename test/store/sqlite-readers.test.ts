@@ -1,5 +1,5 @@
 /**
- * SQLite reader threads (src/store/sqlite/readers.ts, LECTERN_SQLITE_READERS): statement pages
+ * SQLite reader threads (src/store/sqlite/pages.ts, LECTERN_SQLITE_READERS): statement pages
  * are read on threads of their own. Beyond the contract suite (which runs with two readers on the
  * `sqlite-threads` backend): a page read there shows every write acknowledged before it, tenants
  * stay apart, the `more` links walk the same pages as on the event loop, and a reader that stops

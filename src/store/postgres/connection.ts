@@ -2,19 +2,22 @@
  * The PostgreSQL backend's connection: a pool per process, failures turned into LrsError
  * 'unavailable' (503) and logged once per outage, transactions retried on serialization
  * failures, start-up (waiting for the server, creating the database) and versioned migrations
- * under an advisory lock (many processes may start at once). The reads (./readers.ts) and the
- * writes (./store.ts) build on it.
+ * under an advisory lock (many processes may start at once). It runs the shared programs
+ * (../shared.ts, which it extends); the reads (./readers.ts), the maintenance writes
+ * (./maintenance.ts) and the statement writes (./store.ts) build on it.
  */
 import type { Socket } from 'node:net';
 import { setTimeout as sleep } from 'node:timers/promises';
 import pg from 'pg';
-import { createHash } from 'node:crypto';
 import { type Clock, systemClock } from '../../clock.ts';
 import { redactUrl } from '../../redact.ts';
 import type { Logger } from '../../log.ts';
 import { type Program, runAsync } from '../program.ts';
+import { SharedStore } from '../shared.ts';
 import { type PoolStats, StoreUnreachableError } from '../types.ts';
+import { POSTGRES_DIALECT } from './dialect.ts';
 import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
+import { LOCK_JOB, LOCK_MIGRATE } from './locks.ts';
 import { MIGRATIONS } from './migrations.ts';
 
 export interface PostgresOptions {
@@ -56,30 +59,6 @@ export interface PostgresOptions {
  */
 export const SESSION_OPTIONS = '-c plan_cache_mode=force_custom_plan -c jit=off -c enable_bitmapscan=off';
 
-/** Advisory lock namespaces (the first int4 of the two-key form; shows as pg_locks.classid). */
-export const LOCK_MIGRATE = 0x4c450001;
-export const LOCK_STATEMENTS = 0x4c450002;
-export const LOCK_DOCUMENT = 0x4c450003;
-/** Shared, by each statement group from its first read to its commit (see consistentThrough). */
-export const LOCK_INTENT = 0x4c450004;
-/** Background jobs one process at a time (retention), the job's name hashed as the second key. */
-export const LOCK_JOB = 0x4c450005;
-
-/** A stable non-negative int4 for an advisory lock key (pg_locks shows it as objid). */
-export const lockKey = (...parts: string[]): number => createHash('sha256').update(JSON.stringify(parts)).digest().readInt32BE(0) & 0x7fffffff;
-
-/** A tenant's statement lock key, asked by every statement request (Consistent-Through) and write. */
-const tenantKeys = new Map<string, number>();
-export const tenantLockKey = (tenant: string): number => {
-  let key = tenantKeys.get(tenant);
-  if (key === undefined) {
-    if (tenantKeys.size >= 10_000) tenantKeys.clear();
-    tenantKeys.set(tenant, (key = lockKey(tenant)));
-  }
-
-  return key;
-};
-
 /**
  * A connection checked out of the pool whose socket has been silent for `limitMs` (longer than
  * statement_timeout, after which the server itself answers) lost its server: it is destroyed,
@@ -114,8 +93,9 @@ const types = {
 /** Least time between two log lines about the same outage (each refused request is not a line of its own). */
 const OUTAGE_LOG_INTERVAL_MS = 60_000;
 
-export abstract class PostgresConnection {
+export abstract class PostgresConnection extends SharedStore {
   readonly backend = 'postgres';
+  protected readonly dialect = POSTGRES_DIALECT;
   protected readonly pool: pg.Pool;
   protected readonly opts: PostgresOptions;
   protected readonly clock: Clock;
@@ -125,6 +105,7 @@ export abstract class PostgresConnection {
   protected closed = false;
 
   constructor(opts: PostgresOptions) {
+    super();
     this.opts = opts;
     this.clock = opts.clock ?? systemClock;
     this.pool = new pg.Pool({
@@ -388,7 +369,16 @@ export abstract class PostgresConnection {
     throw new Error('the tenant could not be created');
   }
 
-  /** A program (../program.ts: documents, the outbox, the reach rows, key ids) on a pooled connection, or on a transaction's client. */
+  protected runTransaction<T>(program: Program<T>, begin?: string): Promise<T> {
+    return this.tx((c) => this.runProgram(program, c), begin);
+  }
+
+  /** A statement commits alone: no BEGIN and COMMIT round trips around it. */
+  protected override runWrite<T>(program: Program<T>): Promise<T> {
+    return this.runProgram(program);
+  }
+
+  /** A program (../program.ts: the shared ones, the reach rows, key ids) on a pooled connection, or on a transaction's client. */
   protected runProgram<T>(program: Program<T>, c?: pg.PoolClient): Promise<T> {
     return runAsync(program, async (step) => {
       const r = c ? await c.query(step.name ? { name: step.name, text: step.text, values: step.values } : { text: step.text, values: step.values }) : await this.query(step.text, step.values, step.name);

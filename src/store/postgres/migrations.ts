@@ -12,7 +12,7 @@
  * under the tenant's advisory lock and times come from the database clock.
  */
 import { reachBuildSql } from '../sql.ts';
-import { POSTGRES } from './dialect.ts';
+import { POSTGRES } from './query.ts';
 
 export interface Migration {
   version: number;

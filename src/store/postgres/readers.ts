@@ -1,24 +1,19 @@
 /**
  * The PostgreSQL backend's reads: statement pages (the shared query of ../sql.ts, its driver chosen
  * by counts and its filter values' ids resolved first), single statements, attachments,
- * consistent-through, the Agents resource, canonical definitions, documents, and the bulk scans
- * of export. Key ids are resolved per query before the page query (erasure deletes keys:
+ * consistent-through, the Agents resource, canonical definitions, and the bulk scans of export
+ * (documents and the admin figures are shared programs: ../shared.ts). Key ids are resolved per query before the page query (erasure deletes keys:
  * `keys_epoch`).
  */
 import pg from 'pg';
 import { LrsError, type ValidationIssue } from '../../errors.ts';
 import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import type { ActivityDefinition } from '../../xapi/types.ts';
-import * as docs from '../documents.ts';
-import * as admin from '../admin.ts';
-import * as overview from '../overview.ts';
-import { agentSeqsSql, POSTGRES } from './dialect.ts';
+import { agentSeqsSql, POSTGRES } from './query.ts';
 import { DEFINITIONS_PER_QUERY, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, inlineBytes, pageRowsKept, rarestDriver, type SeqWindow, sizedJson, statementPageSql, storedSeqSql } from '../sql.ts';
-import type { AttachmentBlob, AuditEntry, AuditFilter, AuditRecord, DocumentKey, KeyedDocument, OverviewQuery, QueryPage, StoredDocument, StoredRow, StoreOverview, StoreSummary, StoreTotals } from '../types.ts';
-import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey, PostgresConnection } from './connection.ts';
-import { POSTGRES_DOCUMENTS } from './documents.ts';
-
-const POSTGRES_ADMIN: admin.AdminDialect = { ph: (n) => `$${n}` };
+import type { AttachmentBlob, QueryPage, StoredRow } from '../types.ts';
+import { PostgresConnection } from './connection.ts';
+import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey } from './locks.ts';
 
 /**
  * Now, and per tenant (its lock key) the start of the oldest transaction holding its intent or
@@ -386,39 +381,6 @@ export abstract class PostgresReaders extends PostgresConnection {
     return new Map(r.rows.map((row) => [row.sha2, Number(row.n)]));
   }
 
-  getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return this.runProgram(docs.getDocument(POSTGRES_DOCUMENTS, tenant, key));
-  }
-
-  listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return this.runProgram(docs.listDocumentIds(POSTGRES_DOCUMENTS, tenant, key, sinceMs));
-  }
-
-  // The admin API's reads, and its audit log's one write (a single INSERT: no transaction of its own).
-  storeNames(): Promise<string[]> {
-    return this.runProgram(admin.storeNames());
-  }
-
-  storeSummaries(only?: string): Promise<StoreSummary[]> {
-    return this.runProgram(admin.storeSummaries(POSTGRES_ADMIN, only));
-  }
-
-  storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
-    return this.runProgram(overview.storeOverview(POSTGRES_ADMIN, tenant, query));
-  }
-
-  storeTotals(sinceDay: number): Promise<StoreTotals[]> {
-    return this.runProgram(overview.storeTotals(POSTGRES_ADMIN, sinceDay));
-  }
-
-  appendAudit(record: AuditRecord): Promise<AuditEntry> {
-    return this.runProgram(admin.appendAudit(POSTGRES_ADMIN, record));
-  }
-
-  listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    return this.runProgram(admin.listAudit(POSTGRES_ADMIN, filter));
-  }
-
   /**
    * since/until as a seq (storedSeqSql); undefined when no statement is on that side. An answer
    * that can no longer change is kept (a client paging through a window, or polling from the same
@@ -489,9 +451,5 @@ export abstract class PostgresReaders extends PostgresConnection {
     if (!ids.length || tid === undefined) return [];
     const r = await this.query<{ id: string }>('SELECT id FROM statements WHERE tenant = $1 AND ref_id = ANY($2::uuid[])', [tid, ids], 'referring_statements');
     return r.rows.map((row) => row.id);
-  }
-
-  scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    return this.runProgram(docs.scanDocuments(POSTGRES_DOCUMENTS, tenant, opts));
   }
 }

@@ -19,9 +19,9 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { LrsError } from '../../errors.ts';
 import type { Logger } from '../../log.ts';
-import type { StatementQuery } from '../../xapi/query.ts';
-import type { QueryPage, ReplicaStatus, StatementReads, StoredRow } from '../types.ts';
-import { type PostgresOptions, tenantLockKey } from './connection.ts';
+import type { ReplicaStatus, StatementReads, StoredRow } from '../types.ts';
+import type { PostgresOptions } from './connection.ts';
+import { tenantLockKey } from './locks.ts';
 import { describe } from './errors.ts';
 import { CONSISTENT_THROUGH, PostgresReaders } from './readers.ts';
 
@@ -225,6 +225,13 @@ export class Replicas {
   }
 }
 
+/** The reads a replica answers as the primary would (ReplicaView makes them from this list). */
+const REPLICA_READS = ['queryStatements', 'getAttachments', 'attachmentSizes', 'statementsWithAgent', 'getActivityDefinitions'] as const satisfies readonly (keyof StatementReads)[];
+
+type Member = (...args: unknown[]) => Promise<unknown>;
+
+interface ReplicaView extends Pick<StatementReads, (typeof REPLICA_READS)[number]> {}
+
 /**
  * One request's reads on one replica, with the mark it had reached when the request began. The
  * first failure sends the rest to the primary, and so does a statement it does not have (GET by
@@ -242,6 +249,18 @@ class ReplicaView implements StatementReads {
     this.on = replica;
     this.mark = mark;
     this.replicas = replicas;
+  }
+
+  static {
+    for (const op of REPLICA_READS) {
+      const member: Member = function (this: ReplicaView, ...args) {
+        return this.read(
+          (r) => (r[op] as Member).apply(r, args),
+          () => (this.primary[op] as Member).apply(this.primary, args),
+        );
+      };
+      Object.defineProperty(this.prototype, op, { value: member, writable: true, configurable: true });
+    }
   }
 
   private async read<T>(onReplica: (r: ReplicaReader) => Promise<T>, onPrimary: () => Promise<T>): Promise<T> {
@@ -266,41 +285,6 @@ class ReplicaView implements StatementReads {
         return this.primary.getStatement(tenant, id, voided, authority);
       },
       () => this.primary.getStatement(tenant, id, voided, authority),
-    );
-  }
-
-  queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
-    return this.read(
-      (r) => r.queryStatements(tenant, query),
-      () => this.primary.queryStatements(tenant, query),
-    );
-  }
-
-  getAttachments(tenant: string, sha2s: string[], carrier?: string): ReturnType<StatementReads['getAttachments']> {
-    return this.read(
-      (r) => r.getAttachments(tenant, sha2s, carrier),
-      () => this.primary.getAttachments(tenant, sha2s, carrier),
-    );
-  }
-
-  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
-    return this.read(
-      (r) => r.attachmentSizes(tenant, sha2s, carrier),
-      () => this.primary.attachmentSizes(tenant, sha2s, carrier),
-    );
-  }
-
-  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
-    return this.read(
-      (r) => r.statementsWithAgent(tenant, agentKey, limit, maxBytes),
-      () => this.primary.statementsWithAgent(tenant, agentKey, limit, maxBytes),
-    );
-  }
-
-  getActivityDefinitions(tenant: string, activityIds: string[]): ReturnType<StatementReads['getActivityDefinitions']> {
-    return this.read(
-      (r) => r.getActivityDefinitions(tenant, activityIds),
-      () => this.primary.getActivityDefinitions(tenant, activityIds),
     );
   }
 

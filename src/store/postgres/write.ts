@@ -1,16 +1,13 @@
 /**
  * The PostgreSQL statement write's SQL and its parameters: the read a group's decisions rest on
  * (INSERT_READ), the dictionary ids (RESOLVE_KEYS, resolveKeys), the one statement that writes a
- * group (INSERT_WRITE), whose parameters are named (W) and filled from a record (writeValues),
- * and the reach rows' SQL (POSTGRES_REACH).
+ * group (INSERT_WRITE), whose parameters are named (W) and filled from a record (writeValues).
  */
 import { mergeDefinition } from '../../xapi/activity.ts';
 import type { InsertPlan } from '../../xapi/insert.ts';
-import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition } from '../../xapi/types.ts';
-import { type Program, rows, run } from '../program.ts';
+import { type Program, rows } from '../program.ts';
 import { MINUTES_KEPT } from '../overview.ts';
-import type { ReachDialect } from '../reach.ts';
 import { isVoidingValue } from '../sql.ts';
 
 /** The database clock in epoch milliseconds (every process sharing the database agrees on it). */
@@ -307,68 +304,3 @@ export function* resolveKeys(tenantId: number, keys: Set<string>, own: boolean):
     if (attempt >= 3) throw new Error('dictionary keys could not be resolved');
   }
 }
-
-/** PostgreSQL's reach SQL (src/store/reach.ts): each step one statement over arrays. */
-export const POSTGRES_REACH: ReachDialect = {
-  *forget(tenant, stored) {
-    // The StatementRefs among them by one primary-key probe each (LIMIT 1 keeps it a nested
-    // loop): joined by seq, the planner read every StatementRef of the tenant through
-    // statements_ref (its estimate for a tenant is a guess: no statistics on tenant), a cost that
-    // grows with the store for every prune batch.
-    const r = yield* rows({
-      name: 'reach_rebuild',
-      text: `WITH q AS (SELECT unnest($2::bigint[]) AS seq UNION SELECT seq FROM statement_reach WHERE tenant = $1 AND via = ANY($2::bigint[])),
-d1 AS (DELETE FROM statement_reach WHERE tenant = $1 AND seq IN (SELECT seq FROM q)),
-d2 AS (DELETE FROM reach_agents WHERE tenant = $1 AND seq IN (SELECT seq FROM q)),
-d3 AS (DELETE FROM reach_activities WHERE tenant = $1 AND seq IN (SELECT seq FROM q))
-SELECT s.seq, s.ref_id, s.authority FROM q CROSS JOIN LATERAL (SELECT seq, ref_id, authority, tenant FROM statements WHERE seq = q.seq LIMIT 1) s
-WHERE s.tenant = $1 AND s.ref_id IS NOT NULL`,
-      values: [tenant, stored],
-    });
-    return r.map((row) => ({ seq: Number(row.seq), refId: row.ref_id as string, authority: row.authority as number | null }));
-  },
-  *targets(tenant, ids) {
-    const r = yield* rows({ name: 'reach_targets', text: 'SELECT seq, id, ref_id, verb, registration, authority, "full" FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[])', values: [tenant, ids] });
-    return r.map((row) => ({
-      seq: Number(row.seq),
-      id: row.id as string,
-      refId: row.ref_id as string | null,
-      verb: row.verb as number,
-      registration: row.registration,
-      authority: row.authority as number | null,
-      full: row.full as string,
-    }));
-  },
-  *keyIds(tenant, keys, known) {
-    const ids = new Map(known);
-    const missing = new Set(keys.filter((k) => !ids.has(k)));
-    if (missing.size) for (const [k, id] of (yield* resolveKeys(tenant, missing, false)).ids) ids.set(k, id);
-    return ids;
-  },
-  *write(tenant, out) {
-    yield* run({
-      name: 'reach_insert',
-      text: `WITH
-r AS (INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority)
-  SELECT $1, s, v, b, g, a FROM unnest($2::bigint[], $3::bigint[], $4::int[], $5::uuid[], $6::int[]) AS t(s, v, b, g, a)),
-ag AS (INSERT INTO reach_agents (tenant, agent, seq, via, role) SELECT $1, k, s, v, d FROM unnest($7::int[], $8::bigint[], $9::bigint[], $10::smallint[]) AS t(k, s, v, d))
-INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT $1, k, s, v, d FROM unnest($11::int[], $12::bigint[], $13::bigint[], $14::smallint[]) AS t(k, s, v, d)`,
-      values: [
-        tenant,
-        out.reach.map((r) => r.seq),
-        out.reach.map((r) => r.via),
-        out.reach.map((r) => r.verb),
-        out.reach.map((r) => r.registration),
-        out.reach.map((r) => r.authority),
-        out.agents.map((a) => a.agent),
-        out.agents.map((a) => a.seq),
-        out.agents.map((a) => a.via),
-        out.agents.map((a) => a.role),
-        out.activities.map((a) => a.activity),
-        out.activities.map((a) => a.seq),
-        out.activities.map((a) => a.via),
-        out.activities.map((a) => a.direct),
-      ],
-    });
-  },
-};

@@ -4,8 +4,9 @@
  * becomes a 503, logged once a minute), versioned migrations, and the dictionaries (`tenants`,
  * `keys`) whose ids this process caches. Ids are never reused; erasure, the only thing that
  * deletes keys, bumps `keys_epoch` (as does every write of an activity definition, which a writer
- * also caches), and a writer that sees it changed by another forgets its caches. The writes
- * build on it (./store.ts).
+ * also caches), and a writer that sees it changed by another forgets its caches. It runs the
+ * shared programs (../shared.ts, which it extends); the reads (./readers.ts), the maintenance
+ * writes (./maintenance.ts) and the statement writes (./store.ts) build on it.
  */
 import { mkdirSync } from 'node:fs';
 import { dirname, resolve } from 'node:path';
@@ -14,10 +15,13 @@ import type { Worker } from 'node:worker_threads';
 import { type Clock, systemClock } from '../../clock.ts';
 import { LrsError } from '../../errors.ts';
 import { KeyCache } from '../pipeline.ts';
+import type { Program } from '../program.ts';
+import { SharedStore } from '../shared.ts';
 import { bucketsIn } from '../sql.ts';
-import type { SqliteHandle } from './documents.ts';
+import { sqliteDialect } from './dialect.ts';
+import { runProgram, type SqliteHandle } from './runner.ts';
 import { cacheSize, MIGRATIONS, PAGE_SIZE, WAL_AUTOCHECKPOINT } from './migrations.ts';
-import { type PageSource, prepared, SqliteReaders } from './readers.ts';
+import { type PageSource, prepared, ReaderThreads } from './pages.ts';
 
 export interface SqliteOptions {
   path: string;
@@ -93,7 +97,7 @@ export async function exclusiveInProcess<T>(running: Set<string>, job: string, f
   }
 }
 
-export abstract class SqliteConnection {
+export abstract class SqliteConnection extends SharedStore {
   readonly backend = 'sqlite';
   protected readonly db: DatabaseSync;
   protected readonly cache = new Map<string, StatementSync>();
@@ -101,7 +105,8 @@ export abstract class SqliteConnection {
   protected readonly clock: Clock;
   /** While the storage refuses writes: since when, how many writes were refused, when that was last logged. */
   protected storageDown?: { sinceMs: number; refused: number; loggedMs: number };
-  protected readonly readers?: SqliteReaders;
+  /** The reader threads of statement pages, when the options ask for some. */
+  protected readonly threads?: ReaderThreads;
   /** Statement pages read on this thread's connection (no reader threads). */
   protected readonly source: PageSource = { q: (sql) => this.q(sql), tenantId: (name) => this.tenantId(name) };
   /** Tenant name → tenants.id (tenants are never deleted; only known tenants are cached). */
@@ -118,10 +123,17 @@ export abstract class SqliteConnection {
    * once their request is stored.
    */
   protected readonly definitions = new Map<number, { input: string; kept: string }>();
-  /** What ../documents.ts, ../outbox.ts and the reach rebuild borrow: the statement cache, the transaction helper, the clock. */
-  protected readonly docs: SqliteHandle = { q: (sql) => this.q(sql), tx: (fn) => this.tx(fn), now: () => this.clock.now() };
+  /** What the dialect and the outbox borrow: the statement cache, the transaction helper, the clock, the key ids. */
+  protected readonly handle: SqliteHandle = {
+    q: (sql) => this.q(sql),
+    tx: (fn) => this.tx(fn),
+    now: () => this.clock.now(),
+    keyIds: (tenant, keys) => this.keyIdsOf(tenant, keys),
+  };
+  protected readonly dialect = sqliteDialect(this.handle);
 
   constructor(opts: SqliteOptions) {
+    super();
     const path = opts.path === ':memory:' ? opts.path : resolve(opts.path);
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new DatabaseSync(path);
@@ -138,11 +150,20 @@ export abstract class SqliteConnection {
     );
     this.logger = opts.logger;
     this.clock = opts.clock ?? systemClock;
-    if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.readers = new SqliteReaders(path, opts.readers!, opts.cacheMiB);
+    if (path !== ':memory:' && (opts.readers ?? 0) > 0) this.threads = new ReaderThreads(path, opts.readers!, opts.cacheMiB);
   }
 
   protected q(sql: string): StatementSync {
     return prepared(this.db, this.cache, sql);
+  }
+
+  protected async runProgram<T>(program: Program<T>): Promise<T> {
+    return runProgram(this.handle, program);
+  }
+
+  /** Always BEGIN IMMEDIATE: the write lock first, so no other writer comes between the program's reads and writes. */
+  protected async runTransaction<T>(program: Program<T>): Promise<T> {
+    return this.tx(() => runProgram(this.handle, program));
   }
 
   protected tx<T>(fn: () => T): T {
@@ -218,13 +239,13 @@ export abstract class SqliteConnection {
   }
 
   async close(): Promise<void> {
-    await this.readers?.close();
+    await this.threads?.close();
     if (this.db.isOpen) this.db.close();
   }
 
   /** The reader threads started so far (tests stop one). */
   get readerThreads(): Worker[] {
-    return this.readers?.threads ?? [];
+    return this.threads?.workers ?? [];
   }
 
   // ----- the dictionaries (tenants, keys) -----------------------------------------------------

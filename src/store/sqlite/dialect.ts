@@ -1,96 +1,177 @@
 /**
- * SQLite's SQL fragments (the Dialect that src/store/sql.ts's shared query builder writes with):
- * positional `?`, 16-byte UUIDs, link tables and the registration index in seq buckets
- * (SEQ_BUCKET_BITS), and the page's JSON in one column.
+ * SQLite's dialect (../dialect.ts), everything its SQL does differently: the statement queries'
+ * fragments (./query.ts), and the steps of the documents, the forwarding outbox and the reach
+ * rows on the store's one connection: times from the store's clock (one process owns a SQLite
+ * file), one row at a time (a statement is a call, not a round trip), and no lock but the write
+ * transaction's.
  */
-import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
-import { bucketOf, bucketsIn, linkProbes, type Dialect, type DriverCounting, linkRange, type MatchParts, type Params, type SeqWindow, uuidBytes, verbCount, windowConds } from '../sql.ts';
+import type { StoreDialect } from '../dialect.ts';
+import { type DocumentDialect, DOCUMENT_SQL, documentValues, toDocument } from '../documents.ts';
+import { OLDEST_QUEUED_SQL, type OutboxDialect, toDeadLetter } from '../outbox.ts';
+import { row, rows, run } from '../program.ts';
+import type { ReachDialect, ReachSeed, ReachStatement } from '../reach.ts';
+import { uuidBytes, uuidText } from '../sql.ts';
+import { BY_ID } from './ids.ts';
+import { SQLITE } from './query.ts';
+import type { SqliteHandle } from './runner.ts';
 
-/** SQLite: a probe of (tenant, bucket, key, seq), the role beside the key. */
-function bucketLinkProbes(tenant: number, f: StatementFilter, p: Params, seq: string, skip?: 'agent' | 'activity', fence = false): string[] {
-  const c: string[] = [];
-  const limit = fence ? ' LIMIT 1 OFFSET 0' : '';
-  const bucket = (alias: string) => ` AND ${alias}.bucket = ${bucketOf(seq)}`;
-  if (f.agent !== undefined && skip !== 'agent') {
-    c.push(
-      `EXISTS (SELECT 1 FROM statement_agents xa WHERE xa.tenant = ${p.add(tenant)}${bucket('xa')} AND xa.agent = ${p.key(tenant, f.agent)} AND xa.seq = ${seq}` +
-        `${f.relatedAgents ? '' : ' AND xa.role = 1'}${limit})`,
-    );
-  }
-  if (f.activity !== undefined && skip !== 'activity') {
-    c.push(
-      `EXISTS (SELECT 1 FROM statement_activities xc WHERE xc.tenant = ${p.add(tenant)}${bucket('xc')} AND xc.activity = ${p.key(tenant, f.activity)} AND xc.seq = ${seq}` +
-        `${f.relatedActivities ? '' : ' AND xc.direct = 1'}${limit})`,
-    );
-  }
-  return c;
-}
+type Row = Record<string, unknown>;
 
-/** SQLite: the key's range of (tenant, bucket, key, seq), bucket by bucket (SEQ_BUCKET_BITS). */
-function bucketLinkCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
-  const cols: string[] = [];
-  const order = 'bucket DESC, seq DESC';
-  if (f.agent !== undefined) {
-    const conds = [`tenant = ${p.add(tenant)}`, `bucket IN ${bucketsIn()}`, `agent = ${p.key(tenant, f.agent)}`, ...(f.relatedAgents ? [] : ['role = 1'])];
-    cols.push(`${c.count('statement_agents', conds, order)} AS agent`);
-  }
-  if (f.activity !== undefined) {
-    const conds = [`tenant = ${p.add(tenant)}`, `bucket IN ${bucketsIn()}`, `activity = ${p.key(tenant, f.activity)}`, ...(f.relatedActivities ? [] : ['direct = 1'])];
-    cols.push(`${c.count('statement_activities', conds, order)} AS activity`);
-  }
-  return cols;
-}
-
-/** SQLite reads a registration's bucketed index whenever the filter has one (directMatches); else the verb's. */
-function bucketStatementCounts(tenant: number, f: StatementFilter, p: Params, c: DriverCounting): string[] {
-  if (f.registration !== undefined) {
-    const conds = [`tenant = ${p.add(tenant)}`, `${bucketOf('seq')} IN ${bucketsIn()}`, `registration = ${p.add(p.dialect.uuid(f.registration))}`];
-    return [c.count('statements', conds, `${bucketOf('seq')} DESC, seq DESC`)];
-  }
-  return f.verb === undefined ? [] : [verbCount(tenant, f.verb, p, c)];
-}
-
-const oneColumnJson = (json: string, bytes: string, inline: () => string): string => `CASE WHEN ${bytes} <= ${inline()} THEN ${json} ELSE ${bytes} END AS page_json`;
-
-/**
- * SQLite, the key's range bucket by bucket. The other link table is probed by the driving row's
- * seq before the statement row is read (a probe of a small index against a row read, for every
- * entry of the range: a busy learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at
- * 1M), which SQLite does in the order written when the row is an EXISTS after the probes.
- */
-function bucketLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, _order: string, byAgent: boolean, m: MatchParts): string {
-  const f = q.filter;
-  const head = [...linkRange('d', byAgent, tenant, f, p, w), ...windowConds('d', w, p)];
-  const table = byAgent ? 'statement_agents' : 'statement_activities';
-  const probes = linkProbes(tenant, f, p, 'd.seq', byAgent ? 'agent' : 'activity');
-  const row = `EXISTS (SELECT 1 FROM statements s WHERE ${['s.seq = d.seq', ...m.own()].join(' AND ')})`;
-  return `SELECT d.seq FROM ${table} d ${m.tail([...head, ...probes, row], 'd.seq', 'd.bucket')}`;
+/** SQLite's dialect, on the store's connection `h`. */
+export function sqliteDialect(h: SqliteHandle): StoreDialect {
+  return { query: SQLITE, documents: documents(h), outbox: outbox(h), reach: reach(h) };
 }
 
 /**
- * SQLite, not knowing how common the value is, read a verb within since/until through the seq
- * range, row by row (5.9 ms at 1M); its own index holds the same window in order. A
- * registration (rarer than a verb) is read from its own index, bucket by bucket.
+ * A document write runs inside one BEGIN IMMEDIATE transaction, which holds the database: no
+ * other write can slip between the ETag check and the write, so no lock of its own.
  */
-function bucketStatementRange(tenant: number, f: StatementFilter, w: SeqWindow, p: Params): { head: string[]; indexed: string; bucket?: string } {
-  if (f.registration !== undefined) {
-    const head = [`s.tenant = ${p.add(tenant)}`, `${bucketOf('s.seq')} IN ${bucketsIn(w, p)}`, ...windowConds('s', w, p)];
-    return { head, indexed: ' INDEXED BY statements_registration', bucket: bucketOf('s.seq') };
-  }
-  return { head: [`s.tenant = ${p.add(tenant)}`, ...windowConds('s', w, p)], indexed: f.verb !== undefined ? ' INDEXED BY statements_verb' : '' };
+function documents(h: SqliteHandle): DocumentDialect {
+  return {
+    *lock() {},
+    *current(tenant, key, etagOnly) {
+      if (etagOnly) {
+        const r = yield* row({ text: 'SELECT etag FROM documents WHERE tenant = ? AND kind = ? AND activity_id = ? AND agent_key = ? AND registration = ? AND doc_id = ?', values: documentValues(tenant, key) });
+        return { etag: r ? String(r.etag) : undefined, nowMs: h.now() };
+      }
+      const r = yield* row({ text: DOCUMENT_SQL, values: documentValues(tenant, key) });
+      return { current: r && toDocument(r), nowMs: h.now() };
+    },
+    scanOrder: 'ORDER BY kind, activity_id, agent_key, registration, doc_id',
+  };
 }
 
-/** SQLite's SQL: positional `?`, 16-byte UUIDs, link tables and the registration index in seq buckets. */
-export const SQLITE: Dialect = {
-  ph: () => '?',
-  uuid: uuidBytes,
-  least: (exprs) => `min(${exprs.join(', ')})`,
-  probeJoin: 'CROSS JOIN',
-  sizedJson: oneColumnJson,
-  linkProbes: bucketLinkProbes,
-  linkCounts: bucketLinkCounts,
-  linkMatches: bucketLinkMatches,
-  statementCounts: bucketStatementCounts,
-  statementRange: bucketStatementRange,
-  fullBytes: (a) => `octet_length(${a}.full)`,
-};
+const QUEUED = 0;
+const DEAD = 1;
+const UNLEASE = 'lease_owner = NULL, lease_until_ms = 0';
+
+/** Claims, renewals and settlements are short transactions of their own (the rows are queued by the statement write: ./outbox.ts). */
+function outbox(h: SqliteHandle): OutboxDialect {
+  return {
+    *claim(target, owner, limit, leaseMs) {
+      const now = h.now();
+      const ids = (
+        yield* rows({
+          text:
+            'UPDATE forward_outbox SET lease_owner = ?, lease_until_ms = ? WHERE id IN (SELECT id FROM forward_outbox ' +
+            'WHERE target = ? AND state = 0 AND due_ms <= ? AND lease_until_ms <= ? ORDER BY due_ms, id LIMIT ?) RETURNING id',
+          values: [owner, now + leaseMs, target, now, now, limit],
+        })
+      ).map((r) => Number(r.id));
+      if (!ids.length) return [];
+      const claimed = yield* rows({
+        text:
+          'SELECT o.id, o.attempts, t.name AS tenant, s.full FROM forward_outbox o JOIN statements s ON s.seq = o.seq JOIN tenants t ON t.id = s.tenant ' +
+          'WHERE o.id IN (SELECT value FROM json_each(?)) ORDER BY o.due_ms, o.id',
+        values: [JSON.stringify(ids)],
+      });
+      return claimed.map((r) => ({ id: String(r.id), attempts: Number(r.attempts), tenant: String(r.tenant), json: String(r.full) }));
+    },
+    claimBegin: 'BEGIN IMMEDIATE',
+    *renew(owner, ids, leaseMs) {
+      yield* run({ text: 'UPDATE forward_outbox SET lease_until_ms = ? WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))', values: [h.now() + leaseMs, owner, JSON.stringify(ids.map(Number))] });
+    },
+    *delivered(owner, ids) {
+      return yield* run({ text: 'DELETE FROM forward_outbox WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))', values: [owner, JSON.stringify(ids.map(Number))] });
+    },
+    *retry(owner, items) {
+      const now = h.now();
+      let n = 0;
+      for (const r of items) {
+        n += yield* run({ text: `UPDATE forward_outbox SET attempts = attempts + 1, due_ms = ?, last_error = ?, ${UNLEASE} WHERE id = ? AND lease_owner = ?`, values: [now + r.delayMs, r.error, Number(r.id), owner] });
+      }
+      return n;
+    },
+    *dead(owner, items) {
+      for (const d of items) {
+        yield* run({ text: `UPDATE forward_outbox SET state = ${DEAD}, attempts = attempts + 1, last_error = ?, ${UNLEASE} WHERE id = ? AND lease_owner = ?`, values: [d.error, Number(d.id), owner] });
+      }
+    },
+    *release(owner, ids) {
+      for (const id of ids) yield* run({ text: `UPDATE forward_outbox SET ${UNLEASE} WHERE id = ? AND lease_owner = ?`, values: [Number(id), owner] });
+    },
+    *count(target, delivered, retried) {
+      yield* run({
+        text:
+          'INSERT INTO forward_counters (target, delivered, retried) VALUES (?, ?, ?) ' +
+          'ON CONFLICT (target) DO UPDATE SET delivered = delivered + excluded.delivered, retried = retried + excluded.retried',
+        values: [target, delivered, retried],
+      });
+    },
+    *requeueDead(target) {
+      const where = target === undefined ? '' : ' AND target = ?';
+      return yield* run({ text: `UPDATE forward_outbox SET state = ${QUEUED}, attempts = 0, due_ms = 0, last_error = NULL WHERE state = ${DEAD}${where}`, values: target === undefined ? [] : [target] });
+    },
+    *deadLetters({ target, after, limit }) {
+      const found = yield* rows({
+        text:
+          'SELECT o.id, o.target, t.name AS tenant, s.id AS statement_id, o.attempts, o.last_error FROM forward_outbox o ' +
+          'JOIN statements s ON s.seq = o.seq JOIN tenants t ON t.id = s.tenant ' +
+          `WHERE o.state = ${DEAD} AND (? IS NULL OR o.target = ?) AND o.id > ? ORDER BY o.id LIMIT ?`,
+        values: [target ?? null, target ?? null, after ?? 0, limit],
+      });
+      return found.map((r) => toDeadLetter(r, uuidText(r.statement_id as Uint8Array)));
+    },
+    *oldestQueued() {
+      return yield* rows({ text: OLDEST_QUEUED_SQL, values: [] });
+    },
+    *stats() {
+      // One connection, read synchronously: the three reads agree without a transaction.
+      return [
+        yield* rows({ text: 'SELECT target, sum(state = 0) AS queued, sum(state = 1) AS dead FROM forward_outbox GROUP BY target', values: [] }),
+        yield* rows({ text: 'SELECT target, delivered, retried FROM forward_counters', values: [] }),
+        yield* rows({ text: 'SELECT target, last_error FROM forward_outbox WHERE id IN (SELECT max(id) FROM forward_outbox WHERE state = 1 GROUP BY target)', values: [] }),
+      ] as [Row[], Row[], Row[]];
+    },
+  };
+}
+
+/**
+ * A StatementRef's reach rows, by its seq. The two link tables are WITHOUT ROWID with the seq
+ * second in their own index: for a DELETE SQLite picks the primary key's tenant prefix instead,
+ * a walk of the whole store's rows per statement (9 ms each at 10M statements, the prune's and
+ * erase's whole cost there), so the index is named.
+ */
+export const REACH_FORGET_SQL = [
+  'DELETE FROM statement_reach WHERE tenant = ? AND seq = ?',
+  'DELETE FROM reach_agents INDEXED BY reach_agents_seq WHERE tenant = ? AND seq = ?',
+  'DELETE FROM reach_activities INDEXED BY reach_activities_seq WHERE tenant = ? AND seq = ?',
+] as const;
+
+/** The reach rows (../reach.ts): row by row, through every level of the id index; key ids from the writer's cache. */
+function reach(h: SqliteHandle): ReachDialect {
+  return {
+    *forget(tenant, stored) {
+      const seqs = new Set(stored);
+      for (const via of stored) for (const r of yield* rows({ text: 'SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?', values: [tenant, via] })) seqs.add(Number(r.seq));
+      const seeds: ReachSeed[] = [];
+      for (const seq of seqs) {
+        for (const text of REACH_FORGET_SQL) yield* run({ text, values: [tenant, seq] });
+        const r = yield* row({ text: 'SELECT ref_id, authority FROM statements WHERE tenant = ? AND seq = ?', values: [tenant, seq] });
+        if (r && r.ref_id !== null) seeds.push({ seq, refId: uuidText(r.ref_id as Uint8Array), authority: r.authority === null ? null : Number(r.authority) });
+      }
+      return seeds;
+    },
+    *targets(tenant, ids) {
+      const out: ReachStatement[] = [];
+      for (const id of ids) {
+        const r = yield* row({ text: `SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`, values: [tenant, uuidBytes(id)] });
+        if (!r) continue;
+        const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
+        out.push({ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) });
+      }
+      return out;
+    },
+    // The writer's cache and its own inserts (in this transaction): no statement to yield.
+    *keyIds(tenant, keys) {
+      return h.keyIds(tenant, keys);
+    },
+    *write(tenant, out) {
+      for (const r of out.reach) {
+        yield* run({ text: 'INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)', values: [tenant, r.seq, r.via, r.verb, r.registration, r.authority] });
+      }
+      for (const a of out.agents) yield* run({ text: 'INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.agent, a.seq, a.via, a.role] });
+      for (const a of out.activities) yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
+    },
+  };
+}

@@ -39,7 +39,10 @@ export function idLevelsDue(merged: number): { recent: number; middle: number; u
 /** The levels, recent to large (where an erased id is deleted from). */
 export const ID_LEVELS = ['statement_ids_new', 'statement_ids_mid', 'statement_ids_upper', 'statement_ids'] as const;
 
-/** BY_ID (./readers.ts) in the recent and middle levels only: for an id the filter says the merged levels do not have. */
+/** A statement's row by (tenant, id), through every level of the id index. */
+export const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
+
+/** BY_ID in the recent and middle levels only: for an id the filter says the merged levels do not have. */
 export const BY_RECENT_ID = 'seq = (SELECT seq FROM (SELECT tenant, id, seq FROM statement_ids_new UNION ALL SELECT tenant, id, seq FROM statement_ids_mid) WHERE tenant = ? AND id = ?)';
 
 /** Where a build starts: tenant ids are positive. */

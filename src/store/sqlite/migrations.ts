@@ -1,5 +1,5 @@
 import { reachBuildSql } from '../sql.ts';
-import { SQLITE } from './dialect.ts';
+import { SQLITE } from './query.ts';
 
 /** The page size of a new database (the raw-limit baseline of `npm run bench` uses the same). */
 export const PAGE_SIZE = 8192;

@@ -6,64 +6,27 @@
  * Lean storage (see src/store/sql.ts): tenants, verbs, activity IRIs and agent keys are stored
  * once, in `tenants` and `keys`; statements and link rows hold their integer ids, and UUIDs are
  * 16 bytes. The connection, transactions, migrations and the dictionaries: ./connection.ts;
- * the reads: ./readers.ts; this module: the writes.
+ * the reads: ./readers.ts and ./pages.ts; the shared programs' members: ../shared.ts; this
+ * module: the statement writes.
  */
-import type { ValidationIssue } from '../../errors.ts';
 import { mergeDefinition } from '../../xapi/activity.ts';
-import type { StatementQuery } from '../../xapi/query.ts';
 import { type EarlierVoiding, type InsertPlan, type KnownStatement, rowsToRead } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
 import type { ActivityDefinition, Statement } from '../../xapi/types.ts';
-import { indexRows } from '../../xapi/statement.ts';
-import { type ReachDialect, type ReachSeed, type ReachStatement, rebuildReach } from '../reach.ts';
+import type { ReachSeed } from '../reach.ts';
 import { GroupPlanner, type GroupRequest, GroupQueue, statementKeys } from '../pipeline.ts';
-import { dayOf, GroupCounts } from '../overview.ts';
-import * as overview from '../overview.ts';
-import { row, rows, run } from '../program.ts';
-import { isVoidingValue, seqBucket, uuidBytes, uuidText } from '../sql.ts';
-import type {
-  AttachmentBlob,
-  AuditEntry,
-  AuditFilter,
-  AuditRecord,
-  CredentialRow,
-  DocumentKey,
-  DocumentPrecondition,
-  DocumentWriteOptions,
-  InsertOutcome,
-  KeptRejection,
-  KeyedDocument,
-  NewRejection,
-  OverviewQuery,
-  QueryPage,
-  RejectionFilter,
-  RejectionReason,
-  StatementRewrite,
-  Store,
-  StoredDocument,
-  StoredRow,
-  StoreOverview,
-  StoreSummary,
-  StoreTotals,
-} from '../types.ts';
-import * as admin from '../admin.ts';
-import { StoreCredentials } from '../credentials.ts';
-import * as docs from '../documents.ts';
-import * as rejections from '../rejections.ts';
-import { runStatements, sqliteDocuments } from './documents.ts';
-import { SqliteCounts } from './counts.ts';
+import { GroupCounts } from '../overview.ts';
+import { isVoidingValue, seqBucket, uuidBytes } from '../sql.ts';
+import type { AttachmentBlob, InsertOutcome, Store } from '../types.ts';
 import { SqliteOutbox } from './outbox.ts';
-import * as reads from './readers.ts';
-import { BY_ID, readPage } from './readers.ts';
-import { describeSqlite, isStorageFailure, SqliteConnection, type SqliteOptions, WriteFailed } from './connection.ts';
+import { describeSqlite, isStorageFailure, type SqliteOptions, WriteFailed } from './connection.ts';
+import { SqliteMaintenance } from './maintenance.ts';
 import { cacheSize, writerCacheMiB } from './migrations.ts';
-import { BY_RECENT_ID, ID_LEVELS, StatementIds } from './ids.ts';
+import { BY_ID, BY_RECENT_ID, StatementIds } from './ids.ts';
 
 export { type SqliteOptions, type StoreLog } from './connection.ts';
 
 type Row = Record<string, unknown>;
-
-const SQLITE_REJECTIONS: rejections.RejectionDialect = { numbered: false };
 
 /** Canonical definitions cached at most (then the cache starts again). */
 const DEFINITION_CACHE_MAX = 50_000;
@@ -80,21 +43,14 @@ interface GroupResult {
   queued: number;
 }
 
-export class SqliteStore extends SqliteConnection implements Store {
+export class SqliteStore extends SqliteMaintenance implements Store {
   readonly outbox: SqliteOutbox;
   private readonly outboxListeners: (() => void)[] = [];
   private readonly staged = new Map<number, { input: string; kept: string }>();
   private definitionsChanged = false;
-  private readonly overviewCounts = new SqliteCounts((sql) => this.q(sql));
   /** One queue for the connection, every tenant's requests in it, written whole on the next turn of the event loop. */
   private readonly pending = new GroupQueue(Infinity, (_, first) => {
     if (first) setImmediate(() => this.flush());
-  });
-  private readonly documents = sqliteDocuments(this.docs);
-  private readonly credentials = new StoreCredentials({
-    run: async (p) => runStatements(this.docs, p),
-    tx: async (p) => this.docs.tx(() => runStatements(this.docs, p)),
-    ph: (n) => `?${n}`,
   });
 
   /** The page cache follows the store's size (writerCacheMiB) unless LECTERN_SQLITE_CACHE_SIZE fixes it. */
@@ -106,7 +62,7 @@ export class SqliteStore extends SqliteConnection implements Store {
 
   constructor(opts: SqliteOptions) {
     super(opts);
-    this.outbox = new SqliteOutbox(this.docs, opts.forwardTargets ?? []);
+    this.outbox = new SqliteOutbox(this.runner, this.dialect.outbox, this.handle, opts.forwardTargets ?? []);
     this.cacheFollowsSize = opts.cacheMiB === undefined;
   }
 
@@ -277,14 +233,6 @@ export class SqliteStore extends SqliteConnection implements Store {
     return { outcomes, queued };
   }
 
-  /** Deletes a stored statement's agent link rows by primary key (keys from its JSON); returns their key ids. */
-  private deleteAgentLinks(tenant: number, seq: number, statement: Statement): number[] {
-    const del = this.q('DELETE FROM statement_agents WHERE tenant = ? AND bucket = ? AND agent = ? AND seq = ?');
-    const ids = indexRows(statement).agents.flatMap((a) => this.keyId(tenant, a.key) ?? []);
-    for (const id of ids) del.run(tenant, seqBucket(seq), id, seq);
-    return ids;
-  }
-
   // ----- statements ---------------------------------------------------------------------------
 
   /**
@@ -390,309 +338,6 @@ export class SqliteStore extends SqliteConnection implements Store {
     return seq;
   }
 
-  /** The reach rows (src/store/reach.ts: rebuildReach) of new StatementRefs (`seeds`) and of the statements in `stored` and those reaching them. */
-  private updateReach(tenant: number, seeds: ReachSeed[], stored: number[]): void {
-    if (seeds.length || stored.length) runStatements(this.docs, rebuildReach(this.reach, tenant, seeds, stored));
-  }
-
-  private readonly reach = sqliteReach((tenant, keys) => this.keyIdsOf(tenant, keys));
-
-  getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
-    return reads.getStatement(this.source, tenant, id, voided, authority);
-  }
-
-  async statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined> {
-    return reads.statementViolations(this.source, tenant, id);
-  }
-
-  async queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
-    return this.readers ? this.readers.query(tenant, query) : readPage(this.source, tenant, query);
-  }
-
-  getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    return reads.getAttachments(this.source, tenant, sha2s, carrier);
-  }
-
-  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
-    return reads.attachmentSizes(this.source, tenant, sha2s, carrier);
-  }
-
-  attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
-    return reads.attachmentsNotCarried(this.source, tenant, positions);
-  }
-
-  attachmentCarrierCounts(tenant: string, sha2s: string[]): Promise<Map<string, number>> {
-    return reads.attachmentCarrierCounts(this.source, tenant, sha2s);
-  }
-
-  async consistentThrough(): Promise<Date> {
-    // Writes commit synchronously before they are acknowledged: everything stored is visible.
-    return new Date(this.clock.now());
-  }
-
-  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
-    return reads.statementsWithAgent(this.source, tenant, agentKey, limit, maxBytes);
-  }
-
-  getActivityDefinitions(tenant: string, activityIds: string[]): Promise<Map<string, ActivityDefinition>> {
-    return reads.activityDefinitions(this.source, tenant, activityIds);
-  }
-
-  async getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return runStatements(this.docs, docs.getDocument(this.documents, tenant, key));
-  }
-
-  async putDocument(
-    tenant: string,
-    key: DocumentKey,
-    doc: { content: Buffer; contentType: string },
-    opts: DocumentWriteOptions,
-  ): Promise<StoredDocument> {
-    return this.tx(() => runStatements(this.docs, docs.putDocument(this.documents, tenant, key, doc, opts)));
-  }
-
-  async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    this.tx(() => runStatements(this.docs, docs.deleteDocument(this.documents, tenant, key, pre)));
-  }
-
-  async listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return runStatements(this.docs, docs.listDocumentIds(this.documents, tenant, key, sinceMs));
-  }
-
-  async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    // In a transaction of its own: a disk that refuses the write is a 503 as for every other write.
-    this.tx(() => runStatements(this.docs, docs.deleteDocuments(this.documents, tenant, key)));
-  }
-
-  // ----- kept rejections (../rejections.ts) --------------------------------------------------
-
-  async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
-    this.tx(() => runStatements(this.docs, rejections.keepRejections(SQLITE_REJECTIONS, items, bounds)));
-  }
-
-  async listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
-    return runStatements(this.docs, rejections.listRejections(SQLITE_REJECTIONS, filter));
-  }
-
-  async getRejection(id: string): Promise<KeptRejection | undefined> {
-    return runStatements(this.docs, rejections.getRejection(SQLITE_REJECTIONS, id));
-  }
-
-  async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
-    this.tx(() => runStatements(this.docs, rejections.updateRejection(SQLITE_REJECTIONS, id, change)));
-  }
-
-  async deleteRejections(ids: string[]): Promise<number> {
-    return this.tx(() => runStatements(this.docs, rejections.deleteRejections(SQLITE_REJECTIONS, ids)));
-  }
-
-  async clearRejections(tenant?: string): Promise<number> {
-    return this.tx(() => runStatements(this.docs, rejections.clearRejections(SQLITE_REJECTIONS, tenant)));
-  }
-
-  // ----- data lifecycle ----------------------------------------------------------------------
-
-  scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
-    return reads.scanStatements(this.source, tenant, opts);
-  }
-
-  countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
-    return reads.countStatements(this.source, tenant, opts);
-  }
-
-  referringStatements(tenant: string, ids: string[]): Promise<string[]> {
-    return reads.referringStatements(this.source, tenant, ids);
-  }
-
-  async deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return { statements: 0, attachments: 0 };
-    return this.tx(() => {
-      this.checkEpoch();
-      const hashes = new Set<string>();
-      const agents = new Set<number>();
-      const erased: number[] = [];
-      const deleted = new Map<string, number>();
-      let statements = 0;
-      for (const id of ids) {
-        const idBytes = uuidBytes(id);
-        const r = this.q(`SELECT seq, full, authority, stored_ms, verb FROM statements WHERE ${BY_ID}`).get(tid, idBytes) as Row | undefined;
-        if (!r) continue;
-        const seq = Number(r.seq);
-        const counted = `${dayOf(Number(r.stored_ms))} ${Number(r.verb)}`;
-        deleted.set(counted, (deleted.get(counted) ?? 0) + 1);
-        for (const a of this.q('SELECT sha2 FROM statement_attachments WHERE seq = ?').all(seq) as Row[]) hashes.add(String(a.sha2));
-        // Link rows by primary key: their keys are the statement's own, as prepareStatement made them.
-        const statement = JSON.parse(String(r.full)) as Statement;
-        for (const k of this.deleteAgentLinks(tid, seq, statement)) agents.add(k);
-        if (r.authority !== null) agents.add(Number(r.authority));
-        const activity = this.q('DELETE FROM statement_activities WHERE tenant = ? AND bucket = ? AND activity = (SELECT id FROM keys WHERE tenant = ? AND key = ?) AND seq = ?');
-        for (const a of indexRows(statement).activities) activity.run(tid, seqBucket(seq), tid, a.id, seq);
-        // Its forwarding if still queued, its attachment links, its violations, itself.
-        for (const sql of FORGET_BY_SEQ_SQL) this.q(sql).run(seq);
-        for (const level of ID_LEVELS) this.q(`DELETE FROM ${level} WHERE tenant = ? AND id = ?`).run(tid, idBytes);
-        erased.push(seq);
-        statements++;
-      }
-      this.overviewCounts.uncount(tid, deleted);
-      // Its own reach rows go, and the chains through it end there now.
-      this.updateReach(tid, [], erased);
-      let attachments = 0;
-      // The data goes once no remaining statement of the tenant carried it (a declaration by hash keeps nothing).
-      for (const h of hashes) {
-        const linked = this.q('SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND sa.carrier IS NOT NULL AND s.tenant = ? LIMIT 1').get(h, tid);
-        if (!linked) attachments += Number(this.q('DELETE FROM attachments WHERE tenant = ? AND sha2 = ?').run(tenant, h).changes);
-      }
-      this.dropUnusedKeys(tid, agents);
-      return { statements, attachments };
-    });
-  }
-
-  async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
-    const tid = this.tenantId(tenant);
-    if (tid === undefined) return;
-    this.tx(() => {
-      this.checkEpoch();
-      const agent = this.q('INSERT INTO statement_agents (tenant, bucket, agent, seq, role) VALUES (?, ?, ?, ?, ?)');
-      const old = new Set<number>();
-      const rewritten: number[] = [];
-      for (const row of rows) {
-        const r = this.q(`SELECT seq, full, authority FROM statements WHERE ${BY_ID}`).get(tid, uuidBytes(row.id)) as Row | undefined;
-        if (!r) continue;
-        const seq = Number(r.seq);
-        for (const k of this.deleteAgentLinks(tid, seq, JSON.parse(String(r.full)) as Statement)) old.add(k);
-        if (r.authority !== null) old.add(Number(r.authority));
-        const ids = this.keyIdsOf(tid, [...row.agents.map((a) => a.key), ...(row.authorityKey === null ? [] : [row.authorityKey])]);
-        const authority = row.authorityKey === null ? null : ids.get(row.authorityKey)!;
-        this.q('UPDATE statements SET full = ?, authority = ? WHERE seq = ?').run(row.json, authority, seq);
-        // The data its request carried stays its authority's (now the new one).
-        this.q('UPDATE statement_attachments SET carrier = ? WHERE seq = ? AND carrier IS NOT NULL').run(authority ?? 0, seq);
-        for (const a of row.agents) agent.run(tid, seqBucket(seq), ids.get(a.key)!, seq, a.role);
-        rewritten.push(seq);
-      }
-      // What reaches a rewritten statement copied its agents and authority: rebuilt.
-      this.updateReach(tid, [], rewritten);
-      // The replaced keys (the person's) go once no statement names them.
-      this.dropUnusedKeys(tid, old);
-    });
-  }
-
-  async scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    return runStatements(this.docs, docs.scanDocuments(this.documents, tenant, opts));
-  }
-
-  async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
-    this.tx(() => runStatements(this.docs, docs.moveDocuments(this.documents, tenant, keys, agentKey)));
-  }
-
-  // ----- credentials (../credentials.ts) ----------------------------------------------------
-  createCredential(row: CredentialRow): Promise<void> {
-    return this.credentials.createCredential(row);
-  }
-  getCredential(key: string): Promise<CredentialRow | undefined> {
-    return this.credentials.getCredential(key);
-  }
-  listCredentials(target?: string): Promise<CredentialRow[]> {
-    return this.credentials.listCredentials(target);
-  }
-  revokeCredential(key: string, atMs: number): Promise<boolean> {
-    return this.credentials.revokeCredential(key, atMs);
-  }
-  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
-    return this.credentials.rotateCredential(key, secretHash, previousUntilMs);
-  }
-  credentialsVersion(): Promise<number> {
-    return this.credentials.credentialsVersion();
-  }
-  touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
-    return this.credentials.touchCredentials(uses);
-  }
-
-  // ----- the admin API ------------------------------------------------------------------------
-
-  async storeNames(): Promise<string[]> {
-    return runStatements(this.docs, admin.storeNames());
-  }
-
-  async storeSummaries(only?: string): Promise<StoreSummary[]> {
-    return runStatements(this.docs, admin.storeSummaries(SQLITE_ADMIN, only));
-  }
-
-  async storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
-    return runStatements(this.docs, overview.storeOverview(SQLITE_ADMIN, tenant, query));
-  }
-
-  async storeTotals(sinceDay: number): Promise<StoreTotals[]> {
-    return runStatements(this.docs, overview.storeTotals(SQLITE_ADMIN, sinceDay));
-  }
-
-  async appendAudit(record: AuditRecord): Promise<AuditEntry> {
-    return this.tx(() => runStatements(this.docs, admin.appendAudit(SQLITE_ADMIN, record)));
-  }
-
-  async listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    return runStatements(this.docs, admin.listAudit(SQLITE_ADMIN, filter));
-  }
-}
-
-const SQLITE_ADMIN: admin.AdminDialect = { ph: () => '?' };
-
-/** The rows keyed by a deleted statement's seq (each through an index on seq: test/store/sqlite-delete-plans.test.ts). */
-export const FORGET_BY_SEQ_SQL = [
-  'DELETE FROM forward_outbox WHERE seq = ?',
-  'DELETE FROM statement_attachments WHERE seq = ?',
-  'DELETE FROM statement_violations WHERE seq = ?',
-  'DELETE FROM statements WHERE seq = ?',
-] as const;
-
-/**
- * A StatementRef's reach rows, by its seq. The two link tables are WITHOUT ROWID with the seq
- * second in their own index: for a DELETE SQLite picks the primary key's tenant prefix instead,
- * a walk of the whole store's rows per statement (9 ms each at 10M statements, the prune's and
- * erase's whole cost there), so the index is named.
- */
-export const REACH_FORGET_SQL = [
-  'DELETE FROM statement_reach WHERE tenant = ? AND seq = ?',
-  'DELETE FROM reach_agents INDEXED BY reach_agents_seq WHERE tenant = ? AND seq = ?',
-  'DELETE FROM reach_activities INDEXED BY reach_activities_seq WHERE tenant = ? AND seq = ?',
-] as const;
-
-/** SQLite's reach SQL (src/store/reach.ts): row by row, through both levels of the id index; key ids from the writer's `keyIdsOf`. */
-function sqliteReach(keyIdsOf: (tenant: number, keys: string[]) => Map<string, number>): ReachDialect {
-  return {
-    *forget(tenant, stored) {
-      const seqs = new Set(stored);
-      for (const via of stored) for (const r of yield* rows({ text: 'SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?', values: [tenant, via] })) seqs.add(Number(r.seq));
-      const seeds: ReachSeed[] = [];
-      for (const seq of seqs) {
-        for (const text of REACH_FORGET_SQL) yield* run({ text, values: [tenant, seq] });
-        const r = yield* row({ text: 'SELECT ref_id, authority FROM statements WHERE tenant = ? AND seq = ?', values: [tenant, seq] });
-        if (r && r.ref_id !== null) seeds.push({ seq, refId: uuidText(r.ref_id as Uint8Array), authority: r.authority === null ? null : Number(r.authority) });
-      }
-      return seeds;
-    },
-    *targets(tenant, ids) {
-      const out: ReachStatement[] = [];
-      for (const id of ids) {
-        const r = yield* row({ text: `SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`, values: [tenant, uuidBytes(id)] });
-        if (!r) continue;
-        const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
-        out.push({ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) });
-      }
-      return out;
-    },
-    // The writer's cache and its own inserts (in this transaction): no statement to yield.
-    *keyIds(tenant, keys) {
-      return keyIdsOf(tenant, keys);
-    },
-    *write(tenant, out) {
-      for (const r of out.reach) {
-        yield* run({ text: 'INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)', values: [tenant, r.seq, r.via, r.verb, r.registration, r.authority] });
-      }
-      for (const a of out.agents) yield* run({ text: 'INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.agent, a.seq, a.via, a.role] });
-      for (const a of out.activities) yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
-    },
-  };
 }
 
 /** statements.authority of a new statement: its key's id. */

@@ -4,9 +4,9 @@
  * B-trees and the commit's fsync — run on two cores at once. Reads stay on a connection of this
  * thread (WAL: readers never wait for the writer, and see every committed write).
  *
- * The worker runs an ordinary SqliteStore: every write of the Store interface (statements,
- * documents, forwarding outbox, data lifecycle, credentials) is sent to it as a call and answered after its
- * COMMIT. Calls that arrive while the writer is busy queue on its port and are written as one
+ * The worker runs an ordinary SqliteStore: every write of the Store interface (ROUTES below:
+ * statements, documents, forwarding outbox, data lifecycle, credentials, kept rejections, the
+ * audit log) is sent to it as a call and answered after its COMMIT. Calls that arrive while the writer is busy queue on its port and are written as one
  * group commit (SqliteStore.insertStatements: one transaction, each request all or nothing), so
  * every guarantee of the single-thread store holds: an answer only after the commit, all or
  * nothing per request, conflicts per request, seq order = stored order = commit order.
@@ -17,37 +17,7 @@
 import { isMainThread, MessageChannel, type MessagePort, Worker, workerData } from 'node:worker_threads';
 import { ManualClock } from '../../clock.ts';
 import { LrsError, type LrsErrorKind, ValidationFailed, type ValidationIssue } from '../../errors.ts';
-import type { PreparedStatement } from '../../xapi/statement.ts';
-import type { StatementQuery } from '../../xapi/query.ts';
-import type {
-  AttachmentBlob,
-  AuditEntry,
-  AuditFilter,
-  AuditRecord,
-  CredentialRow,
-  DocumentKey,
-  DocumentPrecondition,
-  DocumentWriteOptions,
-  ForwardingStats,
-  InsertOutcome,
-  KeptRejection,
-  KeyedDocument,
-  NewRejection,
-  Outbox,
-  OutboxItem,
-  OutboxSettlement,
-  QueryPage,
-  RejectionFilter,
-  RejectionReason,
-  StatementRewrite,
-  Store,
-  StoredDocument,
-  StoredRow,
-  StoreSummary,
-  StoreOverview,
-  StoreTotals,
-  OverviewQuery,
-} from '../types.ts';
+import type { Outbox, Store } from '../types.ts';
 import { type SqliteOptions, SqliteStore } from './store.ts';
 import { exclusiveInProcess } from './connection.ts';
 
@@ -60,28 +30,43 @@ import { exclusiveInProcess } from './connection.ts';
  */
 export type ThreadedSqliteOptions = Omit<SqliteOptions, 'clock'> & { manualClock?: { startMs: number; stepMs?: number } };
 
-/** The store's writes: what the worker runs (outbox methods prefixed `outbox.`). */
+/**
+ * Where each member of the Store runs: `write`, sent to the writer thread and answered after its
+ * COMMIT; `read`, on this thread's connection (WAL: it sees every committed write, so a write
+ * answered before a read is in what the read finds). The members not listed are the class's own.
+ * The methods are made from this list (the class's static block), and so is the calls' type.
+ */
+const ROUTES = {
+  // statements, their attachments and lifecycle
+  insertStatements: 'write', deleteStatements: 'write', rewriteStatements: 'write',
+  getStatement: 'read', queryStatements: 'read', getAttachments: 'read', attachmentSizes: 'read', attachmentsNotCarried: 'read',
+  attachmentCarrierCounts: 'read', consistentThrough: 'read', statementsWithAgent: 'read', getActivityDefinitions: 'read',
+  statementViolations: 'read', scanStatements: 'read', countStatements: 'read', referringStatements: 'read',
+  // documents
+  putDocument: 'write', deleteDocument: 'write', deleteDocuments: 'write', moveDocuments: 'write',
+  getDocument: 'read', listDocumentIds: 'read', scanDocuments: 'read',
+  // kept rejections, credentials, the admin API
+  keepRejections: 'write', updateRejection: 'write', deleteRejections: 'write', clearRejections: 'write',
+  listRejections: 'read', getRejection: 'read',
+  createCredential: 'write', revokeCredential: 'write', rotateCredential: 'write', touchCredentials: 'write',
+  getCredential: 'read', listCredentials: 'read', credentialsVersion: 'read',
+  appendAudit: 'write', listAudit: 'read', storeNames: 'read', storeSummaries: 'read', storeOverview: 'read', storeTotals: 'read',
+} as const satisfies Partial<Record<keyof Store, 'write' | 'read'>>;
+
+/** The same for the forwarding outbox (its writes cross as `outbox.<member>`). */
+const OUTBOX_ROUTES = {
+  claim: 'write', renew: 'write', settle: 'write', requeueDead: 'write',
+  stats: 'read', deadLetters: 'read', oldestQueued: 'read',
+} as const satisfies Record<keyof Outbox, 'write' | 'read'>;
+
+type Routed = keyof typeof ROUTES;
+type Write = { [K in Routed]: (typeof ROUTES)[K] extends 'write' ? K : never }[Routed];
+type OutboxWrite = { [K in keyof Outbox]: (typeof OUTBOX_ROUTES)[K] extends 'write' ? K : never }[keyof Outbox];
+
+/** The store's writes: what the worker runs (outbox members prefixed `outbox.`). */
 type WriteCall =
-  | { op: 'insertStatements'; args: Parameters<Store['insertStatements']> }
-  | { op: 'putDocument'; args: Parameters<Store['putDocument']> }
-  | { op: 'deleteDocument'; args: Parameters<Store['deleteDocument']> }
-  | { op: 'deleteDocuments'; args: Parameters<Store['deleteDocuments']> }
-  | { op: 'deleteStatements'; args: Parameters<Store['deleteStatements']> }
-  | { op: 'rewriteStatements'; args: Parameters<Store['rewriteStatements']> }
-  | { op: 'moveDocuments'; args: Parameters<Store['moveDocuments']> }
-  | { op: 'appendAudit'; args: Parameters<Store['appendAudit']> }
-  | { op: 'keepRejections'; args: Parameters<Store['keepRejections']> }
-  | { op: 'updateRejection'; args: Parameters<Store['updateRejection']> }
-  | { op: 'deleteRejections'; args: Parameters<Store['deleteRejections']> }
-  | { op: 'clearRejections'; args: Parameters<Store['clearRejections']> }
-  | { op: 'outbox.claim'; args: Parameters<Outbox['claim']> }
-  | { op: 'outbox.renew'; args: Parameters<Outbox['renew']> }
-  | { op: 'outbox.settle'; args: Parameters<Outbox['settle']> }
-  | { op: 'outbox.requeueDead'; args: Parameters<Outbox['requeueDead']> }
-  | { op: 'createCredential'; args: Parameters<Store['createCredential']> }
-  | { op: 'revokeCredential'; args: Parameters<Store['revokeCredential']> }
-  | { op: 'rotateCredential'; args: Parameters<Store['rotateCredential']> }
-  | { op: 'touchCredentials'; args: Parameters<Store['touchCredentials']> }
+  | { [K in Write]: { op: K; args: Parameters<Store[K]> } }[Write]
+  | { [K in OutboxWrite]: { op: `outbox.${K}`; args: Parameters<Outbox[K]> } }[OutboxWrite]
   | { op: 'close'; args: [] };
 
 type Job = WriteCall & { id: number };
@@ -136,6 +121,44 @@ function moved(u: Uint8Array, transfer: ArrayBuffer[]): Buffer {
   return Buffer.from(copy.buffer);
 }
 
+/**
+ * What a write's Buffers become on the way: `send` (this thread) moves them into `transfer`,
+ * `receive` (the writer) makes Buffers of them again; `answer` and `answered` do the same for
+ * what the write returns.
+ */
+interface Codec<A extends unknown[], R> {
+  send?(args: A, transfer: ArrayBuffer[]): A;
+  receive?(args: A): A;
+  answer?(value: R, transfer: ArrayBuffer[]): R;
+  answered?(value: R): R;
+}
+
+type AnyCodec = Codec<unknown[], unknown>;
+
+const CODECS: { [K in Write]?: Codec<Parameters<Store[K]>, Awaited<ReturnType<Store[K]>>> } = {
+  insertStatements: {
+    send: ([tenant, batch, attachments], transfer) => [tenant, batch, attachments.map((a) => ({ ...a, content: moved(a.content, transfer) }))],
+    receive: ([tenant, batch, attachments]) => [tenant, batch, attachments.map((a) => ({ ...a, content: asBuffer(a.content) }))],
+  },
+  putDocument: {
+    send: ([tenant, key, doc, opts], transfer) => [tenant, key, { ...doc, content: moved(doc.content, transfer) }, opts],
+    receive: ([tenant, key, doc, opts]) => [tenant, key, { ...doc, content: asBuffer(doc.content) }, opts],
+    answer: (d, transfer) => ({ ...d, content: moved(d.content, transfer) }),
+    answered: (d) => ({ ...d, content: asBuffer(d.content) }),
+  },
+  keepRejections: {
+    send: ([items, bounds], transfer) => [items.map((r) => (r.body ? { ...r, body: moved(r.body, transfer) } : r)), bounds],
+    receive: ([items, bounds]) => [items.map((r) => (r.body ? { ...r, body: asBuffer(r.body) } : r)), bounds],
+  },
+};
+
+const codecOf = (op: string): AnyCodec | undefined => (CODECS as Record<string, AnyCodec | undefined>)[op];
+
+type Member = (...args: unknown[]) => Promise<unknown>;
+
+/** The members ROUTES sends or reads (made by the class's static block). */
+export interface ThreadedSqliteStore extends Pick<Store, Routed> {}
+
 /** The Store on this thread: reads on its own connection, writes sent to the writer thread. */
 export class ThreadedSqliteStore implements Store {
   readonly backend = 'sqlite';
@@ -153,16 +176,32 @@ export class ThreadedSqliteStore implements Store {
 
   constructor(opts: ThreadedSqliteOptions) {
     this.opts = opts;
-    const call = <T>(op: WriteCall['op'], args: unknown[]) => this.send({ op, args } as WriteCall) as Promise<T>;
-    this.outbox = {
-      claim: (...a) => call<OutboxItem[]>('outbox.claim', a),
-      renew: (...a) => call<void>('outbox.renew', a),
-      settle: (...a) => call<void>('outbox.settle', a),
-      requeueDead: (...a) => call<number>('outbox.requeueDead', a),
-      stats: (): Promise<ForwardingStats[]> => this.read().outbox.stats(),
-      deadLetters: (opts) => this.read().outbox.deadLetters(opts),
-      oldestQueued: () => this.read().outbox.oldestQueued(),
-    };
+    const outbox: Record<string, Member> = {};
+    for (const [op, route] of Object.entries(OUTBOX_ROUTES)) {
+      outbox[op] =
+        route === 'write'
+          ? (...args) => this.write(`outbox.${op}`, args)
+          : (...args) => {
+              const reader = this.read().outbox;
+              return (reader[op as keyof Outbox] as Member).apply(reader, args);
+            };
+    }
+    this.outbox = outbox as unknown as Outbox;
+  }
+
+  static {
+    for (const [op, route] of Object.entries(ROUTES)) {
+      const member: Member =
+        route === 'write'
+          ? function (this: ThreadedSqliteStore, ...args) {
+              return this.write(op, args);
+            }
+          : function (this: ThreadedSqliteStore, ...args) {
+              const reader = this.read();
+              return (reader[op as Routed] as Member).apply(reader, args);
+            };
+      Object.defineProperty(this.prototype, op, { value: member, writable: true, configurable: true });
+    }
   }
 
   /** The writer thread (tests stop it to prove a dead writer gives 503s). */
@@ -211,6 +250,14 @@ export class ThreadedSqliteStore implements Store {
   private read(): SqliteStore {
     if (!this.reader) throw new LrsError('unavailable', 'the SQLite store is not open');
     return this.reader;
+  }
+
+  /** A write sent to the writer thread, its Buffers moved (CODECS). */
+  private write(op: string, args: unknown[]): Promise<unknown> {
+    const codec = codecOf(op);
+    const transfer: ArrayBuffer[] = [];
+    const sent = this.send({ op, args: codec?.send ? codec.send(args, transfer) : args } as WriteCall, transfer);
+    return codec?.answered ? sent.then(codec.answered) : sent;
   }
 
   private send(call: WriteCall, transfer: ArrayBuffer[] = []): Promise<unknown> {
@@ -282,223 +329,18 @@ export class ThreadedSqliteStore implements Store {
     })();
     return this.closing;
   }
-
-  // ----- writes: on the writer thread ---------------------------------------------------------
-
-  insertStatements(tenant: string, batch: PreparedStatement[], attachments: AttachmentBlob[]): Promise<InsertOutcome> {
-    const transfer: ArrayBuffer[] = [];
-    const sent = attachments.map((a) => ({ ...a, content: moved(a.content, transfer) }));
-    return this.send({ op: 'insertStatements', args: [tenant, batch, sent] }, transfer) as Promise<InsertOutcome>;
-  }
-
-  async putDocument(
-    tenant: string,
-    key: DocumentKey,
-    doc: { content: Buffer; contentType: string },
-    opts: DocumentWriteOptions,
-  ): Promise<StoredDocument> {
-    const transfer: ArrayBuffer[] = [];
-    const sent = { ...doc, content: moved(doc.content, transfer) };
-    const stored = (await this.send({ op: 'putDocument', args: [tenant, key, sent, opts] }, transfer)) as StoredDocument;
-    return { ...stored, content: asBuffer(stored.content) };
-  }
-
-  async deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void> {
-    await this.send({ op: 'deleteDocument', args: [tenant, key, pre] });
-  }
-
-  async deleteDocuments(tenant: string, key: Omit<DocumentKey, 'docId'>): Promise<void> {
-    await this.send({ op: 'deleteDocuments', args: [tenant, key] });
-  }
-
-  deleteStatements(tenant: string, ids: string[]): Promise<{ statements: number; attachments: number }> {
-    return this.send({ op: 'deleteStatements', args: [tenant, ids] }) as Promise<{ statements: number; attachments: number }>;
-  }
-
-  async rewriteStatements(tenant: string, rows: StatementRewrite[]): Promise<void> {
-    await this.send({ op: 'rewriteStatements', args: [tenant, rows] });
-  }
-
-  async moveDocuments(tenant: string, keys: DocumentKey[], agentKey: string): Promise<void> {
-    await this.send({ op: 'moveDocuments', args: [tenant, keys, agentKey] });
-  }
-
-  async keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void> {
-    const transfer: ArrayBuffer[] = [];
-    const sent = items.map((r) => (r.body ? { ...r, body: moved(r.body, transfer) } : r));
-    await this.send({ op: 'keepRejections', args: [sent, bounds] }, transfer);
-  }
-
-  async updateRejection(id: string, change: { status: number; reasons: RejectionReason[]; atMs: number }): Promise<void> {
-    await this.send({ op: 'updateRejection', args: [id, change] });
-  }
-
-  deleteRejections(ids: string[]): Promise<number> {
-    return this.send({ op: 'deleteRejections', args: [ids] }) as Promise<number>;
-  }
-
-  clearRejections(tenant?: string): Promise<number> {
-    return this.send({ op: 'clearRejections', args: [tenant] }) as Promise<number>;
-  }
-
-  async createCredential(row: CredentialRow): Promise<void> {
-    await this.send({ op: 'createCredential', args: [row] });
-  }
-
-  revokeCredential(key: string, atMs: number): Promise<boolean> {
-    return this.send({ op: 'revokeCredential', args: [key, atMs] }) as Promise<boolean>;
-  }
-
-  rotateCredential(key: string, secretHash: string, previousUntilMs?: number): Promise<boolean> {
-    return this.send({ op: 'rotateCredential', args: [key, secretHash, previousUntilMs] }) as Promise<boolean>;
-  }
-
-  async touchCredentials(uses: { key: string; atMs: number }[]): Promise<void> {
-    await this.send({ op: 'touchCredentials', args: [uses] });
-  }
-
-  appendAudit(record: AuditRecord): Promise<AuditEntry> {
-    return this.send({ op: 'appendAudit', args: [record] }) as Promise<AuditEntry>;
-  }
-
-  // ----- reads: on this thread's connection ---------------------------------------------------
-
-  storeNames(): Promise<string[]> {
-    return this.read().storeNames();
-  }
-  storeSummaries(only?: string): Promise<StoreSummary[]> {
-    return this.read().storeSummaries(only);
-  }
-  storeOverview(tenant: string, query: OverviewQuery): Promise<StoreOverview> {
-    return this.read().storeOverview(tenant, query);
-  }
-  storeTotals(sinceDay: number): Promise<StoreTotals[]> {
-    return this.read().storeTotals(sinceDay);
-  }
-  listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
-    return this.read().listAudit(filter);
-  }
-  listRejections(filter: RejectionFilter): Promise<KeptRejection[]> {
-    return this.read().listRejections(filter);
-  }
-  getRejection(id: string): Promise<KeptRejection | undefined> {
-    return this.read().getRejection(id);
-  }
-
-  getStatement(tenant: string, id: string, voided: boolean, authority?: string): Promise<StoredRow | undefined> {
-    return this.read().getStatement(tenant, id, voided, authority);
-  }
-  statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined> {
-    return this.read().statementViolations(tenant, id);
-  }
-  queryStatements(tenant: string, query: StatementQuery): Promise<QueryPage> {
-    return this.read().queryStatements(tenant, query);
-  }
-  getAttachments(tenant: string, sha2s: string[], carrier?: string): Promise<AttachmentBlob[]> {
-    return this.read().getAttachments(tenant, sha2s, carrier);
-  }
-  attachmentSizes(tenant: string, sha2s: string[], carrier?: string): Promise<Map<string, number>> {
-    return this.read().attachmentSizes(tenant, sha2s, carrier);
-  }
-  attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
-    return this.read().attachmentsNotCarried(tenant, positions);
-  }
-  attachmentCarrierCounts(tenant: string, sha2s: string[]): Promise<Map<string, number>> {
-    return this.read().attachmentCarrierCounts(tenant, sha2s);
-  }
-  consistentThrough(): Promise<Date> {
-    // Writes are answered after their commit, and this connection sees every committed write.
-    return this.read().consistentThrough();
-  }
-  statementsWithAgent(tenant: string, agentKey: string, limit: number, maxBytes: number): Promise<string[]> {
-    return this.read().statementsWithAgent(tenant, agentKey, limit, maxBytes);
-  }
-  getActivityDefinitions(tenant: string, activityIds: string[]): ReturnType<Store['getActivityDefinitions']> {
-    return this.read().getActivityDefinitions(tenant, activityIds);
-  }
-  getDocument(tenant: string, key: DocumentKey): Promise<StoredDocument | undefined> {
-    return this.read().getDocument(tenant, key);
-  }
-  listDocumentIds(tenant: string, key: Omit<DocumentKey, 'docId'>, sinceMs?: number): Promise<string[]> {
-    return this.read().listDocumentIds(tenant, key, sinceMs);
-  }
-  scanStatements(tenant: string, opts: { after?: string; limit: number; sinceMs?: number; untilMs?: number }): Promise<QueryPage> {
-    return this.read().scanStatements(tenant, opts);
-  }
-  countStatements(tenant: string, opts: { sinceMs?: number; untilMs?: number }): Promise<number> {
-    return this.read().countStatements(tenant, opts);
-  }
-  referringStatements(tenant: string, ids: string[]): Promise<string[]> {
-    return this.read().referringStatements(tenant, ids);
-  }
-  scanDocuments(tenant: string, opts: { after?: DocumentKey; limit: number }): Promise<KeyedDocument[]> {
-    return this.read().scanDocuments(tenant, opts);
-  }
-  getCredential(key: string): Promise<CredentialRow | undefined> {
-    return this.read().getCredential(key);
-  }
-  listCredentials(target?: string): Promise<CredentialRow[]> {
-    return this.read().listCredentials(target);
-  }
-  credentialsVersion(): Promise<number> {
-    return this.read().credentialsVersion();
-  }
 }
 
 // ----- the writer thread ----------------------------------------------------------------------
 
-/** Runs one job on the writer's store; Buffers that became Uint8Arrays in transit become Buffers again, and a document's bytes go back moved. */
-function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unknown> {
-  switch (job.op) {
-    case 'insertStatements': {
-      const [tenant, batch, attachments] = job.args;
-      return store.insertStatements(tenant, batch, attachments.map((a) => ({ ...a, content: asBuffer(a.content) })));
-    }
-    case 'putDocument': {
-      const [tenant, key, doc, opts] = job.args;
-      return store.putDocument(tenant, key, { ...doc, content: asBuffer(doc.content) }, opts).then((d) => ({ ...d, content: moved(d.content, transfer) }));
-    }
-    case 'deleteDocument':
-      return store.deleteDocument(...job.args);
-    case 'deleteDocuments':
-      return store.deleteDocuments(...job.args);
-    case 'deleteStatements':
-      return store.deleteStatements(...job.args);
-    case 'rewriteStatements':
-      return store.rewriteStatements(...job.args);
-    case 'moveDocuments':
-      return store.moveDocuments(...job.args);
-    case 'appendAudit':
-      return store.appendAudit(...job.args);
-    case 'keepRejections': {
-      const [items, bounds] = job.args;
-      return store.keepRejections(items.map((r) => (r.body ? { ...r, body: asBuffer(r.body) } : r)), bounds);
-    }
-    case 'updateRejection':
-      return store.updateRejection(...job.args);
-    case 'deleteRejections':
-      return store.deleteRejections(...job.args);
-    case 'clearRejections':
-      return store.clearRejections(...job.args);
-    case 'outbox.claim':
-      return store.outbox.claim(...job.args);
-    case 'outbox.renew':
-      return store.outbox.renew(...job.args);
-    case 'outbox.settle':
-      return store.outbox.settle(...job.args);
-    case 'outbox.requeueDead':
-      return store.outbox.requeueDead(...job.args);
-    case 'createCredential':
-      return store.createCredential(...job.args);
-    case 'revokeCredential':
-      return store.revokeCredential(...job.args);
-    case 'rotateCredential':
-      return store.rotateCredential(...job.args);
-    case 'touchCredentials':
-      return store.touchCredentials(...job.args);
-    case 'close':
-      return Promise.resolve();
-  }
+/** Runs one job on the writer's store: its arguments and answer through the op's codec (Buffers again, and a document's bytes moved back). */
+async function run(store: SqliteStore, job: Job, transfer: ArrayBuffer[]): Promise<unknown> {
+  if (job.op === 'close') return undefined;
+  const outbox = job.op.startsWith('outbox.');
+  const target = (outbox ? store.outbox : store) as unknown as Record<string, Member>;
+  const codec = codecOf(job.op);
+  const value = await target[outbox ? job.op.slice('outbox.'.length) : job.op].apply(target, codec?.receive ? codec.receive(job.args) : job.args);
+  return codec?.answer ? codec.answer(value, transfer) : value;
 }
 
 /**
