@@ -13,10 +13,11 @@ import type { Authenticator, AuthUser } from '../auth/types.ts';
 import type { Clock } from '../clock.ts';
 import type { Config } from '../config.ts';
 import { LrsError, ValidationFailed } from '../errors.ts';
+import { activeTargets } from '../forwarding/config.ts';
 import type { IngestRate } from '../monitoring/ingest.ts';
 import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/admin/credentials.ts';
 import { erase } from '../ops/admin/erasure.ts';
-import { activeTargets, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/admin/forwarding.ts';
+import { forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/admin/forwarding.ts';
 import { AUDIT_PAGE_MAX, listAudit, listStores, serverStatus } from '../ops/admin/reads.ts';
 import { clearRejections, listRejections, REJECTION_PAGE_MAX, type ReplayInput, replayRejections, showRejection } from '../ops/admin/rejections.ts';
 import { type AdminActor, type AdminContext, httpActor } from '../ops/admin/roles.ts';
@@ -192,7 +193,7 @@ const ROUTES: AdminRoute[] = [
     method: 'GET',
     path: '/overview',
     params: ['target'],
-    handler: async ({ ctx, by, query }) => json(200, await storeOverview(ctx.store, by.role, query.target, { clock: ctx.clock, activeTargets: activeTargets(ctx.config) })),
+    handler: async ({ ctx, by, query }) => json(200, await storeOverview(ctx.store, by.role, query.target, { clock: ctx.clock, activeTargets: activeTargets(ctx.config.xapiForwardings) })),
   },
   { method: 'GET', path: '/forwarding', handler: async ({ ctx, by }) => json(200, { targets: await forwardingStatus(ctx, by) }) },
   {
