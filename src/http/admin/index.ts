@@ -8,28 +8,28 @@
  * and no check at all.
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { SignInFailures } from '../auth/throttle.ts';
-import type { Authenticator, AuthUser } from '../auth/types.ts';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
-import { LrsError, ValidationFailed } from '../errors.ts';
-import { activeTargets } from '../forwarding/config.ts';
-import type { IngestRate } from '../monitoring/ingest.ts';
-import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/admin/credentials.ts';
-import { erase } from '../ops/admin/erasure.ts';
-import { forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/admin/forwarding.ts';
-import { AUDIT_PAGE_MAX, listAudit, listStores, serverStatus } from '../ops/admin/reads.ts';
-import { clearRejections, listRejections, REJECTION_PAGE_MAX, type ReplayInput, replayRejections, showRejection } from '../ops/admin/rejections.ts';
-import { type AdminActor, type AdminContext, httpActor } from '../ops/admin/roles.ts';
-import { OpsError } from '../ops/errors.ts';
-import { DEAD_LETTER_PAGE_MAX } from '../ops/forwarding.ts';
-import { storeOverview } from '../ops/overview.ts';
-import type { KeptRejection, Store } from '../store/types.ts';
-import type { Agent } from '../xapi/types.ts';
-import { validateAgentParam } from '../xapi/validate.ts';
-import { type Answer as XapiResponse, json } from './answer.ts';
-import { errorAnswer as errorResponse, HttpRefusal } from './errors.ts';
-import { parseQuery } from './request.ts';
+import { SignInFailures } from '../../auth/throttle.ts';
+import type { Authenticator, AuthUser } from '../../auth/types.ts';
+import type { Clock } from '../../clock.ts';
+import type { Config } from '../../config.ts';
+import { LrsError, ValidationFailed } from '../../errors.ts';
+import { activeTargets } from '../../forwarding/config.ts';
+import type { IngestRate } from '../../monitoring/ingest.ts';
+import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../../ops/admin/credentials.ts';
+import { erase } from '../../ops/admin/erasure.ts';
+import { forwardingStatus, listDeadLetters, retryDeadLetters } from '../../ops/admin/forwarding.ts';
+import { AUDIT_PAGE_MAX, listAudit, listStores, serverStatus } from '../../ops/admin/reads.ts';
+import { clearRejections, listRejections, REJECTION_PAGE_MAX, type ReplayInput, replayRejections, showRejection } from '../../ops/admin/rejections.ts';
+import { type AdminActor, type AdminContext, httpActor } from '../../ops/admin/roles.ts';
+import { OpsError } from '../../ops/errors.ts';
+import { DEAD_LETTER_PAGE_MAX } from '../../ops/forwarding.ts';
+import { storeOverview } from '../../ops/overview.ts';
+import type { KeptRejection, Store } from '../../store/types.ts';
+import type { Agent } from '../../xapi/types.ts';
+import { validateAgentParam } from '../../xapi/validate.ts';
+import { type Answer as XapiResponse, json } from '../answer.ts';
+import { errorAnswer as errorResponse, HttpRefusal } from '../errors.ts';
+import { parseQuery } from '../request.ts';
 
 export const ADMIN_PREFIX = '/admin/api';
 
