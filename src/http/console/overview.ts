@@ -9,7 +9,7 @@
 import type { FastifyInstance } from 'fastify';
 import { activeTargets } from '../../forwarding/config.ts';
 import { type Overview, storeOverview } from '../../ops/overview.ts';
-import { adminRoleOf, type ConsoleKit } from '../console-admin.ts';
+import { adminRoleOf, type ConsoleKit } from './admin.ts';
 import { html, type Html, page, type PageContext, storeName } from './pages.ts';
 
 export function registerConsoleOverview(app: FastifyInstance, kit: ConsoleKit): void {

@@ -5,27 +5,27 @@
  * session's user; every change is a POST carrying the session's CSRF token (ConsoleKit.change).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { adminRole, type AdminRole } from '../auth/scopes.ts';
-import { TOKEN_STAMP } from '../auth/types.ts';
-import type { Clock } from '../clock.ts';
-import type { Config } from '../config.ts';
-import { LrsError, ValidationFailed } from '../errors.ts';
-import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../ops/admin/credentials.ts';
-import { erase } from '../ops/admin/erasure.ts';
-import { listAudit, listStores } from '../ops/admin/reads.ts';
-import { type AdminActor, type AdminContext, httpActor, reachableStore } from '../ops/admin/roles.ts';
-import { OpsError } from '../ops/errors.ts';
-import type { Store } from '../store/types.ts';
-import type { Agent } from '../xapi/types.ts';
-import { validateAgentParam } from '../xapi/validate.ts';
-import { accessPage, confirmationText, erasePage, GRANTABLE, issuedPage, storesPage } from './console-admin-views.ts';
-import { errorPage, type PageContext } from './console/pages.ts';
-import type { Session } from './console/session.ts';
-import { agentParam } from './console/views.ts';
+import { adminRole, type AdminRole } from '../../auth/scopes.ts';
+import { TOKEN_STAMP } from '../../auth/types.ts';
+import type { Clock } from '../../clock.ts';
+import type { Config } from '../../config.ts';
+import { LrsError, ValidationFailed } from '../../errors.ts';
+import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../../ops/admin/credentials.ts';
+import { erase } from '../../ops/admin/erasure.ts';
+import { listAudit, listStores } from '../../ops/admin/reads.ts';
+import { type AdminActor, type AdminContext, httpActor, reachableStore } from '../../ops/admin/roles.ts';
+import { OpsError } from '../../ops/errors.ts';
+import type { Store } from '../../store/types.ts';
+import type { Agent } from '../../xapi/types.ts';
+import { validateAgentParam } from '../../xapi/validate.ts';
+import { accessPage, confirmationText, erasePage, GRANTABLE, issuedPage, storesPage } from './admin-views.ts';
+import { errorPage, type PageContext } from './pages.ts';
+import type { Session } from './session.ts';
+import { agentParam } from './views.ts';
 
 /**
- * What the admin pages share with the console's own routes (./console.ts): the session, the store
- * it works in, pages and forms.
+ * What the admin pages share with the console's own routes (./kit.ts, ConsoleDoor): the session,
+ * the store it works in, pages and forms.
  */
 export interface ConsoleKit {
   deps: { store: Store; config: Config; clock: Clock };

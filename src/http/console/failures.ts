@@ -5,12 +5,12 @@
  * the input of one admin action of src/ops/admin/ (the admin API's and the CLI's).
  */
 import type { FastifyInstance } from 'fastify';
-import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../ops/admin/forwarding.ts';
-import { clearRejections, listRejections, replayRejections, showRejection } from '../ops/admin/rejections.ts';
-import type { AdminContext } from '../ops/admin/roles.ts';
-import { adminActorOf, adminContext, type ConsoleKit, refusal } from './console-admin.ts';
-import { forwardingPage, rejectionPage, rejectionsPage, replayedPage, REJECTIONS_SHOWN } from './console-failures-views.ts';
-import { errorPage } from './console/pages.ts';
+import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../../ops/admin/forwarding.ts';
+import { clearRejections, listRejections, replayRejections, showRejection } from '../../ops/admin/rejections.ts';
+import type { AdminContext } from '../../ops/admin/roles.ts';
+import { adminActorOf, adminContext, type ConsoleKit, refusal } from './admin.ts';
+import { forwardingPage, rejectionPage, rejectionsPage, replayedPage, REJECTIONS_SHOWN } from './failures-views.ts';
+import { errorPage } from './pages.ts';
 
 /** Dead letters the Forwarding page shows at once. */
 const DEAD_SHOWN = 100;

@@ -1,10 +1,10 @@
-/** The console's admin pages: the stores (the operator's switcher) and Access (./console-pages.ts has the frame and the escaping). */
-import { XAPI_SCOPES } from '../auth/scopes.ts';
-import type { CredentialInfo } from '../ops/admin/credentials.ts';
-import type { ErasureReport } from '../ops/erase.ts';
-import type { AuditEntry, StoreSummary } from '../store/types.ts';
-import { html, page, storeName, type PageContext } from './console/pages.ts';
-import { agentLabel } from './console/views.ts';
+/** The console's admin pages: the stores (the operator's switcher) and Access (./pages.ts has the frame and the escaping). */
+import { XAPI_SCOPES } from '../../auth/scopes.ts';
+import type { CredentialInfo } from '../../ops/admin/credentials.ts';
+import type { ErasureReport } from '../../ops/erase.ts';
+import type { AuditEntry, StoreSummary } from '../../store/types.ts';
+import { html, page, storeName, type PageContext } from './pages.ts';
+import { agentLabel } from './views.ts';
 
 /** The scopes the create form offers; `admin` only to an operator (checkGrantable refuses it to a store administrator). */
 export const GRANTABLE: readonly string[] = [...XAPI_SCOPES, 'admin/store', 'admin'];
