@@ -77,46 +77,58 @@ export function adminActorOf(kit: ConsoleKit, request: FastifyRequest, reply: Fa
 /** The admin actions' context of the console's server. */
 export const adminContext = (kit: ConsoleKit): AdminContext => ({ store: kit.deps.store, config: kit.deps.config, clock: kit.deps.clock });
 
-export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): void {
+/** A route of the admin pages: it runs the admin actions in `ctx` as the session's user. */
+export type AdminPageRoute = (kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply) => Promise<FastifyReply>;
+
+/** Registers `routes`, each run with the console's kit and the admin actions' context. */
+export function registerAdminPages(app: FastifyInstance, kit: ConsoleKit, routes: readonly [method: 'GET' | 'POST', path: string, route: AdminPageRoute][]): void {
   const ctx = adminContext(kit);
-  registerStores(app, kit, ctx);
-  registerAccess(app, kit, ctx);
-  registerErase(app, kit, ctx);
+  for (const [method, url, route] of routes) app.route({ method, url, handler: (request, reply) => route(kit, ctx, request, reply) });
 }
 
-/** The stores page, and the store switcher. */
-function registerStores(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
-  app.get('/console/stores', async (request, reply) => {
-    const s = await kit.pageSession(request, reply);
-    if (!s) return reply;
-    const by = adminActorOf(kit, request, reply, s, 'The stores page');
-    if (!by) return reply;
-    const stores = await listStores(ctx, by);
-    return kit.sendPage(reply, 200, storesPage(kit.ctx(s), { stores, operator: by.role.kind === 'operator', next: kit.queryOf(request).next }));
-  });
+/** The stores page and its switcher, the Access page and its three changes, and erasure from the Learner page. */
+export function registerConsoleAdmin(app: FastifyInstance, kit: ConsoleKit): void {
+  registerAdminPages(app, kit, [
+    ['GET', '/console/stores', storesRoute],
+    ['POST', '/console/store', switchRoute],
+    ['GET', '/console/access', accessRoute],
+    ['POST', '/console/access/create', accessChange(createFromForm)],
+    ['POST', '/console/access/revoke', accessChange(revokeFromForm)],
+    ['POST', '/console/access/rotate', accessChange(rotateFromForm)],
+    ['POST', '/console/learner/erase', eraseRoute],
+  ]);
+}
 
-  /**
-   * The store switcher: an operator works in any store (its name as typed: one without data yet
-   * too, to hand out its first credential); anyone else only in its own, and another store's name
-   * is the 404 an absent store gets (reachableStore), the session unchanged.
-   */
-  app.post('/console/store', async (request, reply) => {
-    const c = await kit.change(request, reply);
-    if (!c) return reply;
-    const role = adminRoleOf(kit, reply, c.session, 'Switching stores', true);
-    if (!role) return reply;
-    let target: string;
-    try {
-      const asked = (c.form.store ?? '').trim();
-      if (asked.length > MAX_STORE_NAME) throw new OpsError(`store: at most ${MAX_STORE_NAME} characters`);
-      target = reachableStore(role, asked);
-    } catch (err) {
-      const r = refusal(err);
-      return kit.sendPage(reply, r.status, errorPage(kit.ctx(c.session), 'No such store', r.message, 'stores'));
-    }
-    if (role.kind === 'operator') kit.reseal(request, reply, { ...c.session, store: target });
-    return reply.redirect(kit.safeNext(c.form.next), 303);
-  });
+async function storesRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await kit.pageSession(request, reply);
+  if (!s) return reply;
+  const by = adminActorOf(kit, request, reply, s, 'The stores page');
+  if (!by) return reply;
+  const stores = await listStores(ctx, by);
+  return kit.sendPage(reply, 200, storesPage(kit.ctx(s), { stores, operator: by.role.kind === 'operator', next: kit.queryOf(request).next }));
+}
+
+/**
+ * The store switcher: an operator works in any store (its name as typed: one without data yet
+ * too, to hand out its first credential); anyone else only in its own, and another store's name
+ * is the 404 an absent store gets (reachableStore), the session unchanged.
+ */
+async function switchRoute(kit: ConsoleKit, _ctx: AdminContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const c = await kit.change(request, reply);
+  if (!c) return reply;
+  const role = adminRoleOf(kit, reply, c.session, 'Switching stores', true);
+  if (!role) return reply;
+  let target: string;
+  try {
+    const asked = (c.form.store ?? '').trim();
+    if (asked.length > MAX_STORE_NAME) throw new OpsError(`store: at most ${MAX_STORE_NAME} characters`);
+    target = reachableStore(role, asked);
+  } catch (err) {
+    const r = refusal(err);
+    return kit.sendPage(reply, r.status, errorPage(kit.ctx(c.session), 'No such store', r.message, 'stores'));
+  }
+  if (role.kind === 'operator') kit.reseal(request, reply, { ...c.session, store: target });
+  return reply.redirect(kit.safeNext(c.form.next), 303);
 }
 
 /** A change on the Access page, in the store the session works in: the page it answers, or undefined for the Access page again. */
@@ -157,77 +169,72 @@ const rotateFromForm: AccessChange = async (ctx, { kit, session, form, by, targe
   return issuedPage(kit.ctx(session), issued, 'rotated');
 };
 
-/** The Access page (credentials, with the forms the actor may use, and the audit list) and its changes. */
-function registerAccess(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
-  const showAccess = async (request: FastifyRequest, reply: FastifyReply, s: Session, by: AdminActor, status = 200, error?: string) => {
-    const target = kit.workingStore(s);
-    const before = Number(kit.queryOf(request).before);
-    const { credentials, manageable } = await listCredentials(ctx, by, { target });
-    const audit = await listAudit(ctx, by, { target, limit: AUDIT_SHOWN, ...(Number.isSafeInteger(before) && before > 0 && { before }) });
-    const more = audit.length === AUDIT_SHOWN ? `/console/access?before=${audit.at(-1)!.id}` : '';
-    return kit.sendPage(reply, status, accessPage(kit.ctx(s), { credentials, manageable, audit, more, ...(error && { error }) }));
-  };
-
-  app.get('/console/access', async (request, reply) => {
-    const s = await kit.pageSession(request, reply);
-    if (!s) return reply;
-    const by = adminActorOf(kit, request, reply, s, 'The Access page');
-    if (!by) return reply;
-    return showAccess(request, reply, s, by);
-  });
-
-  // A refused change shows the page again with its message.
-  for (const [path, act] of [['/console/access/create', createFromForm], ['/console/access/revoke', revokeFromForm], ['/console/access/rotate', rotateFromForm]] as const) {
-    app.post(path, async (request, reply) => {
-      const c = await kit.change(request, reply);
-      if (!c) return reply;
-      const by = adminActorOf(kit, request, reply, c.session, 'The Access page', true);
-      if (!by) return reply;
-      try {
-        const page = await act(ctx, { kit, session: c.session, form: c.form, by, target: kit.workingStore(c.session) });
-        if (page !== undefined) return kit.sendPage(reply, 200, page);
-        return reply.redirect('/console/access', 303);
-      } catch (err) {
-        const r = refusal(err);
-        return showAccess(request, reply, c.session, by, r.status, r.message);
-      }
-    });
-  }
+/** The Access page of the working store (credentials, with the forms the actor may use, and the audit list); after a refused change, with its status and message. */
+async function showAccess(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply, s: Session, by: AdminActor, refused?: { status: number; message: string }): Promise<FastifyReply> {
+  const target = kit.workingStore(s);
+  const before = Number(kit.queryOf(request).before);
+  const { credentials, manageable } = await listCredentials(ctx, by, { target });
+  const audit = await listAudit(ctx, by, { target, limit: AUDIT_SHOWN, ...(Number.isSafeInteger(before) && before > 0 && { before }) });
+  const more = audit.length === AUDIT_SHOWN ? `/console/access?before=${audit.at(-1)!.id}` : '';
+  return kit.sendPage(reply, refused?.status ?? 200, accessPage(kit.ctx(s), { credentials, manageable, audit, more, ...(refused && { error: refused.message }) }));
 }
+
+async function accessRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await kit.pageSession(request, reply);
+  if (!s) return reply;
+  const by = adminActorOf(kit, request, reply, s, 'The Access page');
+  if (!by) return reply;
+  return showAccess(kit, ctx, request, reply, s, by);
+}
+
+/** The route of a change on the Access page: its page, or the Access page again (with the message of a refused change). */
+const accessChange =
+  (act: AccessChange): AdminPageRoute =>
+  async (kit, ctx, request, reply) => {
+    const c = await kit.change(request, reply);
+    if (!c) return reply;
+    const by = adminActorOf(kit, request, reply, c.session, 'The Access page', true);
+    if (!by) return reply;
+    try {
+      const page = await act(ctx, { kit, session: c.session, form: c.form, by, target: kit.workingStore(c.session) });
+      if (page !== undefined) return kit.sendPage(reply, 200, page);
+      return reply.redirect('/console/access', 303);
+    } catch (err) {
+      return showAccess(kit, ctx, request, reply, c.session, by, refusal(err));
+    }
+  };
 
 /**
  * Erase or pseudonymize one person of the working store (the Learner page): without `run`, the
  * dry run's figures and the confirmation form; with it and the person's identifier typed, the
  * erasure, recorded as the admin API's and the CLI's (the audit file's line and the audit log's entry).
  */
-function registerErase(app: FastifyInstance, kit: ConsoleKit, ctx: AdminContext): void {
-  app.post('/console/learner/erase', async (request, reply) => {
-    const c = await kit.change(request, reply);
-    if (!c) return reply;
-    const by = adminActorOf(kit, request, reply, c.session, 'Erasing a learner', true);
-    if (!by) return reply;
-    const { form, session } = c;
-    const mode = form.mode === 'pseudonymize' ? 'pseudonymize' : 'erase';
+async function eraseRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const c = await kit.change(request, reply);
+  if (!c) return reply;
+  const by = adminActorOf(kit, request, reply, c.session, 'Erasing a learner', true);
+  if (!by) return reply;
+  const { form, session } = c;
+  const mode = form.mode === 'pseudonymize' ? 'pseudonymize' : 'erase';
+  try {
+    let value: unknown;
     try {
-      let value: unknown;
-      try {
-        value = JSON.parse(form.agent ?? '');
-      } catch {
-        throw new OpsError('agent: the Agent to erase, as JSON');
-      }
-      const issues: ConstructorParameters<typeof ValidationFailed>[0] = [];
-      const person = validateAgentParam(value, ['form', 'agent'], issues);
-      if (issues.length || !person) throw new ValidationFailed(issues);
-      const agent = value as Record<string, unknown>;
-      const typed = confirmationText(agent);
-      const confirmed = form.run === 'yes' && (form.confirm ?? '').trim() === typed && typed !== '';
-      const { report } = await erase(ctx, by, { target: kit.workingStore(session), person, dryRun: !confirmed, pseudonymize: mode === 'pseudonymize' });
-      // A run asked for without the identifier typed: the dry run's figures again, with the reason.
-      const error = form.run === 'yes' && !confirmed ? `Type ${typed} exactly to confirm.` : undefined;
-      return kit.sendPage(reply, error ? 400 : 200, erasePage(kit.ctx(session), { agent, mode, report, ...(error && { error }) }));
-    } catch (err) {
-      const r = refusal(err);
-      return kit.sendPage(reply, r.status, errorPage(kit.ctx(session), 'Erasure refused', r.message, 'learner'));
+      value = JSON.parse(form.agent ?? '');
+    } catch {
+      throw new OpsError('agent: the Agent to erase, as JSON');
     }
-  });
+    const issues: ConstructorParameters<typeof ValidationFailed>[0] = [];
+    const person = validateAgentParam(value, ['form', 'agent'], issues);
+    if (issues.length || !person) throw new ValidationFailed(issues);
+    const agent = value as Record<string, unknown>;
+    const typed = confirmationText(agent);
+    const confirmed = form.run === 'yes' && (form.confirm ?? '').trim() === typed && typed !== '';
+    const { report } = await erase(ctx, by, { target: kit.workingStore(session), person, dryRun: !confirmed, pseudonymize: mode === 'pseudonymize' });
+    // A run asked for without the identifier typed: the dry run's figures again, with the reason.
+    const error = form.run === 'yes' && !confirmed ? `Type ${typed} exactly to confirm.` : undefined;
+    return kit.sendPage(reply, error ? 400 : 200, erasePage(kit.ctx(session), { agent, mode, report, ...(error && { error }) }));
+  } catch (err) {
+    const r = refusal(err);
+    return kit.sendPage(reply, r.status, errorPage(kit.ctx(session), 'Erasure refused', r.message, 'learner'));
+  }
 }
