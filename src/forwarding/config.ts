@@ -3,5 +3,9 @@ import type { ForwardingTarget } from '../config.ts';
 
 export type { ForwardingTarget };
 
-/** The urls of the active targets: the outbox queues each stored statement once for each. */
-export const activeTargets = (targets: ForwardingTarget[]): string[] => targets.filter((t) => t.isActive).map((t) => t.url);
+/**
+ * The urls of the active targets (LECTERN_XAPI_FORWARDINGS): the outbox queues each stored
+ * statement once for each, and the admin API, the console and the CLI report them even with
+ * nothing queued yet.
+ */
+export const activeTargets = (targets: readonly ForwardingTarget[]): string[] => targets.filter((t) => t.isActive).map((t) => t.url);

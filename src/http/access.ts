@@ -8,8 +8,11 @@ import { type Access, type AccessPolicy, authorise, type RouteScopes } from '../
 import type { Authenticator, AuthUser } from '../auth/types.ts';
 import { type Answer, json } from './answer.ts';
 
-/** An admitted request's user and what it may do, or the answer that refuses it. */
-export type Admission = { user: AuthUser; access?: Access } | { refusal: Answer };
+/** An admitted request's user and what it may do (`A`: the door's grant), or the answer that refuses it. */
+export type Admission<A = Access | undefined> = { user: AuthUser; access: A } | { refusal: Answer };
+
+/** What a route needs of an authenticated user: what it may do (xAPI scopes, an admin role), or the answer that refuses it (403). */
+export type Grant<A> = (user: AuthUser) => { access: A } | { refusal: Answer };
 
 /** A door's count of failed credential checks (the admin API's: per address and user name). */
 export interface Throttle {
@@ -19,14 +22,15 @@ export interface Throttle {
   failed(authorization: string | undefined, client: string): void;
 }
 
-export interface AdmitOptions {
+export interface AdmitOptions<A> {
   throttle?: Throttle;
-  /** What the route needs of the user: its access, or the answer that refuses it (403). */
-  grant?: (user: AuthUser) => { access: Access } | { refusal: Answer };
+  grant?: Grant<A>;
 }
 
 /** Authenticates `authorization` from `client` (its address), then grants what the route needs. */
-export async function admit(auth: Pick<Authenticator, 'authenticate'>, authorization: string | undefined, client: string, opts: AdmitOptions = {}): Promise<Admission> {
+export function admit<A>(auth: Pick<Authenticator, 'authenticate'>, authorization: string | undefined, client: string, opts: AdmitOptions<A> & { grant: Grant<A> }): Promise<Admission<A>>;
+export function admit(auth: Pick<Authenticator, 'authenticate'>, authorization: string | undefined, client: string, opts?: { throttle?: Throttle }): Promise<Admission<undefined>>;
+export async function admit<A>(auth: Pick<Authenticator, 'authenticate'>, authorization: string | undefined, client: string, opts: AdmitOptions<A> = {}): Promise<Admission<A | undefined>> {
   const blocked = opts.throttle?.blocked(authorization, client);
   if (blocked) return { refusal: blocked };
   const result = await auth.authenticate(authorization, client);
@@ -35,7 +39,7 @@ export async function admit(auth: Pick<Authenticator, 'authenticate'>, authoriza
     if (result.status === 401 && authorization !== undefined) opts.throttle?.failed(authorization, client);
     return { refusal: json(result.status, result.body, result.headers) };
   }
-  if (!opts.grant) return { user: result.user };
+  if (!opts.grant) return { user: result.user, access: undefined };
   const granted = opts.grant(result.user);
   return 'refusal' in granted ? granted : { user: result.user, access: granted.access };
 }
@@ -56,8 +60,8 @@ export const RESOURCE_SCOPES = {
 
 /** A grant of `scopes` for `method` on `path`: 403 naming the scope the user lacks. */
 export const grantScopes =
-  (method: string, path: string, scopes: RouteScopes, policy: AccessPolicy) =>
-  (user: AuthUser): { access: Access } | { refusal: Answer } => {
+  (method: string, path: string, scopes: RouteScopes, policy: AccessPolicy): Grant<Access> =>
+  (user) => {
     const decision = authorise(user, method, scopes, policy);
     if (decision.ok) return { access: decision.access };
     const detail = `${method} ${path} needs the scope ${decision.needed}, which the user ${user.username} does not hold`;

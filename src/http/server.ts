@@ -1,6 +1,6 @@
 /**
  * The HTTP server: Fastify for transport only, and three front doors on it, the xAPI resources
- * with the public routes beside them (./xapi/), the admin API (./admin.ts) and the console
+ * with the public routes beside them (./xapi/), the admin API (./admin/) and the console
  * (./console/), over the shared helpers (./access.ts, ./answer.ts, ./bodies.ts, ./request.ts).
  * What every request gets is here: its id, the logs and metrics of it, the answers to errors and
  * to paths that are no route.
@@ -17,7 +17,7 @@ import type { Monitoring } from '../monitoring/sentry.ts';
 import type { RejectionKeeper } from '../ops/rejections.ts';
 import type { Store } from '../store/types.ts';
 import { responseVersion } from '../xapi/versions.ts';
-import { registerAdminRoutes } from './admin.ts';
+import { registerAdminRoutes } from './admin/index.ts';
 import { json, send } from './answer.ts';
 import { type BodyLimits, closeAfterAnswer, expectContinueAfterChecks, RequestBodies } from './bodies.ts';
 import { registerConsole } from './console/index.ts';

@@ -16,7 +16,7 @@ import { type Reader, readView } from '../../ops/reads.ts';
 import type { StatementReads, Store } from '../../store/types.ts';
 import type { XapiVersion } from '../../xapi/versions.ts';
 import { JSON_UTF8, send } from '../answer.ts';
-import type { ConsoleKit } from '../console-admin.ts';
+import type { ConsoleKit } from './admin.ts';
 import { HttpRefusal } from '../errors.ts';
 import { parseQuery, queryOf } from '../request.ts';
 import { errorPage, type AssetUrls, type PageContext } from './pages.ts';

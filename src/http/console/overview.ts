@@ -7,8 +7,9 @@
  * browsers without script.
  */
 import type { FastifyInstance } from 'fastify';
+import { activeTargets } from '../../forwarding/config.ts';
 import { type Overview, storeOverview } from '../../ops/overview.ts';
-import { adminRoleOf, type ConsoleKit } from '../console-admin.ts';
+import { adminRoleOf, type ConsoleKit } from './admin.ts';
 import { html, type Html, page, type PageContext, storeName } from './pages.ts';
 
 export function registerConsoleOverview(app: FastifyInstance, kit: ConsoleKit): void {
@@ -18,9 +19,8 @@ export function registerConsoleOverview(app: FastifyInstance, kit: ConsoleKit): 
     if (!s) return reply;
     const role = adminRoleOf(kit, reply, s, 'The Overview page');
     if (!role) return reply;
-    const activeTargets = config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url);
     // The working store is always in the role's reach (a store administrator's is its own).
-    const o = await storeOverview(store, role, kit.workingStore(s), { clock, activeTargets });
+    const o = await storeOverview(store, role, kit.workingStore(s), { clock, activeTargets: activeTargets(config.xapiForwardings) });
     return kit.sendPage(reply, 200, overviewPage(kit.ctx(s), o));
   });
 }

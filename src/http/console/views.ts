@@ -1,4 +1,4 @@
-/** The console's Statements, Statement and Learner pages (./console-pages.ts has the frame and the escaping). */
+/** The console's Statements, Statement and Learner pages (./pages.ts has the frame and the escaping). */
 import { html, page, storeName, type Html, type PageContext } from './pages.ts';
 
 /** The Statement resource's filters, as the console's query string carries them (the xAPI names). */

@@ -10,7 +10,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { type Method, type ParamSpec, RESOURCES, acceptedBy, requiredBy } from '../../xapi/params.ts';
 import { KNOWN_VERSIONS } from '../../xapi/versions.ts';
-import { ADMIN_PATHS } from '../admin-openapi.ts';
+import { ADMIN_PATHS } from '../admin/openapi.ts';
 import { type Json, ref, SCHEMAS } from './openapi-schemas.ts';
 
 const jsonContent = (schema: Json): Json => ({ 'application/json': { schema } });

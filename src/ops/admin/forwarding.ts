@@ -3,19 +3,16 @@
  * each is the operator's. Its figures per target, each target's lag, the dead letters, and a
  * retry that puts dead letters back in the queue (audited).
  */
-import type { Config } from '../../config.ts';
+import { activeTargets } from '../../forwarding/config.ts';
 import type { DeadLetter } from '../../store/types.ts';
 import * as outbox from '../forwarding.ts';
 import type { TargetStatus } from '../forwarding.ts';
 import { type AdminActor, type AdminContext, recordAudit, requireOperator } from './roles.ts';
 
-/** The urls of the active forwarding targets (LECTERN_XAPI_FORWARDINGS). */
-export const activeTargets = (config: Pick<Config, 'xapiForwardings'>): string[] => config.xapiForwardings.filter((t) => t.isActive).map((t) => t.url);
-
 /** Every active target (even with nothing yet) and every target the outbox still holds items of. */
 export function forwardingStatus(ctx: AdminContext, by: AdminActor): Promise<TargetStatus[]> {
   requireOperator(by.role, 'forwarding');
-  return outbox.forwardingStatus(ctx.store, activeTargets(ctx.config));
+  return outbox.forwardingStatus(ctx.store, activeTargets(ctx.config.xapiForwardings));
 }
 
 /** Each target's lag (ms): how long its oldest queued statement has waited; absent when nothing is queued. */
@@ -33,7 +30,7 @@ export function listDeadLetters(ctx: AdminContext, by: AdminActor, input: { url?
 /** Puts the dead letters of every target, or of `url`, back into the queue; how many. A url neither active nor in the outbox: not_found. */
 export async function retryDeadLetters(ctx: AdminContext, by: AdminActor, input: { url?: string }): Promise<number> {
   requireOperator(by.role, 'forwarding');
-  const requeued = await outbox.retryDeadLetters(ctx.store, activeTargets(ctx.config), input.url);
+  const requeued = await outbox.retryDeadLetters(ctx.store, activeTargets(ctx.config.xapiForwardings), input.url);
   await recordAudit(ctx, by, 'forwarding.retry', null, { ...(input.url !== undefined && { url: input.url }), requeued });
   return requeued;
 }

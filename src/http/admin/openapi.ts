@@ -1,6 +1,6 @@
 /**
- * The OpenAPI description of the admin API's routes (./admin.ts), merged into /openapi.json by
- * ./openapi.ts. Every route needs an admin role (docs/admin-api.md): 403 with xAPI scopes only.
+ * The OpenAPI description of the admin API's routes (./index.ts), merged into /openapi.json by
+ * ../xapi/openapi.ts. Every route needs an admin role (docs/admin-api.md): 403 with xAPI scopes only.
  */
 type Json = Record<string, unknown>;
 

@@ -1,10 +1,10 @@
-/** The console's admin pages: the stores (the operator's switcher) and Access (./console-pages.ts has the frame and the escaping). */
-import { XAPI_SCOPES } from '../auth/scopes.ts';
-import type { CredentialInfo } from '../ops/admin/credentials.ts';
-import type { ErasureReport } from '../ops/erase.ts';
-import type { AuditEntry, StoreSummary } from '../store/types.ts';
-import { html, page, storeName, type PageContext } from './console/pages.ts';
-import { agentLabel } from './console/views.ts';
+/** The console's admin pages: the stores (the operator's switcher) and Access (./pages.ts has the frame and the escaping). */
+import { XAPI_SCOPES } from '../../auth/scopes.ts';
+import type { CredentialInfo } from '../../ops/admin/credentials.ts';
+import type { ErasureReport } from '../../ops/erase.ts';
+import type { AuditEntry, StoreSummary } from '../../store/types.ts';
+import { type Html, html, page, type PageContext, storeName } from './pages.ts';
+import { agentLabel } from './views.ts';
 
 /** The scopes the create form offers; `admin` only to an operator (checkGrantable refuses it to a store administrator). */
 export const GRANTABLE: readonly string[] = [...XAPI_SCOPES, 'admin/store', 'admin'];
@@ -52,18 +52,13 @@ function credentialState(c: CredentialInfo): string {
   return c.previousSecretUntil ? `active; the previous secret works until ${when(c.previousSecretUntil)}` : 'active';
 }
 
-export function accessPage(ctx: PageContext, v: AccessView): string {
-  const s = ctx.session!;
-  const csrf = html`<input type="hidden" name="csrf" value="${s.csrf}">`;
-  const offered = GRANTABLE.filter((sc) => sc !== 'admin' || s.role === 'operator');
-  const main = html`<h1>Access</h1>
-<p class="context">Credentials of the ${storeName(s.store)} (HTTP Basic: key and secret), and what administrators changed. Secrets are shown once, when created or rotated.</p>
-${v.error ? html`<p class="error" role="alert" id="access-error">${v.error}</p>` : ''}
-<section aria-labelledby="credentials-title">
+/** The credentials of the working store, with the Rotate and Revoke forms where the actor may use them. */
+function credentialsSection(store: string, v: AccessView, csrf: Html): Html {
+  return html`<section aria-labelledby="credentials-title">
 <h2 id="credentials-title">Credentials</h2>
 ${v.credentials.length
     ? html`<table class="list credentials">
-<caption>Credentials in the ${storeName(s.store)}</caption>
+<caption>Credentials in the ${storeName(store)}</caption>
 <thead><tr><th scope="col">Key</th><th scope="col">Label</th><th scope="col">Scopes</th><th scope="col">Agent</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col">Actions</th></tr></thead>
 <tbody>${v.credentials.map(
         (c) => html`<tr data-key="${c.key}">
@@ -83,8 +78,13 @@ ${v.credentials.length
 </table>
 <p class="hint" id="h-grace">Rotating gives a new secret; for the grace’s seconds the old one still works (up to 30 days).</p>`
     : html`<p class="empty">No credentials in the database for this store (the credentials file’s users are not listed here).</p>`}
-</section>
-<section aria-labelledby="create-title" class="card">
+</section>`;
+}
+
+/** The form that creates a credential, offering the scopes the session's role may give. */
+function createSection(operator: boolean, csrf: Html): Html {
+  const offered = GRANTABLE.filter((sc) => sc !== 'admin' || operator);
+  return html`<section aria-labelledby="create-title" class="card">
 <h2 id="create-title">New credential</h2>
 <form method="post" action="/console/access/create">
   ${csrf}
@@ -100,12 +100,16 @@ ${v.credentials.length
   </fieldset>
   <div class="actions"><button type="submit" class="primary">Create credential</button></div>
 </form>
-</section>
-<section aria-labelledby="audit-title">
+</section>`;
+}
+
+/** The audit list of the working store, newest first, with the link to older entries. */
+function auditSection(store: string, v: AccessView): Html {
+  return html`<section aria-labelledby="audit-title">
 <h2 id="audit-title">Audit</h2>
 ${v.audit.length
     ? html`<table class="list audit">
-<caption>Admin actions in the ${storeName(s.store)}, newest first</caption>
+<caption>Admin actions in the ${storeName(store)}, newest first</caption>
 <thead><tr><th scope="col">Time</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Store</th><th scope="col">Details</th></tr></thead>
 <tbody>${v.audit.map(
         (e) => html`<tr><td data-label="Time">${when(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code>${e.action}</code></td>
@@ -115,6 +119,17 @@ ${v.audit.length
 ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next">Older entries</a></p>` : ''}`
     : html`<p class="empty">No admin action recorded yet.</p>`}
 </section>`;
+}
+
+export function accessPage(ctx: PageContext, v: AccessView): string {
+  const s = ctx.session!;
+  const csrf = html`<input type="hidden" name="csrf" value="${s.csrf}">`;
+  const main = html`<h1>Access</h1>
+<p class="context">Credentials of the ${storeName(s.store)} (HTTP Basic: key and secret), and what administrators changed. Secrets are shown once, when created or rotated.</p>
+${v.error ? html`<p class="error" role="alert" id="access-error">${v.error}</p>` : ''}
+${credentialsSection(s.store, v, csrf)}
+${createSection(s.role === 'operator', csrf)}
+${auditSection(s.store, v)}`;
   return page(ctx, 'Access', 'access', main);
 }
 

@@ -1,8 +1,8 @@
-/** The console's Rejections and Forwarding pages (./console-pages.ts has the frame and the escaping). */
-import type { TargetStatus } from '../ops/forwarding.ts';
-import type { Replayed } from '../ops/admin/rejections.ts';
-import type { DeadLetter, KeptRejection, RejectionReason } from '../store/types.ts';
-import { html, page, storeName, type Html, type PageContext } from './console/pages.ts';
+/** The console's Rejections and Forwarding pages (./pages.ts has the frame and the escaping). */
+import type { TargetStatus } from '../../ops/forwarding.ts';
+import type { Replayed } from '../../ops/admin/rejections.ts';
+import type { DeadLetter, KeptRejection, RejectionReason } from '../../store/types.ts';
+import { html, page, storeName, type Html, type PageContext } from './pages.ts';
 
 /** Rejections one page lists (and groups): a form of that many checkboxes stays within a form's field limit. */
 export const REJECTIONS_SHOWN = 50;
