@@ -11,7 +11,7 @@ import { send } from '../answer.ts';
 import { registerConsoleAdmin } from '../console-admin.ts';
 import { registerConsoleFailures } from '../console-failures.ts';
 import { errorAnswer, HttpRefusal } from '../errors.ts';
-import { ASSET_TYPES, type ConsoleDeps, ConsoleDoor, readForm } from './kit.ts';
+import { ASSET_TYPES, type ConsoleDeps, ConsoleDoor } from './kit.ts';
 import { registerConsoleOidc } from './oidc.ts';
 import { registerConsoleOverview } from './overview.ts';
 import { signInPage } from './pages.ts';
@@ -65,6 +65,8 @@ async function assetRoute(door: ConsoleDoor, request: FastifyRequest, reply: Fas
 
 async function signInRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const { next, ended } = door.queryOf(request);
+  const problem = door.nextProblem(next);
+  if (problem) return door.sendPage(reply, 400, signInPage(door.ctx(), { error: problem, oidc: door.oidcEnabled, basic: door.basicEnabled }));
   if ((await door.sessionOf(request)).session) return reply.redirect(door.safeNext(next), 303);
   const notice = ended === 'credential' ? 'Your session has ended: the credential you signed in with was revoked, rotated, expired or changed. Sign in again.' : undefined;
   return door.sendPage(reply, 200, signInPage(door.ctx(), { oidc: door.oidcEnabled, basic: door.basicEnabled, next, notice }));
@@ -72,10 +74,13 @@ async function signInRoute(door: ConsoleDoor, request: FastifyRequest, reply: Fa
 
 async function signInFormRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   if (!door.sameOrigin(request)) return door.sendJson(reply, 403, { detail: 'a sign-in must come from the console’s own page' });
-  const form = await readForm(request);
+  const form = await door.readForm(request, reply);
   const username = form.username ?? '';
+  const problem = door.nextProblem(form.next);
   const page = (status: number, error: string) =>
-    door.sendPage(reply, status, signInPage(door.ctx(), { error, username, oidc: door.oidcEnabled, basic: door.basicEnabled, next: form.next }));
+    door.sendPage(reply, status, signInPage(door.ctx(), { error, username, oidc: door.oidcEnabled, basic: door.basicEnabled, next: problem ? undefined : form.next }));
+  // Before the password is checked: no session is opened for a sign-in that cannot be answered.
+  if (problem) return page(400, problem);
   if (!door.basicEnabled) return page(400, 'This LRS accepts no passwords (LECTERN_RUNSERVER_AUTH_BACKENDS has no basic): sign in with OpenID Connect.');
   if (!username || !form.password || username.includes(':')) return page(400, 'Give a username and a password.');
   // The same check as an API request's, failed sign-ins counted per address by the throttle.
@@ -91,7 +96,7 @@ async function signInFormRoute(door: ConsoleDoor, request: FastifyRequest, reply
 
 async function signOutRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const { session: s } = await door.sessionOf(request);
-  const form = await readForm(request);
+  const form = await door.readForm(request, reply, s?.user);
   if (s && !door.fromConsole(request, s, form)) return door.sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
   door.clearSession(request, reply);
   return reply.redirect('/console/sign-in', 303);
