@@ -1,8 +1,9 @@
 /**
  * The console front door at /console: server-rendered pages (./pages.ts, ./views.ts) with one
  * small script and one stylesheet (./assets/), served under a content hash and cached for good.
- * Sessions are sealed cookies (./session.ts, ./kit.ts); the pages read through the same use cases
- * as the xAPI and admin routes (src/ops/), as the session's user (its scopes and store).
+ * Sessions are sealed cookies (./session.ts, ./kit.ts), the signed-out ones recorded in the store;
+ * the pages read through the same use cases as the xAPI and admin routes (src/ops/), as the
+ * session's user (its scopes and store).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminRole } from '../../auth/scopes.ts';
@@ -94,10 +95,23 @@ async function signInFormRoute(door: ConsoleDoor, request: FastifyRequest, reply
   return reply.redirect(door.safeNext(form.next), 303);
 }
 
+const SIGN_OUT_UNAVAILABLE = 'the sign-out cannot be recorded right now (the database does not answer), so the session is still open: try again shortly';
+
+/**
+ * Ends the session on every process (a copy of its cookie is refused from now on), then clears
+ * the cookie. Refused from another site's page, with or without a session: a cross-site form
+ * carries no cookie, and must not clear it either.
+ */
 async function signOutRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const { session: s } = await door.sessionOf(request);
+  if (!door.sameOrigin(request)) return door.sendJson(reply, 403, { detail: 'a sign-out must come from the console’s own pages' });
+  const { session: s, ended } = await door.sessionOf(request);
+  // A sign-out that cannot be recorded (503) keeps the cookie, to be tried again: clearing it
+  // would leave any copy of it working.
+  if (ended === 'unavailable') return door.sendJson(reply.header('retry-after', '5'), 503, { detail: SIGN_OUT_UNAVAILABLE });
   const form = await door.readForm(request, reply, s?.user);
   if (s && !door.fromConsole(request, s, form)) return door.sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
+  // Before the cookie is cleared: a write the database refuses (503) leaves it set.
+  if (s) await door.endSession(s);
   door.clearSession(request, reply);
   return reply.redirect('/console/sign-in', 303);
 }

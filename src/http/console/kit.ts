@@ -144,23 +144,36 @@ export class ConsoleDoor implements ConsoleKit {
   }
 
   /**
-   * The request's session, when its cookie is sealed here, not expired, and its credential still
-   * holds and still gives the user it shows (auth.recheck: the credentials file re-read when it
-   * changed, the database credentials' cache and change counter; no database read per request).
+   * The request's session, when its cookie is sealed here, not expired, not signed out, and its
+   * credential still holds and still gives the user it shows. A sign-out is one indexed read of
+   * the primary on every request, never cached (a copy of the cookie would work meanwhile on a
+   * process that had not read it); the credential's recheck (auth.recheck: the credentials file
+   * re-read when it changed, the database credentials' cache and change counter) costs no read.
    * `ended`: why a session it carries no longer counts.
    */
-  async sessionOf(request: FastifyRequest): Promise<{ session?: Session; ended?: 'credential' | 'unavailable' }> {
+  async sessionOf(request: FastifyRequest): Promise<{ session?: Session; ended?: 'signed-out' | 'credential' | 'unavailable' }> {
     const session = openSession(this.sealer, parseCookies(request.headers.cookie).get(SESSION_COOKIE), this.now());
     if (!session) return {};
+    try {
+      if (await this.deps.store.sessionEnded(session.id)) return { ended: 'signed-out' };
+    } catch (err) {
+      if (err instanceof LrsError && err.kind === 'unavailable') return { ended: 'unavailable' };
+      throw err;
+    }
     const state = await this.auth.recheck(session.user, session.stamp);
     return state === 'valid' ? { session } : { ended: state === 'ended' ? 'credential' : 'unavailable' };
+  }
+
+  /** Signs the session out on every process (until its expiry, after which its cookie is refused anyway). */
+  endSession(s: Session): Promise<void> {
+    return this.deps.store.endSession(s.id, s.expires, this.now());
   }
 
   clearSession(request: FastifyRequest, reply: FastifyReply): void {
     reply.header('set-cookie', cookie(SESSION_COOKIE, '', { path: '/console', maxAge: 0, secure: this.secure(request) }));
   }
 
-  /** A page's session, or (sent) a redirect to the sign-in page that comes back here, saying why when a session ended. */
+  /** A page's session, or (sent) a redirect to the sign-in page that comes back here, saying why when its credential ended it. */
   async pageSession(request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
     const { session, ended } = await this.sessionOf(request);
     if (session) return session;
@@ -169,7 +182,7 @@ export class ConsoleDoor implements ConsoleKit {
       return undefined;
     }
     if (ended) this.clearSession(request, reply);
-    void reply.redirect(`/console/sign-in?next=${encodeURIComponent(request.url)}${ended ? '&ended=credential' : ''}`, 303);
+    void reply.redirect(`/console/sign-in?next=${encodeURIComponent(request.url)}${ended === 'credential' ? '&ended=credential' : ''}`, 303);
     return undefined;
   }
 
@@ -191,18 +204,22 @@ export class ConsoleDoor implements ConsoleKit {
     reply.header('set-cookie', cookie(SESSION_COOKIE, this.sealer.seal('session', s), { path: '/console', maxAge: (s.expires - at) / 1000, secure: this.secure(request) }));
   }
 
-  /** Sets the session cookie anew (a switched store), keeping its expiry and CSRF token. */
+  /** Sets the session cookie anew (a switched store), keeping its id, expiry and CSRF token. */
   reseal(request: FastifyRequest, reply: FastifyReply, s: Session): void {
     reply.header('set-cookie', cookie(SESSION_COOKIE, this.sealer.seal('session', s), { path: '/console', maxAge: (s.expires - this.now()) / 1000, secure: this.secure(request) }));
   }
 
   /**
-   * Every change (POST) must come from the console's own pages: the session's CSRF token in the
-   * X-CSRF-Token header or the form's `csrf` field, and no Origin of another host. The host only:
-   * behind a TLS proxy that is not trusted (LECTERN_RUNSERVER_TRUST_PROXY) the page is https while
-   * the request reaching here is http.
+   * Every change (POST), sign-in and sign-out must come from the console's own pages: no Origin of
+   * another host, and no Sec-Fetch-Site but same-origin (or none: the user's own navigation) where
+   * the browser sends it; a change carries the session's CSRF token too. The host only: behind a
+   * TLS proxy that is not trusted (LECTERN_RUNSERVER_TRUST_PROXY) the page is https while the
+   * request reaching here is http. A sign-out needs both checks because a cross-site one carries
+   * no cookie (SameSite=Strict), so no token is asked of it, and would clear the cookie.
    */
   sameOrigin(request: FastifyRequest): boolean {
+    const site = request.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
     const origin = request.headers.origin;
     if (origin === undefined) return true;
     try {
