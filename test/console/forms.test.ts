@@ -9,7 +9,8 @@
 import assert from 'node:assert/strict';
 import { connect } from 'node:net';
 import { after, before, describe, test } from 'node:test';
-import { ADMIN, BACKENDS, basic, startTestLrs, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { ADMIN, BACKENDS, basic, sqliteBackend, startTestLrs, type TestLrs, type TestUser } from '../helpers/lrs.ts';
+import { LRS_AUDIENCE, startProvider } from '../helpers/oidc.ts';
 import { type Signed, signIn } from './sign-in.ts';
 
 const OPS: TestUser = { username: 'ops', password: 'ops-pass', scopes: ['admin'], agent: { mbox: 'mailto:ops@example.com' } };
@@ -144,3 +145,27 @@ for (const backend of BACKENDS) {
     });
   });
 }
+
+describe('console sign-in through OpenID Connect: next', () => {
+  test('a next a Location header cannot carry is a 400 sign-in page naming it, before the provider is asked', async () => {
+    const op = await startProvider({ browserClient: { id: 'lectern-console', redirectUri: 'http://127.0.0.1/console/oidc/callback' } });
+    const t = await startTestLrs(sqliteBackend, {
+      env: { LECTERN_RUNSERVER_AUTH_BACKENDS: 'basic,oidc', LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI: op.issuer, LECTERN_RUNSERVER_AUTH_OIDC_AUDIENCE: LRS_AUDIENCE, LECTERN_CONSOLE_OIDC_CLIENT_ID: 'lectern-console' },
+    });
+    try {
+      for (const [name, c] of BREAKS) {
+        const res = await fetch(`${t.url}/console/oidc/start?next=${encodeURIComponent(`/console/statements${c}x`)}`, { redirect: 'manual' });
+        assert.equal(res.status, 400, name);
+        assert.equal(res.headers.get('location'), null, name);
+        assert.equal(res.headers.get('set-cookie'), null, `${name}: no sign-in started`);
+        assert.match(await res.text(), /role="alert"[^<]*next/, name);
+      }
+      const ok = await fetch(`${t.url}/console/oidc/start?next=${encodeURIComponent('/console/learner')}`, { redirect: 'manual' });
+      assert.equal(ok.status, 303);
+      assert.ok(ok.headers.get('location')!.startsWith(op.issuer), 'to the provider');
+    } finally {
+      await t.close();
+      await op.close();
+    }
+  });
+});
