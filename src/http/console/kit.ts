@@ -145,10 +145,11 @@ export class ConsoleDoor implements ConsoleKit {
 
   /**
    * The request's session, when its cookie is sealed here, not expired, not signed out, and its
-   * credential still holds and still gives the user it shows. A sign-out is one indexed read of
-   * the primary on every request, never cached (a copy of the cookie would work meanwhile on a
-   * process that had not read it); the credential's recheck (auth.recheck: the credentials file
-   * re-read when it changed, the database credentials' cache and change counter) costs no read.
+   * credential still holds and still gives the user it shows. Whether it was signed out is one
+   * indexed read of the primary on every request, never cached (a copy of the cookie would work
+   * meanwhile on a process that had not read it); the credential's recheck (auth.recheck: the
+   * credentials file re-read when it changed, the database credentials' cache and change
+   * counter) costs no read.
    * `ended`: why a session it carries no longer counts.
    */
   async sessionOf(request: FastifyRequest): Promise<{ session?: Session; ended?: 'signed-out' | 'credential' | 'unavailable' }> {
@@ -214,8 +215,8 @@ export class ConsoleDoor implements ConsoleKit {
    * another host, and no Sec-Fetch-Site but same-origin (or none: the user's own navigation) where
    * the browser sends it; a change carries the session's CSRF token too. The host only: behind a
    * TLS proxy that is not trusted (LECTERN_RUNSERVER_TRUST_PROXY) the page is https while the
-   * request reaching here is http. A sign-out needs both checks because a cross-site one carries
-   * no cookie (SameSite=Strict), so no token is asked of it, and would clear the cookie.
+   * request reaching here is http. A sign-out is checked too: a cross-site one carries no cookie
+   * (SameSite=Strict), so no token can be asked of it, and its answer would clear the cookie.
    */
   sameOrigin(request: FastifyRequest): boolean {
     const site = request.headers['sec-fetch-site'];
