@@ -301,10 +301,14 @@ export class RequestBodies {
     return this.budget.hold(anonymous, user && userKey(user));
   }
 
-  /** An admitted request's whole body under `limits` (undefined: none sent), its hold released once read. */
-  async readAdmitted(raw: IncomingMessage, res: ServerResponse, user: AuthUser, limits: BodyLimits): Promise<Buffer | undefined> {
+  /**
+   * A request's whole body under `limits` (undefined: none sent), its hold released once read:
+   * `user`'s share, or without one the share of bodies read before authentication (a console
+   * sign-in). Every front door's bodies come through here or `readBody`: one set of bounds.
+   */
+  async readWhole(raw: IncomingMessage, res: ServerResponse, user: AuthUser | undefined, limits: BodyLimits): Promise<Buffer | undefined> {
     if (!hasBody(raw)) return undefined;
-    const hold = this.hold(false, user);
+    const hold = this.hold(user === undefined, user);
     try {
       return await readBody(raw, res, hold, limits);
     } finally {

@@ -62,7 +62,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
   const policy = { restrictByScopes: config.restrictByScopes, restrictByAuthority: config.restrictByAuthority };
 
   registerXapi(app, { config, store, auth, policy, bodies, rejections: deps.rejections, methods, forwarder: deps.forwarder, metrics });
-  registerConsole(app, { config, auth, policy, store, clock });
+  registerConsole(app, { config, auth, policy, store, clock, bodies });
   const adminLimits: BodyLimits = { ...bodies.limits, limit: ADMIN_BODY_SIZE, tooLarge: `an admin API request body may have at most ${ADMIN_BODY_SIZE} bytes` };
   registerAdminRoutes(app, {
     config,
@@ -71,7 +71,7 @@ export async function buildServer(deps: ServerDeps): Promise<FastifyInstance> {
     startedMs,
     clock,
     ingest: metrics?.ingest,
-    readBody: (request: FastifyRequest, reply: FastifyReply, user: AuthUser) => bodies.readAdmitted(request.raw, reply.raw, user, adminLimits),
+    readBody: (request: FastifyRequest, reply: FastifyReply, user: AuthUser) => bodies.readWhole(request.raw, reply.raw, user, adminLimits),
   });
   registerApiDocs(app, routes, logger);
   return app;

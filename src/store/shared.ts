@@ -1,11 +1,12 @@
 /**
  * The Store members that run a shared program, written once for every backend: the document
- * resources, kept rejections, credentials, and the admin API's figures and audit log. A backend
- * extends SharedStore (its connection class does) and provides its dialect (./dialect.ts) and how
- * it runs a program: alone (runProgram) or in one transaction (runTransaction). Adding such a
- * member is one method here, with its signature in ./types.ts, and its SQL: in the shared
- * program, or in each backend's dialect where the backends differ. The admin changes take an
- * optional audit entry, appended in the change's own transaction (ChangeAudit, ./admin.ts).
+ * resources, kept rejections, credentials, the admin API's figures and audit log, and the
+ * console's ended sessions. A backend extends SharedStore (its connection class does) and provides
+ * its dialect (./dialect.ts) and how it runs a program: alone (runProgram) or in one transaction
+ * (runTransaction). Adding such a member is one method here, with its signature in ./types.ts,
+ * and its SQL: in the shared program, or in each backend's dialect where the backends differ. The
+ * admin changes take an optional audit entry, appended in the change's own transaction
+ * (ChangeAudit, ./admin.ts).
  */
 import * as admin from './admin.ts';
 import * as credentials from './credentials.ts';
@@ -14,6 +15,7 @@ import * as docs from './documents.ts';
 import * as overview from './overview.ts';
 import type { Program, ProgramRunner } from './program.ts';
 import * as rejections from './rejections.ts';
+import * as sessions from './sessions.ts';
 import type {
   AuditEntry,
   AuditFilter,
@@ -41,7 +43,8 @@ export type SharedMember =
   | 'getDocument' | 'putDocument' | 'deleteDocument' | 'listDocumentIds' | 'deleteDocuments' | 'scanDocuments' | 'moveDocuments'
   | 'keepRejections' | 'listRejections' | 'getRejection' | 'updateRejection' | 'deleteRejections' | 'clearRejections'
   | 'createCredential' | 'getCredential' | 'listCredentials' | 'revokeCredential' | 'rotateCredential' | 'credentialsVersion' | 'touchCredentials'
-  | 'storeNames' | 'storeSummaries' | 'storeOverview' | 'storeTotals' | 'appendAudit' | 'listAudit';
+  | 'storeNames' | 'storeSummaries' | 'storeOverview' | 'storeTotals' | 'appendAudit' | 'listAudit'
+  | 'endSession' | 'sessionEnded';
 
 export abstract class SharedStore implements Pick<Store, SharedMember> {
   /** What differs in the backend's SQL. */
@@ -177,5 +180,15 @@ export abstract class SharedStore implements Pick<Store, SharedMember> {
 
   listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
     return this.runProgram(admin.listAudit(filter));
+  }
+
+  // ----- the console's ended sessions (./sessions.ts) -----------------------------------------
+
+  endSession(id: string, expiresMs: number, nowMs: number): Promise<void> {
+    return this.runTransaction(sessions.endSession(id, expiresMs, nowMs));
+  }
+
+  sessionEnded(id: string): Promise<boolean> {
+    return this.runProgram(sessions.sessionEnded(id));
   }
 }

@@ -423,6 +423,17 @@ export interface CredentialStore {
   touchCredentials(uses: { key: string; atMs: number }[]): Promise<void>;
 }
 
+/**
+ * The console sessions signed out before their expiry (./sessions.ts): every process refuses an
+ * ended session's cookie, a copy of it included.
+ */
+export interface SessionStore {
+  /** Records the session `id` as ended until `expiresMs` (its own expiry); rows past theirs at `nowMs` are deleted. */
+  endSession(id: string, expiresMs: number, nowMs: number): Promise<void>;
+  /** Whether the session `id` was ended (the primary's answer: a sign-out is seen at once). */
+  sessionEnded(id: string): Promise<boolean>;
+}
+
 /** The rules statements stored under lax validation broke (docs/validation.md). */
 export interface ViolationStore {
   /** What the statement `id` (voided or not) broke when it was stored: [] for none; undefined when no such statement is stored. */
@@ -539,4 +550,4 @@ export interface AdminStore {
 }
 
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore & AdminStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore & AdminStore & SessionStore;

@@ -1,8 +1,9 @@
 /**
  * The console front door at /console: server-rendered pages (./pages.ts, ./views.ts) with one
  * small script and one stylesheet (./assets/), served under a content hash and cached for good.
- * Sessions are sealed cookies (./session.ts, ./kit.ts); the pages read through the same use cases
- * as the xAPI and admin routes (src/ops/), as the session's user (its scopes and store).
+ * Sessions are sealed cookies (./session.ts, ./kit.ts), the signed-out ones recorded in the store;
+ * the pages read through the same use cases as the xAPI and admin routes (src/ops/), as the
+ * session's user (its scopes and store).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminRole } from '../../auth/scopes.ts';
@@ -11,7 +12,7 @@ import { send } from '../answer.ts';
 import { registerConsoleAdmin } from './admin.ts';
 import { registerConsoleFailures } from './failures.ts';
 import { errorAnswer, HttpRefusal } from '../errors.ts';
-import { ASSET_TYPES, type ConsoleDeps, ConsoleDoor, readForm } from './kit.ts';
+import { ASSET_TYPES, type ConsoleDeps, ConsoleDoor } from './kit.ts';
 import { registerConsoleOidc } from './oidc.ts';
 import { registerConsoleOverview } from './overview.ts';
 import { signInPage } from './pages.ts';
@@ -65,6 +66,8 @@ async function assetRoute(door: ConsoleDoor, request: FastifyRequest, reply: Fas
 
 async function signInRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const { next, ended } = door.queryOf(request);
+  const problem = door.nextProblem(next);
+  if (problem) return door.sendPage(reply, 400, signInPage(door.ctx(), { error: problem, oidc: door.oidcEnabled, basic: door.basicEnabled }));
   if ((await door.sessionOf(request)).session) return reply.redirect(door.safeNext(next), 303);
   const notice = ended === 'credential' ? 'Your session has ended: the credential you signed in with was revoked, rotated, expired or changed. Sign in again.' : undefined;
   return door.sendPage(reply, 200, signInPage(door.ctx(), { oidc: door.oidcEnabled, basic: door.basicEnabled, next, notice }));
@@ -72,10 +75,13 @@ async function signInRoute(door: ConsoleDoor, request: FastifyRequest, reply: Fa
 
 async function signInFormRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   if (!door.sameOrigin(request)) return door.sendJson(reply, 403, { detail: 'a sign-in must come from the console’s own page' });
-  const form = await readForm(request);
+  const form = await door.readForm(request, reply);
   const username = form.username ?? '';
+  const problem = door.nextProblem(form.next);
   const page = (status: number, error: string) =>
-    door.sendPage(reply, status, signInPage(door.ctx(), { error, username, oidc: door.oidcEnabled, basic: door.basicEnabled, next: form.next }));
+    door.sendPage(reply, status, signInPage(door.ctx(), { error, username, oidc: door.oidcEnabled, basic: door.basicEnabled, next: problem ? undefined : form.next }));
+  // Before the password is checked: no session is opened for a sign-in that cannot be answered.
+  if (problem) return page(400, problem);
   if (!door.basicEnabled) return page(400, 'This LRS accepts no passwords (LECTERN_RUNSERVER_AUTH_BACKENDS has no basic): sign in with OpenID Connect.');
   if (!username || !form.password || username.includes(':')) return page(400, 'Give a username and a password.');
   // The same check as an API request's, failed sign-ins counted per address by the throttle.
@@ -89,10 +95,23 @@ async function signInFormRoute(door: ConsoleDoor, request: FastifyRequest, reply
   return reply.redirect(door.safeNext(form.next), 303);
 }
 
+const SIGN_OUT_UNAVAILABLE = 'the sign-out cannot be recorded right now (the database does not answer), so the session is still open: try again shortly';
+
+/**
+ * Ends the session on every process (a copy of its cookie is refused from now on), then clears
+ * the cookie. Refused from another site's page, with or without a session: a cross-site form
+ * carries no cookie, and must not clear it either.
+ */
 async function signOutRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
-  const { session: s } = await door.sessionOf(request);
-  const form = await readForm(request);
+  if (!door.sameOrigin(request)) return door.sendJson(reply, 403, { detail: 'a sign-out must come from the console’s own pages' });
+  const { session: s, ended } = await door.sessionOf(request);
+  // A sign-out that cannot be recorded (503) keeps the cookie, to be tried again: clearing it
+  // would leave any copy of it working.
+  if (ended === 'unavailable') return door.sendJson(reply.header('retry-after', '5'), 503, { detail: SIGN_OUT_UNAVAILABLE });
+  const form = await door.readForm(request, reply, s?.user);
   if (s && !door.fromConsole(request, s, form)) return door.sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
+  // Before the cookie is cleared: a write the database refuses (503) leaves it set.
+  if (s) await door.endSession(s);
   door.clearSession(request, reply);
   return reply.redirect('/console/sign-in', 303);
 }

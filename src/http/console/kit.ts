@@ -16,8 +16,8 @@ import { type Reader, readView } from '../../ops/reads.ts';
 import type { StatementReads, Store } from '../../store/types.ts';
 import type { XapiVersion } from '../../xapi/versions.ts';
 import { JSON_UTF8, send } from '../answer.ts';
+import type { BodyLimits, RequestBodies } from '../bodies.ts';
 import type { ConsoleKit } from './admin.ts';
-import { HttpRefusal } from '../errors.ts';
 import { parseQuery, queryOf } from '../request.ts';
 import { errorPage, type AssetUrls, type PageContext } from './pages.ts';
 import { cookie, csrfMatches, newSession, openSession, parseCookies, Sealer, SESSION_COOKIE, type Session } from './session.ts';
@@ -30,6 +30,8 @@ export interface ConsoleDeps {
   store: Store;
   /** What audit times, credential creation and expiry are measured by. */
   clock?: Clock;
+  /** The server's request bodies: the console's forms are read under the same bounds as every body. */
+  bodies: RequestBodies;
 }
 
 /**
@@ -64,45 +66,8 @@ const JSON_HEADERS = { 'content-type': JSON_UTF8, 'cache-control': 'no-store', '
 
 const UNAVAILABLE = 'the console cannot check your sign-in right now (the database does not answer); try again shortly';
 
-/** Largest sign-in or sign-out form read. */
+/** Largest console form read (sign-in, sign-out, every change). */
 const FORM_MAX = 8 * 1024;
-
-/**
- * Reads a small urlencoded form; beyond FORM_MAX bytes, 413 with the rest left unread (the server
- * then closes the connection after the answer).
- */
-export function readForm(request: FastifyRequest): Promise<Record<string, string>> {
-  const tooLarge = () => new HttpRefusal(413, `a console form has at most ${FORM_MAX} bytes`);
-  if (Number(request.headers['content-length'] ?? 0) > FORM_MAX) return Promise.reject(tooLarge());
-  const raw = request.raw;
-  return new Promise((resolve, reject) => {
-    const chunks: Buffer[] = [];
-    let size = 0;
-    const stop = () => {
-      raw.off('data', onData);
-      raw.off('end', onEnd);
-      raw.off('error', reject);
-    };
-    const onData = (chunk: Buffer) => {
-      size += chunk.length;
-      if (size <= FORM_MAX) return void chunks.push(chunk);
-      stop();
-      raw.pause();
-      reject(tooLarge());
-    };
-    const onEnd = () => {
-      stop();
-      try {
-        resolve(parseQuery(Buffer.concat(chunks).toString('utf8'), 'form'));
-      } catch (err) {
-        reject(err);
-      }
-    };
-    raw.on('data', onData);
-    raw.once('end', onEnd);
-    raw.once('error', reject);
-  });
-}
 
 export class ConsoleDoor implements ConsoleKit {
   readonly deps: { store: Store; config: Config; clock: Clock };
@@ -114,10 +79,15 @@ export class ConsoleDoor implements ConsoleKit {
   readonly version: XapiVersion;
   readonly oidcEnabled: boolean;
   readonly basicEnabled: boolean;
+  private readonly bodies: RequestBodies;
+  /** The server's body bounds (LECTERN_REQUEST_BODY_TIMEOUT, …_MIN_RATE, the budget), with a form's size. */
+  private readonly formLimits: BodyLimits;
 
   constructor(deps: ConsoleDeps) {
     const { config } = deps;
     this.deps = { store: deps.store, config, clock: deps.clock ?? systemClock };
+    this.bodies = deps.bodies;
+    this.formLimits = { ...deps.bodies.limits, limit: FORM_MAX, tooLarge: `a console form has at most ${FORM_MAX} bytes` };
     this.auth = deps.auth;
     this.policy = deps.policy;
     this.sealer = new Sealer(config.consoleSecret);
@@ -163,23 +133,48 @@ export class ConsoleDoor implements ConsoleKit {
   }
 
   /**
-   * The request's session, when its cookie is sealed here, not expired, and its credential still
-   * holds and still gives the user it shows (auth.recheck: the credentials file re-read when it
-   * changed, the database credentials' cache and change counter; no database read per request).
+   * Reads a small urlencoded form as every body is read (src/http/bodies.ts): at most FORM_MAX
+   * bytes, 408 when it stalls or trickles, counted against the bodies in flight as `user`'s (none:
+   * a sign-in, read before authentication). A refused body is left unread and its connection
+   * closed after the answer.
+   */
+  async readForm(request: FastifyRequest, reply: FastifyReply, user?: AuthUser): Promise<Record<string, string>> {
+    const body = await this.bodies.readWhole(request.raw, reply.raw, user, this.formLimits);
+    return body ? parseQuery(body.toString('utf8'), 'form') : {};
+  }
+
+  /**
+   * The request's session, when its cookie is sealed here, not expired, not signed out, and its
+   * credential still holds and still gives the user it shows. Whether it was signed out is one
+   * indexed read of the primary on every request, never cached (a copy of the cookie would work
+   * meanwhile on a process that had not read it); the credential's recheck (auth.recheck: the
+   * credentials file re-read when it changed, the database credentials' cache and change
+   * counter) costs no read.
    * `ended`: why a session it carries no longer counts.
    */
-  async sessionOf(request: FastifyRequest): Promise<{ session?: Session; ended?: 'credential' | 'unavailable' }> {
+  async sessionOf(request: FastifyRequest): Promise<{ session?: Session; ended?: 'signed-out' | 'credential' | 'unavailable' }> {
     const session = openSession(this.sealer, parseCookies(request.headers.cookie).get(SESSION_COOKIE), this.now());
     if (!session) return {};
+    try {
+      if (await this.deps.store.sessionEnded(session.id)) return { ended: 'signed-out' };
+    } catch (err) {
+      if (err instanceof LrsError && err.kind === 'unavailable') return { ended: 'unavailable' };
+      throw err;
+    }
     const state = await this.auth.recheck(session.user, session.stamp);
     return state === 'valid' ? { session } : { ended: state === 'ended' ? 'credential' : 'unavailable' };
+  }
+
+  /** Signs the session out on every process (until its expiry, after which its cookie is refused anyway). */
+  endSession(s: Session): Promise<void> {
+    return this.deps.store.endSession(s.id, s.expires, this.now());
   }
 
   clearSession(request: FastifyRequest, reply: FastifyReply): void {
     reply.header('set-cookie', cookie(SESSION_COOKIE, '', { path: '/console', maxAge: 0, secure: this.secure(request) }));
   }
 
-  /** A page's session, or (sent) a redirect to the sign-in page that comes back here, saying why when a session ended. */
+  /** A page's session, or (sent) a redirect to the sign-in page that comes back here, saying why when its credential ended it. */
   async pageSession(request: FastifyRequest, reply: FastifyReply): Promise<Session | undefined> {
     const { session, ended } = await this.sessionOf(request);
     if (session) return session;
@@ -188,7 +183,7 @@ export class ConsoleDoor implements ConsoleKit {
       return undefined;
     }
     if (ended) this.clearSession(request, reply);
-    void reply.redirect(`/console/sign-in?next=${encodeURIComponent(request.url)}${ended ? '&ended=credential' : ''}`, 303);
+    void reply.redirect(`/console/sign-in?next=${encodeURIComponent(request.url)}${ended === 'credential' ? '&ended=credential' : ''}`, 303);
     return undefined;
   }
 
@@ -210,18 +205,22 @@ export class ConsoleDoor implements ConsoleKit {
     reply.header('set-cookie', cookie(SESSION_COOKIE, this.sealer.seal('session', s), { path: '/console', maxAge: (s.expires - at) / 1000, secure: this.secure(request) }));
   }
 
-  /** Sets the session cookie anew (a switched store), keeping its expiry and CSRF token. */
+  /** Sets the session cookie anew (a switched store), keeping its id, expiry and CSRF token. */
   reseal(request: FastifyRequest, reply: FastifyReply, s: Session): void {
     reply.header('set-cookie', cookie(SESSION_COOKIE, this.sealer.seal('session', s), { path: '/console', maxAge: (s.expires - this.now()) / 1000, secure: this.secure(request) }));
   }
 
   /**
-   * Every change (POST) must come from the console's own pages: the session's CSRF token in the
-   * X-CSRF-Token header or the form's `csrf` field, and no Origin of another host. The host only:
-   * behind a TLS proxy that is not trusted (LECTERN_RUNSERVER_TRUST_PROXY) the page is https while
-   * the request reaching here is http.
+   * Every change (POST), sign-in and sign-out must come from the console's own pages: no Origin of
+   * another host, and no Sec-Fetch-Site but same-origin (or none: the user's own navigation) where
+   * the browser sends it; a change carries the session's CSRF token too. The host only: behind a
+   * TLS proxy that is not trusted (LECTERN_RUNSERVER_TRUST_PROXY) the page is https while the
+   * request reaching here is http. A sign-out is checked too: a cross-site one carries no cookie
+   * (SameSite=Strict), so no token can be asked of it, and its answer would clear the cookie.
    */
   sameOrigin(request: FastifyRequest): boolean {
+    const site = request.headers['sec-fetch-site'];
+    if (site !== undefined && site !== 'same-origin' && site !== 'none') return false;
     const origin = request.headers.origin;
     if (origin === undefined) return true;
     try {
@@ -237,17 +236,37 @@ export class ConsoleDoor implements ConsoleKit {
   }
 
   async change(request: FastifyRequest, reply: FastifyReply): Promise<{ session: Session; form: Record<string, string> } | undefined> {
-    const form = await readForm(request);
+    // The session first: a body is read only for a request that may make the change.
     const s = await this.jsonSession(request, reply);
     if (!s) return undefined;
+    const form = await this.readForm(request, reply, s.user);
     if (!this.fromConsole(request, s, form)) {
       void this.sendJson(reply, 403, { detail: 'refused: this change does not carry the session’s CSRF token' });
+      return undefined;
+    }
+    // Refused before the change is made, not when its answer redirects to it.
+    const problem = this.nextProblem(form.next);
+    if (problem) {
+      void this.sendPage(reply, 400, errorPage(this.ctx(s), 'Not changed', problem));
       return undefined;
     }
     return { session: s, form };
   }
 
+  /**
+   * Why `next` (where a sign-in or a change leads afterwards) cannot be sent back, or undefined: it
+   * goes into a Location header, which carries printable ASCII only (a CR, LF, U+2028 or U+2029
+   * would split it or fail it). A browser sends a console path percent-encoded.
+   */
+  nextProblem(next: string | undefined): string | undefined {
+    if (next === undefined || /^[\x21-\x7e]*$/.test(next)) return undefined;
+    return 'next: must be a console path in printable ASCII (percent-encode anything else, a line break or a space included)';
+  }
+
+  /** Where to go after: `next` when it is a console path (no open redirect), else the Statements page; 400 for a `next` nextProblem refuses. */
   safeNext(next: string | undefined): string {
+    const problem = this.nextProblem(next);
+    if (problem) throw new LrsError('bad_request', problem);
     return next && /^\/console(\/|\?|$)/.test(next) && !next.includes('\\') ? next : '/console/statements';
   }
 

@@ -74,6 +74,9 @@ class OidcSignIn {
   }
 
   async start(request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+    const next = new URL(request.url, 'http://x').searchParams.get('next') ?? undefined;
+    const problem = this.door.nextProblem(next);
+    if (problem) return this.page(reply, 400, problem);
     let ep;
     try {
       ep = await this.discover();
@@ -81,7 +84,6 @@ class OidcSignIn {
       return this.unavailable(reply, err);
     }
     const { config } = this;
-    const next = new URL(request.url, 'http://x').searchParams.get('next') ?? undefined;
     const flow: Flow = { state: b64url(randomBytes(24)), verifier: b64url(randomBytes(32)), next: this.door.safeNext(next), expires: Date.now() + FLOW_SECONDS * 1000 };
     const url = new URL(ep.authorization);
     url.searchParams.set('response_type', 'code');

@@ -1,10 +1,12 @@
 /**
  * The operator console's sessions: a sealed cookie (AES-256-GCM under a key derived from
  * LECTERN_CONSOLE_SECRET), so that any process sharing the secret accepts a session another one
- * opened, with nothing stored server-side. The cookie carries the user as the Authenticator gave it
- * (scopes and target: what the console's data calls run as), the stamp of the credential it
- * proved (rechecked on every request: a revoked, expired, rotated or changed credential ends the
- * session), its expiry and its CSRF token.
+ * opened. The cookie carries the user as the Authenticator gave it (scopes and target: what the
+ * console's data calls run as), the stamp of the credential it proved (rechecked on every
+ * request: a revoked, expired, rotated or changed credential ends the session), its expiry, its
+ * CSRF token and its id. Nothing of a session is stored server-side but the id of one signed out
+ * (the store's ended sessions, read on every request): a copy of its cookie is then refused by
+ * every process until it would have expired anyway.
  */
 import { createCipheriv, createDecipheriv, hkdfSync, randomBytes, timingSafeEqual } from 'node:crypto';
 import type { AuthUser } from '../../auth/types.ts';
@@ -14,6 +16,8 @@ export const SESSION_COOKIE = 'lectern_console';
 export const OIDC_COOKIE = 'lectern_console_oidc';
 
 export interface Session {
+  /** Random, one per sign-in (a store switch keeps it): what a sign-out records as ended. */
+  id: string;
   user: AuthUser;
   /** Sent back in the X-CSRF-Token header (or a form's `csrf` field) with every change. */
   csrf: string;
@@ -70,15 +74,15 @@ export class Sealer {
 
 /** A session of `ttlSeconds`, or less when the proof ends sooner by itself (`until`: a token's expiry). */
 export function newSession(user: AuthUser, stamp: string, ttlSeconds: number, now: number, until = Infinity): Session {
-  return { user, stamp, csrf: randomBytes(24).toString('base64url'), expires: Math.min(now + ttlSeconds * 1000, until) };
+  return { id: randomBytes(16).toString('base64url'), user, stamp, csrf: randomBytes(24).toString('base64url'), expires: Math.min(now + ttlSeconds * 1000, until) };
 }
 
 /** The session a cookie holds, when it is sealed by this secret and not expired. */
 export function openSession(sealer: Sealer, cookie: string | undefined, now: number): Session | undefined {
   if (!cookie) return undefined;
   const s = sealer.open('session', cookie) as Session | undefined;
-  // A cookie of a release before stamps has none: its user signs in again.
-  if (!s || typeof s.expires !== 'number' || typeof s.csrf !== 'string' || typeof s.stamp !== 'string' || !s.user || now >= s.expires) return undefined;
+  // A cookie of a release before stamps or ids has none: its user signs in again (it could not be signed out).
+  if (!s || typeof s.id !== 'string' || typeof s.expires !== 'number' || typeof s.csrf !== 'string' || typeof s.stamp !== 'string' || !s.user || now >= s.expires) return undefined;
   return s;
 }
 

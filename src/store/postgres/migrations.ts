@@ -590,4 +590,17 @@ ALTER TABLE reach_agents SET (autovacuum_vacuum_insert_scale_factor = 0.01);
 ALTER TABLE reach_activities SET (autovacuum_vacuum_insert_scale_factor = 0.01);
 `,
   },
+  {
+    version: 21,
+    name: 'the console sessions signed out before their expiry: every process refuses a copy of their cookie',
+    // As SQLite's migration 20.
+    sql: `
+CREATE TABLE ended_sessions (
+  id text PRIMARY KEY,
+  expires_ms bigint NOT NULL
+);
+CREATE INDEX ended_sessions_expires ON ended_sessions (expires_ms);
+COMMENT ON TABLE ended_sessions IS 'console sessions signed out before expires_ms (their own expiry): refused by every server; deleted past it';
+`,
+  },
 ];

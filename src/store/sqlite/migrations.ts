@@ -588,4 +588,17 @@ CREATE VIEW statement_seqs AS
   SELECT tenant, id, seq FROM statement_ids;
 `,
   },
+  {
+    version: 20,
+    name: 'the console sessions signed out before their expiry: every process refuses a copy of their cookie',
+    // Read by id on every console request; rows are deleted past expires_ms (the session's own
+    // expiry, after which its cookie is refused anyway) by each sign-out.
+    sql: `
+CREATE TABLE ended_sessions (
+  id TEXT PRIMARY KEY,
+  expires_ms INTEGER NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX ended_sessions_expires ON ended_sessions(expires_ms);
+`,
+  },
 ];

@@ -51,6 +51,8 @@ const ROUTES = {
   createCredential: 'write', revokeCredential: 'write', rotateCredential: 'write', touchCredentials: 'write',
   getCredential: 'read', listCredentials: 'read', credentialsVersion: 'read',
   appendAudit: 'write', listAudit: 'read', storeNames: 'read', storeSummaries: 'read', storeOverview: 'read', storeTotals: 'read',
+  // the console's ended sessions
+  endSession: 'write', sessionEnded: 'read',
 } as const satisfies Partial<Record<keyof Store, 'write' | 'read'>>;
 
 /** The same for the forwarding outbox (its writes cross as `outbox.<member>`). */
