@@ -590,4 +590,10 @@ ALTER TABLE reach_agents SET (autovacuum_vacuum_insert_scale_factor = 0.01);
 ALTER TABLE reach_activities SET (autovacuum_vacuum_insert_scale_factor = 0.01);
 `,
   },
+  {
+    version: 21,
+    name: 'kept rejections found by credential: a store over LECTERN_REJECTIONS_MAX trims each credential to its fair share',
+    // As SQLite's migration 20.
+    sql: `CREATE INDEX rejections_writer ON rejections (tenant, username, id);`,
+  },
 ];

@@ -588,4 +588,12 @@ CREATE VIEW statement_seqs AS
   SELECT tenant, id, seq FROM statement_ids;
 `,
   },
+  {
+    version: 20,
+    name: 'kept rejections found by credential: a store over LECTERN_REJECTIONS_MAX trims each credential to its fair share',
+    // keepRejections (src/store/rejections.ts) counts a store's rows per username and deletes a
+    // credential's oldest on every keep: both are ranges of this index. Instant: the table holds
+    // at most LECTERN_REJECTIONS_MAX rows per store.
+    sql: `CREATE INDEX rejections_writer ON rejections(tenant, username, id);`,
+  },
 ];
