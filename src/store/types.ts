@@ -500,6 +500,8 @@ export interface StoreOverview {
   days: { day: number; statements: number }[];
   /** The verbs of the most statements since `sinceDay`, most first. */
   topVerbs: { verb: string; statements: number }[];
+  /** Statements since `sinceDay` of every verb not in `topVerbs` (those beyond it, and a day's "other" row). */
+  otherVerbs: number;
   /** Statements stored per minute (epoch minutes) from `sinceMinute` on, by every process; minutes with none left out. */
   minutes: { minute: number; statements: number }[];
   /** Epoch milliseconds of the newest statement's `stored`; null when it has none. */

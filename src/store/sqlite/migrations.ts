@@ -596,4 +596,19 @@ CREATE VIEW statement_seqs AS
     // at most LECTERN_REJECTIONS_MAX rows per store.
     sql: `CREATE INDEX rejections_writer ON rejections(tenant, username, id);`,
   },
+  {
+    version: 21,
+    name: 'the Overview\'s counts bounded: at most 100 verbs per store and day, the rest in one "other" row',
+    // src/store/overview.ts (VERBS_PER_DAY) keeps the bound from now on; this folds the rows stored
+    // before: each (store, day)'s 100 heaviest verbs keep their row, the others' statements go to
+    // the "other" row (verb 0). One sorted pass over statement_counts (docs/operations.md).
+    sql: `
+INSERT INTO statement_counts (tenant, day, verb, n)
+  SELECT tenant, day, 0, sum(n) FROM (SELECT tenant, day, n, row_number() OVER (PARTITION BY tenant, day ORDER BY n DESC, verb) AS r FROM statement_counts WHERE verb <> 0)
+  WHERE r > 100 GROUP BY tenant, day;
+DELETE FROM statement_counts WHERE verb <> 0 AND (tenant, day, verb) IN (
+  SELECT tenant, day, verb FROM (SELECT tenant, day, verb, row_number() OVER (PARTITION BY tenant, day ORDER BY n DESC, verb) AS r FROM statement_counts WHERE verb <> 0)
+  WHERE r > 100);
+`,
+  },
 ];
