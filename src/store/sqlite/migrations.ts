@@ -603,12 +603,12 @@ CREATE VIEW statement_seqs AS
     // before: each (store, day)'s 100 heaviest verbs keep their row, the others' statements go to
     // the "other" row (verb 0). One sorted pass over statement_counts (docs/operations.md).
     sql: `
-INSERT INTO statement_counts (tenant, day, verb, n)
-  SELECT tenant, day, 0, sum(n) FROM (SELECT tenant, day, n, row_number() OVER (PARTITION BY tenant, day ORDER BY n DESC, verb) AS r FROM statement_counts WHERE verb <> 0)
-  WHERE r > 100 GROUP BY tenant, day;
-DELETE FROM statement_counts WHERE verb <> 0 AND (tenant, day, verb) IN (
-  SELECT tenant, day, verb FROM (SELECT tenant, day, verb, row_number() OVER (PARTITION BY tenant, day ORDER BY n DESC, verb) AS r FROM statement_counts WHERE verb <> 0)
-  WHERE r > 100);
+CREATE TEMP TABLE counts_folded AS
+  SELECT tenant, day, verb, n FROM (SELECT tenant, day, verb, n, row_number() OVER (PARTITION BY tenant, day ORDER BY n DESC, verb) AS r FROM statement_counts WHERE verb <> 0)
+  WHERE r > 100;
+INSERT INTO statement_counts (tenant, day, verb, n) SELECT tenant, day, 0, sum(n) FROM counts_folded GROUP BY tenant, day;
+DELETE FROM statement_counts WHERE (tenant, day, verb) IN (SELECT tenant, day, verb FROM counts_folded);
+DROP TABLE counts_folded;
 `,
   },
 ];
