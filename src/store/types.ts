@@ -349,11 +349,11 @@ export interface RejectionFilter {
 
 /**
  * Rejected writes (400, 409, 413 on statements and documents), kept per store for the operator to
- * read and replay (src/ops/rejections.ts). Bounded: each keep trims its stores to `max`, oldest
- * first, and drops those older than `keepSinceMs`.
+ * read and replay (src/ops/rejections.ts). Bounded: each keep trims its stores to `max`, each
+ * credential to its fair share, oldest first, and drops those older than `keepSinceMs`.
  */
 export interface RejectionStore {
-  /** Inserts in one transaction, then trims every store written to `max` rows and drops rows older than `keepSinceMs`. */
+  /** Inserts in one transaction, drops rows older than `keepSinceMs`, then trims every store written to `max` rows (fairly between its credentials). */
   keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void>;
   /** Oldest first. */
   listRejections(filter: RejectionFilter): Promise<KeptRejection[]>;
