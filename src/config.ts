@@ -414,7 +414,7 @@ export const SETTINGS = {
   rejectionsMax: {
     name: 'LECTERN_REJECTIONS_MAX',
     default: '10000',
-    help: 'Most refused writes (400, 409, 413 on statements and documents) kept per store for `lectern rejections` (docs/rejections.md); each write of kept rejections trims its store to this many, oldest first. 0 keeps none.',
+    help: 'Most refused writes (400, 409, 413 on statements and documents) kept per store for `lectern rejections` (docs/rejections.md); each write of kept rejections trims its store to this many, each credential to its fair share, oldest first. 0 keeps none.',
     parse: int(0, 10_000_000),
   },
   rejectionsMaxBody: {

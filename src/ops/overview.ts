@@ -1,6 +1,7 @@
 /**
  * The Overview of a store (docs/console.md, "Overview"; the admin API's GET /admin/api/overview):
- * statements in total and per UTC day for the last 30 days, the top verbs of those days, the
+ * statements in total and per UTC day for the last 30 days, the top verbs of those days and the
+ * statements of every other verb, the
  * ingest rate now, the newest statement's time, the rejections of the last day; for the operator,
  * forwarding (server-wide: lag, queued, dead letters) and every store's totals. Everything comes
  * from counts kept as statements are written (src/store/overview.ts) and a few small reads, never
@@ -43,6 +44,11 @@ export interface Overview {
   days: { date: string; statements: number }[];
   /** The verbs of the most statements in those days, most first. */
   topVerbs: { verb: string; statements: number }[];
+  /**
+   * The statements of those days whose verb is not in `topVerbs`: the verbs beyond TOP_VERBS,
+   * and those a day counted together once it had VERBS_PER_DAY verbs (src/store/overview.ts).
+   */
+  otherVerbs: number;
   ingest: {
     /** Statements per minute: the mean of the last RATE_MINUTES complete minutes, every process of the deployment counted. */
     perMinute: number;
@@ -85,6 +91,7 @@ export async function storeOverview(
     lastStored: o.lastStoredMs === null ? null : new Date(o.lastStoredMs).toISOString(),
     days: Array.from({ length: OVERVIEW_DAYS }, (_, i) => ({ date: isoDay(firstDay + i), statements: perDay.get(firstDay + i) ?? 0 })),
     topVerbs: o.topVerbs,
+    otherVerbs: o.otherVerbs,
     ingest: {
       perMinute: Math.round((recent / RATE_MINUTES) * 10) / 10,
       minutes: minutes.map((m) => ({ minute: new Date(m * MINUTE_MS).toISOString(), statements: perMinute.get(m) ?? 0 })),

@@ -6,9 +6,11 @@
  *
  * Keeping never slows nor fails the answer: the server hands each rejection to a RejectionKeeper,
  * which cuts its body on the next turn of the event loop and writes it after the answer, in
- * batches, one write at a time. What arrives while its queue is full is dropped and counted. Each
- * write trims its stores to LECTERN_REJECTIONS_MAX, so a flood of bad requests costs at most that
- * many rows per store.
+ * batches, one write at a time. Its queues are one per (store, credential), served in turn: when
+ * they are full, the longest one's oldest is dropped (and counted), so a flooder loses its own,
+ * never a quiet writer's. Each write trims its stores to LECTERN_REJECTIONS_MAX, each credential
+ * to its fair share, so a flood of bad requests costs at most that many rows per store and evicts
+ * the flooder's own.
  */
 import type { AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
@@ -142,10 +144,10 @@ export interface KeeperOptions {
   onCount?: (outcome: 'kept' | 'dropped' | 'failed', n: number) => void;
 }
 
-/** Rejections waiting for their body to be cut: each holds a request body for one turn of the event loop. */
-const RAW_MAX = 64;
-/** Rejections waiting to be written. */
-const QUEUE_MAX = 1000;
+/** Rejections waiting for their body to be cut, in all: each holds a request body for one turn of the event loop. */
+export const RAW_MAX = 64;
+/** Rejections waiting to be written, in all. */
+export const QUEUE_MAX = 1000;
 /** Rejections per write. */
 const BATCH = 200;
 export const DAY_MS = 86_400_000;
@@ -153,15 +155,76 @@ export const DAY_MS = 86_400_000;
 const HEADERS_KEPT = ['content-type', 'if-match', 'if-none-match'] as const;
 
 /**
- * Keeps rejections off the answer's path: `keep` only queues (bounded: beyond, dropped and
- * counted); the bodies are cut on the next turn of the event loop and written in batches, one
- * write at a time. A failed write is logged and counted, never thrown.
+ * Items queued per key, at most `cap` in all, taken round-robin (one of each key in turn), so
+ * that a quiet key's wait does not grow with a busy one's. When full, the oldest item of the
+ * longest queue makes room: a flood drops its own, never an item of a shorter queue. Finding the
+ * longest walks the queues, at most `cap` of them.
+ */
+export class FairQueue<T> {
+  private readonly cap: number;
+  /** In serving order: a key served goes to the back. */
+  private readonly queues = new Map<string, T[]>();
+  private count = 0;
+
+  constructor(cap: number) {
+    this.cap = cap;
+  }
+
+  get size(): number {
+    return this.count;
+  }
+
+  /** Queues `item` under `key`; answers whether an older item was dropped to make room. */
+  push(key: string, item: T): boolean {
+    let dropped = false;
+    if (this.count >= this.cap) {
+      let longest: [string, T[]] | undefined;
+      for (const entry of this.queues) {
+        const n = entry[1].length;
+        if (!longest || n > longest[1].length || (n === longest[1].length && entry[0] === key)) longest = entry;
+      }
+      const [k, q] = longest!;
+      q.shift();
+      if (!q.length) this.queues.delete(k);
+      this.count--;
+      dropped = true;
+    }
+    const q = this.queues.get(key);
+    if (q) q.push(item);
+    else this.queues.set(key, [item]);
+    this.count++;
+    return dropped;
+  }
+
+  /** At most `n` items, one of each key in turn. */
+  take(n: number): T[] {
+    const out: T[] = [];
+    // A key put back is visited again by this same loop: it ends when `n` are taken or none is left.
+    for (const [key, q] of this.queues) {
+      if (out.length >= n) break;
+      out.push(q.shift()!);
+      this.count--;
+      this.queues.delete(key);
+      if (q.length) this.queues.set(key, q);
+    }
+    return out;
+  }
+}
+
+/** A refused write's queue: its store and credential. */
+const writerKey = (tenant: string, username: string): string => JSON.stringify([tenant, username]);
+
+/**
+ * Keeps rejections off the answer's path: `keep` only queues (bounded, fair between stores and
+ * credentials: a flooder's oldest are dropped and counted); the bodies are cut on the next turn
+ * of the event loop and written in batches, one write at a time. A failed write is logged and
+ * counted, never thrown.
  */
 export class RejectionKeeper {
   private readonly o: KeeperOptions;
   private readonly clock: Clock;
-  private raw: RefusedWrite[] = [];
-  private ready: NewRejection[] = [];
+  private readonly raw = new FairQueue<RefusedWrite>(RAW_MAX);
+  private readonly ready = new FairQueue<NewRejection>(QUEUE_MAX);
   private scheduled = false;
   private writing: Promise<void> | undefined;
 
@@ -172,11 +235,7 @@ export class RejectionKeeper {
 
   keep(w: RefusedWrite): void {
     if (this.o.max === 0) return;
-    if (this.raw.length >= RAW_MAX) {
-      this.o.onCount?.('dropped', 1);
-      return;
-    }
-    this.raw.push(w);
+    if (this.raw.push(writerKey(w.user.target, w.user.username), w)) this.o.onCount?.('dropped', 1);
     if (!this.scheduled) {
       this.scheduled = true;
       setImmediate(() => this.cut());
@@ -192,19 +251,16 @@ export class RejectionKeeper {
   private cut(): void {
     this.scheduled = false;
     const atMs = this.clock.now();
-    for (const w of this.raw.splice(0)) {
-      if (this.ready.length >= QUEUE_MAX) {
-        this.o.onCount?.('dropped', 1);
-        continue;
-      }
-      this.ready.push(toNewRejection(w, atMs, this.o.maxBody));
+    for (const w of this.raw.take(RAW_MAX)) {
+      const r = toNewRejection(w, atMs, this.o.maxBody);
+      if (this.ready.push(writerKey(r.tenant, r.username), r)) this.o.onCount?.('dropped', 1);
     }
     this.writing ??= this.writeAll().finally(() => (this.writing = undefined));
   }
 
   private async writeAll(): Promise<void> {
-    while (this.ready.length) {
-      const batch = this.ready.splice(0, BATCH);
+    while (this.ready.size) {
+      const batch = this.ready.take(BATCH);
       try {
         await this.o.store.keepRejections(batch, { max: this.o.max, keepSinceMs: this.clock.now() - this.o.keepDays * DAY_MS });
         this.o.onCount?.('kept', batch.length);

@@ -41,9 +41,31 @@ function toRejection(r: Row): KeptRejection {
 }
 
 /**
- * Inserts the rejections, then trims each store written to its newest `max` (ids grow with time)
- * and drops every row older than `keepSinceMs`: the table never holds more than `max` rows per
- * store after a keep, whatever arrives.
+ * How many rows each credential (its kept `username`) keeps of a store holding more than `max`:
+ * max-min fair. Taken from the fewest held up, each keeps what it holds up to an equal share of
+ * what is left; a credential under its share leaves the rest to the others. A flooder is trimmed
+ * to the share, a quiet producer's few are kept whole; the shares add up to `max` (the remainder
+ * of a division goes to those holding the most).
+ */
+export function fairShares(held: ReadonlyMap<string, number>, max: number): Map<string, number> {
+  const fewestFirst = [...held].sort((a, b) => a[1] - b[1] || (a[0] < b[0] ? -1 : a[0] > b[0] ? 1 : 0));
+  const shares = new Map<string, number>();
+  let left = max;
+  fewestFirst.forEach(([user, n], i) => {
+    const keep = Math.min(n, Math.floor(left / (fewestFirst.length - i)));
+    shares.set(user, keep);
+    left -= keep;
+  });
+  return shares;
+}
+
+/**
+ * Inserts the rejections, drops every row older than `keepSinceMs`, then trims each store written
+ * to that holds more than `max` rows to `max`, each credential to its fair share (fairShares), its
+ * oldest rows first (ids grow with time): the table never holds more than `max` rows per store
+ * after a keep, and one producer's flood evicts its own rows, not another's. One grouped read of
+ * the store's rows and one ranged delete per credential trimmed, on rejections_writer
+ * (tenant, username, id).
  */
 export function* keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Program<void> {
   const tenants = new Set<string>();
@@ -54,13 +76,19 @@ export function* keepRejections(items: NewRejection[], bounds: { max: number; ke
       values: [r.tenant, r.atMs, r.username, r.method, r.path, JSON.stringify(r.query), r.status, JSON.stringify(r.reasons), typesText(r.reasons), JSON.stringify(r.headers), r.version, r.body ?? null, r.bodyBytes, r.writer],
     });
   }
-  for (const tenant of tenants) {
-    yield* run({
-      text: 'DELETE FROM rejections WHERE tenant = $1 AND id <= (SELECT id FROM rejections WHERE tenant = $1 ORDER BY id DESC LIMIT 1 OFFSET $2)',
-      values: [tenant, bounds.max],
-    });
-  }
   yield* run({ text: 'DELETE FROM rejections WHERE at_ms < $1', values: [bounds.keepSinceMs] });
+  for (const tenant of tenants) {
+    const found = yield* rows({ text: 'SELECT username, count(*) AS n FROM rejections WHERE tenant = $1 GROUP BY username', values: [tenant] });
+    const held = new Map(found.map((r) => [String(r.username), Number(r.n)]));
+    if ([...held.values()].reduce((a, b) => a + b, 0) <= bounds.max) continue;
+    for (const [username, keep] of fairShares(held, bounds.max)) {
+      if (keep >= held.get(username)!) continue;
+      yield* run({
+        text: 'DELETE FROM rejections WHERE tenant = $1 AND username = $2 AND id <= (SELECT id FROM rejections WHERE tenant = $1 AND username = $2 ORDER BY id DESC LIMIT 1 OFFSET $3)',
+        values: [tenant, username, keep],
+      });
+    }
+  }
 }
 
 export function* listRejections(f: RejectionFilter): Program<KeptRejection[]> {

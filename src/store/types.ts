@@ -349,11 +349,11 @@ export interface RejectionFilter {
 
 /**
  * Rejected writes (400, 409, 413 on statements and documents), kept per store for the operator to
- * read and replay (src/ops/rejections.ts). Bounded: each keep trims its stores to `max`, oldest
- * first, and drops those older than `keepSinceMs`.
+ * read and replay (src/ops/rejections.ts). Bounded: each keep trims its stores to `max`, each
+ * credential to its fair share, oldest first, and drops those older than `keepSinceMs`.
  */
 export interface RejectionStore {
-  /** Inserts in one transaction, then trims every store written to `max` rows and drops rows older than `keepSinceMs`. */
+  /** Inserts in one transaction, drops rows older than `keepSinceMs`, then trims every store written to `max` rows (fairly between its credentials). */
   keepRejections(items: NewRejection[], bounds: { max: number; keepSinceMs: number }): Promise<void>;
   /** Oldest first. */
   listRejections(filter: RejectionFilter): Promise<KeptRejection[]>;
@@ -511,6 +511,8 @@ export interface StoreOverview {
   days: { day: number; statements: number }[];
   /** The verbs of the most statements since `sinceDay`, most first. */
   topVerbs: { verb: string; statements: number }[];
+  /** Statements since `sinceDay` of every verb not in `topVerbs` (those beyond it, and a day's "other" row). */
+  otherVerbs: number;
   /** Statements stored per minute (epoch minutes) from `sinceMinute` on, by every process; minutes with none left out. */
   minutes: { minute: number; statements: number }[];
   /** Epoch milliseconds of the newest statement's `stored`; null when it has none. */

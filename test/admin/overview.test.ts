@@ -4,12 +4,19 @@
  * under its verb) and taken off by erasure and prune; the days (the injected clock moves the
  * server's "now", and on SQLite `stored` too); ingest minutes, the last statement, the
  * rejections of the last day; roles (a store administrator sees only its store, 404 for
- * another's; xAPI scopes 403); forwarding and every store's totals for the operator only.
+ * another's; xAPI scopes 403); forwarding and every store's totals for the operator only. Its cost
+ * does not grow with the distinct verbs a plain writer sends (hardening round 2, item 5): after
+ * 5,000 of them a store's day holds at most VERBS_PER_DAY verb rows and one "other" row (read from
+ * the database), and the answer (and the console's page) has the top verbs and "other".
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
+import { DatabaseSync } from 'node:sqlite';
 import { after, before, describe, test } from 'node:test';
+import pg from 'pg';
 import { ManualClock } from '../../src/clock.ts';
+import { OTHER_VERB, VERBS_PER_DAY } from '../../src/store/overview.ts';
+import { signIn } from '../console/sign-in.ts';
 import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, TENANT_B, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { runCli } from '../lifecycle/helpers.ts';
 
@@ -27,6 +34,7 @@ interface Overview {
   lastStored: string | null;
   days: { date: string; statements: number }[];
   topVerbs: { verb: string; statements: number }[];
+  otherVerbs: number;
   ingest: { perMinute: number; minutes: { minute: string; statements: number }[] };
   rejectionsLastDay: number;
   forwarding?: { queued: number; dead: number; lagMs: number | null; targets: { target: string; queued: number; lagMs: number | null }[] };
@@ -174,6 +182,65 @@ for (const backend of BACKENDS) {
       assert.equal(o.ingest.minutes.reduce((n, m) => n + m.statements, 0), 0, 'a day later, nothing arrived in the last minutes');
       assert.equal(o.days[29].date, new Date(clock.now()).toISOString().slice(0, 10));
       assert.equal(o.rejectionsLastDay, 0);
+    });
+  });
+}
+
+const WRITER: TestUser = { username: 'writer', password: 'writer-pass', scopes: ['statements/write'], agent: { mbox: 'mailto:writer@example.com' }, target: 'v' };
+const V_ADMIN: TestUser = { username: 'v-admin', password: 'v-admin-secret', scopes: ['admin/store'], agent: { mbox: 'mailto:v-admin@example.com' }, target: 'v' };
+const JUNK = { mbox: 'mailto:junk@example.com' };
+
+/** Store `v`'s count rows per day, read from the database: how many, and how many of them are "other". */
+async function countRowsOfV(lrs: TestLrs): Promise<{ rows: number; others: number }[]> {
+  const text =
+    `SELECT c.day, count(*) AS rows, sum(CASE WHEN c.verb = ${OTHER_VERB} THEN 1 ELSE 0 END) AS others ` +
+    `FROM statement_counts c JOIN tenants t ON t.id = c.tenant WHERE t.name = 'v' GROUP BY c.day`;
+  let found: Record<string, unknown>[];
+  if (lrs.env.LECTERN_RUNSERVER_BACKEND === 'postgres') {
+    const c = new pg.Client({ connectionString: lrs.env.LECTERN_POSTGRES_URL });
+    await c.connect();
+    found = (await c.query(text)).rows as Record<string, unknown>[];
+    await c.end();
+  } else {
+    const db = new DatabaseSync(lrs.env.LECTERN_SQLITE_PATH, { readOnly: true });
+    found = db.prepare(text).all() as Record<string, unknown>[];
+    db.close();
+  }
+  return found.map((r) => ({ rows: Number(r.rows), others: Number(r.others) }));
+}
+
+for (const backend of BACKENDS) {
+  describe(`the Overview bounded whatever the verbs a writer sends (${backend.name})`, () => {
+    let lrs: TestLrs;
+    before(async () => {
+      lrs = await startTestLrs(backend, { users: [WRITER, V_ADMIN], env: { LECTERN_CONSOLE_SECRET: 'a-console-secret-of-at-least-32-characters' } });
+    });
+    after(async () => lrs?.close());
+
+    test('5,000 distinct verbs: a day keeps at most VERBS_PER_DAY verb rows and one "other"; the answer has the top verbs and "other"', async () => {
+      await post(lrs, [...Array.from({ length: 30 }, () => statement({ verb: VERB('heavy') })), ...Array.from({ length: 20 }, () => statement({ verb: VERB('second') }))], WRITER);
+      for (let batch = 0; batch < 10; batch++) {
+        await post(lrs, Array.from({ length: 500 }, (_, i) => statement({ actor: JUNK, verb: VERB(`junk-${batch * 500 + i}`) })), WRITER);
+        if (batch === 4) await post(lrs, Array.from({ length: 5 }, () => statement({ verb: VERB('heavy') })), WRITER);
+      }
+      const days = await countRowsOfV(lrs);
+      assert.ok(days.length >= 1);
+      for (const d of days) {
+        assert.ok(d.rows <= VERBS_PER_DAY + 1, `${d.rows} count rows in a day`);
+        assert.ok(d.others <= 1);
+      }
+
+      const o = await ok(lrs, V_ADMIN);
+      assert.equal(o.statements, 5055);
+      assert.deepEqual(o.topVerbs.slice(0, 2).map((v) => [v.verb, v.statements]), [[VERB('heavy').id, 35], [VERB('second').id, 20]]);
+      assert.equal(o.topVerbs.length, 10);
+      assert.ok(o.otherVerbs > 0);
+      assert.equal(o.topVerbs.reduce((n, v) => n + v.statements, 0) + o.otherVerbs, 5055, 'the top verbs and "other" count every statement');
+
+      const s = await signIn(lrs, V_ADMIN);
+      const page = await (await fetch(`${lrs.url}/console/overview`, { headers: { cookie: s.cookie } })).text();
+      assert.match(page, new RegExp(`<tr><td>Other verbs</td><td>${o.otherVerbs.toLocaleString('en')}</td></tr>`));
+      assert.match(page, /verbs\/heavy<\/a><\/td><td>35</);
     });
   });
 }

@@ -1,17 +1,18 @@
 /**
  * The RejectionKeeper (src/ops/rejections.ts) on its own: it never throws nor waits on the
  * caller's path, keeps none under LECTERN_REJECTIONS_MAX=0, drops and counts what arrives while
- * its queue is full, counts a failed write, and cuts each body to LECTERN_REJECTIONS_MAX_BODY as a
+ * its queue is full — the flooder's own, never a quiet writer's (a queue per store and
+ * credential, served in turn) — counts a failed write, and cuts each body to LECTERN_REJECTIONS_MAX_BODY as a
  * copy (the request's buffer is not held).
  */
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
 import { ManualClock } from '../../src/clock.ts';
-import { RejectionKeeper, type RefusedWrite } from '../../src/ops/rejections.ts';
+import { FairQueue, QUEUE_MAX, RAW_MAX, RejectionKeeper, type RefusedWrite } from '../../src/ops/rejections.ts';
 import type { NewRejection, RejectionStore } from '../../src/store/types.ts';
 
-const refused = (body = Buffer.from('{"verb":{"id":"not an iri"}}')): RefusedWrite => ({
-  user: { username: 'u', scopes: ['all'], agent: { mbox: 'mailto:u@example.com' }, target: '' },
+const refused = (body = Buffer.from('{"verb":{"id":"not an iri"}}'), username = 'u', target = ''): RefusedWrite => ({
+  user: { username, scopes: ['all'], agent: { mbox: 'mailto:u@example.com' }, target },
   method: 'POST',
   path: '/xAPI/statements',
   query: {},
@@ -92,4 +93,42 @@ test('a flood beyond the queue is dropped and counted; a failed write is counted
   await k2.flush();
   assert.deepEqual(c2.counts, { kept: 0, dropped: 0, failed: 1 });
   assert.equal(warned.length, 1);
+});
+
+test('a fair queue: taken one of each key in turn; when full, the longest queue\'s oldest makes room', () => {
+  const q = new FairQueue<string>(6);
+  for (const item of ['f1', 'f2', 'f3', 'f4', 'q1', 'r1']) assert.equal(q.push(item[0], item), false);
+  assert.equal(q.push('q', 'q2'), true, 'full: an item was dropped');
+  assert.equal(q.push('f', 'f5'), true);
+  assert.equal(q.size, 6);
+  assert.deepEqual(q.take(4), ['f3', 'q1', 'r1', 'f4'], "f's two oldest made room; one of each key in turn");
+  assert.deepEqual(q.take(10), ['q2', 'f5']);
+  assert.equal(q.size, 0);
+});
+
+test('a flood from one credential drops its own: every refused write of a quiet credential and of another store is kept', async () => {
+  let release!: () => void;
+  const slow = new Promise<void>((resolve) => (release = resolve));
+  const { store, written } = fakeStore({ slow });
+  const { counts, onCount } = counter();
+  const keeper = new RejectionKeeper({ store, max: 10, maxBody: 100, keepDays: 7, onCount });
+  const flood = 4000;
+  for (let wave = 0; wave < 40; wave++) {
+    // More than RAW_MAX in one turn of the event loop, then the quiet ones among them.
+    for (let i = 0; i < 100; i++) keeper.keep(refused(undefined, 'flood'));
+    if (wave % 10 === 5) {
+      keeper.keep(refused(undefined, 'quiet'));
+      keeper.keep(refused(undefined, 'b-writer', 'b'));
+    }
+    await new Promise((resolve) => setImmediate(resolve));
+  }
+  release();
+  await keeper.flush();
+  const kept = written.flat();
+  const of = (u: string) => kept.filter((r) => r.username === u);
+  assert.equal(of('quiet').length, 4);
+  assert.deepEqual(of('b-writer').map((r) => r.tenant), ['b', 'b', 'b', 'b']);
+  assert.ok(counts.dropped >= flood - QUEUE_MAX - RAW_MAX - 200, `${counts.dropped} dropped`);
+  assert.equal(kept.length + counts.dropped, flood + 8, 'each one kept or counted as dropped');
+  assert.equal(of('flood').length + counts.dropped, flood, 'only the flooder\'s were dropped');
 });

@@ -6,13 +6,14 @@
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
+import { fairShares } from '../../src/store/rejections.ts';
 import type { NewRejection } from '../../src/store/types.ts';
 import { storeBackends } from '../helpers/stores.ts';
 
-const rejection = (tenant: string, atMs: number, type = 'value_error.iri', n = 0): NewRejection => ({
+const rejection = (tenant: string, atMs: number, type = 'value_error.iri', n = 0, username = 'u'): NewRejection => ({
   tenant,
   atMs,
-  username: 'u',
+  username,
   method: 'POST',
   path: '/xAPI/statements',
   query: {},
@@ -23,6 +24,14 @@ const rejection = (tenant: string, atMs: number, type = 'value_error.iri', n = 0
   body: Buffer.from(`{"n":${n}}`),
   bodyBytes: 8,
   writer: '{}',
+});
+
+test('fair shares: the fewest held are kept whole, the rest split evenly, the remainder to those holding the most', () => {
+  const shares = (held: Record<string, number>, max: number) => Object.fromEntries(fairShares(new Map(Object.entries(held)), max));
+  assert.deepEqual(shares({ flood: 1000, quiet: 3, other: 2 }, 20), { flood: 15, quiet: 3, other: 2 });
+  assert.deepEqual(shares({ a: 100, b: 100, c: 100 }, 10), { a: 3, b: 3, c: 4 });
+  assert.deepEqual(shares({ a: 7, b: 100, c: 6 }, 20), { a: 7, b: 7, c: 6 });
+  assert.deepEqual(shares({ a: 1, b: 1, c: 1 }, 2), { a: 0, b: 1, c: 1 });
 });
 
 for (const backend of storeBackends) {
@@ -48,6 +57,23 @@ for (const backend of storeBackends) {
       assert.deepEqual(now.map((r) => r.tenant), [''], "b's old row is dropped by age");
       assert.ok(Number(now[0].id) > lastId);
       assert.deepEqual(now[0].body, Buffer.from('{"n":0}'));
+    });
+
+    test('a store over max trims each credential to its fair share, its oldest first: a flood evicts its own rows', async () => {
+      await store.clearRejections();
+      const at = (username: string, n: number, tenant = '') => rejection(tenant, 1_000 + n, 'value_error.iri', n, username);
+      await store.keepRejections([at('quiet', 0), at('quiet', 1), at('other', 2), at('flood', 0, 'b')], { max: 10, keepSinceMs: 0 });
+      for (let wave = 0; wave < 5; wave++) {
+        await store.keepRejections(Array.from({ length: 8 }, (_, i) => at('flood', 100 + wave * 8 + i)), { max: 10, keepSinceMs: 0 });
+      }
+      await store.keepRejections([at('quiet', 200)], { max: 10, keepSinceMs: 0 });
+      const kept = await store.listRejections({ tenant: '', limit: 100 });
+      assert.equal(kept.length, 10);
+      const of = (u: string) => kept.filter((r) => r.username === u).map((r) => r.reasons[0].loc[0]);
+      assert.deepEqual(of('quiet'), [0, 1, 200], "the quiet producer's rows are all kept");
+      assert.deepEqual(of('other'), [2]);
+      assert.deepEqual(of('flood'), [134, 135, 136, 137, 138, 139], "the flooder keeps its newest, within what is left");
+      assert.equal((await store.listRejections({ tenant: 'b', limit: 100 })).length, 1, 'another store is not trimmed by this one');
     });
 
     test('the reason filter: a whole type or its prefix up to a dot, wildcards taken literally; since; paging', async () => {

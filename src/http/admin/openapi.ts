@@ -138,7 +138,7 @@ export const ADMIN_PATHS: Record<string, Json> = {
   '/admin/api/overview': {
     get: op(
       'A store\'s overview',
-      'Statements in total and per UTC day of the last 30 days, the top verbs of those days, the ingest rate (every process counted), the newest statement\'s time, the rejections of the last day; for the operator also forwarding (server-wide) and every store\'s totals. From counts kept as statements are written: no scan of the statements.',
+      'Statements in total and per UTC day of the last 30 days, the top verbs of those days and the statements of every other verb, the ingest rate (every process counted), the newest statement\'s time, the rejections of the last day; for the operator also forwarding (server-wide) and every store\'s totals. From counts kept as statements are written: no scan of the statements.',
       {
         type: 'object',
         properties: {
@@ -148,6 +148,7 @@ export const ADMIN_PATHS: Record<string, Json> = {
           lastStored: { type: ['string', 'null'], format: 'date-time' },
           days: { type: 'array', description: 'The last 30 UTC days, oldest first, today last', items: { type: 'object', properties: { date: { type: 'string', format: 'date' }, statements: { type: 'integer' } } } },
           topVerbs: { type: 'array', items: { type: 'object', properties: { verb: { type: 'string' }, statements: { type: 'integer' } } } },
+          otherVerbs: { type: 'integer', description: 'Statements of those days whose verb is not in topVerbs (a store and day counts 100 verbs apart at most, the rest together)' },
           ingest: {
             type: 'object',
             properties: {

@@ -113,12 +113,12 @@ ${dayChart(o.days)}
 </section>
 <section aria-labelledby="verbs-title" class="card">
 <h2 id="verbs-title">Top verbs</h2>
-${o.topVerbs.length
+${o.topVerbs.length || o.otherVerbs
     ? html`<table class="counts"><caption>The verbs of the most statements in the last ${o.days.length} days</caption>
 <thead><tr><th scope="col">Verb</th><th scope="col">Statements</th></tr></thead>
 <tbody>${o.topVerbs.map(
         (v) => html`<tr><td><a href="/console/statements?verb=${encodeURIComponent(v.verb)}">${v.verb}</a></td><td>${count(v.statements)}</td></tr>`,
-      )}</tbody></table>`
+      )}${o.otherVerbs ? html`<tr><td>Other verbs</td><td>${count(o.otherVerbs)}</td></tr>` : ''}</tbody></table>`
     : html`<p class="empty">No statements in the last ${o.days.length} days.</p>`}
 </section>
 <section aria-labelledby="ingest-title" class="card">

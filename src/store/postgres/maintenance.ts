@@ -8,6 +8,7 @@
 import type pg from 'pg';
 import { AGENT_ROLES, indexRows } from '../../xapi/statement.ts';
 import type { Statement } from '../../xapi/types.ts';
+import { OTHER_VERB } from '../overview.ts';
 import { KeyCache } from '../pipeline.ts';
 import { type ReachSeed, rebuildReach } from '../reach.ts';
 import type { StatementRewrite } from '../types.ts';
@@ -146,9 +147,15 @@ export abstract class PostgresMaintenance extends PostgresReaders {
         name: 'delete_statements',
         text: `WITH
 s AS (DELETE FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[]) RETURNING seq, "full", stored_ms, verb),
--- Taken off the Overview's counts (src/store/overview.ts); a count at zero goes below.
-cn AS (UPDATE statement_counts c SET n = c.n - d.n FROM (SELECT (stored_ms / 86400000)::int AS day, verb, count(*) AS n FROM s GROUP BY 1, 2) d
-  WHERE c.tenant = $1 AND c.day = d.day AND c.verb = d.verb RETURNING c.day, c.verb, c.n),
+-- Taken off the Overview's counts (src/store/overview.ts): off each verb's row as far as it holds
+-- them (dc: what it held), the rest off the day's "other" row; a count at zero goes below.
+d AS (SELECT (stored_ms / 86400000)::int AS day, verb, count(*) AS n FROM s GROUP BY 1, 2),
+dc AS (SELECT d.day, d.verb, least(d.n, coalesce(c.n, 0)) AS off, d.n - least(d.n, coalesce(c.n, 0)) AS rest FROM d
+  LEFT JOIN statement_counts c ON c.tenant = $1 AND c.day = d.day AND c.verb = d.verb),
+cv AS (UPDATE statement_counts c SET n = c.n - dc.off FROM dc WHERE dc.off > 0 AND c.tenant = $1 AND c.day = dc.day AND c.verb = dc.verb RETURNING c.day, c.verb, c.n),
+co AS (UPDATE statement_counts c SET n = c.n - o.n FROM (SELECT day, sum(rest) AS n FROM dc GROUP BY day HAVING sum(rest) > 0) o
+  WHERE c.tenant = $1 AND c.day = o.day AND c.verb = ${OTHER_VERB} RETURNING c.day, c.verb, c.n),
+cn AS (SELECT * FROM cv UNION ALL SELECT * FROM co),
 ob AS (DELETE FROM forward_outbox WHERE seq IN (SELECT seq FROM s)),
 vi AS (DELETE FROM statement_violations WHERE seq IN (SELECT seq FROM s)),
 sa AS (DELETE FROM statement_attachments WHERE seq IN (SELECT seq FROM s) RETURNING sha2)

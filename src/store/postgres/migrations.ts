@@ -603,4 +603,24 @@ CREATE INDEX ended_sessions_expires ON ended_sessions (expires_ms);
 COMMENT ON TABLE ended_sessions IS 'console sessions signed out before expires_ms (their own expiry): refused by every server; deleted past it';
 `,
   },
+  {
+    version: 22,
+    name: 'kept rejections found by credential: a store over LECTERN_REJECTIONS_MAX trims each credential to its fair share',
+    // As SQLite's migration 21.
+    sql: `CREATE INDEX rejections_writer ON rejections (tenant, username, id);`,
+  },
+  {
+    version: 23,
+    name: 'the Overview\'s counts bounded: at most 100 verbs per store and day, the rest in one "other" row',
+    // As SQLite's migration 22. ANALYZE: the Overview's reads, planned for the rows before the
+    // fold, read the whole table until autovacuum analyzes it.
+    sql: `
+CREATE TEMPORARY TABLE counts_folded ON COMMIT DROP AS
+  SELECT tenant, day, verb, n FROM (SELECT tenant, day, verb, n, row_number() OVER (PARTITION BY tenant, day ORDER BY n DESC, verb) AS r FROM statement_counts WHERE verb <> 0) c
+  WHERE r > 100;
+INSERT INTO statement_counts (tenant, day, verb, n) SELECT tenant, day, 0, sum(n) FROM counts_folded GROUP BY tenant, day;
+DELETE FROM statement_counts c USING counts_folded f WHERE c.tenant = f.tenant AND c.day = f.day AND c.verb = f.verb;
+ANALYZE statement_counts;
+`,
+  },
 ];

@@ -7,7 +7,7 @@ import { mergeDefinition } from '../../xapi/activity.ts';
 import type { InsertPlan } from '../../xapi/insert.ts';
 import type { ActivityDefinition } from '../../xapi/types.ts';
 import { type Program, rows } from '../program.ts';
-import { MINUTES_KEPT } from '../overview.ts';
+import { FOLD_TO, MINUTES_KEPT, OTHER_VERB, VERBS_PER_DAY } from '../overview.ts';
 import { isVoidingValue } from '../sql.ts';
 
 /** The database clock in epoch milliseconds (every process sharing the database agrees on it). */
@@ -31,6 +31,26 @@ const WRITE_PARAMS = namedParams([
   'keptDefIds', 'keptDefXmins', 'tenantName', 'epoch', 'flightDefIds', 'flightDefTexts', 'carriers', 'violationOrdinals', 'violations',
 ] as const);
 const W = WRITE_PARAMS.ph;
+
+/**
+ * INSERT_WRITE's Overview counts (src/store/overview.ts): one upsert per verb of the group (one
+ * day: one stored), one for its minute, the minutes gone by deleted. The day's verb rows (at most
+ * VERBS_PER_DAY) are read with what the group adds to each (cd); when the group's new verbs do not
+ * fit, the day is folded (cr ranks the rows and the new verbs, as fold() does): the FOLD_TO
+ * heaviest keep or get a row, the others' rows go (cx) and their statements are added to "other".
+ */
+const DAY = `(${W.storedMs}::bigint / 86400000)::int`;
+const COUNTS = `cg AS (SELECT v AS verb, count(*) AS n FROM unnest(${W.verbs}::int[]) AS t(v) WHERE (SELECT ok FROM ok) GROUP BY v),
+cd AS (SELECT c.verb, c.n + coalesce(g.n, 0) AS n, true AS held FROM statement_counts c LEFT JOIN cg g ON g.verb = c.verb
+  WHERE c.tenant = ${W.tenant} AND c.day = ${DAY} AND c.verb > 0
+  UNION ALL SELECT g.verb, g.n, false FROM cg g
+  WHERE NOT EXISTS (SELECT 1 FROM statement_counts c WHERE c.tenant = ${W.tenant} AND c.day = ${DAY} AND c.verb = g.verb)),
+cr AS (SELECT verb, n, held, count(*) OVER () > ${VERBS_PER_DAY} AND row_number() OVER (ORDER BY n DESC, verb) > ${FOLD_TO} AS folded FROM cd),
+cn AS (INSERT INTO statement_counts (tenant, day, verb, n)
+  SELECT ${W.tenant}, ${DAY}, g.verb, g.n FROM cg g JOIN cr ON cr.verb = g.verb AND NOT cr.folded
+  UNION ALL SELECT ${W.tenant}, ${DAY}, ${OTHER_VERB}, sum(n) FROM cr WHERE folded HAVING count(*) > 0
+  ON CONFLICT (tenant, day, verb) DO UPDATE SET n = statement_counts.n + excluded.n),
+cx AS (DELETE FROM statement_counts c USING cr WHERE cr.folded AND cr.held AND c.tenant = ${W.tenant} AND c.day = ${DAY} AND c.verb = cr.verb)`;
 
 /**
  * Every write of a statement batch in one statement (data-modifying CTEs), each table fed by
@@ -80,10 +100,7 @@ vo AS (UPDATE statements s SET voided = 1
   WHERE s.seq = v.seq AND s.is_voiding = 0 AND s.voided = 0 AND (SELECT ok FROM ok)),
 de AS (INSERT INTO activities (tenant, id, definition) SELECT ${W.tenantName}, i, d FROM ROWS FROM (unnest(${W.definitionIds}::text[]), json_array_elements(${W.definitions}::json)) AS t(i, d)
   WHERE (SELECT ok FROM ok) ON CONFLICT (tenant, id) DO UPDATE SET definition = excluded.definition),
--- The Overview's counts (src/store/overview.ts): one upsert per verb of the group (one day: one stored), one for its minute, the minutes gone by deleted.
-cn AS (INSERT INTO statement_counts (tenant, day, verb, n)
-  SELECT ${W.tenant}, (${W.storedMs}::bigint / 86400000)::int, v, count(*) FROM unnest(${W.verbs}::int[]) AS t(v) WHERE (SELECT ok FROM ok) GROUP BY v
-  ON CONFLICT (tenant, day, verb) DO UPDATE SET n = statement_counts.n + excluded.n),
+${COUNTS},
 mi AS (INSERT INTO statement_minutes (tenant, minute, n)
   SELECT ${W.tenant}, (${W.storedMs}::bigint / 60000)::int, ${W.count}::int WHERE (SELECT ok FROM ok) AND ${W.count}::int > 0
   ON CONFLICT (tenant, minute) DO UPDATE SET n = statement_minutes.n + excluded.n),

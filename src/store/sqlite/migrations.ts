@@ -601,4 +601,27 @@ CREATE TABLE ended_sessions (
 CREATE INDEX ended_sessions_expires ON ended_sessions(expires_ms);
 `,
   },
+  {
+    version: 21,
+    name: 'kept rejections found by credential: a store over LECTERN_REJECTIONS_MAX trims each credential to its fair share',
+    // keepRejections (src/store/rejections.ts) counts a store's rows per username and deletes a
+    // credential's oldest on every keep: both are ranges of this index. Instant: the table holds
+    // at most LECTERN_REJECTIONS_MAX rows per store.
+    sql: `CREATE INDEX rejections_writer ON rejections(tenant, username, id);`,
+  },
+  {
+    version: 22,
+    name: 'the Overview\'s counts bounded: at most 100 verbs per store and day, the rest in one "other" row',
+    // src/store/overview.ts (VERBS_PER_DAY) keeps the bound from now on; this folds the rows stored
+    // before: each (store, day)'s 100 heaviest verbs keep their row, the others' statements go to
+    // the "other" row (verb 0). One sorted pass over statement_counts (docs/operations.md).
+    sql: `
+CREATE TEMP TABLE counts_folded AS
+  SELECT tenant, day, verb, n FROM (SELECT tenant, day, verb, n, row_number() OVER (PARTITION BY tenant, day ORDER BY n DESC, verb) AS r FROM statement_counts WHERE verb <> 0)
+  WHERE r > 100;
+INSERT INTO statement_counts (tenant, day, verb, n) SELECT tenant, day, 0, sum(n) FROM counts_folded GROUP BY tenant, day;
+DELETE FROM statement_counts WHERE (tenant, day, verb) IN (SELECT tenant, day, verb FROM counts_folded);
+DROP TABLE counts_folded;
+`,
+  },
 ];
