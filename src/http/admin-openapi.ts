@@ -45,6 +45,7 @@ const auditEntry: Json = {
     id: { type: 'string' },
     time: { type: 'string', format: 'date-time' },
     actor: { type: 'string' },
+    actorKind: { type: 'string', enum: ['file-user', 'database-key', 'token-subject', 'os-user', 'unknown'], description: 'What `actor` names (unknown: recorded before kinds were)' },
     role: { type: 'string', enum: ['operator', 'store'] },
     via: { type: 'string', enum: ['http', 'cli'] },
     client: { type: 'string', description: 'The client\'s address' },

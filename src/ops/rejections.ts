@@ -14,7 +14,7 @@ import type { AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { LrsError, ValidationIssue } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore } from '../store/types.ts';
+import type { ChangeAudit, DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore } from '../store/types.ts';
 import { statementParts } from '../xapi/attachments.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import { parseMultipartMixed } from '../xapi/multipart.ts';
@@ -297,5 +297,5 @@ export async function showRejection(store: RejectionStore, id: string): Promise<
   return r;
 }
 
-/** Removes the kept rejections of one store, or of all; returns how many. */
-export const clearRejections = (store: RejectionStore, tenant?: string): Promise<number> => store.clearRejections(tenant);
+/** Removes the kept rejections of one store, or of all; returns how many. With `audit`, its entry in the same transaction. */
+export const clearRejections = (store: RejectionStore, tenant?: string, audit?: ChangeAudit): Promise<number> => store.clearRejections(tenant, audit);

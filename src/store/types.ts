@@ -441,11 +441,20 @@ export interface StoreSummary {
   lastStoredMs: number | null;
 }
 
+/**
+ * What an audit entry's actor names: a credentials-file user, a database credential's key, an
+ * OpenID Connect token's subject, or the OS user the CLI ran as; `unknown` for entries recorded
+ * before kinds were (migration 20 on SQLite, 21 on PostgreSQL).
+ */
+export type ActorKind = 'file-user' | 'database-key' | 'token-subject' | 'os-user' | 'unknown';
+
 /** An admin action to record: who, from where, what, in which store; never a secret. */
 export interface AuditRecord {
   timeMs: number;
   /** The user name, credential key or token subject that acted (or the OS user, from the CLI). */
   actor: string;
+  /** Which of those `actor` is. */
+  actorKind: ActorKind;
   /** `operator`, or `store` (an administrator of `target`); the CLI acts as an operator. */
   role: string;
   /** `http` (the admin API) or `cli`. */

@@ -197,6 +197,7 @@ for (const backend of BACKENDS) {
       const audit = await call(lrs, OPERATOR, 'GET', '/admin/api/audit?action=forwarding.retry');
       const [entry] = audit.body.entries as Json[];
       assert.equal(entry.actor, 'operator');
+      assert.equal(entry.actorKind, 'file-user');
       assert.equal(entry.role, 'operator');
       assert.equal(entry.via, 'http');
       assert.equal(entry.target, null);
@@ -262,7 +263,7 @@ for (const backend of BACKENDS) {
       const entries = all.body.entries as Json[];
       assert.ok(entries.length >= 3);
       noSecret(JSON.stringify(entries));
-      for (const e of entries) assert.deepEqual(Object.keys(e).sort(), ['action', 'actor', 'client', 'details', 'id', 'role', 'target', 'time', 'via']);
+      for (const e of entries) assert.deepEqual(Object.keys(e).sort(), ['action', 'actor', 'actorKind', 'client', 'details', 'id', 'role', 'target', 'time', 'via']);
       const times = entries.map((e) => Date.parse(String(e.time)));
       assert.deepEqual([...times].sort((a, b) => b - a), times, 'newest first');
 

@@ -166,6 +166,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.deepEqual(audit.slice(0, 3), [['credentials.revoke', 'store', key], ['credentials.rotate', 'store', key], ['credentials.create', 'store', key]]);
       const shown = await (await get(t, '/console/access', s)).text();
       assert.match(shown, /credentials\.rotate/);
+      assert.match(shown, /b-admin <span class="hint">\(file user, store, http, /, 'who, and what kind of name');
     });
 
     test('Access: a refused change shows the page with the reason, and nothing changes', async () => {

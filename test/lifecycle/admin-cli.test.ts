@@ -4,7 +4,7 @@
  * the client: `lectern credentials create|rotate|revoke`, `lectern rejections replay|clear`
  * (a replay skipping a revoked writer's rejections unless `--override-writer`), `lectern forwarding
  * retry` and `lectern erase` (its line in LECTERN_AUDIT_FILE and its entry of the audit log). On
- * every backend, through the built CLI.
+ * every backend, through the built CLI; the actor's kind says it is the OS user.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, type TestLrs, type 
 import { runCli } from './helpers.ts';
 
 const OS_USER = userInfo().username;
-const WHO = { actor: OS_USER, role: 'operator', via: 'cli', client: hostname() };
+const WHO = { actor: OS_USER, actorKind: 'os-user', role: 'operator', via: 'cli', client: hostname() };
 
 for (const backend of BACKENDS) {
   describe(`the CLI's admin commands, audited via cli (${backend.name})`, () => {

@@ -19,7 +19,7 @@ import { OpsError } from '../errors.ts';
 import type { OnProgress } from '../progress.ts';
 import * as kept from '../rejections.ts';
 import { receiveStatements, storeStatements, validationOf } from '../statements.ts';
-import { type AdminActor, type AdminContext, listedStore, reachableStore, recordAudit, requireOperator } from './roles.ts';
+import { type AdminActor, type AdminContext, changeAudit, listedStore, reachableStore, recordAudit, requireOperator } from './roles.ts';
 
 /** The most kept rejections one page of the admin API lists. */
 export const REJECTION_PAGE_MAX = 1000;
@@ -46,9 +46,7 @@ export async function clearRejections(ctx: AdminContext, by: AdminActor, input: 
   const all = 'all' in input;
   if (all) requireOperator(by.role, 'clearing every store\'s rejections');
   const tenant = all ? undefined : reachableStore(by.role, input.target);
-  const cleared = await kept.clearRejections(ctx.store, tenant);
-  await recordAudit(ctx, by, 'rejections.clear', tenant ?? null, { ...(all && { all: true }), cleared });
-  return cleared;
+  return kept.clearRejections(ctx.store, tenant, changeAudit(ctx, by, 'rejections.clear', tenant ?? null, { ...(all && { all: true }) }, 'cleared'));
 }
 
 export interface ReplayInput {

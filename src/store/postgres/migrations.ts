@@ -590,4 +590,20 @@ ALTER TABLE reach_agents SET (autovacuum_vacuum_insert_scale_factor = 0.01);
 ALTER TABLE reach_activities SET (autovacuum_vacuum_insert_scale_factor = 0.01);
 `,
   },
+  {
+    version: 21,
+    name: 'the audit\'s actor says what kind it is; kept rejections claimed by the replay under way',
+    // As SQLite's migration 20.
+    sql: `
+ALTER TABLE admin_audit ADD COLUMN actor_kind text NOT NULL DEFAULT 'unknown';
+UPDATE admin_audit a SET actor_kind = CASE
+  WHEN a.via = 'cli' THEN 'os-user'
+  WHEN EXISTS (SELECT 1 FROM credentials c WHERE c.key = a.actor) THEN 'database-key'
+  ELSE 'unknown' END;
+ALTER TABLE rejections ADD COLUMN claim text;
+ALTER TABLE rejections ADD COLUMN claimed_until_ms bigint;
+COMMENT ON COLUMN admin_audit.actor_kind IS 'file-user, database-key, token-subject, os-user, or unknown (entries written before kinds were recorded)';
+COMMENT ON COLUMN rejections.claim IS 'the replay holding the row (a random token) until claimed_until_ms: a concurrent replay skips it';
+`,
+  },
 ];
