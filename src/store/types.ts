@@ -364,6 +364,23 @@ export interface RejectionStore {
   deleteRejections(ids: string[], audit?: ChangeAudit): Promise<number>;
   /** Deletes every rejection of one store, or of all; returns how many. With `audit`, its entry in the same transaction (ChangeAudit). */
   clearRejections(tenant?: string, audit?: ChangeAudit): Promise<number>;
+  /**
+   * Claims for the replay `claim.token`, until `claim.untilMs`, those of `ids` that no other replay
+   * holds (unclaimed, or claimed until before `claim.nowMs`: a replay killed mid-way holds its rows
+   * no longer than that), in one transaction; returns the ids claimed.
+   */
+  claimRejections(ids: string[], claim: RejectionClaim): Promise<string[]>;
+  /** Holds the replay's claims until `untilMs`. */
+  renewRejectionClaim(token: string, untilMs: number): Promise<number>;
+  /** Ends the replay's claims on the rows it still holds; returns how many. With `audit`, its entry in the same transaction (ChangeAudit). */
+  releaseRejections(token: string, audit?: ChangeAudit): Promise<number>;
+}
+
+/** A replay's hold on kept rejections: who (a random token), until when, and the instant older holds have expired by. */
+export interface RejectionClaim {
+  token: string;
+  untilMs: number;
+  nowMs: number;
 }
 
 
@@ -471,8 +488,8 @@ export interface AuditRecord {
 
 /**
  * An admin change's audit entry, written in the change's own transaction: the `audit` argument of
- * createCredential, revokeCredential, rotateCredential, clearRejections, deleteRejections and
- * Outbox.requeueDead. The change and its entry are stored together or not at all; a change
+ * createCredential, revokeCredential, rotateCredential, clearRejections, deleteRejections,
+ * releaseRejections and Outbox.requeueDead. The change and its entry are stored together or not at all; a change
  * refused (it throws: a key that exists) or that changed nothing (false: an unknown or revoked
  * key) leaves no entry.
  */

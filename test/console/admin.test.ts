@@ -224,7 +224,8 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(lax.status, 200);
       assert.match(await lax.text(), /2 replayed as lax: 1 stored, 1 refused again/);
       const [entry] = await t.lrs.store.listAudit({ target: 'b', action: 'rejections.replay', limit: 1 });
-      assert.deepEqual(entry.details, { ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0 });
+      const { startId: _, ...details } = entry.details;
+      assert.deepEqual(details, { phase: 'end', ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0, claimed: 0 });
       const stored = await (await t.fetch('/xAPI/statements?verb=http%3A%2F%2Fexample.com%2Fverbs%2Fin-b', { user: TENANT_B })).json() as { statements: Record<string, unknown>[] };
       assert.ok(stored.statements.some((st) => st.lms_course_code === 'BIO-101'));
 
@@ -394,9 +395,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
 
       const overridden = await post(t, '/console/rejections/replay', s, { all: 'on', validation: 'lax', overrideWriter: 'on' });
       assert.match(await overridden.text(), /3 replayed as lax, whatever their writer: 3 stored/);
-      const [entry, before] = await t.lrs.store.listAudit({ action: 'rejections.replay', limit: 2 });
-      assert.deepEqual([entry.actor, entry.via, entry.details], ['d-admin', 'http', { all: true, validation: 'lax', overrideWriter: true, overridden: 3, replayed: 3, stored: 3, refused: 0, notReplayable: 0, skipped: 0 }]);
-      assert.deepEqual(before.details, { all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 3 });
+      // Newest first: each replay's end, then its start.
+      const [entry, , before] = (await t.lrs.store.listAudit({ action: 'rejections.replay', limit: 4 })).map((e) => ({ ...e, details: { ...e.details, startId: undefined } }));
+      assert.deepEqual([entry.actor, entry.via, entry.details], ['d-admin', 'http', { phase: 'end', startId: undefined, all: true, validation: 'lax', overrideWriter: true, overridden: 3, replayed: 3, stored: 3, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 }]);
+      assert.deepEqual(before.details, { phase: 'end', startId: undefined, all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 3, claimed: 0 });
     });
   });
 }

@@ -64,11 +64,20 @@ for (const backend of BACKENDS) {
       const skipped = await lectern(['rejections', 'replay', byGone.id, '--validation', 'lax']);
       assert.match(skipped, new RegExp(`^${byGone.id} skipped: its writer, the credential "gone", is revoked \\(--override-writer replays it anyway\\)$`, 'm'));
       assert.match(skipped, /^replayed 0: 0 stored and removed, 0 refused again \(kept with their new reasons\), 0 not replayable; 1 skipped/m);
-      assert.deepEqual(await audited('rejections.replay'), { ...WHO, action: 'rejections.replay', target: null, details: { ids: [byGone.id], validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 1 } });
+      const [end, start] = await lrs.lrs.store.listAudit({ action: 'rejections.replay', limit: 2 });
+      assert.deepEqual([start.details, start.actorKind, start.via], [{ phase: 'start', ids: [byGone.id], validation: 'lax' }, 'os-user', 'cli']);
+      assert.deepEqual(await audited('rejections.replay'), {
+        ...WHO,
+        action: 'rejections.replay',
+        target: null,
+        details: { phase: 'end', startId: start.id, ids: [byGone.id], validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 1, claimed: 0 },
+      });
+      assert.equal(end.details.startId, start.id);
 
       const forced = await lectern(['rejections', 'replay', byGone.id, '--validation', 'lax', '--override-writer']);
       assert.match(forced, new RegExp(`^${byGone.id} stored \\(by --override-writer: its writer, the credential "gone", is revoked\\)$`, 'm'));
-      assert.deepEqual((await audited('rejections.replay')).details, { ids: [byGone.id], validation: 'lax', overrideWriter: true, overridden: 1, replayed: 1, stored: 1, refused: 0, notReplayable: 0, skipped: 0 });
+      const { startId: _, ...forcedDetails } = (await audited('rejections.replay')).details;
+      assert.deepEqual(forcedDetails, { phase: 'end', ids: [byGone.id], validation: 'lax', overrideWriter: true, overridden: 1, replayed: 1, stored: 1, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 });
 
       assert.match(await lectern(['rejections', 'clear', '-t', '']), /^removed 1 kept rejection of the store \(default\)$/m);
       assert.deepEqual(await audited('rejections.clear'), { ...WHO, action: 'rejections.clear', target: '', details: { cleared: 1 } });
