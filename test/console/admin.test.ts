@@ -263,10 +263,14 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const dora = encodeURIComponent(agent);
       assert.deepEqual(((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: TENANT_B })).json()) as { statements: unknown[] }).statements, []);
       assert.equal(((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: C_USER })).json()) as { statements: unknown[] }).statements.length, 1, 'another store’s untouched');
-      const [entry] = await t.lrs.store.listAudit({ action: 'erase', limit: 5 });
-      assert.deepEqual([entry.actor, entry.role, entry.target, entry.details.statements], ['b-admin', 'store', 'b', 2]);
-      const line = JSON.parse(readFileSync(auditFile, 'utf8').trim()) as Record<string, unknown>;
-      assert.deepEqual([line.command, line.user, line.statements, line.dryRun], ['erase', 'b-admin', 2, false]);
+      const [entry, start] = await t.lrs.store.listAudit({ action: 'erase', limit: 5 });
+      assert.deepEqual([entry.actor, entry.role, entry.target, entry.details.phase, entry.details.statements], ['b-admin', 'store', 'b', 'end', 2]);
+      assert.deepEqual([start.actor, start.details], ['b-admin', { phase: 'start', dryRun: false }]);
+      const lines = readFileSync(auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(lines.map((l) => [l.phase, l.command, l.user, l.userKind, l.statements, l.dryRun]), [
+        ['start', 'erase', 'b-admin', 'file-user', undefined, false],
+        ['end', 'erase', 'b-admin', 'file-user', 2, false],
+      ]);
       assert.doesNotMatch(readFileSync(auditFile, 'utf8'), /dora/, 'never the agent');
       // Pseudonymizing needs the key this server lacks; a plain user may not erase.
       const pseudo = await post(t, '/console/learner/erase', s, { agent, mode: 'pseudonymize' });

@@ -96,10 +96,10 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await lrs.lrs.store.listAudit({ action: 'erase', limit: 1 }), [], 'a dry run is not audited');
       await lectern(['erase', '--agent', JSON.stringify(cal)]);
       const entry = await audited('erase');
-      assert.deepEqual({ ...entry, details: { statements: entry.details.statements, dryRun: entry.details.dryRun } }, { ...WHO, action: 'erase', target: '', details: { statements: 2, dryRun: false } });
+      assert.deepEqual({ ...entry, details: { phase: entry.details.phase, statements: entry.details.statements, dryRun: entry.details.dryRun } }, { ...WHO, action: 'erase', target: '', details: { phase: 'end', statements: 2, dryRun: false } });
       assert.ok(!JSON.stringify(entry).includes('cal@example.com'), 'never the person');
       const line = JSON.parse(readFileSync(resolve(lrs.dir, lrs.config.auditFile), 'utf8').trim().split('\n').at(-1)!) as Record<string, unknown>;
-      assert.deepEqual([line.command, line.user, line.host, line.statements], ['erase', OS_USER, hostname(), 2]);
+      assert.deepEqual([line.phase, line.command, line.user, line.userKind, line.host, line.statements], ['end', 'erase', OS_USER, 'os-user', hostname(), 2]);
     });
   });
 }

@@ -105,7 +105,7 @@ export function mayManageCredential(by: AdminActor, credential: { target: string
  * file's users keep their names: src/auth/basic.ts asks the database only for other names), any
  * other a database credential's key; unknown when the file cannot be read to tell.
  */
-function actorKind(ctx: AdminContext, by: AdminActor): ActorKind {
+export function actorKindOf(ctx: AdminContext, by: AdminActor): ActorKind {
   if (by.signIn === 'token') return 'token-subject';
   if (by.signIn === 'os') return 'os-user';
   try {
@@ -118,7 +118,7 @@ function actorKind(ctx: AdminContext, by: AdminActor): ActorKind {
 /** The audit entry of an admin action: who (and what kind of name), from where, what, in which store, when. */
 export function auditRecord(ctx: AdminContext, by: AdminActor, action: string, target: string | null, details: Record<string, unknown>): AuditRecord {
   const role = by.role.kind === 'operator' ? 'operator' : 'store';
-  return { timeMs: ctx.clock.now(), actor: by.name, actorKind: actorKind(ctx, by), role, via: by.via, client: by.client, action, target, details };
+  return { timeMs: ctx.clock.now(), actor: by.name, actorKind: actorKindOf(ctx, by), role, via: by.via, client: by.client, action, target, details };
 }
 
 /** The entry for a store change to write in its own transaction (ChangeAudit), what it came to under `details[outcome]`. */
