@@ -408,7 +408,7 @@ export const SETTINGS = {
   auditFile: {
     name: 'LECTERN_AUDIT_FILE',
     default: 'lectern-audit.log',
-    help: '`lectern erase` appends one JSON line per run here: what, when, by which OS user on which host, how many statements/attachments/documents; never the agent or any data. Relative to the working directory.',
+    help: 'An erasure (`lectern erase`, the admin API, the console) appends two JSON lines here, when it starts and when it ends: what, when, by whom (the OS user or admin user) on which host, how many statements/attachments/documents; never the agent or any data. Relative to the working directory.',
     parse: str,
   },
   rejectionsMax: {

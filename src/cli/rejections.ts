@@ -91,6 +91,8 @@ function replayLine(r: ReplayResult): string {
       return `${r.id} not replayable: its body was not kept whole (LECTERN_REJECTIONS_MAX_BODY)${despite}`;
     case 'skipped':
       return `${r.id} skipped: ${r.writer} (--override-writer replays it anyway)`;
+    case 'claimed':
+      return `${r.id} left to another replay under way (it holds it, or has just replayed it)`;
   }
 }
 
@@ -109,7 +111,8 @@ export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all
       }
       const lines = n.results.map(replayLine);
       const skipped = n.skipped ? `; ${n.skipped} skipped (their writer no longer holds the grant it wrote with)` : '';
-      lines.push(`replayed ${n.replayed}: ${n.stored} stored and removed, ${n.refused} refused again (kept with their new reasons), ${n.notReplayable} not replayable${skipped}`);
+      const claimed = n.claimed ? `; ${n.claimed} left to another replay under way` : '';
+      lines.push(`replayed ${n.replayed}: ${n.stored} stored and removed, ${n.refused} refused again (kept with their new reasons), ${n.notReplayable} not replayable${skipped}${claimed}`);
       process.stdout.write(`${lines.join('\n')}\n`);
     });
   } finally {

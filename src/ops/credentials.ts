@@ -3,8 +3,9 @@
  * users, ./users.ts, and the database's), and the database credentials' records: key and secret
  * pairs with scopes, a target, an authority agent and a validation choice, used as HTTP Basic
  * users beside the credentials file's (src/auth/database.ts checks them). A secret is generated
- * here, returned once (create, rotate) and stored only as its SHA-256. These records are not
- * audited: the admin actions over them (reach, grant, audit) are ./admin/credentials.ts.
+ * here, returned once (create, rotate) and stored only as its SHA-256. The admin actions over
+ * them (reach, grant, audit) are ./admin/credentials.ts, whose entry each change writes in its
+ * own transaction (CredentialOptions.audit).
  */
 import { randomBytes } from 'node:crypto';
 import { hashSecret } from '../auth/database.ts';
@@ -12,7 +13,7 @@ import { controlCharacter } from '../auth/credentials.ts';
 import { isScope, SCOPES } from '../auth/scopes.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import { LrsError, type ValidationIssue } from '../errors.ts';
-import type { CredentialRow, CredentialStore } from '../store/types.ts';
+import type { ChangeAudit, CredentialRow, CredentialStore } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
 import { OpsError } from './errors.ts';
@@ -128,6 +129,11 @@ export interface CredentialOptions {
   /** The credentials file's user names: a key may not be one of them. */
   fileUsers?: Iterable<string>;
   signal?: AbortSignal;
+  /**
+   * The admin action's audit entry, made from the credential as it will be (create) or as it is
+   * (revoke, rotate), and written in the change's own transaction: both or neither.
+   */
+  audit?: (credential: CredentialInfo) => ChangeAudit;
 }
 
 /** A credential as shown: never its secret, nor the secret's hash. */
@@ -192,7 +198,7 @@ export async function createCredential(store: CredentialStore, input: NewCredent
   if (validation) row.validation = validation;
   if (expiresMs !== undefined) row.expiresMs = expiresMs;
   try {
-    await store.createCredential(row);
+    await store.createCredential(row, opts.audit?.(credentialInfo(row, now)));
   } catch (err) {
     // The key exists (rolled back: nothing written): the caller's to change.
     if (err instanceof LrsError && err.kind === 'conflict') throw new OpsError(`key: ${err.message}`, 'conflict');
@@ -218,7 +224,8 @@ async function existing(store: CredentialStore, key: string): Promise<Credential
 export async function revokeCredential(store: CredentialStore, key: string, opts: CredentialOptions = {}): Promise<CredentialInfo> {
   opts.signal?.throwIfAborted();
   const now = (opts.clock ?? systemClock).now();
-  if (!(await store.revokeCredential(key, now))) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
+  const audit = opts.audit?.(credentialInfo(await existing(store, key), now));
+  if (!(await store.revokeCredential(key, now, audit))) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
   return credentialInfo(await existing(store, key), now);
 }
 
@@ -239,6 +246,7 @@ export async function rotateCredential(
   const revoked = () => new OpsError(`the credential ${JSON.stringify(key)} is revoked: create a new one`, 'conflict');
   if (before.revokedMs !== undefined) throw revoked();
   const secret = newSecret();
-  if (!(await store.rotateCredential(key, hashSecret(secret), grace > 0 ? now + grace * 1000 : undefined))) throw revoked();
+  const audit = opts.audit?.(credentialInfo(before, now));
+  if (!(await store.rotateCredential(key, hashSecret(secret), grace > 0 ? now + grace * 1000 : undefined, audit))) throw revoked();
   return { ...credentialInfo(await existing(store, key), now), secret };
 }

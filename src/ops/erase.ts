@@ -276,11 +276,18 @@ export async function erasePerson(store: Store, req: ErasureRequest): Promise<Er
   return { report, listed };
 }
 
+/** What an erasure's audit records: its start (what was begun), then its end (the report, or that it failed). */
+export type ErasureAudit =
+  | { phase: 'start'; action: ErasureReport['action']; target: string; dryRun: false }
+  | ({ phase: 'end' } & ErasureReport)
+  | { phase: 'end'; action: ErasureReport['action']; target: string; failed: true };
+
 /**
- * Appends the audit line of an erasure that changed the store: what, when, by whom (the operator,
- * not the person erased), how many. Never the person or any statement content.
+ * Appends an audit line of an erasure that changes the store: what, when, by whom (the operator,
+ * not the person erased, and what kind of name that is), how many. Never the person or any
+ * statement content.
  */
-export function auditErasure(file: string, report: ErasureReport, by: { command: string; user: string; host: string; time: Date }): void {
-  const audit = { time: by.time.toISOString(), command: by.command, user: by.user, host: by.host, ...report };
+export function auditErasure(file: string, what: ErasureAudit, by: { command: string; user: string; userKind: string; host: string; time: Date }): void {
+  const audit = { time: by.time.toISOString(), command: by.command, user: by.user, userKind: by.userKind, host: by.host, ...what };
   appendFileSync(file, `${JSON.stringify(audit)}\n`);
 }

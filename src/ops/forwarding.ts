@@ -2,7 +2,7 @@
  * The forwarding outbox of a store, read and mended (safe while servers deliver from it): each
  * target's figures, its dead letters, and dead letters put back into the queue.
  */
-import type { DeadLetter, ForwardingStats, Store } from '../store/types.ts';
+import type { ChangeAudit, DeadLetter, ForwardingStats, Store } from '../store/types.ts';
 import { OpsError } from './errors.ts';
 
 /** A target's figures, and whether it is among the active targets (LECTERN_XAPI_FORWARDINGS). */
@@ -21,12 +21,13 @@ export async function forwardingStatus(store: Store, activeTargets: readonly str
 /**
  * Puts the dead letters of every target, or of `target`, back into the queue; returns how many.
  * A target neither active nor in the outbox is refused (OpsError 'not_found'): likely a typo.
+ * With `audit`, its entry is written in the requeue's transaction.
  */
-export async function retryDeadLetters(store: Store, activeTargets: readonly string[], target?: string): Promise<number> {
+export async function retryDeadLetters(store: Store, activeTargets: readonly string[], target?: string, audit?: ChangeAudit): Promise<number> {
   if (target !== undefined && !activeTargets.includes(target) && !(await store.outbox.stats()).some((s) => s.target === target)) {
     throw new OpsError(`${target} is not an active forwarding target and the outbox holds nothing for it`, 'not_found');
   }
-  return store.outbox.requeueDead(target);
+  return store.outbox.requeueDead(target, audit);
 }
 
 /**

@@ -12,11 +12,12 @@
  * to its fair share, so a flood of bad requests costs at most that many rows per store and evicts
  * the flooder's own.
  */
+import { createHash } from 'node:crypto';
 import type { AuthUser } from '../auth/types.ts';
 import { type Clock, systemClock } from '../clock.ts';
 import type { LrsError, ValidationIssue } from '../errors.ts';
 import type { Logger } from '../log.ts';
-import type { DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore } from '../store/types.ts';
+import type { ChangeAudit, DocumentKind, KeptRejection, NewRejection, RejectionReason, RejectionStore } from '../store/types.ts';
 import { statementParts } from '../xapi/attachments.ts';
 import { mediaTypeOf } from '../xapi/media.ts';
 import { parseMultipartMixed } from '../xapi/multipart.ts';
@@ -94,6 +95,25 @@ export function reasonsOfAnswer(path: string, status: number, answer: string | B
 /** The reasons of a refusal thrown while a rejection was replayed. */
 export function reasonsOfError(path: string, err: LrsError): RejectionReason[] {
   return withRequirements(path, err.status, err.issues ?? [{ loc: [], msg: err.message, type: err.kind }]);
+}
+
+// ----- replayed statements' ids ---------------------------------------------------------------
+
+/** The namespace of the ids below (RFC 9562 name-based UUIDs): fixed, so that an id never changes. */
+const REPLAY_NAMESPACE = Buffer.from('6f0c2a4e9b1d4c7a8e3f5a2b7c9d1e04', 'hex');
+
+/**
+ * The id a replayed statement sent without one gets: a name-based UUID (version 5) of its kept
+ * rejection (the store, and the rejection's id, never given to another) and its place in the body.
+ * Replaying the same rejection again sends the same statements, which the insert rules find
+ * stored ("same statement, no change"): a replay cut mid-way, or run twice, stores each once.
+ */
+export function replayedStatementId(r: Pick<KeptRejection, 'tenant' | 'id'>, index: number): string {
+  const h = createHash('sha1').update(REPLAY_NAMESPACE).update(JSON.stringify([r.tenant, r.id, index])).digest();
+  h[6] = (h[6] & 0x0f) | 0x50;
+  h[8] = (h[8] & 0x3f) | 0x80;
+  const x = h.subarray(0, 16).toString('hex');
+  return `${x.slice(0, 8)}-${x.slice(8, 12)}-${x.slice(12, 16)}-${x.slice(16, 20)}-${x.slice(20)}`;
 }
 
 // ----- keeping ---------------------------------------------------------------------------------
@@ -353,5 +373,5 @@ export async function showRejection(store: RejectionStore, id: string): Promise<
   return r;
 }
 
-/** Removes the kept rejections of one store, or of all; returns how many. */
-export const clearRejections = (store: RejectionStore, tenant?: string): Promise<number> => store.clearRejections(tenant);
+/** Removes the kept rejections of one store, or of all; returns how many. With `audit`, its entry in the same transaction. */
+export const clearRejections = (store: RejectionStore, tenant?: string, audit?: ChangeAudit): Promise<number> => store.clearRejections(tenant, audit);

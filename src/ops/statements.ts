@@ -93,9 +93,14 @@ export function receiveStatements(
   throw new LrsError('bad_request', `statements must be sent as application/json or multipart/mixed, not ${ct || 'without a Content-Type'}`);
 }
 
-/** Accepts and prepares a request's statements; `statementId` is PUT's (lower-case). */
-export async function prepareStatements(received: Received, version: XapiVersion, writer: Writer, statementId?: string): Promise<PreparedBatch> {
+/**
+ * Accepts and prepares a request's statements; `statementId` is PUT's (lower-case). `idOf` gives
+ * the id of an accepted statement sent without one (and not signed), by its place in the request:
+ * a replayed rejection's (./rejections.ts, replayedStatementId); else the LRS makes a random one.
+ */
+export async function prepareStatements(received: Received, version: XapiVersion, writer: Writer, statementId?: string, idOf?: (index: number) => string): Promise<PreparedBatch> {
   const { statements, blobs, violations } = await acceptStatements(received, version, statementId, writer.validation);
+  if (idOf) statements.forEach((s, i) => (s.id ??= idOf(i)));
   const batch = prepareBatch(statements, writer.authority, version, { define: writer.define, mineOnly: writer.mineOnly, received: new Set(blobs.map((b) => b.sha2)), violations });
   return { batch, blobs };
 }
@@ -104,9 +109,17 @@ export async function prepareStatements(received: Received, version: XapiVersion
  * Stores a request's statements, all or nothing (LrsError 'conflict' for an id stored with other
  * content, 'bad_request' for voiding a voiding statement); returns their ids and how many were new.
  */
-export async function storeStatements(store: Store, tenant: string, received: Received, version: XapiVersion, writer: Writer, statementId?: string): Promise<InsertOutcome> {
+export async function storeStatements(
+  store: Store,
+  tenant: string,
+  received: Received,
+  version: XapiVersion,
+  writer: Writer,
+  statementId?: string,
+  idOf?: (index: number) => string,
+): Promise<InsertOutcome> {
   try {
-    const { batch, blobs } = await prepareStatements(received, version, writer, statementId);
+    const { batch, blobs } = await prepareStatements(received, version, writer, statementId, idOf);
     return await store.insertStatements(tenant, batch, blobs);
   } catch (err) {
     // PUT sends one statement, not a batch: its problems are located in it, without a batch index.

@@ -5,7 +5,7 @@
  * or deletes an entry.
  */
 import { type Program, row, rows } from './program.ts';
-import type { AuditEntry, AuditFilter, AuditRecord, ChangeAudit, StoreSummary } from './types.ts';
+import type { ActorKind, AuditEntry, AuditFilter, AuditRecord, ChangeAudit, StoreSummary } from './types.ts';
 
 type Row = Record<string, unknown>;
 
@@ -51,13 +51,14 @@ export function* storeNames(): Program<string[]> {
   return [...new Set(['', ...found.map((t) => String(t.name))])].sort();
 }
 
-const AUDIT_COLS = 'id, time_ms, actor, role, via, client, action, target, details';
+const AUDIT_COLS = 'id, time_ms, actor, actor_kind, role, via, client, action, target, details';
 
 function toEntry(r: Row): AuditEntry {
   return {
     id: String(r.id),
     time: new Date(Number(r.time_ms)).toISOString(),
     actor: String(r.actor),
+    actorKind: String(r.actor_kind) as ActorKind,
     role: String(r.role),
     via: String(r.via),
     client: String(r.client),
@@ -69,9 +70,9 @@ function toEntry(r: Row): AuditEntry {
 
 /** Appends one entry; returns it as listed. */
 export function* appendAudit(rec: AuditRecord): Program<AuditEntry> {
-  const values = [rec.timeMs, rec.actor, rec.role, rec.via, rec.client, rec.action, rec.target, JSON.stringify(rec.details)];
+  const values = [rec.timeMs, rec.actor, rec.actorKind, rec.role, rec.via, rec.client, rec.action, rec.target, JSON.stringify(rec.details)];
   const r = yield* row({
-    text: `INSERT INTO admin_audit (time_ms, actor, role, via, client, action, target, details) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${AUDIT_COLS}`,
+    text: `INSERT INTO admin_audit (time_ms, actor, actor_kind, role, via, client, action, target, details) VALUES (${values.map((_, i) => `$${i + 1}`).join(', ')}) RETURNING ${AUDIT_COLS}`,
     values,
   });
   return toEntry(r!);

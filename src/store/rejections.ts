@@ -3,7 +3,7 @@
  * (./program.ts): the same SQL on both.
  */
 import { type Program, row, rows, run } from './program.ts';
-import type { KeptRejection, NewRejection, RejectionFilter, RejectionReason } from './types.ts';
+import type { KeptRejection, NewRejection, RejectionClaim, RejectionFilter, RejectionReason } from './types.ts';
 
 type Row = Record<string, unknown>;
 
@@ -128,4 +128,29 @@ export function* clearRejections(tenant?: string): Program<number> {
   return tenant === undefined
     ? yield* run({ text: 'DELETE FROM rejections', values: [] })
     : yield* run({ text: 'DELETE FROM rejections WHERE tenant = $1', values: [tenant] });
+}
+
+/**
+ * Claims for one replay the rows of `ids` no other replay holds, one row at a time in id order:
+ * two replays claiming at once lock rows in the same order (PostgreSQL: no deadlock), and the
+ * second, once the first commits, finds its claims. Returns the ids claimed.
+ */
+export function* claimRejections(ids: string[], claim: RejectionClaim): Program<string[]> {
+  const claimed: string[] = [];
+  for (const id of [...new Set(ids)].sort((a, b) => Number(a) - Number(b))) {
+    const n = yield* run({
+      text: 'UPDATE rejections SET claim = $1, claimed_until_ms = $2 WHERE id = $3 AND (claim IS NULL OR claim = $1 OR claimed_until_ms < $4)',
+      values: [claim.token, claim.untilMs, Number(id), claim.nowMs],
+    });
+    if (n) claimed.push(id);
+  }
+  return claimed;
+}
+
+export function* renewRejectionClaim(token: string, untilMs: number): Program<number> {
+  return yield* run({ text: 'UPDATE rejections SET claimed_until_ms = $2 WHERE claim = $1', values: [token, untilMs] });
+}
+
+export function* releaseRejections(token: string): Program<number> {
+  return yield* run({ text: 'UPDATE rejections SET claim = NULL, claimed_until_ms = NULL WHERE claim = $1', values: [token] });
 }

@@ -29,6 +29,7 @@ import type {
   KeyedDocument,
   NewRejection,
   OverviewQuery,
+  RejectionClaim,
   RejectionFilter,
   RejectionReason,
   Store,
@@ -42,6 +43,7 @@ import type {
 export type SharedMember =
   | 'getDocument' | 'putDocument' | 'deleteDocument' | 'listDocumentIds' | 'deleteDocuments' | 'scanDocuments' | 'moveDocuments'
   | 'keepRejections' | 'listRejections' | 'getRejection' | 'updateRejection' | 'deleteRejections' | 'clearRejections'
+  | 'claimRejections' | 'renewRejectionClaim' | 'releaseRejections'
   | 'createCredential' | 'getCredential' | 'listCredentials' | 'revokeCredential' | 'rotateCredential' | 'credentialsVersion' | 'touchCredentials'
   | 'storeNames' | 'storeSummaries' | 'storeOverview' | 'storeTotals' | 'appendAudit' | 'listAudit'
   | 'endSession' | 'sessionEnded';
@@ -124,6 +126,18 @@ export abstract class SharedStore implements Pick<Store, SharedMember> {
 
   clearRejections(tenant?: string, audit?: ChangeAudit): Promise<number> {
     return this.change(rejections.clearRejections(tenant), audit, (p) => this.runWrite(p));
+  }
+
+  claimRejections(ids: string[], claim: RejectionClaim): Promise<string[]> {
+    return this.runTransaction(rejections.claimRejections(ids, claim));
+  }
+
+  renewRejectionClaim(token: string, untilMs: number): Promise<number> {
+    return this.runWrite(rejections.renewRejectionClaim(token, untilMs));
+  }
+
+  releaseRejections(token: string, audit?: ChangeAudit): Promise<number> {
+    return this.change(rejections.releaseRejections(token), audit, (p) => this.runWrite(p));
   }
 
   // ----- credentials (./credentials.ts) -------------------------------------------------------

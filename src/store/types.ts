@@ -364,6 +364,23 @@ export interface RejectionStore {
   deleteRejections(ids: string[], audit?: ChangeAudit): Promise<number>;
   /** Deletes every rejection of one store, or of all; returns how many. With `audit`, its entry in the same transaction (ChangeAudit). */
   clearRejections(tenant?: string, audit?: ChangeAudit): Promise<number>;
+  /**
+   * Claims for the replay `claim.token`, until `claim.untilMs`, those of `ids` that no other replay
+   * holds (unclaimed, or claimed until before `claim.nowMs`: a replay killed mid-way holds its rows
+   * no longer than that), in one transaction; returns the ids claimed.
+   */
+  claimRejections(ids: string[], claim: RejectionClaim): Promise<string[]>;
+  /** Holds the replay's claims until `untilMs`. */
+  renewRejectionClaim(token: string, untilMs: number): Promise<number>;
+  /** Ends the replay's claims on the rows it still holds; returns how many. With `audit`, its entry in the same transaction (ChangeAudit). */
+  releaseRejections(token: string, audit?: ChangeAudit): Promise<number>;
+}
+
+/** A replay's hold on kept rejections: who (a random token), until when, and the instant older holds have expired by. */
+export interface RejectionClaim {
+  token: string;
+  untilMs: number;
+  nowMs: number;
 }
 
 
@@ -452,11 +469,20 @@ export interface StoreSummary {
   lastStoredMs: number | null;
 }
 
+/**
+ * What an audit entry's actor names: a credentials-file user, a database credential's key, an
+ * OpenID Connect token's subject, or the OS user the CLI ran as; `unknown` for entries recorded
+ * before kinds were (migration 23 on SQLite, 24 on PostgreSQL).
+ */
+export type ActorKind = 'file-user' | 'database-key' | 'token-subject' | 'os-user' | 'unknown';
+
 /** An admin action to record: who, from where, what, in which store; never a secret. */
 export interface AuditRecord {
   timeMs: number;
   /** The user name, credential key or token subject that acted (or the OS user, from the CLI). */
   actor: string;
+  /** Which of those `actor` is. */
+  actorKind: ActorKind;
   /** `operator`, or `store` (an administrator of `target`); the CLI acts as an operator. */
   role: string;
   /** `http` (the admin API) or `cli`. */
@@ -473,8 +499,8 @@ export interface AuditRecord {
 
 /**
  * An admin change's audit entry, written in the change's own transaction: the `audit` argument of
- * createCredential, revokeCredential, rotateCredential, clearRejections, deleteRejections and
- * Outbox.requeueDead. The change and its entry are stored together or not at all; a change
+ * createCredential, revokeCredential, rotateCredential, clearRejections, deleteRejections,
+ * releaseRejections and Outbox.requeueDead. The change and its entry are stored together or not at all; a change
  * refused (it throws: a key that exists) or that changed nothing (false: an unknown or revoked
  * key) leaves no entry.
  */

@@ -197,6 +197,7 @@ for (const backend of BACKENDS) {
       const audit = await call(lrs, OPERATOR, 'GET', '/admin/api/audit?action=forwarding.retry');
       const [entry] = audit.body.entries as Json[];
       assert.equal(entry.actor, 'operator');
+      assert.equal(entry.actorKind, 'file-user');
       assert.equal(entry.role, 'operator');
       assert.equal(entry.via, 'http');
       assert.equal(entry.target, null);
@@ -241,18 +242,30 @@ for (const backend of BACKENDS) {
       assert.equal(await count(TENANT_B), 0);
 
       // The CLI's audit line, from the API's runs: counts, who, from where; never the person.
+      // Each run twice: when it started (before anything changed), and when it ended.
       const lines = readFileSync(auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Json);
-      const mine = lines.filter((l) => l.user === 'operator' || l.user === 'b-admin').slice(-2);
-      assert.deepEqual(mine.map((l) => [l.command, l.user, l.target, l.statements]), [['erase', 'operator', '', 2], ['erase', 'b-admin', 'b', 1]]);
+      const mine = lines.filter((l) => l.user === 'operator' || l.user === 'b-admin').slice(-4);
+      assert.deepEqual(mine.map((l) => [l.phase, l.command, l.user, l.userKind, l.target, l.statements]), [
+        ['start', 'erase', 'operator', 'file-user', '', undefined],
+        ['end', 'erase', 'operator', 'file-user', '', 2],
+        ['start', 'erase', 'b-admin', 'file-user', 'b', undefined],
+        ['end', 'erase', 'b-admin', 'file-user', 'b', 1],
+      ]);
       assert.ok(!JSON.stringify(mine).includes('cal@example.com'));
 
       const log = await call(lrs, OPERATOR, 'GET', '/admin/api/audit?action=erase');
       const entries = log.body.entries as Json[];
-      assert.deepEqual(entries.map((e) => [e.actor, e.role, e.target]), [['b-admin', 'store', 'b'], ['operator', 'operator', '']]);
+      assert.deepEqual(entries.map((e) => [e.actor, e.role, e.target, (e.details as Json).phase]), [
+        ['b-admin', 'store', 'b', 'end'],
+        ['b-admin', 'store', 'b', 'start'],
+        ['operator', 'operator', '', 'end'],
+        ['operator', 'operator', '', 'start'],
+      ]);
+      assert.equal((entries[0].details as Json).startId, entries[1].id);
       assert.ok(!JSON.stringify(entries).includes('cal@example.com'), 'the audit never names the person erased');
       // The store administrator sees its own store's entries only.
       const bLog = await call(lrs, B_ADMIN, 'GET', '/admin/api/audit');
-      assert.deepEqual((bLog.body.entries as Json[]).map((e) => e.target), ['b']);
+      assert.deepEqual((bLog.body.entries as Json[]).map((e) => e.target), ['b', 'b']);
       assert.equal((await call(lrs, B_ADMIN, 'GET', '/admin/api/audit?target=')).status, 404);
     });
 
@@ -262,7 +275,7 @@ for (const backend of BACKENDS) {
       const entries = all.body.entries as Json[];
       assert.ok(entries.length >= 3);
       noSecret(JSON.stringify(entries));
-      for (const e of entries) assert.deepEqual(Object.keys(e).sort(), ['action', 'actor', 'client', 'details', 'id', 'role', 'target', 'time', 'via']);
+      for (const e of entries) assert.deepEqual(Object.keys(e).sort(), ['action', 'actor', 'actorKind', 'client', 'details', 'id', 'role', 'target', 'time', 'via']);
       const times = entries.map((e) => Date.parse(String(e.time)));
       assert.deepEqual([...times].sort((a, b) => b - a), times, 'newest first');
 
@@ -277,9 +290,9 @@ for (const backend of BACKENDS) {
         path = String(page.body.more);
       }
       assert.deepEqual(seen, entries.map((e) => e.id), 'the pages follow one another');
-      assert.deepEqual(((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?actor=b-admin')).body.entries as Json[]).map((e) => e.actor), ['b-admin']);
+      assert.deepEqual(((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?actor=b-admin')).body.entries as Json[]).map((e) => e.actor), ['b-admin', 'b-admin']);
       assert.deepEqual((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?since=2999-01-01T00:00:00Z')).body.entries, []);
-      assert.equal(((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?target=b')).body.entries as Json[]).length, 1);
+      assert.equal(((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?target=b')).body.entries as Json[]).length, 2);
     });
 
     test('bad input: a 400 naming the field, and nothing done', async () => {

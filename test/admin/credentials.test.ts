@@ -72,6 +72,7 @@ for (const backend of BACKENDS) {
         time: undefined,
         client: undefined,
         actor: 'operator',
+        actorKind: 'file-user',
         role: 'operator',
         via: 'http',
         action: 'credentials.create',

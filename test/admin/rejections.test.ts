@@ -102,11 +102,15 @@ for (const backend of BACKENDS) {
       const own = await call(B_ADMIN, 'POST', '/admin/api/rejections/replay', { all: true });
       assert.deepEqual((own.body.results as Json[]).map((x) => x.id), [inB.id]);
 
+      // Each replay twice: when it started (what was asked), and when it ended (what came of it).
+      const entries = await auditOf('rejections.replay');
       assert.deepEqual(
-        (await auditOf('rejections.replay')).map((e) => [e.actor, e.target, e.details]),
+        entries.map((e) => [e.actor, e.target, e.details]),
         [
-          ['b-admin', 'b', { all: true, replayed: 1, stored: 0, refused: 1, notReplayable: 0, skipped: 0 }],
-          ['operator', null, { ids: [merge.id, invalid.id], replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0 }],
+          ['b-admin', 'b', { phase: 'end', startId: entries[1].id, all: true, replayed: 1, stored: 0, refused: 1, notReplayable: 0, skipped: 0, claimed: 0 }],
+          ['b-admin', 'b', { phase: 'start', all: true }],
+          ['operator', null, { phase: 'end', startId: entries[3].id, ids: [merge.id, invalid.id], replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0, claimed: 0 }],
+          ['operator', null, { phase: 'start', ids: [merge.id, invalid.id] }],
         ],
       );
     });
@@ -219,7 +223,13 @@ for (const backend of BACKENDS) {
       assert.equal(r.status, 200, JSON.stringify(r.body));
       return r.body as { results: { id: string; outcome: string; writer?: string }[]; replayed: number; stored: number; skipped: number };
     };
-    const lastReplayAudit = async () => ((await call(OPERATOR, 'GET', '/admin/api/audit?action=rejections.replay&limit=1')).body.entries as Json[])[0];
+    /** The last replay's end entry, its details without the id of its start entry (the entry before it). */
+    const lastReplayAudit = async () => {
+      const [end, start] = (await call(OPERATOR, 'GET', '/admin/api/audit?action=rejections.replay&limit=2')).body.entries as Json[];
+      const { phase, startId, ...details } = end.details as Json;
+      assert.deepEqual([phase, startId, (start.details as Json).phase], ['end', start.id, 'start']);
+      return { ...end, details } as Json & { details: Json };
+    };
 
     test('a revoked key\'s refused writes: "all" as lax skips them with the reason, stores nothing, plants nothing; the override replays them, audited', async () => {
       assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', naming('Original')))).status, 200);
@@ -233,14 +243,14 @@ for (const backend of BACKENDS) {
       assert.ok(skipped.results.every((r) => r.outcome === 'skipped' && /the credential "planter", is revoked/.test(r.writer ?? '')), JSON.stringify(skipped.results[0]));
       assert.equal(await activityName(), 'Original', 'the canonical name is not the planted one');
       assert.equal(((await call(OPERATOR, 'GET', '/admin/api/rejections')).body.rejections as Json[]).length, 20, 'kept as they were');
-      assert.deepEqual((await lastReplayAudit()).details, { all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 20 });
+      assert.deepEqual((await lastReplayAudit()).details, { all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 20, claimed: 0 });
 
       const forced = await replay({ all: true, validation: 'lax', overrideWriter: true });
       assert.deepEqual([forced.replayed, forced.stored, forced.skipped], [20, 20, 0]);
       assert.ok(forced.results.every((r) => /revoked/.test(r.writer ?? '')), 'each result says what it was replayed despite');
       assert.equal(await activityName(), 'Planted');
       const audit = await lastReplayAudit();
-      assert.deepEqual([audit.actor, audit.details], ['operator', { all: true, validation: 'lax', overrideWriter: true, overridden: 20, replayed: 20, stored: 20, refused: 0, notReplayable: 0, skipped: 0 }]);
+      assert.deepEqual([audit.actor, audit.details], ['operator', { all: true, validation: 'lax', overrideWriter: true, overridden: 20, replayed: 20, stored: 20, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 }]);
     });
 
     test('an expired credential, a file user whose grant changed, then removed: skipped; an unchanged file user\'s: replayed', async () => {

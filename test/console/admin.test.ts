@@ -166,6 +166,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.deepEqual(audit.slice(0, 3), [['credentials.revoke', 'store', key], ['credentials.rotate', 'store', key], ['credentials.create', 'store', key]]);
       const shown = await (await get(t, '/console/access', s)).text();
       assert.match(shown, /credentials\.rotate/);
+      assert.match(shown, /b-admin <span class="hint">\(file user, store, http, /, 'who, and what kind of name');
     });
 
     test('Access: a refused change shows the page with the reason, and nothing changes', async () => {
@@ -223,7 +224,8 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(lax.status, 200);
       assert.match(await lax.text(), /2 replayed as lax: 1 stored, 1 refused again/);
       const [entry] = await t.lrs.store.listAudit({ target: 'b', action: 'rejections.replay', limit: 1 });
-      assert.deepEqual(entry.details, { ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0 });
+      const { startId: _, ...details } = entry.details;
+      assert.deepEqual(details, { phase: 'end', ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0, claimed: 0 });
       const stored = await (await t.fetch('/xAPI/statements?verb=http%3A%2F%2Fexample.com%2Fverbs%2Fin-b', { user: TENANT_B })).json() as { statements: Record<string, unknown>[] };
       assert.ok(stored.statements.some((st) => st.lms_course_code === 'BIO-101'));
 
@@ -261,10 +263,14 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const dora = encodeURIComponent(agent);
       assert.deepEqual(((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: TENANT_B })).json()) as { statements: unknown[] }).statements, []);
       assert.equal(((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: C_USER })).json()) as { statements: unknown[] }).statements.length, 1, 'another store’s untouched');
-      const [entry] = await t.lrs.store.listAudit({ action: 'erase', limit: 5 });
-      assert.deepEqual([entry.actor, entry.role, entry.target, entry.details.statements], ['b-admin', 'store', 'b', 2]);
-      const line = JSON.parse(readFileSync(auditFile, 'utf8').trim()) as Record<string, unknown>;
-      assert.deepEqual([line.command, line.user, line.statements, line.dryRun], ['erase', 'b-admin', 2, false]);
+      const [entry, start] = await t.lrs.store.listAudit({ action: 'erase', limit: 5 });
+      assert.deepEqual([entry.actor, entry.role, entry.target, entry.details.phase, entry.details.statements], ['b-admin', 'store', 'b', 'end', 2]);
+      assert.deepEqual([start.actor, start.details], ['b-admin', { phase: 'start', dryRun: false }]);
+      const lines = readFileSync(auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(lines.map((l) => [l.phase, l.command, l.user, l.userKind, l.statements, l.dryRun]), [
+        ['start', 'erase', 'b-admin', 'file-user', undefined, false],
+        ['end', 'erase', 'b-admin', 'file-user', 2, false],
+      ]);
       assert.doesNotMatch(readFileSync(auditFile, 'utf8'), /dora/, 'never the agent');
       // Pseudonymizing needs the key this server lacks; a plain user may not erase.
       const pseudo = await post(t, '/console/learner/erase', s, { agent, mode: 'pseudonymize' });
@@ -393,9 +399,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
 
       const overridden = await post(t, '/console/rejections/replay', s, { all: 'on', validation: 'lax', overrideWriter: 'on' });
       assert.match(await overridden.text(), /3 replayed as lax, whatever their writer: 3 stored/);
-      const [entry, before] = await t.lrs.store.listAudit({ action: 'rejections.replay', limit: 2 });
-      assert.deepEqual([entry.actor, entry.via, entry.details], ['d-admin', 'http', { all: true, validation: 'lax', overrideWriter: true, overridden: 3, replayed: 3, stored: 3, refused: 0, notReplayable: 0, skipped: 0 }]);
-      assert.deepEqual(before.details, { all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 3 });
+      // Newest first: each replay's end, then its start.
+      const [entry, , before] = (await t.lrs.store.listAudit({ action: 'rejections.replay', limit: 4 })).map((e) => ({ ...e, details: { ...e.details, startId: undefined } }));
+      assert.deepEqual([entry.actor, entry.via, entry.details], ['d-admin', 'http', { phase: 'end', startId: undefined, all: true, validation: 'lax', overrideWriter: true, overridden: 3, replayed: 3, stored: 3, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 }]);
+      assert.deepEqual(before.details, { phase: 'end', startId: undefined, all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 3, claimed: 0 });
     });
   });
 }

@@ -4,7 +4,7 @@
  * the client: `lectern credentials create|rotate|revoke`, `lectern rejections replay|clear`
  * (a replay skipping a revoked writer's rejections unless `--override-writer`), `lectern forwarding
  * retry` and `lectern erase` (its line in LECTERN_AUDIT_FILE and its entry of the audit log). On
- * every backend, through the built CLI.
+ * every backend, through the built CLI; the actor's kind says it is the OS user.
  */
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
@@ -16,7 +16,7 @@ import { ADMIN, BACKENDS, jsonInit, startTestLrs, statement, type TestLrs, type 
 import { runCli } from './helpers.ts';
 
 const OS_USER = userInfo().username;
-const WHO = { actor: OS_USER, role: 'operator', via: 'cli', client: hostname() };
+const WHO = { actor: OS_USER, actorKind: 'os-user', role: 'operator', via: 'cli', client: hostname() };
 
 for (const backend of BACKENDS) {
   describe(`the CLI's admin commands, audited via cli (${backend.name})`, () => {
@@ -64,11 +64,20 @@ for (const backend of BACKENDS) {
       const skipped = await lectern(['rejections', 'replay', byGone.id, '--validation', 'lax']);
       assert.match(skipped, new RegExp(`^${byGone.id} skipped: its writer, the credential "gone", is revoked \\(--override-writer replays it anyway\\)$`, 'm'));
       assert.match(skipped, /^replayed 0: 0 stored and removed, 0 refused again \(kept with their new reasons\), 0 not replayable; 1 skipped/m);
-      assert.deepEqual(await audited('rejections.replay'), { ...WHO, action: 'rejections.replay', target: null, details: { ids: [byGone.id], validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 1 } });
+      const [end, start] = await lrs.lrs.store.listAudit({ action: 'rejections.replay', limit: 2 });
+      assert.deepEqual([start.details, start.actorKind, start.via], [{ phase: 'start', ids: [byGone.id], validation: 'lax' }, 'os-user', 'cli']);
+      assert.deepEqual(await audited('rejections.replay'), {
+        ...WHO,
+        action: 'rejections.replay',
+        target: null,
+        details: { phase: 'end', startId: start.id, ids: [byGone.id], validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 1, claimed: 0 },
+      });
+      assert.equal(end.details.startId, start.id);
 
       const forced = await lectern(['rejections', 'replay', byGone.id, '--validation', 'lax', '--override-writer']);
       assert.match(forced, new RegExp(`^${byGone.id} stored \\(by --override-writer: its writer, the credential "gone", is revoked\\)$`, 'm'));
-      assert.deepEqual((await audited('rejections.replay')).details, { ids: [byGone.id], validation: 'lax', overrideWriter: true, overridden: 1, replayed: 1, stored: 1, refused: 0, notReplayable: 0, skipped: 0 });
+      const { startId: _, ...forcedDetails } = (await audited('rejections.replay')).details;
+      assert.deepEqual(forcedDetails, { phase: 'end', ids: [byGone.id], validation: 'lax', overrideWriter: true, overridden: 1, replayed: 1, stored: 1, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 });
 
       assert.match(await lectern(['rejections', 'clear', '-t', '']), /^removed 1 kept rejection of the store \(default\)$/m);
       assert.deepEqual(await audited('rejections.clear'), { ...WHO, action: 'rejections.clear', target: '', details: { cleared: 1 } });
@@ -87,10 +96,10 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await lrs.lrs.store.listAudit({ action: 'erase', limit: 1 }), [], 'a dry run is not audited');
       await lectern(['erase', '--agent', JSON.stringify(cal)]);
       const entry = await audited('erase');
-      assert.deepEqual({ ...entry, details: { statements: entry.details.statements, dryRun: entry.details.dryRun } }, { ...WHO, action: 'erase', target: '', details: { statements: 2, dryRun: false } });
+      assert.deepEqual({ ...entry, details: { phase: entry.details.phase, statements: entry.details.statements, dryRun: entry.details.dryRun } }, { ...WHO, action: 'erase', target: '', details: { phase: 'end', statements: 2, dryRun: false } });
       assert.ok(!JSON.stringify(entry).includes('cal@example.com'), 'never the person');
       const line = JSON.parse(readFileSync(resolve(lrs.dir, lrs.config.auditFile), 'utf8').trim().split('\n').at(-1)!) as Record<string, unknown>;
-      assert.deepEqual([line.command, line.user, line.host, line.statements], ['erase', OS_USER, hostname(), 2]);
+      assert.deepEqual([line.phase, line.command, line.user, line.userKind, line.host, line.statements], ['end', 'erase', OS_USER, 'os-user', hostname(), 2]);
     });
   });
 }

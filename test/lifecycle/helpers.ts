@@ -173,3 +173,23 @@ export async function countSql(lrs: TestLrs, sql: string): Promise<number> {
   await c.end();
   return n;
 }
+
+/** Runs SQL statements straight on the test server's database, one after another (a rewound schema, a trigger). */
+export async function runSql(lrs: TestLrs, statements: string[]): Promise<void> {
+  if (lrs.config.backend === 'sqlite') {
+    const db = new DatabaseSync(lrs.config.sqlitePath);
+    try {
+      for (const s of statements) db.exec(s);
+    } finally {
+      db.close();
+    }
+    return;
+  }
+  const c = new pg.Client({ connectionString: lrs.config.postgresUrl });
+  await c.connect();
+  try {
+    for (const s of statements) await c.query(s);
+  } finally {
+    await c.end();
+  }
+}

@@ -2,7 +2,7 @@
  * The rejections table's bounds on every backend: each keep trims every store it wrote to its
  * newest `max` rows (other stores untouched) and drops rows older than `keepSinceMs`; ids are
  * never given again; the reason filter matches a whole type or a prefix up to a dot, taking `%`
- * and `_` literally.
+ * and `_` literally; a replay's claims (held, renewed, expired, released).
  */
 import assert from 'node:assert/strict';
 import { after, describe, test } from 'node:test';
@@ -96,6 +96,23 @@ for (const backend of storeBackends) {
       await store.updateRejection(first[1].id, { status: 409, reasons: [{ loc: [], msg: 'x', type: 'conflict' }], atMs: 9 });
       assert.deepEqual(await store.getRejection(first[1].id).then((r) => [r?.status, r?.atMs]), [409, 9]);
       assert.equal(await store.getRejection('999999'), undefined);
+      assert.equal(await store.clearRejections(), 3);
+    });
+
+    test('claims: a replay holds what it claimed until its claim ends or expires; renewed, released with its audit entry', async () => {
+      await store.clearRejections();
+      await store.keepRejections([rejection('', 1), rejection('', 2), rejection('', 3)], { max: 10, keepSinceMs: 0 });
+      const ids = (await store.listRejections({ limit: 10 })).map((r) => r.id);
+      assert.deepEqual(await store.claimRejections([ids[1], ids[0], ids[0]], { token: 'a', untilMs: 1_000, nowMs: 0 }), [ids[0], ids[1]], 'each once, in id order');
+      assert.deepEqual(await store.claimRejections(ids, { token: 'b', untilMs: 1_000, nowMs: 0 }), [ids[2]], "a's are a's");
+      assert.deepEqual(await store.claimRejections([ids[0]], { token: 'a', untilMs: 1_000, nowMs: 0 }), [ids[0]], 'a claim taken again by its holder');
+      assert.equal(await store.renewRejectionClaim('a', 5_000), 2);
+      assert.deepEqual(await store.claimRejections(ids, { token: 'c', untilMs: 9_000, nowMs: 999 }), [], "b's held until 1,000, a's renewed");
+      assert.deepEqual(await store.claimRejections(ids, { token: 'c', untilMs: 9_000, nowMs: 1_001 }), [ids[2]], "b's expired");
+      const audit = { timeMs: 7, actor: 'ops', actorKind: 'os-user', role: 'operator', via: 'cli', client: 'host', action: 'rejections.replay', target: null, details: { phase: 'end' } } as const;
+      assert.equal(await store.releaseRejections('a', audit), 2);
+      assert.deepEqual((await store.listAudit({ action: 'rejections.replay', limit: 5 })).map((e) => e.details), [{ phase: 'end' }]);
+      assert.deepEqual(await store.claimRejections(ids, { token: 'd', untilMs: 9_000, nowMs: 1_001 }), [ids[0], ids[1]], "a's released");
       assert.equal(await store.clearRejections(), 3);
     });
   });

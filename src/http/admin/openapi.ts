@@ -45,6 +45,7 @@ const auditEntry: Json = {
     id: { type: 'string' },
     time: { type: 'string', format: 'date-time' },
     actor: { type: 'string' },
+    actorKind: { type: 'string', enum: ['file-user', 'database-key', 'token-subject', 'os-user', 'unknown'], description: 'What `actor` names (unknown: recorded before kinds were)' },
     role: { type: 'string', enum: ['operator', 'store'] },
     via: { type: 'string', enum: ['http', 'cli'] },
     client: { type: 'string', description: 'The client\'s address' },
@@ -312,7 +313,7 @@ export const ADMIN_PATHS: Record<string, Json> = {
   '/admin/api/rejections/replay': {
     post: op(
       'Replay kept rejections (audited)',
-      'Each through the path a new request takes, under the credential it came with while it still holds the grant it wrote with: accepted ones are stored and removed, refused ones stay with their new reasons, those whose writer no longer holds it are skipped (the reason in `writer`) unless `overrideWriter`.',
+      'Each through the path a new request takes, under the credential it came with while it still holds the grant it wrote with: accepted ones are stored and removed, refused ones stay with their new reasons, those whose writer no longer holds it are skipped (the reason in `writer`) unless `overrideWriter`; those another replay under way holds are left to it (`claimed`).',
       {
         type: 'object',
         properties: {
@@ -320,7 +321,7 @@ export const ADMIN_PATHS: Record<string, Json> = {
             type: 'array',
             items: {
               type: 'object',
-              properties: { id: { type: 'string' }, outcome: { type: 'string', enum: ['stored', 'refused', 'not_replayable', 'skipped'] }, status: { type: 'integer' }, reasons: { type: 'array', items: { type: 'object' } }, writer: { type: 'string' } },
+              properties: { id: { type: 'string' }, outcome: { type: 'string', enum: ['stored', 'refused', 'not_replayable', 'skipped', 'claimed'] }, status: { type: 'integer' }, reasons: { type: 'array', items: { type: 'object' } }, writer: { type: 'string' } },
             },
           },
           replayed: { type: 'integer' },
@@ -328,6 +329,7 @@ export const ADMIN_PATHS: Record<string, Json> = {
           refused: { type: 'integer' },
           notReplayable: { type: 'integer' },
           skipped: { type: 'integer' },
+          claimed: { type: 'integer', description: 'Left to another replay under way, which holds them' },
         },
       },
       {

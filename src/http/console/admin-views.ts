@@ -112,7 +112,7 @@ ${v.audit.length
 <caption>Admin actions in the ${storeName(store)}, newest first</caption>
 <thead><tr><th scope="col">Time</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Store</th><th scope="col">Details</th></tr></thead>
 <tbody>${v.audit.map(
-        (e) => html`<tr><td data-label="Time">${when(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code>${e.action}</code></td>
+        (e) => html`<tr><td data-label="Time">${when(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.actorKind.replace('-', ' ')}, ${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code>${e.action}</code></td>
 <td data-label="Store">${e.target === null ? 'every store' : e.target === '' ? 'default' : e.target}</td><td data-label="Details"><code>${JSON.stringify(e.details)}</code></td></tr>`,
       )}</tbody>
 </table>

@@ -85,7 +85,7 @@ ${replayOptions('lax-one')}
 }
 
 export function replayedPage(ctx: PageContext, v: Replayed & { validation?: string; overrideWriter: boolean }): string {
-  const skipped = v.skipped ? `; ${v.skipped} skipped: their writer no longer holds the grant it wrote with` : '';
+  const skipped = `${v.skipped ? `; ${v.skipped} skipped: their writer no longer holds the grant it wrote with` : ''}${v.claimed ? `; ${v.claimed} left to another replay under way` : ''}`;
   const main = html`<h1>Replayed</h1>
 <p role="status" class="context" id="replay-summary">${v.replayed} replayed${v.validation ? ' as lax' : ''}${v.overrideWriter ? ', whatever their writer' : ''}: ${v.stored} stored, ${v.refused} refused again, ${v.notReplayable} not replayable${skipped}.</p>
 ${v.results.length

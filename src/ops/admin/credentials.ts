@@ -2,14 +2,15 @@
  * The admin actions on database credentials (docs/admin-api.md): list, create, revoke, rotate.
  * Each reaches the store, checks the grant (which scopes may be given; which credentials the actor
  * may rotate or revoke: ./roles.ts, mayManageCredential), acts through the records of
- * ../credentials.ts (which hold the fields' rules) and audits what changed, never a secret.
+ * ../credentials.ts (which hold the fields' rules) and audits what changed, never a secret, in
+ * the change's own transaction.
  */
 import { readCredentialsFile } from '../../auth/credentials.ts';
 import type { CredentialRow } from '../../store/types.ts';
 import * as records from '../credentials.ts';
 import type { CredentialInfo, IssuedCredential, NewCredential } from '../credentials.ts';
 import { OpsError } from '../errors.ts';
-import { type AdminActor, type AdminContext, checkGrantable, listedStore, mayManageCredential, reachableStore, recordAudit } from './roles.ts';
+import { type AdminActor, type AdminContext, changeAudit, checkGrantable, listedStore, mayManageCredential, reachableStore } from './roles.ts';
 
 export type { CredentialInfo, IssuedCredential, NewCredential };
 
@@ -41,10 +42,9 @@ export async function listCredentials(ctx: AdminContext, by: AdminActor, input: 
 export async function createCredential(ctx: AdminContext, by: AdminActor, input: NewCredential): Promise<IssuedCredential> {
   const target = reachableStore(by.role, input.target);
   checkGrantable(by.role, input.scopes);
-  const issued = await records.createCredential(ctx.store, { ...input, target }, { fileUsers: fileUsers(ctx), clock: ctx.clock });
-  const { key, scopes, label, expires, validation } = issued;
-  await recordAudit(ctx, by, 'credentials.create', target, { key, scopes, label, ...(expires && { expires }), ...(validation && { validation }) });
-  return issued;
+  const audit = ({ key, scopes, label, expires, validation }: CredentialInfo) =>
+    changeAudit(ctx, by, 'credentials.create', target, { key, scopes, label, ...(expires && { expires }), ...(validation && { validation }) });
+  return records.createCredential(ctx.store, { ...input, target }, { fileUsers: fileUsers(ctx), clock: ctx.clock, audit });
 }
 
 /** Which credential: its key, and optionally the store the caller works in (a key of another store is then unknown). */
@@ -69,15 +69,13 @@ async function manageable(ctx: AdminContext, by: AdminActor, which: CredentialKe
 /** Revokes a credential (again: no change); every server refuses it within its refresh interval. */
 export async function revokeCredential(ctx: AdminContext, by: AdminActor, which: CredentialKey): Promise<CredentialInfo> {
   await manageable(ctx, by, which);
-  const info = await records.revokeCredential(ctx.store, which.key, { clock: ctx.clock });
-  await recordAudit(ctx, by, 'credentials.revoke', info.target, { key: info.key });
-  return info;
+  const audit = (c: CredentialInfo) => changeAudit(ctx, by, 'credentials.revoke', c.target, { key: c.key });
+  return records.revokeCredential(ctx.store, which.key, { clock: ctx.clock, audit });
 }
 
 /** Gives a credential a new secret (returned once); with a grace, the old one works that many seconds more. */
 export async function rotateCredential(ctx: AdminContext, by: AdminActor, which: CredentialKey & { graceSeconds?: number }): Promise<IssuedCredential> {
   await manageable(ctx, by, which);
-  const issued = await records.rotateCredential(ctx.store, which.key, { graceSeconds: which.graceSeconds }, { clock: ctx.clock });
-  await recordAudit(ctx, by, 'credentials.rotate', issued.target, { key: issued.key, grace: which.graceSeconds ?? 0 });
-  return issued;
+  const audit = (c: CredentialInfo) => changeAudit(ctx, by, 'credentials.rotate', c.target, { key: c.key, grace: which.graceSeconds ?? 0 });
+  return records.rotateCredential(ctx.store, which.key, { graceSeconds: which.graceSeconds }, { clock: ctx.clock, audit });
 }

@@ -7,7 +7,7 @@ import { activeTargets } from '../../forwarding/config.ts';
 import type { DeadLetter } from '../../store/types.ts';
 import * as outbox from '../forwarding.ts';
 import type { TargetStatus } from '../forwarding.ts';
-import { type AdminActor, type AdminContext, recordAudit, requireOperator } from './roles.ts';
+import { type AdminActor, type AdminContext, changeAudit, requireOperator } from './roles.ts';
 
 /** Every active target (even with nothing yet) and every target the outbox still holds items of. */
 export function forwardingStatus(ctx: AdminContext, by: AdminActor): Promise<TargetStatus[]> {
@@ -30,7 +30,6 @@ export function listDeadLetters(ctx: AdminContext, by: AdminActor, input: { url?
 /** Puts the dead letters of every target, or of `url`, back into the queue; how many. A url neither active nor in the outbox: not_found. */
 export async function retryDeadLetters(ctx: AdminContext, by: AdminActor, input: { url?: string }): Promise<number> {
   requireOperator(by.role, 'forwarding');
-  const requeued = await outbox.retryDeadLetters(ctx.store, activeTargets(ctx.config.xapiForwardings), input.url);
-  await recordAudit(ctx, by, 'forwarding.retry', null, { ...(input.url !== undefined && { url: input.url }), requeued });
-  return requeued;
+  const audit = changeAudit(ctx, by, 'forwarding.retry', null, { ...(input.url !== undefined && { url: input.url }) }, 'requeued');
+  return outbox.retryDeadLetters(ctx.store, activeTargets(ctx.config.xapiForwardings), input.url, audit);
 }

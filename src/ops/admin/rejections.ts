@@ -5,6 +5,7 @@
  * grant it wrote with (writerCheck): a revoked key's refused writes are not left armed for whoever
  * replays them later. An explicit override replays those too, and its audit entry says so.
  */
+import { randomUUID } from 'node:crypto';
 import { readCredentialsFile, type CredentialEntry } from '../../auth/credentials.ts';
 import { credentialUser, sameUser } from '../../auth/database.ts';
 import type { AuthUser } from '../../auth/types.ts';
@@ -19,7 +20,7 @@ import { OpsError } from '../errors.ts';
 import type { OnProgress } from '../progress.ts';
 import * as kept from '../rejections.ts';
 import { receiveStatements, storeStatements, validationOf } from '../statements.ts';
-import { type AdminActor, type AdminContext, listedStore, reachableStore, recordAudit, requireOperator } from './roles.ts';
+import { type AdminActor, type AdminContext, changeAudit, listedStore, reachableStore, recordAudit, requireOperator } from './roles.ts';
 
 /** The most kept rejections one page of the admin API lists. */
 export const REJECTION_PAGE_MAX = 1000;
@@ -46,13 +47,11 @@ export async function clearRejections(ctx: AdminContext, by: AdminActor, input: 
   const all = 'all' in input;
   if (all) requireOperator(by.role, 'clearing every store\'s rejections');
   const tenant = all ? undefined : reachableStore(by.role, input.target);
-  const cleared = await kept.clearRejections(ctx.store, tenant);
-  await recordAudit(ctx, by, 'rejections.clear', tenant ?? null, { ...(all && { all: true }), cleared });
-  return cleared;
+  return kept.clearRejections(ctx.store, tenant, changeAudit(ctx, by, 'rejections.clear', tenant ?? null, { ...(all && { all: true }) }, 'cleared'));
 }
 
 export interface ReplayInput {
-  /** The rejections to replay (each must be in reach), or `all` of `target`'s (an operator without target: every store's). */
+  /** The rejections to replay (each must be in reach; one listed twice is replayed once), or `all` of `target`'s (an operator without target: every store's). */
   ids?: string[];
   all?: boolean;
   target?: string;
@@ -68,9 +67,10 @@ export interface ReplayResult {
   id: string;
   /**
    * stored: accepted and removed from the list; refused: kept with its new reasons;
-   * not_replayable: its body was not kept whole; skipped: its writer no longer holds its grant (kept as it was).
+   * not_replayable: its body was not kept whole; skipped: its writer no longer holds its grant (kept as it was);
+   * claimed: another replay under way holds it (or has just replayed it): left to that one.
    */
-  outcome: 'stored' | 'refused' | 'not_replayable' | 'skipped';
+  outcome: 'stored' | 'refused' | 'not_replayable' | 'skipped' | 'claimed';
   status?: number;
   reasons?: RejectionReason[];
   /** Why its writer no longer holds the grant it wrote with: why it was skipped, or what the override replayed it despite. */
@@ -84,59 +84,135 @@ export interface ReplaySummary {
   refused: number;
   notReplayable: number;
   skipped: number;
+  claimed: number;
 }
 
 export type Replayed = { results: ReplayResult[] } & ReplaySummary;
 
 function summary(results: ReplayResult[]): ReplaySummary {
   const count = (o: ReplayResult['outcome']) => results.filter((r) => r.outcome === o).length;
-  const [stored, refused, notReplayable, skipped] = [count('stored'), count('refused'), count('not_replayable'), count('skipped')];
-  return { replayed: stored + refused + notReplayable, stored, refused, notReplayable, skipped };
+  const [stored, refused, notReplayable, skipped, claimed] = [count('stored'), count('refused'), count('not_replayable'), count('skipped'), count('claimed')];
+  return { replayed: stored + refused + notReplayable, stored, refused, notReplayable, skipped, claimed };
 }
 
-/** The rejections a replay concerns, every id checked to be in reach before anything is replayed. */
-async function replayed(ctx: AdminContext, by: AdminActor, input: ReplayInput): Promise<KeptRejection[]> {
+/** Rejections claimed, replayed and settled at a time. */
+const PAGE = 500;
+/** How long a replay holds what it claimed without renewing the claim: a replay killed mid-way holds it no longer. */
+const CLAIM_MS = 60_000;
+
+/** The ids asked, each once (the first time it is listed), or undefined for all. */
+function askedIds(input: ReplayInput): string[] | undefined {
   if (input.all === (input.ids !== undefined && input.ids.length > 0)) {
     throw new OpsError('choose the rejections to replay (their ids), or all of them (not both)', 'bad_request', 'ids');
   }
-  const out: KeptRejection[] = [];
-  if (!input.all) {
-    for (const id of input.ids ?? []) out.push(await showRejection(ctx, by, { id, target: input.target }));
-    return out;
+  return input.all ? undefined : [...new Set(input.ids)];
+}
+
+/**
+ * The rejections a replay concerns, in pages: those of `ids`, every one checked to be in reach
+ * before anything is replayed (here), or all of the store's (every store's), read as it goes.
+ */
+async function replayPages(ctx: AdminContext, by: AdminActor, input: ReplayInput, ids: string[] | undefined): Promise<AsyncGenerator<KeptRejection[]>> {
+  if (ids) {
+    const found: KeptRejection[] = [];
+    for (const id of ids) found.push(await showRejection(ctx, by, { id, target: input.target }));
+    return (async function* () {
+      for (let i = 0; i < found.length; i += PAGE) yield found.slice(i, i + PAGE);
+    })();
   }
   const tenant = listedStore(by.role, input.target);
   const sinceMs = ctx.clock.now() - ctx.config.rejectionsKeepDays * kept.DAY_MS;
-  for (let afterId: string | undefined; ; ) {
-    const page = await ctx.store.listRejections({ tenant, sinceMs, afterId, limit: 500 });
-    out.push(...page);
-    if (page.length < 500) return out;
-    afterId = page[page.length - 1].id;
+  return (async function* () {
+    for (let afterId: string | undefined; ; ) {
+      const page = await ctx.store.listRejections({ tenant, sinceMs, afterId, limit: PAGE });
+      if (page.length) yield page;
+      if (page.length < PAGE) return;
+      afterId = page[page.length - 1].id;
+    }
+  })();
+}
+
+/** A replay's hold on the rejections it replays (RejectionClaim): taken a page at a time, renewed while it runs. */
+class ReplayClaim {
+  readonly token = randomUUID();
+  private readonly ctx: AdminContext;
+  private untilMs = 0;
+
+  constructor(ctx: AdminContext) {
+    this.ctx = ctx;
+  }
+
+  /** Those of `ids` this replay now holds (the others are another's). */
+  async take(ids: string[]): Promise<Set<string>> {
+    const nowMs = this.ctx.clock.now();
+    this.untilMs = nowMs + CLAIM_MS;
+    return new Set(await this.ctx.store.claimRejections(ids, { token: this.token, untilMs: this.untilMs, nowMs }));
+  }
+
+  /** Renews the hold once half of it has passed. */
+  async keep(): Promise<void> {
+    const nowMs = this.ctx.clock.now();
+    if (this.untilMs - nowMs > CLAIM_MS / 2) return;
+    this.untilMs = nowMs + CLAIM_MS;
+    await this.ctx.store.renewRejectionClaim(this.token, this.untilMs);
   }
 }
 
 /**
  * Replays kept rejections as new requests would be, under the settings where it runs; each one's
- * writer re-checked first (skipped, with the reason, unless `overrideWriter`). Audited with its
- * outcome, even when interrupted (`signal`: stops after the rejection in hand).
+ * writer re-checked first (skipped, with the reason, unless `overrideWriter`). Each is claimed
+ * before it is replayed, so that two replays at once never replay one rejection twice (the second
+ * finds it `claimed`), and a statement sent without an id gets the one its rejection gives it
+ * (replayedStatementId), so that a replay cut mid-way and run again stores nothing twice. Audited
+ * when it starts (what was asked) and when it ends (what came of it, in the transaction that lets
+ * go of its claims), even when interrupted (`signal`: stops after the rejection in hand) or failed.
  */
 export async function replayRejections(ctx: AdminContext, by: AdminActor, input: ReplayInput): Promise<Replayed> {
-  const targets = await replayed(ctx, by, input);
-  const check = writerCheck(ctx);
+  const ids = askedIds(input);
+  const pages = await replayPages(ctx, by, input, ids);
+  const target = listedStore(by.role, input.target) ?? null;
+  const { validation, overrideWriter } = input;
+  const asked = { ...(ids ? { ids } : { all: true }), ...(validation && { validation }), ...(overrideWriter && { overrideWriter: true }) };
+  const started = await recordAudit(ctx, by, 'rejections.replay', target, { phase: 'start', ...asked });
+  const claim = new ReplayClaim(ctx);
   const results: ReplayResult[] = [];
-  input.onProgress?.({ type: 'start', phase: 'replay', total: targets.length });
-  for (const r of targets) {
-    if (input.signal?.aborted) break;
-    const writer = await check(r);
-    const result: ReplayResult = writer && !input.overrideWriter ? { id: r.id, outcome: 'skipped' } : await replayOne(ctx, r, input.validation);
-    results.push(writer ? { ...result, writer } : result);
-    input.onProgress?.({ type: 'advance', phase: 'replay', done: results.length, stored: results.filter((x) => x.outcome === 'stored').length });
+  const end = (how: Record<string, unknown>) => {
+    const overridden = overrideWriter ? { overridden: results.filter((x) => x.writer !== undefined).length } : {};
+    const details = { phase: 'end', startId: started.id, ...asked, ...overridden, ...summary(results), ...how };
+    return ctx.store.releaseRejections(claim.token, changeAudit(ctx, by, 'rejections.replay', target, details));
+  };
+  input.onProgress?.({ type: 'start', phase: 'replay', ...(ids && { total: ids.length }) });
+  try {
+    await replayEach(ctx, input, pages, claim, results);
+  } catch (err) {
+    // What was stored stays stored: its end entry says so, and that the replay failed.
+    await end({ failed: true }).catch(() => undefined);
+    throw err;
   }
   input.onProgress?.({ type: 'end', phase: 'replay' });
-  const outcome = summary(results);
-  const { ids, validation, overrideWriter } = input;
-  const overridden = overrideWriter ? { overrideWriter: true, overridden: results.filter((x) => x.writer !== undefined).length } : {};
-  await recordAudit(ctx, by, 'rejections.replay', listedStore(by.role, input.target) ?? null, { ...(input.all ? { all: true } : { ids }), ...(validation && { validation }), ...overridden, ...outcome });
-  return { results, ...outcome };
+  await end(input.signal?.aborted ? { interrupted: true } : {});
+  return { results, ...summary(results) };
+}
+
+/** Claims each page, then replays the rejections it holds (the writer checked first), one at a time, into `results`. */
+async function replayEach(ctx: AdminContext, input: ReplayInput, pages: AsyncGenerator<KeptRejection[]>, claim: ReplayClaim, results: ReplayResult[]): Promise<void> {
+  const check = writerCheck(ctx);
+  for await (const page of pages) {
+    if (input.signal?.aborted) return;
+    const mine = await claim.take(page.map((r) => r.id));
+    for (const r of page) {
+      if (input.signal?.aborted) return;
+      if (!mine.has(r.id)) {
+        results.push({ id: r.id, outcome: 'claimed' });
+        continue;
+      }
+      await claim.keep();
+      const writer = await check(r);
+      const result: ReplayResult = writer && !input.overrideWriter ? { id: r.id, outcome: 'skipped' } : await replayOne(ctx, r, input.validation);
+      results.push(writer ? { ...result, writer } : result);
+      input.onProgress?.({ type: 'advance', phase: 'replay', done: results.length, stored: results.filter((x) => x.outcome === 'stored').length });
+    }
+  }
 }
 
 /** A kept rejection sent through the path a new request takes (the Statement resource's use case, or the document write). */
@@ -157,7 +233,8 @@ async function replayOne(ctx: AdminContext, r: KeptRejection, asked: ValidationM
       if (r.method === 'PUT' && Array.isArray(received.value)) {
         throw new LrsError('bad_request', 'PUT stores a single statement: send an object, not an array (use POST for batches)');
       }
-      await storeStatements(store, r.tenant, received, version, { authority: writer.agent, define: writer.define, mineOnly: writer.mineOnly, validation }, id);
+      const idOf = (i: number) => kept.replayedStatementId(r, i);
+      await storeStatements(store, r.tenant, received, version, { authority: writer.agent, define: writer.define, mineOnly: writer.mineOnly, validation }, id, idOf);
     } else {
       await writeDocument(store, r.tenant, resource, { method: r.method as 'PUT' | 'POST' | 'DELETE', query: r.query, headers: r.headers, body: r.body, version }, limits);
     }

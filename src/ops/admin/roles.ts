@@ -7,11 +7,12 @@
  * CLI only translate their input and answers. Roles come from src/auth/scopes.ts (adminRole).
  */
 import { hostname, userInfo } from 'node:os';
+import { readCredentialsFile } from '../../auth/credentials.ts';
 import { type AdminRole, adminRole } from '../../auth/scopes.ts';
 import type { AuthUser } from '../../auth/types.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
-import type { AuditEntry, Store } from '../../store/types.ts';
+import type { ActorKind, AuditEntry, AuditRecord, ChangeAudit, Store } from '../../store/types.ts';
 import { OpsError } from '../errors.ts';
 
 /** What every admin action runs with: the store, the settings where it runs, and its clock. */
@@ -99,8 +100,34 @@ export function mayManageCredential(by: AdminActor, credential: { target: string
   return own || !credential.scopes.some((s) => ADMIN_SCOPES.has(s));
 }
 
-/** Records an admin action that changed something: who, from where, what, in which store, when. */
-export function recordAudit(ctx: AdminContext, by: AdminActor, action: string, target: string | null, details: Record<string, unknown>): Promise<AuditEntry> {
+/**
+ * Which kind of name the actor is. A Basic name the credentials file has is that file's user (the
+ * file's users keep their names: src/auth/basic.ts asks the database only for other names), any
+ * other a database credential's key; unknown when the file cannot be read to tell.
+ */
+export function actorKindOf(ctx: AdminContext, by: AdminActor): ActorKind {
+  if (by.signIn === 'token') return 'token-subject';
+  if (by.signIn === 'os') return 'os-user';
+  try {
+    return readCredentialsFile(ctx.config.authFile).some((e) => e.username === by.name) ? 'file-user' : 'database-key';
+  } catch {
+    return 'unknown';
+  }
+}
+
+/** The audit entry of an admin action: who (and what kind of name), from where, what, in which store, when. */
+export function auditRecord(ctx: AdminContext, by: AdminActor, action: string, target: string | null, details: Record<string, unknown>): AuditRecord {
   const role = by.role.kind === 'operator' ? 'operator' : 'store';
-  return ctx.store.appendAudit({ timeMs: ctx.clock.now(), actor: by.name, role, via: by.via, client: by.client, action, target, details });
+  return { timeMs: ctx.clock.now(), actor: by.name, actorKind: actorKindOf(ctx, by), role, via: by.via, client: by.client, action, target, details };
+}
+
+/** The entry for a store change to write in its own transaction (ChangeAudit), what it came to under `details[outcome]`. */
+export const changeAudit = (ctx: AdminContext, by: AdminActor, action: string, target: string | null, details: Record<string, unknown>, outcome?: string): ChangeAudit => ({
+  ...auditRecord(ctx, by, action, target, details),
+  ...(outcome !== undefined && { outcome }),
+});
+
+/** Records an admin action on its own: a long job's start and end (a change of one transaction takes its entry with it: changeAudit). */
+export function recordAudit(ctx: AdminContext, by: AdminActor, action: string, target: string | null, details: Record<string, unknown>): Promise<AuditEntry> {
+  return ctx.store.appendAudit(auditRecord(ctx, by, action, target, details));
 }

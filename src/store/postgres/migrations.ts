@@ -623,4 +623,20 @@ DELETE FROM statement_counts c USING counts_folded f WHERE c.tenant = f.tenant A
 ANALYZE statement_counts;
 `,
   },
+  {
+    version: 24,
+    name: 'the audit\'s actor says what kind it is; kept rejections claimed by the replay under way',
+    // As SQLite's migration 23.
+    sql: `
+ALTER TABLE admin_audit ADD COLUMN actor_kind text NOT NULL DEFAULT 'unknown';
+UPDATE admin_audit a SET actor_kind = CASE
+  WHEN a.via = 'cli' THEN 'os-user'
+  WHEN EXISTS (SELECT 1 FROM credentials c WHERE c.key = a.actor) THEN 'database-key'
+  ELSE 'unknown' END;
+ALTER TABLE rejections ADD COLUMN claim text;
+ALTER TABLE rejections ADD COLUMN claimed_until_ms bigint;
+COMMENT ON COLUMN admin_audit.actor_kind IS 'file-user, database-key, token-subject, os-user, or unknown (entries written before kinds were recorded)';
+COMMENT ON COLUMN rejections.claim IS 'the replay holding the row (a random token) until claimed_until_ms: a concurrent replay skips it';
+`,
+  },
 ];

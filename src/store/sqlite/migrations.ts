@@ -624,4 +624,21 @@ DELETE FROM statement_counts WHERE (tenant, day, verb) IN (SELECT tenant, day, v
 DROP TABLE counts_folded;
 `,
   },
+  {
+    version: 23,
+    name: 'the audit\'s actor says what kind it is; kept rejections claimed by the replay under way',
+    // Existing entries get the kind their row tells: the CLI's are the OS user's; an HTTP entry
+    // whose actor is a database credential's key was that key (a key is never a credentials-file
+    // user's name); the rest cannot be told apart (a file user or a token subject): unknown. A
+    // claim expires by itself, so that a replay killed mid-way leaves nothing claimed for long.
+    sql: `
+ALTER TABLE admin_audit ADD COLUMN actor_kind TEXT NOT NULL DEFAULT 'unknown'; -- file-user | database-key | token-subject | os-user | unknown
+UPDATE admin_audit SET actor_kind = CASE
+  WHEN via = 'cli' THEN 'os-user'
+  WHEN EXISTS (SELECT 1 FROM credentials c WHERE c.key = admin_audit.actor) THEN 'database-key'
+  ELSE 'unknown' END;
+ALTER TABLE rejections ADD COLUMN claim TEXT;                 -- the replay holding it (a random token)
+ALTER TABLE rejections ADD COLUMN claimed_until_ms INTEGER;   -- until when; NULL: not claimed
+`,
+  },
 ];

@@ -47,6 +47,7 @@ const ROUTES = {
   getDocument: 'read', listDocumentIds: 'read', scanDocuments: 'read',
   // kept rejections, credentials, the admin API
   keepRejections: 'write', updateRejection: 'write', deleteRejections: 'write', clearRejections: 'write',
+  claimRejections: 'write', renewRejectionClaim: 'write', releaseRejections: 'write',
   listRejections: 'read', getRejection: 'read',
   createCredential: 'write', revokeCredential: 'write', rotateCredential: 'write', touchCredentials: 'write',
   getCredential: 'read', listCredentials: 'read', credentialsVersion: 'read',
