@@ -125,6 +125,23 @@ describe('GET /metrics with two worker processes (postgres)', { skip: postgresSk
     assert.deepEqual(named(samples, 'lectern_db_pool_max').map((s) => [s.labels, s.value]), [[{}, 4]]);
   });
 
+  test('a worker that dies is left out until its replacement serves; scrapes keep answering', async () => {
+    const before = new Set(named(parse(await scrape()), 'process_start_time_seconds').map((s) => s.labels.worker));
+    const pids = [...srv.stdout().matchAll(/"pid":(\d+),[^\n]*"msg":"Lectern LRS listening on http:/g)].map((m) => Number(m[1])).filter((pid) => pid !== srv.child.pid);
+    assert.equal(pids.length, 2, srv.stdout());
+    process.kill(pids[0]!, 'SIGKILL');
+    // Once the primary has seen it die, no connection goes to it.
+    for (let i = 0; i < 200 && !srv.stdout().includes('a worker process died'); i++) await new Promise((r) => setTimeout(r, 50));
+    // Every scrape answers meanwhile (from one worker, then two); the replacement has a new worker id.
+    let workers = before;
+    for (let i = 0; i < 200 && (workers.size < 2 || [...workers].every((w) => before.has(w))); i++) {
+      workers = new Set(named(parse(await scrape()), 'process_start_time_seconds').map((s) => s.labels.worker));
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    assert.equal(workers.size, 2, [...workers].join());
+    assert.ok([...workers].some((w) => !before.has(w)), 'the replacement reports under its own worker id');
+  });
+
   test('promtool check metrics accepts the scrape', async () => {
     const text = await scrape();
     const r = spawnSync(requireTool('promtool', 'prometheus'), ['check', 'metrics'], { input: text, encoding: 'utf8', timeout: 60_000 });

@@ -1,0 +1,132 @@
+/**
+ * GET /metrics of a server run as node:cluster workers (LECTERN_RUNSERVER_WORKERS > 1). A scrape
+ * reaches whichever worker the primary handed its connection to; that worker asks the primary,
+ * which collects every serving worker's figures over IPC and adds them up with prom-client's own
+ * aggregation (`AggregatorRegistry.aggregate`), so that every scrape answers for the whole server.
+ * Not prom-client's `clusterMetrics()`: it serves from the primary (which has no HTTP port here),
+ * asks workers still starting (which cannot answer yet) and waits out one that died.
+ */
+import cluster, { type Worker } from 'node:cluster';
+import { AggregatorRegistry, type Registry } from 'prom-client';
+
+/** One registry's figures as `getMetricsAsJSON()` gives them. */
+export type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
+
+/** How long the primary waits for a worker's figures: a worker that does not answer fails the scrape. */
+const COLLECT_TIMEOUT_MS = 5000;
+
+type Message =
+  | { type: 'lectern:metrics:scrape'; id: number }
+  | { type: 'lectern:metrics:scraped'; id: number; text?: string; error?: string }
+  | { type: 'lectern:metrics:collect'; id: number }
+  | { type: 'lectern:metrics:collected'; id: number; metrics?: MetricsJson; error?: string };
+
+const isMessage = (m: unknown): m is Message =>
+  typeof m === 'object' && m !== null && typeof (m as Message).type === 'string' && (m as Message).type.startsWith('lectern:metrics:');
+
+/** Only what the aggregation reads: no functions (the IPC would refuse them), no exemplars. */
+const plain = (metrics: MetricsJson): MetricsJson =>
+  metrics.map((m) => ({ name: m.name, help: m.help, type: m.type, aggregator: m.aggregator, values: m.values }) as MetricsJson[number]);
+
+/**
+ * A worker's side: answers the primary's collections with `collect()` (this process's figures,
+ * each labelled as the aggregation should treat it) and asks it for the server's. Concurrent
+ * scrapes of one worker share one request.
+ */
+export class WorkerScrapes {
+  private next = 0;
+  private readonly waiting = new Map<number, { resolve: (text: string) => void; reject: (err: Error) => void }>();
+  private inFlight: Promise<string> | undefined;
+  private readonly onMessage = (m: unknown) => {
+    if (!isMessage(m)) return;
+    if (m.type === 'lectern:metrics:collect') {
+      this.collect().then(
+        (metrics) => process.send?.({ type: 'lectern:metrics:collected', id: m.id, metrics: plain(metrics) } satisfies Message),
+        (err: unknown) => process.send?.({ type: 'lectern:metrics:collected', id: m.id, error: String((err as Error)?.message ?? err) } satisfies Message),
+      );
+    } else if (m.type === 'lectern:metrics:scraped') {
+      const w = this.waiting.get(m.id);
+      this.waiting.delete(m.id);
+      if (m.text !== undefined) w?.resolve(m.text);
+      else w?.reject(new Error(`cannot collect the worker processes' metrics: ${m.error ?? 'no answer'}`));
+    }
+  };
+
+  private readonly collect: () => Promise<MetricsJson>;
+
+  constructor(collect: () => Promise<MetricsJson>) {
+    this.collect = collect;
+    process.on('message', this.onMessage);
+  }
+
+  /** The whole server's figures, as the exposition text. */
+  scrape(): Promise<string> {
+    this.inFlight ??= new Promise<string>((resolve, reject) => {
+      const id = this.next++;
+      const fail = (why: string) => (this.waiting.delete(id), reject(new Error(`cannot collect the worker processes' metrics: ${why}`)));
+      // The primary answers within its own timeout; this one only guards against a primary gone quiet.
+      const timer = setTimeout(() => fail('the primary process did not answer'), COLLECT_TIMEOUT_MS + 1000);
+      const settle = <T>(fn: (v: T) => void) => (v: T) => (clearTimeout(timer), fn(v));
+      this.waiting.set(id, { resolve: settle(resolve), reject: settle(reject) });
+      if (process.send && process.connected) {
+        process.send({ type: 'lectern:metrics:scrape', id } satisfies Message);
+      } else {
+        clearTimeout(timer);
+        fail('the primary process is gone');
+      }
+    }).finally(() => (this.inFlight = undefined));
+    return this.inFlight;
+  }
+
+  close(): void {
+    process.off('message', this.onMessage);
+  }
+}
+
+/**
+ * The primary's side: answers each worker's scrape with the sum of the figures of `serving()` (the
+ * workers that have started). A worker that exits meanwhile is left out; one that does not answer
+ * within COLLECT_TIMEOUT_MS fails the scrape (a partial sum would look like counters going back).
+ * Scrapes arriving while a collection runs share it.
+ */
+export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
+  let next = 0;
+  let inFlight: Promise<string> | undefined;
+  const pending = new Map<number, (m: Extract<Message, { type: 'lectern:metrics:collected' }>) => void>();
+
+  const collectOne = (w: Worker) =>
+    new Promise<MetricsJson>((resolve, reject) => {
+      const id = next++;
+      const done = () => {
+        clearTimeout(timer);
+        pending.delete(id);
+        w.off('exit', onExit);
+      };
+      const onExit = () => (done(), resolve([]));
+      const timer = setTimeout(() => (done(), reject(new Error(`worker ${w.id} did not answer within ${COLLECT_TIMEOUT_MS / 1000} s`))), COLLECT_TIMEOUT_MS);
+      pending.set(id, (m) => {
+        done();
+        if (m.metrics) resolve(m.metrics);
+        else reject(new Error(`worker ${w.id}: ${m.error ?? 'no figures'}`));
+      });
+      w.once('exit', onExit);
+      w.send({ type: 'lectern:metrics:collect', id } satisfies Message);
+    });
+
+  const collectAll = async () => {
+    const workers = [...serving()].filter((w) => w.isConnected());
+    const figures = await Promise.all(workers.map(collectOne));
+    return AggregatorRegistry.aggregate(figures).metrics();
+  };
+
+  cluster.on('message', (w: Worker, m: unknown) => {
+    if (!isMessage(m)) return;
+    if (m.type === 'lectern:metrics:collected') pending.get(m.id)?.(m);
+    if (m.type !== 'lectern:metrics:scrape') return;
+    inFlight ??= collectAll().finally(() => (inFlight = undefined));
+    inFlight.then(
+      (text) => w.isConnected() && w.send({ type: 'lectern:metrics:scraped', id: m.id, text } satisfies Message),
+      (err: unknown) => w.isConnected() && w.send({ type: 'lectern:metrics:scraped', id: m.id, error: (err as Error).message } satisfies Message),
+    );
+  });
+}
