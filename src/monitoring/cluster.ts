@@ -15,11 +15,23 @@ export type MetricsJson = Awaited<ReturnType<Registry['getMetricsAsJSON']>>;
 /** How long the primary waits for a worker's figures: a worker that does not answer fails the scrape. */
 const COLLECT_TIMEOUT_MS = 5000;
 
+/**
+ * A worker's figures: `counted`, what it counts (the server's figure is the sum over the
+ * workers); `own`, its own state, each series labelled with its worker id.
+ */
+export interface WorkerFigures {
+  counted: MetricsJson;
+  own: MetricsJson;
+}
+
+/** Metric types whose sum only grows: a worker gone keeps its part in them. */
+const GROWING = new Set(['counter', 'histogram']);
+
 type Message =
   | { type: 'lectern:metrics:scrape'; id: number }
   | { type: 'lectern:metrics:scraped'; id: number; text?: string; error?: string }
   | { type: 'lectern:metrics:collect'; id: number }
-  | { type: 'lectern:metrics:collected'; id: number; metrics?: MetricsJson; error?: string };
+  | { type: 'lectern:metrics:collected'; id: number; figures?: WorkerFigures; error?: string };
 
 const isMessage = (m: unknown): m is Message =>
   typeof m === 'object' && m !== null && typeof (m as Message).type === 'string' && (m as Message).type.startsWith('lectern:metrics:');
@@ -29,9 +41,8 @@ const plain = (metrics: MetricsJson): MetricsJson =>
   metrics.map((m) => ({ name: m.name, help: m.help, type: m.type, aggregator: m.aggregator, values: m.values }) as MetricsJson[number]);
 
 /**
- * A worker's side: answers the primary's collections with `collect()` (this process's figures,
- * each labelled as the aggregation should treat it) and asks it for the server's. Concurrent
- * scrapes of one worker share one request.
+ * A worker's side: answers the primary's collections with `collect()` (this process's figures)
+ * and asks it for the server's. Concurrent scrapes of one worker share one request.
  */
 export class WorkerScrapes {
   private next = 0;
@@ -41,7 +52,7 @@ export class WorkerScrapes {
     if (!isMessage(m)) return;
     if (m.type === 'lectern:metrics:collect') {
       this.collect().then(
-        (metrics) => process.send?.({ type: 'lectern:metrics:collected', id: m.id, metrics: plain(metrics) } satisfies Message),
+        (f) => process.send?.({ type: 'lectern:metrics:collected', id: m.id, figures: { counted: plain(f.counted), own: plain(f.own) } } satisfies Message),
         (err: unknown) => process.send?.({ type: 'lectern:metrics:collected', id: m.id, error: String((err as Error)?.message ?? err) } satisfies Message),
       );
     } else if (m.type === 'lectern:metrics:scraped') {
@@ -52,9 +63,9 @@ export class WorkerScrapes {
     }
   };
 
-  private readonly collect: () => Promise<MetricsJson>;
+  private readonly collect: () => Promise<WorkerFigures>;
 
-  constructor(collect: () => Promise<MetricsJson>) {
+  constructor(collect: () => Promise<WorkerFigures>) {
     this.collect = collect;
     process.on('message', this.onMessage);
   }
@@ -84,30 +95,35 @@ export class WorkerScrapes {
 }
 
 /**
- * The primary's side: answers each worker's scrape with the sum of the figures of `serving()` (the
- * workers that have started). A worker that exits meanwhile is left out; one that does not answer
- * within COLLECT_TIMEOUT_MS fails the scrape (a partial sum would look like counters going back).
- * Scrapes arriving while a collection runs share it.
+ * The primary's side: answers each worker's scrape with the figures of `serving()` (the workers
+ * that have started) added up. A worker that does not answer within COLLECT_TIMEOUT_MS fails the
+ * scrape: a partial sum would look like counters going back. One that exits keeps its counters
+ * and histograms, as last collected, in every later sum, so that the server's counters only grow
+ * while the primary runs. Scrapes arriving while a collection runs share it.
  */
 export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
   let next = 0;
   let inFlight: Promise<string> | undefined;
   const pending = new Map<number, (m: Extract<Message, { type: 'lectern:metrics:collected' }>) => void>();
+  /** Each worker's counters and histograms as last collected; those of the workers gone (summed at each scrape into one). */
+  const last = new Map<Worker, MetricsJson>();
+  let retired: MetricsJson[] = [];
 
   const collectOne = (w: Worker) =>
-    new Promise<MetricsJson>((resolve, reject) => {
+    new Promise<WorkerFigures | undefined>((resolve, reject) => {
       const id = next++;
       const done = () => {
         clearTimeout(timer);
         pending.delete(id);
         w.off('exit', onExit);
       };
-      const onExit = () => (done(), resolve([]));
+      const onExit = () => (done(), resolve(undefined));
       const timer = setTimeout(() => (done(), reject(new Error(`worker ${w.id} did not answer within ${COLLECT_TIMEOUT_MS / 1000} s`))), COLLECT_TIMEOUT_MS);
       pending.set(id, (m) => {
         done();
-        if (m.metrics) resolve(m.metrics);
-        else reject(new Error(`worker ${w.id}: ${m.error ?? 'no figures'}`));
+        if (!m.figures) return reject(new Error(`worker ${w.id}: ${m.error ?? 'no figures'}`));
+        last.set(w, m.figures.counted.filter((f) => GROWING.has(String(f.type))));
+        resolve(m.figures);
       });
       w.once('exit', onExit);
       w.send({ type: 'lectern:metrics:collect', id } satisfies Message);
@@ -115,9 +131,23 @@ export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
 
   const collectAll = async () => {
     const workers = [...serving()].filter((w) => w.isConnected());
-    const figures = await Promise.all(workers.map(collectOne));
-    return AggregatorRegistry.aggregate(figures).metrics();
+    const figures = (await Promise.all(workers.map(collectOne))).filter((f) => f !== undefined);
+    // A process's own series differ by their worker label: summing keeps each as it is (their
+    // own aggregators would average them, keep the first worker's or drop them).
+    const own = figures.map((f) => f.own.map((m) => ({ ...m, aggregator: 'sum' as const })));
+    if (retired.length > 1) {
+      const parts = retired.length;
+      const sum = plain(await AggregatorRegistry.aggregate(retired.slice(0, parts)).getMetricsAsJSON());
+      retired = [sum, ...retired.slice(parts)];
+    }
+    return AggregatorRegistry.aggregate([...retired, ...figures.map((f) => f.counted), ...own]).metrics();
   };
+
+  cluster.on('exit', (w: Worker) => {
+    const gone = last.get(w);
+    last.delete(w);
+    if (gone?.length) retired.push(gone);
+  });
 
   cluster.on('message', (w: Worker, m: unknown) => {
     if (!isMessage(m)) return;

@@ -12,7 +12,7 @@
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ForwardingStats, PoolStats, ReplicaStatus, Store } from '../store/types.ts';
 import type { PreparedStatement } from '../xapi/statement.ts';
-import { type MetricsJson, WorkerScrapes } from './cluster.ts';
+import { type WorkerFigures, WorkerScrapes } from './cluster.ts';
 import { IngestRate } from './ingest.ts';
 
 export interface MetricsOptions {
@@ -333,14 +333,10 @@ export class Metrics {
     return `${server}\n${database}`;
   }
 
-  /**
-   * This worker's part of the server's figures: `own` keeps its worker label through the sum
-   * (prom-client's default metrics would otherwise be averaged, kept from the first worker or
-   * left out, e.g. process_start_time_seconds).
-   */
-  private async collectForCluster(): Promise<MetricsJson> {
+  /** This worker's part of the server's figures. */
+  private async collectForCluster(): Promise<WorkerFigures> {
     const [counted, own] = await Promise.all([this.counted.getMetricsAsJSON(), this.own.getMetricsAsJSON()]);
-    return [...counted, ...own.map((m) => ({ ...m, aggregator: 'sum' as const }))];
+    return { counted, own };
   }
 
   /** Stops answering the cluster's collections (a worker's LRS closing). */

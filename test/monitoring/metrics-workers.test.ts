@@ -2,14 +2,16 @@
  * GET /metrics of `lectern runserver` with LECTERN_RUNSERVER_WORKERS=2 (the built CLI, PostgreSQL:
  * SQLite runs in one process): one scrape of the shared port answers for the whole server, every
  * time. Counters are the workers' sums, a process's own figures carry a `worker` label, and the
- * database's figures are read once, not added up per worker. `promtool check metrics` accepts it.
+ * database's figures are read once, not added up per worker. The alert rules find their series on
+ * it, and `promtool check metrics` accepts it.
  */
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request } from 'node:http';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { after, before, describe, test } from 'node:test';
 import { credentialEntries, postgresBackend, statement } from '../helpers/lrs.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
@@ -125,7 +127,7 @@ describe('GET /metrics with two worker processes (postgres)', { skip: postgresSk
     assert.deepEqual(named(samples, 'lectern_db_pool_max').map((s) => [s.labels, s.value]), [[{}, 4]]);
   });
 
-  test('a worker that dies is left out until its replacement serves; scrapes keep answering', async () => {
+  test('a worker that dies: scrapes keep answering, its counts stay in the sums, its replacement reports under a new worker id', async () => {
     const before = new Set(named(parse(await scrape()), 'process_start_time_seconds').map((s) => s.labels.worker));
     const pids = [...srv.stdout().matchAll(/"pid":(\d+),[^\n]*"msg":"Lectern LRS listening on http:/g)].map((m) => Number(m[1])).filter((pid) => pid !== srv.child.pid);
     assert.equal(pids.length, 2, srv.stdout());
@@ -135,11 +137,28 @@ describe('GET /metrics with two worker processes (postgres)', { skip: postgresSk
     // Every scrape answers meanwhile (from one worker, then two); the replacement has a new worker id.
     let workers = before;
     for (let i = 0; i < 200 && (workers.size < 2 || [...workers].every((w) => before.has(w))); i++) {
-      workers = new Set(named(parse(await scrape()), 'process_start_time_seconds').map((s) => s.labels.worker));
+      const samples = parse(await scrape());
+      // Counters never go back (Prometheus would read a reset): the dead worker's part stays.
+      assert.equal(named(samples, 'lectern_statements_stored_total')[0]?.value, N);
+      workers = new Set(named(samples, 'process_start_time_seconds').map((s) => s.labels.worker));
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(workers.size, 2, [...workers].join());
     assert.ok([...workers].some((w) => !before.has(w)), 'the replacement reports under its own worker id');
+  });
+
+  test('every metric and label the alert rules read is on the scrape', async () => {
+    // A refused write: the rejection series exist once used.
+    assert.equal((await fresh(`${srv.url}/xAPI/statements`, 'POST', { not: 'a statement' })).status, 400);
+    const samples = parse(await scrape());
+    const rules = readFileSync(fileURLToPath(new URL('../../deploy/prometheus/lectern-alerts.yml', import.meta.url)), 'utf8');
+    for (const [, name] of rules.matchAll(/\b(lectern_\w+)/g)) assert.ok(named(samples, name!).length, `${name} is not on the scrape`);
+    for (const [, name, matchers] of rules.matchAll(/\b(lectern_\w+)\{([^}]*)\}/g)) {
+      for (const [, label] of matchers!.matchAll(/(\w+)\s*=~?/g)) {
+        if (label === 'job' || label === 'instance') continue;
+        assert.ok(named(samples, name!).some((s) => label! in s.labels), `${name} has no label ${label}`);
+      }
+    }
   });
 
   test('promtool check metrics accepts the scrape', async () => {
