@@ -40,6 +40,11 @@ const isMessage = (m: unknown): m is Message =>
 const plain = (metrics: MetricsJson): MetricsJson =>
   metrics.map((m) => ({ name: m.name, help: m.help, type: m.type, aggregator: m.aggregator, values: m.values }) as MetricsJson[number]);
 
+/** To the primary, if it is still there (a send on a closed channel would be an unhandled 'error'). */
+const tellPrimary = (m: Message): void => {
+  if (process.send && process.connected) process.send(m);
+};
+
 /**
  * A worker's side: answers the primary's collections with `collect()` (this process's figures)
  * and asks it for the server's. Concurrent scrapes of one worker share one request.
@@ -52,8 +57,8 @@ export class WorkerScrapes {
     if (!isMessage(m)) return;
     if (m.type === 'lectern:metrics:collect') {
       this.collect().then(
-        (f) => process.send?.({ type: 'lectern:metrics:collected', id: m.id, figures: { counted: plain(f.counted), own: plain(f.own) } } satisfies Message),
-        (err: unknown) => process.send?.({ type: 'lectern:metrics:collected', id: m.id, error: String((err as Error)?.message ?? err) } satisfies Message),
+        (f) => tellPrimary({ type: 'lectern:metrics:collected', id: m.id, figures: { counted: plain(f.counted), own: plain(f.own) } }),
+        (err: unknown) => tellPrimary({ type: 'lectern:metrics:collected', id: m.id, error: String((err as Error)?.message ?? err) }),
       );
     } else if (m.type === 'lectern:metrics:scraped') {
       const w = this.waiting.get(m.id);
@@ -79,8 +84,8 @@ export class WorkerScrapes {
       const timer = setTimeout(() => fail('the primary process did not answer'), COLLECT_TIMEOUT_MS + 1000);
       const settle = <T>(fn: (v: T) => void) => (v: T) => (clearTimeout(timer), fn(v));
       this.waiting.set(id, { resolve: settle(resolve), reject: settle(reject) });
-      if (process.send && process.connected) {
-        process.send({ type: 'lectern:metrics:scrape', id } satisfies Message);
+      if (process.connected) {
+        tellPrimary({ type: 'lectern:metrics:scrape', id });
       } else {
         clearTimeout(timer);
         fail('the primary process is gone');
@@ -110,14 +115,16 @@ export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
   let retired: MetricsJson[] = [];
 
   const collectOne = (w: Worker) =>
-    new Promise<WorkerFigures | undefined>((resolve, reject) => {
+    new Promise<WorkerFigures>((resolve, reject) => {
       const id = next++;
+      // Gone before it answers: counted as last collected (it is not in the retired yet).
+      const previous = last.get(w) ?? [];
       const done = () => {
         clearTimeout(timer);
         pending.delete(id);
         w.off('exit', onExit);
       };
-      const onExit = () => (done(), resolve(undefined));
+      const onExit = () => (done(), resolve({ counted: previous, own: [] }));
       const timer = setTimeout(() => (done(), reject(new Error(`worker ${w.id} did not answer within ${COLLECT_TIMEOUT_MS / 1000} s`))), COLLECT_TIMEOUT_MS);
       pending.set(id, (m) => {
         done();
@@ -130,17 +137,20 @@ export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
     });
 
   const collectAll = async () => {
-    const workers = [...serving()].filter((w) => w.isConnected());
-    const figures = (await Promise.all(workers.map(collectOne))).filter((f) => f !== undefined);
-    // A process's own series differ by their worker label: summing keeps each as it is (their
-    // own aggregators would average them, keep the first worker's or drop them).
-    const own = figures.map((f) => f.own.map((m) => ({ ...m, aggregator: 'sum' as const })));
     if (retired.length > 1) {
       const parts = retired.length;
       const sum = plain(await AggregatorRegistry.aggregate(retired.slice(0, parts)).getMetricsAsJSON());
       retired = [sum, ...retired.slice(parts)];
     }
-    return AggregatorRegistry.aggregate([...retired, ...figures.map((f) => f.counted), ...own]).metrics();
+    // The workers gone before this collection; one that goes during it is counted by its answer
+    // (or its last one), and among the retired from the next.
+    const gone = [...retired];
+    const workers = [...serving()].filter((w) => w.isConnected());
+    const figures = await Promise.all(workers.map(collectOne));
+    // A process's own series differ by their worker label: summing keeps each as it is (their
+    // own aggregators would average them, keep the first worker's or drop them).
+    const own = figures.map((f) => f.own.map((m) => ({ ...m, aggregator: 'sum' as const })));
+    return AggregatorRegistry.aggregate([...gone, ...figures.map((f) => f.counted), ...own]).metrics();
   };
 
   cluster.on('exit', (w: Worker) => {
