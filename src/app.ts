@@ -37,12 +37,18 @@ export interface RunningLrs {
  * `monitoring`: error reporting when LECTERN_MONITORING_DSN is set (see src/monitoring/sentry.ts);
  * `options.clock`: what credential expiry, rotation grace and retention are measured by (tests move it);
  * `options.storeClock`: what an in-process SQLite store reads `stored` from (tests and screenshots
- * that need statements on past days).
+ * that need statements on past days); `options.worker`: this process is that worker of runserver's
+ * cluster (its /metrics then answers for every worker).
  */
-export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring, options: { clock?: Clock; storeClock?: Clock } = {}): Promise<RunningLrs> {
+export async function startLrs(
+  config: Config,
+  logger: Logger,
+  monitoring?: Monitoring,
+  options: { clock?: Clock; storeClock?: Clock; worker?: number } = {},
+): Promise<RunningLrs> {
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
   const oidc = await discoverOidc(config, logger);
-  const metrics = new Metrics();
+  const metrics = new Metrics({ worker: options.worker });
   const store = metrics.instrument(await openConfiguredStore(config, logger, options.storeClock));
   const auth = createAuthenticator(config, logger, { oidc, credentials: store, clock: options.clock });
   const forwarder = new Forwarder({
@@ -76,6 +82,7 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
       app.log.level = level;
     }
   } catch (err) {
+    metrics.close();
     await store.close();
     throw err;
   }
@@ -103,6 +110,7 @@ export async function startLrs(config: Config, logger: Logger, monitoring?: Moni
         // The refused writes already answered are written before the database closes.
         await rejections.flush();
         await store.close();
+        metrics.close();
       })();
       return closing;
     },

@@ -220,7 +220,7 @@ export const SETTINGS = {
   postgresConnectRetries: {
     name: 'LECTERN_POSTGRES_CONNECT_RETRIES',
     default: '10',
-    help: 'Start-up attempts after the first while PostgreSQL cannot be reached; then start-up fails with a one-line error and exit code 2.',
+    help: 'Start-up attempts after the first while PostgreSQL cannot be reached (a refused connection, no answer, a host name that could not be looked up now); then start-up fails with a one-line error and exit code 2. A one-shot command (`lectern export`, `lectern credentials`, …) makes those of them that fit in 5 s. An unknown host, a refused password or TLS, and a database that cannot be created are not retried.',
     parse: int(0, 1000),
   },
   postgresConnectBackoff: {

@@ -18,6 +18,12 @@ import type { Actor } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
 import { CliError } from './errors.ts';
 
+/**
+ * How long a command waits for a PostgreSQL that cannot be reached (a refused connection, no
+ * answer): a person or a script is waiting, unlike runserver at boot, whose database may still be starting.
+ */
+const COMMAND_CONNECT_WAIT_MS = 5000;
+
 /** The settings runserver uses, `--backend` overriding LECTERN_RUNSERVER_BACKEND; logs go to stderr. */
 export async function openCliStore(backend: string | undefined): Promise<{ config: Config; store: Store }> {
   const env = environment();
@@ -26,7 +32,7 @@ export async function openCliStore(backend: string | undefined): Promise<{ confi
   const logger = createLogger(config.logLevel === 'info' ? 'warn' : config.logLevel, process.stderr);
   for (const u of unknownSettings(env)) logger.warn({ variable: u.variable, closest: u.closest }, u.message);
   try {
-    return { config, store: await openConfiguredStore(config, logger) };
+    return { config, store: await openConfiguredStore(config, logger, undefined, COMMAND_CONNECT_WAIT_MS) };
   } catch (err) {
     throw new CliError(`cannot open the ${config.backend} store: ${(err as Error).message}`);
   }

@@ -10,6 +10,7 @@ import { type RunningLrs, startLrs } from '../app.ts';
 import { parseCredentials } from '../auth/credentials.ts';
 import { authBackends, ConfigError, environment, loadConfig, unknownSettings, type Config } from '../config.ts';
 import { createLogger, type Logger } from '../log.ts';
+import { answerWorkerScrapes } from '../monitoring/cluster.ts';
 import type { Monitoring } from '../monitoring/sentry.ts';
 
 export interface RunserverOptions {
@@ -115,7 +116,7 @@ export async function runserver(opts: RunserverOptions, monitoring?: Monitoring)
   if (config.workers > 1 && cluster.isPrimary) return supervise(config, logger);
   let lrs: RunningLrs;
   try {
-    lrs = await startLrs(config, logger, monitoring);
+    lrs = await startLrs(config, logger, monitoring, { worker: cluster.worker?.id });
   } catch (err) {
     throw new ConfigError(`cannot start the ${config.backend} LRS: ${(err as Error).message}${listenHint(err, opts, env)}`);
   }
@@ -182,7 +183,14 @@ async function supervise(config: Config, logger: Logger): Promise<void> {
   // The workers share one console session secret (LECTERN_CONSOLE_SECRET), generated here when
   // none is set: a session cookie one worker sealed is accepted by every other.
   const env = config.consoleSecret ? {} : { LECTERN_CONSOLE_SECRET: randomBytes(32).toString('base64url') };
+  // Structured clone: the metrics the workers send carry NaN and ±Infinity, which JSON cannot.
+  cluster.setupPrimary({ serialization: 'advanced' });
   const fork = () => cluster.fork(env);
+  // A scrape of any worker answers for the workers serving (src/monitoring/cluster.ts).
+  const serving = new Set<Worker>();
+  cluster.on('message', (w, m) => isReady(m) && serving.add(w));
+  cluster.on('exit', (w) => serving.delete(w));
+  answerWorkerScrapes(() => serving);
   let url: string;
   try {
     url = await started(fork());

@@ -1,13 +1,24 @@
 /**
- * Prometheus metrics (prom-client), one registry per running LRS: HTTP requests, statements,
- * documents, authentication failures, storage latency and connection pool, process metrics, and
- * the forwarding queues of whichever module registers a stats provider (see `registerForwarding`).
+ * Prometheus metrics (prom-client) of a running LRS: HTTP requests, statements, documents,
+ * authentication failures, storage latency and connection pool, process metrics, and the
+ * forwarding queues of whichever module registers a stats provider (see `registerForwarding`).
+ *
+ * Three registries, by how a server of several worker processes (./cluster.ts) reports them:
+ * `counted`, what each process counts, added up over the workers; `own`, a process's own state
+ * (memory, event loop, its request-body budget, its view of the replicas), one series per worker
+ * (a `worker` label); `database`, figures read from the database, the same in every process,
+ * read once per scrape by the worker that answers it. A single process serves all three as they are.
  */
 import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
 import type { ForwardingStats, PoolStats, ReplicaStatus, Store } from '../store/types.ts';
 import type { PreparedStatement } from '../xapi/statement.ts';
+import { type WorkerFigures, WorkerScrapes } from './cluster.ts';
 import { IngestRate } from './ingest.ts';
 
+export interface MetricsOptions {
+  /** This process is worker `worker` (its cluster id) of a server of several: /metrics answers for all of them. */
+  worker?: number;
+}
 
 /** Called at each scrape; may be async (e.g. a queue kept in the database). */
 export type ForwardingStatsProvider = () => ForwardingStats[] | Promise<ForwardingStats[]>;
@@ -31,8 +42,11 @@ const NOT_TIMED = new Set(['migrate', 'close', 'waitForServer', 'poolStats', 're
 const REPLICA_STATES = ['starting', 'up', 'lagging', 'down', 'promoted'] as const;
 
 export class Metrics {
-  readonly registry = new Registry();
-  readonly contentType = this.registry.contentType;
+  private readonly counted = new Registry();
+  private readonly own = new Registry();
+  private readonly database = new Registry();
+  readonly contentType = this.counted.contentType;
+  private readonly cluster: WorkerScrapes | undefined;
   private readonly forwarding: ForwardingStatsProvider[] = [];
   /** Statements newly stored per minute, the last minutes (the admin API's status). */
   readonly ingest = new IngestRate();
@@ -41,60 +55,64 @@ export class Metrics {
     name: 'lectern_http_requests_total',
     help: 'HTTP requests answered, by route template, method and status',
     labelNames: ['route', 'method', 'status'] as const,
-    registers: [this.registry],
+    registers: [this.counted],
   });
   private readonly requestDuration = new Histogram({
     name: 'lectern_http_request_duration_seconds',
     help: 'Time from request received to response sent, by route template, method and status',
     labelNames: ['route', 'method', 'status'] as const,
     buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
+    registers: [this.counted],
   });
   private readonly statementsStored = new Counter({
     name: 'lectern_statements_stored_total',
     help: 'Statements newly stored (a repeated identical statement is not counted again)',
-    registers: [this.registry],
+    registers: [this.counted],
   });
   private readonly violations = new Counter({
     name: 'lectern_statement_violations_total',
     help: 'Rules broken by statements accepted under lax validation (docs/validation.md), by rule (the validator\'s type, e.g. value_error.iri)',
     labelNames: ['rule'] as const,
-    registers: [this.registry],
+    registers: [this.counted],
   });
   private readonly statementsRejected = new Counter({
     name: 'lectern_statements_rejected_total',
     help: 'Statement write requests (PUT/POST) refused, by reason',
     labelNames: ['reason'] as const,
-    registers: [this.registry],
+    registers: [this.counted],
   });
   private readonly rejections = new Counter({
     name: 'lectern_rejections_total',
     help: 'Writes refused with 400, 409 or 413, by what became of them: kept (for `lectern rejections`), dropped (the queue was full) or failed (the database refused the write)',
     labelNames: ['outcome'] as const,
-    registers: [this.registry],
+    registers: [this.counted],
   });
   private readonly documents = new Counter({
     name: 'lectern_documents_total',
     help: 'Successful document operations, by resource (state, activity_profile, agent_profile) and operation (read, write, delete)',
     labelNames: ['resource', 'operation'] as const,
-    registers: [this.registry],
+    registers: [this.counted],
   });
   private readonly authFailures = new Counter({
     name: 'lectern_auth_failures_total',
     help: 'Requests refused for their credentials: 401 (missing or wrong), 403 (not allowed) or 429 (too many failed or concurrent checks from the address)',
     labelNames: ['status'] as const,
-    registers: [this.registry],
+    registers: [this.counted],
   });
   private readonly dbDuration = new Histogram({
     name: 'lectern_db_query_duration_seconds',
     help: 'Storage operations (each one or a few SQL statements), by operation and outcome',
     labelNames: ['backend', 'operation', 'outcome'] as const,
     buckets: LATENCY_BUCKETS,
-    registers: [this.registry],
+    registers: [this.counted],
   });
 
-  constructor() {
-    collectDefaultMetrics({ register: this.registry });
+  constructor(opts: MetricsOptions = {}) {
+    collectDefaultMetrics({ register: this.own });
+    if (opts.worker !== undefined) {
+      this.own.setDefaultLabels({ worker: String(opts.worker) });
+      this.cluster = new WorkerScrapes(() => this.collectForCluster());
+    }
     // Forwarding figures are read from the providers once per scrape, then spread over the metrics.
     let scrape: Promise<ForwardingStats[]> | undefined;
     // A provider that fails (the database is down) leaves its figures out of this scrape: the rest
@@ -113,7 +131,7 @@ export class Metrics {
         name: `lectern_forwarding_${field}`,
         help,
         labelNames: ['target'] as const,
-        registers: [this.registry],
+        registers: [this.database],
         async collect() {
           this.reset();
           for (const s of await read()) this.set({ target: s.target }, s[field]);
@@ -125,7 +143,7 @@ export class Metrics {
         name: `lectern_forwarding_${field}_total`,
         help: `Statements ${field === 'retried' ? 'sent again after a failure' : 'accepted by the target'}, by target`,
         labelNames: ['target'] as const,
-        registers: [this.registry],
+        registers: [this.database],
         async collect() {
           this.reset();
           for (const s of await read()) this.inc({ target: s.target }, s[field]);
@@ -230,7 +248,7 @@ export class Metrics {
       name: 'lectern_db_replica_state',
       help: 'Read replicas by state (1 for the state each is in): up (read from), lagging, down, promoted, starting',
       labelNames: ['replica', 'server', 'state'] as const,
-      registers: [this.registry],
+      registers: [this.own],
       collect() {
         this.reset();
         for (const r of read()) for (const state of REPLICA_STATES) this.set({ replica: String(r.replica), server: r.server, state }, r.state === state ? 1 : 0);
@@ -240,7 +258,7 @@ export class Metrics {
       name: 'lectern_db_replica_lag_seconds',
       help: 'How far each read replica was behind the primary at its last check (absent while unknown)',
       labelNames: ['replica', 'server'] as const,
-      registers: [this.registry],
+      registers: [this.own],
       collect() {
         this.reset();
         for (const r of read()) if (r.lagMs !== null) this.set({ replica: String(r.replica), server: r.server }, r.lagMs / 1000);
@@ -250,7 +268,7 @@ export class Metrics {
       name: 'lectern_db_replica_fallbacks',
       help: 'Reads each read replica failed since the process started (the primary answered them)',
       labelNames: ['replica', 'server'] as const,
-      registers: [this.registry],
+      registers: [this.own],
       collect() {
         this.reset();
         for (const r of read()) this.set({ replica: String(r.replica), server: r.server }, r.fallbacks);
@@ -261,15 +279,15 @@ export class Metrics {
   /** Gauges of a backend's connection pool (PostgreSQL; SQLite has none). */
   private poolGauges(read: () => PoolStats): void {
     for (const [field, help] of [
-      ['total', 'Connections open to the database (busy and idle)'],
-      ['idle', 'Idle connections in the pool'],
-      ['waiting', 'Requests waiting for a free connection'],
-      ['max', 'Largest number of connections the pool opens'],
+      ['total', 'Connections open to the database (busy and idle; with workers, of them all)'],
+      ['idle', 'Idle connections in the pool (with workers, in their pools)'],
+      ['waiting', 'Requests waiting for a free connection (with workers, in them all)'],
+      ['max', 'Largest number of connections the pool opens (with workers, their pools together)'],
     ] as const) {
       new Gauge({
         name: `lectern_db_pool_${field === 'total' ? 'connections' : field}`,
         help,
-        registers: [this.registry],
+        registers: [this.counted],
         collect() {
           this.set(read()[field]);
         },
@@ -286,7 +304,7 @@ export class Metrics {
       name: 'lectern_request_bodies_held_bytes',
       help: 'Bytes held against LECTERN_MAX_BODIES_IN_FLIGHT: request bodies as they arrive (kind="body") and the estimated parsed size of their JSON (kind="parsed")',
       labelNames: ['kind'] as const,
-      registers: [this.registry],
+      registers: [this.own],
       collect() {
         const now = read();
         this.set({ kind: 'body' }, now.body);
@@ -296,7 +314,7 @@ export class Metrics {
     new Gauge({
       name: 'lectern_request_bodies_max_bytes',
       help: 'LECTERN_MAX_BODIES_IN_FLIGHT: the most bytes request bodies (and their parsed estimates) may hold at once',
-      registers: [this.registry],
+      registers: [this.own],
       collect() {
         this.set(read().total);
       },
@@ -308,9 +326,22 @@ export class Metrics {
     this.rejections.inc({ outcome }, n);
   }
 
-  /** The exposition text. */
-  render(): Promise<string> {
-    return this.registry.metrics();
+  /** The exposition text: this process's, or with workers the whole server's (a worker that does not answer fails it). */
+  async render(): Promise<string> {
+    if (!this.cluster) return Registry.merge([this.counted, this.own, this.database]).metrics();
+    const [server, database] = await Promise.all([this.cluster.scrape(), this.database.metrics()]);
+    return `${server}\n${database}`;
+  }
+
+  /** This worker's part of the server's figures. */
+  private async collectForCluster(): Promise<WorkerFigures> {
+    const [counted, own] = await Promise.all([this.counted.getMetricsAsJSON(), this.own.getMetricsAsJSON()]);
+    return { counted, own };
+  }
+
+  /** Stops answering the cluster's collections (a worker's LRS closing). */
+  close(): void {
+    this.cluster?.close();
   }
 }
 

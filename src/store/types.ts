@@ -141,6 +141,11 @@ export class StoreUnreachableError extends Error {
   override name = 'StoreUnreachableError';
 }
 
+/** A database server that cannot be used as configured (unknown host, refused credentials or TLS): start-up does not retry it. */
+export class StoreRefusedError extends Error {
+  override name = 'StoreRefusedError';
+}
+
 export interface StoreLifecycle {
   readonly backend: string;
   /** Creates or migrates the schema. */

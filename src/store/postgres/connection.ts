@@ -14,9 +14,9 @@ import { redactUrl } from '../../redact.ts';
 import type { Logger } from '../../log.ts';
 import { type Program, runAsync } from '../program.ts';
 import { SharedStore } from '../shared.ts';
-import { type PoolStats, StoreUnreachableError } from '../types.ts';
+import { type PoolStats, StoreRefusedError, StoreUnreachableError } from '../types.ts';
 import { POSTGRES_DIALECT } from './dialect.ts';
-import { describe, isDiskFull, isRetryable, isUnavailable, toLrsError } from './errors.ts';
+import { describe, isDiskFull, isRetryable, isUnavailable, isUnknownHost, refusal, serverOf, toLrsError, waitReason } from './errors.ts';
 import { LOCK_JOB, LOCK_MIGRATE } from './locks.ts';
 import { MIGRATIONS } from './migrations.ts';
 
@@ -31,6 +31,10 @@ export interface PostgresOptions {
   connectRetries: number;
   /** Start-up only: first wait between attempts in ms; doubles, capped at 30 s. */
   connectBackoffMs: number;
+  /** Start-up only: give up once the next retry would end later than this (ms) after the first attempt (a one-shot command's short wait). */
+  connectWaitMs?: number;
+  /** What the URL is called in start-up errors (the setting that holds it). */
+  urlName?: string;
   logger?: Logger;
   /** Streaming standbys that answer the reads of StatementStore.readView (./replicas.ts). */
   readUrls?: string[];
@@ -212,39 +216,57 @@ export abstract class PostgresConnection extends SharedStore {
 
   // ----- lifecycle -------------------------------------------------------------------------
   /**
-   * Start-up: waits for the server (retrying with backoff while it cannot be reached), creates the
-   * database when it does not exist, then fails with one clear line if it never answers.
+   * Start-up: waits for the server while it cannot be reached (a refused connection, a timeout: it
+   * may be starting), saying so before each retry; creates the database when it does not exist.
+   * What retrying cannot mend fails at once (StoreRefusedError): an unknown host, a refused
+   * password or TLS, a database that cannot be created. Gives up with StoreUnreachableError after
+   * connectRetries, or once the next retry would end past connectWaitMs.
    */
   async waitForServer(): Promise<void> {
-    const where = redactUrl(this.opts.url);
+    const name = this.opts.urlName ?? 'the URL';
+    const where = `${redactUrl(this.opts.url)} (${name})`;
+    const server = serverOf(this.opts.url);
+    const startedMs = this.clock.now();
+    const retries = this.plannedRetries();
     let createdDb = false;
     for (let attempt = 0; ; attempt++) {
       try {
         await this.pool.query('SELECT 1');
         return;
       } catch (err) {
-        const code = (err as { code?: string }).code;
-        if (code === '3D000' && !createdDb) {
+        if ((err as { code?: string }).code === '3D000' && !createdDb) {
           createdDb = true;
-          await this.createDatabase();
+          await this.createDatabase(where);
           attempt--;
           continue;
         }
-        if (!isUnavailable(err)) throw new Error(`PostgreSQL at ${where} refused the connection: ${describe(err)}`);
-        if (attempt >= this.opts.connectRetries) {
-          throw new StoreUnreachableError(`cannot reach PostgreSQL at ${where}: ${describe(err)} (gave up after ${attempt + 1} attempt${attempt ? 's' : ''})`);
-        }
+        if (!isUnavailable(err) || isUnknownHost(err)) throw new StoreRefusedError(refusal(err, where, name));
         const wait = this.retryWait(attempt);
+        // Attempts that take their connect timeout use up a short wait sooner.
+        const overBudget = this.opts.connectWaitMs !== undefined && this.clock.now() - startedMs + wait > this.opts.connectWaitMs;
+        if (attempt >= retries || overBudget) {
+          const tries = `gave up after ${attempt + 1} attempt${attempt ? 's' : ''}`;
+          throw new StoreUnreachableError(`cannot reach PostgreSQL at ${where}: ${waitReason(err, this.opts.connectTimeoutMs)} (${describe(err)}; ${tries})`);
+        }
         // What is left if the server stays away: this wait and the later ones (each attempt may also take up to the connect timeout).
         let leftMs = 0;
-        for (let a = attempt; a < this.opts.connectRetries; a++) leftMs += this.retryWait(a);
+        for (let a = attempt; a < retries; a++) leftMs += this.retryWait(a);
         this.opts.logger?.warn(
-          { attempt: attempt + 1, retries: this.opts.connectRetries, waitMs: wait, leftMs, err: describe(err) },
-          `cannot reach PostgreSQL at ${where} (${describe(err)}); retrying in ${wait} ms, attempt ${attempt + 2} of ${this.opts.connectRetries + 1}; giving up in about ${Math.ceil(leftMs / 1000)} s`,
+          { attempt: attempt + 1, retries, waitMs: wait, leftMs, err: describe(err) },
+          `waiting for PostgreSQL at ${server}: ${waitReason(err, this.opts.connectTimeoutMs)}, retrying in ${wait} ms (attempt ${attempt + 2} of ${retries + 1}; giving up in about ${Math.ceil(leftMs / 1000)} s)`,
         );
         await sleep(wait);
       }
     }
+  }
+
+  /** connectRetries, or fewer: as many as fit their waits in connectWaitMs. */
+  private plannedRetries(): number {
+    const budget = this.opts.connectWaitMs;
+    if (budget === undefined) return this.opts.connectRetries;
+    let n = 0;
+    for (let waited = 0; n < this.opts.connectRetries && (waited += this.retryWait(n)) <= budget; ) n++;
+    return n;
   }
 
   /** The wait before start-up attempt `attempt + 2`: the backoff doubling from connectBackoffMs, at most 30 s. */
@@ -253,7 +275,7 @@ export abstract class PostgresConnection extends SharedStore {
   }
 
   /** Creates the configured database through the `postgres` maintenance database. */
-  protected async createDatabase(): Promise<void> {
+  protected async createDatabase(where: string): Promise<void> {
     const url = new URL(this.opts.url);
     const name = decodeURIComponent(url.pathname.slice(1));
     url.pathname = '/postgres';
@@ -265,7 +287,9 @@ export abstract class PostgresConnection extends SharedStore {
     } catch (err) {
       const code = (err as { code?: string }).code;
       if (code === '42P04' || code === '23505') return; // another process created it first
-      throw new Error(`PostgreSQL database ${JSON.stringify(name)} does not exist and cannot be created: ${describe(err)}`);
+      throw new StoreRefusedError(
+        `PostgreSQL at ${where}: the database ${JSON.stringify(name)} does not exist and cannot be created: ${describe(err)}; create it, or let the user create databases (CREATEDB)`,
+      );
     } finally {
       await c.end().catch(() => undefined);
     }

@@ -41,6 +41,57 @@ export function describe(err: unknown): string {
 }
 
 /**
+ * The server's name does not resolve: getaddrinfo's ENOTFOUND (no such name) stays so, unlike
+ * EAI_AGAIN (the resolver did not answer), which start-up retries as it does a refused connection.
+ */
+export const isUnknownHost = (err: unknown): boolean => {
+  const e = err as PgLikeError | null;
+  return e?.code === 'ENOTFOUND' || (Array.isArray(e?.errors) && e.errors.some(isUnknownHost));
+};
+
+/** host:port of a connection URL, for the lines that say what start-up waits for (never the user or password). */
+export function serverOf(url: string): string {
+  try {
+    const u = new URL(url);
+    return `${u.hostname || u.searchParams.get('host') || 'localhost'}:${u.port || '5432'}`;
+  } catch {
+    return 'the configured server';
+  }
+}
+
+/** Why start-up waits, in words: a refused connection, no answer in time, or the error itself. */
+export function waitReason(err: unknown, connectTimeoutMs: number): string {
+  const e = err as PgLikeError;
+  const codes = [e.code, ...(Array.isArray(e.errors) ? e.errors.map((x) => (x as PgLikeError).code) : [])];
+  if (codes.includes('ECONNREFUSED')) return 'connection refused';
+  if (codes.includes('ETIMEDOUT') || /timeout exceeded when trying to connect/i.test(e.message ?? '')) return `no answer within ${connectTimeoutMs} ms`;
+  if (codes.includes('EAI_AGAIN')) return 'its host name could not be looked up (EAI_AGAIN)';
+  if (codes.includes('EHOSTUNREACH') || codes.includes('ENETUNREACH')) return 'no route to the host';
+  return describe(err);
+}
+
+/**
+ * A start-up failure that retrying cannot mend, in one line: what happened at `where` (the URL,
+ * password masked, and what names it) and what to check in `name`.
+ */
+export function refusal(err: unknown, where: string, name: string): string {
+  const e = err as PgLikeError;
+  if (isUnknownHost(err)) {
+    const host = /ENOTFOUND (\S+)/.exec(describe(err))?.[1] ?? 'of the URL';
+    return `PostgreSQL at ${where}: unknown host ${host} (${describe(err)}); check the host name in ${name} (an unknown host is not retried)`;
+  }
+  const check =
+    e.code === '28P01'
+      ? `check the user and password in ${name} (or PGPASSWORD)`
+      : e.code === '28000'
+        ? `check the user in ${name} and the server's pg_hba.conf`
+        : /SSL|TLS|certificate/i.test(`${e.message ?? ''} ${e.code ?? ''}`)
+          ? `check sslmode in ${name} and the server's TLS set-up`
+          : `check ${name}`;
+  return `PostgreSQL at ${where} refused the connection: ${describe(err)}; ${check} (not retried)`;
+}
+
+/**
  * SQLSTATE 53100 (disk_full): PostgreSQL could not extend a file. The connection is sound and the
  * transaction rolled back; writes succeed again once the disk has room.
  */
