@@ -154,6 +154,7 @@ program
   .option('--agent <json>', 'only statements about this Agent (as GET /statements?agent=)')
   .option('--verb <iri>', 'only statements with this verb')
   .option('--activity <iri>', 'only statements about this activity')
+  .option('--violations <file>', 'where the violations of statements stored under lax validation go, for a restore (default: beside the output, backup.ndjson.gz → backup.violations.ndjson.gz; with -o -: not written unless given)')
   .option('--attachments [dir]', 'also write attachment contents, one file per SHA-2 (default: beside the output, backup.ndjson.gz → backup.attachments/)')
   .option('--documents [file]', 'also write State, Activity Profile and Agent Profile documents (default: backup.ndjson.gz → backup.documents.ndjson.gz)')
   .option('--after <position>', 'continue an interrupted export after this position (printed on Ctrl-C)')
@@ -174,13 +175,14 @@ program
   .option('--token <token>', 'bearer token for --from-lrs')
   .option('--attachments [dir]', 'attachment contents: a folder of files named by SHA-2 (default: the export\'s, backup.attachments/, when present); with --from-lrs: pull them too')
   .option('--documents [file]', 'documents file to import (default: the export\'s, backup.documents.ndjson[.gz], when present)')
+  .option('--violations <file>', 'the statements an export says were stored under lax validation, restored so whatever --validation says (default: the export\'s, backup.violations.ndjson[.gz], when present)')
   .option('--rejects <file>', 'where refused statements are reported, one JSON line each (default: backup.rejects.ndjson beside the file)')
   .option('--batch-size <n>', 'statements per transaction', '1000')
   .option('--page-size <n>', 'statements per page asked of the other LRS', '500')
   .option('--skip <n>', 'skip the first N lines (resume; printed on Ctrl-C)')
   .option('--more <url>', 'with --from-lrs: start at this more link (resume; printed on Ctrl-C)')
   .option('--authority <json>', 'authority for imported statements that have none')
-  .option('--validation <mode>', 'strict or lax, as a credential\'s (docs/validation.md); default: LECTERN_XAPI_VALIDATION')
+  .option('--validation <mode>', 'strict or lax, as a credential\'s (docs/validation.md), for the statements the violations file does not name; default: LECTERN_XAPI_VALIDATION')
   .addOption(progressOption())
   .action((file: string | undefined, o: Parameters<typeof import('./import.ts').importCommand>[1]) =>
     monitored('import', async () => (await import('./import.ts')).importCommand(file, o), [o.password, o.token]),
