@@ -16,8 +16,9 @@ export interface ExportOptions {
   output?: string;
   backend?: string;
   target?: string;
-  since?: string;
-  until?: string;
+  /** Epoch ms, both (the options read them: ./options.ts, timeOption). */
+  since?: number;
+  until?: number;
   agent?: string;
   verb?: string;
   activity?: string;
@@ -34,8 +35,9 @@ export interface ExportOptions {
 
 /** The filters as the Statement resource parses them (same validation, same messages). */
 function parseFilters(opts: ExportOptions): StatementQuery {
+  const iso = (ms: number | undefined) => (ms === undefined ? undefined : new Date(ms).toISOString());
   try {
-    return exportQuery(opts);
+    return exportQuery({ agent: opts.agent, verb: opts.verb, activity: opts.activity, since: iso(opts.since), until: iso(opts.until) });
   } catch (err) {
     if (err instanceof ValidationFailed) throw new CliError(`bad filter: ${err.issues!.map((i) => `--${i.loc[1]} ${i.msg}`).join('; ')}`);
     throw err;

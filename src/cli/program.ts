@@ -9,6 +9,7 @@ import { environment, loadConfig, sqliteWriterThread, type Config } from '../con
 import type { Monitoring } from '../monitoring/sentry.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import { CliError } from './errors.ts';
+import { backendOption, outboxTarget, progressOption, timeOption } from './options.ts';
 
 /** Errors that say what the user must fix: one line on stderr, exit code 2. */
 const USER_ERRORS = new Set(['CliError', 'OpsError', 'ConfigError', 'CredentialsFileError']);
@@ -139,9 +140,6 @@ program
     ),
   );
 
-const backendOption = () => new Option('-b, --backend <backend>', 'storage backend: sqlite or postgres (LECTERN_RUNSERVER_BACKEND; other settings as for runserver)');
-const progressOption = () => new Option('--progress-interval <seconds>', 'seconds between progress lines when stderr is not a terminal').default('10');
-
 program
   .command('export')
   .description("write a store's statements as NDJSON in stored order (and optionally attachments and documents)")
@@ -149,8 +147,8 @@ program
   .requiredOption('-o, --output <file>', 'the statements file (- for stdout; .gz compresses)')
   .addOption(backendOption())
   .option('-t, --target <target>', 'the store (tenant) to export; default: the default store')
-  .option('--since <timestamp>', 'only statements stored after this instant')
-  .option('--until <timestamp>', 'only statements stored at or before this instant')
+  .addOption(timeOption('--since <time>', 'only statements stored after this time'))
+  .addOption(timeOption('--until <time>', 'only statements stored at or before this time'))
   .option('--agent <json>', 'only statements about this Agent (as GET /statements?agent=)')
   .option('--verb <iri>', 'only statements with this verb')
   .option('--activity <iri>', 'only statements about this activity')
@@ -217,7 +215,7 @@ program
   .command('prune')
   .description('remove the statements stored before a time (and kept rejections as old) from every store, or one')
   .helpOption('-h, --help', 'show help')
-  .option('--before <time>', 'required: an ISO 8601 time with its offset, e.g. 2025-01-01T00:00:00Z; statements stored before it go')
+  .addOption(timeOption('--before <time>', 'required: the statements stored before this time go'))
   .addOption(backendOption())
   .option('-t, --target <target>', 'the store (tenant); every store when absent')
   .option('--dry-run', 'print what would be removed; change nothing')
@@ -230,9 +228,6 @@ const forwarding = program
   .command('forwarding')
   .description('statement forwarding (LECTERN_XAPI_FORWARDINGS): outbox figures and dead letters')
   .helpOption('-h, --help', 'show help');
-// The outbox belongs to the database, shared by its stores: -t/--target (a store elsewhere) is
-// refused with the reason, and a forwarding target is named by --url.
-const outboxTarget = () => new Option('-t, --target <target>', 'not for forwarding: the outbox is shared by every store of the database').hideHelp();
 forwarding
   .command('status')
   .description('queued, delivered, retried and dead-lettered statements per target')
@@ -269,7 +264,7 @@ credentials
   .option('-A, --agent-account <name_homepage...>', 'authority agent: account NAME HOMEPAGE')
   .addOption(new Option('--agent-ifi-account <name_homepage...>', 'alias of --agent-account').hideHelp())
   .option('-N, --agent-name <name>', 'the agent name')
-  .option('--expires <iso8601>', 'when it stops working: 2027-01-31 (midnight UTC) or 2027-01-31T18:00:00Z')
+  .addOption(timeOption('--expires <time>', 'when it stops working'))
   .option('--label <text>', 'what it is for, shown by list')
   .option('--validation <mode>', "statement validation for it: strict or lax (default: the server's)")
   .option('--key <key>', 'a key of your choosing instead of a generated one')
@@ -321,7 +316,7 @@ rejections
   .helpOption('-h, --help', 'show help')
   .addOption(backendOption())
   .option('-t, --target <target>', 'only this store (tenant); default: every store')
-  .option('--since <timestamp>', 'only those refused at or after this instant')
+  .addOption(timeOption('--since <time>', 'only those refused at or after this time'))
   .option('--reason <type>', 'only those with a reason of this type, or of a type it begins up to a dot (value_error finds value_error.iri)')
   .option('--limit <n>', 'at most this many (default 1000)')
   .option('--json', 'print JSON')
