@@ -91,7 +91,15 @@ function restartWithMemorySettings(backend: string | undefined): void {
 const program = new Command('lectern')
   .description('Lectern: an xAPI 1.0.3 and 2.0 Learning Record Store')
   .version(LECTERN_VERSION, '-v, --version')
-  .helpOption('-h, --help', 'show help');
+  .helpOption('-h, --help', 'show help')
+  .option('--env-file <path>', "settings from this file (systemd's EnvironmentFile= format, e.g. /etc/lectern/lectern.env), over those of the environment")
+  // Shown in every command's help; the subcommands copy it as they are made.
+  .configureHelp({ showGlobalOptions: true })
+  // Before any command (and its monitoring) reads its settings.
+  .hook('preAction', async () => {
+    const file = (program.opts() as { envFile?: string }).envFile;
+    if (file !== undefined) (await import('./env-file.ts')).applyEnvironmentFile(file);
+  });
 
 program
   .command('runserver')
