@@ -119,6 +119,12 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
       assert.deepEqual(await violationsOf(copy, VALID.id, 'tampered'), []);
       const rejected = readFileSync(join(copy.dir, 'tampered.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string });
       assert.deepEqual(rejected.map((x) => x.id), [BROKEN[2].statement.id]);
+
+      // A line that names no statement stops the import before it stores anything.
+      writeFileSync(marksFile, `${JSON.stringify({ id: VALID.id, violations: [] })}\n{"violations": []}\n`);
+      const bad = await runCli(copy, ['import', file, '-t', 'refused']);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /tampered\.violations\.ndjson, line 2: each line needs the "id" of a statement \(a UUID\)/);
     });
 
     test('an export without its violations file (an older Lectern\'s, a foreign file): refused under strict, stored with --validation lax', async () => {
