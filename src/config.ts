@@ -1,6 +1,7 @@
 /**
  * Every setting Lectern reads, declared once: name, default, meaning and parser. Values come from
- * the environment, then from a `.env` file in the working directory (the real environment wins).
+ * the environment (into which a command's `--env-file` has set its variables), then from a `.env`
+ * file in the working directory (the real environment wins).
  * `loadConfig` validates them all and throws a ConfigError naming the first bad variable.
  */
 import { existsSync, readFileSync } from 'node:fs';
@@ -468,10 +469,21 @@ export function environment(env: NodeJS.ProcessEnv = process.env, cwd = process.
   return merged;
 }
 
-/** "from /path/.env" or "from the environment", for a variable of an `environment()` result. */
+/** The variables a command's `--env-file` set in the environment (src/cli/env-file.ts), and that file's path. */
+const envFileVariables = new Map<string, string>();
+
+/** Records that `file` (an `--env-file`) set these variables, for the messages that say where a value came from. */
+export function noteEnvFile(file: string, names: Iterable<string>): void {
+  for (const name of names) envFileVariables.set(name, file);
+}
+
+/** "from /path/.env", "from /path/of/--env-file" or "from the environment", for a variable of an `environment()` result. */
 function origin(env: Record<string, string | undefined>, name: string): string | undefined {
   const o = origins.get(env);
-  return o && (o.fromFile.has(name) ? `from ${o.file}` : 'from the environment');
+  if (!o) return undefined;
+  if (o.fromFile.has(name)) return `from ${o.file}`;
+  const file = envFileVariables.get(name);
+  return file && env[name] === process.env[name] ? `from ${file}` : 'from the environment';
 }
 
 /** Levenshtein distance: the closest known name to a misspelled one. */

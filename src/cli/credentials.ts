@@ -21,7 +21,8 @@ export interface CreateOptions extends Common {
   agentOpenid?: string;
   agentAccount?: string[];
   agentName?: string;
-  expires?: string;
+  /** Epoch ms (the option reads it: ./options.ts, timeOption). */
+  expires?: number;
   label?: string;
   validation?: string;
   key?: string;
@@ -47,7 +48,7 @@ export async function createCommand(o: CreateOptions): Promise<void> {
   };
   const agent = buildAgent(agentOptions);
   await withAdmin(o.backend, async (ctx, by) => {
-    const issued = await createCredential(ctx, by, { scopes: o.scope ?? [], agent, target: o.target, expires: o.expires, label: o.label, validation: o.validation, key: o.key });
+    const issued = await createCredential(ctx, by, { scopes: o.scope ?? [], agent, target: o.target, expires: o.expires === undefined ? undefined : new Date(o.expires).toISOString(), label: o.label, validation: o.validation, key: o.key });
     printIssued(issued, o.json, 'created');
   });
 }

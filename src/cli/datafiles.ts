@@ -66,13 +66,14 @@ export function parseAgentOption(raw: string, option: string): Actor {
 }
 
 /**
- * The sibling paths of an export: `backup.ndjson.gz` → `backup.attachments/` and
- * `backup.documents.ndjson.gz` (compressed when the statements are); an import's `backup.rejects.ndjson`.
+ * The sibling paths of an export: `backup.ndjson.gz` → `backup.violations.ndjson.gz`,
+ * `backup.attachments/` and `backup.documents.ndjson.gz` (compressed when the statements are); an
+ * import's `backup.rejects.ndjson`.
  */
-export function siblings(file: string): { attachments: string; documents: string; rejects: string } {
-  const gz = file.endsWith('.gz');
+export function siblings(file: string): { violations: string; attachments: string; documents: string; rejects: string } {
+  const gz = file.endsWith('.gz') ? '.gz' : '';
   const base = file.replace(/\.gz$/, '').replace(/\.(ndjson|jsonl|json)$/, '');
-  return { attachments: `${base}.attachments`, documents: `${base}.documents.ndjson${gz ? '.gz' : ''}`, rejects: `${base}.rejects.ndjson` };
+  return { violations: `${base}.violations.ndjson${gz}`, attachments: `${base}.attachments`, documents: `${base}.documents.ndjson${gz}`, rejects: `${base}.rejects.ndjson` };
 }
 
 /** A writer with backpressure; `.gz` files are gzip compressed; '-' is stdout. */

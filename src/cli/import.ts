@@ -1,11 +1,13 @@
 /**
  * `lectern import`: statements from an export (NDJSON or a JSON array, `.gz` too) or pulled from
  * another LRS's Statement resource, stored as POST would (src/ops/import.ts), in batches; refused
- * statements reported in the rejects file. Ctrl-C stops after the batch in hand and prints how to
- * resume.
+ * statements reported in the rejects file. Those an export's violations file names were stored
+ * under lax validation at the source, and are validated so here. Ctrl-C stops after the batch in
+ * hand and prints how to resume.
  */
 import { existsSync } from 'node:fs';
-import { IMPORT_AUTHORITY, fileItems, type ImportCounts, type ImportItem, importDocuments, StatementImport } from '../ops/import.ts';
+import { fileItems, type ImportItem, readViolationIds } from '../ops/archive.ts';
+import { IMPORT_AUTHORITY, type ImportCounts, importDocuments, StatementImport } from '../ops/import.ts';
 import { checkValidation } from '../ops/credentials.ts';
 import { CliError } from './errors.ts';
 import { openPull, type Pull } from './from-lrs.ts';
@@ -27,6 +29,7 @@ export interface ImportOptions {
   pageSize?: string;
   authority?: string;
   validation?: string;
+  violations?: string;
   more?: string;
   progressInterval?: string;
 }
@@ -49,7 +52,9 @@ export async function importCommand(file: string | undefined, opts: ImportOption
     typeof v === 'string' ? v : sibling && (v === true || existsSync(sibling)) ? sibling : undefined;
   const attachmentsDir = opts.fromLrs ? undefined : pick(opts.attachments, side?.attachments);
   const documentsFile = opts.fromLrs ? undefined : pick(opts.documents, side?.documents);
-  for (const [path, what] of [[attachmentsDir, 'attachments folder'], [documentsFile, 'documents file']] as const) {
+  if (opts.fromLrs !== undefined && opts.violations !== undefined) throw new CliError('--violations is the violations file of an export: not for --from-lrs');
+  const violationsFile = opts.fromLrs ? undefined : pick(opts.violations, side?.violations);
+  for (const [path, what] of [[violationsFile, 'violations file'], [attachmentsDir, 'attachments folder'], [documentsFile, 'documents file']] as const) {
     if (path && !existsSync(path)) throw new CliError(`the ${what} ${path} does not exist`);
   }
   const rejectsPath = opts.rejects ?? (side ? side.rejects : 'lectern-import.rejects.ndjson');
@@ -66,13 +71,14 @@ export async function importCommand(file: string | undefined, opts: ImportOption
   }
 
   const asked = checkValidation(opts.validation);
+  const laxAtSource = violationsFile === undefined ? undefined : await readViolationIds(openInput(violationsFile).stream, violationsFile);
   const { config, store } = await openCliStore(opts.backend);
   const validation = asked ?? config.xapiValidation;
   const tenant = opts.target ?? '';
   let rejectsFile: OutputFile | undefined;
   const rejects = () => (rejectsFile ??= new OutputFile(rejectsPath, { append: skip > 0 || opts.more !== undefined }));
   const rejectsSink = { write: (text: string) => rejects().write(text) };
-  const job = new StatementImport({ store, tenant, authority, rejects: rejectsSink, attachmentsDir, validation });
+  const job = new StatementImport({ store, tenant, authority, rejects: rejectsSink, attachmentsDir, validation, laxAtSource });
   const n = (x: number) => x.toLocaleString('en-US');
   const onProgress = progressBars<'statements', ImportCounts>(
     { statements: { label: 'import', unit: 'statements', total: input?.size } },
@@ -97,6 +103,7 @@ export async function importCommand(file: string | undefined, opts: ImportOption
     const c = job.counts;
     process.stderr.write(
       `imported ${c.read} statements: ${c.inserted} stored, ${c.existing} already stored, ${c.rejected} rejected` +
+        (laxAtSource ? `; ${c.laxAtSource} of them stored under lax validation at the source, their violations kept (${violationsFile})` : '') +
         (docs ? `; ${docs.stored} documents stored, ${docs.unchanged} unchanged, ${docs.rejected} rejected` : '') +
         (c.rejected || docs?.rejected ? ` (reasons in ${rejectsPath})` : '') +
         '\n',

@@ -9,6 +9,7 @@ import { environment, loadConfig, sqliteWriterThread, type Config } from '../con
 import type { Monitoring } from '../monitoring/sentry.ts';
 import { LECTERN_VERSION } from '../version.ts';
 import { CliError } from './errors.ts';
+import { backendOption, outboxTarget, progressOption, timeOption } from './options.ts';
 
 /** Errors that say what the user must fix: one line on stderr, exit code 2. */
 const USER_ERRORS = new Set(['CliError', 'OpsError', 'ConfigError', 'CredentialsFileError']);
@@ -90,7 +91,15 @@ function restartWithMemorySettings(backend: string | undefined): void {
 const program = new Command('lectern')
   .description('Lectern: an xAPI 1.0.3 and 2.0 Learning Record Store')
   .version(LECTERN_VERSION, '-v, --version')
-  .helpOption('-h, --help', 'show help');
+  .helpOption('-h, --help', 'show help')
+  .option('--env-file <path>', "settings from this file (systemd's EnvironmentFile= format, e.g. /etc/lectern/lectern.env), over those of the environment")
+  // Shown in every command's help; the subcommands copy it as they are made.
+  .configureHelp({ showGlobalOptions: true })
+  // Before any command (and its monitoring) reads its settings.
+  .hook('preAction', async () => {
+    const file = (program.opts() as { envFile?: string }).envFile;
+    if (file !== undefined) (await import('./env-file.ts')).applyEnvironmentFile(file);
+  });
 
 program
   .command('runserver')
@@ -139,9 +148,6 @@ program
     ),
   );
 
-const backendOption = () => new Option('-b, --backend <backend>', 'storage backend: sqlite or postgres (LECTERN_RUNSERVER_BACKEND; other settings as for runserver)');
-const progressOption = () => new Option('--progress-interval <seconds>', 'seconds between progress lines when stderr is not a terminal').default('10');
-
 program
   .command('export')
   .description("write a store's statements as NDJSON in stored order (and optionally attachments and documents)")
@@ -149,11 +155,12 @@ program
   .requiredOption('-o, --output <file>', 'the statements file (- for stdout; .gz compresses)')
   .addOption(backendOption())
   .option('-t, --target <target>', 'the store (tenant) to export; default: the default store')
-  .option('--since <timestamp>', 'only statements stored after this instant')
-  .option('--until <timestamp>', 'only statements stored at or before this instant')
+  .addOption(timeOption('--since <time>', 'only statements stored after this time'))
+  .addOption(timeOption('--until <time>', 'only statements stored at or before this time'))
   .option('--agent <json>', 'only statements about this Agent (as GET /statements?agent=)')
   .option('--verb <iri>', 'only statements with this verb')
   .option('--activity <iri>', 'only statements about this activity')
+  .option('--violations <file>', 'where the violations of statements stored under lax validation go, for a restore (default: beside the output, backup.ndjson.gz → backup.violations.ndjson.gz; with -o -: not written unless given)')
   .option('--attachments [dir]', 'also write attachment contents, one file per SHA-2 (default: beside the output, backup.ndjson.gz → backup.attachments/)')
   .option('--documents [file]', 'also write State, Activity Profile and Agent Profile documents (default: backup.ndjson.gz → backup.documents.ndjson.gz)')
   .option('--after <position>', 'continue an interrupted export after this position (printed on Ctrl-C)')
@@ -174,13 +181,14 @@ program
   .option('--token <token>', 'bearer token for --from-lrs')
   .option('--attachments [dir]', 'attachment contents: a folder of files named by SHA-2 (default: the export\'s, backup.attachments/, when present); with --from-lrs: pull them too')
   .option('--documents [file]', 'documents file to import (default: the export\'s, backup.documents.ndjson[.gz], when present)')
+  .option('--violations <file>', 'the statements an export says were stored under lax validation, restored so whatever --validation says (default: the export\'s, backup.violations.ndjson[.gz], when present)')
   .option('--rejects <file>', 'where refused statements are reported, one JSON line each (default: backup.rejects.ndjson beside the file)')
   .option('--batch-size <n>', 'statements per transaction', '1000')
   .option('--page-size <n>', 'statements per page asked of the other LRS', '500')
   .option('--skip <n>', 'skip the first N lines (resume; printed on Ctrl-C)')
   .option('--more <url>', 'with --from-lrs: start at this more link (resume; printed on Ctrl-C)')
   .option('--authority <json>', 'authority for imported statements that have none')
-  .option('--validation <mode>', 'strict or lax, as a credential\'s (docs/validation.md); default: LECTERN_XAPI_VALIDATION')
+  .option('--validation <mode>', 'strict or lax, as a credential\'s (docs/validation.md), for the statements the violations file does not name; default: LECTERN_XAPI_VALIDATION')
   .addOption(progressOption())
   .action((file: string | undefined, o: Parameters<typeof import('./import.ts').importCommand>[1]) =>
     monitored('import', async () => (await import('./import.ts')).importCommand(file, o), [o.password, o.token]),
@@ -215,7 +223,7 @@ program
   .command('prune')
   .description('remove the statements stored before a time (and kept rejections as old) from every store, or one')
   .helpOption('-h, --help', 'show help')
-  .option('--before <time>', 'required: an ISO 8601 time with its offset, e.g. 2025-01-01T00:00:00Z; statements stored before it go')
+  .addOption(timeOption('--before <time>', 'required: the statements stored before this time go'))
   .addOption(backendOption())
   .option('-t, --target <target>', 'the store (tenant); every store when absent')
   .option('--dry-run', 'print what would be removed; change nothing')
@@ -228,9 +236,6 @@ const forwarding = program
   .command('forwarding')
   .description('statement forwarding (LECTERN_XAPI_FORWARDINGS): outbox figures and dead letters')
   .helpOption('-h, --help', 'show help');
-// The outbox belongs to the database, shared by its stores: -t/--target (a store elsewhere) is
-// refused with the reason, and a forwarding target is named by --url.
-const outboxTarget = () => new Option('-t, --target <target>', 'not for forwarding: the outbox is shared by every store of the database').hideHelp();
 forwarding
   .command('status')
   .description('queued, delivered, retried and dead-lettered statements per target')
@@ -267,7 +272,7 @@ credentials
   .option('-A, --agent-account <name_homepage...>', 'authority agent: account NAME HOMEPAGE')
   .addOption(new Option('--agent-ifi-account <name_homepage...>', 'alias of --agent-account').hideHelp())
   .option('-N, --agent-name <name>', 'the agent name')
-  .option('--expires <iso8601>', 'when it stops working: 2027-01-31 (midnight UTC) or 2027-01-31T18:00:00Z')
+  .addOption(timeOption('--expires <time>', 'when it stops working'))
   .option('--label <text>', 'what it is for, shown by list')
   .option('--validation <mode>', "statement validation for it: strict or lax (default: the server's)")
   .option('--key <key>', 'a key of your choosing instead of a generated one')
@@ -319,7 +324,7 @@ rejections
   .helpOption('-h, --help', 'show help')
   .addOption(backendOption())
   .option('-t, --target <target>', 'only this store (tenant); default: every store')
-  .option('--since <timestamp>', 'only those refused at or after this instant')
+  .addOption(timeOption('--since <time>', 'only those refused at or after this time'))
   .option('--reason <type>', 'only those with a reason of this type, or of a type it begins up to a dot (value_error finds value_error.iri)')
   .option('--limit <n>', 'at most this many (default 1000)')
   .option('--json', 'print JSON')

@@ -4,13 +4,14 @@
  * after the batch in hand and the same command finishes the job.
  */
 import { prune, allStores, type PruneReport } from '../ops/prune.ts';
-import { parseTimestamp } from '../xapi/validate/syntax.ts';
+import { GIVEN_TIME } from '../xapi/validate.ts';
 import { CliError } from './errors.ts';
 import { openCliStore } from './datafiles.ts';
 import { interruptible, progressBars } from './progress.ts';
 
 export interface PruneOptions {
-  before?: string;
+  /** Epoch ms (the option reads it: ./options.ts, timeOption). */
+  before?: number;
   target?: string;
   backend?: string;
   dryRun?: boolean;
@@ -20,9 +21,8 @@ export interface PruneOptions {
 }
 
 export async function pruneCommand(opts: PruneOptions): Promise<void> {
-  if (opts.before === undefined) throw new CliError('--before is required: an ISO 8601 time with its offset, e.g. 2025-01-01T00:00:00Z');
-  const beforeMs = opts.before === undefined ? undefined : parseTimestamp(opts.before);
-  if (beforeMs === undefined) throw new CliError(`--before must be an ISO 8601 time with its offset, e.g. 2025-01-01T00:00:00Z, not ${JSON.stringify(opts.before ?? '')}`);
+  const beforeMs = opts.before;
+  if (beforeMs === undefined) throw new CliError(`--before is required: ${GIVEN_TIME}`);
   const batchSize = opts.batchSize === undefined ? undefined : Number(opts.batchSize);
   if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10_000)) throw new CliError(`--batch-size must be a whole number from 1 to 10000, not ${JSON.stringify(opts.batchSize)}`);
   const { store } = await openCliStore(opts.backend);

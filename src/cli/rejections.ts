@@ -6,7 +6,6 @@
 import { clearRejections, listRejections, type ReplayResult, replayRejections, showRejection } from '../ops/admin/rejections.ts';
 import { checkValidation } from '../ops/credentials.ts';
 import type { KeptRejection } from '../store/types.ts';
-import { parseTimestamp } from '../xapi/validate/syntax.ts';
 import { withAdmin } from './datafiles.ts';
 import { CliError } from './errors.ts';
 import { interruptible } from './progress.ts';
@@ -46,13 +45,9 @@ function printable(r: KeptRejection): Record<string, unknown> {
   };
 }
 
-export async function rejectionsList(opts: StoreOptions & { json?: boolean; since?: string; reason?: string; limit?: string }): Promise<void> {
-  let since: Date | undefined;
-  if (opts.since !== undefined) {
-    const ms = parseTimestamp(opts.since);
-    if (ms === undefined) throw new CliError(`--since must be an ISO 8601 timestamp, e.g. 2026-01-31T00:00:00Z, not ${JSON.stringify(opts.since)}`);
-    since = new Date(ms);
-  }
+/** `since`: epoch ms (the option reads it: ./options.ts, timeOption). */
+export async function rejectionsList(opts: StoreOptions & { json?: boolean; since?: number; reason?: string; limit?: string }): Promise<void> {
+  const since = opts.since === undefined ? undefined : new Date(opts.since);
   const limit = opts.limit === undefined ? undefined : Number(opts.limit);
   if (limit !== undefined && !(Number.isInteger(limit) && limit > 0)) throw new CliError('--limit must be a positive integer');
   await withAdmin(opts.backend, async (ctx, by) => {

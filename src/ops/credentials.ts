@@ -15,7 +15,7 @@ import { type Clock, systemClock } from '../clock.ts';
 import { LrsError, type ValidationIssue } from '../errors.ts';
 import type { ChangeAudit, CredentialRow, CredentialStore } from '../store/types.ts';
 import type { Agent } from '../xapi/types.ts';
-import { validateAgentParam } from '../xapi/validate.ts';
+import { givenTimeError, parseGivenTime, validateAgentParam } from '../xapi/validate.ts';
 import { OpsError } from './errors.ts';
 
 // ----- the fields' rules -----------------------------------------------------------------------
@@ -73,17 +73,10 @@ const MAX_LABEL = 200;
 /** A rotation's grace at most: 30 days. */
 export const MAX_GRACE_SECONDS = 30 * 86_400;
 
-const DATE = /^(\d{4})-(\d{2})-(\d{2})(?:T\d{2}:\d{2}(?::\d{2}(?:\.\d{1,9})?)?(?:Z|[+-]\d{2}:\d{2}))?$/i;
-
-/** An ISO 8601 date or date-time with a zone as epoch ms; OpsError naming `expires` otherwise. */
+/** When a credential stops working, as every time an operator gives (GIVEN_TIME); OpsError naming `expires` otherwise. */
 export function parseExpires(text: string, nowMs: number): number {
-  const m = DATE.exec(text.trim());
-  const ms = m ? Date.parse(text.trim()) : Number.NaN;
-  const [y, mo, d] = m ? [Number(m[1]), Number(m[2]), Number(m[3])] : [0, 0, 0];
-  const day = new Date(Date.UTC(y, mo - 1, d));
-  if (!m || Number.isNaN(ms) || day.getUTCFullYear() !== y || day.getUTCMonth() !== mo - 1 || day.getUTCDate() !== d) {
-    throw new OpsError(`expires: ${JSON.stringify(text)} is not an ISO 8601 date (2027-01-31) or date-time with a zone (2027-01-31T18:00:00Z)`);
-  }
+  const ms = parseGivenTime(text.trim());
+  if (ms === undefined) throw new OpsError(givenTimeError('expires', text));
   if (ms <= nowMs) throw new OpsError(`expires: ${JSON.stringify(text)} is in the past`);
   return ms;
 }
@@ -115,7 +108,7 @@ export interface NewCredential {
   agent: Agent;
   /** The store (tenant) it works in; default: the default store. */
   target?: string;
-  /** When it stops working: an ISO 8601 date (midnight UTC) or date-time with a zone. */
+  /** When it stops working: a date (that day's start in UTC) or a date-time with its offset (GIVEN_TIME). */
   expires?: string;
   label?: string;
   /** `strict` or `lax`; default: the server's. */

@@ -1,7 +1,8 @@
 /**
  * Export: a store's statements as NDJSON, one stored statement per line exactly as the LRS serves
- * it, in stored order; optionally their attachments (one file per SHA-256 in a folder) and the
- * documents (./archive.ts). Page by page: memory stays flat whatever the size.
+ * it, in stored order; what those stored under lax validation broke (./archive.ts, violationLine);
+ * optionally their attachments (one file per SHA-256 in a folder) and the documents. Page by
+ * page: memory stays flat whatever the size.
  */
 import { appendFileSync, existsSync, mkdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -11,7 +12,7 @@ import { attachmentHashes } from '../xapi/attachments.ts';
 import { personKey } from '../xapi/erasure.ts';
 import { parseStatementRequest, type StatementQuery } from '../xapi/query.ts';
 import type { Actor, Statement } from '../xapi/types.ts';
-import { documentLine, NOT_CARRIED_FILE } from './archive.ts';
+import { documentLine, NOT_CARRIED_FILE, violationLine } from './archive.ts';
 import { OpsError } from './errors.ts';
 import type { OnProgress, TextSink } from './progress.ts';
 
@@ -42,6 +43,8 @@ export interface StatementExport {
   /** Continue after this position (an interrupted export's `after`). */
   after?: string;
   out: TextSink;
+  /** Where the violations of the statements stored under lax validation go, one line each (absent: counted only). */
+  violations?: TextSink;
   /** Also write the attachments' data there. */
   attachmentsDir?: string;
   /** The export continues one in that folder (NOT_CARRIED_FILE is appended to, not started afresh). */
@@ -54,6 +57,8 @@ export interface StatementExport {
 
 export interface ExportResult {
   written: number;
+  /** Statements written that were stored under lax validation with violations. */
+  lax: number;
   attachments: number;
   /** False when stopped by the signal: each line written is complete; continue after `after`. */
   complete: boolean;
@@ -64,18 +69,19 @@ export interface ExportResult {
 const filtered = (q: StatementQuery): boolean => q.filter.agent !== undefined || q.filter.verb !== undefined || q.filter.activity !== undefined;
 
 export async function exportStatements(store: Store, req: StatementExport): Promise<ExportResult> {
-  const { tenant, query, out, attachmentsDir, signal, onProgress } = req;
+  const { tenant, query, out, violations, attachmentsDir, signal, onProgress } = req;
   const byQuery = filtered(query);
   const total = byQuery || req.after !== undefined ? undefined : await store.countStatements(tenant, { sinceMs: query.since, untilMs: query.until });
   onProgress?.({ type: 'start', phase: 'statements', total });
   if (attachmentsDir) mkdirSync(attachmentsDir, { recursive: true });
   let written = 0;
+  let lax = 0;
   let attachments = 0;
   let after = req.after;
   for (;;) {
     if (signal?.aborted) {
       onProgress?.({ type: 'end', phase: 'statements' });
-      return { written, attachments, complete: false, after };
+      return { written, lax, attachments, complete: false, after };
     }
     // Filters go through the Statement resource's query (voided statements left out, as GET does);
     // without them, every stored statement is exported, voided ones included.
@@ -83,6 +89,7 @@ export async function exportStatements(store: Store, req: StatementExport): Prom
       ? await store.queryStatements(tenant, { ...query, after })
       : await store.scanStatements(tenant, { after, limit: PAGE, sinceMs: query.since, untilMs: query.until });
     if (page.rows.length) await out.write(`${page.rows.map((r) => r.json).join('\n')}\n`);
+    lax += await writeViolations(store, tenant, page.rows, violations);
     if (attachmentsDir) attachments += await writeAttachments(store, tenant, attachmentsDir, page.rows, req.append === true || written > 0);
     written += page.rows.length;
     onProgress?.({ type: 'advance', phase: 'statements', done: written });
@@ -90,7 +97,21 @@ export async function exportStatements(store: Store, req: StatementExport): Prom
     after = page.next;
   }
   onProgress?.({ type: 'end', phase: 'statements' });
-  return { written, attachments, complete: true, after };
+  return { written, lax, attachments, complete: true, after };
+}
+
+/** Writes the violations of these statements that have some (to `sink`, when given); returns how many have. */
+async function writeViolations(store: Store, tenant: string, rows: StoredRow[], sink: TextSink | undefined): Promise<number> {
+  if (!rows.length) return 0;
+  const found = await store.violationsAt(tenant, rows.map((r) => r.position));
+  if (sink && found.size) {
+    const lines = rows.flatMap((r) => {
+      const v = found.get(r.position);
+      return v ? [violationLine((JSON.parse(r.json) as Statement).id!, v)] : [];
+    });
+    await sink.write(lines.join(''));
+  }
+  return found.size;
 }
 
 /**

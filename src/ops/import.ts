@@ -13,130 +13,16 @@ import { LrsError, type ValidationIssue } from '../errors.ts';
 import type { Store } from '../store/types.ts';
 import { ifiKey } from '../xapi/agents.ts';
 import type { AttachmentPart } from '../xapi/attachments.ts';
-import { surrogateMessage, unpairedSurrogate } from '../xapi/json.ts';
 import { type PreparedStatement, sameStatement } from '../xapi/statement.ts';
 import type { Actor } from '../xapi/types.ts';
 import { validateAgentParam } from '../xapi/validate.ts';
-import { readNotCarried } from './archive.ts';
+import { fileItems, type ImportItem, readNotCarried } from './archive.ts';
 import type { OnProgress, TextSink } from './progress.ts';
 import { type PreparedBatch, prepareImported } from './statements.ts';
 import type { ValidationMode } from '../xapi/accept.ts';
 
 /** The authority of imported statements that carry none (an export from an LRS always has one). */
 export const IMPORT_AUTHORITY: Actor = { objectType: 'Agent', name: 'lectern import', account: { homePage: 'https://lectern.invalid', name: 'import' } };
-
-/**
- * One statement to import: its line (file) or number (pull), the parsed JSON or why it is not
- * JSON; pulled from an LRS, the attachment data of its page and that page (where to resume).
- */
-export interface ImportItem {
-  n: number;
-  value?: unknown;
-  malformed?: string;
-  parts?: Map<string, AttachmentPart>;
-  page?: string;
-}
-
-// ----- reading files -------------------------------------------------------------------------
-
-/** Strict UTF-8, as POST decodes bodies: a line with invalid bytes is refused, not patched with U+FFFD. */
-const UTF8 = new TextDecoder('utf-8', { fatal: true });
-
-function parseItem(n: number, bytes: Buffer): ImportItem | undefined {
-  let text: string;
-  try {
-    text = UTF8.decode(bytes).trim();
-  } catch {
-    return { n, malformed: 'not valid UTF-8' };
-  }
-  if (!text) return undefined;
-  let value: unknown;
-  try {
-    value = JSON.parse(text);
-  } catch (err) {
-    return { n, malformed: `malformed JSON: ${(err as Error).message}` };
-  }
-  // As POST refuses it: a lone surrogate would be stored as U+FFFD (or not at all).
-  const lone = unpairedSurrogate(text, value);
-  if (lone) return { n, malformed: `at ${lone.path.join('.') || 'the top'}: ${surrogateMessage(lone)}` };
-  return { n, value };
-}
-
-const WHITESPACE = new Set([0x20, 0x09, 0x0a, 0x0d, 0xef, 0xbb, 0xbf]); // and a UTF-8 BOM
-
-/**
- * The statements of a file: NDJSON (one per line, blank lines ignored) or, when its first
- * non-blank character is `[`, a JSON array split into its elements as it streams in. Works on
- * bytes: every character it looks for is ASCII, which never occurs inside a multi-byte UTF-8
- * sequence.
- */
-export async function* fileItems(stream: Readable): AsyncGenerator<ImportItem> {
-  let buf: Buffer = Buffer.alloc(0);
-  let mode: 'ndjson' | 'array' | undefined;
-  let line = 0;
-  // Array scanner state: nesting depth, inside a string, after a backslash, bytes already scanned.
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
-  let scanned = 0;
-  let element = 0;
-  for await (const chunk of stream) {
-    buf = buf.length ? Buffer.concat([buf, chunk as Buffer]) : (chunk as Buffer);
-    if (mode === undefined) {
-      let i = 0;
-      while (i < buf.length && WHITESPACE.has(buf[i])) i++;
-      if (i === buf.length) continue;
-      mode = buf[i] === 0x5b ? 'array' : 'ndjson';
-      if (mode === 'array') {
-        buf = buf.subarray(i + 1);
-        depth = 1;
-      }
-    }
-    if (mode === 'ndjson') {
-      let from = 0;
-      let nl: number;
-      while ((nl = buf.indexOf(0x0a, from)) !== -1) {
-        line++;
-        const item = parseItem(line, buf.subarray(from, nl));
-        from = nl + 1;
-        if (item) yield item;
-      }
-      buf = Buffer.from(buf.subarray(from));
-      continue;
-    }
-    let start = 0;
-    for (let i = scanned; i < buf.length; i++) {
-      const c = buf[i];
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (c === 0x5c) escaped = true;
-        else if (c === 0x22) inString = false;
-      } else if (c === 0x22) inString = true;
-      else if (c === 0x7b || c === 0x5b) depth++;
-      else if (c === 0x7d || c === 0x5d || c === 0x2c) {
-        if (c !== 0x2c) depth--;
-        if ((depth === 1 && c === 0x2c) || depth === 0) {
-          const item = parseItem(element + 1, buf.subarray(start, i));
-          if (item) {
-            element++;
-            yield item;
-          } else if (c === 0x2c) {
-            yield { n: ++element, malformed: 'an empty element in the JSON array' };
-          }
-          start = i + 1;
-          if (depth === 0) return;
-        }
-      }
-    }
-    buf = Buffer.from(buf.subarray(start));
-    scanned = buf.length;
-  }
-  if (mode === 'ndjson' && buf.length) {
-    const item = parseItem(line + 1, buf);
-    if (item) yield item;
-  }
-  if (mode === 'array') yield { n: element + 1, malformed: 'the JSON array is not closed (truncated file?)' };
-}
 
 /**
  * The attachment data an export folder holds for a statement's attachments, but for those it only
@@ -169,9 +55,11 @@ export interface ImportCounts {
   inserted: number;
   existing: number;
   rejected: number;
+  /** Of those stored (or already stored), how many the source held under lax validation (`laxAtSource`). */
+  laxAtSource: number;
 }
 
-type Ready = { item: ImportItem; p: PreparedStatement; blobs: PreparedBatch['blobs'] };
+type Ready = { item: ImportItem; p: PreparedStatement; blobs: PreparedBatch['blobs']; lax: boolean };
 /** A validated batch: what to store, and the rejects-file lines of what was refused. */
 type Batch = { ready: Ready[]; refused: { n: number; line: string }[] };
 
@@ -180,13 +68,14 @@ type Batch = { ready: Ready[]; refused: { n: number; line: string }[] };
  * after a failure (`lastStored`, `resumePage`).
  */
 export class StatementImport {
-  readonly counts: ImportCounts = { read: 0, inserted: 0, existing: 0, rejected: 0 };
+  readonly counts: ImportCounts = { read: 0, inserted: 0, existing: 0, rejected: 0, laxAtSource: 0 };
   /** The `n` of the last item of the batches stored so far. */
   lastStored: number | undefined;
   private readonly store: Store;
   private readonly tenant: string;
   private readonly authority: Actor;
   private readonly validation: ValidationMode;
+  private readonly laxAtSource: ReadonlySet<string>;
   private readonly rejects: TextSink;
   private readonly attachmentsDir: string | undefined;
   private readonly notCarried: ReadonlySet<string>;
@@ -196,13 +85,25 @@ export class StatementImport {
   /**
    * `authority`: of statements that carry none. `attachmentsDir`: an export's attachments folder,
    * for items without parts. `rejects`: one JSON line per refused statement, in input order.
-   * `validation`: as a credential's (docs/validation.md); strict when absent.
+   * `validation`: as a credential's (docs/validation.md); strict when absent. `laxAtSource`: the
+   * ids (lower-case) of an export's violations file, validated under lax rules whatever
+   * `validation` says: a restore stores them as the source held them, with the violations lax
+   * finds in them now.
    */
-  constructor(opts: { store: Store; tenant: string; authority: Actor; rejects: TextSink; attachmentsDir?: string; validation?: ValidationMode }) {
+  constructor(opts: {
+    store: Store;
+    tenant: string;
+    authority: Actor;
+    rejects: TextSink;
+    attachmentsDir?: string;
+    validation?: ValidationMode;
+    laxAtSource?: ReadonlySet<string>;
+  }) {
     this.store = opts.store;
     this.tenant = opts.tenant;
     this.authority = opts.authority;
     this.validation = opts.validation ?? 'strict';
+    this.laxAtSource = opts.laxAtSource ?? new Set();
     this.rejects = opts.rejects;
     this.attachmentsDir = opts.attachmentsDir;
     this.notCarried = opts.attachmentsDir ? readNotCarried(opts.attachmentsDir) : new Set();
@@ -288,9 +189,10 @@ export class StatementImport {
       }
       const given = (item.value as { id?: unknown }).id;
       const id = typeof given === 'string' ? given : undefined;
+      const lax = id !== undefined && this.laxAtSource.has(id.toLowerCase());
       try {
         const parts = item.parts ? narrow(item.value, item.parts) : partsFromFolder(item.value, this.attachmentsDir, this.notCarried);
-        const { batch, blobs } = await prepareImported(item.value, parts, this.authority, this.validation);
+        const { batch, blobs } = await prepareImported(item.value, parts, this.authority, lax ? 'lax' : this.validation);
         const p = batch[0];
         const twin = byId.get(p.id);
         if (twin) {
@@ -299,7 +201,7 @@ export class StatementImport {
           continue;
         }
         byId.set(p.id, p);
-        ready.push({ item, p, blobs });
+        ready.push({ item, p, blobs, lax });
       } catch (err) {
         if (!(err instanceof LrsError)) throw err;
         refused.push({ n: item.n, line: this.refusal(item, err, id) });
@@ -324,6 +226,7 @@ export class StatementImport {
       );
       this.counts.inserted += out.inserted;
       this.counts.existing += ready.length - out.inserted;
+      this.counts.laxAtSource += ready.filter((r) => r.lax).length;
     } catch (err) {
       if (!(err instanceof LrsError) || err.kind === 'unavailable') throw err;
       // One statement spoiled the batch (a conflict, voiding a voiding statement): one by one.
@@ -332,6 +235,7 @@ export class StatementImport {
           const out = await this.store.insertStatements(this.tenant, [r.p], r.blobs);
           this.counts.inserted += out.inserted;
           this.counts.existing += 1 - out.inserted;
+          if (r.lax) this.counts.laxAtSource++;
         } catch (e) {
           if (!(e instanceof LrsError) || e.kind === 'unavailable') throw e;
           refused.push({ n: r.item.n, line: this.refusal(r.item, e, r.p.id) });

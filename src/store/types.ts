@@ -460,6 +460,12 @@ export interface SessionStore {
 export interface ViolationStore {
   /** What the statement `id` (voided or not) broke when it was stored: [] for none; undefined when no such statement is stored. */
   statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined>;
+  /**
+   * For the statements of the tenant at these positions (a page of a scan or a query): what each
+   * that was stored with violations broke, by position (`lectern export` writes them beside the
+   * statements, so that a restore takes them back).
+   */
+  violationsAt(tenant: string, positions: string[]): Promise<Map<string, ValidationIssue[]>>;
 }
 
 

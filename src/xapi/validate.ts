@@ -25,7 +25,7 @@ import { statementBody } from './validate/statement.ts';
 import { copyJson, type Ctx, isObject, jsonTypeName, type Loc, MAX_JSON_DEPTH, pathFrom, TOO_DEEP, wrongType } from './validate/walk.ts';
 
 export { isLanguageTag };
-export { isDuration, isIri, isTimestamp, isUuid, parseTimestamp, timestampOutOfRange } from './validate/syntax.ts';
+export { GIVEN_TIME, givenTimeError, isDuration, isIri, isTimestamp, isUuid, parseGivenTime, parseTimestamp, timestampOutOfRange } from './validate/syntax.ts';
 export { type Loc, MAX_JSON_DEPTH } from './validate/walk.ts';
 
 /**

@@ -179,8 +179,8 @@ for (const backend of BACKENDS) {
         [['create', '-s', 'nope', '-M', AGENT.mbox], /unknown scope "nope"/],
         [['create', '-M', AGENT.mbox], /give at least one scope/],
         [['create', '-s', 'all'], /give exactly one agent identifier/],
-        [['create', '-s', 'all', '-M', AGENT.mbox, '--expires', 'tomorrow'], /expires: "tomorrow" is not an ISO 8601 date/],
-        [['create', '-s', 'all', '-M', AGENT.mbox, '--expires', '2001-01-01'], /expires: "2001-01-01" is in the past/],
+        [['create', '-s', 'all', '-M', AGENT.mbox, '--expires', 'tomorrow'], /--expires must be a date, 2026-12-01 \(that day's start in UTC\), or a date-time with its offset, .* not "tomorrow"/],
+        [['create', '-s', 'all', '-M', AGENT.mbox, '--expires', '2001-01-01'], /expires: "2001-01-01T00:00:00.000Z" is in the past/],
         [['create', '-s', 'all', '-M', AGENT.mbox, '--validation', 'loose'], /validation must be strict or lax, got "loose"/],
         [['create', '-s', 'all', '-M', AGENT.mbox, '--key', 'a:b'], /contains ":"/],
         // A key equal to a user of the credentials file.

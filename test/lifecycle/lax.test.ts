@@ -1,15 +1,16 @@
 /**
- * Lax validation through the built CLI, on every backend: a server whose default is lax
- * (LECTERN_XAPI_VALIDATION), `lectern violations` showing what a stored statement broke,
- * `lectern export` then `lectern import` (refused under strict, stored with `--validation lax`),
- * `lectern erase` of a lax statement, and `lectern auth --validation`.
+ * Lax validation through the built CLI, on every backend: statements stored through a lax
+ * credential, `lectern violations` showing what a stored statement broke, `lectern export` then
+ * `lectern import` restoring them with no flag (their violations recomputed, a tampered
+ * violations file trusted for nothing more), an export without its violations file validated as
+ * before, `lectern erase` of a lax statement, and `lectern auth --validation`.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { after, before, describe, test } from 'node:test';
-import { BACKENDS, jsonInit, startTestLrs, type TestLrs } from '../helpers/lrs.ts';
+import { ADMIN, BACKENDS, jsonInit, startTestLrs, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { allStatements, runCli, withoutStored } from './helpers.ts';
 
 const tag = randomUUID();
@@ -30,6 +31,16 @@ const BROKEN = [
   { rule: 'value_error.enum', statement: { id: randomUUID(), actor: ann, verb: { id: 'http://example.com/verbs/did' }, object: { objectType: 'Lesson', id: 'http://example.com/a/3' } } },
 ];
 const VALID = { id: randomUUID(), actor: ann, verb: { id: 'http://example.com/verbs/did' }, object: { id: 'http://example.com/a/4' } };
+/** A credential of its own validation: the server's default stays strict. */
+const LAX: TestUser = { username: 'lms', password: 'lms-pass', scopes: ['all'], agent: { mbox: 'mailto:lms@example.com' }, validation: 'lax' };
+
+type Violations = { type: string; loc: unknown[]; msg: string }[];
+async function violationsOf(lrs: TestLrs, id: string, target?: string): Promise<Violations> {
+  const r = await runCli(lrs, ['violations', id, '--json', ...(target ? ['-t', target] : [])]);
+  assert.equal(r.code, 0, r.stderr);
+  return (JSON.parse(r.stdout) as { violations: Violations }).violations;
+}
+const byId = (list: Record<string, unknown>[]) => list.map(withoutStored).sort((a, b) => String(a.id).localeCompare(String(b.id)));
 
 // The CLI opens the database itself: SQLite's threads are the server's, not the CLI's.
 for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
@@ -37,9 +48,9 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
     let source: TestLrs;
     let copy: TestLrs;
     before(async () => {
-      source = await startTestLrs(backend, { env: { LECTERN_XAPI_VALIDATION: 'lax' } });
+      source = await startTestLrs(backend, { users: [ADMIN, LAX] });
       copy = await startTestLrs(backend);
-      const res = await source.fetch('/xAPI/statements', jsonInit('POST', [...BROKEN.map((b) => b.statement), VALID]));
+      const res = await source.fetch('/xAPI/statements', jsonInit('POST', [...BROKEN.map((b) => b.statement), VALID], { user: LAX }));
       assert.equal(res.status, 200, await res.clone().text());
     });
     after(async () => {
@@ -66,31 +77,81 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
       assert.match(missing.stderr, /no statement .* is stored/);
     });
 
-    test('export, then import: refused under strict, stored as they were with --validation lax', async () => {
+    test('a restore of an export takes every statement back with no flag, their violations recomputed as the source recorded them', async () => {
       const file = join(source.dir, 'lax.ndjson');
       const exp = await runCli(source, ['export', '-o', file]);
       assert.equal(exp.code, 0, exp.stderr);
+      assert.match(exp.stderr, /exported 4 statements to .*lax\.ndjson, 3 of them stored under lax validation: their violations in .*lax\.violations\.ndjson/);
       assert.equal(readFileSync(file, 'utf8').trim().split('\n').length, 4);
+      const marks = readFileSync(join(source.dir, 'lax.violations.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; violations: Violations });
+      assert.deepEqual(marks.map((m) => m.id).sort(), BROKEN.map((b) => b.statement.id).sort());
 
-      const strict = await runCli(copy, ['import', file, '--rejects', join(copy.dir, 'strict.rejects.ndjson')]);
+      // The copy's default is strict and the import gives no --validation.
+      const restore = await runCli(copy, ['import', file]);
+      assert.equal(restore.code, 0, restore.stderr);
+      assert.match(restore.stderr, /imported 4 statements: 4 stored, 0 already stored, 0 rejected; 3 of them stored under lax validation at the source, their violations kept/);
+      assert.deepEqual(byId(await allStatements(copy)), byId(await allStatements(source)));
+      for (const b of BROKEN) assert.deepEqual(await violationsOf(copy, b.statement.id), await violationsOf(source, b.statement.id));
+      assert.deepEqual(await violationsOf(copy, VALID.id), []);
+
+      // Whatever --validation says: again under strict, everything is already there.
+      const again = await runCli(copy, ['import', file, '--validation', 'strict']);
+      assert.equal(again.code, 0, again.stderr);
+      assert.match(again.stderr, /imported 4 statements: 0 stored, 4 already stored, 0 rejected; 3 of them stored under lax validation at the source/);
+    });
+
+    test('a tampered violations file: violations recomputed, never the file\'s; a statement it does not name is validated as before', async () => {
+      const file = join(source.dir, 'tampered.ndjson');
+      assert.equal((await runCli(source, ['export', '-o', file])).code, 0);
+      const marksFile = join(source.dir, 'tampered.violations.ndjson');
+      const marks = readFileSync(marksFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; violations: Violations });
+      const fake = [{ type: 'made_up', loc: ['nowhere'], msg: 'not what it broke' }];
+      const edited = marks
+        .filter((m) => m.id !== BROKEN[2].statement.id)
+        .map((m) => (m.id === BROKEN[1].statement.id ? { ...m, violations: fake } : m))
+        // A statement the source held as valid, marked: stored as lax stores it (no violation to record).
+        .concat([{ id: VALID.id, violations: fake }]);
+      writeFileSync(marksFile, edited.map((m) => `${JSON.stringify(m)}\n`).join(''));
+      const r = await runCli(copy, ['import', file, '-t', 'tampered', '--rejects', join(copy.dir, 'tampered.rejects.ndjson')]);
+      assert.equal(r.code, 1);
+      assert.match(r.stderr, /imported 4 statements: 3 stored, 0 already stored, 1 rejected; 3 of them stored under lax validation at the source/);
+      assert.deepEqual((await violationsOf(copy, BROKEN[1].statement.id, 'tampered')).map((v) => v.type), ['value_error.range']);
+      assert.deepEqual(await violationsOf(copy, VALID.id, 'tampered'), []);
+      const rejected = readFileSync(join(copy.dir, 'tampered.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string });
+      assert.deepEqual(rejected.map((x) => x.id), [BROKEN[2].statement.id]);
+
+      // A line that names no statement stops the import before it stores anything.
+      writeFileSync(marksFile, `${JSON.stringify({ id: VALID.id, violations: [] })}\n{"violations": []}\n`);
+      const bad = await runCli(copy, ['import', file, '-t', 'refused']);
+      assert.equal(bad.code, 2);
+      assert.match(bad.stderr, /tampered\.violations\.ndjson, line 2: each line needs the "id" of a statement \(a UUID\)/);
+    });
+
+    test('an export without its violations file (an older Lectern\'s, a foreign file): refused under strict, stored with --validation lax', async () => {
+      const file = join(source.dir, 'old.ndjson');
+      assert.equal((await runCli(source, ['export', '-o', file])).code, 0);
+      rmSync(join(source.dir, 'old.violations.ndjson'));
+      const strict = await runCli(copy, ['import', file, '-t', 'old', '--rejects', join(copy.dir, 'strict.rejects.ndjson')]);
       assert.equal(strict.code, 1);
-      assert.match(strict.stderr, /imported 4 statements: 1 stored, 0 already stored, 3 rejected/);
+      assert.match(strict.stderr, /imported 4 statements: 1 stored, 0 already stored, 3 rejected \(/);
 
-      const lax = await runCli(copy, ['import', file, '--validation', 'lax']);
+      const lax = await runCli(copy, ['import', file, '-t', 'old', '--validation', 'lax']);
       assert.equal(lax.code, 0, lax.stderr);
-      assert.match(lax.stderr, /imported 4 statements: 3 stored, 1 already stored, 0 rejected/);
-      const before = (await allStatements(source)).map(withoutStored);
-      const now = (await allStatements(copy)).map(withoutStored);
-      assert.deepEqual(
-        now.sort((a, b) => String(a.id).localeCompare(String(b.id))),
-        before.sort((a, b) => String(a.id).localeCompare(String(b.id))),
-      );
-      const v = await runCli(copy, ['violations', BROKEN[1].statement.id, '--json']);
-      assert.deepEqual((JSON.parse(v.stdout) as { violations: { type: string }[] }).violations.map((x) => x.type), ['value_error.range']);
+      assert.match(lax.stderr, /imported 4 statements: 3 stored, 1 already stored, 0 rejected\n/);
+      assert.deepEqual((await violationsOf(copy, BROKEN[1].statement.id, 'old')).map((x) => x.type), ['value_error.range']);
 
       const bad = await runCli(copy, ['import', file, '--validation', 'sloppy']);
       assert.equal(bad.code, 2);
       assert.match(bad.stderr, /validation must be strict or lax, got "sloppy"/);
+    });
+
+    test('an export with no lax statement writes no violations file, and removes a stale one', async () => {
+      const file = join(source.dir, 'strict-only.ndjson');
+      const marksFile = join(source.dir, 'strict-only.violations.ndjson');
+      writeFileSync(marksFile, `${JSON.stringify({ id: VALID.id, violations: [] })}\n`);
+      const r = await runCli(source, ['export', '-o', file, '--verb', 'http://example.com/verbs/none']);
+      assert.equal(r.code, 0, r.stderr);
+      assert.equal(existsSync(marksFile), false);
     });
 
     test('lectern erase removes a lax statement and what it broke', async () => {

@@ -165,7 +165,7 @@ for (const backend of BACKENDS) {
       assert.equal((JSON.parse(await cli(['list', '--json', '--since', '2000-01-01T00:00:00Z'])) as unknown[]).length, 3);
       const badSince = await runCli(lrs, ['rejections', 'list', '--since', 'yesterday']);
       assert.equal(badSince.code, 2);
-      assert.match(badSince.stderr, /--since must be an ISO 8601 timestamp/);
+      assert.match(badSince.stderr, /--since must be a date, 2026-12-01 \(that day's start in UTC\), or a date-time with its offset, .* not "yesterday"/);
 
       const shown = JSON.parse(await cli(['show', String(all[1].id)]));
       assert.equal(shown.status, 409);

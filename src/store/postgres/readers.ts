@@ -156,6 +156,20 @@ export abstract class PostgresReaders extends PostgresConnection {
     return row.violations === null ? [] : (JSON.parse(row.violations) as ValidationIssue[]);
   }
 
+  async violationsAt(tenant: string, positions: string[]): Promise<Map<string, ValidationIssue[]>> {
+    const out = new Map<string, ValidationIssue[]>();
+    const tid = await this.tenantId(tenant);
+    if (tid === undefined || !positions.length) return out;
+    const r = await this.query<{ seq: string; violations: string }>(
+      'SELECT v.seq::text AS seq, v.violations::text AS violations FROM unnest($2::bigint[]) AS q(seq) JOIN statement_violations v ON v.seq = q.seq ' +
+        'JOIN statements s ON s.seq = v.seq WHERE s.tenant = $1',
+      [tid, positions],
+      'violations_at',
+    );
+    for (const row of r.rows) out.set(row.seq, JSON.parse(row.violations) as ValidationIssue[]);
+    return out;
+  }
+
   /**
    * The seq of the statement a `more` cursor names, by the (tenant, id) index: one of the tenant's,
    * of the filter's authority under `mine`; a 400 otherwise (unknownCursor).

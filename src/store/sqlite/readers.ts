@@ -48,6 +48,19 @@ export abstract class SqliteReaders extends SqliteConnection {
     return r.violations === null ? [] : (JSON.parse(String(r.violations)) as ValidationIssue[]);
   }
 
+  async violationsAt(tenant: string, positions: string[]): Promise<Map<string, ValidationIssue[]>> {
+    const out = new Map<string, ValidationIssue[]>();
+    const tid = this.tenantId(tenant);
+    if (tid === undefined) return out;
+    // One probe of each table's key per position: a filtered page's positions can lie far apart.
+    const st = this.q('SELECT v.violations FROM statement_violations v JOIN statements s ON s.seq = v.seq WHERE v.seq = ? AND s.tenant = ?');
+    for (const position of positions) {
+      const r = st.get(Number(position), tid) as Row | undefined;
+      if (r) out.set(position, JSON.parse(String(r.violations)) as ValidationIssue[]);
+    }
+    return out;
+  }
+
   /** Each hash's attachments row (`cols`), with `carrier` only if a statement of that authority carried its data. */
   private attachmentRows(tenant: string, sha2s: string[], cols: string, carrier?: string): Row[] {
     const sql = `SELECT ${cols} FROM attachments a WHERE tenant = ? AND sha2 = ?`;

@@ -285,6 +285,24 @@ function localTimestamp(s: unknown): number | undefined {
 export const isTimestamp = (s: unknown): s is string => parseTimestamp(s) !== undefined;
 
 /**
+ * A time an operator gives (a command's option, a credential's expiry), as epoch ms, or undefined.
+ * One rule everywhere: a date alone, `YYYY-MM-DD`, is that day's start in UTC; a date-time is a
+ * timestamp {@link parseTimestamp} accepts that ends with its offset (`Z`, `±hh:mm`, `±hhmm`,
+ * `±hh`): without one it would be read in some zone the operator did not choose.
+ */
+export function parseGivenTime(s: string): number | undefined {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(s)) return parseTimestamp(`${s}T00:00:00Z`);
+  // In a timestamp, a sign after the date can only begin its offset.
+  return /(?:[zZ]|[+-]\d{2}(?::?\d{2})?)$/.test(s) ? parseTimestamp(s) : undefined;
+}
+
+/** What {@link parseGivenTime} accepts, as every command's help and error say it. */
+export const GIVEN_TIME = "a date, 2026-12-01 (that day's start in UTC), or a date-time with its offset, 2026-12-01T18:00:00Z or 2026-12-01T20:00:00+02:00";
+
+/** The refusal of a time that {@link parseGivenTime} does not accept, naming the option or field. */
+export const givenTimeError = (name: string, value: string): string => `${name} must be ${GIVEN_TIME}, not ${JSON.stringify(value)}`;
+
+/**
  * An ISO 8601:2004 §4.4.3.2 duration (§4.6): `PnYnMnDTnHnMnS` with components in that order, at
  * least one component, `T` only before at least one time component, a decimal fraction (`.` or
  * `,`) only on the last component, or `PnW` alone. The alternative format (`P0003-01-29T...`,
