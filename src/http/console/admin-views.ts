@@ -1,5 +1,6 @@
 /** The console's admin pages: the stores (the operator's switcher) and Access (./pages.ts has the frame and the escaping). */
 import { XAPI_SCOPES } from '../../auth/scopes.ts';
+import type { AuthUser } from '../../auth/types.ts';
 import type { CredentialInfo } from '../../ops/admin/credentials.ts';
 import type { ErasureReport } from '../../ops/erase.ts';
 import type { AuditEntry, StoreSummary } from '../../store/types.ts';
@@ -190,4 +191,67 @@ ${v.error ? html`<p class="error" role="alert" id="erase-error">${v.error}</p>` 
 ${figures}
 <p><a href="/console/learner">Learner</a></p>`;
   return page(ctx, `${verb} a learner`, 'learner', main);
+}
+
+/** A word for a shell: quoted unless it is plain. */
+const shellWord = (v: string): string => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
+
+/** The options of `lectern auth` and `lectern credentials create` that give `user` again, with `scope` added. */
+function userOptions(user: AuthUser, scope: string): string[] {
+  const a = user.agent;
+  const agent = a.mbox ? ['-M', a.mbox] : a.mbox_sha1sum ? ['-S', a.mbox_sha1sum] : a.openid ? ['-O', a.openid] : a.account ? ['-A', a.account.name, a.account.homePage] : [];
+  return [
+    ...[...user.scopes.filter((sc) => sc !== scope), scope].flatMap((sc) => ['-s', sc]),
+    ...agent,
+    ...(a.name ? ['-N', a.name] : []),
+    ...(user.target ? ['-t', user.target] : []),
+    ...(user.validation ? ['--validation', user.validation] : []),
+  ];
+}
+
+export interface NotAllowedView {
+  /** The page or action refused, e.g. "The Access page". */
+  what: string;
+  user: AuthUser;
+  /** What the user signed in with (src/auth/basic.ts credentialKind): how its scopes change. */
+  kind: 'file' | 'database' | 'token';
+  /** The scope that would open it; undefined when none can (a store's user on the operator's page). */
+  scope?: string;
+  need: 'admin' | 'operator';
+}
+
+/** How `v.user` gets `v.scope`: the command for its kind of credential, or what to ask of the identity provider. */
+function grantAdvice(v: NotAllowedView & { scope: string }): Html {
+  const options = userOptions(v.user, v.scope).map(shellWord).join(' ');
+  if (v.kind === 'token') {
+    return html`<p>An OpenID Connect sign-in’s scopes are its token’s: have the identity provider grant <code>${v.scope}</code> to ${v.user.username} in the token’s scope claim, and add it to <code>LECTERN_CONSOLE_OIDC_SCOPES</code> so that the console asks for it. Then sign in again.</p>`;
+  }
+  const [how, command, after] =
+    v.kind === 'file'
+      ? [
+          html`${v.user.username} is a user of the credentials file (<code>LECTERN_AUTH_FILE</code>): on the server, write its entry again with the scope added`,
+          `lectern auth -u ${shellWord(v.user.username)} ${options} -w`,
+          'It asks for the password (the same one keeps it). The change ends this session: then sign in again.',
+        ]
+      : [
+          html`${v.user.username} is a credential kept in the database, whose scopes do not change: create one with the scope added (on the server, or by the operator on the Access page)`,
+          `lectern credentials create ${options} --label ${shellWord(`${v.user.username} with ${v.scope}`)}`,
+          `Sign in with the new key and secret; revoke ${v.user.username} once nothing uses it.`,
+        ];
+  return html`<p>To grant it, ${how}:</p>
+<pre class="command" tabindex="0" aria-label="The command that grants the ${v.scope} scope"><code>${command}</code></pre>
+<p class="hint">${after}</p>`;
+}
+
+/** The 403 of an admin page: which scope is missing, and the command that grants it. */
+export function notAllowedPage(ctx: PageContext, v: NotAllowedView): string {
+  const scope = v.scope;
+  const why = scope
+    ? html`${v.what} needs the <code>${scope}</code> scope, which ${v.user.username} does not hold${v.need === 'operator' ? ': it concerns every store, and is the operator’s (the admin scope, held by a user of the default store)' : scope === 'admin' ? ' (in the default store, it makes the operator: every admin page of every store)' : ' (the administrator of its own store)'}.`
+    : html`${v.what} is the operator’s: it concerns every store, and the operator is a user of the default store holding <code>admin</code>. ${v.user.username} works in the ${storeName(v.user.target)}, whose users never reach other stores.`;
+  const main = html`<h1>Not allowed</h1>
+<p class="error" role="alert">${why}</p>
+${scope ? grantAdvice({ ...v, scope }) : ''}
+<p><a href="/console">Back to the console</a></p>`;
+  return page(ctx, 'Not allowed', 'statements', main);
 }
