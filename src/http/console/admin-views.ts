@@ -148,6 +148,26 @@ ${c.previousSecretUntil ? html`<dt>Previous secret</dt><dd>works until ${when(c.
   return page(ctx, `Credential ${what}`, 'access', main);
 }
 
+/** The question before a revocation: the credential, what revoking does, and the form that does it. */
+export function revokePage(ctx: PageContext, c: CredentialInfo): string {
+  const main = html`<h1>Revoke <code>${c.key}</code>?</h1>
+<p class="context">In the ${storeName(c.target)}. Nothing has changed yet.</p>
+<dl class="person facts">
+<dt>Label</dt><dd>${c.label || '—'}</dd>
+<dt>Scopes</dt><dd>${c.scopes.join(' ')}</dd>
+<dt>Agent</dt><dd>${agentLabel(c.agent)}</dd>
+<dt>Last used</dt><dd>${when(c.lastUsed) || 'never'}</dd>
+<dt>State</dt><dd>${credentialState(c)}</dd>
+</dl>
+<p>Revoking is for good: every client sending this key gets <code>401</code> from each server’s next credentials refresh, and the console sessions opened with it end. To replace its secret instead, rotate it.</p>
+<form method="post" action="/console/access/revoke" class="card">
+<input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="key" value="${c.key}"><input type="hidden" name="confirm" value="yes">
+<button type="submit" class="danger">Revoke for good</button>
+</form>
+<p><a href="/console/access">Cancel</a></p>`;
+  return page(ctx, `Revoke ${c.key}`, 'access', main);
+}
+
 /** What identifies a person for the typed confirmation: its email address, OpenID, mbox_sha1sum or account name. */
 export function confirmationText(agent: Record<string, unknown>): string {
   const account = agent.account as { name?: unknown } | undefined;

@@ -19,7 +19,7 @@ import { OpsError } from '../../ops/errors.ts';
 import type { Store } from '../../store/types.ts';
 import type { Agent } from '../../xapi/types.ts';
 import { validateAgentParam } from '../../xapi/validate.ts';
-import { accessPage, confirmationText, erasePage, GRANTABLE, issuedPage, notAllowedPage, storesPage } from './admin-views.ts';
+import { accessPage, confirmationText, erasePage, GRANTABLE, issuedPage, notAllowedPage, revokePage, storesPage } from './admin-views.ts';
 import { errorPage, type PageContext, storeName } from './pages.ts';
 import type { Session } from './session.ts';
 import { agentParam } from './views.ts';
@@ -175,9 +175,20 @@ const keyOf = (form: Record<string, string>): string => {
   return form.key;
 };
 
-// A key of another store than the one the session works in is unknown (404), as is one the actor may not manage.
-const revokeFromForm: AccessChange = async (ctx, { form, by, target }) => {
-  await revokeCredential(ctx, by, { key: keyOf(form), target });
+/**
+ * Revoking asks first: the row's button answers the confirmation page (nothing changed), whose
+ * form carries `confirm=yes`. A key of another store than the one the session works in is
+ * unknown (404), as is one the actor may not manage, on either step.
+ */
+const revokeFromForm: AccessChange = async (ctx, { kit, session, form, by, target }) => {
+  const key = keyOf(form);
+  if (form.confirm !== 'yes') {
+    const { credentials, manageable } = await listCredentials(ctx, by, { target });
+    const credential = credentials.find((c) => c.key === key && manageable.has(key));
+    if (!credential) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
+    return revokePage(kit.ctx(session), credential);
+  }
+  await revokeCredential(ctx, by, { key, target });
   return undefined;
 };
 
