@@ -427,6 +427,8 @@ export interface CredentialStore {
 export interface ViolationStore {
   /** What the statement `id` (voided or not) broke when it was stored: [] for none; undefined when no such statement is stored. */
   statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined>;
+  /** Which of `ids` (a page of statements) were stored with violations: one query, whatever their number. */
+  statementsWithViolations(tenant: string, ids: readonly string[]): Promise<Set<string>>;
 }
 
 

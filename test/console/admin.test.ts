@@ -117,7 +117,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const other = await createCredential(t.lrs.store, { scopes: ['statements/write'], agent: { objectType: 'Agent', mbox: 'mailto:lms-c@example.com' }, target: 'c', label: 'in c' });
       const access = await (await get(t, '/console/access', s)).text();
       assert.doesNotMatch(access, new RegExp(other.key));
-      for (const confirm of [{}, { confirm: 'yes' }]) assert.equal((await post(t, '/console/access/revoke', s, { key: other.key, ...confirm })).status, 404);
+      for (const confirm of [{}, { confirm: 'yes' }] as Record<string, string>[]) assert.equal((await post(t, '/console/access/revoke', s, { key: other.key, ...confirm })).status, 404);
       assert.equal((await t.fetch('/xAPI/statements', { user: { ...C_USER, username: other.key, password: other.secret } })).status, 403, 'still a working credential (without read scope)');
     });
 
@@ -367,7 +367,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         const rotate = await post(t, '/console/access/rotate', s, { key, grace: '0' });
         assert.equal(rotate.status, 404);
         assert.doesNotMatch(await rotate.text(), /issued-secret/);
-        for (const confirm of [{}, { confirm: 'yes' }]) assert.equal((await post(t, '/console/access/revoke', s, { key, ...confirm })).status, 404);
+        for (const confirm of [{}, { confirm: 'yes' }] as Record<string, string>[]) assert.equal((await post(t, '/console/access/revoke', s, { key, ...confirm })).status, 404);
       }
       assert.equal((await t.fetch('/admin/api/status', { user: as('ops-key'), version: null })).status, 200, 'the operator\'s key untouched');
       const operator = await (await get(t, '/console/access', await signIn(t, OPERATOR))).text();
