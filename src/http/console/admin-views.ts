@@ -10,7 +10,17 @@ import { agentLabel } from './views.ts';
 /** The scopes the create form offers; `admin` only to an operator (checkGrantable refuses it to a store administrator). */
 export const GRANTABLE: readonly string[] = [...XAPI_SCOPES, 'admin/store', 'admin'];
 
+/** A key this short (a generated one has 19 characters) is shown unbroken; a longer one may break anywhere. */
+const TOKEN_MAX = 24;
+const keyCode = (key: string): Html => html`<code${key.length < TOKEN_MAX ? html` class="token"` : ''}>${key}</code>`;
+
 const when = (iso: string | undefined | null): string => (iso ? iso.replace('T', ' ').replace(/\.\d+/, '').replace(/Z$/, ' UTC') : '');
+
+/** A time in a table's cell: its date unbroken (a narrow column breaks between date and time, never inside the date). */
+function whenCell(iso: string | undefined | null, none = ''): Html | string {
+  const [date, ...time] = when(iso).split(' ');
+  return date ? html`<span class="token">${date}</span> ${time.join(' ')}` : none;
+}
 
 export function storesPage(ctx: PageContext, v: { stores: StoreSummary[]; operator: boolean; next?: string }): string {
   const current = ctx.session!.store;
@@ -30,7 +40,7 @@ export function storesPage(ctx: PageContext, v: { stores: StoreSummary[]; operat
 <thead><tr><th scope="col">Store</th><th scope="col">Statements</th><th scope="col">Documents</th><th scope="col">Last statement</th><th scope="col">Switch</th></tr></thead>
 <tbody>${v.stores.map(
     (s) => html`<tr><td data-label="Store">${s.target === '' ? html`<em>default</em>` : s.target}</td><td data-label="Statements">${s.statements}</td><td data-label="Documents">${s.documents}</td>
-<td data-label="Last statement">${s.lastStoredMs === null ? '—' : when(new Date(s.lastStoredMs).toISOString())}</td>
+<td data-label="Last statement">${s.lastStoredMs === null ? '—' : whenCell(new Date(s.lastStoredMs).toISOString())}</td>
 <td data-label="Switch">${s.target === current ? html`current` : html`<form method="post" action="/console/store" class="inline"><input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="store" value="${s.target}"><input type="hidden" name="next" value="${v.next ?? '/console/statements'}"><button type="submit" aria-label="Work here: the ${storeName(s.target)}">Work here</button></form>`}</td></tr>`,
   )}</tbody>
 </table>`;
@@ -63,9 +73,9 @@ ${v.credentials.length
 <thead><tr><th scope="col">Key</th><th scope="col">Label</th><th scope="col">Scopes</th><th scope="col">Agent</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col">Actions</th></tr></thead>
 <tbody>${v.credentials.map(
         (c) => html`<tr data-key="${c.key}">
-<td data-label="Key"><code>${c.key}</code></td><td data-label="Label">${c.label}</td><td data-label="Scopes">${c.scopes.join(' ')}${c.validation ? html` <span class="badge">${c.validation}</span>` : ''}</td>
-<td data-label="Agent">${agentLabel(c.agent)}</td><td data-label="Created">${when(c.created)}</td><td data-label="Expires">${when(c.expires) || 'never'}</td>
-<td data-label="Last used">${when(c.lastUsed) || 'never'}</td><td data-label="State">${credentialState(c)}</td>
+<td data-label="Key">${keyCode(c.key)}</td><td data-label="Label">${c.label}</td><td data-label="Scopes">${c.scopes.join(' ')}${c.validation ? html` <span class="badge">${c.validation}</span>` : ''}</td>
+<td data-label="Agent">${agentLabel(c.agent)}</td><td data-label="Created">${whenCell(c.created)}</td><td data-label="Expires">${whenCell(c.expires, 'never')}</td>
+<td data-label="Last used">${whenCell(c.lastUsed, 'never')}</td><td data-label="State">${credentialState(c)}</td>
 <td data-label="Actions">${c.revoked
           ? ''
           : !v.manageable.has(c.key)
@@ -113,7 +123,7 @@ ${v.audit.length
 <caption>Admin actions in the ${storeName(store)}, newest first</caption>
 <thead><tr><th scope="col">Time</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Store</th><th scope="col">Details</th></tr></thead>
 <tbody>${v.audit.map(
-        (e) => html`<tr><td data-label="Time">${when(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code>${e.action}</code></td>
+        (e) => html`<tr><td data-label="Time">${whenCell(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code class="token">${e.action}</code></td>
 <td data-label="Store">${e.target === null ? 'every store' : e.target === '' ? 'default' : e.target}</td><td data-label="Details"><code>${JSON.stringify(e.details)}</code></td></tr>`,
       )}</tbody>
 </table>
@@ -186,7 +196,8 @@ export interface EraseView {
 export function erasePage(ctx: PageContext, v: EraseView): string {
   const r = v.report;
   const typed = confirmationText(v.agent);
-  const figures = html`<dl class="person figures">
+  // Term and value side by side (dl.person), not the Overview's grid of cards (dl.figures).
+  const figures = html`<dl class="person tally">
 <dt>Statements</dt><dd id="n-statements">${r.statements}</dd>
 ${r.referring ? html`<dt>Of those, referring to them only</dt><dd>${r.referring}</dd>` : ''}
 ${r.attachments ? html`<dt>Attachments</dt><dd>${r.attachments}</dd>` : ''}

@@ -97,7 +97,7 @@ export function statementRow(statement: Json, lax = false): Html {
 <td data-label="Actor">${actorIfi ? html`<a href="${statementsUrl({ agent: JSON.stringify(actorIfi) })}" title="Statements of this actor">${actor}</a>` : actor}</td>
 <td data-label="Verb"><a href="${statementsUrl({ verb: verbId })}" title="Statements with the verb ${verbId}">${verbLabel(verb)}</a>${voids ? html` <span class="badge voiding">voids a statement</span>` : ''}</td>
 <td data-label="Object">${objectCell(statement)}</td>
-<td data-label="Statement"><a href="/console/statements/${id}" aria-label="Statement ${id}"><code>${id.slice(0, 8)}</code></a>${lax ? html` <span class="badge lax" title="Stored under lax validation: it broke rules that strict validation refuses (listed on its page)">stored lax</span>` : ''}</td>
+<td data-label="Statement"><a href="/console/statements/${id}" aria-label="Statement ${id}"><code class="token">${id.slice(0, 8)}</code></a>${lax ? html` <span class="badge lax" title="Stored under lax validation: it broke rules that strict validation refuses (listed on its page)">stored lax</span>` : ''}</td>
 </tr>`;
 }
 
@@ -186,7 +186,7 @@ function violationsSection(violations: readonly ValidationIssue[]): Html {
 <h2 id="violations-title">Stored under lax validation</h2>
 <p>It broke ${violations.length === 1 ? 'this rule' : `these ${violations.length} rules`} when it was stored; strict validation would have refused it (<code>lectern violations</code> lists them too):</p>
 <ul class="reasons" id="violations">${violations.map(
-    (v) => html`<li><code>${v.type}</code>${v.loc.length ? html` at <code>${v.loc.join('.')}</code>` : ''}: ${v.msg}</li>`,
+    (v) => html`<li><code class="token">${v.type}</code>${v.loc.length ? html` at <code>${v.loc.join('.')}</code>` : ''}: ${v.msg}</li>`,
   )}</ul>
 </section>`;
 }
