@@ -23,6 +23,7 @@ const STORE = 'acme-university-continuing-education-emea';
 const OPERATOR: TestUser = { username: 'operator', password: 'operator-layout-pass', scopes: ['all', 'admin'], agent: { mbox: 'mailto:operator@example.com' } };
 const LMS: TestUser = { username: 'moodle-continuing-education', password: 'lms-layout-pass', scopes: ['all'], agent: { name: 'Moodle', mbox: 'mailto:moodle@continuing-education.acme-university.example.com' }, target: STORE };
 const LEARNER = { objectType: 'Agent', name: 'Maximiliane Oyelaran-Fitzgerald', mbox: 'mailto:maximiliane.oyelaran-fitzgerald@continuing-education.acme-university.example.com' };
+const LEAVER = { objectType: 'Agent', name: 'Jean-Baptiste Nakamura-Lindqvist', mbox: 'mailto:jb.nakamura-lindqvist@alumni.acme-university.example.com' };
 const LONG_ACTIVITY = 'https://lms.acme-university.example.com/courses/continuing-education/2026/spring/organic-chemistry-101/module-3/lesson-12';
 const LONG_VERB = 'https://w3id.org/xapi/acme/verbs/submitted-for-peer-review';
 const LONG_KEY = 'acme-moodle-production-eu-west-1-primary-ingest';
@@ -53,6 +54,8 @@ async function fill(t: TestLrs): Promise<Data> {
   await post(statement({ actor: LEARNER, verb: verb('voided'), object: { objectType: 'StatementRef', id: ids[3] } }));
   await post(statement({ actor: LEARNER, verb: verb('commented'), object: { objectType: 'StatementRef', id: ids[0] } }));
   await post(statement({ verb: { id: 'http://example.com/verbs/in-default' } }), ADMIN);
+  // A learner who asked to be forgotten.
+  await post(statement({ actor: LEAVER, verb: verb('launched'), object: named }));
   // A lax credential of an old SCORM player, a statement of which broke two rules.
   const ctx = { store: t.lrs.store, config: t.config, clock: systemClock };
   const by = cliActor();
@@ -105,6 +108,13 @@ const PAGES: Step[] = [
       await page.getByRole('button', { name: 'Dry run' }).click();
       await page.locator('#confirm').waitFor();
     } },
+  { name: 'erased', open: async (page, url) => {
+      await page.goto(`${url}/console/learner?agent=${encodeURIComponent(LEAVER.mbox)}`);
+      await page.getByRole('button', { name: 'Dry run' }).click();
+      await page.locator('#confirm').fill(LEAVER.mbox.replace('mailto:', ''));
+      await page.getByRole('button', { name: 'Erase for good' }).click();
+      await page.locator('h1', { hasText: 'Erased' }).waitFor();
+    } },
   { name: 'access', open: go('/console/access') },
   { name: 'revoke: the question', open: async (page, url) => {
       await page.goto(`${url}/console/access`);
@@ -126,6 +136,7 @@ const PAGES: Step[] = [
       await page.locator('#replay-summary').waitFor();
     } },
   { name: 'forwarding', open: go('/console/forwarding') },
+  { name: 'forwarding, after a retry', open: go('/console/forwarding?retried=12') },
   { name: 'stores', open: go('/console/stores') },
   { name: 'not allowed (a plain user on Access)', open: go('/console/access'), as: 'plain' },
 ];
