@@ -17,7 +17,7 @@ import type { Logger } from 'pino';
 import { type CredentialEntry, readCredentialsFile } from './credentials.ts';
 import { type DatabaseCredentials, fingerprint, sameUser } from './database.ts';
 import { CheckRefused, CheckThrottle, type ThrottleOptions } from './throttle.ts';
-import type { AuthFailure, AuthResult, Authenticator, AuthUser, Recheck } from './types.ts';
+import { type AuthFailure, type AuthResult, type Authenticator, type AuthUser, type Recheck, TOKEN_STAMP } from './types.ts';
 
 export interface BasicAuthOptions {
   file: string;
@@ -54,6 +54,11 @@ function toUser(e: CredentialEntry): AuthUser {
 const FILE_STAMP = 'file:';
 const DATABASE_STAMP = 'db:';
 const stampOf = (e: CredentialEntry): string => `${FILE_STAMP}${fingerprint(e.hash)}`;
+
+/** Which kind of credential a sign-in's stamp (AuthSuccess.stamp) names: what changes its scopes differs. */
+export function credentialKind(stamp: string): 'file' | 'database' | 'token' {
+  return stamp === TOKEN_STAMP ? 'token' : stamp.startsWith(DATABASE_STAMP) ? 'database' : 'file';
+}
 const fileUser = (e: CredentialEntry): AuthResult => ({ ok: true, user: toUser(e), stamp: stampOf(e) });
 
 /** Compares without an early exit on the first differing byte. */

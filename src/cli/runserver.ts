@@ -74,8 +74,8 @@ export function firstRunHint(config: Config, env: NodeJS.ProcessEnv = process.en
   const lectern = env.npm_lifecycle_event ? 'npm run lectern --' : 'lectern';
   const file = env.LECTERN_AUTH_FILE ? `LECTERN_AUTH_FILE=${JSON.stringify(config.authFile)} ` : '';
   return (
-    `no user in the credentials file ${path}: every request will get 401 until you create one, e.g. ` +
-    `${file}${lectern} auth --username admin --scope all --agent-mbox mailto:admin@example.com -w`
+    `no user in the credentials file ${path}: every request will get 401 until you create one, e.g. the operator (every xAPI scope, and the console's admin pages of every store): ` +
+    `${file}${lectern} auth --username admin --scope all --scope admin --agent-mbox mailto:admin@example.com -w`
   );
 }
 

@@ -466,6 +466,8 @@ export interface ViolationStore {
    * statements, so that a restore takes them back).
    */
   violationsAt(tenant: string, positions: string[]): Promise<Map<string, ValidationIssue[]>>;
+  /** Which of `ids` (a page of statements) were stored with violations: one query, whatever their number. */
+  statementsWithViolations(tenant: string, ids: readonly string[]): Promise<Set<string>>;
 }
 
 

@@ -88,7 +88,16 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       await page.getByRole('link', { name: 'Back to Access' }).click();
       const row = page.locator(`tr[data-key="${key}"]`);
       assert.match(await row.innerText(), /Moodle[\s\S]*active/);
+      // Revoke asks first (no script: a page of its own); Cancel leaves the credential working.
       await row.getByRole('button', { name: `Revoke ${key}` }).click();
+      await page.waitForSelector('h1:has-text("Revoke")');
+      assert.deepEqual(await axeViolations(page), []);
+      assert.match(await page.locator('main').innerText(), /Nothing has changed yet[\s\S]*Moodle[\s\S]*statements\/read/);
+      await page.getByRole('link', { name: 'Cancel' }).click();
+      await page.waitForURL(/\/console\/access$/);
+      assert.equal((await xapi(server.url, client)).status, 200, 'still working after Cancel');
+      await row.getByRole('button', { name: `Revoke ${key}` }).click();
+      await page.getByRole('button', { name: 'Revoke for good' }).click();
       await page.waitForURL(/\/console\/access$/);
       assert.match(await page.locator(`tr[data-key="${key}"]`).innerText(), /revoked/);
       assert.equal((await xapi(server.url, client)).status, 401);

@@ -117,8 +117,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const other = await createCredential(t.lrs.store, { scopes: ['statements/write'], agent: { objectType: 'Agent', mbox: 'mailto:lms-c@example.com' }, target: 'c', label: 'in c' });
       const access = await (await get(t, '/console/access', s)).text();
       assert.doesNotMatch(access, new RegExp(other.key));
-      const revoke = await post(t, '/console/access/revoke', s, { key: other.key });
-      assert.equal(revoke.status, 404);
+      for (const confirm of [{}, { confirm: 'yes' }] as Record<string, string>[]) assert.equal((await post(t, '/console/access/revoke', s, { key: other.key, ...confirm })).status, 404);
       assert.equal((await t.fetch('/xAPI/statements', { user: { ...C_USER, username: other.key, password: other.secret } })).status, 403, 'still a working credential (without read scope)');
     });
 
@@ -146,9 +145,9 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://example.com/verbs/in-b' } }), { user: lms }))).status, 200);
 
       const access = await (await get(t, '/console/access', s)).text();
-      assert.match(access, new RegExp(`<code>${key}</code>`));
+      assert.match(access, new RegExp(`<code class="token">${key}</code>`));
       assert.match(access, /LMS in b/);
-      assert.match(access, /2999-01-01 00:00:00 UTC/);
+      assert.match(access, /2999-01-01<\/span> 00:00:00 UTC/);
       assert.doesNotMatch(access, new RegExp(secret), 'never the secret again');
 
       const rotated = await post(t, '/console/access/rotate', s, { key, grace: '600' });
@@ -157,7 +156,12 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.notEqual(newSecret, secret);
       for (const password of [secret, newSecret]) assert.equal((await t.fetch('/xAPI/statements', { user: { ...lms, password } })).status, 200);
 
-      const revoked = await post(t, '/console/access/revoke', s, { key });
+      // Revoke asks first: the row's button answers the question, and nothing is revoked yet.
+      const asked = await post(t, '/console/access/revoke', s, { key });
+      assert.equal(asked.status, 200);
+      assert.match(await asked.text(), new RegExp(`<h1>Revoke <code>${key}</code>\\?</h1>[\\s\\S]*LMS in b[\\s\\S]*name="confirm" value="yes"[\\s\\S]*Revoke for good[\\s\\S]*href="/console/access">Cancel`));
+      assert.equal((await t.fetch('/xAPI/statements', { user: { ...lms, password: newSecret } })).status, 200, 'not revoked by the question');
+      const revoked = await post(t, '/console/access/revoke', s, { key, confirm: 'yes' });
       assert.equal(revoked.status, 303);
       assert.equal((await t.fetch('/xAPI/statements', { user: { ...lms, password: newSecret } })).status, 401);
       assert.match(await (await get(t, '/console/access', s)).text(), /revoked \d{4}-/);
@@ -358,7 +362,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const s = await signIn(t, D_ADMIN);
       const page = await (await get(t, '/console/access', s)).text();
       for (const key of ['ops-key', 'fellow']) {
-        assert.match(row(page, key), new RegExp(`<code>${key}</code>`), 'listed');
+        assert.match(row(page, key), new RegExp(`<code class="token">${key}</code>`), 'listed');
         assert.doesNotMatch(row(page, key), /access\/(rotate|revoke)/, `no form for ${key}`);
       }
       assert.match(row(page, 'lms'), /action="\/console\/access\/rotate"/);
@@ -367,7 +371,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         const rotate = await post(t, '/console/access/rotate', s, { key, grace: '0' });
         assert.equal(rotate.status, 404);
         assert.doesNotMatch(await rotate.text(), /issued-secret/);
-        assert.equal((await post(t, '/console/access/revoke', s, { key })).status, 404);
+        for (const confirm of [{}, { confirm: 'yes' }] as Record<string, string>[]) assert.equal((await post(t, '/console/access/revoke', s, { key, ...confirm })).status, 404);
       }
       assert.equal((await t.fetch('/admin/api/status', { user: as('ops-key'), version: null })).status, 200, 'the operator\'s key untouched');
       const operator = await (await get(t, '/console/access', await signIn(t, OPERATOR))).text();
@@ -384,7 +388,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       }
       await t.lrs.rejections.flush();
       const s = await signIn(t, D_ADMIN);
-      assert.equal((await post(t, '/console/access/revoke', s, { key: 'planter' })).status, 303);
+      assert.equal((await post(t, '/console/access/revoke', s, { key: 'planter', confirm: 'yes' })).status, 303);
       assert.equal((await t.fetch('/xAPI/statements', { user: as('planter') })).status, 401);
 
       const list = await (await get(t, '/console/rejections', s)).text();

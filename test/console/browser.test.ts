@@ -9,7 +9,7 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { after, before, describe, test } from 'node:test';
 import type { Browser, Page } from 'playwright-core';
-import { ADMIN, postgresBackend, sqliteBackend, statement } from '../helpers/lrs.ts';
+import { ADMIN, basic, postgresBackend, sqliteBackend, statement, type TestUser } from '../helpers/lrs.ts';
 import { LRS_AUDIENCE, startProvider } from '../helpers/oidc.ts';
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { freePort } from '../helpers/tools.ts';
@@ -23,6 +23,8 @@ before(async () => {
 after(() => browser?.close());
 
 const VERB = (v: string) => ({ id: `http://adlnet.gov/expapi/verbs/${v}`, display: { 'en-US': v } });
+/** An LMS whose credential is validated lax: what it sends that strict refuses is stored, with the rules it broke. */
+const LAX_LMS: TestUser = { username: 'old-lms', password: 'old-lms-pass', scopes: ['statements/write'], agent: { mbox: 'mailto:old-lms@example.com' }, validation: 'lax' };
 
 for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
   describe(`the console in a browser (${backend.name})`, () => {
@@ -31,7 +33,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     const cspErrors: string[] = [];
     let ids: string[];
     before(async () => {
-      server = await runserver(backend);
+      server = await runserver(backend, {}, 0, [], [LAX_LMS]);
       ids = await server.post([
         statement({ verb: VERB('attempted'), actor: { name: 'Ada', mbox: 'mailto:ada@example.com' } }),
         statement({ verb: VERB('experienced'), actor: { name: 'Ada', mbox: 'mailto:ada@example.com' }, object: { id: 'http://example.com/course/intro', definition: { name: { 'en-US': 'Introduction' } } } }),
@@ -129,6 +131,34 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.deepEqual(await axeViolations(page), []);
       await page.goto(`${server.url}/console/statements/${ids[3]}`);
       assert.match(await page.locator('[role="note"]').innerText(), /Voided/);
+    });
+
+    test('a statement stored under lax validation: flagged in the list, the learner page and the live tail; its page lists the rules it broke', async () => {
+      const lax = async (body: unknown) => {
+        const res = await fetch(`${server.url}/xAPI/statements`, { method: 'POST', headers: { authorization: basic(LAX_LMS), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        assert.equal(res.status, 200, await res.clone().text());
+        return ((await res.json()) as string[])[0];
+      };
+      const broken = await lax(statement({ actor: { mbox: 'mailto:lax-learner@example.com' }, verb: VERB('answered'), lms_course_code: 'BIO-101' }));
+      await page.goto(`${server.url}/console/statements`);
+      const flagged = async () => page.locator('#rows tr', { has: page.locator('.badge.lax') }).evaluateAll((rows) => rows.map((r) => r.getAttribute('data-id')));
+      assert.deepEqual(await flagged(), [broken], 'only the lax one is flagged');
+      assert.deepEqual(await axeViolations(page), []);
+      await page.goto(`${server.url}/console/learner?agent=lax-learner%40example.com`);
+      assert.deepEqual(await flagged(), [broken]);
+      // Its page: the rule, where and what.
+      await page.goto(`${server.url}/console/statements/${broken}`);
+      assert.match(await page.locator('#violations').innerText(), /value_error\.extra at lms_course_code/);
+      assert.deepEqual(await axeViolations(page), []);
+      // A statement that broke nothing has no such section.
+      await page.goto(`${server.url}/console/statements/${ids[0]}`);
+      assert.equal(await page.locator('#violations').count(), 0);
+      // The live tail flags it too.
+      await page.goto(`${server.url}/console/statements`);
+      await page.getByRole('button', { name: 'Live tail' }).click();
+      const later = await lax(statement({ verb: VERB('answered'), lms_course_code: 'BIO-102' }));
+      await page.waitForSelector(`#rows tr[data-id="${later}"] .badge.lax`);
+      await page.getByRole('button', { name: 'Stop live tail' }).click();
     });
 
     test('the live tail shows a statement stored after the page was shown', async () => {

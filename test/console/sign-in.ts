@@ -8,7 +8,7 @@ export interface Signed {
 }
 
 /** Signs in through the form; the session cookie and the CSRF token of its pages. */
-export async function signIn(t: TestLrs, user: TestUser = ADMIN, headers: Record<string, string> = {}): Promise<Signed> {
+export async function signIn(t: Pick<TestLrs, 'url'>, user: TestUser = ADMIN, headers: Record<string, string> = {}): Promise<Signed> {
   const res = await fetch(`${t.url}/console/sign-in`, {
     method: 'POST',
     redirect: 'manual',

@@ -174,6 +174,22 @@ for (const backend of BACKENDS) {
       assert.deepEqual((served.context as Json).contextActivities, { parent: [{ id: 'http://example.com/p' }] }, 'normalised as under strict');
     });
 
+    test('statementsWithViolations: of a page of ids, those stored with violations (voided or not), in their store only', async () => {
+      const clean = ((await (await post(base(randomUUID()), LAX)).json()) as string[])[0];
+      const broken = [];
+      for (const c of CORPUS.slice(0, 3)) broken.push(((await (await post(c.make(randomUUID()), LAX)).json()) as string[])[0]);
+      const voiding = { ...base(randomUUID()), verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id: broken[2] } };
+      assert.equal((await post(voiding, ADMIN)).status, 200);
+      const unknown = randomUUID();
+      const found = await t.lrs.store.statementsWithViolations('', [clean, ...broken, unknown]);
+      assert.deepEqual([...found].sort(), [...broken].sort());
+      assert.deepEqual([...(await t.lrs.store.statementsWithViolations('', []))], []);
+      assert.deepEqual([...(await t.lrs.store.statementsWithViolations('another-store', broken))], [], 'another store’s ids are not its');
+      // More ids than a page of the console holds.
+      const page = [...broken, ...Array.from({ length: 200 }, () => randomUUID())];
+      assert.equal((await t.lrs.store.statementsWithViolations('', page)).size, 3);
+    });
+
     test('the default is strict: every statement of the corpus is refused with 400 and the rule it breaks', async () => {
       for (const c of CORPUS) {
         const res = await post(c.make(randomUUID()), ADMIN);

@@ -107,10 +107,10 @@ describe('logs', () => {
     const hints = lines(s.output()).filter((l) => /no user in the credentials file/.test(String(l.msg)));
     assert.equal(hints.length, 1);
     const msg = String(hints[0].msg);
-    const command = `LECTERN_AUTH_FILE=${JSON.stringify(authFile)} lectern auth --username admin --scope all --agent-mbox mailto:admin@example.com -w`;
+    const command = `LECTERN_AUTH_FILE=${JSON.stringify(authFile)} lectern auth --username admin --scope all --scope admin --agent-mbox mailto:admin@example.com -w`;
     assert.ok(msg.endsWith(command), msg);
     // The command as printed (plus a password: there is no terminal to ask in) creates the user.
-    const r = spawnSync(process.execPath, [CLI, 'auth', '--username', 'admin', '--scope', 'all', '--agent-mbox', 'mailto:admin@example.com', '-w', '-p', 'pw'], {
+    const r = spawnSync(process.execPath, [CLI, 'auth', '--username', 'admin', '--scope', 'all', '--scope', 'admin', '--agent-mbox', 'mailto:admin@example.com', '-w', '-p', 'pw'], {
       cwd: dir,
       env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: authFile },
       encoding: 'utf8',

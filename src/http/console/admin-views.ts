@@ -1,5 +1,6 @@
 /** The console's admin pages: the stores (the operator's switcher) and Access (./pages.ts has the frame and the escaping). */
 import { XAPI_SCOPES } from '../../auth/scopes.ts';
+import type { AuthUser } from '../../auth/types.ts';
 import type { CredentialInfo } from '../../ops/admin/credentials.ts';
 import type { ErasureReport } from '../../ops/erase.ts';
 import type { AuditEntry, StoreSummary } from '../../store/types.ts';
@@ -9,7 +10,17 @@ import { agentLabel } from './views.ts';
 /** The scopes the create form offers; `admin` only to an operator (checkGrantable refuses it to a store administrator). */
 export const GRANTABLE: readonly string[] = [...XAPI_SCOPES, 'admin/store', 'admin'];
 
+/** A key this short (a generated one has 19 characters) is shown unbroken; a longer one may break anywhere. */
+const TOKEN_MAX = 24;
+const keyCode = (key: string): Html => html`<code${key.length < TOKEN_MAX ? html` class="token"` : ''}>${key}</code>`;
+
 const when = (iso: string | undefined | null): string => (iso ? iso.replace('T', ' ').replace(/\.\d+/, '').replace(/Z$/, ' UTC') : '');
+
+/** A time in a table's cell: its date unbroken (a narrow column breaks between date and time, never inside the date). */
+function whenCell(iso: string | undefined | null, none = ''): Html | string {
+  const [date, ...time] = when(iso).split(' ');
+  return date ? html`<span class="token">${date}</span> ${time.join(' ')}` : none;
+}
 
 export function storesPage(ctx: PageContext, v: { stores: StoreSummary[]; operator: boolean; next?: string }): string {
   const current = ctx.session!.store;
@@ -29,7 +40,7 @@ export function storesPage(ctx: PageContext, v: { stores: StoreSummary[]; operat
 <thead><tr><th scope="col">Store</th><th scope="col">Statements</th><th scope="col">Documents</th><th scope="col">Last statement</th><th scope="col">Switch</th></tr></thead>
 <tbody>${v.stores.map(
     (s) => html`<tr><td data-label="Store">${s.target === '' ? html`<em>default</em>` : s.target}</td><td data-label="Statements">${s.statements}</td><td data-label="Documents">${s.documents}</td>
-<td data-label="Last statement">${s.lastStoredMs === null ? '—' : when(new Date(s.lastStoredMs).toISOString())}</td>
+<td data-label="Last statement">${s.lastStoredMs === null ? '—' : whenCell(new Date(s.lastStoredMs).toISOString())}</td>
 <td data-label="Switch">${s.target === current ? html`current` : html`<form method="post" action="/console/store" class="inline"><input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="store" value="${s.target}"><input type="hidden" name="next" value="${v.next ?? '/console/statements'}"><button type="submit" aria-label="Work here: the ${storeName(s.target)}">Work here</button></form>`}</td></tr>`,
   )}</tbody>
 </table>`;
@@ -62,9 +73,9 @@ ${v.credentials.length
 <thead><tr><th scope="col">Key</th><th scope="col">Label</th><th scope="col">Scopes</th><th scope="col">Agent</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col">Actions</th></tr></thead>
 <tbody>${v.credentials.map(
         (c) => html`<tr data-key="${c.key}">
-<td data-label="Key"><code>${c.key}</code></td><td data-label="Label">${c.label}</td><td data-label="Scopes">${c.scopes.join(' ')}${c.validation ? html` <span class="badge">${c.validation}</span>` : ''}</td>
-<td data-label="Agent">${agentLabel(c.agent)}</td><td data-label="Created">${when(c.created)}</td><td data-label="Expires">${when(c.expires) || 'never'}</td>
-<td data-label="Last used">${when(c.lastUsed) || 'never'}</td><td data-label="State">${credentialState(c)}</td>
+<td data-label="Key">${keyCode(c.key)}</td><td data-label="Label">${c.label}</td><td data-label="Scopes">${c.scopes.join(' ')}${c.validation ? html` <span class="badge">${c.validation}</span>` : ''}</td>
+<td data-label="Agent">${agentLabel(c.agent)}</td><td data-label="Created">${whenCell(c.created)}</td><td data-label="Expires">${whenCell(c.expires, 'never')}</td>
+<td data-label="Last used">${whenCell(c.lastUsed, 'never')}</td><td data-label="State">${credentialState(c)}</td>
 <td data-label="Actions">${c.revoked
           ? ''
           : !v.manageable.has(c.key)
@@ -112,7 +123,7 @@ ${v.audit.length
 <caption>Admin actions in the ${storeName(store)}, newest first</caption>
 <thead><tr><th scope="col">Time</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Store</th><th scope="col">Details</th></tr></thead>
 <tbody>${v.audit.map(
-        (e) => html`<tr><td data-label="Time">${when(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.actorKind.replace('-', ' ')}, ${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code>${e.action}</code></td>
+        (e) => html`<tr><td data-label="Time">${whenCell(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.actorKind.replace('-', ' ')}, ${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code class="token">${e.action}</code></td>
 <td data-label="Store">${e.target === null ? 'every store' : e.target === '' ? 'default' : e.target}</td><td data-label="Details"><code>${JSON.stringify(e.details)}</code></td></tr>`,
       )}</tbody>
 </table>
@@ -147,6 +158,26 @@ ${c.previousSecretUntil ? html`<dt>Previous secret</dt><dd>works until ${when(c.
   return page(ctx, `Credential ${what}`, 'access', main);
 }
 
+/** The question before a revocation: the credential, what revoking does, and the form that does it. */
+export function revokePage(ctx: PageContext, c: CredentialInfo): string {
+  const main = html`<h1>Revoke <code>${c.key}</code>?</h1>
+<p class="context">In the ${storeName(c.target)}. Nothing has changed yet.</p>
+<dl class="person facts">
+<dt>Label</dt><dd>${c.label || '—'}</dd>
+<dt>Scopes</dt><dd>${c.scopes.join(' ')}</dd>
+<dt>Agent</dt><dd>${agentLabel(c.agent)}</dd>
+<dt>Last used</dt><dd>${when(c.lastUsed) || 'never'}</dd>
+<dt>State</dt><dd>${credentialState(c)}</dd>
+</dl>
+<p>Revoking is for good: every client sending this key gets <code>401</code> from each server’s next credentials refresh, and the console sessions opened with it end. To replace its secret instead, rotate it.</p>
+<form method="post" action="/console/access/revoke" class="card">
+<input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="key" value="${c.key}"><input type="hidden" name="confirm" value="yes">
+<button type="submit" class="danger">Revoke for good</button>
+</form>
+<p><a href="/console/access">Cancel</a></p>`;
+  return page(ctx, `Revoke ${c.key}`, 'access', main);
+}
+
 /** What identifies a person for the typed confirmation: its email address, OpenID, mbox_sha1sum or account name. */
 export function confirmationText(agent: Record<string, unknown>): string {
   const account = agent.account as { name?: unknown } | undefined;
@@ -165,7 +196,8 @@ export interface EraseView {
 export function erasePage(ctx: PageContext, v: EraseView): string {
   const r = v.report;
   const typed = confirmationText(v.agent);
-  const figures = html`<dl class="person figures">
+  // Term and value side by side (dl.person), not the Overview's grid of cards (dl.figures).
+  const figures = html`<dl class="person tally">
 <dt>Statements</dt><dd id="n-statements">${r.statements}</dd>
 ${r.referring ? html`<dt>Of those, referring to them only</dt><dd>${r.referring}</dd>` : ''}
 ${r.attachments ? html`<dt>Attachments</dt><dd>${r.attachments}</dd>` : ''}
@@ -190,4 +222,67 @@ ${v.error ? html`<p class="error" role="alert" id="erase-error">${v.error}</p>` 
 ${figures}
 <p><a href="/console/learner">Learner</a></p>`;
   return page(ctx, `${verb} a learner`, 'learner', main);
+}
+
+/** A word for a shell: quoted unless it is plain. */
+const shellWord = (v: string): string => (/^[\w@%+=:,./-]+$/.test(v) ? v : `'${v.replaceAll("'", "'\\''")}'`);
+
+/** The options of `lectern auth` and `lectern credentials create` that give `user` again, with `scope` added. */
+function userOptions(user: AuthUser, scope: string): string[] {
+  const a = user.agent;
+  const agent = a.mbox ? ['-M', a.mbox] : a.mbox_sha1sum ? ['-S', a.mbox_sha1sum] : a.openid ? ['-O', a.openid] : a.account ? ['-A', a.account.name, a.account.homePage] : [];
+  return [
+    ...[...user.scopes.filter((sc) => sc !== scope), scope].flatMap((sc) => ['-s', sc]),
+    ...agent,
+    ...(a.name ? ['-N', a.name] : []),
+    ...(user.target ? ['-t', user.target] : []),
+    ...(user.validation ? ['--validation', user.validation] : []),
+  ];
+}
+
+export interface NotAllowedView {
+  /** The page or action refused, e.g. "The Access page". */
+  what: string;
+  user: AuthUser;
+  /** What the user signed in with (src/auth/basic.ts credentialKind): how its scopes change. */
+  kind: 'file' | 'database' | 'token';
+  /** The scope that would open it; undefined when none can (a store's user on the operator's page). */
+  scope?: string;
+  need: 'admin' | 'operator';
+}
+
+/** How `v.user` gets `v.scope`: the command for its kind of credential, or what to ask of the identity provider. */
+function grantAdvice(v: NotAllowedView & { scope: string }): Html {
+  const options = userOptions(v.user, v.scope).map(shellWord).join(' ');
+  if (v.kind === 'token') {
+    return html`<p>An OpenID Connect sign-in’s scopes are its token’s: have the identity provider grant <code>${v.scope}</code> to ${v.user.username} in the token’s scope claim, and add it to <code>LECTERN_CONSOLE_OIDC_SCOPES</code> so that the console asks for it. Then sign in again.</p>`;
+  }
+  const [how, command, after] =
+    v.kind === 'file'
+      ? [
+          html`${v.user.username} is a user of the credentials file (<code>LECTERN_AUTH_FILE</code>): on the server, write its entry again with the scope added`,
+          `lectern auth -u ${shellWord(v.user.username)} ${options} -w`,
+          'It asks for the password (the same one keeps it). The change ends this session: then sign in again.',
+        ]
+      : [
+          html`${v.user.username} is a credential kept in the database, whose scopes do not change: create one with the scope added (on the server, or by the operator on the Access page)`,
+          `lectern credentials create ${options} --label ${shellWord(`${v.user.username} with ${v.scope}`)}`,
+          `Sign in with the new key and secret; revoke ${v.user.username} once nothing uses it.`,
+        ];
+  return html`<p>To grant it, ${how}:</p>
+<pre class="command" tabindex="0" aria-label="The command that grants the ${v.scope} scope"><code>${command}</code></pre>
+<p class="hint">${after}</p>`;
+}
+
+/** The 403 of an admin page: which scope is missing, and the command that grants it. */
+export function notAllowedPage(ctx: PageContext, v: NotAllowedView): string {
+  const scope = v.scope;
+  const why = scope
+    ? html`${v.what} needs the <code>${scope}</code> scope, which ${v.user.username} does not hold${v.need === 'operator' ? ': it concerns every store, and is the operator’s (the admin scope, held by a user of the default store)' : scope === 'admin' ? ' (in the default store, it makes the operator: every admin page of every store)' : ' (the administrator of its own store)'}.`
+    : html`${v.what} is the operator’s: it concerns every store, and the operator is a user of the default store holding <code>admin</code>. ${v.user.username} works in the ${storeName(v.user.target)}, whose users never reach other stores.`;
+  const main = html`<h1>Not allowed</h1>
+<p class="error" role="alert">${why}</p>
+${scope ? grantAdvice({ ...v, scope }) : ''}
+<p><a href="/console">Back to the console</a></p>`;
+  return page(ctx, 'Not allowed', 'statements', main);
 }

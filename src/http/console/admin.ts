@@ -6,7 +6,8 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { adminRole, type AdminRole } from '../../auth/scopes.ts';
-import { TOKEN_STAMP } from '../../auth/types.ts';
+import { credentialKind } from '../../auth/basic.ts';
+import { type AuthUser, TOKEN_STAMP } from '../../auth/types.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import { LrsError, ValidationFailed } from '../../errors.ts';
@@ -18,8 +19,8 @@ import { OpsError } from '../../ops/errors.ts';
 import type { Store } from '../../store/types.ts';
 import type { Agent } from '../../xapi/types.ts';
 import { validateAgentParam } from '../../xapi/validate.ts';
-import { accessPage, confirmationText, erasePage, GRANTABLE, issuedPage, storesPage } from './admin-views.ts';
-import { errorPage, type PageContext } from './pages.ts';
+import { accessPage, confirmationText, erasePage, GRANTABLE, issuedPage, notAllowedPage, revokePage, storesPage } from './admin-views.ts';
+import { errorPage, type PageContext, storeName } from './pages.ts';
 import type { Session } from './session.ts';
 import { agentParam } from './views.ts';
 
@@ -53,12 +54,31 @@ const MAX_STORE_NAME = 200;
 /** Audit entries the Access page shows at once. */
 const AUDIT_SHOWN = 50;
 
-/** The session's admin role; without one, a 403 page (or JSON answer) and undefined. */
-export function adminRoleOf(kit: ConsoleKit, reply: FastifyReply, s: Session, what: string, json = false): AdminRole | undefined {
+/** What an admin page needs: an admin role (operator or store administrator), or the operator's. */
+export type AdminNeed = 'admin' | 'operator';
+
+/**
+ * The scope that gives `user` what `need` asks: `admin` in the default store (the operator),
+ * `admin/store` in another (its administrator); undefined when none can (a store's user never
+ * becomes the operator).
+ */
+export function missingScope(user: AuthUser, need: AdminNeed): 'admin' | 'admin/store' | undefined {
+  if (user.target === '') return 'admin';
+  return need === 'operator' ? undefined : 'admin/store';
+}
+
+/**
+ * The session's admin role when it has what `need` asks; without, a 403 page naming the scope
+ * missing and the command that grants it (or a JSON answer naming the scope) and undefined.
+ */
+export function adminRoleOf(kit: ConsoleKit, reply: FastifyReply, s: Session, what: string, json = false, need: AdminNeed = 'admin'): AdminRole | undefined {
   const role = adminRole(s.user);
-  if (role) return role;
-  const detail = `${what} needs the admin or admin/store scope, which ${s.user.username} does not hold`;
-  void (json ? kit.sendJson(reply, 403, { detail }) : kit.sendPage(reply, 403, errorPage(kit.ctx(s), 'Not allowed', detail)));
+  if (role && (need === 'admin' || role.kind === 'operator')) return role;
+  const scope = missingScope(s.user, need);
+  const detail = scope
+    ? `${what} needs the ${scope} scope, which ${s.user.username} does not hold`
+    : `${what} is the operator’s (the admin scope, held by a user of the default store): ${s.user.username} works in the ${storeName(s.user.target)}`;
+  void (json ? kit.sendJson(reply, 403, { detail }) : kit.sendPage(reply, 403, notAllowedPage(kit.ctx(s), { what, user: s.user, kind: credentialKind(s.stamp), scope, need })));
   return undefined;
 }
 
@@ -68,9 +88,9 @@ export function refusal(err: unknown): { status: number; message: string } {
   throw err;
 }
 
-/** The session's admin actor (its user, from the request's address, over HTTP); without an admin role, a 403 page (or JSON answer) and undefined. */
-export function adminActorOf(kit: ConsoleKit, request: FastifyRequest, reply: FastifyReply, s: Session, what: string, json = false): AdminActor | undefined {
-  if (!adminRoleOf(kit, reply, s, what, json)) return undefined;
+/** The session's admin actor (its user, from the request's address, over HTTP); without the role `need` asks, a 403 page (or JSON answer) and undefined. */
+export function adminActorOf(kit: ConsoleKit, request: FastifyRequest, reply: FastifyReply, s: Session, what: string, json = false, need: AdminNeed = 'admin'): AdminActor | undefined {
+  if (!adminRoleOf(kit, reply, s, what, json, need)) return undefined;
   return httpActor(s.user, request.ip, s.stamp === TOKEN_STAMP ? 'token' : 'basic');
 }
 
@@ -155,9 +175,20 @@ const keyOf = (form: Record<string, string>): string => {
   return form.key;
 };
 
-// A key of another store than the one the session works in is unknown (404), as is one the actor may not manage.
-const revokeFromForm: AccessChange = async (ctx, { form, by, target }) => {
-  await revokeCredential(ctx, by, { key: keyOf(form), target });
+/**
+ * Revoking asks first: the row's button answers the confirmation page (nothing changed), whose
+ * form carries `confirm=yes`. A key of another store than the one the session works in is
+ * unknown (404), as is one the actor may not manage, on either step.
+ */
+const revokeFromForm: AccessChange = async (ctx, { kit, session, form, by, target }) => {
+  const key = keyOf(form);
+  if (form.confirm !== 'yes') {
+    const { credentials, manageable } = await listCredentials(ctx, by, { target });
+    const credential = credentials.find((c) => c.key === key && manageable.has(key));
+    if (!credential) throw new OpsError(`no credential has the key ${JSON.stringify(key)}`, 'not_found');
+    return revokePage(kit.ctx(session), credential);
+  }
+  await revokeCredential(ctx, by, { key, target });
   return undefined;
 };
 

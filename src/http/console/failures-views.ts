@@ -12,7 +12,7 @@ const csrfField = (ctx: PageContext): Html => html`<input type="hidden" name="cs
 
 function reasonList(reasons: RejectionReason[]): Html {
   return html`<ul class="reasons">${reasons.map(
-    (r) => html`<li><code>${r.type}</code>${r.loc.length ? html` at <code>${r.loc.join('.')}</code>` : ''}: ${r.msg}${r.requirement ? html` <span class="hint">(${r.requirement})</span>` : ''}</li>`,
+    (r) => html`<li><code class="token">${r.type}</code>${r.loc.length ? html` at <code>${r.loc.join('.')}</code>` : ''}: ${r.msg}${r.requirement ? html` <span class="hint">(${r.requirement})</span>` : ''}</li>`,
   )}</ul>`;
 }
 
@@ -45,8 +45,8 @@ ${csrfField(ctx)}
 <tbody>${v.rows.map(
         (r) => html`<tr data-id="${r.id}"><td data-label="Select"><input type="checkbox" id="sel-${r.id}" name="id.${r.id}" aria-label="Select rejection ${r.id}"></td>
 <td data-label="Rejection"><a href="/console/rejections/${r.id}">#${r.id}</a></td><td data-label="When">${when(r.atMs)}</td>
-<td data-label="Request"><code>${r.method} ${r.path}</code> → ${r.status}</td><td data-label="By">${r.username}</td>
-<td data-label="First reason">${r.reasons[0] ? html`<code>${r.reasons[0].type}</code>: ${r.reasons[0].msg}` : ''}</td></tr>`,
+<td data-label="Request"><code class="token">${r.method}</code> <code class="token">${r.path}</code> → ${r.status}</td><td data-label="By">${r.username}</td>
+<td data-label="First reason">${r.reasons[0] ? html`<code class="token">${r.reasons[0].type}</code>: ${r.reasons[0].msg}` : ''}</td></tr>`,
       )}</tbody></table>
 ${replayOptions('lax-selected')}
 <div class="actions"><button type="submit" class="primary">Replay selected</button> <button type="submit" name="all" value="on">Replay all of this store’s</button></div>

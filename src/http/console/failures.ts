@@ -89,7 +89,7 @@ async function clearRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyRe
 async function forwardingRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const s = await kit.pageSession(request, reply);
   if (!s) return reply;
-  const by = adminActorOf(kit, request, reply, s, 'The Forwarding page');
+  const by = adminActorOf(kit, request, reply, s, 'The Forwarding page', false, 'operator');
   if (!by) return reply;
   try {
     const targets = await forwardingStatus(ctx, by);
@@ -105,7 +105,7 @@ async function forwardingRoute(kit: ConsoleKit, ctx: AdminContext, request: Fast
 async function retryRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
   const c = await kit.change(request, reply);
   if (!c) return reply;
-  const by = adminActorOf(kit, request, reply, c.session, 'Forwarding', true);
+  const by = adminActorOf(kit, request, reply, c.session, 'Retrying dead letters', true, 'operator');
   if (!by) return reply;
   try {
     const requeued = await retryDeadLetters(ctx, by, { url: c.form.url?.trim() || undefined });

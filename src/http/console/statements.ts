@@ -68,6 +68,14 @@ async function statementsOf(door: ConsoleDoor, s: Session, params: Record<string
   }
 }
 
+/**
+ * The ids among `statements` stored with violations (flagged in lists): one query for the page,
+ * on the primary (a statement a replica shows is there too), in the store the session reads.
+ */
+function laxOf(door: ConsoleDoor, s: Session, statements: Record<string, unknown>[]): Promise<Set<string>> {
+  return door.deps.store.statementsWithViolations(door.workingStore(s), statements.map((st) => String(st.id)));
+}
+
 /** The parameters of the page a `more` link points at. */
 const moreParams = (more: string): Record<string, string> => Object.fromEntries(new URLSearchParams(more.slice(more.indexOf('?') + 1)));
 
@@ -83,7 +91,8 @@ async function statementsRoute(door: ConsoleDoor, request: FastifyRequest, reply
   const first = !query.search_after;
   const tailSince = first ? ((statements[0]?.stored as string | undefined) ?? new Date(door.now()).toISOString()) : undefined;
   reply.header(CONSISTENT_THROUGH, through);
-  return door.sendPage(reply, 200, statementsPage(door.ctx(s), { filters, statements, more, tailSince, through }));
+  const lax = await laxOf(door, s, statements);
+  return door.sendPage(reply, 200, statementsPage(door.ctx(s), { filters, statements, more, tailSince, through, lax }));
 }
 
 /** The live tail: statements stored after `after` matching the filters, oldest first, as table rows. */
@@ -105,7 +114,8 @@ async function tailRoute(door: ConsoleDoor, request: FastifyRequest, reply: Fast
   const last = rows.at(-1)?.stored as string | undefined;
   const newest = last && Date.parse(last) > Date.parse(after) ? last : after;
   // More at once than a page: ask again at once, from the newest, while that moves on.
-  return door.sendJson(reply, 200, { rows: rows.map((st) => statementRow(st).text), after: newest, more: r.page.more !== '' && newest !== after });
+  const lax = await laxOf(door, s, rows);
+  return door.sendJson(reply, 200, { rows: rows.map((st) => statementRow(st, lax.has(String(st.id))).text), after: newest, more: r.page.more !== '' && newest !== after });
 }
 
 /** A CSV cell: quoted when needed; text that a spreadsheet would run as a formula is prefixed with '. */
@@ -191,7 +201,9 @@ async function statementRoute(door: ConsoleDoor, request: FastifyRequest, reply:
   }
   if (!r.ok) return door.sendPage(reply, r.status, errorPage(door.ctx(s), r.status === 404 ? 'No such statement' : 'Statement', r.detail));
   reply.header(CONSISTENT_THROUGH, r.page.through);
-  return door.sendPage(reply, 200, statementPage(door.ctx(s), r.page.statements[0], voided));
+  const shown = r.page.statements[0];
+  const violations = (await door.deps.store.statementViolations(door.workingStore(s), String(shown.id))) ?? [];
+  return door.sendPage(reply, 200, statementPage(door.ctx(s), shown, voided, violations));
 }
 
 /** The document ids of an agent (its profiles) or of an activity and agent (its states), or why they cannot be read. */
@@ -238,5 +250,6 @@ async function learnerRoute(door: ConsoleDoor, request: FastifyRequest, reply: F
     states.push({ activityId, ids });
   }
   const more = r.ok ? r.page.more : '';
-  return door.sendPage(reply, 200, learnerPage(door.ctx(s), { agentText, agent: JSON.parse(agent) as Record<string, unknown>, person, statements, more, profiles, states, ...(!r.ok && { error: r.detail }) }));
+  const lax = await laxOf(door, s, statements);
+  return door.sendPage(reply, 200, learnerPage(door.ctx(s), { agentText, agent: JSON.parse(agent) as Record<string, unknown>, person, statements, more, profiles, states, lax, ...(!r.ok && { error: r.detail }) }));
 }

@@ -1,4 +1,5 @@
 /** The console's Statements, Statement and Learner pages (./pages.ts has the frame and the escaping). */
+import type { ValidationIssue } from '../../errors.ts';
 import { html, page, storeName, type Html, type PageContext } from './pages.ts';
 
 /** The Statement resource's filters, as the console's query string carries them (the xAPI names). */
@@ -82,8 +83,8 @@ function objectCell(statement: Json): Html {
   return html`${type}`;
 }
 
-/** One statement as a table row; `voided` marks a statement shown although voided. */
-export function statementRow(statement: Json): Html {
+/** One statement as a table row; `lax`: it was stored with violations (flagged, its page lists them). */
+export function statementRow(statement: Json, lax = false): Html {
   const id = str(statement.id) ?? '';
   const stored = str(statement.stored) ?? '';
   const verb = obj(statement.verb);
@@ -96,15 +97,16 @@ export function statementRow(statement: Json): Html {
 <td data-label="Actor">${actorIfi ? html`<a href="${statementsUrl({ agent: JSON.stringify(actorIfi) })}" title="Statements of this actor">${actor}</a>` : actor}</td>
 <td data-label="Verb"><a href="${statementsUrl({ verb: verbId })}" title="Statements with the verb ${verbId}">${verbLabel(verb)}</a>${voids ? html` <span class="badge voiding">voids a statement</span>` : ''}</td>
 <td data-label="Object">${objectCell(statement)}</td>
-<td data-label="Statement"><a href="/console/statements/${id}" aria-label="Statement ${id}"><code>${id.slice(0, 8)}</code></a></td>
+<td data-label="Statement"><a href="/console/statements/${id}" aria-label="Statement ${id}"><code class="token">${id.slice(0, 8)}</code></a>${lax ? html` <span class="badge lax" title="Stored under lax validation: it broke rules that strict validation refuses (listed on its page)">stored lax</span>` : ''}</td>
 </tr>`;
 }
 
-export function statementsTable(statements: Json[], caption: string): Html {
+/** Statements as a table; `lax`: the ids of those stored with violations. */
+export function statementsTable(statements: Json[], caption: string, lax: ReadonlySet<string> = new Set()): Html {
   return html`<table class="statements">
 <caption>${caption}</caption>
 <thead><tr><th scope="col">Stored</th><th scope="col">Actor</th><th scope="col">Verb</th><th scope="col">Object</th><th scope="col">Statement</th></tr></thead>
-<tbody id="rows">${statements.map(statementRow)}</tbody>
+<tbody id="rows">${statements.map((st) => statementRow(st, lax.has(str(st.id) ?? '')))}</tbody>
 </table>${statements.length ? '' : html`<p class="empty" id="empty">No statements match.</p>`}`;
 }
 
@@ -122,6 +124,8 @@ export interface StatementsView {
   tailSince?: string;
   /** The Consistent-Through of the server that read the page (a read replica's, or the primary's). */
   through?: string;
+  /** The ids of the statements shown that were stored with violations. */
+  lax?: ReadonlySet<string>;
   error?: string;
 }
 
@@ -155,7 +159,7 @@ ${v.tailSince !== undefined && f.ascending !== 'true' && !f.until
     ? html`<div class="tail"><button type="button" id="tail" aria-pressed="false" data-since="${v.tailSince}" data-url="${statementsUrl(f).replace('/console/statements', '/console/statements/tail')}">Live tail</button>
 <span id="tail-status" role="status" aria-live="polite"></span></div>`
     : ''}
-${statementsTable(v.statements, filtered ? 'Statements matching the filters' : 'Latest statements')}
+${statementsTable(v.statements, filtered ? 'Statements matching the filters' : 'Latest statements', v.lax)}
 ${v.through ? html`<p class="context">Complete through <time id="consistent-through" datetime="${v.through}">${v.through}</time>: a statement stored later may not be shown yet.</p>` : ''}
 ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next" id="more">Next page</a></p>` : ''}
 </section>
@@ -176,7 +180,19 @@ ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next" id="more">Next 
   return page(ctx, 'Statements', 'statements', main);
 }
 
-export function statementPage(ctx: PageContext, statement: Json, voided: boolean): string {
+/** The rules a statement stored under lax validation broke, each where and what. */
+function violationsSection(violations: readonly ValidationIssue[]): Html {
+  return html`<section aria-labelledby="violations-title" class="card">
+<h2 id="violations-title">Stored under lax validation</h2>
+<p>It broke ${violations.length === 1 ? 'this rule' : `these ${violations.length} rules`} when it was stored; strict validation would have refused it (<code>lectern violations</code> lists them too):</p>
+<ul class="reasons" id="violations">${violations.map(
+    (v) => html`<li><code class="token">${v.type}</code>${v.loc.length ? html` at <code>${v.loc.join('.')}</code>` : ''}: ${v.msg}</li>`,
+  )}</ul>
+</section>`;
+}
+
+/** One statement's page; `violations`: the rules it broke when stored under lax validation (none: []). */
+export function statementPage(ctx: PageContext, statement: Json, voided: boolean, violations: readonly ValidationIssue[] = []): string {
   const id = str(statement.id) ?? '';
   const ifi = ifiOf(statement.actor);
   const main = html`<h1>Statement <code>${id}</code></h1>
@@ -186,6 +202,7 @@ ${voided ? html`<p class="badge voided" role="note">Voided: a later statement vo
 ${ifi ? html`<li><a href="${statementsUrl({ agent: JSON.stringify(ifi) })}">Statements of this actor</a></li><li><a href="/console/learner?agent=${encodeURIComponent(JSON.stringify(ifi))}">This learner</a></li>` : ''}
 <li><a href="/console/statements">All statements</a></li>
 </ul>
+${violations.length ? violationsSection(violations) : ''}
 <pre class="json" tabindex="0" aria-label="The statement as JSON"><code>${JSON.stringify(statement, null, 2)}</code></pre>`;
   return page(ctx, `Statement ${id.slice(0, 8)}`, 'statements', main);
 }
@@ -200,6 +217,8 @@ export interface LearnerView {
   profiles: string[] | string;
   /** State ids per activity seen in the statements shown. */
   states: { activityId: string; ids: string[] }[] | string;
+  /** The ids of the statements shown that were stored with violations. */
+  lax?: ReadonlySet<string>;
   error?: string;
 }
 
@@ -222,7 +241,7 @@ ${v.agent
 </section>
 <section aria-labelledby="learner-statements-title">
 <h2 id="learner-statements-title">Statements</h2>
-${statementsTable(v.statements, `Statements of ${agentLabel(v.agent)} (as actor or anywhere in the statement)`)}
+${statementsTable(v.statements, `Statements of ${agentLabel(v.agent)} (as actor or anywhere in the statement)`, v.lax)}
 ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next">More of this learner’s statements</a></p>` : ''}
 </section>
 <section aria-labelledby="documents-title" class="card">

@@ -170,6 +170,17 @@ export abstract class PostgresReaders extends PostgresConnection {
     return out;
   }
 
+  async statementsWithViolations(tenant: string, ids: readonly string[]): Promise<Set<string>> {
+    const tid = await this.tenantId(tenant);
+    if (tid === undefined || ids.length === 0) return new Set();
+    const r = await this.query<{ id: string }>(
+      'SELECT s.id::text AS id FROM statements s JOIN statement_violations v ON v.seq = s.seq WHERE s.tenant = $1 AND s.id = ANY($2::uuid[])',
+      [tid, ids],
+      'statements_with_violations',
+    );
+    return new Set(r.rows.map((row) => row.id));
+  }
+
   /**
    * The seq of the statement a `more` cursor names, by the (tenant, id) index: one of the tenant's,
    * of the filter's authority under `mine`; a 400 otherwise (unknownCursor).

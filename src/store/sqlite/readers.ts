@@ -61,6 +61,19 @@ export abstract class SqliteReaders extends SqliteConnection {
     return out;
   }
 
+  /**
+   * Which of `ids` were stored with violations (ViolationStore): per id, the lookup of BY_ID and a
+   * probe of the side table by seq (driven from the ids: joined, the planner scans the store's ids).
+   */
+  async statementsWithViolations(tenant: string, ids: readonly string[]): Promise<Set<string>> {
+    const tid = this.tenantId(tenant);
+    if (tid === undefined || ids.length === 0) return new Set();
+    const rows = this.q(
+      "SELECT lower(j.value) AS id FROM json_each(?) j WHERE EXISTS (SELECT 1 FROM statement_violations v WHERE v.seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = unhex(replace(j.value, '-', ''))))",
+    ).all(JSON.stringify(ids), tid) as Row[];
+    return new Set(rows.map((r) => String(r.id)));
+  }
+
   /** Each hash's attachments row (`cols`), with `carrier` only if a statement of that authority carried its data. */
   private attachmentRows(tenant: string, sha2s: string[], cols: string, carrier?: string): Row[] {
     const sql = `SELECT ${cols} FROM attachments a WHERE tenant = ? AND sha2 = ?`;

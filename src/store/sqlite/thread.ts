@@ -41,7 +41,7 @@ const ROUTES = {
   insertStatements: 'write', deleteStatements: 'write', rewriteStatements: 'write',
   getStatement: 'read', queryStatements: 'read', getAttachments: 'read', attachmentSizes: 'read', attachmentsNotCarried: 'read',
   attachmentCarrierCounts: 'read', consistentThrough: 'read', statementsWithAgent: 'read', getActivityDefinitions: 'read',
-  statementViolations: 'read', violationsAt: 'read', scanStatements: 'read', countStatements: 'read', referringStatements: 'read',
+  statementViolations: 'read', violationsAt: 'read', statementsWithViolations: 'read', scanStatements: 'read', countStatements: 'read', referringStatements: 'read',
   // documents
   putDocument: 'write', deleteDocument: 'write', deleteDocuments: 'write', moveDocuments: 'write',
   getDocument: 'read', listDocumentIds: 'read', scanDocuments: 'read',
