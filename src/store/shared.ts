@@ -1,16 +1,17 @@
 /**
  * The Store members that run a shared program, written once for every backend: the document
- * resources, kept rejections, credentials, and the admin API's figures and audit log. A backend
- * extends SharedStore (its connection class does) and provides its dialect (./dialect.ts) and how
- * it runs a program: alone (runProgram) or in one transaction (runTransaction). Adding such a
- * member is one method here, with its signature in ./types.ts, and its SQL: in the shared
- * program, or in each backend's dialect where the backends differ. The admin changes take an
+ * resources, kept rejections, credentials, the admin API's figures and audit log, and the keys
+ * dictionary's searches. A backend extends SharedStore (its connection class does) and provides
+ * its dialect (./dialect.ts) and how it runs a program: alone (runProgram) or in one transaction
+ * (runTransaction). Adding such a member is one method here, with its signature in ./types.ts,
+ * and its SQL: in the shared program, or in each backend's dialect where the backends differ. The admin changes take an
  * optional audit entry, appended in the change's own transaction (ChangeAudit, ./admin.ts).
  */
 import * as admin from './admin.ts';
 import * as credentials from './credentials.ts';
 import type { StoreDialect } from './dialect.ts';
 import * as docs from './documents.ts';
+import * as keys from './keys.ts';
 import * as overview from './overview.ts';
 import type { Program, ProgramRunner } from './program.ts';
 import * as rejections from './rejections.ts';
@@ -25,6 +26,8 @@ import type {
   DocumentWriteOptions,
   KeptRejection,
   KeyedDocument,
+  KeyMatch,
+  KeyQuery,
   NewRejection,
   OverviewQuery,
   RejectionFilter,
@@ -41,7 +44,8 @@ export type SharedMember =
   | 'getDocument' | 'putDocument' | 'deleteDocument' | 'listDocumentIds' | 'deleteDocuments' | 'scanDocuments' | 'moveDocuments'
   | 'keepRejections' | 'listRejections' | 'getRejection' | 'updateRejection' | 'deleteRejections' | 'clearRejections'
   | 'createCredential' | 'getCredential' | 'listCredentials' | 'revokeCredential' | 'rotateCredential' | 'credentialsVersion' | 'touchCredentials'
-  | 'storeNames' | 'storeSummaries' | 'storeOverview' | 'storeTotals' | 'appendAudit' | 'listAudit';
+  | 'storeNames' | 'storeSummaries' | 'storeOverview' | 'storeTotals' | 'appendAudit' | 'listAudit'
+  | 'findKeys';
 
 export abstract class SharedStore implements Pick<Store, SharedMember> {
   /** What differs in the backend's SQL. */
@@ -177,5 +181,11 @@ export abstract class SharedStore implements Pick<Store, SharedMember> {
 
   listAudit(filter: AuditFilter): Promise<AuditEntry[]> {
     return this.runProgram(admin.listAudit(filter));
+  }
+
+  // ----- the keys dictionary (./keys.ts) ------------------------------------------------------
+
+  findKeys(tenant: string, query: KeyQuery): Promise<KeyMatch[]> {
+    return this.runProgram(keys.findKeys(this.dialect.keys, tenant, query));
   }
 }

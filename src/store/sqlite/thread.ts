@@ -51,6 +51,7 @@ const ROUTES = {
   createCredential: 'write', revokeCredential: 'write', rotateCredential: 'write', touchCredentials: 'write',
   getCredential: 'read', listCredentials: 'read', credentialsVersion: 'read',
   appendAudit: 'write', listAudit: 'read', storeNames: 'read', storeSummaries: 'read', storeOverview: 'read', storeTotals: 'read',
+  findKeys: 'read',
 } as const satisfies Partial<Record<keyof Store, 'write' | 'read'>>;
 
 /** The same for the forwarding outbox (its writes cross as `outbox.<member>`). */
