@@ -5,7 +5,7 @@
  * session's user; every change is a POST carrying the session's CSRF token (ConsoleKit.change).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { adminRole, type AdminRole } from '../../auth/scopes.ts';
+import { adminRole, type AdminRole, type RouteScopes } from '../../auth/scopes.ts';
 import { TOKEN_STAMP } from '../../auth/types.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
@@ -15,6 +15,7 @@ import { erase } from '../../ops/admin/erasure.ts';
 import { listAudit, listStores } from '../../ops/admin/reads.ts';
 import { type AdminActor, type AdminContext, httpActor, reachableStore } from '../../ops/admin/roles.ts';
 import { OpsError } from '../../ops/errors.ts';
+import type { Reader } from '../../ops/reads.ts';
 import type { Store } from '../../store/types.ts';
 import type { Agent } from '../../xapi/types.ts';
 import { validateAgentParam } from '../../xapi/validate.ts';
@@ -45,6 +46,8 @@ export interface ConsoleKit {
   workingStore(session: Session): string;
   queryOf(request: FastifyRequest): Record<string, string>;
   safeNext(next: string | undefined): string;
+  /** The session's reader of a resource needing `scopes` (an LrsError 403 without them). */
+  reader(session: Session, scopes: RouteScopes): Reader;
 }
 
 /** The longest store name the switcher takes (a credential's target has at most as many). */

@@ -6,14 +6,14 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LrsError } from '../../errors.ts';
-import { type Reader, readDocuments, readPerson, readStatements, type StatementsRead } from '../../ops/reads.ts';
+import { type Reader, readDocuments, readPerson, readStatements, type StatementsRead, type Suggestion, suggestKeys } from '../../ops/reads.ts';
 import type { StatementReads } from '../../store/types.ts';
 import { RESOURCE_SCOPES } from '../access.ts';
 import { errorPage } from './pages.ts';
 import type { ConsoleDoor } from './kit.ts';
 import type { Session } from './session.ts';
 import {
-  agentParam, DEFAULT_EXPORT_FIELDS, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, type Filters,
+  agentParam, agentText, DEFAULT_EXPORT_FIELDS, type DidYouMean, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, type Filters,
 } from './views.ts';
 
 /** Most statements one download carries: narrow the query (since/until) for more. */
@@ -31,6 +31,7 @@ export function registerStatementPages(app: FastifyInstance, door: ConsoleDoor):
   app.get('/console/statements/download', (request, reply) => downloadRoute(door, request, reply));
   app.get('/console/statements/:id', (request, reply) => statementRoute(door, request, reply));
   app.get('/console/learner', (request, reply) => learnerRoute(door, request, reply));
+  app.get('/console/suggest', (request, reply) => suggestRoute(door, request, reply));
 }
 
 function filtersOf(query: Record<string, string>): Filters {
@@ -78,12 +79,55 @@ async function statementsRoute(door: ConsoleDoor, request: FastifyRequest, reply
   const filters = filtersOf(query);
   const q: Record<string, string> = { ...filters, ...(query.search_after && { search_after: query.search_after }) };
   const r = await statementsOf(door, s, q, door.readView());
-  if (!r.ok) return door.sendPage(reply, r.status, statementsPage(door.ctx(s), { filters, statements: [], more: '', error: r.detail }));
+  if (!r.ok) {
+    const didYouMean = await didYouMeanOf(door, s, filters, request.headers['accept-language']);
+    return door.sendPage(reply, r.status, statementsPage(door.ctx(s), { filters, statements: [], more: '', error: r.detail, ...(didYouMean && { didYouMean }) }));
+  }
   const { statements, more, through } = r.page;
   const first = !query.search_after;
   const tailSince = first ? ((statements[0]?.stored as string | undefined) ?? new Date(door.now()).toISOString()) : undefined;
   reply.header(CONSISTENT_THROUGH, through);
   return door.sendPage(reply, 200, statementsPage(door.ctx(s), { filters, statements, more, tailSince, through }));
+}
+
+/** Suggestions as a filter field takes them: an agent as the Agent filter reads it. */
+const offered = (found: Suggestion[]): { value: string; name?: string }[] =>
+  found.map((x) => ({ value: x.agent ? agentText(x.agent) : x.value, ...(x.name !== undefined && { name: x.name }) }));
+
+/** The store's own verbs, activities or agents containing `q` (JSON), as the filter fields' datalists offer them. */
+async function suggestRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await door.jsonSession(request, reply);
+  if (!s) return reply;
+  const { kind = '', q = '' } = door.queryOf(request);
+  try {
+    const found = await suggestKeys(door.deps.store, door.reader(s, RESOURCE_SCOPES.statements), { kind, text: q.trim(), languages: request.headers['accept-language'] });
+    return door.sendJson(reply, 200, { suggestions: offered(found) });
+  } catch (err) {
+    const r = refused(err);
+    return door.sendJson(reply, r.status, { detail: r.detail });
+  }
+}
+
+/** Text that names no IRI (no scheme): a part of one typed, e.g. `passed`. */
+const notAnIri = (text: string): boolean => !/^[a-z][a-z0-9+.-]*:/i.test(text);
+
+/**
+ * For a refused query, the first filter whose text cannot be what it names (a verb or activity
+ * with no scheme, an agent neither an address nor JSON), with the store's own keys containing it;
+ * none when suggestions cannot be read (a reader restricted to its own statements).
+ */
+async function didYouMeanOf(door: ConsoleDoor, s: Session, filters: Filters, languages: string | undefined): Promise<DidYouMean | undefined> {
+  const typed = (['verb', 'activity'] as const).find((k) => filters[k] && notAnIri(filters[k]));
+  const filter = typed ?? (filters.agent && !filters.agent.startsWith('{') ? 'agent' : undefined);
+  if (!filter) return undefined;
+  const text = filters[filter]!;
+  try {
+    const found = await suggestKeys(door.deps.store, door.reader(s, RESOURCE_SCOPES.statements), { kind: filter, text, languages });
+    return { filter, text, suggestions: offered(found) };
+  } catch (err) {
+    refused(err);
+    return undefined;
+  }
 }
 
 /** The live tail: statements stored after `after` matching the filters, oldest first, as table rows. */

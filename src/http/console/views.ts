@@ -108,8 +108,39 @@ export function statementsTable(statements: Json[], caption: string): Html {
 </table>${statements.length ? '' : html`<p class="empty" id="empty">No statements match.</p>`}`;
 }
 
-const field = (name: string, label: string, value: string | undefined, hint: string, type = 'text'): Html =>
-  html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" type="${type}" value="${value ?? ''}" aria-describedby="h-${name}"><small id="h-${name}" class="hint">${hint}</small></div>`;
+const field = (name: string, label: string, value: string | undefined, hint: string, type = 'text', suggest?: SuggestKind): Html =>
+  html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" type="${type}" value="${value ?? ''}" aria-describedby="h-${name}"${
+    suggest ? html` list="s-${name}" data-suggest="${suggest}" autocomplete="off"` : ''
+  }><small id="h-${name}" class="hint">${hint}</small>${suggest ? html`<datalist id="s-${name}"></datalist>` : ''}</div>`;
+
+/** The kinds of the store's own keys a filter field is offered as the operator types (console.js fills its datalist from /console/suggest). */
+export type SuggestKind = 'verb' | 'activity' | 'agent';
+
+/** What the Agent filter takes for an agent's identifier: its email address, its OpenID, or it as JSON (agentParam reads each back). */
+export function agentText(agent: object): string {
+  const ifi = agent as Json;
+  const mbox = str(ifi.mbox);
+  if (mbox && Object.keys(ifi).length === 1) return /^mailto:[^@]+@/i.test(mbox) ? mbox.slice('mailto:'.length) : mbox;
+  const openid = str(ifi.openid);
+  if (openid && Object.keys(ifi).length === 1 && /^https?:\/\//i.test(openid)) return openid;
+  return JSON.stringify(ifi);
+}
+
+/** A filter's text that cannot be what it names (an IRI, an agent), with the store's own keys that contain it: "did you mean …". */
+export interface DidYouMean {
+  filter: 'verb' | 'activity' | 'agent';
+  text: string;
+  suggestions: { value: string; name?: string }[];
+}
+
+function didYouMean(filters: Filters, d: DidYouMean): Html {
+  const what = d.filter === 'agent' ? 'agents' : `${d.filter === 'verb' ? 'verbs' : 'activities'}`;
+  if (!d.suggestions.length) return html`<p class="hint" id="did-you-mean">No ${what} of this store contain “${d.text}”.</p>`;
+  return html`<div class="card" id="did-you-mean"><p>Did you mean one of this store’s ${what} containing “${d.text}”?</p>
+<ul class="links">${d.suggestions.map(
+    (x) => html`<li><a href="${statementsUrl({ ...filters, [d.filter]: x.value })}">${x.name ?? x.value}</a>${x.name ? html` <code class="iri">${x.value}</code>` : ''}</li>`,
+  )}</ul></div>`;
+}
 const check = (name: string, label: string, value: string | undefined): Html =>
   html`<div class="check"><input id="f-${name}" name="${name}" type="checkbox" value="true"${value === 'true' ? html` checked` : ''}><label for="f-${name}">${label}</label></div>`;
 
@@ -123,6 +154,8 @@ export interface StatementsView {
   /** The Consistent-Through of the server that read the page (a read replica's, or the primary's). */
   through?: string;
   error?: string;
+  /** The store's own keys containing a filter's text that is no IRI (or agent). */
+  didYouMean?: DidYouMean;
 }
 
 export function statementsPage(ctx: PageContext, v: StatementsView): string {
@@ -133,9 +166,9 @@ export function statementsPage(ctx: PageContext, v: StatementsView): string {
 <p class="context">In the ${storeName(ctx.session!.store)}.</p>
 <form method="get" action="/console/statements" class="card filters" aria-label="Filters">
   <div class="grid">
-  ${field('agent', 'Agent', f.agent, 'An email address, or an Agent as JSON, e.g. {"account":{"homePage":"…","name":"…"}}')}
-  ${field('verb', 'Verb', f.verb, 'The verb’s IRI')}
-  ${field('activity', 'Activity', f.activity, 'The activity’s IRI')}
+  ${field('agent', 'Agent', f.agent, 'An email address, or an Agent as JSON, e.g. {"account":{"homePage":"…","name":"…"}}; type part of one for this store’s agents', 'text', 'agent')}
+  ${field('verb', 'Verb', f.verb, 'The verb’s IRI; type part of it (e.g. passed) for this store’s verbs', 'text', 'verb')}
+  ${field('activity', 'Activity', f.activity, 'The activity’s IRI; type part of it for this store’s activities', 'text', 'activity')}
   ${field('registration', 'Registration', f.registration, 'A UUID')}
   ${field('since', 'Stored after', f.since, 'ISO 8601, e.g. 2026-01-31T08:00:00Z')}
   ${field('until', 'Stored until', f.until, 'ISO 8601, inclusive')}
@@ -149,6 +182,7 @@ export function statementsPage(ctx: PageContext, v: StatementsView): string {
   <div class="actions"><button type="submit" class="primary">Apply filters</button>${filtered ? html` <a href="/console/statements">Clear filters</a>` : ''}</div>
 </form>
 ${v.error ? html`<p class="error" role="alert">${v.error}</p>` : ''}
+${v.didYouMean ? didYouMean(f, v.didYouMean) : ''}
 <section aria-labelledby="results-title">
 <h2 id="results-title">Results</h2>
 ${v.tailSince !== undefined && f.ascending !== 'true' && !f.until
@@ -211,7 +245,7 @@ export function learnerPage(ctx: PageContext, v: LearnerView): string {
   const main = html`<h1>Learner</h1>
 <p class="context">One agent’s statements, documents and Person object, in the ${storeName(ctx.session!.store)}. Read-only.</p>
 <form method="get" action="/console/learner" class="card filters" aria-label="Find a learner">
-  ${field('agent', 'Agent', v.agentText, 'An email address, or an Agent as JSON')}
+  ${field('agent', 'Agent', v.agentText, 'An email address, or an Agent as JSON; type part of one for this store’s agents', 'text', 'agent')}
   <div class="actions"><button type="submit" class="primary">Show</button></div>
 </form>
 ${v.error ? html`<p class="error" role="alert">${v.error}</p>` : ''}

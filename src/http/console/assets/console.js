@@ -102,3 +102,51 @@ function copyButton(button) {
 }
 
 for (const b of document.querySelectorAll('button[data-copy]')) if (b instanceof HTMLButtonElement) copyButton(b);
+
+/** Milliseconds of typing pause before suggestions are asked for. */
+const SUGGEST_AFTER = 150;
+
+/**
+ * A filter field's suggestions (data-suggest: verb, activity or agent): the store's own keys
+ * containing what is typed, from /console/suggest, as the options of the field's datalist (the
+ * value the filter takes, the name beside it).
+ * @param {HTMLInputElement} input
+ */
+function suggestions(input) {
+  const list = document.getElementById(input.getAttribute('list') ?? '');
+  if (!(list instanceof HTMLDataListElement)) return;
+  /** @type {number | undefined} */
+  let timer;
+  /** @type {string | undefined} */
+  let asked;
+  const ask = async () => {
+    const q = input.value.trim();
+    if (q === asked) return;
+    asked = q;
+    let res;
+    try {
+      res = await fetch(`/console/suggest?kind=${encodeURIComponent(input.dataset.suggest ?? '')}&q=${encodeURIComponent(q)}`, { headers: { accept: 'application/json' } });
+    } catch {
+      asked = undefined;
+      return;
+    }
+    // A refusal (a session ended, a reader without suggestions) leaves the field as it is.
+    if (!res.ok || q !== input.value.trim()) return;
+    const data = /** @type {{ suggestions: { value: string; name?: string }[] }} */ (await res.json());
+    list.replaceChildren(
+      ...data.suggestions.map((s) => {
+        const option = document.createElement('option');
+        option.value = s.value;
+        if (s.name) option.label = s.name;
+        return option;
+      }),
+    );
+  };
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = window.setTimeout(ask, SUGGEST_AFTER);
+  });
+  input.addEventListener('focus', () => void ask(), { once: true });
+}
+
+for (const i of document.querySelectorAll('input[data-suggest]')) if (i instanceof HTMLInputElement) suggestions(i);
