@@ -1,4 +1,5 @@
 /** The console's Statements, Statement and Learner pages (./pages.ts has the frame and the escaping). */
+import { jsonView } from './json-view.ts';
 import { html, page, storeName, type Html, type PageContext } from './pages.ts';
 
 /** The Statement resource's filters, as the console's query string carries them (the xAPI names). */
@@ -220,7 +221,7 @@ ${voided ? html`<p class="badge voided" role="note">Voided: a later statement vo
 ${ifi ? html`<li><a href="${statementsUrl({ agent: JSON.stringify(ifi) })}">Statements of this actor</a></li><li><a href="/console/learner?agent=${encodeURIComponent(JSON.stringify(ifi))}">This learner</a></li>` : ''}
 <li><a href="/console/statements">All statements</a></li>
 </ul>
-<pre class="json" tabindex="0" aria-label="The statement as JSON"><code>${JSON.stringify(statement, null, 2)}</code></pre>`;
+${jsonView(statement, 'The statement', 'statement-json')}`;
   return page(ctx, `Statement ${id.slice(0, 8)}`, 'statements', main);
 }
 
