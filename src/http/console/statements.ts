@@ -7,7 +7,7 @@ import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LrsError } from '../../errors.ts';
 import { type Reader, readDocuments, readPerson, readStatements, type StatementsRead, type Suggestion, suggestKeys } from '../../ops/reads.ts';
-import type { StatementReads } from '../../store/types.ts';
+import type { DocumentKind, StatementReads } from '../../store/types.ts';
 import { RESOURCE_SCOPES } from '../access.ts';
 import { errorPage } from './pages.ts';
 import type { ConsoleDoor } from './kit.ts';
@@ -238,8 +238,8 @@ async function statementRoute(door: ConsoleDoor, request: FastifyRequest, reply:
   return door.sendPage(reply, 200, statementPage(door.ctx(s), r.page.statements[0], voided));
 }
 
-/** The document ids of an agent (its profiles) or of an activity and agent (its states), or why they cannot be read. */
-async function documentIds(door: ConsoleDoor, s: Session, kind: 'agent_profile' | 'state', params: Record<string, string>): Promise<string[] | string> {
+/** The document ids of an agent (its profiles), of an activity (its profiles) or of an activity and agent (its states), or why they cannot be read. */
+async function documentIds(door: ConsoleDoor, s: Session, kind: DocumentKind, params: Record<string, string>): Promise<string[] | string> {
   try {
     const reader: Reader = door.reader(s, kind === 'state' ? RESOURCE_SCOPES.state : RESOURCE_SCOPES.profile);
     const read = await readDocuments(door.deps.store, reader.target, kind, params);
@@ -254,7 +254,7 @@ async function learnerRoute(door: ConsoleDoor, request: FastifyRequest, reply: F
   const s = await door.pageSession(request, reply);
   if (!s) return reply;
   const agentText = (door.queryOf(request).agent ?? '').trim();
-  const empty = { agentText, statements: [], more: '', profiles: [], states: [] };
+  const empty = { agentText, statements: [], more: '', profiles: [], states: [], activityProfiles: [] };
   if (!agentText) return door.sendPage(reply, 200, learnerPage(door.ctx(s), empty));
   const agent = agentParam(agentText);
   const reads = door.readView();
@@ -272,15 +272,20 @@ async function learnerRoute(door: ConsoleDoor, request: FastifyRequest, reply: F
   // State documents are kept per activity: those of the activities in the statements shown.
   const objects = statements.map((st) => st.object as { objectType?: string; id?: string } | undefined);
   const activities = [...new Set(objects.filter((o) => o && (o.objectType ?? 'Activity') === 'Activity' && o.id).map((o) => o!.id!))].slice(0, 20);
-  let states: { activityId: string; ids: string[] }[] | string = [];
-  for (const activityId of activities) {
-    const ids = await documentIds(door, s, 'state', { activityId, agent });
-    if (typeof ids === 'string') {
-      states = ids;
-      break;
-    }
-    states.push({ activityId, ids });
-  }
+  const states = await perActivity(door, s, 'state', activities, agent);
+  const activityProfiles = await perActivity(door, s, 'activity_profile', activities);
   const more = r.ok ? r.page.more : '';
-  return door.sendPage(reply, 200, learnerPage(door.ctx(s), { agentText, agent: JSON.parse(agent) as Record<string, unknown>, person, statements, more, profiles, states, ...(!r.ok && { error: r.detail }) }));
+  const view = { agentText, agent: JSON.parse(agent) as Record<string, unknown>, person, statements, more, profiles, states, activityProfiles };
+  return door.sendPage(reply, 200, learnerPage(door.ctx(s), { ...view, ...(!r.ok && { error: r.detail }) }));
+}
+
+/** The ids of each activity's documents of `kind` (with `agent`: the agent's states in it), or why they cannot be read. */
+async function perActivity(door: ConsoleDoor, s: Session, kind: 'state' | 'activity_profile', activities: string[], agent?: string): Promise<{ activityId: string; ids: string[] }[] | string> {
+  const out: { activityId: string; ids: string[] }[] = [];
+  for (const activityId of activities) {
+    const ids = await documentIds(door, s, kind, agent === undefined ? { activityId } : { activityId, agent });
+    if (typeof ids === 'string') return ids;
+    out.push({ activityId, ids });
+  }
+  return out;
 }

@@ -1,4 +1,5 @@
 /** The console's Statements, Statement and Learner pages (./pages.ts has the frame and the escaping). */
+import { documentUrl } from './document-views.ts';
 import { jsonView } from './json-view.ts';
 import { html, page, storeName, type Html, type PageContext } from './pages.ts';
 
@@ -235,11 +236,24 @@ export interface LearnerView {
   profiles: string[] | string;
   /** State ids per activity seen in the statements shown. */
   states: { activityId: string; ids: string[] }[] | string;
+  /** Activity profile ids per activity seen in the statements shown. */
+  activityProfiles: { activityId: string; ids: string[] }[] | string;
   error?: string;
 }
 
+/** Document ids per activity, each a link to its page; or why they cannot be listed. */
+function perActivity(found: { activityId: string; ids: string[] }[] | string, link: (activityId: string, id: string) => string): Html {
+  if (typeof found === 'string') return html`<p class="empty">${found}</p>`;
+  if (!found.length) return html`<p class="empty">None.</p>`;
+  return html`<dl class="states">${found.map(
+    (s) => html`<dt><code>${s.activityId}</code></dt><dd>${s.ids.length ? html`<ul class="documents">${s.ids.map((id) => html`<li><a href="${link(s.activityId, id)}">${id}</a></li>`)}</ul>` : 'none'}</dd>`,
+  )}</dl>`;
+}
+
 export function learnerPage(ctx: PageContext, v: LearnerView): string {
-  const list = (items: string[], empty: string) => (items.length ? html`<ul>${items.map((i) => html`<li><code>${i}</code></li>`)}</ul>` : html`<p class="empty">${empty}</p>`);
+  const agent = JSON.stringify(ifiOf(v.agent) ?? v.agent ?? {});
+  const list = (items: string[], empty: string) =>
+    items.length ? html`<ul class="documents">${items.map((id) => html`<li><a href="${documentUrl('agent-profile', { agent, profileId: id })}">${id}</a></li>`)}</ul>` : html`<p class="empty">${empty}</p>`;
   const person = obj(v.person);
   const personRows = (['name', 'mbox', 'mbox_sha1sum', 'openid'] as const).filter((k) => Array.isArray(person[k]) && (person[k] as unknown[]).length);
   const accounts = Array.isArray(person.account) ? (person.account as Json[]) : [];
@@ -265,11 +279,9 @@ ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next">More of this le
 <h3>Agent profiles</h3>
 ${typeof v.profiles === 'string' ? html`<p class="empty">${v.profiles}</p>` : list(v.profiles, 'None.')}
 <h3>State, per activity in the statements above</h3>
-${typeof v.states === 'string'
-    ? html`<p class="empty">${v.states}</p>`
-    : v.states.length
-      ? html`<dl class="states">${v.states.map((s) => html`<dt><code>${s.activityId}</code></dt><dd>${s.ids.length ? s.ids.join(', ') : 'none'}</dd>`)}</dl>`
-      : html`<p class="empty">None.</p>`}
+${perActivity(v.states, (activityId, stateId) => documentUrl('state', { activityId, agent, stateId }))}
+<h3>Activity profiles, per activity in the statements above</h3>
+${perActivity(v.activityProfiles, (activityId, profileId) => documentUrl('activity-profile', { activityId, profileId }))}
 </section>
 ${ctx.session!.role
       ? html`<section aria-labelledby="erase-title" class="card">
