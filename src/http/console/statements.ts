@@ -13,7 +13,7 @@ import { errorPage } from './pages.ts';
 import type { ConsoleDoor } from './kit.ts';
 import type { Session } from './session.ts';
 import {
-  agentParam, agentText, DEFAULT_EXPORT_FIELDS, type DidYouMean, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, type Filters,
+  agentParam, agentText, DEFAULT_EXPORT_FIELDS, type DidYouMean, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, statementsUrl, type Filters,
 } from './views.ts';
 
 /** Most statements one download carries: narrow the query (since/until) for more. */
@@ -83,11 +83,45 @@ async function statementsRoute(door: ConsoleDoor, request: FastifyRequest, reply
     const didYouMean = await didYouMeanOf(door, s, filters, request.headers['accept-language']);
     return door.sendPage(reply, r.status, statementsPage(door.ctx(s), { filters, statements: [], more: '', error: r.detail, ...(didYouMean && { didYouMean }) }));
   }
-  const { statements, more, through } = r.page;
+  const { statements, through } = r.page;
   const first = !query.search_after;
   const tailSince = first ? ((statements[0]?.stored as string | undefined) ?? new Date(door.now()).toISOString()) : undefined;
+  const { more, back } = pagesOf(filters, query, r.page.more);
   reply.header(CONSISTENT_THROUGH, through);
-  return door.sendPage(reply, 200, statementsPage(door.ctx(s), { filters, statements, more, tailSince, through }));
+  return door.sendPage(reply, 200, statementsPage(door.ctx(s), { filters, statements, more, tailSince, through, ...(back && { back }) }));
+}
+
+/** Pages before this one whose cursors a page's URL keeps (`back`): going back further reaches the first page only. */
+export const BACK_PAGES_MAX = 20;
+/** `back`'s first entry when older cursors were dropped. */
+const CUT = '-';
+const CURSOR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Keyset paging has no cursor backwards, so each page's URL carries the cursors of the pages
+ * before it (`back`, comma-separated, at most BACK_PAGES_MAX): the next link adds this page's,
+ * the previous link drops the last. Past the first page, the first page is a link too; when
+ * older cursors were dropped (or the chain is not one this console wrote), the previous page of
+ * the oldest one kept is not known, and only the first page is offered.
+ */
+function pagesOf(filters: Filters, query: Record<string, string>, more: string): { more: string; back?: { previous?: string; first: string } } {
+  const current = query.search_after;
+  const trail = (query.back ?? '').split(',').filter(Boolean);
+  const known = trail.every((c, i) => CURSOR.test(c) || (c === CUT && i === 0));
+  const kept = known ? trail : [CUT];
+  const page = (after: string | undefined, chain: string[]) => statementsUrl(filters, after ? { search_after: after, ...(chain.length && { back: chain.join(',') }) } : {});
+  let next = more;
+  if (more && current) {
+    const chain = [...kept, current];
+    const cut = chain.length > BACK_PAGES_MAX;
+    next = `${more}&${new URLSearchParams({ back: (cut ? [CUT, ...chain.slice(chain.length - BACK_PAGES_MAX + 1).filter((c) => c !== CUT)] : chain).join(',') })}`;
+  }
+  if (!current) return { more: next };
+  const first = statementsUrl(filters);
+  const last = kept.at(-1);
+  if (last === undefined) return { more: next, back: { previous: first, first } };
+  if (last === CUT) return { more: next, back: { first } };
+  return { more: next, back: { previous: page(last, kept.slice(0, -1)), first } };
 }
 
 /** Suggestions as a filter field takes them: an agent as the Agent filter reads it. */

@@ -158,6 +158,16 @@ export interface StatementsView {
   error?: string;
   /** The store's own keys containing a filter's text that is no IRI (or agent). */
   didYouMean?: DidYouMean;
+  /** Past the first page: the previous page (when the chain of pages kept in the URL knows it) and the first. */
+  back?: { previous?: string; first: string };
+}
+
+function paging(v: StatementsView): Html {
+  if (!v.more && !v.back) return html``;
+  const previous = v.back?.previous;
+  return html`<nav class="paging" aria-label="Pages">${previous ? html`<a href="${previous}" rel="prev" id="previous">Previous page</a>` : ''}${
+    v.back && v.back.first !== previous ? html`<a href="${v.back.first}" id="first">First page</a>` : ''
+  }${v.more ? html`<a href="${v.more}" rel="next" id="more">Next page</a>` : ''}</nav>`;
 }
 
 export function statementsPage(ctx: PageContext, v: StatementsView): string {
@@ -193,7 +203,7 @@ ${v.tailSince !== undefined && f.ascending !== 'true' && !f.until
     : ''}
 ${statementsTable(v.statements, filtered ? 'Statements matching the filters' : 'Latest statements')}
 ${v.through ? html`<p class="context">Complete through <time id="consistent-through" datetime="${v.through}">${v.through}</time>: a statement stored later may not be shown yet.</p>` : ''}
-${v.more ? html`<p class="paging"><a href="${v.more}" rel="next" id="more">Next page</a></p>` : ''}
+${paging(v)}
 </section>
 <section aria-labelledby="download-title" class="card">
 <h2 id="download-title">Download this query</h2>
