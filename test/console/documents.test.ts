@@ -27,7 +27,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     let t: TestLrs;
     let admin: Signed;
     const put = async (path: string, type: string, body: string | Buffer) => {
-      const res = await t.fetch(path, { method: 'PUT', headers: { 'content-type': type, 'if-none-match': '*' }, body });
+      const res = await t.fetch(path, { method: 'PUT', headers: { 'content-type': type, 'if-none-match': '*' }, body: typeof body === 'string' ? body : new Uint8Array(body) });
       assert.equal(res.status, 204, await res.text());
     };
     before(async () => {

@@ -10,7 +10,7 @@ import { TOKEN_STAMP } from '../../auth/types.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import { LrsError, ValidationFailed } from '../../errors.ts';
-import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../../ops/admin/credentials.ts';
+import { createCredential, listCredentials, listFileUsers, revokeCredential, rotateCredential } from '../../ops/admin/credentials.ts';
 import { erase } from '../../ops/admin/erasure.ts';
 import { listAudit, listStores } from '../../ops/admin/reads.ts';
 import { type AdminActor, type AdminContext, httpActor, reachableStore } from '../../ops/admin/roles.ts';
@@ -177,9 +177,10 @@ async function showAccess(kit: ConsoleKit, ctx: AdminContext, request: FastifyRe
   const target = kit.workingStore(s);
   const before = Number(kit.queryOf(request).before);
   const { credentials, manageable } = await listCredentials(ctx, by, { target });
+  const fileUsers = listFileUsers(ctx, by, { target });
   const audit = await listAudit(ctx, by, { target, limit: AUDIT_SHOWN, ...(Number.isSafeInteger(before) && before > 0 && { before }) });
   const more = audit.length === AUDIT_SHOWN ? `/console/access?before=${audit.at(-1)!.id}` : '';
-  return kit.sendPage(reply, refused?.status ?? 200, accessPage(kit.ctx(s), { credentials, manageable, audit, more, ...(refused && { error: refused.message }) }));
+  return kit.sendPage(reply, refused?.status ?? 200, accessPage(kit.ctx(s), { credentials, manageable, fileUsers, audit, more, ...(refused && { error: refused.message }) }));
 }
 
 async function accessRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
