@@ -186,6 +186,6 @@ export abstract class SharedStore implements Pick<Store, SharedMember> {
   // ----- the keys dictionary (./keys.ts) ------------------------------------------------------
 
   findKeys(tenant: string, query: KeyQuery): Promise<KeyMatch[]> {
-    return this.runProgram(keys.findKeys(this.dialect.keys, tenant, query));
+    return keys.findKeys((p) => this.runProgram(p), this.dialect.keys, tenant, query);
   }
 }

@@ -3,12 +3,13 @@
  * activities and agents containing the typed text, each kind apart from the others, with the
  * names they go by (a verb's display from its newest statement, an activity's canonical name, an
  * agent's name from its newest statement as actor or object), never another store's; exact keys;
- * the typed text's LIKE characters taken literally.
+ * the typed text's LIKE characters taken literally; a search through more keys than one step
+ * reads.
  */
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, before, describe, test } from 'node:test';
-import { KEYS_MAX, NAMED_STATEMENT_BYTES } from '../../src/store/keys.ts';
+import { KEYS_CHUNK, KEYS_MAX, NAMED_STATEMENT_BYTES } from '../../src/store/keys.ts';
 import type { Store } from '../../src/store/types.ts';
 import { prepareBatch } from '../../src/xapi/statement.ts';
 import type { Actor, Statement } from '../../src/xapi/types.ts';
@@ -94,6 +95,34 @@ for (const backend of storeBackends) {
       }
       assert.deepEqual((await store.findKeys('b', { kind: 'verb', contains: 'passed', limit: 20 })).map((k) => k.key), [`${ADLNET}passed-in-b`]);
       assert.deepEqual(await store.findKeys('nowhere', { kind: 'verb', contains: '', limit: 20 }), []);
+    });
+  });
+}
+
+for (const backend of storeBackends) {
+  describe(`a search through more keys than one step reads (${backend.name})`, () => {
+    let store: Store;
+    let dispose: () => Promise<void>;
+    before(async () => {
+      ({ store, dispose } = await backend.open());
+      for (let i = 0; i < KEYS_CHUNK + 500; i += 1000) {
+        const n = Math.min(1000, KEYS_CHUNK + 500 - i);
+        await write(store, '', Array.from({ length: n }, (_, j) => ({ actor: { mbox: `mailto:l${String(i + j).padStart(6, '0')}@example.com` } })));
+      }
+      await write(store, '', [{ actor: { name: 'Zoe', mbox: 'mailto:zoe@example.com' } }]);
+    });
+    after(() => dispose?.());
+
+    test('a match past the first step is found; the limit holds across steps', async () => {
+      assert.deepEqual(await store.findKeys('', { kind: 'agent', contains: 'zoe', limit: 20 }), [{ key: 'mbox:mailto:zoe@example.com', name: 'Zoe' }]);
+      assert.deepEqual(await store.findKeys('', { kind: 'agent', contains: 'nobody', limit: 20 }), []);
+      // The first step ends at the tenant's 10,000th key (a verb, an activity and the authority sort first): l009996.
+      const across = (await store.findKeys('', { kind: 'agent', contains: 'l00999', limit: 20 })).map((k) => k.key);
+      assert.deepEqual(across, Array.from({ length: 10 }, (_, i) => `mbox:mailto:l00999${i}@example.com`));
+      const limited = (await store.findKeys('', { kind: 'agent', contains: 'l0099', limit: 50 })).map((k) => k.key);
+      assert.equal(limited.length, 50);
+      assert.equal(limited[49], 'mbox:mailto:l009949@example.com');
+      assert.equal((await store.findKeys('', { kind: 'agent', contains: '@example', limit: 10_000 })).length, KEYS_MAX);
     });
   });
 }

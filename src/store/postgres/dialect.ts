@@ -200,6 +200,7 @@ INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT $1, k, 
  */
 const POSTGRES_KEYS: KeysDialect = {
   fullBytes: POSTGRES.fullBytes,
+  likeIgnoringCase: (k, pattern) => `${k}.key ILIKE ${pattern} ESCAPE '\\'`,
   newestWithAgent: (k) => `(SELECT a.seq FROM statement_agents a WHERE a.agent = ${k}.id AND a.role = 1 ORDER BY a.seq DESC LIMIT 1)`,
   activityName: (k, tenantName) => `(SELECT CAST(d.definition -> 'name' AS text) FROM activities d WHERE d.tenant = ${tenantName()} AND d.id = ${k}.key)`,
 };

@@ -29,6 +29,8 @@ export function sqliteDialect(h: SqliteHandle): StoreDialect {
  */
 const SQLITE_KEYS: KeysDialect = {
   fullBytes: SQLITE.fullBytes,
+  // SQLite's LIKE ignores the case of ASCII letters (its default).
+  likeIgnoringCase: (k, pattern) => `${k}.key LIKE ${pattern} ESCAPE '\\'`,
   newestWithAgent: (k, tenant) =>
     `(SELECT a.seq FROM statement_agents a WHERE a.tenant = ${tenant} AND a.bucket IN ${bucketsIn()} AND a.agent = ${k}.id AND a.role = 1 ORDER BY a.bucket DESC, a.seq DESC LIMIT 1)`,
   activityName: (k) => `(SELECT CAST(d.definition -> 'name' AS text) FROM definitions d WHERE d.key = ${k}.id)`,
