@@ -26,6 +26,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
   describe(`console documents (${backend.name})`, () => {
     let t: TestLrs;
     let admin: Signed;
+    let statementId: string;
     const put = async (path: string, type: string, body: string | Buffer) => {
       const res = await t.fetch(path, { method: 'PUT', headers: { 'content-type': type, 'if-none-match': '*' }, body: typeof body === 'string' ? body : new Uint8Array(body) });
       assert.equal(res.status, 204, await res.text());
@@ -33,7 +34,9 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     before(async () => {
       t = await startTestLrs(backend, { users: [ADMIN, TENANT_B, NO_STATE], env: { LECTERN_CONSOLE_SECRET: SECRET } });
       const ada = { name: 'Ada', mbox: 'mailto:ada@example.com' };
-      assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', statement({ actor: ada, object: { id: COURSE } })))).status, 200);
+      const posted = await t.fetch('/xAPI/statements', jsonInit('POST', statement({ actor: ada, object: { id: COURSE, definition: { name: { 'en-US': 'Introduction' } } } })));
+      assert.equal(posted.status, 200);
+      [statementId] = (await posted.json()) as string[];
       await put(`/xAPI/activities/state?${q({ activityId: COURSE, agent: ADA, stateId: 'bookmark' })}`, 'application/json', '{"page":3,"visited":["intro","quiz"]}');
       await put(`/xAPI/agents/profile?${q({ agent: ADA, profileId: 'notes' })}`, 'text/plain; charset=utf-8', 'Likes <b>maths</b>.');
       await put(`/xAPI/activities/profile?${q({ activityId: COURSE, profileId: 'badge' })}`, 'image/png', PNG);
@@ -42,7 +45,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     });
     after(() => t.close());
 
-    test('the Learner page lists the three kinds, each a link to its document', async () => {
+    test('the Learner page lists the three kinds, each a link to its document, by the activity’s name', async () => {
       const page = await (await get(t, `/console/learner?agent=ada%40example.com`, admin)).text();
       const links = [...page.matchAll(/<a href="(\/console\/documents\/[^"]+)">([^<]+)<\/a>/g)].map((m) => [m[2], unescape(m[1])]);
       assert.deepEqual(links, [
@@ -51,6 +54,9 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         ['bookmark', `/console/documents/state?${q({ activityId: COURSE, agent: ADA, stateId: 'bookmark' })}`],
         ['badge', `/console/documents/activity-profile?${q({ activityId: COURSE, profileId: 'badge' })}`],
       ]);
+      // The activity by the name its statements carry, beside its IRI; so on the statement's page.
+      assert.equal(page.match(/<dt>Introduction <code class="iri">http:\/\/example\.com\/course\/intro<\/code><\/dt>/g)?.length, 2, 'state and activity profiles');
+      assert.match(await (await get(t, `/console/statements/${statementId}`, admin)).text(), /<p class="context">Ada · passed · Introduction · stored /);
     });
 
     test('opened: JSON as a tree with its paths, text as text (escaped), other types offered as a download', async () => {

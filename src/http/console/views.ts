@@ -84,6 +84,15 @@ function objectCell(statement: Json): Html {
   return html`${type}`;
 }
 
+/** A statement's object as people read it: an activity's name (or IRI), an agent's name (or identifier), what else it is. */
+function objectLabel(object: unknown): string {
+  const o = obj(object);
+  const type = str(o.objectType) ?? 'Activity';
+  if (type === 'Activity') return langValue(obj(o.definition).name) ?? str(o.id) ?? 'an activity';
+  if (type === 'Agent' || type === 'Group') return agentLabel(o);
+  return type === 'StatementRef' ? 'a statement' : type;
+}
+
 /** One statement as a table row; `voided` marks a statement shown although voided. */
 export function statementRow(statement: Json): Html {
   const id = str(statement.id) ?? '';
@@ -227,7 +236,7 @@ export function statementPage(ctx: PageContext, statement: Json, voided: boolean
   const ifi = ifiOf(statement.actor);
   const main = html`<h1>Statement <code>${id}</code></h1>
 ${voided ? html`<p class="badge voided" role="note">Voided: a later statement voids this one; queries no longer return it.</p>` : ''}
-<p class="context">${agentLabel(statement.actor)} · ${verbLabel(statement.verb)} · stored ${str(statement.stored) ?? ''}</p>
+<p class="context">${agentLabel(statement.actor)} · ${verbLabel(statement.verb)} · ${objectLabel(statement.object)} · stored ${str(statement.stored) ?? ''}</p>
 <ul class="links">
 ${ifi ? html`<li><a href="${statementsUrl({ agent: JSON.stringify(ifi) })}">Statements of this actor</a></li><li><a href="/console/learner?agent=${encodeURIComponent(JSON.stringify(ifi))}">This learner</a></li>` : ''}
 <li><a href="/console/statements">All statements</a></li>
@@ -251,17 +260,27 @@ export interface LearnerView {
   error?: string;
 }
 
-/** Document ids per activity, each a link to its page; or why they cannot be listed. */
-function perActivity(found: { activityId: string; ids: string[] }[] | string, link: (activityId: string, id: string) => string): Html {
+/** Document ids per activity (by its name in the statements shown, when they carry one), each a link to its page; or why they cannot be listed. */
+function perActivity(found: { activityId: string; ids: string[] }[] | string, names: ReadonlyMap<string, string>, link: (activityId: string, id: string) => string): Html {
   if (typeof found === 'string') return html`<p class="empty">${found}</p>`;
   if (!found.length) return html`<p class="empty">None.</p>`;
+  const activity = (id: string) => {
+    const name = names.get(id);
+    return name === undefined ? html`<code>${id}</code>` : html`${name} <code class="iri">${id}</code>`;
+  };
   return html`<dl class="states">${found.map(
-    (s) => html`<dt><code>${s.activityId}</code></dt><dd>${s.ids.length ? html`<ul class="documents">${s.ids.map((id) => html`<li><a href="${link(s.activityId, id)}">${id}</a></li>`)}</ul>` : 'none'}</dd>`,
+    (s) => html`<dt>${activity(s.activityId)}</dt><dd>${s.ids.length ? html`<ul class="documents">${s.ids.map((id) => html`<li><a href="${link(s.activityId, id)}">${id}</a></li>`)}</ul>` : 'none'}</dd>`,
   )}</dl>`;
 }
 
 export function learnerPage(ctx: PageContext, v: LearnerView): string {
   const agent = JSON.stringify(ifiOf(v.agent) ?? v.agent ?? {});
+  const names = new Map<string, string>();
+  for (const st of v.statements) {
+    const o = obj(st.object);
+    const name = langValue(obj(o.definition).name);
+    if (typeof o.id === 'string' && name !== undefined && !names.has(o.id)) names.set(o.id, name);
+  }
   const list = (items: string[], empty: string) =>
     items.length ? html`<ul class="documents">${items.map((id) => html`<li><a href="${documentUrl('agent-profile', { agent, profileId: id })}">${id}</a></li>`)}</ul>` : html`<p class="empty">${empty}</p>`;
   const person = obj(v.person);
@@ -289,9 +308,9 @@ ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next">More of this le
 <h3>Agent profiles</h3>
 ${typeof v.profiles === 'string' ? html`<p class="empty">${v.profiles}</p>` : list(v.profiles, 'None.')}
 <h3>State, per activity in the statements above</h3>
-${perActivity(v.states, (activityId, stateId) => documentUrl('state', { activityId, agent, stateId }))}
+${perActivity(v.states, names, (activityId, stateId) => documentUrl('state', { activityId, agent, stateId }))}
 <h3>Activity profiles, per activity in the statements above</h3>
-${perActivity(v.activityProfiles, (activityId, profileId) => documentUrl('activity-profile', { activityId, profileId }))}
+${perActivity(v.activityProfiles, names, (activityId, profileId) => documentUrl('activity-profile', { activityId, profileId }))}
 </section>
 ${ctx.session!.role
       ? html`<section aria-labelledby="erase-title" class="card">
