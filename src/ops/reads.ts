@@ -1,19 +1,20 @@
 /**
  * Reading what the LRS keeps: statements (one, or a page of a query), the two views assembled from
- * them (the canonical Activity, an Agent's Person) and documents. What the xAPI GETs
+ * them (the canonical Activity, an Agent's Person), documents, and the store's own verbs, activities
+ * and agents as the console suggests them. What the xAPI GETs
  * (src/http/xapi/) and the console's pages (src/http/console/) share. The caller has already
  * checked the reader's scopes; the reads keep it to its store and, when its access says so, to
  * its own statements. Statement reads go to one view of the store (`readView`), so that the
  * Consistent-Through reported with them is true of every read of one answer or page.
  */
 import { LrsError } from '../errors.ts';
-import type { DocumentKind, DocumentStore, StatementReads, StatementStore, StoredDocument, StoredRow } from '../store/types.ts';
+import type { DocumentKind, DocumentStore, KeyKind, KeysStore, StatementReads, StatementStore, StoredDocument, StoredRow } from '../store/types.ts';
 import { canonicalActivity } from '../xapi/activity.ts';
-import { actorKeys, ifiKey } from '../xapi/agents.ts';
+import { actorFromKey, actorKeys, ifiKey } from '../xapi/agents.ts';
 import { type AttachmentBlob, attachmentHashes, attachmentsToServe } from '../xapi/attachments.ts';
 import { parseDocumentParams, resourceName } from '../xapi/documents.ts';
 import { activityIdsOf, CANONICAL_DEFINITIONS_MAX, canonicalStatement, forReader, idsStatement, needsConversion } from '../xapi/formats.ts';
-import { languagePreferences, parseAcceptLanguage } from '../xapi/languages.ts';
+import { type LanguagePreferences, languagePreferences, parseAcceptLanguage, pickLanguage } from '../xapi/languages.ts';
 import { parseParams } from '../xapi/params.ts';
 import { type Person, personOf } from '../xapi/person.ts';
 import { moreUrl, parseStatementRequest, type StatementFormat } from '../xapi/query.ts';
@@ -232,4 +233,64 @@ export async function readDocuments(
   const document = await store.getDocument(tenant, { ...target.scope, docId: target.docId });
   if (!document) throw new LrsError('not_found', `no ${resourceName(kind)} document with that ${kind === 'state' ? 'stateId' : 'profileId'} here`);
   return { document };
+}
+
+/** The kinds of keys suggested. */
+export const KEY_KINDS: readonly KeyKind[] = ['verb', 'activity', 'agent'];
+/** The longest text suggestions are asked for. */
+export const SUGGEST_TEXT_MAX = 200;
+/** Suggestions one answer carries at most. */
+export const SUGGESTIONS_MAX = 20;
+
+/** One of the store's verbs, activities or agents, as suggested for a filter. */
+export interface Suggestion {
+  /** The verb's or activity's IRI; an agent's identifier alone, as Agent JSON. */
+  value: string;
+  /** An agent's identifier alone. */
+  agent?: Agent;
+  /** The name it goes by (a verb's display, an activity's name, in the reader's language; an agent's name), when known. */
+  name?: string;
+}
+
+/** The reader's preferred languages (Accept-Language), English when it says none. */
+const preferences = (languages: string | undefined): LanguagePreferences => languagePreferences(parseAcceptLanguage(languages || 'en'));
+
+const oneName = (map: Record<string, string> | undefined, prefs: LanguagePreferences): string | undefined => (map ? Object.values(pickLanguage(map, prefs))[0] : undefined);
+
+/**
+ * The store's verbs, activities or agents whose IRI or identifier contains `text` (ignoring
+ * case), by it, at most SUGGESTIONS_MAX: a search of the store's keys dictionary, never of its
+ * statements. Drawn from every statement of the store, like the two views: a reader restricted
+ * to its own statements is refused.
+ */
+export async function suggestKeys(store: Pick<KeysStore, 'findKeys'>, reader: Reader, input: { kind: string; text: string; languages?: string }): Promise<Suggestion[]> {
+  const kind = KEY_KINDS.find((k) => k === input.kind);
+  if (!kind) throw new LrsError('bad_request', `kind: one of ${KEY_KINDS.join(', ')}`);
+  if (input.text.length > SUGGEST_TEXT_MAX) throw new LrsError('bad_request', `q: at most ${SUGGEST_TEXT_MAX} characters`);
+  everyStatementReadable(reader, 'Suggestions');
+  const found = await store.findKeys(reader.target, { kind, contains: input.text, limit: SUGGESTIONS_MAX });
+  const prefs = preferences(input.languages);
+  return found.flatMap((k): Suggestion[] => {
+    const name = k.name ?? oneName(k.display, prefs);
+    const named = name === undefined ? {} : { name };
+    if (kind !== 'agent') return [{ value: k.key, ...named }];
+    const agent = actorFromKey(k.key);
+    if (!agent) return [];
+    const { objectType: _, ...ifi } = agent;
+    return [{ value: JSON.stringify(ifi), agent: ifi, ...named }];
+  });
+}
+
+/** The displays of `verbs` the store has (from the newest statement of each), in the reader's language. */
+export async function verbDisplays(store: Pick<KeysStore, 'findKeys'>, reader: Reader, verbs: string[], languages?: string): Promise<Map<string, string>> {
+  everyStatementReadable(reader, 'Verb displays');
+  const prefs = preferences(languages);
+  const out = new Map<string, string>();
+  for (let i = 0; i < verbs.length; i += SUGGESTIONS_MAX) {
+    for (const k of await store.findKeys(reader.target, { kind: 'verb', keys: verbs.slice(i, i + SUGGESTIONS_MAX), limit: SUGGESTIONS_MAX })) {
+      const name = oneName(k.display, prefs);
+      if (name !== undefined) out.set(k.key, name);
+    }
+  }
+  return out;
 }

@@ -1,9 +1,9 @@
 /**
  * The Store members that run a shared program, written once for every backend: the document
- * resources, kept rejections, credentials, the admin API's figures and audit log, and the
- * console's ended sessions. A backend extends SharedStore (its connection class does) and provides
- * its dialect (./dialect.ts) and how it runs a program: alone (runProgram) or in one transaction
- * (runTransaction). Adding such a member is one method here, with its signature in ./types.ts,
+ * resources, kept rejections, credentials, the admin API's figures and audit log, the console's
+ * ended sessions and the keys dictionary's searches. A backend extends SharedStore (its connection
+ * class does) and provides its dialect (./dialect.ts) and how it runs a program: alone
+ * (runProgram) or in one transaction (runTransaction). Adding such a member is one method here, with its signature in ./types.ts,
  * and its SQL: in the shared program, or in each backend's dialect where the backends differ. The
  * admin changes take an optional audit entry, appended in the change's own transaction
  * (ChangeAudit, ./admin.ts).
@@ -12,6 +12,7 @@ import * as admin from './admin.ts';
 import * as credentials from './credentials.ts';
 import type { StoreDialect } from './dialect.ts';
 import * as docs from './documents.ts';
+import * as keys from './keys.ts';
 import * as overview from './overview.ts';
 import type { Program, ProgramRunner } from './program.ts';
 import * as rejections from './rejections.ts';
@@ -27,6 +28,8 @@ import type {
   DocumentWriteOptions,
   KeptRejection,
   KeyedDocument,
+  KeyMatch,
+  KeyQuery,
   NewRejection,
   OverviewQuery,
   RejectionClaim,
@@ -46,7 +49,8 @@ export type SharedMember =
   | 'claimRejections' | 'renewRejectionClaim' | 'releaseRejections'
   | 'createCredential' | 'getCredential' | 'listCredentials' | 'revokeCredential' | 'rotateCredential' | 'credentialsVersion' | 'touchCredentials'
   | 'storeNames' | 'storeSummaries' | 'storeOverview' | 'storeTotals' | 'appendAudit' | 'listAudit'
-  | 'endSession' | 'sessionEnded';
+  | 'endSession' | 'sessionEnded'
+  | 'findKeys';
 
 export abstract class SharedStore implements Pick<Store, SharedMember> {
   /** What differs in the backend's SQL. */
@@ -204,5 +208,11 @@ export abstract class SharedStore implements Pick<Store, SharedMember> {
 
   sessionEnded(id: string): Promise<boolean> {
     return this.runProgram(sessions.sessionEnded(id));
+  }
+
+  // ----- the keys dictionary (./keys.ts) ------------------------------------------------------
+
+  findKeys(tenant: string, query: KeyQuery): Promise<KeyMatch[]> {
+    return keys.findKeys((p) => this.runProgram(p), this.dialect.keys, tenant, query);
   }
 }

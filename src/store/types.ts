@@ -590,5 +590,34 @@ export interface AdminStore {
   listAudit(filter: AuditFilter): Promise<AuditEntry[]>;
 }
 
+/** Which of a store's keys: its verbs, its activities, or its agents (./keys.ts). */
+export type KeyKind = 'verb' | 'activity' | 'agent';
+
+/** A search of a store's keys dictionary: those of a kind containing `contains`, or among `keys`. */
+export interface KeyQuery {
+  kind: KeyKind;
+  /** Text the key contains, ignoring case ('' matches every key of the kind). */
+  contains?: string;
+  /** Exactly these keys (those of the kind the store has). */
+  keys?: string[];
+  /** At most this many, by key (at most KEYS_MAX). */
+  limit: number;
+}
+
+/** A key of a store, with the name it goes by when one is known. */
+export interface KeyMatch {
+  /** The verb's or activity's IRI, or the agent's key (src/xapi/agents.ts, ifiKey). */
+  key: string;
+  /** A verb's display or an activity's name (a language map). */
+  display?: Record<string, string>;
+  /** An agent's name. */
+  name?: string;
+}
+
+/** The store's keys dictionary searched (./keys.ts): what the console suggests and the names it shows. */
+export interface KeysStore {
+  findKeys(tenant: string, query: KeyQuery): Promise<KeyMatch[]>;
+}
+
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore & AdminStore & SessionStore;
+export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore & AdminStore & SessionStore & KeysStore;

@@ -127,7 +127,9 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(focused, `Statement ${ids[2]}`);
       await page.keyboard.press('Enter');
       await page.waitForURL(new RegExp(`/console/statements/${ids[2]}$`));
-      assert.equal((JSON.parse(await page.locator('pre.json').innerText()) as { id: string }).id, ids[2]);
+      // The JSON as text, under the tree ("As JSON text", closed): its text, shown or not.
+      assert.equal((JSON.parse((await page.locator('pre.json').textContent()) ?? '') as { id: string }).id, ids[2]);
+      assert.equal(await page.locator('li[data-path="id"] .json-line').innerText(), `id: "${ids[2]}"`);
       assert.deepEqual(await axeViolations(page), []);
       await page.goto(`${server.url}/console/statements/${ids[3]}`);
       assert.match(await page.locator('[role="note"]').innerText(), /Voided/);

@@ -1,7 +1,7 @@
 /** The console's admin pages: the stores (the operator's switcher) and Access (./pages.ts has the frame and the escaping). */
 import { XAPI_SCOPES } from '../../auth/scopes.ts';
 import type { AuthUser } from '../../auth/types.ts';
-import type { CredentialInfo } from '../../ops/admin/credentials.ts';
+import type { CredentialInfo, FileUser } from '../../ops/admin/credentials.ts';
 import type { ErasureReport } from '../../ops/erase.ts';
 import type { AuditEntry, StoreSummary } from '../../store/types.ts';
 import { type Html, html, page, type PageContext, storeName } from './pages.ts';
@@ -51,6 +51,8 @@ export interface AccessView {
   credentials: CredentialInfo[];
   /** The keys the session's user may rotate or revoke (src/ops/admin/roles.ts, mayManageCredential): only those get the forms. */
   manageable: ReadonlySet<string>;
+  /** The credentials file's users of the store (read-only here), or why the file cannot be read. */
+  fileUsers: { users: FileUser[] } | { problem: string };
   audit: AuditEntry[];
   /** The audit list's next page, or ''. */
   more: string;
@@ -88,7 +90,27 @@ ${v.credentials.length
       )}</tbody>
 </table>
 <p class="hint" id="h-grace">Rotating gives a new secret; for the grace’s seconds the old one still works (up to 30 days).</p>`
-    : html`<p class="empty">No credentials in the database for this store (the credentials file’s users are not listed here).</p>`}
+    : html`<p class="empty">No credentials in the database for this store (the credentials file’s users are listed below).</p>`}
+</section>`;
+}
+
+/** The credentials file's users of the working store, beside the database credentials: read-only here, changed with `lectern auth`. */
+function fileUsersSection(store: string, v: AccessView): Html {
+  const f = v.fileUsers;
+  return html`<section aria-labelledby="file-users-title">
+<h2 id="file-users-title">Users of the credentials file</h2>
+<p class="hint">HTTP Basic users kept in the server’s credentials file (<code>LECTERN_AUTH_FILE</code>), not in the database: listed here, changed with <code>lectern auth</code> on the server (a new password, scopes or store; the file is re-read when it changes). Their passwords are never shown.</p>
+${'problem' in f
+    ? html`<p class="error">The credentials file cannot be read: ${f.problem}</p>`
+    : f.users.length
+      ? html`<table class="list file-users">
+<caption>Users of the credentials file in the ${storeName(store)}</caption>
+<thead><tr><th scope="col">User</th><th scope="col">Scopes</th><th scope="col">Agent</th><th scope="col">Store</th><th scope="col">Kind</th></tr></thead>
+<tbody>${f.users.map(
+          (u) => html`<tr data-user="${u.username}"><td data-label="User"><code>${u.username}</code></td><td data-label="Scopes">${u.scopes.join(' ')}${u.validation ? html` <span class="badge">${u.validation}</span>` : ''}</td><td data-label="Agent">${agentLabel(u.agent)}</td><td data-label="Store">${u.target === '' ? 'default' : u.target}</td><td data-label="Kind"><span class="badge">credentials file</span></td></tr>`,
+        )}</tbody>
+</table>`
+      : html`<p class="empty">No user of the credentials file works in this store.</p>`}
 </section>`;
 }
 
@@ -136,9 +158,10 @@ export function accessPage(ctx: PageContext, v: AccessView): string {
   const s = ctx.session!;
   const csrf = html`<input type="hidden" name="csrf" value="${s.csrf}">`;
   const main = html`<h1>Access</h1>
-<p class="context">Credentials of the ${storeName(s.store)} (HTTP Basic: key and secret), and what administrators changed. Secrets are shown once, when created or rotated.</p>
+<p class="context">Credentials of the ${storeName(s.store)} (HTTP Basic: key and secret in the database; users of the credentials file), and what administrators changed. Secrets are shown once, when created or rotated.</p>
 ${v.error ? html`<p class="error" role="alert" id="access-error">${v.error}</p>` : ''}
 ${credentialsSection(s.store, v, csrf)}
+${fileUsersSection(s.store, v)}
 ${createSection(s.role === 'operator', csrf)}
 ${auditSection(s.store, v)}`;
   return page(ctx, 'Access', 'access', main);

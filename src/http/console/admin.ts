@@ -5,17 +5,18 @@
  * session's user; every change is a POST carrying the session's CSRF token (ConsoleKit.change).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { adminRole, type AdminRole } from '../../auth/scopes.ts';
+import { adminRole, type AdminRole, type RouteScopes } from '../../auth/scopes.ts';
 import { credentialKind } from '../../auth/basic.ts';
 import { type AuthUser, TOKEN_STAMP } from '../../auth/types.ts';
 import type { Clock } from '../../clock.ts';
 import type { Config } from '../../config.ts';
 import { LrsError, ValidationFailed } from '../../errors.ts';
-import { createCredential, listCredentials, revokeCredential, rotateCredential } from '../../ops/admin/credentials.ts';
+import { createCredential, listCredentials, listFileUsers, revokeCredential, rotateCredential } from '../../ops/admin/credentials.ts';
 import { erase } from '../../ops/admin/erasure.ts';
 import { listAudit, listStores } from '../../ops/admin/reads.ts';
 import { type AdminActor, type AdminContext, httpActor, reachableStore } from '../../ops/admin/roles.ts';
 import { OpsError } from '../../ops/errors.ts';
+import type { Reader } from '../../ops/reads.ts';
 import type { Store } from '../../store/types.ts';
 import type { Agent } from '../../xapi/types.ts';
 import { validateAgentParam } from '../../xapi/validate.ts';
@@ -46,6 +47,8 @@ export interface ConsoleKit {
   workingStore(session: Session): string;
   queryOf(request: FastifyRequest): Record<string, string>;
   safeNext(next: string | undefined): string;
+  /** The session's reader of a resource needing `scopes` (an LrsError 403 without them). */
+  reader(session: Session, scopes: RouteScopes): Reader;
 }
 
 /** The longest store name the switcher takes (a credential's target has at most as many). */
@@ -205,9 +208,10 @@ async function showAccess(kit: ConsoleKit, ctx: AdminContext, request: FastifyRe
   const target = kit.workingStore(s);
   const before = Number(kit.queryOf(request).before);
   const { credentials, manageable } = await listCredentials(ctx, by, { target });
+  const fileUsers = listFileUsers(ctx, by, { target });
   const audit = await listAudit(ctx, by, { target, limit: AUDIT_SHOWN, ...(Number.isSafeInteger(before) && before > 0 && { before }) });
   const more = audit.length === AUDIT_SHOWN ? `/console/access?before=${audit.at(-1)!.id}` : '';
-  return kit.sendPage(reply, refused?.status ?? 200, accessPage(kit.ctx(s), { credentials, manageable, audit, more, ...(refused && { error: refused.message }) }));
+  return kit.sendPage(reply, refused?.status ?? 200, accessPage(kit.ctx(s), { credentials, manageable, fileUsers, audit, more, ...(refused && { error: refused.message }) }));
 }
 
 async function accessRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {

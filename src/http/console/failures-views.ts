@@ -1,5 +1,6 @@
 /** The console's Rejections and Forwarding pages (./pages.ts has the frame and the escaping). */
 import type { TargetStatus } from '../../ops/forwarding.ts';
+import type { ConfiguredTarget } from '../../ops/admin/forwarding.ts';
 import type { Replayed } from '../../ops/admin/rejections.ts';
 import type { DeadLetter, KeptRejection, RejectionReason } from '../../store/types.ts';
 import { html, page, storeName, type Html, type PageContext } from './pages.ts';
@@ -107,7 +108,27 @@ export function duration(ms: number): string {
   return `${Math.round(s / 86_400)} days`;
 }
 
-export function forwardingPage(ctx: PageContext, v: { targets: TargetStatus[]; lags: Map<string, number>; deadLetters: DeadLetter[]; retried?: string }): string {
+/**
+ * The targets as the server's settings configure them (never a password), where that comes from
+ * and how to change it: settings of the server, which the console shows and does not change.
+ */
+function configuredSection(targets: ConfiguredTarget[]): Html {
+  return html`<section aria-labelledby="configured-title" class="card">
+<h2 id="configured-title">Configured targets</h2>
+<p>From <code>LECTERN_XAPI_FORWARDINGS</code>, read when this server started: set in its environment or the <code>.env</code> file in its working directory
+(the environment wins; under the systemd unit of <code>deploy/</code>, <code>/etc/lectern/lectern.env</code>). The batch size is <code>LECTERN_XAPI_FORWARDING_BATCH_SIZE</code>, every target’s.</p>
+<p>To add, change or stop a target, edit that setting and restart the server (<code>systemctl restart lectern</code>): targets are settings of the server, changed there and not from the console. <code>lectern forwarding status</code> shows them from the command line.</p>
+${targets.length
+    ? html`<table class="list configured"><caption>As configured, in their order</caption>
+<thead><tr><th scope="col">Target</th><th scope="col">Active</th><th scope="col">Batch size</th><th scope="col">Retries</th><th scope="col">Timeout</th><th scope="col">Authentication</th></tr></thead>
+<tbody>${targets.map(
+        (t) => html`<tr><td data-label="Target"><code>${t.url}</code></td><td data-label="Active">${t.active ? 'yes' : 'no'}</td><td data-label="Batch size">${t.batchSize}</td><td data-label="Retries">${t.maxRetries}</td><td data-label="Timeout">${t.timeoutSeconds} s</td><td data-label="Authentication">${t.auth.username ? html`HTTP Basic as <code>${t.auth.username}</code>` : 'HTTP Basic, no username'}</td></tr>`,
+      )}</tbody></table>`
+    : html`<p class="empty">None: <code>LECTERN_XAPI_FORWARDINGS</code> is empty.</p>`}
+</section>`;
+}
+
+export function forwardingPage(ctx: PageContext, v: { targets: TargetStatus[]; lags: Map<string, number>; deadLetters: DeadLetter[]; configured: ConfiguredTarget[]; retried?: string }): string {
   const csrf = csrfField(ctx);
   const main = html`<h1>Forwarding</h1>
 <p class="context">Statements forwarded to other LRSs (LECTERN_XAPI_FORWARDINGS), every store’s. Lag: how long the oldest statement still queued for a target has waited since it was stored.</p>
@@ -121,6 +142,7 @@ ${v.targets.length
 <td data-label="Retry">${t.dead ? html`<form method="post" action="/console/forwarding/retry" class="inline">${csrf}<input type="hidden" name="url" value="${t.target}"><button type="submit" aria-label="Retry dead letters of ${t.target}">Retry dead letters</button></form>` : ''}</td></tr>`,
       )}</tbody></table>`
     : html`<p class="empty">No forwarding target.</p>`}
+${configuredSection(v.configured)}
 <section aria-labelledby="dead-title">
 <h2 id="dead-title">Dead letters</h2>
 ${v.deadLetters.length

@@ -5,7 +5,7 @@
  * the input of one admin action of src/ops/admin/ (the admin API's and the CLI's).
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
-import { forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../../ops/admin/forwarding.ts';
+import { configuredTargets, forwardingLags, forwardingStatus, listDeadLetters, retryDeadLetters } from '../../ops/admin/forwarding.ts';
 import { clearRejections, listRejections, replayRejections, showRejection } from '../../ops/admin/rejections.ts';
 import type { AdminContext } from '../../ops/admin/roles.ts';
 import { adminActorOf, type ConsoleKit, refusal, registerAdminPages } from './admin.ts';
@@ -95,7 +95,8 @@ async function forwardingRoute(kit: ConsoleKit, ctx: AdminContext, request: Fast
     const targets = await forwardingStatus(ctx, by);
     const lags = await forwardingLags(ctx, by);
     const deadLetters = await listDeadLetters(ctx, by, { limit: DEAD_SHOWN });
-    return kit.sendPage(reply, 200, forwardingPage(kit.ctx(s), { targets, lags, deadLetters, retried: kit.queryOf(request).retried }));
+    const configured = configuredTargets(ctx, by);
+    return kit.sendPage(reply, 200, forwardingPage(kit.ctx(s), { targets, lags, deadLetters, configured, retried: kit.queryOf(request).retried }));
   } catch (err) {
     const r = refusal(err);
     return kit.sendPage(reply, r.status, errorPage(kit.ctx(s), 'Forwarding', r.message, 'forwarding'));

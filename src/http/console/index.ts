@@ -10,6 +10,7 @@ import { adminRole } from '../../auth/scopes.ts';
 import { LrsError } from '../../errors.ts';
 import { send } from '../answer.ts';
 import { registerConsoleAdmin } from './admin.ts';
+import { registerDocumentPages } from './documents.ts';
 import { registerConsoleFailures } from './failures.ts';
 import { errorAnswer, HttpRefusal } from '../errors.ts';
 import { ASSET_TYPES, type ConsoleDeps, ConsoleDoor } from './kit.ts';
@@ -51,6 +52,7 @@ function consoleRoutes(app: FastifyInstance, door: ConsoleDoor): void {
   });
 
   registerStatementPages(app, door);
+  registerDocumentPages(app, door);
   registerConsoleAdmin(app, door);
   registerConsoleFailures(app, door);
   registerConsoleOverview(app, door);

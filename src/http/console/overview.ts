@@ -9,6 +9,8 @@
 import type { FastifyInstance } from 'fastify';
 import { activeTargets } from '../../forwarding/config.ts';
 import { type Overview, storeOverview } from '../../ops/overview.ts';
+import { verbDisplays } from '../../ops/reads.ts';
+import { RESOURCE_SCOPES } from '../access.ts';
 import { adminRoleOf, type ConsoleKit } from './admin.ts';
 import { html, type Html, page, type PageContext, storeName } from './pages.ts';
 
@@ -21,7 +23,9 @@ export function registerConsoleOverview(app: FastifyInstance, kit: ConsoleKit): 
     if (!role) return reply;
     // The working store is always in the role's reach (a store administrator's is its own).
     const o = await storeOverview(store, role, kit.workingStore(s), { clock, activeTargets: activeTargets(config.xapiForwardings) });
-    return kit.sendPage(reply, 200, overviewPage(kit.ctx(s), o));
+    // An administrator reads all of its store (ConsoleDoor.actor): the displays are its to read.
+    const displays = await verbDisplays(store, kit.reader(s, RESOURCE_SCOPES.statements), o.topVerbs.map((v) => v.verb), request.headers['accept-language']);
+    return kit.sendPage(reply, 200, overviewPage(kit.ctx(s), o, displays));
   });
 }
 
@@ -89,7 +93,14 @@ function minuteChart(minutes: Overview['ingest']['minutes']): Html {
   return barChart('minutes', minutes.map((m) => ({ label: m.minute.slice(11, 16), statements: m.statements })), summary, { caption: 'Statements per minute (UTC)', head: 'Minute' });
 }
 
-export function overviewPage(ctx: PageContext, o: Overview): string {
+/** A top verb: its display name as the link to its statements, its IRI beside it (the IRI alone when it has no display). */
+const verbCell = (verb: string, display: string | undefined): Html => {
+  const href = `/console/statements?verb=${encodeURIComponent(verb)}`;
+  return display === undefined ? html`<a href="${href}">${verb}</a>` : html`<a href="${href}">${display}</a> <code class="iri">${verb}</code>`;
+};
+
+/** `displays`: the top verbs' display names (from the newest statement of each), shown beside their IRIs. */
+export function overviewPage(ctx: PageContext, o: Overview, displays: ReadonlyMap<string, string> = new Map()): string {
   const last30 = o.days.reduce((n, d) => n + d.statements, 0);
   const lastMinute = o.ingest.minutes[o.ingest.minutes.length - 1];
   const f = o.forwarding;
@@ -117,7 +128,7 @@ ${o.topVerbs.length || o.otherVerbs
     ? html`<table class="counts"><caption>The verbs of the most statements in the last ${o.days.length} days</caption>
 <thead><tr><th scope="col">Verb</th><th scope="col">Statements</th></tr></thead>
 <tbody>${o.topVerbs.map(
-        (v) => html`<tr><td><a href="/console/statements?verb=${encodeURIComponent(v.verb)}">${v.verb}</a></td><td>${count(v.statements)}</td></tr>`,
+        (v) => html`<tr><td>${verbCell(v.verb, displays.get(v.verb))}</td><td>${count(v.statements)}</td></tr>`,
       )}${o.otherVerbs ? html`<tr><td>Other verbs</td><td>${count(o.otherVerbs)}</td></tr>` : ''}</tbody></table>`
     : html`<p class="empty">No statements in the last ${o.days.length} days.</p>`}
 </section>

@@ -6,14 +6,14 @@
 import { Readable } from 'node:stream';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { LrsError } from '../../errors.ts';
-import { type Reader, readDocuments, readPerson, readStatements, type StatementsRead } from '../../ops/reads.ts';
-import type { StatementReads } from '../../store/types.ts';
+import { type Reader, readDocuments, readPerson, readStatements, type StatementsRead, type Suggestion, suggestKeys } from '../../ops/reads.ts';
+import type { DocumentKind, StatementReads } from '../../store/types.ts';
 import { RESOURCE_SCOPES } from '../access.ts';
 import { errorPage } from './pages.ts';
 import type { ConsoleDoor } from './kit.ts';
 import type { Session } from './session.ts';
 import {
-  agentParam, DEFAULT_EXPORT_FIELDS, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, type Filters,
+  agentParam, agentText, DEFAULT_EXPORT_FIELDS, type DidYouMean, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, statementsUrl, type Filters,
 } from './views.ts';
 
 /** Most statements one download carries: narrow the query (since/until) for more. */
@@ -31,6 +31,7 @@ export function registerStatementPages(app: FastifyInstance, door: ConsoleDoor):
   app.get('/console/statements/download', (request, reply) => downloadRoute(door, request, reply));
   app.get('/console/statements/:id', (request, reply) => statementRoute(door, request, reply));
   app.get('/console/learner', (request, reply) => learnerRoute(door, request, reply));
+  app.get('/console/suggest', (request, reply) => suggestRoute(door, request, reply));
 }
 
 function filtersOf(query: Record<string, string>): Filters {
@@ -86,13 +87,90 @@ async function statementsRoute(door: ConsoleDoor, request: FastifyRequest, reply
   const filters = filtersOf(query);
   const q: Record<string, string> = { ...filters, ...(query.search_after && { search_after: query.search_after }) };
   const r = await statementsOf(door, s, q, door.readView());
-  if (!r.ok) return door.sendPage(reply, r.status, statementsPage(door.ctx(s), { filters, statements: [], more: '', error: r.detail }));
-  const { statements, more, through } = r.page;
+  if (!r.ok) {
+    const didYouMean = await didYouMeanOf(door, s, filters, request.headers['accept-language']);
+    return door.sendPage(reply, r.status, statementsPage(door.ctx(s), { filters, statements: [], more: '', error: r.detail, ...(didYouMean && { didYouMean }) }));
+  }
+  const { statements, through } = r.page;
   const first = !query.search_after;
   const tailSince = first ? ((statements[0]?.stored as string | undefined) ?? new Date(door.now()).toISOString()) : undefined;
+  const { more, back } = pagesOf(filters, query, r.page.more);
   reply.header(CONSISTENT_THROUGH, through);
   const lax = await laxOf(door, s, statements);
-  return door.sendPage(reply, 200, statementsPage(door.ctx(s), { filters, statements, more, tailSince, through, lax }));
+  return door.sendPage(reply, 200, statementsPage(door.ctx(s), { filters, statements, more, tailSince, through, lax, ...(back && { back }) }));
+}
+
+/** Pages before this one whose cursors a page's URL keeps (`back`): going back further reaches the first page only. */
+export const BACK_PAGES_MAX = 20;
+/** `back`'s first entry when older cursors were dropped. */
+const CUT = '-';
+const CURSOR = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/**
+ * Keyset paging has no cursor backwards, so each page's URL carries the cursors of the pages
+ * before it (`back`, comma-separated, at most BACK_PAGES_MAX): the next link adds this page's,
+ * the previous link drops the last. Past the first page, the first page is a link too; when
+ * older cursors were dropped (or the chain is not one this console wrote), the previous page of
+ * the oldest one kept is not known, and only the first page is offered.
+ */
+function pagesOf(filters: Filters, query: Record<string, string>, more: string): { more: string; back?: { previous?: string; first: string } } {
+  const current = query.search_after;
+  const trail = (query.back ?? '').split(',').filter(Boolean);
+  const known = trail.every((c, i) => CURSOR.test(c) || (c === CUT && i === 0));
+  const kept = known ? trail : [CUT];
+  const page = (after: string | undefined, chain: string[]) => statementsUrl(filters, after ? { search_after: after, ...(chain.length && { back: chain.join(',') }) } : {});
+  let next = more;
+  if (more && current) {
+    const chain = [...kept, current];
+    const cut = chain.length > BACK_PAGES_MAX;
+    next = `${more}&${new URLSearchParams({ back: (cut ? [CUT, ...chain.slice(chain.length - BACK_PAGES_MAX + 1).filter((c) => c !== CUT)] : chain).join(',') })}`;
+  }
+  if (!current) return { more: next };
+  const first = statementsUrl(filters);
+  const last = kept.at(-1);
+  if (last === undefined) return { more: next, back: { previous: first, first } };
+  if (last === CUT) return { more: next, back: { first } };
+  return { more: next, back: { previous: page(last, kept.slice(0, -1)), first } };
+}
+
+/** Suggestions as a filter field takes them: an agent as the Agent filter reads it. */
+const offered = (found: Suggestion[]): { value: string; name?: string }[] =>
+  found.map((x) => ({ value: x.agent ? agentText(x.agent) : x.value, ...(x.name !== undefined && { name: x.name }) }));
+
+/** The store's own verbs, activities or agents containing `q` (JSON), as the filter fields' datalists offer them. */
+async function suggestRoute(door: ConsoleDoor, request: FastifyRequest, reply: FastifyReply): Promise<FastifyReply> {
+  const s = await door.jsonSession(request, reply);
+  if (!s) return reply;
+  const { kind = '', q = '' } = door.queryOf(request);
+  try {
+    const found = await suggestKeys(door.deps.store, door.reader(s, RESOURCE_SCOPES.statements), { kind, text: q.trim(), languages: request.headers['accept-language'] });
+    return door.sendJson(reply, 200, { suggestions: offered(found) });
+  } catch (err) {
+    const r = refused(err);
+    return door.sendJson(reply, r.status, { detail: r.detail });
+  }
+}
+
+/** Text that names no IRI (no scheme): a part of one typed, e.g. `passed`. */
+const notAnIri = (text: string): boolean => !/^[a-z][a-z0-9+.-]*:/i.test(text);
+
+/**
+ * For a refused query, the first filter whose text cannot be what it names (a verb or activity
+ * with no scheme, an agent neither an address nor JSON), with the store's own keys containing it;
+ * none when suggestions cannot be read (a reader restricted to its own statements).
+ */
+async function didYouMeanOf(door: ConsoleDoor, s: Session, filters: Filters, languages: string | undefined): Promise<DidYouMean | undefined> {
+  const typed = (['verb', 'activity'] as const).find((k) => filters[k] && notAnIri(filters[k]));
+  const filter = typed ?? (filters.agent && !filters.agent.startsWith('{') ? 'agent' : undefined);
+  if (!filter) return undefined;
+  const text = filters[filter]!;
+  try {
+    const found = await suggestKeys(door.deps.store, door.reader(s, RESOURCE_SCOPES.statements), { kind: filter, text, languages });
+    return { filter, text, suggestions: offered(found) };
+  } catch (err) {
+    refused(err);
+    return undefined;
+  }
 }
 
 /** The live tail: statements stored after `after` matching the filters, oldest first, as table rows. */
@@ -206,8 +284,8 @@ async function statementRoute(door: ConsoleDoor, request: FastifyRequest, reply:
   return door.sendPage(reply, 200, statementPage(door.ctx(s), shown, voided, violations));
 }
 
-/** The document ids of an agent (its profiles) or of an activity and agent (its states), or why they cannot be read. */
-async function documentIds(door: ConsoleDoor, s: Session, kind: 'agent_profile' | 'state', params: Record<string, string>): Promise<string[] | string> {
+/** The document ids of an agent (its profiles), of an activity (its profiles) or of an activity and agent (its states), or why they cannot be read. */
+async function documentIds(door: ConsoleDoor, s: Session, kind: DocumentKind, params: Record<string, string>): Promise<string[] | string> {
   try {
     const reader: Reader = door.reader(s, kind === 'state' ? RESOURCE_SCOPES.state : RESOURCE_SCOPES.profile);
     const read = await readDocuments(door.deps.store, reader.target, kind, params);
@@ -222,7 +300,7 @@ async function learnerRoute(door: ConsoleDoor, request: FastifyRequest, reply: F
   const s = await door.pageSession(request, reply);
   if (!s) return reply;
   const agentText = (door.queryOf(request).agent ?? '').trim();
-  const empty = { agentText, statements: [], more: '', profiles: [], states: [] };
+  const empty = { agentText, statements: [], more: '', profiles: [], states: [], activityProfiles: [] };
   if (!agentText) return door.sendPage(reply, 200, learnerPage(door.ctx(s), empty));
   const agent = agentParam(agentText);
   const reads = door.readView();
@@ -240,16 +318,21 @@ async function learnerRoute(door: ConsoleDoor, request: FastifyRequest, reply: F
   // State documents are kept per activity: those of the activities in the statements shown.
   const objects = statements.map((st) => st.object as { objectType?: string; id?: string } | undefined);
   const activities = [...new Set(objects.filter((o) => o && (o.objectType ?? 'Activity') === 'Activity' && o.id).map((o) => o!.id!))].slice(0, 20);
-  let states: { activityId: string; ids: string[] }[] | string = [];
-  for (const activityId of activities) {
-    const ids = await documentIds(door, s, 'state', { activityId, agent });
-    if (typeof ids === 'string') {
-      states = ids;
-      break;
-    }
-    states.push({ activityId, ids });
-  }
+  const states = await perActivity(door, s, 'state', activities, agent);
+  const activityProfiles = await perActivity(door, s, 'activity_profile', activities);
   const more = r.ok ? r.page.more : '';
   const lax = await laxOf(door, s, statements);
-  return door.sendPage(reply, 200, learnerPage(door.ctx(s), { agentText, agent: JSON.parse(agent) as Record<string, unknown>, person, statements, more, profiles, states, lax, ...(!r.ok && { error: r.detail }) }));
+  const view = { agentText, agent: JSON.parse(agent) as Record<string, unknown>, person, statements, more, profiles, states, activityProfiles, lax };
+  return door.sendPage(reply, 200, learnerPage(door.ctx(s), { ...view, ...(!r.ok && { error: r.detail }) }));
+}
+
+/** The ids of each activity's documents of `kind` (with `agent`: the agent's states in it), or why they cannot be read. */
+async function perActivity(door: ConsoleDoor, s: Session, kind: 'state' | 'activity_profile', activities: string[], agent?: string): Promise<{ activityId: string; ids: string[] }[] | string> {
+  const out: { activityId: string; ids: string[] }[] = [];
+  for (const activityId of activities) {
+    const ids = await documentIds(door, s, kind, agent === undefined ? { activityId } : { activityId, agent });
+    if (typeof ids === 'string') return ids;
+    out.push({ activityId, ids });
+  }
+  return out;
 }

@@ -1,5 +1,7 @@
 /** The console's Statements, Statement and Learner pages (./pages.ts has the frame and the escaping). */
 import type { ValidationIssue } from '../../errors.ts';
+import { documentUrl } from './document-views.ts';
+import { jsonView } from './json-view.ts';
 import { html, page, storeName, type Html, type PageContext } from './pages.ts';
 
 /** The Statement resource's filters, as the console's query string carries them (the xAPI names). */
@@ -83,6 +85,15 @@ function objectCell(statement: Json): Html {
   return html`${type}`;
 }
 
+/** A statement's object as people read it: an activity's name (or IRI), an agent's name (or identifier), what else it is. */
+function objectLabel(object: unknown): string {
+  const o = obj(object);
+  const type = str(o.objectType) ?? 'Activity';
+  if (type === 'Activity') return langValue(obj(o.definition).name) ?? str(o.id) ?? 'an activity';
+  if (type === 'Agent' || type === 'Group') return agentLabel(o);
+  return type === 'StatementRef' ? 'a statement' : type;
+}
+
 /** One statement as a table row; `lax`: it was stored with violations (flagged, its page lists them). */
 export function statementRow(statement: Json, lax = false): Html {
   const id = str(statement.id) ?? '';
@@ -110,8 +121,39 @@ export function statementsTable(statements: Json[], caption: string, lax: Readon
 </table>${statements.length ? '' : html`<p class="empty" id="empty">No statements match.</p>`}`;
 }
 
-const field = (name: string, label: string, value: string | undefined, hint: string, type = 'text'): Html =>
-  html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" type="${type}" value="${value ?? ''}" aria-describedby="h-${name}"><small id="h-${name}" class="hint">${hint}</small></div>`;
+const field = (name: string, label: string, value: string | undefined, hint: string, type = 'text', suggest?: SuggestKind): Html =>
+  html`<div class="field"><label for="f-${name}">${label}</label><input id="f-${name}" name="${name}" type="${type}" value="${value ?? ''}" aria-describedby="h-${name}"${
+    suggest ? html` list="s-${name}" data-suggest="${suggest}" autocomplete="off"` : ''
+  }><small id="h-${name}" class="hint">${hint}</small>${suggest ? html`<datalist id="s-${name}"></datalist>` : ''}</div>`;
+
+/** The kinds of the store's own keys a filter field is offered as the operator types (console.js fills its datalist from /console/suggest). */
+export type SuggestKind = 'verb' | 'activity' | 'agent';
+
+/** What the Agent filter takes for an agent's identifier: its email address, its OpenID, or it as JSON (agentParam reads each back). */
+export function agentText(agent: object): string {
+  const ifi = agent as Json;
+  const mbox = str(ifi.mbox);
+  if (mbox && Object.keys(ifi).length === 1) return /^mailto:[^@]+@/i.test(mbox) ? mbox.slice('mailto:'.length) : mbox;
+  const openid = str(ifi.openid);
+  if (openid && Object.keys(ifi).length === 1 && /^https?:\/\//i.test(openid)) return openid;
+  return JSON.stringify(ifi);
+}
+
+/** A filter's text that cannot be what it names (an IRI, an agent), with the store's own keys that contain it: "did you mean …". */
+export interface DidYouMean {
+  filter: 'verb' | 'activity' | 'agent';
+  text: string;
+  suggestions: { value: string; name?: string }[];
+}
+
+function didYouMean(filters: Filters, d: DidYouMean): Html {
+  const what = d.filter === 'agent' ? 'agents' : `${d.filter === 'verb' ? 'verbs' : 'activities'}`;
+  if (!d.suggestions.length) return html`<p class="hint" id="did-you-mean">No ${what} of this store contain “${d.text}”.</p>`;
+  return html`<div class="card" id="did-you-mean"><p>Did you mean one of this store’s ${what} containing “${d.text}”?</p>
+<ul class="links">${d.suggestions.map(
+    (x) => html`<li><a href="${statementsUrl({ ...filters, [d.filter]: x.value })}">${x.name ?? x.value}</a>${x.name ? html` <code class="iri">${x.value}</code>` : ''}</li>`,
+  )}</ul></div>`;
+}
 const check = (name: string, label: string, value: string | undefined): Html =>
   html`<div class="check"><input id="f-${name}" name="${name}" type="checkbox" value="true"${value === 'true' ? html` checked` : ''}><label for="f-${name}">${label}</label></div>`;
 
@@ -127,6 +169,18 @@ export interface StatementsView {
   /** The ids of the statements shown that were stored with violations. */
   lax?: ReadonlySet<string>;
   error?: string;
+  /** The store's own keys containing a filter's text that is no IRI (or agent). */
+  didYouMean?: DidYouMean;
+  /** Past the first page: the previous page (when the chain of pages kept in the URL knows it) and the first. */
+  back?: { previous?: string; first: string };
+}
+
+function paging(v: StatementsView): Html {
+  if (!v.more && !v.back) return html``;
+  const previous = v.back?.previous;
+  return html`<nav class="paging" aria-label="Pages">${previous ? html`<a href="${previous}" rel="prev" id="previous">Previous page</a>` : ''}${
+    v.back && v.back.first !== previous ? html`<a href="${v.back.first}" id="first">First page</a>` : ''
+  }${v.more ? html`<a href="${v.more}" rel="next" id="more">Next page</a>` : ''}</nav>`;
 }
 
 export function statementsPage(ctx: PageContext, v: StatementsView): string {
@@ -137,9 +191,9 @@ export function statementsPage(ctx: PageContext, v: StatementsView): string {
 <p class="context">In the ${storeName(ctx.session!.store)}.</p>
 <form method="get" action="/console/statements" class="card filters" aria-label="Filters">
   <div class="grid">
-  ${field('agent', 'Agent', f.agent, 'An email address, or an Agent as JSON, e.g. {"account":{"homePage":"…","name":"…"}}')}
-  ${field('verb', 'Verb', f.verb, 'The verb’s IRI')}
-  ${field('activity', 'Activity', f.activity, 'The activity’s IRI')}
+  ${field('agent', 'Agent', f.agent, 'An email address, or an Agent as JSON, e.g. {"account":{"homePage":"…","name":"…"}}; type part of one for this store’s agents', 'text', 'agent')}
+  ${field('verb', 'Verb', f.verb, 'The verb’s IRI; type part of it (e.g. passed) for this store’s verbs', 'text', 'verb')}
+  ${field('activity', 'Activity', f.activity, 'The activity’s IRI; type part of it for this store’s activities', 'text', 'activity')}
   ${field('registration', 'Registration', f.registration, 'A UUID')}
   ${field('since', 'Stored after', f.since, 'ISO 8601, e.g. 2026-01-31T08:00:00Z')}
   ${field('until', 'Stored until', f.until, 'ISO 8601, inclusive')}
@@ -153,6 +207,7 @@ export function statementsPage(ctx: PageContext, v: StatementsView): string {
   <div class="actions"><button type="submit" class="primary">Apply filters</button>${filtered ? html` <a href="/console/statements">Clear filters</a>` : ''}</div>
 </form>
 ${v.error ? html`<p class="error" role="alert">${v.error}</p>` : ''}
+${v.didYouMean ? didYouMean(f, v.didYouMean) : ''}
 <section aria-labelledby="results-title">
 <h2 id="results-title">Results</h2>
 ${v.tailSince !== undefined && f.ascending !== 'true' && !f.until
@@ -161,7 +216,7 @@ ${v.tailSince !== undefined && f.ascending !== 'true' && !f.until
     : ''}
 ${statementsTable(v.statements, filtered ? 'Statements matching the filters' : 'Latest statements', v.lax)}
 ${v.through ? html`<p class="context">Complete through <time id="consistent-through" datetime="${v.through}">${v.through}</time>: a statement stored later may not be shown yet.</p>` : ''}
-${v.more ? html`<p class="paging"><a href="${v.more}" rel="next" id="more">Next page</a></p>` : ''}
+${paging(v)}
 </section>
 <section aria-labelledby="download-title" class="card">
 <h2 id="download-title">Download this query</h2>
@@ -197,13 +252,13 @@ export function statementPage(ctx: PageContext, statement: Json, voided: boolean
   const ifi = ifiOf(statement.actor);
   const main = html`<h1>Statement <code>${id}</code></h1>
 ${voided ? html`<p class="badge voided" role="note">Voided: a later statement voids this one; queries no longer return it.</p>` : ''}
-<p class="context">${agentLabel(statement.actor)} · ${verbLabel(statement.verb)} · stored ${str(statement.stored) ?? ''}</p>
+<p class="context">${agentLabel(statement.actor)} · ${verbLabel(statement.verb)} · ${objectLabel(statement.object)} · stored ${str(statement.stored) ?? ''}</p>
 <ul class="links">
 ${ifi ? html`<li><a href="${statementsUrl({ agent: JSON.stringify(ifi) })}">Statements of this actor</a></li><li><a href="/console/learner?agent=${encodeURIComponent(JSON.stringify(ifi))}">This learner</a></li>` : ''}
 <li><a href="/console/statements">All statements</a></li>
 </ul>
 ${violations.length ? violationsSection(violations) : ''}
-<pre class="json" tabindex="0" aria-label="The statement as JSON"><code>${JSON.stringify(statement, null, 2)}</code></pre>`;
+${jsonView(statement, 'The statement', 'statement-json')}`;
   return page(ctx, `Statement ${id.slice(0, 8)}`, 'statements', main);
 }
 
@@ -219,18 +274,41 @@ export interface LearnerView {
   states: { activityId: string; ids: string[] }[] | string;
   /** The ids of the statements shown that were stored with violations. */
   lax?: ReadonlySet<string>;
+  /** Activity profile ids per activity seen in the statements shown. */
+  activityProfiles: { activityId: string; ids: string[] }[] | string;
   error?: string;
 }
 
+/** Document ids per activity (by its name in the statements shown, when they carry one), each a link to its page; or why they cannot be listed. */
+function perActivity(found: { activityId: string; ids: string[] }[] | string, names: ReadonlyMap<string, string>, link: (activityId: string, id: string) => string): Html {
+  if (typeof found === 'string') return html`<p class="empty">${found}</p>`;
+  if (!found.length) return html`<p class="empty">None.</p>`;
+  const activity = (id: string) => {
+    const name = names.get(id);
+    return name === undefined ? html`<code>${id}</code>` : html`${name} <code class="iri">${id}</code>`;
+  };
+  return html`<dl class="states">${found.map(
+    (s) => html`<dt>${activity(s.activityId)}</dt><dd>${s.ids.length ? html`<ul class="documents">${s.ids.map((id) => html`<li><a href="${link(s.activityId, id)}">${id}</a></li>`)}</ul>` : 'none'}</dd>`,
+  )}</dl>`;
+}
+
 export function learnerPage(ctx: PageContext, v: LearnerView): string {
-  const list = (items: string[], empty: string) => (items.length ? html`<ul>${items.map((i) => html`<li><code>${i}</code></li>`)}</ul>` : html`<p class="empty">${empty}</p>`);
+  const agent = JSON.stringify(ifiOf(v.agent) ?? v.agent ?? {});
+  const names = new Map<string, string>();
+  for (const st of v.statements) {
+    const o = obj(st.object);
+    const name = langValue(obj(o.definition).name);
+    if (typeof o.id === 'string' && name !== undefined && !names.has(o.id)) names.set(o.id, name);
+  }
+  const list = (items: string[], empty: string) =>
+    items.length ? html`<ul class="documents">${items.map((id) => html`<li><a href="${documentUrl('agent-profile', { agent, profileId: id })}">${id}</a></li>`)}</ul>` : html`<p class="empty">${empty}</p>`;
   const person = obj(v.person);
   const personRows = (['name', 'mbox', 'mbox_sha1sum', 'openid'] as const).filter((k) => Array.isArray(person[k]) && (person[k] as unknown[]).length);
   const accounts = Array.isArray(person.account) ? (person.account as Json[]) : [];
   const main = html`<h1>Learner</h1>
 <p class="context">One agent’s statements, documents and Person object, in the ${storeName(ctx.session!.store)}. Read-only.</p>
 <form method="get" action="/console/learner" class="card filters" aria-label="Find a learner">
-  ${field('agent', 'Agent', v.agentText, 'An email address, or an Agent as JSON')}
+  ${field('agent', 'Agent', v.agentText, 'An email address, or an Agent as JSON; type part of one for this store’s agents', 'text', 'agent')}
   <div class="actions"><button type="submit" class="primary">Show</button></div>
 </form>
 ${v.error ? html`<p class="error" role="alert">${v.error}</p>` : ''}
@@ -249,11 +327,9 @@ ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next">More of this le
 <h3>Agent profiles</h3>
 ${typeof v.profiles === 'string' ? html`<p class="empty">${v.profiles}</p>` : list(v.profiles, 'None.')}
 <h3>State, per activity in the statements above</h3>
-${typeof v.states === 'string'
-    ? html`<p class="empty">${v.states}</p>`
-    : v.states.length
-      ? html`<dl class="states">${v.states.map((s) => html`<dt><code>${s.activityId}</code></dt><dd>${s.ids.length ? s.ids.join(', ') : 'none'}</dd>`)}</dl>`
-      : html`<p class="empty">None.</p>`}
+${perActivity(v.states, names, (activityId, stateId) => documentUrl('state', { activityId, agent, stateId }))}
+<h3>Activity profiles, per activity in the statements above</h3>
+${perActivity(v.activityProfiles, names, (activityId, profileId) => documentUrl('activity-profile', { activityId, profileId }))}
 </section>
 ${ctx.session!.role
       ? html`<section aria-labelledby="erase-title" class="card">

@@ -1,12 +1,14 @@
 /**
- * The admin actions on database credentials (docs/admin-api.md): list, create, revoke, rotate.
+ * The admin actions on database credentials (docs/admin-api.md): list, create, revoke, rotate;
+ * and the credentials file's users listed beside them (read-only: `lectern auth` writes the file).
  * Each reaches the store, checks the grant (which scopes may be given; which credentials the actor
  * may rotate or revoke: ./roles.ts, mayManageCredential), acts through the records of
  * ../credentials.ts (which hold the fields' rules) and audits what changed, never a secret, in
  * the change's own transaction.
  */
-import { readCredentialsFile } from '../../auth/credentials.ts';
+import { CredentialsFileError, readCredentialsFile } from '../../auth/credentials.ts';
 import type { CredentialRow } from '../../store/types.ts';
+import type { Agent } from '../../xapi/types.ts';
 import * as records from '../credentials.ts';
 import type { CredentialInfo, IssuedCredential, NewCredential } from '../credentials.ts';
 import { OpsError } from '../errors.ts';
@@ -33,6 +35,36 @@ export async function listCredentials(ctx: AdminContext, by: AdminActor, input: 
   const files = () => (file ??= fileUsers(ctx));
   const manageable = new Set(credentials.filter((c) => mayManageCredential(by, c, signedInWith(by, c.key, files))).map((c) => c.key));
   return { credentials, manageable };
+}
+
+/** A user of the credentials file (LECTERN_AUTH_FILE) as listed: never its hash. */
+export interface FileUser {
+  username: string;
+  scopes: string[];
+  agent: Agent;
+  /** The store it works in ('' for the default store). */
+  target: string;
+  validation?: 'strict' | 'lax';
+}
+
+/**
+ * The credentials file's users the actor sees, by name: an operator every store's (or
+ * `target`'s), a store administrator its own store's; the file as it is now (re-read), or its
+ * problem when it cannot be read.
+ */
+export function listFileUsers(ctx: AdminContext, by: AdminActor, input: { target?: string } = {}): { users: FileUser[] } | { problem: string } {
+  const target = listedStore(by.role, input.target);
+  let entries;
+  try {
+    entries = readCredentialsFile(ctx.config.authFile);
+  } catch (err) {
+    if (err instanceof CredentialsFileError) return { problem: err.message };
+    throw err;
+  }
+  const users = entries
+    .filter((e) => target === undefined || (e.target ?? '') === target)
+    .map((e): FileUser => ({ username: e.username, scopes: e.scopes, agent: e.agent, target: e.target ?? '', ...(e.validation && { validation: e.validation }) }));
+  return { users: users.sort((a, b) => (a.username < b.username ? -1 : a.username > b.username ? 1 : 0)) };
 }
 
 /**

@@ -1,13 +1,39 @@
 /**
  * The admin actions on forwarding (docs/forwarding.md): the outbox is shared by every store, so
- * each is the operator's. Its figures per target, each target's lag, the dead letters, and a
- * retry that puts dead letters back in the queue (audited).
+ * each is the operator's. The targets as configured (never a secret), its figures per target,
+ * each target's lag, the dead letters, and a retry that puts dead letters back in the queue
+ * (audited).
  */
 import { activeTargets } from '../../forwarding/config.ts';
 import type { DeadLetter } from '../../store/types.ts';
 import * as outbox from '../forwarding.ts';
 import type { TargetStatus } from '../forwarding.ts';
 import { type AdminActor, type AdminContext, changeAudit, requireOperator } from './roles.ts';
+
+/** A forwarding target as configured (LECTERN_XAPI_FORWARDINGS), without its password. */
+export interface ConfiguredTarget {
+  url: string;
+  active: boolean;
+  /** Statements sent in one POST (LECTERN_XAPI_FORWARDING_BATCH_SIZE, every target's). */
+  batchSize: number;
+  maxRetries: number;
+  timeoutSeconds: number;
+  /** How the target is authenticated: HTTP Basic (the only kind the format has), as this username. */
+  auth: { kind: 'basic'; username: string };
+}
+
+/** The targets as the server's settings configure them, in their order, the inactive ones too; never a password. */
+export function configuredTargets(ctx: AdminContext, by: AdminActor): ConfiguredTarget[] {
+  requireOperator(by.role, 'forwarding');
+  return ctx.config.xapiForwardings.map((t) => ({
+    url: t.url,
+    active: t.isActive,
+    batchSize: ctx.config.forwardingBatchSize,
+    maxRetries: t.maxRetries,
+    timeoutSeconds: t.timeoutSeconds,
+    auth: { kind: 'basic', username: t.username },
+  }));
+}
 
 /** Every active target (even with nothing yet) and every target the outbox still holds items of. */
 export function forwardingStatus(ctx: AdminContext, by: AdminActor): Promise<TargetStatus[]> {

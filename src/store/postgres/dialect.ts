@@ -8,6 +8,7 @@ import type { StoreDialect } from '../dialect.ts';
 import { type DocumentDialect, DOCUMENT_SQL, documentValues, toDocument } from '../documents.ts';
 import { OLDEST_QUEUED_SQL, type OutboxDialect, toDeadLetter } from '../outbox.ts';
 import { row, rows, run } from '../program.ts';
+import type { KeysDialect } from '../keys.ts';
 import type { ReachDialect } from '../reach.ts';
 import type { DocumentKey } from '../types.ts';
 import { LOCK_DOCUMENT, lockKey } from './locks.ts';
@@ -193,4 +194,15 @@ INSERT INTO reach_activities (tenant, activity, seq, via, direct) SELECT $1, k, 
 };
 
 /** PostgreSQL's dialect. */
-export const POSTGRES_DIALECT: StoreDialect = { query: POSTGRES, documents: POSTGRES_DOCUMENTS, outbox: POSTGRES_OUTBOX, reach: POSTGRES_REACH };
+/**
+ * The keys' names: an agent's newest statement is the end of its (agent, role, seq) range; the
+ * canonical definitions are kept by the tenant's name and the activity's IRI.
+ */
+const POSTGRES_KEYS: KeysDialect = {
+  fullBytes: POSTGRES.fullBytes,
+  likeIgnoringCase: (k, pattern) => `${k}.key ILIKE ${pattern} ESCAPE '\\'`,
+  newestWithAgent: (k) => `(SELECT a.seq FROM statement_agents a WHERE a.agent = ${k}.id AND a.role = 1 ORDER BY a.seq DESC LIMIT 1)`,
+  activityName: (k, tenantName) => `(SELECT CAST(d.definition -> 'name' AS text) FROM activities d WHERE d.tenant = ${tenantName()} AND d.id = ${k}.key)`,
+};
+
+export const POSTGRES_DIALECT: StoreDialect = { query: POSTGRES, documents: POSTGRES_DOCUMENTS, outbox: POSTGRES_OUTBOX, reach: POSTGRES_REACH, keys: POSTGRES_KEYS };

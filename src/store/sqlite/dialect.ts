@@ -9,8 +9,9 @@ import type { StoreDialect } from '../dialect.ts';
 import { type DocumentDialect, DOCUMENT_SQL, documentValues, toDocument } from '../documents.ts';
 import { OLDEST_QUEUED_SQL, type OutboxDialect, toDeadLetter } from '../outbox.ts';
 import { row, rows, run } from '../program.ts';
+import type { KeysDialect } from '../keys.ts';
 import type { ReachDialect, ReachSeed, ReachStatement } from '../reach.ts';
-import { uuidBytes, uuidText } from '../sql.ts';
+import { bucketsIn, uuidBytes, uuidText } from '../sql.ts';
 import { BY_ID } from './ids.ts';
 import { SQLITE } from './query.ts';
 import type { SqliteHandle } from './runner.ts';
@@ -19,8 +20,21 @@ type Row = Record<string, unknown>;
 
 /** SQLite's dialect, on the store's connection `h`. */
 export function sqliteDialect(h: SqliteHandle): StoreDialect {
-  return { query: SQLITE, documents: documents(h), outbox: outbox(h), reach: reach(h) };
+  return { query: SQLITE, documents: documents(h), outbox: outbox(h), reach: reach(h), keys: SQLITE_KEYS };
 }
+
+/**
+ * The keys' names: an agent's newest statement found bucket by bucket, newest first (the link
+ * table's key is (tenant, bucket, agent, seq)); definitions are keyed by the activity's key id.
+ */
+const SQLITE_KEYS: KeysDialect = {
+  fullBytes: SQLITE.fullBytes,
+  // SQLite's LIKE ignores the case of ASCII letters (its default).
+  likeIgnoringCase: (k, pattern) => `${k}.key LIKE ${pattern} ESCAPE '\\'`,
+  newestWithAgent: (k, tenant) =>
+    `(SELECT a.seq FROM statement_agents a WHERE a.tenant = ${tenant} AND a.bucket IN ${bucketsIn()} AND a.agent = ${k}.id AND a.role = 1 ORDER BY a.bucket DESC, a.seq DESC LIMIT 1)`,
+  activityName: (k) => `(SELECT CAST(d.definition -> 'name' AS text) FROM definitions d WHERE d.key = ${k}.id)`,
+};
 
 /**
  * A document write runs inside one BEGIN IMMEDIATE transaction, which holds the database: no

@@ -54,6 +54,7 @@ const ROUTES = {
   appendAudit: 'write', listAudit: 'read', storeNames: 'read', storeSummaries: 'read', storeOverview: 'read', storeTotals: 'read',
   // the console's ended sessions
   endSession: 'write', sessionEnded: 'read',
+  findKeys: 'read',
 } as const satisfies Partial<Record<keyof Store, 'write' | 'read'>>;
 
 /** The same for the forwarding outbox (its writes cross as `outbox.<member>`). */

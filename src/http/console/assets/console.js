@@ -1,5 +1,6 @@
 // The operator console's one script (docs/console.md): the pages work without it; it adds the
-// live tail of the Statements page. Type-checked by ./tsconfig.json (JSDoc, checkJs).
+// live tail of the Statements page, copy buttons, the filters' suggestions and the JSON trees'
+// tools. Type-checked by ./tsconfig.json (JSDoc, checkJs).
 
 /** Milliseconds between two polls of the live tail. */
 const TAIL_EVERY = 2000;
@@ -102,3 +103,99 @@ function copyButton(button) {
 }
 
 for (const b of document.querySelectorAll('button[data-copy]')) if (b instanceof HTMLButtonElement) copyButton(b);
+
+/** Milliseconds of typing pause before suggestions are asked for. */
+const SUGGEST_AFTER = 150;
+
+/**
+ * A filter field's suggestions (data-suggest: verb, activity or agent): the store's own keys
+ * containing what is typed, from /console/suggest, as the options of the field's datalist (the
+ * value the filter takes, the name beside it).
+ * @param {HTMLInputElement} input
+ */
+function suggestions(input) {
+  const list = document.getElementById(input.getAttribute('list') ?? '');
+  if (!(list instanceof HTMLDataListElement)) return;
+  /** @type {number | undefined} */
+  let timer;
+  /** @type {string | undefined} */
+  let asked;
+  const ask = async () => {
+    const q = input.value.trim();
+    if (q === asked) return;
+    asked = q;
+    let res;
+    try {
+      res = await fetch(`/console/suggest?kind=${encodeURIComponent(input.dataset.suggest ?? '')}&q=${encodeURIComponent(q)}`, { headers: { accept: 'application/json' } });
+    } catch {
+      asked = undefined;
+      return;
+    }
+    // A refusal (a session ended, a reader without suggestions) leaves the field as it is.
+    if (!res.ok || q !== input.value.trim()) return;
+    const data = /** @type {{ suggestions: { value: string; name?: string }[] }} */ (await res.json());
+    list.replaceChildren(
+      ...data.suggestions.map((s) => {
+        const option = document.createElement('option');
+        option.value = s.value;
+        if (s.name) option.label = s.name;
+        return option;
+      }),
+    );
+  };
+  input.addEventListener('input', () => {
+    clearTimeout(timer);
+    timer = window.setTimeout(ask, SUGGEST_AFTER);
+  });
+  input.addEventListener('focus', () => void ask(), { once: true });
+}
+
+for (const i of document.querySelectorAll('input[data-suggest]')) if (i instanceof HTMLInputElement) suggestions(i);
+
+/**
+ * A JSON tree written by the server (data-json-view): its tools shown ("Expand all", "Collapse
+ * all", "Copy JSON"), and a "Copy path" button on each value, which copies its path (data-path)
+ * and says so in the tree's status line (or, where the browser refuses the clipboard, shows it
+ * selected for Ctrl+C).
+ * @param {HTMLElement} view
+ */
+function jsonTree(view) {
+  const tools = view.querySelector('.json-tools');
+  const status = view.querySelector('.json-status');
+  if (!(tools instanceof HTMLElement) || !(status instanceof HTMLElement)) return;
+  tools.hidden = false;
+  for (const b of tools.querySelectorAll('button[data-json]')) {
+    if (!(b instanceof HTMLButtonElement)) continue;
+    b.addEventListener('click', () => {
+      for (const d of view.querySelectorAll('.json-root details')) if (d instanceof HTMLDetailsElement) d.open = b.dataset.json === 'expand';
+    });
+  }
+  for (const li of view.querySelectorAll('li.json-node')) {
+    if (!(li instanceof HTMLElement)) continue;
+    const button = document.createElement('button');
+    button.type = 'button';
+    button.className = 'copy-path';
+    button.textContent = 'Copy path';
+    button.setAttribute('aria-label', `Copy path ${li.dataset.path ?? ''}`);
+    li.prepend(button);
+  }
+  view.addEventListener('click', async (event) => {
+    const button = event.target instanceof Element ? event.target.closest('button.copy-path') : null;
+    const path = button?.parentElement?.dataset.path;
+    if (path === undefined) return;
+    try {
+      await navigator.clipboard.writeText(path);
+      status.textContent = `Copied the path ${path}`;
+    } catch {
+      const code = document.createElement('code');
+      code.textContent = path;
+      status.replaceChildren('Path: ', code, ' (selected: press Ctrl+C or ⌘C to copy)');
+      const range = document.createRange();
+      range.selectNodeContents(code);
+      window.getSelection()?.removeAllRanges();
+      window.getSelection()?.addRange(range);
+    }
+  });
+}
+
+for (const v of document.querySelectorAll('[data-json-view]')) if (v instanceof HTMLElement) jsonTree(v);
