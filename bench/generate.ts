@@ -217,11 +217,12 @@ export function statement(seed: number, i: number): Statement {
   const groupRoll = r();
   const s: Statement = {
     id,
-    actor: groupRoll < 0.03
-      ? team(lc.learner % TEAMS, [lc.learner, (lc.learner + 1) % LEARNERS, (lc.learner + 2) % LEARNERS])
-      : groupRoll < 0.05
-        ? { objectType: 'Group', member: [actor, learner((lc.learner + 17) % LEARNERS)] }
-        : actor,
+    actor:
+      groupRoll < 0.03
+        ? team(lc.learner % TEAMS, [lc.learner, (lc.learner + 1) % LEARNERS, (lc.learner + 2) % LEARNERS])
+        : groupRoll < 0.05
+          ? { objectType: 'Group', member: [actor, learner((lc.learner + 17) % LEARNERS)] }
+          : actor,
     verb: { id: verb[0], display: { 'en-US': verb[1] } },
     object,
   };

@@ -182,14 +182,21 @@ function startChild(args: string[], env: NodeJS.ProcessEnv, ready: RegExp, what:
 }
 
 /** The user of store (tenant) `target` in writeAuthFile's file, and its Authorization header. */
-export const tenantUser = (target: string) => ({ username: `bench-${target}`, target, authorization: `Basic ${Buffer.from(`bench-${target}:${USER.password}`).toString('base64')}` });
+export const tenantUser = (target: string) => ({
+  username: `bench-${target}`,
+  target,
+  authorization: `Basic ${Buffer.from(`bench-${target}:${USER.password}`).toString('base64')}`,
+});
 
 /** Writes a credentials file with one user (all scopes, and `admin`: the operator, for the admin API's entries; default tenant), and one per store in `targets`. */
 export function writeAuthFile(dir: string, targets: string[] = []): string {
   const file = join(dir, 'auth.json');
   const hash = bcrypt.hashSync(USER.password, 10);
   const agent = { objectType: 'Agent', mbox: 'mailto:bench@example.com' };
-  const users = [{ username: USER.username, hash, scopes: ['all', 'admin'], agent }, ...targets.map((t) => ({ username: tenantUser(t).username, hash, scopes: ['all'], agent, target: t }))];
+  const users = [
+    { username: USER.username, hash, scopes: ['all', 'admin'], agent },
+    ...targets.map((t) => ({ username: tenantUser(t).username, hash, scopes: ['all'], agent, target: t })),
+  ];
   writeFileSync(file, JSON.stringify(users));
   return file;
 }
@@ -344,7 +351,8 @@ export function startPostgres(opts: { statementStats?: boolean; at?: string } = 
   const buffersMb = Math.max(256, Math.min(16_384, Math.floor(memory / 4 / 2 ** 20)));
   const settings = [`shared_buffers = ${buffersMb}MB`, 'max_wal_size = 4GB', 'checkpoint_timeout = 15min'];
   // With --profile: per-statement server time (pg_stat_statements), to see where a write's time goes.
-  if (opts.statementStats) settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'pg_stat_statements.track_planning = on', 'track_io_timing = on');
+  if (opts.statementStats)
+    settings.push("shared_preload_libraries = 'pg_stat_statements'", 'pg_stat_statements.track = all', 'pg_stat_statements.track_planning = on', 'track_io_timing = on');
   return startCluster({ durable: true, settings, at: opts.at });
 }
 
@@ -367,7 +375,15 @@ export async function statementStats(url: string, top = 15): Promise<StatementSt
     'SELECT query, calls, total_exec_time AS total, mean_exec_time AS mean, total_plan_time / greatest(calls, 1) AS plan, plans, rows FROM pg_stat_statements WHERE dbid = (SELECT oid FROM pg_database WHERE datname = current_database()) ORDER BY total_exec_time DESC LIMIT $1',
     [top],
   );
-  return rows.map((r) => ({ query: r.query.replace(/\s+/g, ' ').slice(0, 300), calls: Number(r.calls), totalMs: r.total, meanMs: r.mean, planMs: r.plan, plans: Number(r.plans), rows: Number(r.rows) }));
+  return rows.map((r) => ({
+    query: r.query.replace(/\s+/g, ' ').slice(0, 300),
+    calls: Number(r.calls),
+    totalMs: r.total,
+    meanMs: r.mean,
+    planMs: r.plan,
+    plans: Number(r.plans),
+    rows: Number(r.rows),
+  }));
 }
 
 export async function pgQuery<T extends pg.QueryResultRow>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {

@@ -92,20 +92,25 @@ function samples(file: string): Sample[] {
 
 const row = (what: string, s: Sample | undefined, gc = '') =>
   s
-    ? `| ${what} | ${gc} | ${s.rss.toFixed(0)} | ${s.hwm.toFixed(0)} | ${s.anon.toFixed(0)} | ${s.fileBacked.toFixed(0)} | ${s.heapTotal.toFixed(0)} | ${s.heapUsed.toFixed(0)} | ${s.threads.toFixed(0)} | ${s.external.toFixed(0)} | ${s.arrayBuffers.toFixed(0)} | ${(s.anon - s.heapTotal - s.threads - s.external).toFixed(0)} | ${Object.entries(s.spaces)
+    ? `| ${what} | ${gc} | ${s.rss.toFixed(0)} | ${s.hwm.toFixed(0)} | ${s.anon.toFixed(0)} | ${s.fileBacked.toFixed(0)} | ${s.heapTotal.toFixed(0)} | ${s.heapUsed.toFixed(0)} | ${s.threads.toFixed(0)} | ${s.external.toFixed(0)} | ${s.arrayBuffers.toFixed(0)} | ${(s.anon - s.heapTotal - s.threads - s.external).toFixed(0)} | ${Object.entries(
+        s.spaces,
+      )
         .filter(([, v]) => v >= 1)
         .map(([k, v]) => `${k} ${v.toFixed(0)}`)
         .join(', ')} |`
     : `| ${what} | no sample |`;
 
 const HEADER = [
-  '| at | GC pauses ms (count); of them mark-compact | RSS MB | peak (VmHWM) | anon | file | V8 heap total | heap used | worker threads\' V8 heaps | external | array buffers | anon − heaps − external | V8 spaces (MB) |',
+  "| at | GC pauses ms (count); of them mark-compact | RSS MB | peak (VmHWM) | anon | file | V8 heap total | heap used | worker threads' V8 heaps | external | array buffers | anon − heaps − external | V8 spaces (MB) |",
   '|---|---|---|---|---|---|---|---|---|---|---|---|---|',
 ];
 
 async function measure(server: Server, file: string, what: string): Promise<string[]> {
   const out: string[] = [];
-  const peakSince = (t0: number) => samples(file).filter((s) => s.t >= t0).reduce<Sample | undefined>((a, s) => (!a || s.rss > a.rss ? s : a), undefined);
+  const peakSince = (t0: number) =>
+    samples(file)
+      .filter((s) => s.t >= t0)
+      .reduce<Sample | undefined>((a, s) => (!a || s.rss > a.rss ? s : a), undefined);
   await new Promise((r) => setTimeout(r, 600));
   const idle = samples(file).at(-1);
   out.push(row(`${what}: idle`, idle));
@@ -153,7 +158,9 @@ async function main() {
   let cluster: PgCluster | undefined;
   const lines: string[] = [];
   const m = machine();
-  lines.push(`memory: ${backend}, ${SIZE} statements in chunks of ${CHUNK}, ${args.batch} per POST by ${args.clients} clients; flags ${args['node-flags']!.join(' ') || '-'}; env ${args.env!.join(' ') || '-'}; load average ${m.loadavg}; Node ${m.node}`);
+  lines.push(
+    `memory: ${backend}, ${SIZE} statements in chunks of ${CHUNK}, ${args.batch} per POST by ${args.clients} clients; flags ${args['node-flags']!.join(' ') || '-'}; env ${args.env!.join(' ') || '-'}; load average ${m.loadavg}; Node ${m.node}`,
+  );
   try {
     const file = join(root, 'mem.jsonl');
     let server: Server;
@@ -187,7 +194,11 @@ async function main() {
         server.child.kill('SIGUSR2');
         for (let i = 0; i < 600 && readdirSync(args.heapsnapshot).every((f) => before.has(f) || !f.endsWith('.heapsnapshot')); i++) await new Promise((r) => setTimeout(r, 100));
         await new Promise((r) => setTimeout(r, 3000));
-        lines.push(`heap snapshot: ${readdirSync(args.heapsnapshot).filter((f) => !before.has(f)).join(', ')} in ${args.heapsnapshot}`);
+        lines.push(
+          `heap snapshot: ${readdirSync(args.heapsnapshot)
+            .filter((f) => !before.has(f))
+            .join(', ')} in ${args.heapsnapshot}`,
+        );
       }
     } finally {
       await server.stop();

@@ -27,7 +27,10 @@ function status() {
 if (file && !isMainThread) {
   // A worker thread (node preloads --import modules into every thread): its own V8 heap, which
   // the main thread's process.memoryUsage() does not count. `thread` tells these lines apart.
-  setInterval(() => appendFileSync(file, `${JSON.stringify({ t: Date.now(), thread: threadId, heapTotal: +(getHeapStatistics().total_heap_size / MB).toFixed(1) })}\n`), every).unref();
+  setInterval(
+    () => appendFileSync(file, `${JSON.stringify({ t: Date.now(), thread: threadId, heapTotal: +(getHeapStatistics().total_heap_size / MB).toFixed(1) })}\n`),
+    every,
+  ).unref();
 } else if (file) {
   // Main-thread GC pauses so far (ms, and how many): what smaller heap settings cost.
   const gc = { ms: 0, count: 0, majorMs: 0, major: 0 };

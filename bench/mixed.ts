@@ -37,9 +37,15 @@ const path = `/xAPI/statements?${new URLSearchParams(params)}`;
 
 const log = (m: string) => console.error(`[${new Date().toISOString().slice(11, 19)}] ${m}`);
 const fmt = (r: LoadResult | undefined, unit: 'statements' | 'requests') =>
-  r?.run ? `${Math.round(unit === 'statements' ? (r.statementsPerSec ?? 0) : r.run.rps).toLocaleString('en')} ${unit}/s, p50 ${r.run.latency.p50} ms, p99 ${r.run.latency.p99} ms${r.run.failed ? `, ${r.run.failed} failed` : ''}` : 'failed';
+  r?.run
+    ? `${Math.round(unit === 'statements' ? (r.statementsPerSec ?? 0) : r.run.rps).toLocaleString('en')} ${unit}/s, p50 ${r.run.latency.p50} ms, p99 ${r.run.latency.p99} ms${r.run.failed ? `, ${r.run.failed} failed` : ''}`
+    : 'failed';
 
-const settings = Object.entries(process.env).filter(([k]) => k.startsWith('LECTERN_')).map(([k, v]) => `${k}=${v}`).join(' ') || 'defaults';
+const settings =
+  Object.entries(process.env)
+    .filter(([k]) => k.startsWith('LECTERN_'))
+    .map(([k, v]) => `${k}=${v}`)
+    .join(' ') || 'defaults';
 const m = machine();
 log(`mixed load: sqlite, ${SIZE.toLocaleString('en')} statements, filter "${args.filter}", ${settings}; ${m.nproc} × ${m.cpu}, load ${m.loadavg}`);
 const dir = mkdtempSync(join(tmpdir(), 'lectern-mixed-'));

@@ -94,7 +94,11 @@ export async function prunePhase(ctx: PhaseContext, maxSeconds: number): Promise
   clearTimeout(limit);
   const during = await posting;
   if (res.code !== 0 && !(res.code === 130 && interrupt.signal.aborted)) throw new Error(`lectern prune exited with ${res.code}: ${res.stderr.slice(-1000)}`);
-  const reports = res.stdout.trim().split('\n').filter(Boolean).map((l) => JSON.parse(l) as { statements: number; complete: boolean });
+  const reports = res.stdout
+    .trim()
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { statements: number; complete: boolean });
   const pruned = reports.reduce((n, r) => n + r.statements, 0);
   const complete = res.code === 0 && reports.every((r) => r.complete);
   const rate = pruned / took;
@@ -130,7 +134,10 @@ interface StandbyStats {
 }
 
 async function dbStats(url: string): Promise<StandbyStats> {
-  const [r] = await pgQuery<{ x: string; t: string }>(url, 'SELECT xact_commit + xact_rollback AS x, tup_fetched + tup_returned AS t FROM pg_stat_database WHERE datname = current_database()');
+  const [r] = await pgQuery<{ x: string; t: string }>(
+    url,
+    'SELECT xact_commit + xact_rollback AS x, tup_fetched + tup_returned AS t FROM pg_stat_database WHERE datname = current_database()',
+  );
   return { xacts: Number(r.x), fetched: Number(r.t) };
 }
 
@@ -191,7 +198,8 @@ export async function replicaPhase(
   const [size] = await pgQuery<{ b: string }>(cluster.url, 'SELECT sum(pg_database_size(oid)) AS b FROM pg_database');
   const need = Number(size.b) * 1.1 + 1024 ** 3;
   const free = freeDisk(ctx.dir);
-  if (free < need) throw new Error(`not enough disk for the standby: ${(free / 1024 ** 3).toFixed(1)} GB free, ≈ ${(need / 1024 ** 3).toFixed(1)} GB needed (a copy of the cluster)`);
+  if (free < need)
+    throw new Error(`not enough disk for the standby: ${(free / 1024 ** 3).toFixed(1)} GB free, ≈ ${(need / 1024 ** 3).toFixed(1)} GB needed (a copy of the cluster)`);
   ctx.log(`replica: pg_basebackup of ${(Number(size.b) / 1024 ** 3).toFixed(1)} GB`);
   const cpus = replicaCpus();
   const primaryPid = await postmasterPid(cluster.url);
@@ -226,7 +234,8 @@ export async function replicaPhase(
     for (const r of idle) check(r, 'replica idle');
     const requests = idle.reduce((n, r) => n + (r.run?.requests ?? 0), 0);
     // Each request is at least one transaction where it was served: most must be on the standby.
-    if (standbyIdle.xacts < requests / 2) throw new Error(`the standby served ${standbyIdle.xacts} transactions for ${requests} requests (the primary ${primaryIdle.xacts}): reads are not on the standby`);
+    if (standbyIdle.xacts < requests / 2)
+      throw new Error(`the standby served ${standbyIdle.xacts} transactions for ${requests} requests (the primary ${primaryIdle.xacts}): reads are not on the standby`);
 
     ctx.log('replica: the same queries while the primary ingests (4 clients × 100 per POST)');
     const [ins0] = await pgQuery<{ n: string }>(primaryDb, "SELECT n_tup_ins AS n FROM pg_stat_user_tables WHERE relname = 'statements'");
@@ -266,7 +275,18 @@ export async function replicaPhase(
     await Promise.all([ingest, sampler]);
     for (const r of during) check(r, 'replica during ingest');
     const ingestPerSec = (Number(ins1.n) - Number(ins0.n)) / duringSeconds;
-    const figures: ReplicaFigures = { cpus: cpus && { primary: cpus.primary, standby: cpus.standby }, basebackupSeconds, idle, during, standbyIdle, primaryIdle, lagMs, lagBytes, heartbeatLagMs, ingestPerSec };
+    const figures: ReplicaFigures = {
+      cpus: cpus && { primary: cpus.primary, standby: cpus.standby },
+      basebackupSeconds,
+      idle,
+      during,
+      standbyIdle,
+      primaryIdle,
+      lagMs,
+      lagBytes,
+      heartbeatLagMs,
+      ingestPerSec,
+    };
     return { rows: replicaRows(figures), figures };
   } finally {
     stopIngest.abort();
@@ -286,7 +306,12 @@ const quantile = (xs: number[], q: number) => {
 
 function replicaRows(x: ReplicaFigures): BenchRow[] {
   const rows: BenchRow[] = [
-    { workload: 'standby: pg_basebackup of the cluster', value: x.basebackupSeconds, unit: 's', note: x.cpus ? `then the primary's side on CPU ${x.cpus.primary}, the standby's on CPU ${x.cpus.standby}` : undefined },
+    {
+      workload: 'standby: pg_basebackup of the cluster',
+      value: x.basebackupSeconds,
+      unit: 's',
+      note: x.cpus ? `then the primary's side on CPU ${x.cpus.primary}, the standby's on CPU ${x.cpus.standby}` : undefined,
+    },
     {
       workload: '  reads on the standby (idle run: transactions there ÷ requests)',
       value: x.standbyIdle.xacts,
@@ -348,14 +373,27 @@ export async function tenantsPhase(ctx: PhaseContext, cluster: PgCluster, total:
       const part = Math.floor(total / 4);
       const res = await Promise.all(
         targets.map((t, k) =>
-          runLoad(server.url, ctx.seed, [{ kind: 'batch', name: `store ${stores === 1 ? targets[0] : t}`, from: TENANTS_FROM + k * part, count: part, batch: 100, connections: 2 }], tenantUser(stores === 1 ? targets[0] : t).authorization),
+          runLoad(
+            server.url,
+            ctx.seed,
+            [{ kind: 'batch', name: `store ${stores === 1 ? targets[0] : t}`, from: TENANTS_FROM + k * part, count: part, batch: 100, connections: 2 }],
+            tenantUser(stores === 1 ? targets[0] : t).authorization,
+          ),
         ),
       );
       const results = res.map(([r]) => r);
       for (const r of results) if (!r?.run || r.error || r.run.failed > 0) throw new Error(`tenants ${r?.name}: ${r?.error ?? `${r?.run?.failed} failed requests`}`);
       const slowest = Math.max(...results.map((r) => r.run!.seconds));
       const lat = results.map((r) => r.run!.latency);
-      runs.push({ stores, statementsPerSec: (part * 4) / slowest, p50: quantile(lat.map((l) => l.p50), 0.5), p99: Math.max(...lat.map((l) => l.p99)) });
+      runs.push({
+        stores,
+        statementsPerSec: (part * 4) / slowest,
+        p50: quantile(
+          lat.map((l) => l.p50),
+          0.5,
+        ),
+        p99: Math.max(...lat.map((l) => l.p99)),
+      });
     } finally {
       await server.stop();
       await pgQuery(cluster.url, `DROP DATABASE IF EXISTS ${db}`);

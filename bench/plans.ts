@@ -76,7 +76,7 @@ export function sqlitePlans(file: string, cases: PlanCase[], tenant = ''): Plan[
       }
       const { sql, params } = statementPageSql(tid, q, w, SQLITE, { driver });
       const args = params as (string | number | bigint)[];
-      const plan = (db.prepare(`EXPLAIN QUERY PLAN ${sqliteSql(sql)}`).all(...args) as { id: number; parent: number; detail: string }[]);
+      const plan = db.prepare(`EXPLAIN QUERY PLAN ${sqliteSql(sql)}`).all(...args) as { id: number; parent: number; detail: string }[];
       const depth = new Map<number, number>([[0, -1]]);
       const lines = plan.map((p) => {
         const d = (depth.get(p.parent) ?? 0) + 1;

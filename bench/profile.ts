@@ -30,7 +30,9 @@ const SQLITE = new Set(['run', 'get', 'all', 'exec', 'prepare', 'iterate', 'Data
 /** A profile's path: `path` itself, or the newest profile in the folder `path`. */
 function profileFile(path: string): string {
   if (!statSync(path).isDirectory()) return path;
-  const found = readdirSync(path).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(path, f));
+  const found = readdirSync(path)
+    .filter((f) => f.endsWith('.cpuprofile'))
+    .map((f) => join(path, f));
   if (!found.length) throw new Error(`no .cpuprofile in ${path}`);
   return found.sort((a, b) => statSync(b).mtimeMs - statSync(a).mtimeMs)[0];
 }
@@ -77,7 +79,12 @@ export function summarise(path: string, top = 25): string {
     else if (url.includes('node_modules/pino') || url.includes('thread-stream') || url.includes('sonic-boom')) cat = 'logging';
     else if (url.includes('node_modules/fastify') || url.includes('find-my-way') || url.includes('light-my-request') || url.includes('avvio')) cat = 'fastify';
     else if (url.includes('node_modules/pg')) cat = 'pg driver';
-    else if (url.includes('/dist/') || url.includes('/src/')) cat = `Lectern ${short(url).replace(/^.*dist\//, '').split('/')[0]}/`;
+    else if (url.includes('/dist/') || url.includes('/src/'))
+      cat = `Lectern ${
+        short(url)
+          .replace(/^.*dist\//, '')
+          .split('/')[0]
+      }/`;
     else if (url.startsWith('node:')) cat = `Node ${url.replace(/^node:(internal\/)?/, '').split('/')[0]}`;
     else if (!url) cat = `native: ${f.functionName || '(anonymous)'}`;
     else cat = 'other';

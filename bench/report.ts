@@ -131,25 +131,70 @@ export function writeRows(b: Baselines, r: BackendResult, shape: Shape): BenchRo
   const first = r.ingest.find((c) => c.from === 0);
   const lastChunk = r.ingest[r.ingest.length - 1];
   if (first) {
-    rows.push({ workload: `batch ingest 0→${int(first.to)} (100/POST, 4 clients)`, value: first.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && first.statementsPerSec / raw, p50: first.p50, p99: first.p99 });
-    rows.push({ workload: '  same, against the HTTP limit', value: first.statementsPerSec, unit: 'statements/s', baseline: httpBatch, baselineName: 'bare node:http, same bodies', ratio: httpBatch && first.statementsPerSec / httpBatch });
+    rows.push({
+      workload: `batch ingest 0→${int(first.to)} (100/POST, 4 clients)`,
+      value: first.statementsPerSec,
+      unit: 'statements/s',
+      baseline: raw,
+      baselineName: rawName,
+      ratio: raw && first.statementsPerSec / raw,
+      p50: first.p50,
+      p99: first.p99,
+    });
+    rows.push({
+      workload: '  same, against the HTTP limit',
+      value: first.statementsPerSec,
+      unit: 'statements/s',
+      baseline: httpBatch,
+      baselineName: 'bare node:http, same bodies',
+      ratio: httpBatch && first.statementsPerSec / httpBatch,
+    });
     // What the gap is made of: bytes written to storage (WAL pages, checkpoints) per statement.
     const rawWritten = r.backend === 'sqlite' ? b.sqlite?.perTx100.writtenPerRow : undefined;
     if (first.writtenPerStatement) {
-      rows.push({ workload: '  bytes written to storage per statement', value: first.writtenPerStatement, unit: 'bytes', baseline: rawWritten, baselineName: 'raw loop, 100 rows/tx', ratio: rawWritten && first.writtenPerStatement / rawWritten });
+      rows.push({
+        workload: '  bytes written to storage per statement',
+        value: first.writtenPerStatement,
+        unit: 'bytes',
+        baseline: rawWritten,
+        baselineName: 'raw loop, 100 rows/tx',
+        ratio: rawWritten && first.writtenPerStatement / rawWritten,
+      });
     }
   }
   if (lastChunk && lastChunk !== first) {
-    rows.push({ workload: `batch ingest ${int(lastChunk.from)}→${int(lastChunk.to)}`, value: lastChunk.statementsPerSec, unit: 'statements/s', baseline: raw, baselineName: rawName, ratio: raw && lastChunk.statementsPerSec / raw, p50: lastChunk.p50, p99: lastChunk.p99 });
+    rows.push({
+      workload: `batch ingest ${int(lastChunk.from)}→${int(lastChunk.to)}`,
+      value: lastChunk.statementsPerSec,
+      unit: 'statements/s',
+      baseline: raw,
+      baselineName: rawName,
+      ratio: raw && lastChunk.statementsPerSec / raw,
+      p50: lastChunk.p50,
+      p99: lastChunk.p99,
+    });
     if (first?.writtenPerStatement && lastChunk.writtenPerStatement) {
-      rows.push({ workload: '  bytes written to storage per statement', value: lastChunk.writtenPerStatement, unit: 'bytes', baseline: first.writtenPerStatement, baselineName: 'first chunk', ratio: lastChunk.writtenPerStatement / first.writtenPerStatement });
+      rows.push({
+        workload: '  bytes written to storage per statement',
+        value: lastChunk.writtenPerStatement,
+        unit: 'bytes',
+        baseline: first.writtenPerStatement,
+        baselineName: 'first chunk',
+        ratio: lastChunk.writtenPerStatement / first.writtenPerStatement,
+      });
     }
     if (first) {
       // One 20k chunk swings by ±15 % from the next on this machine (checkpoints, the load
       // generator's scheduling): flatness compares the last tenth of the load with the first.
       const size = lastChunk.to;
-      const early = windowOf(r.ingest.filter((c) => c.to <= size / 10), first);
-      const late = windowOf(r.ingest.filter((c) => c.from >= size - size / 10), lastChunk);
+      const early = windowOf(
+        r.ingest.filter((c) => c.to <= size / 10),
+        first,
+      );
+      const late = windowOf(
+        r.ingest.filter((c) => c.from >= size - size / 10),
+        lastChunk,
+      );
       // At 10M the tenths are the last million and the first (the issue's flatness: target ≥ 85 %).
       rows.push({
         workload: `  ingest flatness: last tenth ${int(late.from)}→${int(late.to)} vs first ${int(early.from)}→${int(early.to)} (target ≥ 85 %)`,
@@ -174,20 +219,54 @@ export function writeRows(b: Baselines, r: BackendResult, shape: Shape): BenchRo
     }
   }
   for (const f of r.fill) {
-    rows.push({ workload: `  (fill ${int(f.from)}→${int(f.to)}: ${f.batch}/POST, ${f.connections} clients)`, value: f.statementsPerSec, unit: 'statements/s', p50: f.p50, p99: f.p99 });
+    rows.push({
+      workload: `  (fill ${int(f.from)}→${int(f.to)}: ${f.batch}/POST, ${f.connections} clients)`,
+      value: f.statementsPerSec,
+      unit: 'statements/s',
+      p50: f.p50,
+      p99: f.p99,
+    });
   }
   const httpSingle = { post: b.http?.post?.run?.rps, put: b.http?.put?.run?.rps, documents: b.http?.documents?.run?.rps };
-  for (const [name, label] of [['post', 'single-statement POST (32 clients)'], ['put', 'single-statement PUT (32 clients)'], ['documents', 'State documents PUT/GET (32 clients)']] as const) {
+  for (const [name, label] of [
+    ['post', 'single-statement POST (32 clients)'],
+    ['put', 'single-statement PUT (32 clients)'],
+    ['documents', 'State documents PUT/GET (32 clients)'],
+  ] as const) {
     const w = r.writes[name]?.run;
     if (!w) continue;
     const base = httpSingle[name];
-    rows.push({ workload: label, value: w.rps, unit: 'req/s', baseline: base, baselineName: 'bare node:http, same bodies', ratio: base && w.rps / base, p50: w.latency.p50, p99: w.latency.p99 });
+    rows.push({
+      workload: label,
+      value: w.rps,
+      unit: 'req/s',
+      baseline: base,
+      baselineName: 'bare node:http, same bodies',
+      ratio: base && w.rps / base,
+      p50: w.latency.p50,
+      p99: w.latency.p99,
+    });
   }
-  if (r.peakRss) rows.push({ workload: 'peak server RSS', value: r.peakRss / 1024 / 1024, unit: 'MB', baseline: b.httpPeakRss && b.httpPeakRss / 1024 / 1024, baselineName: 'bare node:http process', ratio: b.httpPeakRss && r.peakRss / b.httpPeakRss });
+  if (r.peakRss)
+    rows.push({
+      workload: 'peak server RSS',
+      value: r.peakRss / 1024 / 1024,
+      unit: 'MB',
+      baseline: b.httpPeakRss && b.httpPeakRss / 1024 / 1024,
+      baselineName: 'bare node:http process',
+      ratio: b.httpPeakRss && r.peakRss / b.httpPeakRss,
+    });
   if (r.disk) {
     const per = r.disk.bytes / r.disk.statements;
     const json = r.disk.jsonBytes / r.disk.statements;
-    rows.push({ workload: `disk per statement (${int(r.disk.statements)} stored)`, value: per, unit: 'bytes', baseline: json, baselineName: 'the statement JSON itself', ratio: per / json });
+    rows.push({
+      workload: `disk per statement (${int(r.disk.statements)} stored)`,
+      value: per,
+      unit: 'bytes',
+      baseline: json,
+      baselineName: 'the statement JSON itself',
+      ratio: per / json,
+    });
     const rawDisk = r.backend === 'sqlite' ? b.sqlite?.perTx100 : b.postgres;
     if (rawDisk) {
       const rawPer = rawDisk.bytesOnDisk / shape.rawRows;
@@ -205,7 +284,15 @@ export function report(b: Baselines, results: BackendResult[], shape: Shape): st
     out.push(
       table(
         ['workload', 'ratio', 'Lectern', 'limit', 'limit measured', 'p50 ms', 'p99 ms'],
-        rows.map((x) => [x.note ? `${x.workload} (${x.note})` : x.workload, pct(x.ratio), `${int(x.value)} ${x.unit}`, x.baseline === undefined ? '–' : `${int(x.baseline)} ${x.unit}`, x.baselineName ?? '', ms(x.p50), ms(x.p99)]),
+        rows.map((x) => [
+          x.note ? `${x.workload} (${x.note})` : x.workload,
+          pct(x.ratio),
+          `${int(x.value)} ${x.unit}`,
+          x.baseline === undefined ? '–' : `${int(x.baseline)} ${x.unit}`,
+          x.baselineName ?? '',
+          ms(x.p50),
+          ms(x.p99),
+        ]),
       ),
     );
     const qs = r.queries;
@@ -214,7 +301,9 @@ export function report(b: Baselines, results: BackendResult[], shape: Shape): st
       const smallest = Math.min(...qs.map((q) => q.size));
       const largest = Math.max(...qs.map((q) => q.size));
       const growth = largest === smallest ? '' : `; growth = p50 at ${int(largest)} ÷ p50 at ${int(smallest)}`;
-      out.push(`\n## ${r.backend}: queries, limit 100, 8 clients, ${shape.querySeconds} s each (ratio = req/s ÷ bare handler serving a canned 100-statement page: ${int(bare)} req/s${growth})\n`);
+      out.push(
+        `\n## ${r.backend}: queries, limit 100, 8 clients, ${shape.querySeconds} s each (ratio = req/s ÷ bare handler serving a canned 100-statement page: ${int(bare)} req/s${growth})\n`,
+      );
       out.push(
         table(
           ['filter', 'statements', 'ratio', 'req/s', 'p50 ms', 'p99 ms', `pages 2–${shape.pages} p50`, 'p99', 'db ms p1', 'db ms deepest', 'p50 growth'],
@@ -271,7 +360,9 @@ export function growthTable(backend: string, qs: QueryFigure[], smallest: number
     table(['filter', 'first page p50', 'p99', `pages 2–${shape.pages} p50`, 'p99', 'met?'], rows),
     // The ratios above are raw; this says whether the machine itself changed between the two sizes.
     ...(drift?.from.getRps && drift.to.getRps
-      ? [`\nMachine check before each size's queries (bare node:http serving a canned page): ${int(drift.from.getRps)} req/s at ${int(drift.from.size)}, ${int(drift.to.getRps)} at ${int(drift.to.size)} (${(drift.to.getRps / drift.from.getRps).toFixed(2)}×)${quiet(drift.from)}${quiet(drift.to)}.`]
+      ? [
+          `\nMachine check before each size's queries (bare node:http serving a canned page): ${int(drift.from.getRps)} req/s at ${int(drift.from.size)}, ${int(drift.to.getRps)} at ${int(drift.to.size)} (${(drift.to.getRps / drift.from.getRps).toFixed(2)}×)${quiet(drift.from)}${quiet(drift.to)}.`,
+        ]
       : []),
   ].join('\n');
 }

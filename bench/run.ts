@@ -99,9 +99,7 @@ if (!BACKEND_LIST.every((b) => b === 'sqlite' || b === 'postgres') || !SIZES.eve
 }
 const PHASES = new Set(args.phases!.split(','));
 /** --fill CLIENTS,STATEMENTS_PER_POST,CHUNK: how the unmeasured chunks between sizes are loaded. */
-const FILL = args.fill
-  ? (([clients, batch, chunk]) => ({ clients, batch, chunk }))(args.fill.split(',').map(Number))
-  : undefined;
+const FILL = args.fill ? (([clients, batch, chunk]) => ({ clients, batch, chunk }))(args.fill.split(',').map(Number)) : undefined;
 if (args['no-plans']) PHASES.delete('plans');
 /** --reuse works on the kept store in place, so it stays where it is: --keep may only name the same place. */
 if (args.reuse && args.keep && resolve(args.reuse) !== resolve(args.keep)) {
@@ -161,7 +159,6 @@ function checked(r: LoadResult | undefined, where: string): LoadResult | undefin
 
 // ----- baselines ---------------------------------------------------------------------------
 
-
 const bareJobs = (): Job[] => [
   // Unreported: at ≈ 40k req/s a cold handler's first second (JIT, connections) weighs on a short run.
   { kind: 'single', name: 'warm-up', method: 'POST', from: 0, count: P.bareSingles, connections: SINGLE_CLIENTS },
@@ -190,7 +187,11 @@ async function onBareHttp<T>(fn: (url: string, pid: number) => Promise<T>): Prom
 async function machineCheck(size: number): Promise<MachineCheck | undefined> {
   try {
     return await onBareHttp(async (url) => {
-      const res = await runLoad(url, SEED, bareJobs().filter((j) => ['warm-up', 'batch', 'get'].includes(j.name)));
+      const res = await runLoad(
+        url,
+        SEED,
+        bareJobs().filter((j) => ['warm-up', 'batch', 'get'].includes(j.name)),
+      );
       const by = Object.fromEntries(res.map((r) => [r.name, checked(r, 'machine check')]));
       return { size, batchStatementsPerSec: by.batch?.statementsPerSec, getRps: by.get?.run?.rps };
     });
@@ -238,7 +239,6 @@ async function baselines(dir: string, cluster: PgCluster | undefined): Promise<B
 
 // ----- one backend --------------------------------------------------------------------------
 
-
 /** `stored` of stream statement i, read back through the API (since/until bounds that exist). */
 const storedOf = (url: string, i: number) => storedAt(url, SEED, i);
 
@@ -249,8 +249,10 @@ const storedOf = (url: string, i: number) => storedAt(url, SEED, i);
  */
 async function checkReused(url: string, size: number): Promise<number> {
   const first = await firstStored(url, SEED, size);
-  for (const i of [first, Math.floor(size / 2), size - 2, size - 1]) if (!(await isStored(url, SEED, i))) throw new Error(`--reuse: statement ${i} of seed ${SEED} is not in the store (another seed, or fewer than ${size} statements)`);
-  for (const i of [size, size + 1, size + 2]) if (await isStored(url, SEED, i)) throw new Error(`--reuse: statement ${i} of seed ${SEED} is in the store: it holds more than the first size (${size})`);
+  for (const i of [first, Math.floor(size / 2), size - 2, size - 1])
+    if (!(await isStored(url, SEED, i))) throw new Error(`--reuse: statement ${i} of seed ${SEED} is not in the store (another seed, or fewer than ${size} statements)`);
+  for (const i of [size, size + 1, size + 2])
+    if (await isStored(url, SEED, i)) throw new Error(`--reuse: statement ${i} of seed ${SEED} is in the store: it holds more than the first size (${size})`);
   return first;
 }
 
@@ -368,7 +370,9 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
     if (REUSE) {
       loaded = SIZES[0];
       firstKept = await checkReused(server.url, loaded);
-      log(`${backend}: reusing the store in ${REUSE}: statements ${int(firstKept)}…${int(loaded - 1)} of seed ${SEED} are there, ${int(loaded)} is not${firstKept ? ' (the older ones were pruned by an earlier run)' : ''}`);
+      log(
+        `${backend}: reusing the store in ${REUSE}: statements ${int(firstKept)}…${int(loaded - 1)} of seed ${SEED} are there, ${int(loaded)} is not${firstKept ? ' (the older ones were pruned by an earlier run)' : ''}`,
+      );
     }
     for (const size of SIZES) {
       if (loaded < size && PHASES.has('ingest')) {
@@ -376,7 +380,10 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
         const need = (size - loaded) * BYTES_PER_STATEMENT + (backend === 'postgres' ? POSTGRES_WAL : 0);
         const free = freeDisk(where);
         log(`${backend}: ${gb(free)} free in ${where}; loading ${int(loaded)} → ${int(size)} needs ≈ ${gb(need)}`);
-        if (free < need) throw new Error(`not enough disk to load ${int(size)} statements: ${gb(free)} free in ${where}, ≈ ${gb(need)} needed (2 KB per statement${backend === 'postgres' ? ' + 5 GB of WAL' : ''})`);
+        if (free < need)
+          throw new Error(
+            `not enough disk to load ${int(size)} statements: ${gb(free)} free in ${where}, ≈ ${gb(need)} needed (2 KB per statement${backend === 'postgres' ? ' + 5 GB of WAL' : ''})`,
+          );
       }
       while (loaded < size && PHASES.has('ingest')) {
         // The chunk from the empty store and the chunk that reaches each size are the measured
@@ -410,7 +417,16 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
         for (const r of res) {
           const ok = firstKept && prunedAway(r, cases, firstKept, size) ? r : checked(r, `${backend} query @${size}`);
           const sameAnswerAs = cases.find((c) => c.name === r.name)?.sameAnswerAs;
-          result.queries.push({ filter: r.name, size, first: ok?.run, deep: ok?.deep, pagesFound: ok?.pagesFound, walkMs: ok?.walkMs, firstPageCount: ok?.firstPageCount, sameAnswerAs });
+          result.queries.push({
+            filter: r.name,
+            size,
+            first: ok?.run,
+            deep: ok?.deep,
+            pagesFound: ok?.pagesFound,
+            walkMs: ok?.walkMs,
+            firstPageCount: ok?.firstPageCount,
+            sameAnswerAs,
+          });
         }
         if (PHASES.has('plans')) {
           log(`${backend}: plans at ${size.toLocaleString('en')}`);
@@ -487,7 +503,16 @@ async function benchBackend(backend: BackendName, root: string, cluster: PgClust
         result.afterPrune.push({ filter: r.name, size: loaded, first: ok?.run, deep: ok?.deep, pagesFound: ok?.pagesFound, walkMs: ok?.walkMs });
         const before = result.queries.find((q) => q.size === loaded && q.filter === r.name)?.first?.latency.p50;
         if (ok?.run) {
-          result.phaseRows.push({ workload: `  query after the prune: ${r.name}`, value: ok.run.latency.p50, unit: 'ms', baseline: before, baselineName: 'p50 before the prune', ratio: before && ok.run.latency.p50 / before, p50: ok.run.latency.p50, p99: ok.run.latency.p99 });
+          result.phaseRows.push({
+            workload: `  query after the prune: ${r.name}`,
+            value: ok.run.latency.p50,
+            unit: 'ms',
+            baseline: before,
+            baselineName: 'p50 before the prune',
+            ratio: before && ok.run.latency.p50 / before,
+            p50: ok.run.latency.p50,
+            p99: ok.run.latency.p99,
+          });
         }
       }
     });
@@ -535,7 +560,18 @@ async function main(): Promise<number> {
     const plans = all.flatMap((r) => Object.entries(r.plans).map(([size, p]) => plansMarkdown(`${r.backend}, ${int(Number(size))} statements`, p)));
     if (plans.length) writeFileSync(plansFile, plans.join('\n'));
     const rows = Object.fromEntries(all.map((r) => [r.backend, writeRows(b, r, SHAPE)]));
-    const doc = { started: new Date(started).toISOString(), quick: QUICK, seed: SEED, sizes: SIZES, querySeconds: QUERY_SECONDS, machine: { ...m, loadavgNow: machine().loadavg }, baselines: b, results: all, rows, errors };
+    const doc = {
+      started: new Date(started).toISOString(),
+      quick: QUICK,
+      seed: SEED,
+      sizes: SIZES,
+      querySeconds: QUERY_SECONDS,
+      machine: { ...m, loadavgNow: machine().loadavg },
+      baselines: b,
+      results: all,
+      rows,
+      errors,
+    };
     writeFileSync(out, JSON.stringify(doc, null, 1));
     return plans.length > 0;
   };
@@ -580,7 +616,9 @@ async function main(): Promise<number> {
     `# Lectern benchmark ${new Date(started).toISOString()}${QUICK ? ' (--quick)' : ''}`,
     `machine: ${m.nproc} × ${m.cpu}, ${m.memoryGiB} GiB, kernel ${m.kernel}; Node ${m.node}; SQLite ${m.sqlite}${m.postgres ? `; PostgreSQL ${m.postgres}` : ''}`,
     `load average at start ${m.loadavg}, at end ${machine().loadavg}; ${Math.round((Date.now() - started) / 1000)} s; seed ${SEED}; sizes ${SIZES.map(int).join(', ')}`,
-    b.sqlite ? `raw SQLite limit (same JSON, one table, WAL, synchronous=FULL): ${int(b.sqlite.perTx100.rowsPerSec)} rows/s at 100 rows per transaction, ${int(b.sqlite.perTx10k.rowsPerSec)} at 10,000` : '',
+    b.sqlite
+      ? `raw SQLite limit (same JSON, one table, WAL, synchronous=FULL): ${int(b.sqlite.perTx100.rowsPerSec)} rows/s at 100 rows per transaction, ${int(b.sqlite.perTx10k.rowsPerSec)} at 10,000`
+      : '',
     b.postgres ? `PostgreSQL limit (COPY of the same JSON into one table, 10,000 rows per transaction): ${int(b.postgres.rowsPerSec)} rows/s` : '',
     b.http
       ? `HTTP limit (bare node:http, parse + 204): batch ${int(b.http.batch?.statementsPerSec)} statements/s, POST ${int(b.http.post?.run?.rps)} req/s, PUT ${int(b.http.put?.run?.rps)} req/s, GET page ${int(b.http.get?.run?.rps)} req/s, documents ${int(b.http.documents?.run?.rps)} req/s`
@@ -589,7 +627,12 @@ async function main(): Promise<number> {
   process.stdout.write(`${header.join('\n')}\n${report(b, results, SHAPE)}\n`);
   for (const r of results.filter((x) => x.statementStats)) {
     process.stdout.write(`\n## ${r.backend}: server time by statement (pg_stat_statements)\n\n`);
-    process.stdout.write(`${table(['total ms', 'calls', 'mean ms', 'plan ms/call', 'plans', 'rows', 'query'], r.statementStats!.map((x) => [int(x.totalMs), int(x.calls), x.meanMs.toFixed(2), x.planMs.toFixed(2), int(x.plans), int(x.rows), x.query.slice(0, 110)]))}\n`);
+    process.stdout.write(
+      `${table(
+        ['total ms', 'calls', 'mean ms', 'plan ms/call', 'plans', 'rows', 'query'],
+        r.statementStats!.map((x) => [int(x.totalMs), int(x.calls), x.meanMs.toFixed(2), x.planMs.toFixed(2), int(x.plans), int(x.rows), x.query.slice(0, 110)]),
+      )}\n`,
+    );
   }
   if (errors.length) process.stdout.write(`\nFAILED (${errors.length}):\n${errors.map((e) => `- ${e}`).join('\n')}\n`);
   const hasPlans = save();

@@ -19,7 +19,9 @@ import type { Actor, Statement } from '../src/xapi/types.ts';
 import { statement } from './generate.ts';
 import { startPostgres } from './harness.ts';
 
-const N = Number(process.argv[2] ?? 20_000), PER = Number(process.argv[3] ?? 100), CALLERS = Number(process.argv[4] ?? 4);
+const N = Number(process.argv[2] ?? 20_000),
+  PER = Number(process.argv[3] ?? 100),
+  CALLERS = Number(process.argv[4] ?? 4);
 const authority: Actor = { objectType: 'Agent', mbox: 'mailto:bench@example.com' };
 const batches = Array.from({ length: Math.ceil(N / PER) }, (_, b) =>
   Array.from({ length: Math.min(PER, N - b * PER) }, (_, i) => prepareStatement(statement(20261123, b * PER + i) as unknown as Statement, authority, '1.0.3')),
@@ -32,15 +34,21 @@ async function run(label: string, open: (path: string) => Store): Promise<void> 
   let next = 0;
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(Array.from({ length: CALLERS }, async () => {
-    while (next < batches.length) await store.insertStatements('', batches[next++], []);
-  }));
+  await Promise.all(
+    Array.from({ length: CALLERS }, async () => {
+      while (next < batches.length) await store.insertStatements('', batches[next++], []);
+    }),
+  );
   const s = (performance.now() - t0) / 1000;
   const cpu = process.cpuUsage(cpu0);
   await store.close();
   rmSync(dir, { recursive: true, force: true });
   // CPU of this process (every thread): steadier than the rate on a shared machine.
-  console.log(`${label.padEnd(16)} ${Math.round(N / s).toLocaleString('en').padStart(8)} statements/s  ${((cpu.user + cpu.system) / N).toFixed(1).padStart(6)} µs CPU/statement`);
+  console.log(
+    `${label.padEnd(16)} ${Math.round(N / s)
+      .toLocaleString('en')
+      .padStart(8)} statements/s  ${((cpu.user + cpu.system) / N).toFixed(1).padStart(6)} µs CPU/statement`,
+  );
 }
 
 const which = process.argv[5] ?? 'sqlite';
@@ -58,7 +66,12 @@ if (which !== 'sqlite') {
       const db = `store_write_${n++}`;
       const url = cluster.url.replace(/\/[^/?]*(\?|$)/, `/${db}$1`);
       const store = new PostgresStore({ url, poolSize: 10, statementTimeoutMs: 0, connectTimeoutMs: 10_000, connectRetries: 0, connectBackoffMs: 100 });
-      return Object.assign(store, { migrate: async () => { await admin.query(`CREATE DATABASE ${db}`); await PostgresStore.prototype.migrate.call(store); } });
+      return Object.assign(store, {
+        migrate: async () => {
+          await admin.query(`CREATE DATABASE ${db}`);
+          await PostgresStore.prototype.migrate.call(store);
+        },
+      });
     });
     await admin.end();
   } finally {

@@ -25,15 +25,38 @@ export const SECTIONS: { title: string; settings: Key[] }[] = [
   {
     title: 'Authentication and scopes',
     settings: [
-      'authFile', 'authCacheMaxSize', 'authCacheTtl', 'authBcryptConcurrency', 'authMaxFailures', 'authFailureWindow', 'authBackends', 'authBackend',
-      'oidcIssuerUri', 'oidcAudience', 'oidcScopeClaim', 'oidcTargetClaim', 'oidcValidationClaim', 'oidcDiscoveryRetries', 'oidcJwksCooldown', 'restrictByScopes', 'restrictByAuthority',
+      'authFile',
+      'authCacheMaxSize',
+      'authCacheTtl',
+      'authBcryptConcurrency',
+      'authMaxFailures',
+      'authFailureWindow',
+      'authBackends',
+      'authBackend',
+      'oidcIssuerUri',
+      'oidcAudience',
+      'oidcScopeClaim',
+      'oidcTargetClaim',
+      'oidcValidationClaim',
+      'oidcDiscoveryRetries',
+      'oidcJwksCooldown',
+      'restrictByScopes',
+      'restrictByAuthority',
     ],
   },
   {
     title: 'Requests and pages',
     settings: [
-      'maxSearchHits', 'maxPageBytes', 'maxRequestSize', 'maxBodiesInFlight', 'maxBodiesInFlightPerUser', 'requestBodyTimeout', 'requestBodyMinRate',
-      'maxDocumentSize', 'maxStatementsPerRequest', 'maxJsonValues',
+      'maxSearchHits',
+      'maxPageBytes',
+      'maxRequestSize',
+      'maxBodiesInFlight',
+      'maxBodiesInFlightPerUser',
+      'requestBodyTimeout',
+      'requestBodyMinRate',
+      'maxDocumentSize',
+      'maxStatementsPerRequest',
+      'maxJsonValues',
     ],
   },
   { title: 'xAPI versions', settings: ['xapiVersions', 'xapiStrictVersion', 'xapiValidation'] },
@@ -63,9 +86,7 @@ export function renderSettings(): string {
   const placed = new Set(SECTIONS.flatMap((s) => s.settings));
   const other = (Object.keys(SETTINGS) as Key[]).filter((key) => !placed.has(key));
   const sections = other.length > 0 ? [...SECTIONS, { title: 'Other settings', settings: other }] : SECTIONS;
-  const parts = sections.map(({ title, settings }) =>
-    [`### ${title}`, '', '| variable | default | meaning |', '|---|---|---|', ...settings.map(settingRow)].join('\n'),
-  );
+  const parts = sections.map(({ title, settings }) => [`### ${title}`, '', '| variable | default | meaning |', '|---|---|---|', ...settings.map(settingRow)].join('\n'));
   return [BEGIN, '', parts.join('\n\n'), '', END].join('\n');
 }
 

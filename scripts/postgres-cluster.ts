@@ -216,9 +216,7 @@ export async function startCluster(opts: ClusterOptions = {}): Promise<PgCluster
     `unix_socket_directories = '${dir}'`,
     'max_connections = 300',
     // Throwaway data: no fsync, no WAL beyond what crash recovery needs.
-    ...(opts.durable
-      ? []
-      : ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off', 'wal_level = minimal', 'max_wal_senders = 0', 'shared_buffers = 32MB']),
+    ...(opts.durable ? [] : ['fsync = off', 'synchronous_commit = off', 'full_page_writes = off', 'wal_level = minimal', 'max_wal_senders = 0', 'shared_buffers = 32MB']),
     ...(opts.settings ?? []),
   ]);
   for (const [name, content] of Object.entries(opts.files ?? {})) {
@@ -254,7 +252,11 @@ export async function startStandby(primary: PgCluster, settings: string[] = [], 
   const user = clusterUser();
   const { dir, data } = clusterDir(user, at);
   const slot = `standby_${process.pid}_${Date.now().toString(36)}`;
-  await tool(bin, user, 0)('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '-C', '-S', slot, '--no-sync', '-c', 'fast']);
+  await tool(
+    bin,
+    user,
+    0,
+  )('pg_basebackup', ['-h', '127.0.0.1', '-p', String(primary.port), '-U', 'postgres', '-D', data, '-R', '-X', 'stream', '-C', '-S', slot, '--no-sync', '-c', 'fast']);
   appendConf(data, [`unix_socket_directories = '${dir}'`, 'hot_standby = on', ...settings]);
   return launch(bin, user, dir, data, at !== undefined);
 }

@@ -40,12 +40,7 @@ export interface RunningLrs {
  * that need statements on past days); `options.worker`: this process is that worker of runserver's
  * cluster (its /metrics then answers for every worker).
  */
-export async function startLrs(
-  config: Config,
-  logger: Logger,
-  monitoring?: Monitoring,
-  options: { clock?: Clock; storeClock?: Clock; worker?: number } = {},
-): Promise<RunningLrs> {
+export async function startLrs(config: Config, logger: Logger, monitoring?: Monitoring, options: { clock?: Clock; storeClock?: Clock; worker?: number } = {}): Promise<RunningLrs> {
   // OpenID discovery first: a provider that cannot be reached stops start-up before the database opens.
   const oidc = await discoverOidc(config, logger);
   const metrics = new Metrics({ worker: options.worker });

@@ -175,7 +175,7 @@ export interface ForwardingTarget {
 const FORWARDING_KEYS = ['is_active', 'url', 'basic_username', 'basic_password', 'max_retries', 'timeout'] as const;
 
 /** A value for a message: the type only for secrets. */
-const shown = (key: string, v: unknown): string => (key === 'basic_password' ? `a ${v === null ? 'null' : typeof v}` : JSON.stringify(v) ?? String(v));
+const shown = (key: string, v: unknown): string => (key === 'basic_password' ? `a ${v === null ? 'null' : typeof v}` : (JSON.stringify(v) ?? String(v)));
 
 /**
  * LECTERN_XAPI_FORWARDINGS: a JSON list of `{is_active, url, basic_username, basic_password,
@@ -190,7 +190,8 @@ export const forwardings: Parser<ForwardingTarget[]> = (raw, name) => {
   } catch (err) {
     throw new ConfigError(`${name} must be a JSON list of forwarding configurations: ${(err as Error).message}`);
   }
-  if (!Array.isArray(entries)) throw new ConfigError(`${name} must be a JSON list of forwarding configurations, got ${typeof entries === 'object' && entries ? 'an object' : JSON.stringify(entries)}`);
+  if (!Array.isArray(entries))
+    throw new ConfigError(`${name} must be a JSON list of forwarding configurations, got ${typeof entries === 'object' && entries ? 'an object' : JSON.stringify(entries)}`);
   const targets = entries.map((entry: unknown, i): ForwardingTarget => {
     const at = `${name}[${i}]`;
     if (typeof entry !== 'object' || entry === null || Array.isArray(entry)) throw new ConfigError(`${at} must be an object with the keys ${FORWARDING_KEYS.join(', ')}`);
@@ -231,7 +232,6 @@ export const forwardings: Parser<ForwardingTarget[]> = (raw, name) => {
   });
   return targets;
 };
-
 
 /** A secret: empty (then generated where it is used) or at least 32 characters. */
 export const secretOrEmpty: Parser<string> = (raw, name) => {

@@ -8,7 +8,23 @@ import { existsSync, readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { parseEnv } from 'node:util';
 import {
-  authBackendList, bool, ConfigError, dsn, forwardings, httpUrlOrEmpty, int, list, nonEmpty, num, oneOf, postgresUrl, postgresUrls, secretOrEmpty, str, trustProxy, xapiVersions,
+  authBackendList,
+  bool,
+  ConfigError,
+  dsn,
+  forwardings,
+  httpUrlOrEmpty,
+  int,
+  list,
+  nonEmpty,
+  num,
+  oneOf,
+  postgresUrl,
+  postgresUrls,
+  secretOrEmpty,
+  str,
+  trustProxy,
+  xapiVersions,
   type Setting,
 } from './config-values.ts';
 
@@ -33,7 +49,7 @@ export const SETTINGS = {
   maxPageBytes: {
     name: 'LECTERN_MAX_PAGE_BYTES',
     default: String(4 * MiB),
-    help: 'Most bytes of stored statement JSON one page of a statement query carries, with `attachments=true` the attachment data included (1 KiB to 1 GiB). A page that would go beyond ends early with a `more` link to the next statement (xAPI lets an LRS return fewer than `limit`); it always carries at least one statement, which the write limits bound. The store reads the statements\' sizes before their JSON, so one query reads about a page, never every matching row. 4 MiB is ≈ 25 full pages of typical statements (100 × 1.5 KB), and at 2 bytes or more per JSON value holds at most ≈ 2M values, as many as one write may carry (`LECTERN_MAX_JSON_VALUES`): reading a page parses no more than the largest accepted write.',
+    help: "Most bytes of stored statement JSON one page of a statement query carries, with `attachments=true` the attachment data included (1 KiB to 1 GiB). A page that would go beyond ends early with a `more` link to the next statement (xAPI lets an LRS return fewer than `limit`); it always carries at least one statement, which the write limits bound. The store reads the statements' sizes before their JSON, so one query reads about a page, never every matching row. 4 MiB is ≈ 25 full pages of typical statements (100 × 1.5 KB), and at 2 bytes or more per JSON value holds at most ≈ 2M values, as many as one write may carry (`LECTERN_MAX_JSON_VALUES`): reading a page parses no more than the largest accepted write.",
     parse: int(1024, 1024 * MiB),
   },
   sqlitePath: {
@@ -53,13 +69,13 @@ export const SETTINGS = {
   authCredentialsRefresh: {
     name: 'LECTERN_AUTH_CREDENTIALS_REFRESH',
     default: '2',
-    help: 'Seconds between two reads of the database credentials\' change counter (`lectern credentials`): a server drops the credentials it cached when another process (or the CLI) created, revoked or rotated one, so a revocation or rotation is in force on every server within this many seconds (plus one database read); a new secret works at once, as a secret a cached credential refuses is checked on the credential read again (at most once per key per interval). Read by the first request of a database credential after it elapsed, never by requests of the credentials file\'s users; `0`: on every such request.',
+    help: "Seconds between two reads of the database credentials' change counter (`lectern credentials`): a server drops the credentials it cached when another process (or the CLI) created, revoked or rotated one, so a revocation or rotation is in force on every server within this many seconds (plus one database read); a new secret works at once, as a secret a cached credential refuses is checked on the credential read again (at most once per key per interval). Read by the first request of a database credential after it elapsed, never by requests of the credentials file's users; `0`: on every such request.",
     parse: num(0, 3600),
   },
   authBcryptConcurrency: {
     name: 'LECTERN_AUTH_BCRYPT_CONCURRENCY',
     default: '2',
-    help: 'Password checks (bcrypt) a server process runs at once; the others wait their turn, by client address (round-robin, addresses without a recent failure first), at most 8 per address (beyond: `429`) and 64 in all (beyond: `503`), with `Retry-After`; when all 64 places are taken, a check from an address without a recent failure takes the place of the newest one waiting from an address with one (which gets the `503`), so addresses that keep failing cannot keep the others out. bcrypt runs on libuv\'s thread pool (`UV_THREADPOOL_SIZE`, 4 by default), which file I/O shares: keep this below it.',
+    help: "Password checks (bcrypt) a server process runs at once; the others wait their turn, by client address (round-robin, addresses without a recent failure first), at most 8 per address (beyond: `429`) and 64 in all (beyond: `503`), with `Retry-After`; when all 64 places are taken, a check from an address without a recent failure takes the place of the newest one waiting from an address with one (which gets the `503`), so addresses that keep failing cannot keep the others out. bcrypt runs on libuv's thread pool (`UV_THREADPOOL_SIZE`, 4 by default), which file I/O shares: keep this below it.",
     parse: int(1, 1024),
   },
   authMaxFailures: {
@@ -71,7 +87,7 @@ export const SETTINGS = {
   authFailureWindow: {
     name: 'LECTERN_AUTH_FAILURE_WINDOW',
     default: '60',
-    help: 'Seconds from a client address\'s first failed sign-in during which its failures count towards `LECTERN_AUTH_MAX_FAILURES`.',
+    help: "Seconds from a client address's first failed sign-in during which its failures count towards `LECTERN_AUTH_MAX_FAILURES`.",
     parse: num(1, 86_400),
   },
   adminMaxFailures: {
@@ -89,7 +105,7 @@ export const SETTINGS = {
   trustProxy: {
     name: 'LECTERN_RUNSERVER_TRUST_PROXY',
     default: 'false',
-    help: 'Reverse proxies whose `X-Forwarded-For` is believed, so that per-address limits count the real client rather than the proxy (behind a proxy every client otherwise has the proxy\'s address and shares its limits): `false`, `true` (any peer: only when nothing but the proxy can reach the server, or clients can choose their address), or a comma-separated list of the proxies\' addresses and CIDR ranges (`loopback`, `uniquelocal`, `linklocal` name those ranges), e.g. `10.0.0.5,loopback`.',
+    help: "Reverse proxies whose `X-Forwarded-For` is believed, so that per-address limits count the real client rather than the proxy (behind a proxy every client otherwise has the proxy's address and shares its limits): `false`, `true` (any peer: only when nothing but the proxy can reach the server, or clients can choose their address), or a comma-separated list of the proxies' addresses and CIDR ranges (`loopback`, `uniquelocal`, `linklocal` name those ranges), e.g. `10.0.0.5,loopback`.",
     parse: trustProxy,
   },
   maxRequestSize: {
@@ -107,7 +123,7 @@ export const SETTINGS = {
   maxBodiesInFlightPerUser: {
     name: 'LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER',
     default: '',
-    help: 'Bytes of `LECTERN_MAX_BODIES_IN_FLIGHT` the requests of one user (a username in a store) may hold at once, bodies and parsed estimates alike; beyond, `503` with `Retry-After: 2`, so that one user\'s uploads cannot keep every other user out. Empty: half of `LECTERN_MAX_BODIES_IN_FLIGHT` (128 MiB by default), and never less than `LECTERN_MAX_REQUEST_SIZE`. Forms read before their credentials are checked count against their own quarter instead.',
+    help: "Bytes of `LECTERN_MAX_BODIES_IN_FLIGHT` the requests of one user (a username in a store) may hold at once, bodies and parsed estimates alike; beyond, `503` with `Retry-After: 2`, so that one user's uploads cannot keep every other user out. Empty: half of `LECTERN_MAX_BODIES_IN_FLIGHT` (128 MiB by default), and never less than `LECTERN_MAX_REQUEST_SIZE`. Forms read before their credentials are checked count against their own quarter instead.",
     parse: (raw: string, name: string) => (raw.trim() === '' ? undefined : int(1024)(raw, name)),
   },
   requestBodyTimeout: {
@@ -119,7 +135,7 @@ export const SETTINGS = {
   requestBodyMinRate: {
     name: 'LECTERN_REQUEST_BODY_MIN_RATE',
     default: '240',
-    help: 'Least average bytes per second a request body must arrive at once it has been read for `LECTERN_REQUEST_BODY_TIMEOUT` seconds (the grace period); slower ones get `408` and their connection is closed. A client sending a byte every few seconds never trips the idle timeout, but cannot keep its connection for the 300 s a request may last (Kestrel\'s `MinRequestBodyDataRate` has the same default). `0`: no minimum.',
+    help: "Least average bytes per second a request body must arrive at once it has been read for `LECTERN_REQUEST_BODY_TIMEOUT` seconds (the grace period); slower ones get `408` and their connection is closed. A client sending a byte every few seconds never trips the idle timeout, but cannot keep its connection for the 300 s a request may last (Kestrel's `MinRequestBodyDataRate` has the same default). `0`: no minimum.",
     parse: int(0, 1_000_000_000),
   },
   maxDocumentSize: {
@@ -131,13 +147,13 @@ export const SETTINGS = {
   maxStatementsPerRequest: {
     name: 'LECTERN_MAX_STATEMENTS_PER_REQUEST',
     default: '10000',
-    help: 'Most statements one PUT/POST may carry; more get 413 naming this setting (counted on the body\'s bytes before it is parsed). The default is 20× the 500 per POST the benchmark sends and equals the largest `LECTERN_XAPI_FORWARDING_BATCH_SIZE`, so a Lectern forwarding to a Lectern never has a batch refused (a target\'s 413 makes the forwarder send one by one). A multipart request may also carry at most twice as many attachment parts (a signature and a file per statement); more are a 400.',
+    help: "Most statements one PUT/POST may carry; more get 413 naming this setting (counted on the body's bytes before it is parsed). The default is 20× the 500 per POST the benchmark sends and equals the largest `LECTERN_XAPI_FORWARDING_BATCH_SIZE`, so a Lectern forwarding to a Lectern never has a batch refused (a target's 413 makes the forwarder send one by one). A multipart request may also carry at most twice as many attachment parts (a signature and a file per statement); more are a 400.",
     parse: int(1, 1_000_000),
   },
   maxJsonValues: {
     name: 'LECTERN_MAX_JSON_VALUES',
     default: '2000000',
-    help: 'Most JSON values (objects, arrays, strings, numbers, `true`/`false`/`null`) one statement request or one JSON document may hold; more get 413 naming this setting, counted before the body is parsed. Parsing and validating cost memory per value, far more than a body\'s bytes: a 64 MB statement of `[{},{},…]` (22M objects) took a server to 3.5 GB; at this limit the worst such body peaks ≈ 350 MB above an idle server, less than one 64 MB string (≈ 430–460 MB). 10,000 typical statements hold ≈ 800,000 values. While a request is parsed and stored, its values count against `LECTERN_MAX_BODIES_IN_FLIGHT` (160 bytes each).',
+    help: "Most JSON values (objects, arrays, strings, numbers, `true`/`false`/`null`) one statement request or one JSON document may hold; more get 413 naming this setting, counted before the body is parsed. Parsing and validating cost memory per value, far more than a body's bytes: a 64 MB statement of `[{},{},…]` (22M objects) took a server to 3.5 GB; at this limit the worst such body peaks ≈ 350 MB above an idle server, less than one 64 MB string (≈ 430–460 MB). 10,000 typical statements hold ≈ 800,000 values. While a request is parsed and stored, its values count against `LECTERN_MAX_BODIES_IN_FLIGHT` (160 bytes each).",
     parse: int(1000),
   },
   corsAllowedOrigins: {
@@ -173,13 +189,13 @@ export const SETTINGS = {
   sqliteWalAutocheckpoint: {
     name: 'LECTERN_SQLITE_WAL_AUTOCHECKPOINT',
     default: '20000', // as the SQLite backend's own default (test/store/options.test.ts checks they agree)
-    help: 'WAL pages (8 KB) a commit may leave before it copies them into the database file (SQLite `wal_autocheckpoint`); the `-wal` file grows to about this many pages (160 MB) and is truncated back to it after each checkpoint. Larger merges more writes to the same page: SQLite\'s default, 1,000, ingests 25–40 % slower at 300k statements ([Performance](performance.md)).',
+    help: "WAL pages (8 KB) a commit may leave before it copies them into the database file (SQLite `wal_autocheckpoint`); the `-wal` file grows to about this many pages (160 MB) and is truncated back to it after each checkpoint. Larger merges more writes to the same page: SQLite's default, 1,000, ingests 25–40 % slower at 300k statements ([Performance](performance.md)).",
     parse: int(100, 10_000_000),
   },
   sqliteCacheSize: {
     name: 'LECTERN_SQLITE_CACHE_SIZE',
     default: '',
-    help: 'MiB of database pages each SQLite connection (the server\'s, and each writer or reader thread\'s) keeps in memory (SQLite `cache_size`; SQLite\'s own default is 2). Empty: 6 MiB, and for the connection that writes 1 MiB per 312,500 statements the store has held once that is more, at most 32 (32 at 10M statements). The writer\'s pages (the newest part of every index, ≈ 25 MB at 10M statements) then stay in memory from one commit to the next: at 11–13M statements ingest 9.5k statements/s against 8.1–8.6k with 6 MiB. A page of 100 statements spread over a large file, with the index pages that find it, stays from one request to the next: at 1M statements a course\'s page (`activity` + `related_activities`) 1.4× the requests per second of 2 MiB ([Performance](performance.md)). Memory grows by up to this much per connection.',
+    help: "MiB of database pages each SQLite connection (the server's, and each writer or reader thread's) keeps in memory (SQLite `cache_size`; SQLite's own default is 2). Empty: 6 MiB, and for the connection that writes 1 MiB per 312,500 statements the store has held once that is more, at most 32 (32 at 10M statements). The writer's pages (the newest part of every index, ≈ 25 MB at 10M statements) then stay in memory from one commit to the next: at 11–13M statements ingest 9.5k statements/s against 8.1–8.6k with 6 MiB. A page of 100 statements spread over a large file, with the index pages that find it, stays from one request to the next: at 1M statements a course's page (`activity` + `related_activities`) 1.4× the requests per second of 2 MiB ([Performance](performance.md)). Memory grows by up to this much per connection.",
     parse: (raw: string, name: string) => (raw.trim() === '' ? undefined : int(1, 1_048_576)(raw, name)),
   },
   sqliteReaders: {
@@ -203,7 +219,7 @@ export const SETTINGS = {
   postgresPoolSize: {
     name: 'LECTERN_POSTGRES_POOL_SIZE',
     default: '10',
-    help: 'Connections each server process keeps open; workers × processes × this must stay under the server\'s `max_connections`.',
+    help: "Connections each server process keeps open; workers × processes × this must stay under the server's `max_connections`.",
     parse: int(1, 1000),
   },
   postgresStatementTimeout: {
@@ -239,13 +255,13 @@ export const SETTINGS = {
   postgresReplicaMaxLag: {
     name: 'LECTERN_POSTGRES_REPLICA_MAX_LAG',
     default: '30000',
-    help: 'Milliseconds a read replica may be behind the primary (how much older the newest moment it has replayed everything up to is than the primary\'s) and still be read from; each process measures it twice a second, so under writes a replica that keeps up shows up to about half a second: below 1000 it may be skipped now and then.',
+    help: "Milliseconds a read replica may be behind the primary (how much older the newest moment it has replayed everything up to is than the primary's) and still be read from; each process measures it twice a second, so under writes a replica that keeps up shows up to about half a second: below 1000 it may be skipped now and then.",
     parse: int(0, 86_400_000),
   },
   authBackend: {
     name: 'LECTERN_RUNSERVER_AUTH_BACKEND',
     default: '',
-    help: 'One backend, `basic` or `oidc` (the service description\'s name); when set it wins over `LECTERN_RUNSERVER_AUTH_BACKENDS`.',
+    help: "One backend, `basic` or `oidc` (the service description's name); when set it wins over `LECTERN_RUNSERVER_AUTH_BACKENDS`.",
     parse: authBackendList(true),
   },
   authBackends: {
@@ -263,17 +279,27 @@ export const SETTINGS = {
   oidcAudience: {
     name: 'LECTERN_RUNSERVER_AUTH_OIDC_AUDIENCE',
     default: '',
-    help: 'When set, a token\'s `aud` must contain it. Strongly advised (the LRS\'s own address): without it, any token of the provider for any service is accepted.',
+    help: "When set, a token's `aud` must contain it. Strongly advised (the LRS's own address): without it, any token of the provider for any service is accepted.",
     parse: str,
   },
-  oidcScopeClaim: { name: 'LECTERN_RUNSERVER_AUTH_OIDC_SCOPE_CLAIM', default: 'scope', help: 'Token claim holding the scopes: a space-separated string or an array.', parse: nonEmpty },
+  oidcScopeClaim: {
+    name: 'LECTERN_RUNSERVER_AUTH_OIDC_SCOPE_CLAIM',
+    default: 'scope',
+    help: 'Token claim holding the scopes: a space-separated string or an array.',
+    parse: nonEmpty,
+  },
   oidcValidationClaim: {
     name: 'LECTERN_RUNSERVER_AUTH_OIDC_VALIDATION_CLAIM',
     default: 'xapi_validation',
-    help: 'Token claim choosing how the user\'s statement writes are validated, `strict` or `lax` (see [Validation](validation.md)); absent from a token: `LECTERN_XAPI_VALIDATION`. A token with another value is refused (`401`).',
+    help: "Token claim choosing how the user's statement writes are validated, `strict` or `lax` (see [Validation](validation.md)); absent from a token: `LECTERN_XAPI_VALIDATION`. A token with another value is refused (`401`).",
     parse: nonEmpty,
   },
-  oidcTargetClaim: { name: 'LECTERN_RUNSERVER_AUTH_OIDC_TARGET_CLAIM', default: 'target', help: 'Token claim holding the user\'s store (tenant); absent: the default store.', parse: nonEmpty },
+  oidcTargetClaim: {
+    name: 'LECTERN_RUNSERVER_AUTH_OIDC_TARGET_CLAIM',
+    default: 'target',
+    help: "Token claim holding the user's store (tenant); absent: the default store.",
+    parse: nonEmpty,
+  },
   oidcDiscoveryRetries: {
     name: 'LECTERN_RUNSERVER_AUTH_OIDC_DISCOVERY_RETRIES',
     default: '5',
@@ -283,13 +309,13 @@ export const SETTINGS = {
   oidcJwksCooldown: {
     name: 'LECTERN_RUNSERVER_AUTH_OIDC_JWKS_COOLDOWN',
     default: '30',
-    help: 'Least seconds between two fetches of the provider\'s keys caused by tokens naming an unknown key (key rotation is picked up without a restart; keys are also refetched every 10 minutes).',
+    help: "Least seconds between two fetches of the provider's keys caused by tokens naming an unknown key (key rotation is picked up without a restart; keys are also refetched every 10 minutes).",
     parse: num(0, 3600),
   },
   consoleSecret: {
     name: 'LECTERN_CONSOLE_SECRET',
     default: '',
-    help: 'Secret (at least 32 characters) that seals the operator console\'s session cookies (`/console`: AES-256-GCM, so a cookie can be neither read nor forged without it). Every process that serves the console must share it: set it when several hosts or separately started processes serve one LRS. Empty: a random one per `lectern runserver` (its worker processes share it), so sessions end when the server restarts.',
+    help: "Secret (at least 32 characters) that seals the operator console's session cookies (`/console`: AES-256-GCM, so a cookie can be neither read nor forged without it). Every process that serves the console must share it: set it when several hosts or separately started processes serve one LRS. Empty: a random one per `lectern runserver` (its worker processes share it), so sessions end when the server restarts.",
     parse: secretOrEmpty,
   },
   consoleSessionTtl: {
@@ -307,19 +333,19 @@ export const SETTINGS = {
   consoleOidcScopes: {
     name: 'LECTERN_CONSOLE_OIDC_SCOPES',
     default: 'openid all',
-    help: 'Scopes the console asks the OpenID provider for at sign-in (space-separated); the session holds those the access token grants (its `LECTERN_RUNSERVER_AUTH_OIDC_SCOPE_CLAIM`), and its store comes from the token\'s target claim.',
+    help: "Scopes the console asks the OpenID provider for at sign-in (space-separated); the session holds those the access token grants (its `LECTERN_RUNSERVER_AUTH_OIDC_SCOPE_CLAIM`), and its store comes from the token's target claim.",
     parse: nonEmpty,
   },
   consoleOidcClientSecret: {
     name: 'LECTERN_CONSOLE_OIDC_CLIENT_SECRET',
     default: '',
-    help: 'The console\'s client secret at the OpenID provider, when it is a confidential client; empty for a public client (PKCE alone).',
+    help: "The console's client secret at the OpenID provider, when it is a confidential client; empty for a public client (PKCE alone).",
     parse: str,
   },
   restrictByScopes: {
     name: 'LECTERN_LRS_RESTRICT_BY_SCOPES',
     default: 'true',
-    help: 'Enforce scopes: a request without the scope it needs gets 403. `false` lets any authenticated user do anything in its store (Ralph\'s default, for migrations).',
+    help: "Enforce scopes: a request without the scope it needs gets 403. `false` lets any authenticated user do anything in its store (Ralph's default, for migrations).",
     parse: bool,
   },
   restrictByAuthority: {
@@ -403,7 +429,7 @@ export const SETTINGS = {
   metricsAccess: {
     name: 'LECTERN_METRICS_ACCESS',
     default: 'scope',
-    help: '`GET /metrics`: `scope` needs credentials holding the `all` scope in the default store (no `target`: the operator\'s user until an operator role exists; its figures count every store, so a store\'s own `all` user gets 403); `open` serves it without credentials (a scraper on a private network); `off` removes the route.',
+    help: "`GET /metrics`: `scope` needs credentials holding the `all` scope in the default store (no `target`: the operator's user until an operator role exists; its figures count every store, so a store's own `all` user gets 403); `open` serves it without credentials (a scraper on a private network); `off` removes the route.",
     parse: oneOf('scope', 'open', 'off'),
   },
   auditFile: {
@@ -421,7 +447,7 @@ export const SETTINGS = {
   rejectionsMaxBody: {
     name: 'LECTERN_REJECTIONS_MAX_BODY',
     default: String(64 * 1024),
-    help: 'Most bytes of a refused request\'s body kept with it (a multipart request keeps its JSON part only, never attachment data); a longer body is cut, and cannot be replayed.',
+    help: "Most bytes of a refused request's body kept with it (a multipart request keeps its JSON part only, never attachment data); a longer body is cut, and cannot be replayed.",
     parse: int(0, 16 * MiB),
   },
   rejectionsKeepDays: {
@@ -439,7 +465,7 @@ export const SETTINGS = {
   pseudonymizeKey: {
     name: 'LECTERN_PSEUDONYMIZE_KEY',
     default: '',
-    help: 'The secret of `lectern erase --pseudonymize` (at least 16 characters): pseudonyms are HMAC-SHA256 of the person\'s identifier under it. Set it in the environment or `.env` of the machine that runs the command, generated once (e.g. `openssl rand -hex 32`) and kept like a password: the same key gives the same pseudonym (so a person erased twice, or in two stores, stays one pseudonym), and without it a pseudonym cannot be traced back. Empty: `--pseudonymize` refuses to run.',
+    help: "The secret of `lectern erase --pseudonymize` (at least 16 characters): pseudonyms are HMAC-SHA256 of the person's identifier under it. Set it in the environment or `.env` of the machine that runs the command, generated once (e.g. `openssl rand -hex 32`) and kept like a password: the same key gives the same pseudonym (so a person erased twice, or in two stores, stays one pseudonym), and without it a pseudonym cannot be traced back. Empty: `--pseudonymize` refuses to run.",
     parse: (raw: string, name: string) => {
       if (raw !== '' && raw.length < 16) throw new ConfigError(`${name} must be at least 16 characters long (it keys the pseudonyms)`);
       return raw;
@@ -521,10 +547,7 @@ export function unknownSettings(env: Record<string, string | undefined>): { vari
  * are validated the same way, with the option's own name in the message; a bad value from the
  * environment says whether it came from `.env` or the real environment.
  */
-export function loadConfig(
-  env: Record<string, string | undefined> = environment(),
-  overrides: Partial<Record<keyof Settings, { value: string; source: string }>> = {},
-): Config {
+export function loadConfig(env: Record<string, string | undefined> = environment(), overrides: Partial<Record<keyof Settings, { value: string; source: string }>> = {}): Config {
   const out: Record<string, unknown> = {};
   for (const [key, setting] of Object.entries(SETTINGS) as [keyof Settings, Setting<unknown>][]) {
     const override = overrides[key];
@@ -539,10 +562,14 @@ export function loadConfig(
   }
   const config = out as Config;
   if (config.maxBodiesInFlight !== undefined && config.maxBodiesInFlight < config.maxRequestSize) {
-    throw new ConfigError(`LECTERN_MAX_BODIES_IN_FLIGHT (${config.maxBodiesInFlight}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`);
+    throw new ConfigError(
+      `LECTERN_MAX_BODIES_IN_FLIGHT (${config.maxBodiesInFlight}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`,
+    );
   }
   if (config.maxBodiesInFlightPerUser !== undefined && config.maxBodiesInFlightPerUser < config.maxRequestSize) {
-    throw new ConfigError(`LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER (${config.maxBodiesInFlightPerUser}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`);
+    throw new ConfigError(
+      `LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER (${config.maxBodiesInFlightPerUser}) must be at least LECTERN_MAX_REQUEST_SIZE (${config.maxRequestSize}): a largest request could never be read`,
+    );
   }
   if (authBackends(config).includes('oidc') && !config.oidcIssuerUri) {
     throw new ConfigError('LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI is required when the oidc authentication backend is enabled');
@@ -558,7 +585,9 @@ export function loadConfig(
  */
 export function checkStoreSettings(config: Pick<Config, 'backend' | 'postgresReadUrls'>): void {
   if (config.postgresReadUrls.length && config.backend !== 'postgres') {
-    throw new ConfigError('LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres (read replicas are PostgreSQL standbys)');
+    throw new ConfigError(
+      'LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres (read replicas are PostgreSQL standbys)',
+    );
   }
 }
 
@@ -574,5 +603,4 @@ export const bodiesInFlightPerUser = (config: Pick<Config, 'maxBodiesInFlight' |
   Math.min(bodiesInFlight(config), config.maxBodiesInFlightPerUser ?? Math.max(config.maxRequestSize, Math.floor(bodiesInFlight(config) / 2)));
 
 /** The authentication backends in force: LECTERN_RUNSERVER_AUTH_BACKEND (the service description's name) when set, else ..._BACKENDS. */
-export const authBackends = (config: Pick<Config, 'authBackend' | 'authBackends'>): ('basic' | 'oidc')[] =>
-  config.authBackend.length ? config.authBackend : config.authBackends;
+export const authBackends = (config: Pick<Config, 'authBackend' | 'authBackends'>): ('basic' | 'oidc')[] => (config.authBackend.length ? config.authBackend : config.authBackends);

@@ -10,14 +10,7 @@ export interface ValidationIssue {
   type: string;
 }
 
-export type LrsErrorKind =
-  | 'bad_request'
-  | 'forbidden'
-  | 'not_found'
-  | 'conflict'
-  | 'precondition_failed'
-  | 'too_large'
-  | 'unavailable';
+export type LrsErrorKind = 'bad_request' | 'forbidden' | 'not_found' | 'conflict' | 'precondition_failed' | 'too_large' | 'unavailable';
 
 const STATUS: Record<LrsErrorKind, number> = {
   bad_request: 400,

@@ -177,7 +177,11 @@ function importsOf(code: string): { specifier: string; typeOnly: boolean }[] {
   for (const m of text.matchAll(STATIC)) {
     const clause = m[2].trim();
     // `import type …`, or every named binding marked `type` (`import { type A, type B }`).
-    const names = /^\{([^}]*)\}$/.exec(clause)?.[1].split(',').map((s) => s.trim()).filter(Boolean);
+    const names = /^\{([^}]*)\}$/
+      .exec(clause)?.[1]
+      .split(',')
+      .map((s) => s.trim())
+      .filter(Boolean);
     const typeOnly = /^type\b/.test(clause) || (names !== undefined && names.length > 0 && names.every((n) => /^type\s/.test(n)));
     found.push({ specifier: strings[Number(m[3])], typeOnly });
   }
@@ -195,8 +199,7 @@ function resolveImport(fromFile: string, specifier: string): string {
   return relative(SRC, hit).split('\\').join('/');
 }
 
-const layerOf = (module: string): number =>
-  LAYERS.findIndex((l) => l.members.some((m) => (m.endsWith('/') ? module.startsWith(m) : module === m)));
+const layerOf = (module: string): number => LAYERS.findIndex((l) => l.members.some((m) => (m.endsWith('/') ? module.startsWith(m) : module === m)));
 
 function graph(): { modules: Map<string, number>; imports: Import[] } {
   const modules = new Map<string, number>();
@@ -279,12 +282,12 @@ test('the scanner finds every kind of relative import, and none inside strings, 
     "import type { C } from '../c.ts';",
     "import {\n  type D,\n  type E,\n} from './d.ts';",
     "export * from './e.ts';",
-    "export { f } from \"./f.ts\";",
+    'export { f } from "./f.ts";',
     "import './side.ts';",
     "import { join } from 'node:path';",
     '// import { no } from "./comment.ts";',
     "/* export * from './block.ts'; */",
-    "const s = \"import { no } from './string.ts'\";",
+    'const s = "import { no } from \'./string.ts\'";',
     "const t = `import('./template.ts') ${x ? `${'y'}` : '}'} and import('./template2.ts')`;",
     "const r = /from '.\\/regex.ts'/g; const q = a / b; const u = c / d; import('./after-regex.ts');",
     "type T = Parameters<typeof import('./typed.ts').f>[0];",
@@ -311,7 +314,11 @@ test('the import graph of src/: every module in a layer, no cycle, no import fro
   assert.deepEqual(unplaced, [], 'modules in no layer: add them to LAYERS in test/architecture.test.ts');
 
   const found = cycles([...modules.keys()], imports);
-  assert.deepEqual(found.map((c) => c.join(' → ')), [], 'import cycles in src/');
+  assert.deepEqual(
+    found.map((c) => c.join(' → ')),
+    [],
+    'import cycles in src/',
+  );
 
   const violations = new Map<string, string>();
   for (const i of imports) {

@@ -31,12 +31,27 @@ test('generated statements are valid xAPI, ≈ 1.2 KB, with the promised mix', (
   const bytes = batch.reduce((a, s) => a + Buffer.byteLength(JSON.stringify(s)), 0) / n;
   assert.ok(bytes > 1000 && bytes < 1500, `average ${bytes} bytes`);
   const has = (f: (s: Record<string, any>) => boolean) => batch.some(f);
-  assert.ok(has((s) => s.actor.objectType === 'Group' && s.actor.account), 'identified groups');
-  assert.ok(has((s) => s.actor.objectType === 'Group' && !s.actor.account), 'anonymous groups');
+  assert.ok(
+    has((s) => s.actor.objectType === 'Group' && s.actor.account),
+    'identified groups',
+  );
+  assert.ok(
+    has((s) => s.actor.objectType === 'Group' && !s.actor.account),
+    'anonymous groups',
+  );
   assert.ok(has((s) => s.actor.account) && has((s) => s.actor.mbox) && has((s) => s.actor.openid), 'account, mbox and openid agents');
-  assert.ok(has((s) => s.verb.id.endsWith('/voided') && s.object.objectType === 'StatementRef'), 'voidings');
-  assert.ok(has((s) => !s.verb.id.endsWith('/voided') && s.object.objectType === 'StatementRef'), 'other StatementRefs');
-  assert.ok(has((s) => s.context?.contextActivities?.parent && s.context.registration && s.result?.score), 'context activities, registrations, results');
+  assert.ok(
+    has((s) => s.verb.id.endsWith('/voided') && s.object.objectType === 'StatementRef'),
+    'voidings',
+  );
+  assert.ok(
+    has((s) => !s.verb.id.endsWith('/voided') && s.object.objectType === 'StatementRef'),
+    'other StatementRefs',
+  );
+  assert.ok(
+    has((s) => s.context?.contextActivities?.parent && s.context.registration && s.result?.score),
+    'context activities, registrations, results',
+  );
   assert.ok(new Set(batch.map((s) => s.verb.id)).size > 10, 'many verbs');
 });
 
@@ -65,7 +80,10 @@ test('every benchmark query filter matches statements among the first 2,000', ()
     for (const [key, value] of Object.entries(params)) {
       if (key.startsWith('related_')) continue;
       const needle = key === 'agent' ? value.slice(1, -1) : JSON.stringify(value);
-      assert.ok(batch.some((s) => s.includes(needle)), `${name}: ${key}=${value} occurs`);
+      assert.ok(
+        batch.some((s) => s.includes(needle)),
+        `${name}: ${key}=${value} occurs`,
+      );
     }
   }
 });
@@ -80,7 +98,10 @@ function benchImports(dir = BENCH): Map<string, string[]> {
   for (const f of files) {
     const file = join(dir, f);
     const specs = [...readFileSync(file, 'utf8').matchAll(/(?:from|import)\s*\(?\s*'(\.{1,2}\/[^']+)'/g)].map((m) => m[1]);
-    graph.set(relative(ROOT, file), specs.map((spec) => relative(ROOT, resolve(dirname(file), spec))));
+    graph.set(
+      relative(ROOT, file),
+      specs.map((spec) => relative(ROOT, resolve(dirname(file), spec))),
+    );
   }
   return graph;
 }
@@ -117,7 +138,7 @@ test('under the growth table, the machine check at both sizes with the wait for 
   assert.doesNotMatch(growthTable('postgres', qs, 1000, 10000, { pages: 10, rawRows: 0, querySeconds: 2 }), /Machine check/);
 });
 
-test('load percentiles keep fractions of a millisecond (autocannon\'s histogram rounds to whole ones)', () => {
+test("load percentiles keep fractions of a millisecond (autocannon's histogram rounds to whole ones)", () => {
   const times = Array.from({ length: 100 }, (_, i) => 6 + (i + 1) / 100);
   const { mean, ...percentiles } = latencyOf(times.reverse());
   assert.deepEqual(percentiles, { p50: 6.5, p90: 6.9, p99: 6.99, max: 7 });
@@ -162,7 +183,7 @@ test('bench results are git-ignored and none is tracked', (t) => {
   assert.equal(git('ls-files', 'bench/results').stdout, '', 'no tracked file under bench/results/');
 });
 
-test('the bench tools run on today\'s schema: store-write and experiments/canonical-fanout, tiny sizes', () => {
+test("the bench tools run on today's schema: store-write and experiments/canonical-fanout, tiny sizes", () => {
   const node = (...args: string[]) => execFileSync(process.execPath, args, { cwd: ROOT, encoding: 'utf8', env: { ...process.env, LECTERN_LOG_LEVEL: 'silent' }, timeout: 60_000 });
   const writes = node('bench/store-write.ts', '400', '100', '2', 'sqlite');
   assert.match(writes, /^sqlite\s+[\d,]+ statements\/s/m);
@@ -180,7 +201,12 @@ test('the bench refuses a query window that is not a positive number of seconds,
 });
 
 test('every bench file the docs name exists, and CI runs the smoke run after the tests', () => {
-  const pages = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const pages = [
+    'README.md',
+    ...readdirSync(join(ROOT, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
   let named = 0;
   for (const page of pages) {
     for (const [path] of readFileSync(join(ROOT, page), 'utf8').matchAll(/\bbench\/[\w./-]+\.(?:ts|js)\b/g)) {
@@ -201,10 +227,19 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
       assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', batch))).status, 200);
       const first = (await (await t.fetch('/xAPI/statements?limit=10')).json()) as { more: string };
       assert.ok(first.more);
-      const cases = [{ name: 'plain', params: {} }, { name: 'plain (page 2)', params: paramsOf(first.more) }];
+      const cases = [
+        { name: 'plain', params: {} },
+        { name: 'plain (page 2)', params: paramsOf(first.more) },
+      ];
       const plans = backend.name === 'postgres' ? await postgresPlans(t.env.LECTERN_POSTGRES_URL, cases) : sqlitePlans(t.env.LECTERN_SQLITE_PATH, cases);
       // The page query reads one row past the limit (to know whether there is a next page): 10 + 1 after the cursor.
-      assert.deepEqual(plans.map((p) => [p.name, p.rows]), [['plain', 30], ['plain (page 2)', 11]]);
+      assert.deepEqual(
+        plans.map((p) => [p.name, p.rows]),
+        [
+          ['plain', 30],
+          ['plain (page 2)', 11],
+        ],
+      );
     } finally {
       await t.close();
     }

@@ -39,7 +39,10 @@ after(() => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-interface Exit { code: number | null; signal: NodeJS.Signals | null }
+interface Exit {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+}
 
 /** Rejects when `promise` has not settled after `ms`: a signal that goes nowhere fails the test instead of hanging it. */
 function within<T>(promise: Promise<T>, ms: number, what: () => string): Promise<T> {
@@ -103,7 +106,12 @@ describe('the entry on the system Node passes stop signals on to the command', (
   test("a terminal's Ctrl-C reaches the command once: an import stops after the batch in hand and says how to resume", async () => {
     const file = join(dir, 'statements.ndjson');
     const lines = Array.from({ length: 20_000 }, (_, i) =>
-      JSON.stringify({ id: randomUUID(), actor: { mbox: `mailto:a${i % 50}@example.com` }, verb: { id: 'http://adlnet.gov/expapi/verbs/attempted' }, object: { id: `http://example.com/ctrl-c/${i}` } }),
+      JSON.stringify({
+        id: randomUUID(),
+        actor: { mbox: `mailto:a${i % 50}@example.com` },
+        verb: { id: 'http://adlnet.gov/expapi/verbs/attempted' },
+        object: { id: `http://example.com/ctrl-c/${i}` },
+      }),
     );
     writeFileSync(file, `${lines.join('\n')}\n`);
     // `script` runs the command on a pseudo-terminal, in its foreground process group; the ^C typed

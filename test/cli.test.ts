@@ -39,7 +39,7 @@ describe('lectern --help / --version', () => {
     assert.match(lectern(['runserver', '--help']).stdout, /--backend/);
     assert.match(lectern(['auth', '--help']).stdout, /--agent-ifi-account/);
   });
-  test('-h is help on every command; runserver takes its host as -H (or Ralph\'s -h HOST)', () => {
+  test("-h is help on every command; runserver takes its host as -H (or Ralph's -h HOST)", () => {
     for (const command of [[], ['runserver'], ['auth'], ['export'], ['import'], ['erase'], ['forwarding'], ['forwarding', 'status'], ['forwarding', 'retry']]) {
       const short = lectern([...command, '-h']);
       assert.equal(short.code, 0, `${command.join(' ')} -h: ${short.stderr}`);
@@ -49,7 +49,8 @@ describe('lectern --help / --version', () => {
     }
     assert.match(lectern(['runserver', '-h']).stdout, /-H, --host <host>/);
     // A host that cannot be listened on shows which option the value reached.
-    for (const flag of ['-H', '-h']) assert.match(lectern(['runserver', flag, '192.0.2.1', '-p', '0'], { LECTERN_SQLITE_PATH: ':memory:' }).stderr, /192\.0\.2\.1.*chosen by --host/, flag);
+    for (const flag of ['-H', '-h'])
+      assert.match(lectern(['runserver', flag, '192.0.2.1', '-p', '0'], { LECTERN_SQLITE_PATH: ':memory:' }).stderr, /192\.0\.2\.1.*chosen by --host/, flag);
   });
 
   test('every command that opens a store takes -b/--backend (and -t/--target, but the forwarding outbox, shared by every store)', () => {
@@ -60,8 +61,17 @@ describe('lectern --help / --version', () => {
     }
     const db = join(dir, 'forwarding.sqlite');
     // The environment says postgres (unreachable); -b sqlite wins.
-    const env = { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: 'postgres://nobody@127.0.0.1:1/none', LECTERN_POSTGRES_CONNECT_RETRIES: '0', LECTERN_SQLITE_PATH: db };
-    for (const args of [['status', '-b', 'sqlite'], ['status', '--backend', 'sqlite', '--json'], ['retry', '-b', 'sqlite']]) {
+    const env = {
+      LECTERN_RUNSERVER_BACKEND: 'postgres',
+      LECTERN_POSTGRES_URL: 'postgres://nobody@127.0.0.1:1/none',
+      LECTERN_POSTGRES_CONNECT_RETRIES: '0',
+      LECTERN_SQLITE_PATH: db,
+    };
+    for (const args of [
+      ['status', '-b', 'sqlite'],
+      ['status', '--backend', 'sqlite', '--json'],
+      ['retry', '-b', 'sqlite'],
+    ]) {
       const r = lectern(['forwarding', ...args], env);
       assert.equal(r.code, 0, `${args.join(' ')}: ${r.stderr}`);
     }
@@ -105,7 +115,10 @@ describe('lectern auth', () => {
 
   test("opens no store, so the store's settings do not stop it: read replicas set for a backend chosen on runserver's command line", () => {
     // An operator's environment: the unit file runs `lectern runserver --backend postgres`.
-    const r = lectern(['auth', '-u', 'ops', '-p', 's3cret', '-s', 'all', '-M', 'mailto:ops@example.com'], { ...env(), LECTERN_POSTGRES_READ_URLS: 'postgres://lectern@standby.example.com/lectern' });
+    const r = lectern(['auth', '-u', 'ops', '-p', 's3cret', '-s', 'all', '-M', 'mailto:ops@example.com'], {
+      ...env(),
+      LECTERN_POSTGRES_READ_URLS: 'postgres://lectern@standby.example.com/lectern',
+    });
     assert.equal(r.code, 0, r.stderr);
     assert.equal(JSON.parse(r.stdout).username, 'ops');
   });
@@ -116,7 +129,10 @@ describe('lectern auth', () => {
     r = lectern(['auth', '-u', 'bob', '-p', 'pw', '-s', 'statements/read', '-s', 'statements/write', '-A', 'bob', 'http://example.com', '-N', 'Bob', '-t', 'tenant1', '-w'], env());
     assert.equal(r.code, 0, r.stderr);
     let entries = JSON.parse(readFileSync(file(), 'utf8'));
-    assert.deepEqual(entries.map((e: { username: string }) => e.username), ['jane', 'bob']);
+    assert.deepEqual(
+      entries.map((e: { username: string }) => e.username),
+      ['jane', 'bob'],
+    );
     assert.deepEqual(entries[1].scopes, ['statements/read', 'statements/write']);
     assert.deepEqual(entries[1].agent, { objectType: 'Agent', name: 'Bob', account: { name: 'bob', homePage: 'http://example.com' } });
     assert.equal(entries[1].target, 'tenant1');
@@ -124,7 +140,10 @@ describe('lectern auth', () => {
     r = lectern(['auth', '-u', 'jane', '-p', 'changed', '-s', 'all/read', '-O', 'http://openid.example.com/jane', '-w'], env());
     assert.equal(r.code, 0, r.stderr);
     entries = JSON.parse(readFileSync(file(), 'utf8'));
-    assert.deepEqual(entries.map((e: { username: string }) => e.username), ['jane', 'bob']);
+    assert.deepEqual(
+      entries.map((e: { username: string }) => e.username),
+      ['jane', 'bob'],
+    );
     assert.ok(bcrypt.compareSync('changed', entries[0].hash));
     assert.deepEqual(entries[0].scopes, ['all/read']);
     assert.equal(entries[1].hash, bobHash, 'other entries untouched');
@@ -137,13 +156,18 @@ describe('lectern auth', () => {
     const middle = `{ "username":"z\\u00e9","hash":"${bcrypt.hashSync('y', 4)}","scopes":["state"],"agent":{"openid":"http://o.example.com/z"},"target":"t1" }`;
     const last = `{"username": "last", "hash": "${bcrypt.hashSync('z', 4)}", "scopes": ["profile"], "agent": {"mbox_sha1sum": "${'a'.repeat(40)}"}}`;
     writeFileSync(f, `[${ralph} ,\n\t${middle},${last}\n]\n`);
-    const r = lectern(['auth', '-u', 'z\u00e9', '-p', 'pw2', '-s', 'state', '-s', 'profile', '-s', 'statements/read/mine', '-O', 'http://o.example.com/z', '-w'], { LECTERN_AUTH_FILE: f });
+    const r = lectern(['auth', '-u', 'z\u00e9', '-p', 'pw2', '-s', 'state', '-s', 'profile', '-s', 'statements/read/mine', '-O', 'http://o.example.com/z', '-w'], {
+      LECTERN_AUTH_FILE: f,
+    });
     assert.equal(r.code, 0, r.stderr);
     const text = readFileSync(f, 'utf8');
     assert.ok(text.startsWith(`[${ralph} ,\n\t{`), text);
     assert.ok(text.endsWith(`,${last}\n]\n`), text);
     const entries = JSON.parse(text);
-    assert.deepEqual(entries.map((e: { username: string }) => e.username), ['ralph', 'z\u00e9', 'last']);
+    assert.deepEqual(
+      entries.map((e: { username: string }) => e.username),
+      ['ralph', 'z\u00e9', 'last'],
+    );
     assert.ok(bcrypt.compareSync('pw2', entries[1].hash));
     assert.deepEqual(entries[1].scopes, ['state', 'profile', 'statements/read/mine']);
     assert.equal('target' in entries[1], false, 'target is written only when given');
@@ -236,7 +260,11 @@ describe('lectern runserver', () => {
       [[], { LECTERN_RUNSERVER_BACKEND: 'nope' }, /LECTERN_RUNSERVER_BACKEND/],
       [['-p', '0'], { LECTERN_AUTH_CACHE_TTL: '-1' }, /LECTERN_AUTH_CACHE_TTL/],
       [['-p', '0'], { LECTERN_SQLITE_PATH: '/etc/hostname/lrs.sqlite' }, /LECTERN_SQLITE_PATH/],
-      [['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:', LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' }, /LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres/],
+      [
+        ['-p', '0'],
+        { LECTERN_SQLITE_PATH: ':memory:', LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' },
+        /LECTERN_POSTGRES_READ_URLS needs the postgres backend: LECTERN_RUNSERVER_BACKEND=postgres or --backend postgres/,
+      ],
     ];
     for (const [args, env, message] of cases) {
       const r = lectern(['runserver', ...args], env);
@@ -319,17 +347,25 @@ describe('lectern runserver', () => {
         assert.equal(r.code, 2, r.stderr);
         const line = r.stderr.trim();
         assert.equal(line.split('\n').length, 1, line);
-        assert.match(line, new RegExp(`EADDRINUSE.*127\\.0\\.0\\.1:${port}: another process listens on that port \\(chosen by ${chosen}\\); choose another with -p/--port or LECTERN_RUNSERVER_PORT \\(0 picks a free one\\)$`));
+        assert.match(
+          line,
+          new RegExp(
+            `EADDRINUSE.*127\\.0\\.0\\.1:${port}: another process listens on that port \\(chosen by ${chosen}\\); choose another with -p/--port or LECTERN_RUNSERVER_PORT \\(0 picks a free one\\)$`,
+          ),
+        );
       }
     } finally {
       busy.close();
     }
   });
 
-  test('start-up says once that the server listens (not Fastify\'s line too)', async () => {
+  test("start-up says once that the server listens (not Fastify's line too)", async () => {
     const server = await serve(['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:' });
     assert.equal(await server.stop(), 0);
-    const lines = server.output().split('\n').filter((l) => /listening/i.test(l));
+    const lines = server
+      .output()
+      .split('\n')
+      .filter((l) => /listening/i.test(l));
     assert.equal(lines.length, 1, lines.join('\n'));
     assert.match(lines[0], /"msg":"Lectern LRS listening on http:\/\/127\.0\.0\.1:\d+"/);
   });
@@ -340,7 +376,12 @@ describe('lectern runserver', () => {
     const server = await serve(['-p', '0'], { LECTERN_SQLITE_PATH: ':memory:', LECTERN_AUTH_FILE: authFile });
     // A request in flight (its body half sent) keeps the shutdown going while the second signal arrives.
     const body = JSON.stringify({ actor: { mbox: 'mailto:a@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/o' } });
-    const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) };
+    const headers = {
+      authorization: `Basic ${Buffer.from('u:p').toString('base64')}`,
+      'x-experience-api-version': '1.0.3',
+      'content-type': 'application/json',
+      'content-length': Buffer.byteLength(body),
+    };
     const answer = new Promise<number>((resolve, reject) => {
       const req = request(`${server.url}/xAPI/statements`, { method: 'POST', headers }, (res) => {
         res.resume();
@@ -410,11 +451,20 @@ describe('lectern runserver', () => {
       const body = JSON.stringify({ actor: { mbox: 'mailto:late@example.com' }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/late' } });
       const { port } = new URL(url);
       const answer = new Promise<{ status: number; text: string }>((resolve, reject) => {
-        const req = request({ port, host: '127.0.0.1', method: 'POST', path: '/xAPI/statements', headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) } }, (res) => {
-          let text = '';
-          res.on('data', (d: Buffer) => (text += d.toString()));
-          res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
-        });
+        const req = request(
+          {
+            port,
+            host: '127.0.0.1',
+            method: 'POST',
+            path: '/xAPI/statements',
+            headers: { ...auth, 'content-type': 'application/json', 'content-length': Buffer.byteLength(body) },
+          },
+          (res) => {
+            let text = '';
+            res.on('data', (d: Buffer) => (text += d.toString()));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, text }));
+          },
+        );
         req.on('error', reject);
         req.write(body.slice(0, 20));
         setTimeout(() => {

@@ -19,9 +19,15 @@ test('defaults', () => {
 });
 
 test('invalid values name the variable; overrides name the option', () => {
-  assert.throws(() => loadConfig({ LECTERN_RUNSERVER_PORT: '80a' }), (e: Error) => e instanceof ConfigError && /LECTERN_RUNSERVER_PORT/.test(e.message));
+  assert.throws(
+    () => loadConfig({ LECTERN_RUNSERVER_PORT: '80a' }),
+    (e: Error) => e instanceof ConfigError && /LECTERN_RUNSERVER_PORT/.test(e.message),
+  );
   assert.throws(() => loadConfig({ LECTERN_RUNSERVER_BACKEND: 'oracle' }), /LECTERN_RUNSERVER_BACKEND must be one of sqlite, postgres/);
-  assert.throws(() => loadConfig({ LECTERN_SQLITE_CACHE_SIZE: '0' }), (e: Error) => e instanceof ConfigError && /LECTERN_SQLITE_CACHE_SIZE/.test(e.message));
+  assert.throws(
+    () => loadConfig({ LECTERN_SQLITE_CACHE_SIZE: '0' }),
+    (e: Error) => e instanceof ConfigError && /LECTERN_SQLITE_CACHE_SIZE/.test(e.message),
+  );
   assert.equal(loadConfig({ LECTERN_SQLITE_CACHE_SIZE: '64' }).sqliteCacheSize, 64);
   assert.throws(() => loadConfig({}, { port: { value: '-3', source: '--port' } }), /--port/);
   assert.equal(loadConfig({ LECTERN_RUNSERVER_PORT: '1' }, { port: { value: '2', source: '--port' } }).port, 2);
@@ -44,13 +50,21 @@ test('bodies in flight: by default four largest requests, never fewer than one',
   assert.equal(bodiesInFlight(loadConfig({})), 4 * 64 * 1024 * 1024);
   assert.equal(bodiesInFlight(loadConfig({ LECTERN_MAX_REQUEST_SIZE: '2048' })), 8192);
   assert.equal(bodiesInFlight(loadConfig({ LECTERN_MAX_BODIES_IN_FLIGHT: '100000000' })), 100_000_000);
-  assert.throws(() => loadConfig({ LECTERN_MAX_REQUEST_SIZE: '4096', LECTERN_MAX_BODIES_IN_FLIGHT: '4095' }), /LECTERN_MAX_BODIES_IN_FLIGHT .* must be at least LECTERN_MAX_REQUEST_SIZE/);
+  assert.throws(
+    () => loadConfig({ LECTERN_MAX_REQUEST_SIZE: '4096', LECTERN_MAX_BODIES_IN_FLIGHT: '4095' }),
+    /LECTERN_MAX_BODIES_IN_FLIGHT .* must be at least LECTERN_MAX_REQUEST_SIZE/,
+  );
 });
 
 test('trusted proxies: off, on, or addresses and ranges', () => {
   assert.equal(loadConfig({}).trustProxy, false);
   assert.equal(loadConfig({ LECTERN_RUNSERVER_TRUST_PROXY: 'true' }).trustProxy, true);
-  assert.deepEqual(loadConfig({ LECTERN_RUNSERVER_TRUST_PROXY: '10.0.0.5, 192.168.0.0/16,loopback,2001:db8::/32' }).trustProxy, ['10.0.0.5', '192.168.0.0/16', 'loopback', '2001:db8::/32']);
+  assert.deepEqual(loadConfig({ LECTERN_RUNSERVER_TRUST_PROXY: '10.0.0.5, 192.168.0.0/16,loopback,2001:db8::/32' }).trustProxy, [
+    '10.0.0.5',
+    '192.168.0.0/16',
+    'loopback',
+    '2001:db8::/32',
+  ]);
   for (const bad of ['2', 'proxy.example.com', '10.0.0.0/33', '10.0.0.1/8/1']) {
     assert.throws(() => loadConfig({ LECTERN_RUNSERVER_TRUST_PROXY: bad }), /LECTERN_RUNSERVER_TRUST_PROXY must be/, bad);
   }
@@ -67,7 +81,10 @@ test('LECTERN_POSTGRES_READ_URLS: a comma list of postgres URLs, the bad one nam
     () => loadConfig({ ...pg, LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs,mysql://u:hunter2@r2/lrs' }),
     (e: Error) => e instanceof ConfigError && /LECTERN_POSTGRES_READ_URLS \(URL 2\) must start with postgres:\/\//.test(e.message) && !e.message.includes('hunter2'),
   );
-  assert.throws(() => loadConfig({ ...pg, LECTERN_POSTGRES_READ_URLS: 'postgres://u:hunter2@r1' }), (e: Error) => /must name a database/.test(e.message) && !e.message.includes('hunter2'));
+  assert.throws(
+    () => loadConfig({ ...pg, LECTERN_POSTGRES_READ_URLS: 'postgres://u:hunter2@r1' }),
+    (e: Error) => /must name a database/.test(e.message) && !e.message.includes('hunter2'),
+  );
   assert.throws(() => loadConfig({ ...pg, LECTERN_POSTGRES_REPLICA_MAX_LAG: '-1' }), /LECTERN_POSTGRES_REPLICA_MAX_LAG/);
   // A rule of the store's, checked where a store opens: a command that opens none reads the server's environment unrefused.
   const replicasOnSqlite = loadConfig({ LECTERN_POSTGRES_READ_URLS: 'postgres://r1/lrs' });

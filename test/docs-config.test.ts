@@ -5,7 +5,11 @@ import { test } from 'node:test';
 import { SETTINGS } from '../src/config.ts';
 import { PAGE, renderSettings, settingRows, updatePage } from '../scripts/docs-config.ts';
 
-const cells = (row: string): string[] => row.split(/(?<!\\)\|/).slice(1, -1).map((c) => c.trim());
+const cells = (row: string): string[] =>
+  row
+    .split(/(?<!\\)\|/)
+    .slice(1, -1)
+    .map((c) => c.trim());
 
 /** The page's setting rows by variable name; a name documented twice fails here. */
 function pageRows(page: string): Map<string, string> {

@@ -10,7 +10,12 @@ import { test } from 'node:test';
 import { fileURLToPath } from 'node:url';
 
 const ROOT = resolve(dirname(fileURLToPath(import.meta.url)), '..');
-const PAGES = ['README.md', ...readdirSync(join(ROOT, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+const PAGES = [
+  'README.md',
+  ...readdirSync(join(ROOT, 'docs'))
+    .filter((f) => f.endsWith('.md'))
+    .map((f) => `docs/${f}`),
+];
 
 /** The page's lines with fenced code blocks blanked (line numbers kept). */
 function unfenced(text: string): string[] {
@@ -37,7 +42,11 @@ function slug(heading: string): string {
     .replace(/(\*\*|\*)(\S(?:.*?\S)?)\1/g, '$2')
     .replace(/(?<![\p{L}\p{N}])(__|_)(\S(?:.*?\S)?)\1(?![\p{L}\p{N}])/gu, '$2')
     .replace(/<[^>]+>/g, '');
-  return rendered.trim().toLowerCase().replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '').replace(/ /g, '-');
+  return rendered
+    .trim()
+    .toLowerCase()
+    .replace(/[^\p{L}\p{M}\p{N}\p{Pc} -]/gu, '')
+    .replace(/ /g, '-');
 }
 
 /** The anchors of a page's headings, in GitHub's way of making repeated ones unique. */
@@ -55,7 +64,11 @@ function anchors(text: string): Set<string> {
   return out;
 }
 
-interface Link { page: string; line: number; target: string }
+interface Link {
+  page: string;
+  line: number;
+  target: string;
+}
 
 function links(page: string): Link[] {
   const out: Link[] = [];
@@ -106,7 +119,10 @@ test('the check finds a missing file, a missing heading and a bad same-page anch
 test('every relative link in README.md and docs/*.md resolves to a file, and every #anchor to one of its headings', () => {
   assert.ok(PAGES.length > 5, 'the docs pages were found');
   const all = PAGES.flatMap(links);
-  assert.ok(all.some((l) => !/^[a-z]+:/i.test(l.target)), 'relative links were found');
+  assert.ok(
+    all.some((l) => !/^[a-z]+:/i.test(l.target)),
+    'relative links were found',
+  );
   const bad = all.flatMap((l) => {
     const why = broken(l);
     return why === undefined ? [] : [`${l.page}:${l.line}: (${l.target}) ${why}`];

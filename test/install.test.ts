@@ -52,7 +52,11 @@ before(() => {
     ...Object.fromEntries(NETWORK_ENV.flatMap((k) => (process.env[k] ? [[k, process.env[k] as string]] : []))),
     PATH: SYSTEM_PATH,
     HOME: homedir(),
-    npm_config_cache: join(dir, 'cache'), npm_config_prefer_offline: 'true', npm_config_update_notifier: 'false', npm_config_fund: 'false', npm_config_audit: 'false',
+    npm_config_cache: join(dir, 'cache'),
+    npm_config_prefer_offline: 'true',
+    npm_config_update_notifier: 'false',
+    npm_config_fund: 'false',
+    npm_config_audit: 'false',
   };
   // The files a user gets (dist, built by `npm test` before the tests run: no prepack build here).
   execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', dir], { cwd: ROOT, env: npmEnv, stdio: 'ignore' });
@@ -132,7 +136,12 @@ test('the package holds its LICENSE, an executable `lectern`, and every file its
   const license = readFileSync(join(root, 'LICENSE'), 'utf8');
   assert.match(license, /^MIT License\n\nCopyright \(c\) \d{4} Lectern contributors\n/);
   assert.ok(statSync(join(root, 'dist/cli/main.js')).mode & 0o111, 'the bin is executable in the tarball');
-  const pages = ['README.md', ...readdirSync(join(root, 'docs')).filter((f) => f.endsWith('.md')).map((f) => `docs/${f}`)];
+  const pages = [
+    'README.md',
+    ...readdirSync(join(root, 'docs'))
+      .filter((f) => f.endsWith('.md'))
+      .map((f) => `docs/${f}`),
+  ];
   assert.ok(pages.length > 5, pages.join(' '));
   const missing = pages.flatMap((page) =>
     relativeLinks(readFileSync(join(root, page), 'utf8'))
@@ -160,7 +169,7 @@ function relativeLinks(markdown: string): string[] {
   return out;
 }
 
-test('a clean install has nothing to warn of but its dependencies\' engines: every install script is allowed or denied, Lectern accepts Node 20', () => {
+test("a clean install has nothing to warn of but its dependencies' engines: every install script is allowed or denied, Lectern accepts Node 20", () => {
   const manifest = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as { engines: { node: string }; allowScripts: Record<string, boolean> };
   const lock = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as { packages: Record<string, { hasInstallScript?: boolean }> };
   const scripted = Object.entries(lock.packages)

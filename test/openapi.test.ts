@@ -9,7 +9,10 @@ import { chromium } from 'playwright-core';
 import { acceptedBy, RESOURCES, type ParamSpec } from '../src/xapi/params.ts';
 import { startTestLrs, type TestLrs } from './helpers/lrs.ts';
 
-type Doc = { openapi: string; paths: Record<string, Record<string, { parameters?: { name?: string; in?: string; required?: boolean; $ref?: string }[]; responses: Record<string, unknown> }>> };
+type Doc = {
+  openapi: string;
+  paths: Record<string, Record<string, { parameters?: { name?: string; in?: string; required?: boolean; $ref?: string }[]; responses: Record<string, unknown> }>>;
+};
 
 let t: TestLrs;
 let doc: Doc;
@@ -46,14 +49,21 @@ describe('GET /openapi.json', () => {
 
   test('query parameters are those the server accepts, no more, no fewer', async () => {
     const unknown = async (path: string, method: string, name: string) => {
-      const res = await t.fetch(`${path}?${encodeURIComponent(name)}=x`, { method, ...(method === 'PUT' || method === 'POST' ? { body: '{}', headers: { 'content-type': 'application/json' } } : {}) });
+      const res = await t.fetch(`${path}?${encodeURIComponent(name)}=x`, {
+        method,
+        ...(method === 'PUT' || method === 'POST' ? { body: '{}', headers: { 'content-type': 'application/json' } } : {}),
+      });
       const body = res.status === 400 ? ((await res.json()) as { detail: { loc: string[]; msg: string }[] | string }) : undefined;
       return Array.isArray(body?.detail) && body.detail.some((d) => d.loc[1] === name && /unknown parameter/.test(d.msg));
     };
     for (const r of Object.values(RESOURCES)) {
       for (const method of r.methods.filter((m) => m !== 'HEAD')) {
         const documented = (doc.paths[r.path][method.toLowerCase()].parameters ?? []).filter((p) => p.in === 'query').map((p) => p.name!);
-        assert.deepEqual(documented, (r.params as readonly ParamSpec[]).filter((p) => acceptedBy(p, method)).map((p) => p.name), `${method} ${r.path}`);
+        assert.deepEqual(
+          documented,
+          (r.params as readonly ParamSpec[]).filter((p) => acceptedBy(p, method)).map((p) => p.name),
+          `${method} ${r.path}`,
+        );
         for (const name of documented) assert.equal(await unknown(r.path, method, name), false, `${method} ${r.path} ${name}`);
         assert.equal(await unknown(r.path, method, 'notAParameter'), true, `${method} ${r.path}`);
       }
@@ -83,7 +93,14 @@ describe('/docs in a real browser', () => {
       const statements = page.locator('.opblock-summary-path[data-path="/xAPI/statements"]');
       await statements.first().waitFor({ timeout: 30_000 });
       assert.ok((await statements.count()) >= 4, 'GET, HEAD, PUT, POST');
-      assert.equal(await page.locator('.info .title').first().textContent().then((s) => /Lectern LRS/.test(s ?? '')), true);
+      assert.equal(
+        await page
+          .locator('.info .title')
+          .first()
+          .textContent()
+          .then((s) => /Lectern LRS/.test(s ?? '')),
+        true,
+      );
       // Expanding an operation shows its parameters, from the same table.
       await page.locator('#operations-Statements-get_xAPI_statements .opblock-summary').click();
       await page.locator('#operations-Statements-get_xAPI_statements tr[data-param-name="verb"]').waitFor({ timeout: 10_000 });

@@ -74,7 +74,10 @@ test('caddy and promtool missing, told not to install: one line naming them and 
   assert.equal(r.stdout, '');
   const lines = r.stderr.trim().split('\n');
   assert.equal(lines.length, 1, r.stderr);
-  assert.match(lines[0]!, /^npm test: the test suite needs caddy, promtool \(prometheus\), which this machine lacks: install them with (sudo )?apt-get install -y caddy prometheus, then run it again/);
+  assert.match(
+    lines[0]!,
+    /^npm test: the test suite needs caddy, promtool \(prometheus\), which this machine lacks: install them with (sudo )?apt-get install -y caddy prometheus, then run it again/,
+  );
   assert.ok(!existsSync(log), 'apt-get was run');
 });
 

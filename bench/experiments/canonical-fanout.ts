@@ -39,13 +39,24 @@ const dir = mkdtempSync(join(tmpdir(), 'lectern-fanout-'));
 const authFile = join(dir, 'auth.json');
 writeFileSync(
   authFile,
-  JSON.stringify([MINE, READER, OTHER].map((u) => ({ username: u.username, hash: bcrypt.hashSync(u.password, 4), scopes: u.scopes, agent: { objectType: 'Agent', mbox: `mailto:${u.username}@example.com` } }))),
+  JSON.stringify(
+    [MINE, READER, OTHER].map((u) => ({
+      username: u.username,
+      hash: bcrypt.hashSync(u.password, 4),
+      scopes: u.scopes,
+      agent: { objectType: 'Agent', mbox: `mailto:${u.username}@example.com` },
+    })),
+  ),
 );
 let cluster: PgCluster | undefined;
 const backendEnv: Record<string, string> =
   name === 'postgres'
     ? { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: (cluster = await startCluster()).url, LECTERN_POSTGRES_POOL_SIZE: '10' }
-    : { LECTERN_RUNSERVER_BACKEND: 'sqlite', LECTERN_SQLITE_PATH: join(dir, 'lectern.sqlite'), ...(name === 'sqlite-threads' && { LECTERN_SQLITE_WRITER_THREAD: 'true', LECTERN_SQLITE_READERS: '2' }) };
+    : {
+        LECTERN_RUNSERVER_BACKEND: 'sqlite',
+        LECTERN_SQLITE_PATH: join(dir, 'lectern.sqlite'),
+        ...(name === 'sqlite-threads' && { LECTERN_SQLITE_WRITER_THREAD: 'true', LECTERN_SQLITE_READERS: '2' }),
+      };
 const config = loadConfig({ LECTERN_RUNSERVER_PORT: '0', LECTERN_AUTH_FILE: authFile, LECTERN_LOG_LEVEL: 'silent', ...backendEnv });
 const lrs = await startLrs(config, createLogger(config.logLevel));
 const get = (path: string, u: User, init: RequestInit = {}) =>

@@ -94,8 +94,7 @@ export class BasicAuthenticator implements Authenticator {
     this.logger = opts.logger;
     this.database = opts.database;
     this.throttle = new CheckThrottle(opts.throttle);
-    this.cache =
-      opts.cacheMaxSize > 0 ? new LRUCache<string, string>({ max: opts.cacheMaxSize, ttl: Math.max(1, opts.cacheTtlSeconds * 1000) }) : undefined;
+    this.cache = opts.cacheMaxSize > 0 ? new LRUCache<string, string>({ max: opts.cacheMaxSize, ttl: Math.max(1, opts.cacheTtlSeconds * 1000) }) : undefined;
     // At start-up, so that a file user named as a database credential's key is reported then.
     if (this.database) this.refresh();
   }
@@ -126,10 +125,7 @@ export class BasicAuthenticator implements Authenticator {
     } catch (err) {
       // A half-saved edit must not lock every user out: the last good content stays in force.
       this.fileError = (err as Error).message;
-      this.logger.error(
-        { file: this.path, err: this.fileError },
-        `credentials file is invalid, keeping its last good content (${this.users.size} users): ${this.fileError}`,
-      );
+      this.logger.error({ file: this.path, err: this.fileError }, `credentials file is invalid, keeping its last good content (${this.users.size} users): ${this.fileError}`);
     }
   }
 

@@ -63,9 +63,15 @@ export function parseCredentials(text: string, source: string, warn?: (message: 
     if (typeof o.username !== 'string' || o.username === '') throw new CredentialsFileError(`${where} has no username`);
     if (seen.has(o.username)) throw new CredentialsFileError(`${where} repeats the username ${JSON.stringify(o.username)}`);
     seen.add(o.username);
-    if (o.username.includes(':')) warn?.(`${where} (${JSON.stringify(o.username)}): the username contains ":", which HTTP Basic authentication cannot carry in a username: this user can never sign in with Basic`);
+    if (o.username.includes(':'))
+      warn?.(
+        `${where} (${JSON.stringify(o.username)}): the username contains ":", which HTTP Basic authentication cannot carry in a username: this user can never sign in with Basic`,
+      );
     const control = controlCharacter(o.username);
-    if (control) warn?.(`${where} (${JSON.stringify(o.username)}): the username contains the control character ${control}, which HTTP Basic authentication does not allow (RFC 7617): clients may refuse to send it`);
+    if (control)
+      warn?.(
+        `${where} (${JSON.stringify(o.username)}): the username contains the control character ${control}, which HTTP Basic authentication does not allow (RFC 7617): clients may refuse to send it`,
+      );
     if (typeof o.hash !== 'string' || !/^\$2[aby]\$\d\d\$/.test(o.hash)) throw new CredentialsFileError(`${where} (${o.username}) has no bcrypt hash`);
     if (!Array.isArray(o.scopes) || !o.scopes.every((s) => typeof s === 'string' && isScope(s))) {
       throw new CredentialsFileError(`${where} (${o.username}) has scopes that are not a list of known scope names`);
@@ -83,7 +89,13 @@ export function parseCredentials(text: string, source: string, warn?: (message: 
     if (o.validation !== undefined && o.validation !== null && o.validation !== 'strict' && o.validation !== 'lax') {
       throw new CredentialsFileError(`${where} (${o.username}) has a validation that is neither "strict" nor "lax"`);
     }
-    const entry: CredentialEntry = { username: o.username, hash: o.hash, scopes: o.scopes as string[], agent: agent as Agent, target: (o.target as string | null | undefined) ?? null };
+    const entry: CredentialEntry = {
+      username: o.username,
+      hash: o.hash,
+      scopes: o.scopes as string[],
+      agent: agent as Agent,
+      target: (o.target as string | null | undefined) ?? null,
+    };
     if (o.validation === 'strict' || o.validation === 'lax') entry.validation = o.validation;
     return entry;
   });

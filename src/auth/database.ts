@@ -47,7 +47,11 @@ const fingerprints = new LRUCache<string, string>({ max: 10_000 });
 /** A value as JSON with object keys sorted: two agents equal whatever their keys' order. */
 function canonical(v: unknown): string {
   if (Array.isArray(v)) return `[${v.map(canonical).join(',')}]`;
-  if (v && typeof v === 'object') return `{${Object.keys(v).sort().map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`).join(',')}}`;
+  if (v && typeof v === 'object')
+    return `{${Object.keys(v)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((v as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
   return JSON.stringify(v) ?? 'null';
 }
 
@@ -237,7 +241,9 @@ export class DatabaseCredentials {
     const last = this.touched.get(key);
     if (last !== undefined && now - last < LAST_USED_GRANULARITY_MS) return;
     this.touched.set(key, now);
-    this.store.touchCredentials([{ key, atMs: now }]).catch((err: unknown) => this.logger.warn({ key, err: (err as Error).message }, 'cannot record the last use of a database credential'));
+    this.store
+      .touchCredentials([{ key, atMs: now }])
+      .catch((err: unknown) => this.logger.warn({ key, err: (err as Error).message }, 'cannot record the last use of a database credential'));
   }
 
   /**

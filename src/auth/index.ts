@@ -57,11 +57,7 @@ export async function discoverOidc(config: Config, logger: Logger): Promise<Auth
  * The configured backends: `oidc` from discoverOidc; Basic checks the credentials file and, with
  * `credentials` (the store), the database credentials (./database.ts).
  */
-export function createAuthenticator(
-  config: Config,
-  logger: Logger,
-  opts: { oidc?: Authenticator; credentials?: CredentialStore; clock?: Clock } = {},
-): Authenticator {
+export function createAuthenticator(config: Config, logger: Logger, opts: { oidc?: Authenticator; credentials?: CredentialStore; clock?: Clock } = {}): Authenticator {
   const basic = authBackends(config).includes('basic')
     ? new BasicAuthenticator({
         file: config.authFile,
@@ -69,8 +65,7 @@ export function createAuthenticator(
         cacheTtlSeconds: config.authCacheTtl,
         throttle: { concurrency: config.authBcryptConcurrency, maxFailures: config.authMaxFailures, failureWindowMs: config.authFailureWindow * 1000 },
         logger,
-        database:
-          opts.credentials && new DatabaseCredentials({ store: opts.credentials, refreshMs: config.authCredentialsRefresh * 1000, logger, clock: opts.clock }),
+        database: opts.credentials && new DatabaseCredentials({ store: opts.credentials, refreshMs: config.authCredentialsRefresh * 1000, logger, clock: opts.clock }),
       })
     : undefined;
   return new EitherAuthenticator(basic, opts.oidc);

@@ -48,7 +48,15 @@ export async function createCommand(o: CreateOptions): Promise<void> {
   };
   const agent = buildAgent(agentOptions);
   await withAdmin(o.backend, async (ctx, by) => {
-    const issued = await createCredential(ctx, by, { scopes: o.scope ?? [], agent, target: o.target, expires: o.expires === undefined ? undefined : new Date(o.expires).toISOString(), label: o.label, validation: o.validation, key: o.key });
+    const issued = await createCredential(ctx, by, {
+      scopes: o.scope ?? [],
+      agent,
+      target: o.target,
+      expires: o.expires === undefined ? undefined : new Date(o.expires).toISOString(),
+      label: o.label,
+      validation: o.validation,
+      key: o.key,
+    });
     printIssued(issued, o.json, 'created');
   });
 }
@@ -74,7 +82,13 @@ export async function listCommand(o: Common & { target?: string }): Promise<void
     const header = ['key', 'target', 'scopes', 'agent', 'created', 'expires', 'last used', 'state', 'label'];
     const cells = rows.map((c) => [c.key, c.target, c.scopes.join(','), agentText(c), c.created, c.expires ?? '-', c.lastUsed ?? '-', state(c, now), c.label]);
     const widths = header.map((h, i) => Math.max(h.length, ...cells.map((r) => r[i].length)));
-    for (const r of [header, ...cells]) out(r.map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i]))).join('  ').trimEnd());
+    for (const r of [header, ...cells])
+      out(
+        r
+          .map((v, i) => (i === r.length - 1 ? v : v.padEnd(widths[i])))
+          .join('  ')
+          .trimEnd(),
+      );
   });
 }
 

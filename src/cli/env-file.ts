@@ -122,7 +122,9 @@ export function applyEnvironmentFile(path: string): void {
   if (text.includes('\0')) throw new CliError(`--env-file ${path}: contains a NUL character, which no variable can hold`);
   const { vars, ignored } = parseEnvironmentFile(text);
   for (const { line, name } of ignored) {
-    process.stderr.write(`lectern: warning: --env-file ${path}, line ${line}: ${JSON.stringify(name)} is not a variable name, so systemd ignores this assignment, and so does lectern\n`);
+    process.stderr.write(
+      `lectern: warning: --env-file ${path}, line ${line}: ${JSON.stringify(name)} is not a variable name, so systemd ignores this assignment, and so does lectern\n`,
+    );
   }
   for (const [name, value] of vars) process.env[name] = value;
   noteEnvFile(file, vars.keys());

@@ -126,8 +126,11 @@ export async function openPull(opts: {
     if (!process.stdin.isTTY) throw new CliError('--from-lrs with --user needs --password, or run in a terminal to be asked for it');
     password = await promptPassword();
   }
-  const headers: Record<string, string> = { // 1.0.3, which every LRS serves; 2.0 statements come through it as stored.
-    'x-experience-api-version': '1.0.3', accept: 'application/json, multipart/mixed' };
+  const headers: Record<string, string> = {
+    // 1.0.3, which every LRS serves; 2.0 statements come through it as stored.
+    'x-experience-api-version': '1.0.3',
+    accept: 'application/json, multipart/mixed',
+  };
   if (opts.token !== undefined) headers.authorization = `Bearer ${opts.token}`;
   else if (user !== undefined) headers.authorization = `Basic ${Buffer.from(`${user}:${password}`).toString('base64')}`;
   const session: Session = { base, headers, attachments: opts.attachments !== undefined && opts.attachments !== false };

@@ -48,13 +48,16 @@ export async function importCommand(file: string | undefined, opts: ImportOption
   const authority = opts.authority === undefined ? IMPORT_AUTHORITY : parseAgentOption(opts.authority, '--authority');
   const side = file !== undefined && file !== '-' ? siblings(file) : undefined;
   // Sibling attachments/documents of an export are used when present; a path names them explicitly.
-  const pick = (v: boolean | string | undefined, sibling: string | undefined) =>
-    typeof v === 'string' ? v : sibling && (v === true || existsSync(sibling)) ? sibling : undefined;
+  const pick = (v: boolean | string | undefined, sibling: string | undefined) => (typeof v === 'string' ? v : sibling && (v === true || existsSync(sibling)) ? sibling : undefined);
   const attachmentsDir = opts.fromLrs ? undefined : pick(opts.attachments, side?.attachments);
   const documentsFile = opts.fromLrs ? undefined : pick(opts.documents, side?.documents);
   if (opts.fromLrs !== undefined && opts.violations !== undefined) throw new CliError('--violations is the violations file of an export: not for --from-lrs');
   const violationsFile = opts.fromLrs ? undefined : pick(opts.violations, side?.violations);
-  for (const [path, what] of [[violationsFile, 'violations file'], [attachmentsDir, 'attachments folder'], [documentsFile, 'documents file']] as const) {
+  for (const [path, what] of [
+    [violationsFile, 'violations file'],
+    [attachmentsDir, 'attachments folder'],
+    [documentsFile, 'documents file'],
+  ] as const) {
     if (path && !existsSync(path)) throw new CliError(`the ${what} ${path} does not exist`);
   }
   const rejectsPath = opts.rejects ?? (side ? side.rejects : 'lectern-import.rejects.ndjson');

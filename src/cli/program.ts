@@ -133,19 +133,15 @@ program
   .option('-O, --agent-ifi-openid <openid>', 'agent identifier: an OpenID URI')
   .option('-A, --agent-ifi-account <name_homepage...>', 'agent identifier: account NAME HOMEPAGE')
   .option('-N, --agent-name <name>', 'the agent name')
-  .option('--validation <mode>', 'how the user\'s statement writes are validated: strict or lax (default: LECTERN_XAPI_VALIDATION)')
+  .option('--validation <mode>', "how the user's statement writes are validated: strict or lax (default: LECTERN_XAPI_VALIDATION)")
   .option('-w, --write-to-disk', 'write the user to the credentials file instead of printing it')
   .action((o: Record<string, unknown>) =>
-    monitored(
-      'auth',
-      async () => {
-        if (o.agentMbox !== undefined && o.agentIfiMbox === undefined) o.agentIfiMbox = o.agentMbox;
-        const account = o.agentIfiAccount as string[] | undefined;
-        if (account !== undefined && account.length !== 2) throw new CliError('-A/--agent-ifi-account takes two values: NAME HOMEPAGE');
-        await (await import('./auth.ts')).authCommand(o);
-      },
-      [typeof o.password === 'string' ? o.password : undefined],
-    ),
+    monitored('auth', async () => {
+      if (o.agentMbox !== undefined && o.agentIfiMbox === undefined) o.agentIfiMbox = o.agentMbox;
+      const account = o.agentIfiAccount as string[] | undefined;
+      if (account !== undefined && account.length !== 2) throw new CliError('-A/--agent-ifi-account takes two values: NAME HOMEPAGE');
+      await (await import('./auth.ts')).authCommand(o);
+    }, [typeof o.password === 'string' ? o.password : undefined]),
   );
 
 program
@@ -160,7 +156,10 @@ program
   .option('--agent <json>', 'only statements about this Agent (as GET /statements?agent=)')
   .option('--verb <iri>', 'only statements with this verb')
   .option('--activity <iri>', 'only statements about this activity')
-  .option('--violations <file>', 'where the violations of statements stored under lax validation go, for a restore (default: beside the output, backup.ndjson.gz → backup.violations.ndjson.gz; with -o -: not written unless given)')
+  .option(
+    '--violations <file>',
+    'where the violations of statements stored under lax validation go, for a restore (default: beside the output, backup.ndjson.gz → backup.violations.ndjson.gz; with -o -: not written unless given)',
+  )
   .option('--attachments [dir]', 'also write attachment contents, one file per SHA-2 (default: beside the output, backup.ndjson.gz → backup.attachments/)')
   .option('--documents [file]', 'also write State, Activity Profile and Agent Profile documents (default: backup.ndjson.gz → backup.documents.ndjson.gz)')
   .option('--after <position>', 'continue an interrupted export after this position (printed on Ctrl-C)')
@@ -179,16 +178,19 @@ program
   .option('-u, --user <user>', 'user name for --from-lrs (HTTP Basic)')
   .option('-p, --password <password>', 'password for --from-lrs')
   .option('--token <token>', 'bearer token for --from-lrs')
-  .option('--attachments [dir]', 'attachment contents: a folder of files named by SHA-2 (default: the export\'s, backup.attachments/, when present); with --from-lrs: pull them too')
-  .option('--documents [file]', 'documents file to import (default: the export\'s, backup.documents.ndjson[.gz], when present)')
-  .option('--violations <file>', 'the statements an export says were stored under lax validation, restored so whatever --validation says (default: the export\'s, backup.violations.ndjson[.gz], when present)')
+  .option('--attachments [dir]', "attachment contents: a folder of files named by SHA-2 (default: the export's, backup.attachments/, when present); with --from-lrs: pull them too")
+  .option('--documents [file]', "documents file to import (default: the export's, backup.documents.ndjson[.gz], when present)")
+  .option(
+    '--violations <file>',
+    "the statements an export says were stored under lax validation, restored so whatever --validation says (default: the export's, backup.violations.ndjson[.gz], when present)",
+  )
   .option('--rejects <file>', 'where refused statements are reported, one JSON line each (default: backup.rejects.ndjson beside the file)')
   .option('--batch-size <n>', 'statements per transaction', '1000')
   .option('--page-size <n>', 'statements per page asked of the other LRS', '500')
   .option('--skip <n>', 'skip the first N lines (resume; printed on Ctrl-C)')
   .option('--more <url>', 'with --from-lrs: start at this more link (resume; printed on Ctrl-C)')
   .option('--authority <json>', 'authority for imported statements that have none')
-  .option('--validation <mode>', 'strict or lax, as a credential\'s (docs/validation.md), for the statements the violations file does not name; default: LECTERN_XAPI_VALIDATION')
+  .option('--validation <mode>', "strict or lax, as a credential's (docs/validation.md), for the statements the violations file does not name; default: LECTERN_XAPI_VALIDATION")
   .addOption(progressOption())
   .action((file: string | undefined, o: Parameters<typeof import('./import.ts').importCommand>[1]) =>
     monitored('import', async () => (await import('./import.ts')).importCommand(file, o), [o.password, o.token]),
@@ -198,7 +200,7 @@ program
   .command('violations')
   .description('the rules a statement stored under lax validation broke (docs/validation.md)')
   .helpOption('-h, --help', 'show help')
-  .argument('<statement-id>', 'the statement\'s id')
+  .argument('<statement-id>', "the statement's id")
   .addOption(backendOption())
   .option('-t, --target <target>', 'the store (tenant)')
   .option('--json', 'print JSON')
@@ -243,7 +245,9 @@ forwarding
   .addOption(backendOption())
   .addOption(outboxTarget())
   .option('--json', 'print JSON')
-  .action((o: Parameters<typeof import('./forwarding.ts').forwardingStatus>[0]) => monitored('forwarding status', async () => (await import('./forwarding.ts')).forwardingStatus(o)));
+  .action((o: Parameters<typeof import('./forwarding.ts').forwardingStatus>[0]) =>
+    monitored('forwarding status', async () => (await import('./forwarding.ts')).forwardingStatus(o)),
+  );
 forwarding
   .command('retry')
   .description('put dead letters back into the queue (of every target, or of one)')
@@ -255,7 +259,7 @@ forwarding
 
 const credentials = program
   .command('credentials')
-  .description('credentials in the database (key and secret, used as HTTP Basic users beside LECTERN_AUTH_FILE\'s)')
+  .description("credentials in the database (key and secret, used as HTTP Basic users beside LECTERN_AUTH_FILE's)")
   .helpOption('-h, --help', 'show help');
 credentials
   .command('create')
@@ -338,16 +342,23 @@ rejections
   .action((id: string, o: Parameters<RejectionsModule['rejectionsShow']>[1]) => monitored('rejections show', async () => (await import('./rejections.ts')).rejectionsShow(id, o)));
 rejections
   .command('replay')
-  .description('send kept bodies again through the path a new request takes, under their credential: accepted ones are stored and removed, refused ones stay with their new reasons')
+  .description(
+    'send kept bodies again through the path a new request takes, under their credential: accepted ones are stored and removed, refused ones stay with their new reasons',
+  )
   .helpOption('-h, --help', 'show help')
   .argument('[ids...]', 'the rejections to replay')
   .option('--all', 'every kept rejection (of the store given by -t)')
   .option('-t, --target <target>', 'with --all: only this store')
-  .option('--validation <mode>', 'strict or lax: validate under this mode instead of the credential\'s')
-  .option('--override-writer', 'replay too those whose writer no longer holds the grant it wrote with (revoked, expired, changed or removed; a token\'s subject): without it they are skipped; recorded in the audit')
+  .option('--validation <mode>', "strict or lax: validate under this mode instead of the credential's")
+  .option(
+    '--override-writer',
+    "replay too those whose writer no longer holds the grant it wrote with (revoked, expired, changed or removed; a token's subject): without it they are skipped; recorded in the audit",
+  )
   .option('--json', 'print JSON')
   .addOption(backendOption())
-  .action((ids: string[], o: Parameters<RejectionsModule['rejectionsReplay']>[1]) => monitored('rejections replay', async () => (await import('./rejections.ts')).rejectionsReplay(ids, o)));
+  .action((ids: string[], o: Parameters<RejectionsModule['rejectionsReplay']>[1]) =>
+    monitored('rejections replay', async () => (await import('./rejections.ts')).rejectionsReplay(ids, o)),
+  );
 rejections
   .command('clear')
   .description('remove the kept rejections (of every store, or of one)')

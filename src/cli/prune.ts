@@ -24,7 +24,8 @@ export async function pruneCommand(opts: PruneOptions): Promise<void> {
   const beforeMs = opts.before;
   if (beforeMs === undefined) throw new CliError(`--before is required: ${GIVEN_TIME}`);
   const batchSize = opts.batchSize === undefined ? undefined : Number(opts.batchSize);
-  if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10_000)) throw new CliError(`--batch-size must be a whole number from 1 to 10000, not ${JSON.stringify(opts.batchSize)}`);
+  if (batchSize !== undefined && !(Number.isInteger(batchSize) && batchSize >= 1 && batchSize <= 10_000))
+    throw new CliError(`--batch-size must be a whole number from 1 to 10000, not ${JSON.stringify(opts.batchSize)}`);
   const { store } = await openCliStore(opts.backend);
   const stop = interruptible();
   const reports: PruneReport[] = [];
@@ -39,7 +40,10 @@ export async function pruneCommand(opts: PruneOptions): Promise<void> {
           dryRun: opts.dryRun,
           batchSize,
           signal: stop.signal,
-          onProgress: progressBars<'prune'>({ prune: { label: `prune ${tenant === '' ? 'default store' : tenant}`, unit: 'statements' } }, Number(opts.progressInterval ?? 10) * 1000),
+          onProgress: progressBars<'prune'>(
+            { prune: { label: `prune ${tenant === '' ? 'default store' : tenant}`, unit: 'statements' } },
+            Number(opts.progressInterval ?? 10) * 1000,
+          ),
         }),
       );
     }

@@ -53,7 +53,13 @@ export async function rejectionsList(opts: StoreOptions & { json?: boolean; sinc
   await withAdmin(opts.backend, async (ctx, by) => {
     const rows = await listRejections(ctx, by, { target: opts.target, since, reason: opts.reason, limit });
     if (opts.json) {
-      process.stdout.write(`${JSON.stringify(rows.map((r) => ({ ...printable(r), body: undefined })), null, 2)}\n`);
+      process.stdout.write(
+        `${JSON.stringify(
+          rows.map((r) => ({ ...printable(r), body: undefined })),
+          null,
+          2,
+        )}\n`,
+      );
       return;
     }
     if (!rows.length) {
@@ -107,7 +113,9 @@ export async function rejectionsReplay(ids: string[], opts: StoreOptions & { all
       const lines = n.results.map(replayLine);
       const skipped = n.skipped ? `; ${n.skipped} skipped (their writer no longer holds the grant it wrote with)` : '';
       const claimed = n.claimed ? `; ${n.claimed} left to another replay under way` : '';
-      lines.push(`replayed ${n.replayed}: ${n.stored} stored and removed, ${n.refused} refused again (kept with their new reasons), ${n.notReplayable} not replayable${skipped}${claimed}`);
+      lines.push(
+        `replayed ${n.replayed}: ${n.stored} stored and removed, ${n.refused} refused again (kept with their new reasons), ${n.notReplayable} not replayable${skipped}${claimed}`,
+      );
       process.stdout.write(`${lines.join('\n')}\n`);
     });
   } finally {

@@ -15,7 +15,9 @@ export async function violationsCommand(id: string, opts: { backend?: string; ta
       return;
     }
     const lines = found.violations.map((v) => `${v.loc.join('.') || '(statement)'}: ${v.msg} [${v.type}]`);
-    process.stdout.write(`statement ${found.id} was stored under lax validation with ${found.violations.length} violation${found.violations.length === 1 ? '' : 's'}:\n${lines.join('\n')}\n`);
+    process.stdout.write(
+      `statement ${found.id} was stored under lax validation with ${found.violations.length} violation${found.violations.length === 1 ? '' : 's'}:\n${lines.join('\n')}\n`,
+    );
   } finally {
     await store.close();
   }

@@ -131,7 +131,10 @@ export class TargetClient {
   async post(statements: string[], attachments: AttachmentBlob[], signal: AbortSignal): Promise<Outcome> {
     const json = `[${statements.join(',')}]`;
     const body = attachments.length
-      ? buildStatementsMultipart(json, attachments.map((a) => ({ sha2: a.sha2, contentType: a.contentType, body: a.content })))
+      ? buildStatementsMultipart(
+          json,
+          attachments.map((a) => ({ sha2: a.sha2, contentType: a.contentType, body: a.content })),
+        )
       : { contentType: 'application/json', body: json };
     // A batch holding a statement written under 2.0 travels as 2.0 (a 1.0.3 target refuses it: a
     // dead letter saying why); otherwise as 1.0.3, which every LRS speaks.

@@ -28,9 +28,19 @@ export interface AdmitOptions<A> {
 }
 
 /** Authenticates `authorization` from `client` (its address), then grants what the route needs. */
-export function admit<A>(auth: Pick<Authenticator, 'authenticate'>, authorization: string | undefined, client: string, opts: AdmitOptions<A> & { grant: Grant<A> }): Promise<Admission<A>>;
+export function admit<A>(
+  auth: Pick<Authenticator, 'authenticate'>,
+  authorization: string | undefined,
+  client: string,
+  opts: AdmitOptions<A> & { grant: Grant<A> },
+): Promise<Admission<A>>;
 export function admit(auth: Pick<Authenticator, 'authenticate'>, authorization: string | undefined, client: string, opts?: { throttle?: Throttle }): Promise<Admission<undefined>>;
-export async function admit<A>(auth: Pick<Authenticator, 'authenticate'>, authorization: string | undefined, client: string, opts: AdmitOptions<A> = {}): Promise<Admission<A | undefined>> {
+export async function admit<A>(
+  auth: Pick<Authenticator, 'authenticate'>,
+  authorization: string | undefined,
+  client: string,
+  opts: AdmitOptions<A> = {},
+): Promise<Admission<A | undefined>> {
   const blocked = opts.throttle?.blocked(authorization, client);
   if (blocked) return { refusal: blocked };
   const result = await auth.authenticate(authorization, client);

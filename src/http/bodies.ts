@@ -283,7 +283,7 @@ export class RequestBodies {
       tooLarge: `the request body is larger than the ${config.maxRequestSize} bytes this LRS accepts (LECTERN_MAX_REQUEST_SIZE)`,
       busy: {
         total: 'the server holds as many request bodies as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT); try again shortly',
-        user: 'this user\'s requests hold as much as one user\'s may at once (LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER); try again shortly',
+        user: "this user's requests hold as much as one user's may at once (LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER); try again shortly",
       },
       idleMs: config.requestBodyTimeout * 1000,
       minRate: config.requestBodyMinRate,

@@ -48,7 +48,10 @@ export function parseQuery(qs: string, where: 'query' | 'form' = 'query'): Recor
     }
     if (++fields > MAX_FIELDS) {
       const whole = where === 'query' ? 'the query string' : 'the form (alternate request syntax)';
-      throw new LrsError('bad_request', `${whole} has more than ${MAX_FIELDS} ${what}s, the most this LRS reads (a resource's parameters, and in a form a few headers and content)`);
+      throw new LrsError(
+        'bad_request',
+        `${whole} has more than ${MAX_FIELDS} ${what}s, the most this LRS reads (a resource's parameters, and in a form a few headers and content)`,
+      );
     }
     const pair = qs.slice(start, end);
     start = end + 1;

@@ -137,10 +137,7 @@ function everyRequest(app: FastifyInstance, deps: ServerDeps, methods: WeakMap<F
   app.addHook('onResponse', async (request, reply) => {
     // The path only: query strings carry agents and the alternate syntax's form carries credentials.
     // `ip`: the client's address (behind trusted proxies, the one they forward), as the throttle sees it.
-    request.log.info(
-      { method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ip: request.ip },
-      'request',
-    );
+    request.log.info({ method: request.method, path: request.url.split('?')[0], status: reply.statusCode, ms: Math.round(reply.elapsedTime * 10) / 10, ip: request.ip }, 'request');
     metrics?.observeRequest(request.routeOptions.url ?? 'unmatched', request.method, reply.statusCode, reply.elapsedTime / 1000, methods.get(request) ?? request.method);
   });
   app.setErrorHandler(async (err: Error & { statusCode?: number; code?: string }, request, reply) => {

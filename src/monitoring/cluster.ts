@@ -82,7 +82,9 @@ export class WorkerScrapes {
       const fail = (why: string) => (this.waiting.delete(id), reject(new Error(`cannot collect the worker processes' metrics: ${why}`)));
       // The primary answers within its own timeout; this one only guards against a primary gone quiet.
       const timer = setTimeout(() => fail('the primary process did not answer'), COLLECT_TIMEOUT_MS + 1000);
-      const settle = <T>(fn: (v: T) => void) => (v: T) => (clearTimeout(timer), fn(v));
+      const settle =
+        <T>(fn: (v: T) => void) =>
+        (v: T) => (clearTimeout(timer), fn(v));
       this.waiting.set(id, { resolve: settle(resolve), reject: settle(reject) });
       if (process.connected) {
         tellPrimary({ type: 'lectern:metrics:scrape', id });
@@ -129,7 +131,10 @@ export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
       pending.set(id, (m) => {
         done();
         if (!m.figures) return reject(new Error(`worker ${w.id}: ${m.error ?? 'no figures'}`));
-        last.set(w, m.figures.counted.filter((f) => GROWING.has(String(f.type))));
+        last.set(
+          w,
+          m.figures.counted.filter((f) => GROWING.has(String(f.type))),
+        );
         resolve(m.figures);
       });
       w.once('exit', onExit);

@@ -71,7 +71,7 @@ export class Metrics {
   });
   private readonly violations = new Counter({
     name: 'lectern_statement_violations_total',
-    help: 'Rules broken by statements accepted under lax validation (docs/validation.md), by rule (the validator\'s type, e.g. value_error.iri)',
+    help: "Rules broken by statements accepted under lax validation (docs/validation.md), by rule (the validator's type, e.g. value_error.iri)",
     labelNames: ['rule'] as const,
     registers: [this.counted],
   });
@@ -118,7 +118,13 @@ export class Metrics {
     // A provider that fails (the database is down) leaves its figures out of this scrape: the rest
     // of /metrics still renders, when it matters most.
     const read = () =>
-      (scrape ??= Promise.all(this.forwarding.map((p) => Promise.resolve().then(p).catch(() => [])))
+      (scrape ??= Promise.all(
+        this.forwarding.map((p) =>
+          Promise.resolve()
+            .then(p)
+            .catch(() => []),
+        ),
+      )
         .then((lists) => lists.flat())
         .finally(() => setImmediate(() => (scrape = undefined))));
     // queued and dead are levels (dead letters go back to the queue with `lectern forwarding retry`);

@@ -26,11 +26,15 @@ export const MAX_PASSWORD_BYTES = 72;
 /** Refuses a username (or key) no client could sign in with. */
 export function checkUsername(username: string): void {
   // HTTP Basic splits user and password at the first colon (RFC 7617 §2): such a user could never sign in.
-  if (username.includes(':')) throw new OpsError(`the username ${JSON.stringify(username)} contains ":", which HTTP Basic authentication cannot carry in a username: choose one without it`);
+  if (username.includes(':'))
+    throw new OpsError(`the username ${JSON.stringify(username)} contains ":", which HTTP Basic authentication cannot carry in a username: choose one without it`);
   // RFC 7617 §2: "The user-id and password MUST NOT contain any control characters" (and a newline
   // in a name would also split the log lines and listings that show it).
   const control = controlCharacter(username);
-  if (control) throw new OpsError(`the username ${JSON.stringify(username)} contains the control character ${control}, which HTTP Basic authentication does not allow: choose one without control characters`);
+  if (control)
+    throw new OpsError(
+      `the username ${JSON.stringify(username)} contains the control character ${control}, which HTTP Basic authentication does not allow: choose one without control characters`,
+    );
 }
 
 /** Refuses unknown scope names. */
@@ -53,7 +57,9 @@ export function checkPassword(password: string): void {
   if (control) throw new OpsError(`the password contains the control character ${control}, which HTTP Basic authentication does not allow: choose one without control characters`);
   const bytes = Buffer.byteLength(password, 'utf8');
   if (bytes > MAX_PASSWORD_BYTES) {
-    throw new OpsError(`the password is ${bytes} bytes long (UTF-8); bcrypt uses only the first ${MAX_PASSWORD_BYTES}, so anything after them would not be checked: choose one of at most ${MAX_PASSWORD_BYTES} bytes`);
+    throw new OpsError(
+      `the password is ${bytes} bytes long (UTF-8); bcrypt uses only the first ${MAX_PASSWORD_BYTES}, so anything after them would not be checked: choose one of at most ${MAX_PASSWORD_BYTES} bytes`,
+    );
   }
 }
 
@@ -226,12 +232,7 @@ export async function revokeCredential(store: CredentialStore, key: string, opts
  * Gives a credential a new secret (returned once). With a grace, the secret it had keeps working
  * for that many seconds (an earlier rotation's grace ends now); without one, it stops at once.
  */
-export async function rotateCredential(
-  store: CredentialStore,
-  key: string,
-  rotation: { graceSeconds?: number } = {},
-  opts: CredentialOptions = {},
-): Promise<IssuedCredential> {
+export async function rotateCredential(store: CredentialStore, key: string, rotation: { graceSeconds?: number } = {}, opts: CredentialOptions = {}): Promise<IssuedCredential> {
   opts.signal?.throwIfAborted();
   const grace = checkGrace(rotation.graceSeconds);
   const now = (opts.clock ?? systemClock).now();

@@ -88,7 +88,10 @@ async function removableAttachments(store: Store, tenant: string, declaring: Dec
   const hashes = new Set<string>();
   for (let i = 0; i < declaring.length; i += CHUNK) {
     const chunk = declaring.slice(i, i + CHUNK);
-    const notCarried = await store.attachmentsNotCarried(tenant, chunk.map((d) => d.position));
+    const notCarried = await store.attachmentsNotCarried(
+      tenant,
+      chunk.map((d) => d.position),
+    );
     for (const d of chunk) {
       const skip = new Set(notCarried.get(d.position));
       for (const h of d.hashes) {

@@ -103,7 +103,10 @@ export async function exportStatements(store: Store, req: StatementExport): Prom
 /** Writes the violations of these statements that have some (to `sink`, when given); returns how many have. */
 async function writeViolations(store: Store, tenant: string, rows: StoredRow[], sink: TextSink | undefined): Promise<number> {
   if (!rows.length) return 0;
-  const found = await store.violationsAt(tenant, rows.map((r) => r.position));
+  const found = await store.violationsAt(
+    tenant,
+    rows.map((r) => r.position),
+  );
   if (sink && found.size) {
     const lines = rows.flatMap((r) => {
       const v = found.get(r.position);
@@ -133,7 +136,10 @@ async function writeAttachments(store: Store, tenant: string, dir: string, rows:
     for (const h of hashes) if (!existsSync(join(dir, h))) wanted.add(h);
   }
   if (withAttachments.length) {
-    const notCarried = await store.attachmentsNotCarried(tenant, withAttachments.map((w) => w.position));
+    const notCarried = await store.attachmentsNotCarried(
+      tenant,
+      withAttachments.map((w) => w.position),
+    );
     const lines = withAttachments.flatMap((w) => (notCarried.get(w.position) ?? []).map((sha2) => `${JSON.stringify({ id: w.id, sha2 })}\n`));
     if (lines.length) appendFileSync(listed, lines.join(''));
   }

@@ -213,7 +213,13 @@ export class StatementImport {
   /** Stores a prepared batch in one transaction (when one statement spoils it, one by one), then its refusals. */
   private async insert({ ready, refused }: Batch): Promise<void> {
     await this.storeReady(ready, refused);
-    if (refused.length) await this.rejects.write(refused.sort((a, b) => a.n - b.n).map((r) => r.line).join(''));
+    if (refused.length)
+      await this.rejects.write(
+        refused
+          .sort((a, b) => a.n - b.n)
+          .map((r) => r.line)
+          .join(''),
+      );
   }
 
   private async storeReady(ready: Ready[], refused: Batch['refused']): Promise<void> {

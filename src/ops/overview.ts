@@ -66,12 +66,7 @@ export interface Overview {
 const isoDay = (day: number): string => new Date(day * DAY_MS).toISOString().slice(0, 10);
 
 /** The Overview of `asked` (a store administrator: its own; another store is a not_found), as `role` sees it. */
-export async function storeOverview(
-  store: Store,
-  role: AdminRole,
-  asked: string | undefined,
-  opts: { clock: Clock; activeTargets: readonly string[] },
-): Promise<Overview> {
+export async function storeOverview(store: Store, role: AdminRole, asked: string | undefined, opts: { clock: Clock; activeTargets: readonly string[] }): Promise<Overview> {
   const target = reachableStore(role, asked);
   const nowMs = opts.clock.now();
   const today = dayOf(nowMs);
@@ -100,7 +95,13 @@ export async function storeOverview(
   };
   if (role.kind === 'operator') {
     const lags = await forwardingLags(store, nowMs);
-    const targets = (await forwardingStatus(store, opts.activeTargets)).map((t) => ({ target: t.target, active: t.active, queued: t.queued, dead: t.dead, lagMs: lags.get(t.target) ?? null }));
+    const targets = (await forwardingStatus(store, opts.activeTargets)).map((t) => ({
+      target: t.target,
+      active: t.active,
+      queued: t.queued,
+      dead: t.dead,
+      lagMs: lags.get(t.target) ?? null,
+    }));
     const withLag = targets.flatMap((t) => (t.lagMs === null ? [] : [t.lagMs]));
     out.forwarding = {
       targets,

@@ -130,17 +130,20 @@ export function startRetention(opts: { store: Store; days: number; clock: Clock;
   let current: Promise<unknown> = Promise.resolve();
   // This process's passes take turns; another process's pass makes this one skip.
   const run = (): Promise<PruneReport[] | undefined> => {
-    const pass = current.then(() => store.exclusively('retention', async () => {
-      const beforeMs = retentionCutoff(clock.now(), days);
-      const reports: PruneReport[] = [];
-      for (const tenant of await allStores(store)) {
-        if (abort.signal.aborted) break;
-        const r = await prune(store, { tenant, beforeMs, signal: abort.signal });
-        if (r.statements || r.rejections) logger.info({ target: tenant, before: r.before, statements: r.statements, attachments: r.attachments, rejections: r.rejections }, 'retention: pruned');
-        reports.push(r);
-      }
-      return reports;
-    }));
+    const pass = current.then(() =>
+      store.exclusively('retention', async () => {
+        const beforeMs = retentionCutoff(clock.now(), days);
+        const reports: PruneReport[] = [];
+        for (const tenant of await allStores(store)) {
+          if (abort.signal.aborted) break;
+          const r = await prune(store, { tenant, beforeMs, signal: abort.signal });
+          if (r.statements || r.rejections)
+            logger.info({ target: tenant, before: r.before, statements: r.statements, attachments: r.attachments, rejections: r.rejections }, 'retention: pruned');
+          reports.push(r);
+        }
+        return reports;
+      }),
+    );
     current = pass.catch(() => undefined);
     return pass;
   };

@@ -33,8 +33,7 @@ export interface Reader {
 export const readView = (store: Pick<StatementStore, 'readView'> & StatementReads): StatementReads => store.readView?.() ?? store;
 
 /** The time up to which the view has every statement (the epoch when it cannot say). */
-export const consistentThrough = (reads: Pick<StatementReads, 'consistentThrough'>, tenant: string): Promise<Date> =>
-  reads.consistentThrough(tenant).catch(() => new Date(0));
+export const consistentThrough = (reads: Pick<StatementReads, 'consistentThrough'>, tenant: string): Promise<Date> => reads.consistentThrough(tenant).catch(() => new Date(0));
 
 /** How statements are read and shaped for a reader. */
 export interface StatementReadOptions {
@@ -214,7 +213,10 @@ export async function readPerson(reads: StatementReads, reader: Reader, params: 
   everyStatementReadable(reader, 'the Agents resource');
   const key = ifiKey(agent);
   const seen = key === undefined ? [] : await reads.statementsWithAgent(reader.target, key, PERSON_STATEMENTS, maxPageBytes);
-  return personOf(agent, seen.map((j) => JSON.parse(j) as Statement));
+  return personOf(
+    agent,
+    seen.map((j) => JSON.parse(j) as Statement),
+  );
 }
 
 /**

@@ -38,8 +38,7 @@ export const KEPT_RESOURCES: ReadonlyMap<string, DocumentKind | 'statements'> = 
 const WRITE_METHODS = new Set(['PUT', 'POST', 'DELETE']);
 
 /** Whether a refused request is one this module keeps. */
-export const isKeptRejection = (path: string, method: string, status: number): boolean =>
-  KEPT_STATUSES.has(status) && WRITE_METHODS.has(method) && KEPT_RESOURCES.has(path);
+export const isKeptRejection = (path: string, method: string, status: number): boolean => KEPT_STATUSES.has(status) && WRITE_METHODS.has(method) && KEPT_RESOURCES.has(path);
 
 // ----- reasons ---------------------------------------------------------------------------------
 
@@ -109,7 +108,10 @@ const REPLAY_NAMESPACE = Buffer.from('6f0c2a4e9b1d4c7a8e3f5a2b7c9d1e04', 'hex');
  * stored ("same statement, no change"): a replay cut mid-way, or run twice, stores each once.
  */
 export function replayedStatementId(r: Pick<KeptRejection, 'tenant' | 'id'>, index: number): string {
-  const h = createHash('sha1').update(REPLAY_NAMESPACE).update(JSON.stringify([r.tenant, r.id, index])).digest();
+  const h = createHash('sha1')
+    .update(REPLAY_NAMESPACE)
+    .update(JSON.stringify([r.tenant, r.id, index]))
+    .digest();
   h[6] = (h[6] & 0x0f) | 0x50;
   h[8] = (h[8] & 0x3f) | 0x80;
   const x = h.subarray(0, 16).toString('hex');

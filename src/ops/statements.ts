@@ -59,10 +59,16 @@ function checkCounts(json: Buffer | undefined, limits: StatementLimits, holdPars
   if (!json) return json;
   const count = countJson(json, { maxItems: limits.maxStatements, maxValues: limits.maxJsonValues });
   if (count.over === 'items') {
-    throw new LrsError('too_large', `the request carries more than ${limits.maxStatements} statements, the most this LRS accepts in one request (LECTERN_MAX_STATEMENTS_PER_REQUEST): send them in smaller batches`);
+    throw new LrsError(
+      'too_large',
+      `the request carries more than ${limits.maxStatements} statements, the most this LRS accepts in one request (LECTERN_MAX_STATEMENTS_PER_REQUEST): send them in smaller batches`,
+    );
   }
   if (count.over === 'values') {
-    throw new LrsError('too_large', `the statements hold more than ${limits.maxJsonValues} JSON values, the most this LRS accepts in one request (LECTERN_MAX_JSON_VALUES): send them in smaller batches`);
+    throw new LrsError(
+      'too_large',
+      `the statements hold more than ${limits.maxJsonValues} JSON values, the most this LRS accepts in one request (LECTERN_MAX_JSON_VALUES): send them in smaller batches`,
+    );
   }
   holdParsed?.(count.values);
   return json;

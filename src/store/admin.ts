@@ -25,9 +25,7 @@ export function* storeSummaries(only?: string): Program<StoreSummary[]> {
   };
   if (only === undefined) of('');
   else of(only);
-  const tenants = yield* rows(
-    only === undefined ? { text: 'SELECT id, name FROM tenants', values: [] } : { text: `SELECT id, name FROM tenants WHERE name = $1`, values: [only] },
-  );
+  const tenants = yield* rows(only === undefined ? { text: 'SELECT id, name FROM tenants', values: [] } : { text: `SELECT id, name FROM tenants WHERE name = $1`, values: [only] });
   for (const t of tenants) {
     const s = of(String(t.name));
     // The Overview's counts (./overview.ts, kept by every write and deletion): no scan of a large store.

@@ -11,8 +11,7 @@ import type { CredentialRow } from './types.ts';
 
 type Row = Record<string, unknown>;
 
-const COLS =
-  'key, secret_hash, previous_hash, previous_until_ms, label, scopes, target, agent, validation, created_ms, expires_ms, last_used_ms, revoked_ms';
+const COLS = 'key, secret_hash, previous_hash, previous_until_ms, label, scopes, target, agent, validation, created_ms, expires_ms, last_used_ms, revoked_ms';
 
 const num = (v: unknown): number | undefined => (v === null || v === undefined ? undefined : Number(v));
 

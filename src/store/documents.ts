@@ -120,7 +120,13 @@ export function* scanDocuments(d: DocumentDialect, tenant: string, opts: { after
       })
     : yield* rows({ text: `SELECT ${COLS} FROM documents WHERE tenant = $1 ${order} LIMIT $2`, values: [tenant, opts.limit], name: d.names?.scan });
   return rs.map((r) => ({
-    key: { kind: String(r.kind) as DocumentKey['kind'], activityId: String(r.activity_id), agent: String(r.agent_key), registration: String(r.registration), docId: String(r.doc_id) },
+    key: {
+      kind: String(r.kind) as DocumentKey['kind'],
+      activityId: String(r.activity_id),
+      agent: String(r.agent_key),
+      registration: String(r.registration),
+      docId: String(r.doc_id),
+    },
     ...toDocument(r),
   }));
 }

@@ -8,7 +8,9 @@ import type { KeptRejection, NewRejection, RejectionClaim, RejectionFilter, Reje
 type Row = Record<string, unknown>;
 
 const COLUMNS = 'tenant, at_ms, username, method, path, query, status, reasons, types, headers, version, body, body_bytes, writer';
-const INSERT = `INSERT INTO rejections (${COLUMNS}) VALUES (${COLUMNS.split(', ').map((_, i) => `$${i + 1}`).join(', ')})`;
+const INSERT = `INSERT INTO rejections (${COLUMNS}) VALUES (${COLUMNS.split(', ')
+  .map((_, i) => `$${i + 1}`)
+  .join(', ')})`;
 const SELECT = `SELECT id, ${COLUMNS} FROM rejections`;
 
 /** ` a b c `: reason types between spaces, so that LIKE finds a whole type or a prefix ending at a dot. */
@@ -73,7 +75,22 @@ export function* keepRejections(items: NewRejection[], bounds: { max: number; ke
     tenants.add(r.tenant);
     yield* run({
       text: INSERT,
-      values: [r.tenant, r.atMs, r.username, r.method, r.path, JSON.stringify(r.query), r.status, JSON.stringify(r.reasons), typesText(r.reasons), JSON.stringify(r.headers), r.version, r.body ?? null, r.bodyBytes, r.writer],
+      values: [
+        r.tenant,
+        r.atMs,
+        r.username,
+        r.method,
+        r.path,
+        JSON.stringify(r.query),
+        r.status,
+        JSON.stringify(r.reasons),
+        typesText(r.reasons),
+        JSON.stringify(r.headers),
+        r.version,
+        r.body ?? null,
+        r.bodyBytes,
+        r.writer,
+      ],
     });
   }
   yield* run({ text: 'DELETE FROM rejections WHERE at_ms < $1', values: [bounds.keepSinceMs] });
@@ -125,9 +142,7 @@ export function* deleteRejections(ids: string[]): Program<number> {
 }
 
 export function* clearRejections(tenant?: string): Program<number> {
-  return tenant === undefined
-    ? yield* run({ text: 'DELETE FROM rejections', values: [] })
-    : yield* run({ text: 'DELETE FROM rejections WHERE tenant = $1', values: [tenant] });
+  return tenant === undefined ? yield* run({ text: 'DELETE FROM rejections', values: [] }) : yield* run({ text: 'DELETE FROM rejections WHERE tenant = $1', values: [tenant] });
 }
 
 /**

@@ -1,4 +1,3 @@
-
 /**
  * SQL shared by the backends: the statement query (filters, StatementRef targeting, keyset
  * paging, since/until as seq bounds). Both schemas use the same table
@@ -95,7 +94,6 @@ export function uuidText(b: Uint8Array): string {
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-${h.slice(12, 16)}-${h.slice(16, 20)}-${h.slice(20)}`;
 }
 
-
 /** Collects parameters and hands out their placeholders, `$1`, `$2`, … (the one spelling: ./program.ts). */
 export class Params {
   readonly values: unknown[] = [];
@@ -159,8 +157,7 @@ export function storedSeqSql(tenant: number, ms: number, bound: 'since' | 'until
 }
 
 /** True when the filter has conditions that StatementRef targeting applies to. */
-export const hasTargetableFilter = (f: StatementFilter): boolean =>
-  f.agent !== undefined || f.verb !== undefined || f.activity !== undefined || f.registration !== undefined;
+export const hasTargetableFilter = (f: StatementFilter): boolean => f.agent !== undefined || f.verb !== undefined || f.activity !== undefined || f.registration !== undefined;
 
 export function windowConds(alias: string, w: SeqWindow, p: Params): string[] {
   const c: string[] = [];
@@ -376,12 +373,7 @@ export const inlineBytes = (q: Pick<StatementQuery, 'limit' | 'maxBytes'>): numb
  * came with its JSON (`allInline`) and the page carries no data: their total is within the bound
  * (inlineBytes), so only the limit ends the page.
  */
-export function pageRowsKept(
-  rows: number,
-  q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>,
-  allInline: boolean,
-  bytes: (i: number) => number,
-): number {
+export function pageRowsKept(rows: number, q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>, allInline: boolean, bytes: (i: number) => number): number {
   if (allInline && !q.attachments) return Math.min(rows, q.limit);
   let total = 0;
   let n = 0;

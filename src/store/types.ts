@@ -255,12 +255,7 @@ export interface DocumentStore {
    * `pre` and `maxSize` (the merged document included) and applies the write in one
    * transaction; returns the new document.
    */
-  putDocument(
-    tenant: string,
-    key: DocumentKey,
-    doc: { content: Buffer; contentType: string },
-    opts: DocumentWriteOptions,
-  ): Promise<StoredDocument>;
+  putDocument(tenant: string, key: DocumentKey, doc: { content: Buffer; contentType: string }, opts: DocumentWriteOptions): Promise<StoredDocument>;
   deleteDocument(tenant: string, key: DocumentKey, pre: DocumentPrecondition): Promise<void>;
   /**
    * Distinct ids of the documents matching `key` with docId ignored, updated after `sinceMs`, in id
@@ -388,7 +383,6 @@ export interface RejectionClaim {
   nowMs: number;
 }
 
-
 /** A credential as stored (src/ops/credentials.ts makes them, src/auth/database.ts checks them). */
 export interface CredentialRow {
   /** The Basic user name, unique. */
@@ -469,7 +463,6 @@ export interface ViolationStore {
   /** Which of `ids` (a page of statements) were stored with violations: one query, whatever their number. */
   statementsWithViolations(tenant: string, ids: readonly string[]): Promise<Set<string>>;
 }
-
 
 /** One store (tenant) as the admin API lists it. */
 export interface StoreSummary {
@@ -620,4 +613,14 @@ export interface KeysStore {
 }
 
 /** Everything a backend implements; callers may depend on just the part they use. */
-export type Store = StoreLifecycle & ForwardingStore & StatementStore & DocumentStore & MaintenanceStore & CredentialStore & RejectionStore & ViolationStore & AdminStore & SessionStore & KeysStore;
+export type Store = StoreLifecycle &
+  ForwardingStore &
+  StatementStore &
+  DocumentStore &
+  MaintenanceStore &
+  CredentialStore &
+  RejectionStore &
+  ViolationStore &
+  AdminStore &
+  SessionStore &
+  KeysStore;

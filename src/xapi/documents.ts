@@ -224,11 +224,7 @@ export function headerlessPut(kind: DocumentKind, version: XapiVersion): 'allowe
 }
 
 /** The preconditions of a request from its If-Match / If-None-Match headers, and what a PUT without either gets. */
-export function parsePreconditions(
-  ifMatch: string | undefined,
-  ifNoneMatch: string | undefined,
-  headerless: ReturnType<typeof headerlessPut> = 'allowed',
-): DocumentPrecondition {
+export function parsePreconditions(ifMatch: string | undefined, ifNoneMatch: string | undefined, headerless: ReturnType<typeof headerlessPut> = 'allowed'): DocumentPrecondition {
   const pre: DocumentPrecondition = {};
   const match = entityTags(ifMatch);
   if (match) pre.ifMatch = match;
@@ -242,8 +238,7 @@ export function parsePreconditions(
   return pre;
 }
 
-export const hasPrecondition = (pre: DocumentPrecondition): boolean =>
-  pre.ifMatch !== undefined || pre.ifNoneMatchAny === true || pre.ifNoneMatch !== undefined;
+export const hasPrecondition = (pre: DocumentPrecondition): boolean => pre.ifMatch !== undefined || pre.ifNoneMatchAny === true || pre.ifNoneMatch !== undefined;
 
 // ---------------------------------------------------------------------------------------------
 // Request parameters

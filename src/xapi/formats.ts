@@ -176,11 +176,7 @@ function definitionSlots(d: ActivityDefinition, slots: MapSlot[]): ActivityDefin
  * statement. The copy of the statement's structure is made at once (its cost is that of
  * parsing it); the maps, whose keys are the work, are reduced in steps.
  */
-export function* canonicalStatement(
-  s: Statement,
-  definitions: ReadonlyMap<string, ActivityDefinition>,
-  languages: LanguagePreferences,
-): Generator<void, Statement, void> {
+export function* canonicalStatement(s: Statement, definitions: ReadonlyMap<string, ActivityDefinition>, languages: LanguagePreferences): Generator<void, Statement, void> {
   const slots: MapSlot[] = [];
   const out = rewriteBody(s, {
     actor: keep,

@@ -57,8 +57,7 @@ function allAlnum(s: string): boolean {
   return true;
 }
 
-const isVariant = (s: string): boolean =>
-  (s.length >= 5 && s.length <= 8) || (s.length === 4 && isDigitCode(s.charCodeAt(0)));
+const isVariant = (s: string): boolean => (s.length >= 5 && s.length <= 8) || (s.length === 4 && isDigitCode(s.charCodeAt(0)));
 
 function check(tag: string): boolean {
   const parts = tag.split('-');

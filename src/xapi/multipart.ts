@@ -23,7 +23,6 @@ export interface MultipartPart {
   body: Buffer;
 }
 
-
 const bad = (message: string): LrsError => new LrsError('bad_request', message);
 
 const CR = 0x0d;
@@ -119,7 +118,9 @@ function parseHeaders(block: string, partNumber: number): Record<string, string>
     const key = name.toLowerCase();
     if (headers.has(key)) throw bad(`multipart part ${partNumber}: duplicate ${name} header`);
     if (headers.size === MAX_PART_HEADER_FIELDS) {
-      throw bad(`multipart part ${partNumber}: more than ${MAX_PART_HEADER_FIELDS} header fields (an xAPI part needs Content-Type, Content-Transfer-Encoding and X-Experience-API-Hash)`);
+      throw bad(
+        `multipart part ${partNumber}: more than ${MAX_PART_HEADER_FIELDS} header fields (an xAPI part needs Content-Type, Content-Transfer-Encoding and X-Experience-API-Hash)`,
+      );
     }
     headers.set(key, line.slice(colon + 1).trim());
     last = key;
@@ -225,7 +226,9 @@ export function parseMultipartMixed(contentType: string, body: Buffer, opts: { m
   const parts: MultipartPart[] = [];
   while (!current.close) {
     if (parts.length === maxParts) {
-      throw bad(`multipart body has more than ${maxParts} parts: a statement request has one for the statements and one per attachment's data, at most ${maxParts - 1} (twice LECTERN_MAX_STATEMENTS_PER_REQUEST)`);
+      throw bad(
+        `multipart body has more than ${maxParts} parts: a statement request has one for the statements and one per attachment's data, at most ${maxParts - 1} (twice LECTERN_MAX_STATEMENTS_PER_REQUEST)`,
+      );
     }
     // A delimiter line directly followed by another one (sharing its line ending): an empty part.
     if (body.subarray(current.end, current.end + dash.length).equals(dash)) {

@@ -67,7 +67,13 @@ export const RESOURCES = {
     name: 'Statements',
     methods: ['GET', 'HEAD', 'PUT', 'POST'],
     params: [
-      { name: 'statementId', kind: 'uuid', methods: ['GET', 'HEAD', 'PUT'], requiredFor: ['PUT'], description: 'PUT: the id to store the statement under. GET: the one statement with this id (not a voided one).' },
+      {
+        name: 'statementId',
+        kind: 'uuid',
+        methods: ['GET', 'HEAD', 'PUT'],
+        requiredFor: ['PUT'],
+        description: 'PUT: the id to store the statement under. GET: the one statement with this id (not a voided one).',
+      },
       { name: 'voidedStatementId', kind: 'uuid', methods: READ, description: 'The one voided statement with this id.' },
       { name: 'agent', kind: 'agent', methods: READ, description: 'Statements whose actor or object is this Agent or identified Group (JSON); with related_agents, in any role.' },
       { name: 'verb', kind: 'iri', methods: READ, description: 'Statements with this verb id.' },
@@ -77,13 +83,26 @@ export const RESOURCES = {
       { name: 'related_agents', kind: 'bool', methods: READ, default: 'false', description: 'Match `agent` in the context, authority and sub-statements too.' },
       { name: 'since', kind: 'timestamp', methods: READ, description: 'Statements stored after this instant (exclusive).' },
       { name: 'until', kind: 'timestamp', methods: READ, description: 'Statements stored at or before this instant (inclusive).' },
-      { name: 'limit', kind: 'int', methods: READ, default: '100', description: 'Page size; 0 or above the server maximum (LECTERN_RUNSERVER_MAX_SEARCH_HITS_COUNT) gives the maximum.' },
-      { name: 'format', kind: 'enum', methods: READ, values: ['ids', 'exact', 'canonical'], default: 'exact', description: 'ids: identifiers only for agents, activities and verbs; exact: as stored; canonical: the LRS\'s definitions, one language per language map (Accept-Language).' },
-      { name: 'attachments', kind: 'bool', methods: READ, default: 'false', description: 'true: a multipart/mixed response with the attachments\' data after the JSON.' },
+      {
+        name: 'limit',
+        kind: 'int',
+        methods: READ,
+        default: '100',
+        description: 'Page size; 0 or above the server maximum (LECTERN_RUNSERVER_MAX_SEARCH_HITS_COUNT) gives the maximum.',
+      },
+      {
+        name: 'format',
+        kind: 'enum',
+        methods: READ,
+        values: ['ids', 'exact', 'canonical'],
+        default: 'exact',
+        description: "ids: identifiers only for agents, activities and verbs; exact: as stored; canonical: the LRS's definitions, one language per language map (Accept-Language).",
+      },
+      { name: 'attachments', kind: 'bool', methods: READ, default: 'false', description: "true: a multipart/mixed response with the attachments' data after the JSON." },
       { name: 'ascending', kind: 'bool', methods: READ, default: 'false', description: 'Oldest first.' },
-      { name: 'mine', kind: 'bool', methods: READ, default: 'false', description: 'Ralph\'s extension: only statements whose authority is the requesting user\'s agent.' },
+      { name: 'mine', kind: 'bool', methods: READ, default: 'false', description: "Ralph's extension: only statements whose authority is the requesting user's agent." },
       { name: 'search_after', kind: 'cursor', methods: READ, description: 'Paging cursor, as written in the `more` link of the previous page (opaque to clients).' },
-      { name: 'pit_id', kind: 'token', methods: READ, description: 'Ralph\'s point-in-time id, accepted for compatibility: paging here needs none.' },
+      { name: 'pit_id', kind: 'token', methods: READ, description: "Ralph's point-in-time id, accepted for compatibility: paging here needs none." },
     ],
   },
   state: {
@@ -152,7 +171,8 @@ export function parseParamValue(spec: ParamSpec, raw: string, issues: Validation
       const fixed = OFFSET_AS_SPACE.test(raw) ? raw.replace(OFFSET_AS_SPACE, '+$1') : raw;
       const t = parseTimestamp(raw) ?? parseTimestamp(fixed);
       if (t !== undefined) return t;
-      if (timestampOutOfRange(raw) || timestampOutOfRange(fixed)) return bad('the instant it denotes is outside years 0000-9999 once converted to UTC', 'value_error.datetime_range');
+      if (timestampOutOfRange(raw) || timestampOutOfRange(fixed))
+        return bad('the instant it denotes is outside years 0000-9999 once converted to UTC', 'value_error.datetime_range');
       return bad('must be an ISO 8601 timestamp', 'value_error.datetime');
     }
     case 'int':

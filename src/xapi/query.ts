@@ -59,10 +59,7 @@ const SINGLE_COMPATIBLE = new Set(['statementId', 'voidedStatementId', 'format',
  * `onlyMine` applies it whatever the parameters say (the user may only read statements it is the
  * authority of).
  */
-export function parseStatementRequest(
-  params: Record<string, string>,
-  opts: { maxLimit: number; maxBytes: number; mineAgent?: Actor; onlyMine?: boolean },
-): StatementRequest {
+export function parseStatementRequest(params: Record<string, string>, opts: { maxLimit: number; maxBytes: number; mineAgent?: Actor; onlyMine?: boolean }): StatementRequest {
   const forced = opts.onlyMine && opts.mineAgent ? actorKeys(opts.mineAgent)[0] : undefined;
   const p = parseParams('statements', 'GET', params);
   const format = (p.format ?? 'exact') as StatementFormat;

@@ -202,13 +202,7 @@ function utcTimestamps(s: Statement): Statement {
  * UTC. `version` is left to `stamp`, so that statement comparison can tell a version the client
  * sent from one the LRS assigns.
  */
-export function prepareStatement(
-  input: Statement,
-  authority: Actor,
-  version: XapiVersion,
-  received: ReadonlySet<string> = new Set(),
-  violations?: Violations,
-): PreparedStatement {
+export function prepareStatement(input: Statement, authority: Actor, version: XapiVersion, received: ReadonlySet<string> = new Set(), violations?: Violations): PreparedStatement {
   const statement = { ...(is2(version) ? utcTimestamps(input) : input), id: (input.id ?? randomUUID()).toLowerCase(), authority };
   const c = collect(statement);
   const ref = statement.object.objectType === 'StatementRef' ? statement.object.id : null;
@@ -416,7 +410,10 @@ function normalizeContext(context: Json): Json {
   if (out['language'] !== undefined) out['language'] = lower(out['language']);
   if (out['instructor'] !== undefined) out['instructor'] = normalizeActor(out['instructor']);
   if (out['team'] !== undefined) out['team'] = normalizeActor(out['team']);
-  for (const [list, key] of [['contextAgents', 'agent'], ['contextGroups', 'group']] as const) {
+  for (const [list, key] of [
+    ['contextAgents', 'agent'],
+    ['contextGroups', 'group'],
+  ] as const) {
     if (Array.isArray(out[list])) out[list] = (out[list] as unknown[]).map((e) => (isObject(e) ? { ...e, [key]: normalizeActor(e[key]) } : e));
   }
   if (isObject(out['statement'])) out['statement'] = { ...out['statement'], id: lower(out['statement']['id']) };

@@ -94,7 +94,10 @@ export type Violations = ValidationIssue[];
  * A batch every statement of which is valid costs what strict costs: the rest runs only on a
  * batch with problems.
  */
-export function validateStatementsLax(body: unknown, version: XapiVersion): { statements: Statement[]; violations: (Violations | undefined)[]; issues: ValidationIssue[]; more: number } {
+export function validateStatementsLax(
+  body: unknown,
+  version: XapiVersion,
+): { statements: Statement[]; violations: (Violations | undefined)[]; issues: ValidationIssue[]; more: number } {
   const strict = validateStatements(body, version);
   if (strict.issues.length === 0 || (!Array.isArray(body) && !isObject(body))) return { ...strict, violations: [] };
   const items: unknown[] = Array.isArray(body) ? body : [body];
@@ -119,7 +122,11 @@ export function validateStatementsLax(body: unknown, version: XapiVersion): { st
       }
       const item = items[i];
       if (isObject(item) && signed(item)) {
-        issues.push({ loc: [i, 'attachments'], msg: 'a signed statement must be valid: it is checked against its signature as under strict validation', type: 'value_error.signed' });
+        issues.push({
+          loc: [i, 'attachments'],
+          msg: 'a signed statement must be valid: it is checked against its signature as under strict validation',
+          type: 'value_error.signed',
+        });
       }
       s = copy as Statement;
       if (ownMore.count > 0) own.push({ loc: [], msg: `and ${ownMore.count} more problem${ownMore.count === 1 ? '' : 's'} not listed`, type: MORE_ISSUES });
@@ -146,8 +153,7 @@ export function isValidDefinition(definition: object, version: XapiVersion): boo
 }
 
 /** Whether a statement declares a signature (only called on a statement whose attachments are valid). */
-const signed = (s: Record<string, unknown>): boolean =>
-  Array.isArray(s.attachments) && s.attachments.some((a) => isObject(a) && a.usageType === SIGNATURE_USAGE_TYPE);
+const signed = (s: Record<string, unknown>): boolean => Array.isArray(s.attachments) && s.attachments.some((a) => isObject(a) && a.usageType === SIGNATURE_USAGE_TYPE);
 
 /**
  * Validates the `agent` query parameter value (already JSON-parsed): an Agent, or an identified

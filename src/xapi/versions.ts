@@ -40,8 +40,7 @@ export function negotiate(header: string | undefined, served: readonly XapiVersi
  * none this server serves (an error, /about, heartbeats) the newest one served. The two ADL suites
  * disagree here (each expects its own version): see docs/conformance.md.
  */
-export const responseVersion = (negotiated: XapiVersion | undefined, served: readonly XapiVersion[]): XapiVersion =>
-  negotiated ?? served[0] ?? '1.0.3';
+export const responseVersion = (negotiated: XapiVersion | undefined, served: readonly XapiVersion[]): XapiVersion => negotiated ?? served[0] ?? '1.0.3';
 
 /** The About resource's `version` list (every version string the server accepts), newest first. */
 export function aboutVersions(served: readonly XapiVersion[]): string[] {
@@ -57,8 +56,7 @@ export const is2 = (v: XapiVersion): boolean => v === '2.0.0';
 export const defaultStatementVersion = (v: XapiVersion): string => (is2(v) ? '2.0.0' : '1.0.0');
 
 /** Whether a statement's own `version` property is acceptable under request version `v`. */
-export const acceptsStatementVersion = (v: XapiVersion, value: string): boolean =>
-  NAMES_1_0.test(value) || (is2(v) && NAMES_2_0.test(value));
+export const acceptsStatementVersion = (v: XapiVersion, value: string): boolean => NAMES_1_0.test(value) || (is2(v) && NAMES_2_0.test(value));
 
 /** The `version` values a statement may carry under `v`, for error messages. */
 export const statementVersionHint = (v: XapiVersion): string => (is2(v) ? '1.0.x or 2.0.x' : '1.0.x');
@@ -83,8 +81,7 @@ export function writtenUnder2(statement: unknown): boolean {
 }
 
 /** The same test on a statement's stored JSON text, without parsing it unless it may say so. */
-export const textWrittenUnder2 = (json: string): boolean =>
-  (json.includes('"version":"2.0') || CONTEXT_2_0.test(json)) && writtenUnder2(JSON.parse(json));
+export const textWrittenUnder2 = (json: string): boolean => (json.includes('"version":"2.0') || CONTEXT_2_0.test(json)) && writtenUnder2(JSON.parse(json));
 
 /**
  * The rules a statement that arrives without a request (an import, a rewrite) is read under: 2.0

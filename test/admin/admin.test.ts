@@ -26,7 +26,14 @@ const ANN = { mbox: 'mailto:ann@example.com' };
 
 type Json = Record<string, unknown>;
 
-async function call(lrs: TestLrs, user: TestUser | null, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<{ status: number; body: Json; headers: Headers }> {
+async function call(
+  lrs: TestLrs,
+  user: TestUser | null,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<{ status: number; body: Json; headers: Headers }> {
   const init = body === undefined ? { method, user, version: null, headers } : jsonInit(method, body, { user, version: null, headers });
   const res = await lrs.fetch(path, init);
   const text = await res.text();
@@ -64,7 +71,10 @@ for (const backend of BACKENDS) {
       // Refuses everything: each forwarded statement becomes a dead letter at once.
       receiver.respond = () => ({ status: 403 });
       const forwardings = [{ is_active: true, url: receiver.url, basic_username: 'fw', basic_password: 'fw-target-password', max_retries: 0, timeout: 10 }];
-      lrs = await startTestLrs(backend, { users: USERS, env: { LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_AUDIT_FILE: auditFile } });
+      lrs = await startTestLrs(backend, {
+        users: USERS,
+        env: { LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_AUDIT_FILE: auditFile },
+      });
     });
     after(async () => {
       await lrs?.close();
@@ -243,29 +253,41 @@ for (const backend of BACKENDS) {
 
       // The CLI's audit line, from the API's runs: counts, who, from where; never the person.
       // Each run twice: when it started (before anything changed), and when it ended.
-      const lines = readFileSync(auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Json);
+      const lines = readFileSync(auditFile, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Json);
       const mine = lines.filter((l) => l.user === 'operator' || l.user === 'b-admin').slice(-4);
-      assert.deepEqual(mine.map((l) => [l.phase, l.command, l.user, l.userKind, l.target, l.statements]), [
-        ['start', 'erase', 'operator', 'file-user', '', undefined],
-        ['end', 'erase', 'operator', 'file-user', '', 2],
-        ['start', 'erase', 'b-admin', 'file-user', 'b', undefined],
-        ['end', 'erase', 'b-admin', 'file-user', 'b', 1],
-      ]);
+      assert.deepEqual(
+        mine.map((l) => [l.phase, l.command, l.user, l.userKind, l.target, l.statements]),
+        [
+          ['start', 'erase', 'operator', 'file-user', '', undefined],
+          ['end', 'erase', 'operator', 'file-user', '', 2],
+          ['start', 'erase', 'b-admin', 'file-user', 'b', undefined],
+          ['end', 'erase', 'b-admin', 'file-user', 'b', 1],
+        ],
+      );
       assert.ok(!JSON.stringify(mine).includes('cal@example.com'));
 
       const log = await call(lrs, OPERATOR, 'GET', '/admin/api/audit?action=erase');
       const entries = log.body.entries as Json[];
-      assert.deepEqual(entries.map((e) => [e.actor, e.role, e.target, (e.details as Json).phase]), [
-        ['b-admin', 'store', 'b', 'end'],
-        ['b-admin', 'store', 'b', 'start'],
-        ['operator', 'operator', '', 'end'],
-        ['operator', 'operator', '', 'start'],
-      ]);
+      assert.deepEqual(
+        entries.map((e) => [e.actor, e.role, e.target, (e.details as Json).phase]),
+        [
+          ['b-admin', 'store', 'b', 'end'],
+          ['b-admin', 'store', 'b', 'start'],
+          ['operator', 'operator', '', 'end'],
+          ['operator', 'operator', '', 'start'],
+        ],
+      );
       assert.equal((entries[0].details as Json).startId, entries[1].id);
       assert.ok(!JSON.stringify(entries).includes('cal@example.com'), 'the audit never names the person erased');
       // The store administrator sees its own store's entries only.
       const bLog = await call(lrs, B_ADMIN, 'GET', '/admin/api/audit');
-      assert.deepEqual((bLog.body.entries as Json[]).map((e) => e.target), ['b', 'b']);
+      assert.deepEqual(
+        (bLog.body.entries as Json[]).map((e) => e.target),
+        ['b', 'b'],
+      );
       assert.equal((await call(lrs, B_ADMIN, 'GET', '/admin/api/audit?target=')).status, 404);
     });
 
@@ -277,7 +299,11 @@ for (const backend of BACKENDS) {
       noSecret(JSON.stringify(entries));
       for (const e of entries) assert.deepEqual(Object.keys(e).sort(), ['action', 'actor', 'actorKind', 'client', 'details', 'id', 'role', 'target', 'time', 'via']);
       const times = entries.map((e) => Date.parse(String(e.time)));
-      assert.deepEqual([...times].sort((a, b) => b - a), times, 'newest first');
+      assert.deepEqual(
+        [...times].sort((a, b) => b - a),
+        times,
+        'newest first',
+      );
 
       const seen: string[] = [];
       let path = '/admin/api/audit?limit=1';
@@ -289,8 +315,15 @@ for (const backend of BACKENDS) {
         seen.push(...list.map((e) => String(e.id)));
         path = String(page.body.more);
       }
-      assert.deepEqual(seen, entries.map((e) => e.id), 'the pages follow one another');
-      assert.deepEqual(((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?actor=b-admin')).body.entries as Json[]).map((e) => e.actor), ['b-admin', 'b-admin']);
+      assert.deepEqual(
+        seen,
+        entries.map((e) => e.id),
+        'the pages follow one another',
+      );
+      assert.deepEqual(
+        ((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?actor=b-admin')).body.entries as Json[]).map((e) => e.actor),
+        ['b-admin', 'b-admin'],
+      );
       assert.deepEqual((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?since=2999-01-01T00:00:00Z')).body.entries, []);
       assert.equal(((await call(lrs, OPERATOR, 'GET', '/admin/api/audit?target=b')).body.entries as Json[]).length, 2);
     });
@@ -391,9 +424,15 @@ describe('OpenID Connect bearer tokens get their admin role from the same scopes
   test('admin: operator; admin/store with a target: that store only; all: 403', async () => {
     const operator = await call(lrs, null, 'GET', '/admin/api/stores', undefined, await bearer({ sub: 'ops-service', scope: 'openid admin' }));
     assert.equal(operator.status, 200);
-    assert.deepEqual((operator.body.stores as Json[]).map((x) => x.target), ['', 'b']);
+    assert.deepEqual(
+      (operator.body.stores as Json[]).map((x) => x.target),
+      ['', 'b'],
+    );
     const store = await bearer({ sub: 'b-service', scope: 'admin/store', target: 'b' });
-    assert.deepEqual(((await call(lrs, null, 'GET', '/admin/api/stores', undefined, store)).body.stores as Json[]).map((x) => x.target), ['b']);
+    assert.deepEqual(
+      ((await call(lrs, null, 'GET', '/admin/api/stores', undefined, store)).body.stores as Json[]).map((x) => x.target),
+      ['b'],
+    );
     assert.equal((await call(lrs, null, 'GET', '/admin/api/stores?target=', undefined, store)).status, 404);
     assert.equal((await call(lrs, null, 'GET', '/admin/api/status', undefined, store)).status, 403);
     assert.equal((await call(lrs, null, 'GET', '/admin/api/stores', undefined, await bearer({ sub: 'xapi-client', scope: 'all' }))).status, 403);

@@ -16,7 +16,13 @@ const OPERATOR: TestUser = { username: 'operator', password: 'op-secret-pass', s
 
 type Json = Record<string, unknown>;
 
-async function call(t: TestLrs, method: string, path: string, body?: unknown, auth: { user?: TestUser; headers?: Record<string, string> } = { user: OPERATOR }): Promise<{ status: number; body: Json }> {
+async function call(
+  t: TestLrs,
+  method: string,
+  path: string,
+  body?: unknown,
+  auth: { user?: TestUser; headers?: Record<string, string> } = { user: OPERATOR },
+): Promise<{ status: number; body: Json }> {
   const extra = { user: auth.user ?? null, version: null, headers: auth.headers ?? {} };
   const res = await t.fetch(path, body === undefined ? { method, ...extra } : jsonInit(method, body, extra));
   const text = await res.text();
@@ -59,7 +65,7 @@ for (const backend of BACKENDS) {
   });
 }
 
-describe('the audit\'s actor kinds: an OpenID Connect token\'s subject', () => {
+describe("the audit's actor kinds: an OpenID Connect token's subject", () => {
   let op: TestProvider;
   let t: TestLrs;
   before(async () => {
@@ -74,7 +80,7 @@ describe('the audit\'s actor kinds: an OpenID Connect token\'s subject', () => {
     await op?.close();
   });
 
-  test('a bearer token\'s subject is recorded as one, even when a file user has its name', async () => {
+  test("a bearer token's subject is recorded as one, even when a file user has its name", async () => {
     for (const sub of ['ops-service', 'operator']) {
       const headers = { authorization: `Bearer ${await op.sign({ sub, scope: 'admin' })}` };
       assert.equal((await call(t, 'POST', '/admin/api/rejections/clear', { target: '' }, { headers })).status, 200);
@@ -88,7 +94,7 @@ describe('the audit\'s actor kinds: an OpenID Connect token\'s subject', () => {
 
 for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
   describe(`the audit's actor kinds: entries recorded before them (${backend.name})`, () => {
-    test('once migrated: the CLI\'s are the OS user\'s, a database key\'s that key\'s, the rest unknown', async () => {
+    test("once migrated: the CLI's are the OS user's, a database key's that key's, the rest unknown", async () => {
       const t = await startTestLrs(backend, { users: [OPERATOR], env: { LECTERN_AUTH_CREDENTIALS_REFRESH: '0' } });
       try {
         const reports = await adminKey(t, 'reports');

@@ -46,7 +46,10 @@ for (const backend of BACKENDS) {
       receiver = await new Receiver().listen();
       receiver.respond = () => ({ status: 403 });
       const forwardings = [{ is_active: true, url: receiver.url, basic_username: 'fw', basic_password: 'fw-target-password', max_retries: 0, timeout: 10 }];
-      t = await startTestLrs(backend, { users: [OPERATOR], env: { LECTERN_AUTH_CREDENTIALS_REFRESH: '0', LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20' } });
+      t = await startTestLrs(backend, {
+        users: [OPERATOR],
+        env: { LECTERN_AUTH_CREDENTIALS_REFRESH: '0', LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20' },
+      });
     });
     after(async () => {
       await t?.close();
@@ -67,12 +70,19 @@ for (const backend of BACKENDS) {
         await audit.off();
       }
       const listed = (await call(t, 'GET', '/admin/api/credentials')).body.credentials as Json[];
-      assert.deepEqual(listed.map((c) => [c.key, c.revoked, c.previousSecretUntil]), [['kept', undefined, undefined]], 'no credential created, none rotated or revoked');
+      assert.deepEqual(
+        listed.map((c) => [c.key, c.revoked, c.previousSecretUntil]),
+        [['kept', undefined, undefined]],
+        'no credential created, none rotated or revoked',
+      );
       assert.equal((await t.fetch('/xAPI/statements', { user: kept })).status, 200, 'its secret as it was');
 
       assert.equal((await call(t, 'POST', '/admin/api/credentials/kept/revoke')).status, 200);
       const entries = (await call(t, 'GET', '/admin/api/audit?action=credentials.revoke')).body.entries as Json[];
-      assert.deepEqual(entries.map((e) => e.details), [{ key: 'kept' }]);
+      assert.deepEqual(
+        entries.map((e) => e.details),
+        [{ key: 'kept' }],
+      );
     });
 
     test('rejections clear', async () => {

@@ -33,7 +33,12 @@ for (const backend of BACKENDS) {
           done();
         },
       });
-      lrs = await startTestLrs(backend, { users: [ADMIN, TENANT_B, OPERATOR, B_ADMIN], env: { LECTERN_AUTH_CREDENTIALS_REFRESH: '0' }, logger: createLogger('debug', sink), clock });
+      lrs = await startTestLrs(backend, {
+        users: [ADMIN, TENANT_B, OPERATOR, B_ADMIN],
+        env: { LECTERN_AUTH_CREDENTIALS_REFRESH: '0' },
+        logger: createLogger('debug', sink),
+        clock,
+      });
     });
     after(() => lrs?.close());
 
@@ -67,21 +72,24 @@ for (const backend of BACKENDS) {
       assert.equal(mine.secret, undefined);
       assert.ok(!JSON.stringify(listed.body).includes(secret));
       const [entry] = await auditOf('credentials.create');
-      assert.deepEqual({ ...entry, id: undefined, time: undefined, client: undefined }, {
-        id: undefined,
-        time: undefined,
-        client: undefined,
-        actor: 'operator',
-        actorKind: 'file-user',
-        role: 'operator',
-        via: 'http',
-        action: 'credentials.create',
-        target: 'b',
-        details: { key, scopes: ['all'], label: 'reports' },
-      });
+      assert.deepEqual(
+        { ...entry, id: undefined, time: undefined, client: undefined },
+        {
+          id: undefined,
+          time: undefined,
+          client: undefined,
+          actor: 'operator',
+          actorKind: 'file-user',
+          role: 'operator',
+          via: 'http',
+          action: 'credentials.create',
+          target: 'b',
+          details: { key, scopes: ['all'], label: 'reports' },
+        },
+      );
     });
 
-    test('a store administrator: its own store only (404 for another store or another store\'s key, as for an unknown one), never the admin scope', async () => {
+    test("a store administrator: its own store only (404 for another store or another store's key, as for an unknown one), never the admin scope", async () => {
       const own = await call(B_ADMIN, 'POST', '/admin/api/credentials', { scopes: ['admin/store', 'statements/read'], agent: AGENT, key: 'b-reader' });
       assert.equal(own.status, 201, JSON.stringify(own.body));
       assert.equal(own.body.target, 'b');
@@ -89,7 +97,10 @@ for (const backend of BACKENDS) {
       // A database credential reaches the admin API too, with the role its scopes give.
       const dbAdmin = as('b-reader', String(own.body.secret));
       const stores = await call(dbAdmin, 'GET', '/admin/api/stores');
-      assert.deepEqual((stores.body.stores as Json[]).map((s) => s.target), ['b']);
+      assert.deepEqual(
+        (stores.body.stores as Json[]).map((s) => s.target),
+        ['b'],
+      );
 
       assert.equal((await call(B_ADMIN, 'POST', '/admin/api/credentials', { scopes: ['all'], agent: AGENT, target: '' })).status, 404);
       const escalate = await call(B_ADMIN, 'POST', '/admin/api/credentials', { scopes: ['admin'], agent: AGENT });
@@ -134,8 +145,14 @@ for (const backend of BACKENDS) {
       assert.equal((await call(OPERATOR, 'POST', '/admin/api/credentials/rotating/rotate', {})).status, 409, 'a revoked credential is not rotated');
       assert.equal((await call(OPERATOR, 'POST', '/admin/api/credentials/nothing-here/revoke')).status, 404);
 
-      assert.deepEqual((await auditOf('credentials.rotate')).map((e) => e.details), [{ key: 'rotating', grace: 600 }]);
-      assert.deepEqual((await auditOf('credentials.revoke')).map((e) => e.details), [{ key: 'rotating' }]);
+      assert.deepEqual(
+        (await auditOf('credentials.rotate')).map((e) => e.details),
+        [{ key: 'rotating', grace: 600 }],
+      );
+      assert.deepEqual(
+        (await auditOf('credentials.revoke')).map((e) => e.details),
+        [{ key: 'rotating' }],
+      );
     });
 
     test('bad input: a 4xx naming the field, and no credential, no audit entry', async () => {
@@ -188,7 +205,12 @@ for (const backend of BACKENDS) {
       lrs = await startTestLrs(backend, { users: [OPERATOR, D_ADMIN, B_ADMIN], env: { LECTERN_AUTH_CREDENTIALS_REFRESH: '0' } });
       // The operator's own key (admin), a fellow store administrator's (admin/store), a producer's,
       // and one the default store's administrator signs in with itself: all in the default store.
-      for (const [key, scopes] of [['ops-key', ['admin']], ['fellow', ['admin/store']], ['lms', ['statements/write']], ['d-self', ['admin/store']]] as const) {
+      for (const [key, scopes] of [
+        ['ops-key', ['admin']],
+        ['fellow', ['admin/store']],
+        ['lms', ['statements/write']],
+        ['d-self', ['admin/store']],
+      ] as const) {
         const r = await call(OPERATOR, 'POST', '/admin/api/credentials', { key, scopes, agent: AGENT });
         assert.equal(r.status, 201, JSON.stringify(r.body));
         issued.set(key, String(r.body.secret));
@@ -203,11 +225,17 @@ for (const backend of BACKENDS) {
     };
     const as = (key: string, secret = issued.get(key)!): TestUser => ({ username: key, password: secret, scopes: [], agent: AGENT });
 
-    test('a store administrator of the default store cannot rotate or revoke the operator\'s key, nor a fellow administrator\'s: the 404 of an unknown key, nothing changed', async () => {
+    test("a store administrator of the default store cannot rotate or revoke the operator's key, nor a fellow administrator's: the 404 of an unknown key, nothing changed", async () => {
       const listed = await call(D_ADMIN, 'GET', '/admin/api/credentials');
-      assert.ok((listed.body.credentials as Json[]).some((c) => c.key === 'ops-key'), 'listed (never its secret)');
+      assert.ok(
+        (listed.body.credentials as Json[]).some((c) => c.key === 'ops-key'),
+        'listed (never its secret)',
+      );
       for (const key of ['ops-key', 'fellow']) {
-        for (const [action, body] of [['rotate', { grace: 0 }], ['revoke', {}]] as const) {
+        for (const [action, body] of [
+          ['rotate', { grace: 0 }],
+          ['revoke', {}],
+        ] as const) {
           const refused = await call(D_ADMIN, 'POST', `/admin/api/credentials/${key}/${action}`, body);
           const unknown = await call(D_ADMIN, 'POST', `/admin/api/credentials/no-such-key/${action}`, body);
           assert.equal(refused.status, 404, `${action} ${key}: ${JSON.stringify(refused.body)}`);
@@ -222,7 +250,7 @@ for (const backend of BACKENDS) {
       assert.deepEqual(audit, [], 'nothing done, nothing audited');
     });
 
-    test('a store administrator rotates and revokes its store\'s credentials without an admin scope, and its own; the operator any', async () => {
+    test("a store administrator rotates and revokes its store's credentials without an admin scope, and its own; the operator any", async () => {
       const rotated = await call(D_ADMIN, 'POST', '/admin/api/credentials/lms/rotate', { grace: 0 });
       assert.equal(rotated.status, 200, JSON.stringify(rotated.body));
       assert.equal((await call(D_ADMIN, 'POST', '/admin/api/credentials/lms/revoke', {})).status, 200);
@@ -238,7 +266,11 @@ for (const backend of BACKENDS) {
       // The operator rotates a fellow administrator's credential.
       assert.equal((await call(OPERATOR, 'POST', '/admin/api/credentials/fellow/rotate', {})).status, 200);
       const audit = ((await call(OPERATOR, 'GET', '/admin/api/audit?action=credentials.rotate')).body.entries as Json[]).map((e) => [e.actor, (e.details as Json).key]);
-      assert.deepEqual(audit, [['operator', 'fellow'], ['d-self', 'd-self'], ['d-admin', 'lms']]);
+      assert.deepEqual(audit, [
+        ['operator', 'fellow'],
+        ['d-self', 'd-self'],
+        ['d-admin', 'lms'],
+      ]);
     });
   });
 }

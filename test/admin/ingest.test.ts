@@ -22,8 +22,14 @@ test('counts per minute, oldest first, the current minute last; old minutes fall
   // Three minutes on, the slot of 12:01 holds 12:04: its old count is not carried over.
   clock.advance(3 * MINUTE);
   rate.add(4);
-  assert.deepEqual(rate.lastMinutes().map((m) => m.statements), [0, 0, 4]);
+  assert.deepEqual(
+    rate.lastMinutes().map((m) => m.statements),
+    [0, 0, 4],
+  );
   rate.add(0);
   clock.advance(10 * MINUTE);
-  assert.deepEqual(rate.lastMinutes().map((m) => m.statements), [0, 0, 0]);
+  assert.deepEqual(
+    rate.lastMinutes().map((m) => m.statements),
+    [0, 0, 0],
+  );
 });

@@ -64,7 +64,8 @@ async function storedMs(lrs: TestLrs, id: string): Promise<number> {
   return Date.parse(((await res.json()) as { stored: string }).stored);
 }
 
-const verbCounts = (o: Overview): Record<string, number> => Object.fromEntries(o.topVerbs.map((v) => [v.verb.replace('http://example.com/verbs/', '').replace('http://adlnet.gov/expapi/verbs/', ''), v.statements]));
+const verbCounts = (o: Overview): Record<string, number> =>
+  Object.fromEntries(o.topVerbs.map((v) => [v.verb.replace('http://example.com/verbs/', '').replace('http://adlnet.gov/expapi/verbs/', ''), v.statements]));
 
 for (const backend of BACKENDS) {
   describe(`GET /admin/api/overview (${backend.name})`, () => {
@@ -73,7 +74,11 @@ for (const backend of BACKENDS) {
     /** The server's clock back to the wall clock's (PostgreSQL's `stored` is the database's). */
     const sync = () => clock.advance(Math.max(0, Date.now() - clock.now()));
     before(async () => {
-      lrs = await startTestLrs(backend, { users: [ADMIN, TENANT_B, OPERATOR, B_ADMIN], clock, env: { LECTERN_XAPI_FORWARDINGS: FORWARDINGS, LECTERN_XAPI_FORWARDING_BACKOFF: '300000' } });
+      lrs = await startTestLrs(backend, {
+        users: [ADMIN, TENANT_B, OPERATOR, B_ADMIN],
+        clock,
+        env: { LECTERN_XAPI_FORWARDINGS: FORWARDINGS, LECTERN_XAPI_FORWARDING_BACKOFF: '300000' },
+      });
     });
     after(async () => lrs?.close());
 
@@ -99,7 +104,10 @@ for (const backend of BACKENDS) {
         const res = await lrs.fetch(`/xAPI/statements?statementId=${putId}`, jsonInit('PUT', statement({ verb: VERB('c') })));
         assert.equal(res.status, 204, await res.clone().text());
       }
-      const [voiding] = await post(lrs, statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided', display: { en: 'voided' } }, object: { objectType: 'StatementRef', id: putId } }));
+      const [voiding] = await post(
+        lrs,
+        statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided', display: { en: 'voided' } }, object: { objectType: 'StatementRef', id: putId } }),
+      );
       // Another store's statements are not this one's.
       await post(lrs, [statement(), statement()], TENANT_B);
       // A refused write: a kept rejection.
@@ -110,16 +118,30 @@ for (const backend of BACKENDS) {
 
       const o = await ok(lrs, OPERATOR, '');
       assert.equal(o.statements, 6, 'voided ones count (all the rows kept, as /admin/api/stores counts)');
-      assert.equal(o.days.reduce((n, d) => n + d.statements, 0), 6, 'all in the last 30 days (today\'s, or yesterday\'s just after midnight)');
+      assert.equal(
+        o.days.reduce((n, d) => n + d.statements, 0),
+        6,
+        "all in the last 30 days (today's, or yesterday's just after midnight)",
+      );
       assert.deepEqual(verbCounts(o), { a: 3, b: 1, c: 1, voided: 1 });
       assert.equal(o.topVerbs[0].verb, 'http://example.com/verbs/a', 'most first');
       assert.equal(o.lastStored, new Date(await storedMs(lrs, voiding)).toISOString());
-      assert.equal(o.ingest.minutes.reduce((n, m) => n + m.statements, 0), 6, 'every statement in the last minutes');
+      assert.equal(
+        o.ingest.minutes.reduce((n, m) => n + m.statements, 0),
+        6,
+        'every statement in the last minutes',
+      );
       assert.equal(o.rejectionsLastDay, 1);
       assert.ok(o.forwarding, 'the operator sees forwarding');
-      assert.equal(o.forwarding.queued, 8, 'both stores\' statements wait for the unreachable target');
+      assert.equal(o.forwarding.queued, 8, "both stores' statements wait for the unreachable target");
       assert.equal(typeof o.forwarding.lagMs, 'number');
-      assert.deepEqual(o.stores?.map((s) => [s.target, s.statements, s.recent]), [['', 6, 6], ['b', 2, 2]]);
+      assert.deepEqual(
+        o.stores?.map((s) => [s.target, s.statements, s.recent]),
+        [
+          ['', 6, 6],
+          ['b', 2, 2],
+        ],
+      );
 
       const b = await ok(lrs, OPERATOR, 'b');
       assert.equal(b.statements, 2);
@@ -169,7 +191,7 @@ for (const backend of BACKENDS) {
       assert.equal((await ok(lrs, OPERATOR, 'b')).statements, 2);
     });
 
-    test('days: a day later the counts are yesterday\'s; statements stored then count on their own day', async () => {
+    test("days: a day later the counts are yesterday's; statements stored then count on their own day", async () => {
       await post(lrs, [statement(), statement()], TENANT_B);
       sync();
       clock.advance(DAY);
@@ -177,9 +199,16 @@ for (const backend of BACKENDS) {
       await post(lrs, statement(), TENANT_B);
       const o = await ok(lrs, B_ADMIN);
       assert.equal(o.statements, 5);
-      assert.equal(o.days[29].statements, 0, 'nothing stored on the server\'s new day');
-      assert.equal(o.days.slice(0, 29).reduce((n, d) => n + d.statements, 0), 5);
-      assert.equal(o.ingest.minutes.reduce((n, m) => n + m.statements, 0), 0, 'a day later, nothing arrived in the last minutes');
+      assert.equal(o.days[29].statements, 0, "nothing stored on the server's new day");
+      assert.equal(
+        o.days.slice(0, 29).reduce((n, d) => n + d.statements, 0),
+        5,
+      );
+      assert.equal(
+        o.ingest.minutes.reduce((n, m) => n + m.statements, 0),
+        0,
+        'a day later, nothing arrived in the last minutes',
+      );
       assert.equal(o.days[29].date, new Date(clock.now()).toISOString().slice(0, 10));
       assert.equal(o.rejectionsLastDay, 0);
     });
@@ -220,8 +249,17 @@ for (const backend of BACKENDS) {
     test('5,000 distinct verbs: a day keeps at most VERBS_PER_DAY verb rows and one "other"; the answer has the top verbs and "other"', async () => {
       await post(lrs, [...Array.from({ length: 30 }, () => statement({ verb: VERB('heavy') })), ...Array.from({ length: 20 }, () => statement({ verb: VERB('second') }))], WRITER);
       for (let batch = 0; batch < 10; batch++) {
-        await post(lrs, Array.from({ length: 500 }, (_, i) => statement({ actor: JUNK, verb: VERB(`junk-${batch * 500 + i}`) })), WRITER);
-        if (batch === 4) await post(lrs, Array.from({ length: 5 }, () => statement({ verb: VERB('heavy') })), WRITER);
+        await post(
+          lrs,
+          Array.from({ length: 500 }, (_, i) => statement({ actor: JUNK, verb: VERB(`junk-${batch * 500 + i}`) })),
+          WRITER,
+        );
+        if (batch === 4)
+          await post(
+            lrs,
+            Array.from({ length: 5 }, () => statement({ verb: VERB('heavy') })),
+            WRITER,
+          );
       }
       const days = await countRowsOfV(lrs);
       assert.ok(days.length >= 1);
@@ -232,7 +270,13 @@ for (const backend of BACKENDS) {
 
       const o = await ok(lrs, V_ADMIN);
       assert.equal(o.statements, 5055);
-      assert.deepEqual(o.topVerbs.slice(0, 2).map((v) => [v.verb, v.statements]), [[VERB('heavy').id, 35], [VERB('second').id, 20]]);
+      assert.deepEqual(
+        o.topVerbs.slice(0, 2).map((v) => [v.verb, v.statements]),
+        [
+          [VERB('heavy').id, 35],
+          [VERB('second').id, 20],
+        ],
+      );
       assert.equal(o.topVerbs.length, 10);
       assert.ok(o.otherVerbs > 0);
       assert.equal(o.topVerbs.reduce((n, v) => n + v.statements, 0) + o.otherVerbs, 5055, 'the top verbs and "other" count every statement');

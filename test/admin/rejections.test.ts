@@ -46,7 +46,7 @@ for (const backend of BACKENDS) {
     let merge: Shown;
     let inB: Shown;
 
-    test('list (filters, no bodies) and show (the body); a store administrator sees its store\'s only', async () => {
+    test("list (filters, no bodies) and show (the body); a store administrator sees its store's only", async () => {
       assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', badVerb()))).status, 400);
       assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', badVerb(), { user: TENANT_B }))).status, 400);
       // A JSON POST cannot merge into a stored text document: a 400 until the text one is gone.
@@ -54,24 +54,42 @@ for (const backend of BACKENDS) {
       assert.equal((await lrs.fetch(STATE, jsonInit('POST', { progress: 3 }))).status, 400);
 
       const all = await list(OPERATOR);
-      assert.deepEqual(all.map((r) => [r.target, r.status, r.path, r.username]), [
-        ['', 400, '/xAPI/statements', 'admin'],
-        ['b', 400, '/xAPI/statements', 'tenant-b'],
-        ['', 400, '/xAPI/activities/state', 'admin'],
-      ]);
+      assert.deepEqual(
+        all.map((r) => [r.target, r.status, r.path, r.username]),
+        [
+          ['', 400, '/xAPI/statements', 'admin'],
+          ['b', 400, '/xAPI/statements', 'tenant-b'],
+          ['', 400, '/xAPI/activities/state', 'admin'],
+        ],
+      );
       [invalid, inB, merge] = all;
-      assert.ok(all.every((r) => !('body' in r)), 'lists leave bodies out');
-      assert.deepEqual((await list(OPERATOR, '?target=b')).map((r) => r.id), [inB.id]);
-      assert.deepEqual((await list(OPERATOR, '?reason=value_error')).map((r) => r.id), [invalid.id, inB.id]);
+      assert.ok(
+        all.every((r) => !('body' in r)),
+        'lists leave bodies out',
+      );
+      assert.deepEqual(
+        (await list(OPERATOR, '?target=b')).map((r) => r.id),
+        [inB.id],
+      );
+      assert.deepEqual(
+        (await list(OPERATOR, '?reason=value_error')).map((r) => r.id),
+        [invalid.id, inB.id],
+      );
       assert.deepEqual(await list(OPERATOR, '?since=2999-01-01T00:00:00Z'), []);
-      assert.deepEqual((await list(OPERATOR, '?limit=1')).map((r) => r.id), [invalid.id]);
+      assert.deepEqual(
+        (await list(OPERATOR, '?limit=1')).map((r) => r.id),
+        [invalid.id],
+      );
 
       const shown = await call(OPERATOR, 'GET', `/admin/api/rejections/${invalid.id}`);
       assert.equal(shown.status, 200);
       assert.deepEqual((shown.body.body as { verb: unknown }).verb, { id: 'not an iri' });
       assert.equal(shown.body.writer, undefined);
 
-      assert.deepEqual((await list(B_ADMIN)).map((r) => r.id), [inB.id]);
+      assert.deepEqual(
+        (await list(B_ADMIN)).map((r) => r.id),
+        [inB.id],
+      );
       assert.equal((await call(B_ADMIN, 'GET', '/admin/api/rejections?target=')).status, 404);
       assert.equal((await call(B_ADMIN, 'GET', `/admin/api/rejections/${inB.id}`)).status, 200);
       const foreign = await call(B_ADMIN, 'GET', `/admin/api/rejections/${invalid.id}`);
@@ -82,25 +100,34 @@ for (const backend of BACKENDS) {
       assert.equal((await call(OPERATOR, 'GET', '/admin/api/rejections/abc')).status, 400);
     });
 
-    test('replay: the fixed one stored and removed, the other refused again and kept; audited; another store\'s id is a 404 with nothing replayed', async () => {
+    test("replay: the fixed one stored and removed, the other refused again and kept; audited; another store's id is a 404 with nothing replayed", async () => {
       assert.equal((await call(B_ADMIN, 'POST', '/admin/api/rejections/replay', { ids: [inB.id, merge.id] })).status, 404);
       assert.equal((await lrs.fetch(STATE, { method: 'DELETE' })).status, 204);
       assert.equal((await list(OPERATOR)).length, 3, 'nothing replayed by the refused request');
 
       const r = await call(OPERATOR, 'POST', '/admin/api/rejections/replay', { ids: [merge.id, invalid.id] });
       assert.equal(r.status, 200, JSON.stringify(r.body));
-      assert.deepEqual((r.body.results as Json[]).map((x) => [x.id, x.outcome]), [
-        [merge.id, 'stored'],
-        [invalid.id, 'refused'],
-      ]);
+      assert.deepEqual(
+        (r.body.results as Json[]).map((x) => [x.id, x.outcome]),
+        [
+          [merge.id, 'stored'],
+          [invalid.id, 'refused'],
+        ],
+      );
       assert.deepEqual([r.body.replayed, r.body.stored, r.body.refused, r.body.notReplayable], [2, 1, 1, 0]);
       const doc = await lrs.fetch(STATE);
       assert.deepEqual(await doc.json(), { progress: 3 });
-      assert.deepEqual((await list(OPERATOR)).map((x) => x.id), [invalid.id, inB.id]);
+      assert.deepEqual(
+        (await list(OPERATOR)).map((x) => x.id),
+        [invalid.id, inB.id],
+      );
 
       // The store administrator's `all` is its own store's.
       const own = await call(B_ADMIN, 'POST', '/admin/api/rejections/replay', { all: true });
-      assert.deepEqual((own.body.results as Json[]).map((x) => x.id), [inB.id]);
+      assert.deepEqual(
+        (own.body.results as Json[]).map((x) => x.id),
+        [inB.id],
+      );
 
       // Each replay twice: when it started (what was asked), and when it ended (what came of it).
       const entries = await auditOf('rejections.replay');
@@ -138,7 +165,10 @@ for (const backend of BACKENDS) {
     test('clear: a store administrator its own store, the operator every store; audited', async () => {
       const own = await call(B_ADMIN, 'POST', '/admin/api/rejections/clear', {});
       assert.deepEqual(own.body, { cleared: 1 });
-      assert.deepEqual((await list(OPERATOR)).map((r) => r.target), ['']);
+      assert.deepEqual(
+        (await list(OPERATOR)).map((r) => r.target),
+        [''],
+      );
       const all = await call(OPERATOR, 'POST', '/admin/api/rejections/clear', { all: true });
       assert.deepEqual(all.body, { cleared: 1 });
       assert.deepEqual(await list(OPERATOR), []);
@@ -188,7 +218,8 @@ for (const backend of BACKENDS) {
 
 const PLANTED = 'http://example.com/activities/planted';
 /** A statement (re)defining the planted activity's name; `extra` a property xAPI does not define makes strict validation refuse it. */
-const naming = (name: string, extra: Record<string, unknown> = {}) => statement({ object: { objectType: 'Activity', id: PLANTED, definition: { name: { 'en-US': name } } }, ...extra });
+const naming = (name: string, extra: Record<string, unknown> = {}) =>
+  statement({ object: { objectType: 'Activity', id: PLANTED, definition: { name: { 'en-US': name } } }, ...extra });
 const CHANGING: TestUser = { username: 'changing', password: 'changing-pass', scopes: ['all'], agent: { mbox: 'mailto:changing@example.com' } };
 const STEADY: TestUser = { username: 'steady', password: 'steady-pass', scopes: ['all'], agent: { mbox: 'mailto:steady@example.com' } };
 
@@ -240,20 +271,29 @@ for (const backend of BACKENDS) {
 
       const skipped = await replay({ all: true, validation: 'lax' });
       assert.deepEqual([skipped.replayed, skipped.stored, skipped.skipped], [0, 0, 20]);
-      assert.ok(skipped.results.every((r) => r.outcome === 'skipped' && /the credential "planter", is revoked/.test(r.writer ?? '')), JSON.stringify(skipped.results[0]));
+      assert.ok(
+        skipped.results.every((r) => r.outcome === 'skipped' && /the credential "planter", is revoked/.test(r.writer ?? '')),
+        JSON.stringify(skipped.results[0]),
+      );
       assert.equal(await activityName(), 'Original', 'the canonical name is not the planted one');
       assert.equal(((await call(OPERATOR, 'GET', '/admin/api/rejections')).body.rejections as Json[]).length, 20, 'kept as they were');
       assert.deepEqual((await lastReplayAudit()).details, { all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 20, claimed: 0 });
 
       const forced = await replay({ all: true, validation: 'lax', overrideWriter: true });
       assert.deepEqual([forced.replayed, forced.stored, forced.skipped], [20, 20, 0]);
-      assert.ok(forced.results.every((r) => /revoked/.test(r.writer ?? '')), 'each result says what it was replayed despite');
+      assert.ok(
+        forced.results.every((r) => /revoked/.test(r.writer ?? '')),
+        'each result says what it was replayed despite',
+      );
       assert.equal(await activityName(), 'Planted');
       const audit = await lastReplayAudit();
-      assert.deepEqual([audit.actor, audit.details], ['operator', { all: true, validation: 'lax', overrideWriter: true, overridden: 20, replayed: 20, stored: 20, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 }]);
+      assert.deepEqual(
+        [audit.actor, audit.details],
+        ['operator', { all: true, validation: 'lax', overrideWriter: true, overridden: 20, replayed: 20, stored: 20, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 }],
+      );
     });
 
-    test('an expired credential, a file user whose grant changed, then removed: skipped; an unchanged file user\'s: replayed', async () => {
+    test("an expired credential, a file user whose grant changed, then removed: skipped; an unchanged file user's: replayed", async () => {
       const expiring = await credential('expiring', { expires: new Date(clock.now() + 3_600_000).toISOString() });
       await refused(expiring, 1);
       await refused(CHANGING, 1);
@@ -271,7 +311,10 @@ for (const backend of BACKENDS) {
       assert.match(String(outcomes.changing[1]), /the credentials file's user "changing" no longer has the grant it wrote with/);
       writeFileSync(lrs.env.LECTERN_AUTH_FILE, JSON.stringify(await credentialEntries([ADMIN, OPERATOR])));
       const gone = await replay({ all: true });
-      assert.ok(gone.results.some((x) => /"changing" is neither a user of the credentials file nor a database credential/.test(x.writer ?? '')), JSON.stringify(gone.results));
+      assert.ok(
+        gone.results.some((x) => /"changing" is neither a user of the credentials file nor a database credential/.test(x.writer ?? '')),
+        JSON.stringify(gone.results),
+      );
       const bad = await call(OPERATOR, 'POST', '/admin/api/rejections/replay', { all: true, overrideWriter: 'yes' });
       assert.equal(bad.status, 400);
       assert.deepEqual((bad.body.detail as { loc: string[] }[])[0].loc, ['body', 'overrideWriter']);
@@ -279,7 +322,7 @@ for (const backend of BACKENDS) {
   });
 }
 
-describe('admin API: a token subject\'s kept writes cannot be re-checked: replayed by the override only', () => {
+describe("admin API: a token subject's kept writes cannot be re-checked: replayed by the override only", () => {
   let op: TestProvider;
   let lrs: TestLrs;
   before(async () => {
@@ -299,7 +342,10 @@ describe('admin API: a token subject\'s kept writes cannot be re-checked: replay
     const sent = await lrs.fetch('/xAPI/statements', jsonInit('POST', statement({ lms_course_code: 'BIO-101' }), { user: null, headers: { authorization: `Bearer ${token}` } }));
     assert.equal(sent.status, 400);
     await lrs.lrs.rejections.flush();
-    const replay = async (body: Json) => (await (await lrs.fetch('/admin/api/rejections/replay', jsonInit('POST', body, { user: OPERATOR, version: null }))).json()) as { results: { outcome: string; writer?: string }[] };
+    const replay = async (body: Json) =>
+      (await (await lrs.fetch('/admin/api/rejections/replay', jsonInit('POST', body, { user: OPERATOR, version: null }))).json()) as {
+        results: { outcome: string; writer?: string }[];
+      };
     const [skipped] = (await replay({ all: true, validation: 'lax' })).results;
     assert.equal(skipped.outcome, 'skipped');
     assert.match(String(skipped.writer), /"lms-service" signed in with an OpenID Connect token, whose grant cannot be checked again here/);

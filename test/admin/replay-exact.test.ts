@@ -58,7 +58,10 @@ for (const backend of BACKENDS) {
       const stored = both.flatMap((r) => r.results.filter((x) => x.outcome === 'stored').map((x) => x.id));
       assert.deepEqual(stored.sort(), [...ids].sort(), 'each rejection stored by one replay');
       for (const r of both) {
-        assert.deepEqual(r.results.filter((x) => x.outcome !== 'stored' && x.outcome !== 'claimed'), []);
+        assert.deepEqual(
+          r.results.filter((x) => x.outcome !== 'stored' && x.outcome !== 'claimed'),
+          [],
+        );
         assert.equal(r.claimed, r.results.filter((x) => x.outcome === 'claimed').length);
       }
       assert.equal(await kept(), 0);
@@ -68,7 +71,10 @@ for (const backend of BACKENDS) {
       const [id] = await refuse(1);
       const statements = await countRows(t, 'statements');
       const r = await replay({ ids: [id, id, id], validation: 'lax' });
-      assert.deepEqual(r.results.map((x) => [x.id, x.outcome]), [[id, 'stored']]);
+      assert.deepEqual(
+        r.results.map((x) => [x.id, x.outcome]),
+        [[id, 'stored']],
+      );
       assert.equal(await countRows(t, 'statements'), statements + 2);
       const [, start] = await t.lrs.store.listAudit({ action: 'rejections.replay', limit: 2 });
       assert.deepEqual(start.details, { phase: 'start', ids: [id], validation: 'lax' });
@@ -98,7 +104,10 @@ for (const backend of BACKENDS) {
       const [failed] = await t.lrs.store.listAudit({ action: 'rejections.replay', limit: 1 });
       assert.equal(failed.details.failed, true, 'the end entry says the replay failed');
 
-      assert.deepEqual((await replay({ ids: [id], validation: 'lax' })).results.map((x) => x.outcome), ['stored']);
+      assert.deepEqual(
+        (await replay({ ids: [id], validation: 'lax' })).results.map((x) => x.outcome),
+        ['stored'],
+      );
       assert.equal(await countRows(t, 'statements'), statements + 2, 'nothing stored twice');
       for (const i of [0, 1]) {
         const res = await t.fetch(`/xAPI/statements?statementId=${replayedStatementId(rejection, i)}`);
@@ -118,7 +127,7 @@ for (const backend of BACKENDS) {
       assert.equal(await kept(), 0);
     });
 
-    test('the console\'s Replay all clicked twice: every statement stored once', async () => {
+    test("the console's Replay all clicked twice: every statement stored once", async () => {
       await refuse(20);
       const statements = await countRows(t, 'statements');
       const s = await signIn(t, OPERATOR);

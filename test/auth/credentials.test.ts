@@ -22,7 +22,10 @@ test('appends after the last entry, keeping the others and the layout byte for b
   assert.ok(text.startsWith(`[\n${RALPH},\t${OTHER},\n  {`), text);
   assert.ok(text.endsWith('}  \n]  \n'), text);
   const parsed = JSON.parse(text);
-  assert.deepEqual(parsed.map((e: { username: string }) => e.username), ['r"q', 'o', 'new']);
+  assert.deepEqual(
+    parsed.map((e: { username: string }) => e.username),
+    ['r"q', 'o', 'new'],
+  );
   assert.equal('target' in parsed[2], false);
 });
 
@@ -37,7 +40,11 @@ test('replaces only the entry of the same user', () => {
 test('an empty list, an empty file and no file', () => {
   for (const original of ['[]', '[ \n ]\n', '', undefined]) {
     const { text } = upsertCredentialText(original, entry('a'));
-    assert.deepEqual(JSON.parse(text).map((e: { username: string }) => e.username), ['a'], String(original));
+    assert.deepEqual(
+      JSON.parse(text).map((e: { username: string }) => e.username),
+      ['a'],
+      String(original),
+    );
   }
 });
 
@@ -45,7 +52,10 @@ test('a user whose name has ":" (never able to sign in with Basic) is kept with 
   const warnings: string[] = [];
   const text = JSON.stringify([entry('ok'), entry('us:er')]);
   const entries = parseCredentials(text, 'auth.json', (m) => warnings.push(m));
-  assert.deepEqual(entries.map((e) => e.username), ['ok', 'us:er']);
+  assert.deepEqual(
+    entries.map((e) => e.username),
+    ['ok', 'us:er'],
+  );
   assert.equal(warnings.length, 1);
   assert.match(warnings[0], /^auth\.json: entry 1 \("us:er"\): the username contains ":".*never sign in with Basic/);
 });

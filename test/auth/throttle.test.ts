@@ -66,18 +66,24 @@ test('a full queue gives the place of the newest check of an address that failed
   // A failing address is refused outright; a clean one takes the newest failing check's place.
   all.push(run('10.0.1.2', 'f2-1'), run('10.0.3.1', 'n1'), run('10.0.3.2', 'n2'));
   await new Promise((r) => setImmediate(r));
-  assert.deepEqual([...outcomes], [
-    ['f2-1', '503'],
-    ['f2-0', '503'],
-    [`f1-${ADDRESS_CHECKS - 1}`, '503'],
-  ]);
+  assert.deepEqual(
+    [...outcomes],
+    [
+      ['f2-1', '503'],
+      ['f2-0', '503'],
+      [`f1-${ADDRESS_CHECKS - 1}`, '503'],
+    ],
+  );
   // Only clean checks and older failing ones wait now: failing ones give way until none is left, then 503.
   for (let i = 3; i <= ADDRESS_CHECKS + 1; i++) all.push(run(`10.0.3.${i}`, `n${i}`));
   await new Promise((r) => setImmediate(r));
   assert.equal([...outcomes.values()].filter((o) => o === '503').length, 3 + ADDRESS_CHECKS - 2 + 1);
   assert.equal(outcomes.get(`n${ADDRESS_CHECKS + 1}`), '503', 'every waiter clean: refused');
   const refused = [...outcomes].filter(([, o]) => o === '503').map(([name]) => name);
-  assert.ok(refused.every((name) => name.startsWith('f') || name === `n${ADDRESS_CHECKS + 1}`), refused.join(' '));
+  assert.ok(
+    refused.every((name) => name.startsWith('f') || name === `n${ADDRESS_CHECKS + 1}`),
+    refused.join(' '),
+  );
   while (gates.length) {
     gates.shift()!();
     await new Promise((r) => setImmediate(r));

@@ -35,7 +35,10 @@ async function signIn(page: Page, url: string, user: TestUser): Promise<void> {
 
 /** A statements request with Basic credentials, as an LMS would send it. */
 const xapi = (url: string, user: { username: string; password: string }, init: RequestInit = {}) =>
-  fetch(`${url}/xAPI/statements`, { ...init, headers: { authorization: basic(user as TestUser), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json', ...(init.headers as Record<string, string>) } });
+  fetch(`${url}/xAPI/statements`, {
+    ...init,
+    headers: { authorization: basic(user as TestUser), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json', ...(init.headers as Record<string, string>) },
+  });
 
 for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
   describe(`the console's admin pages in a browser (${backend.name})`, () => {
@@ -47,7 +50,13 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       receiver = await new Receiver().listen();
       receiver.respond = () => ({ status: 403 });
       const forwardings = [{ is_active: true, url: receiver.url, basic_username: 'fw', basic_password: 'fw-target-password', max_retries: 0, timeout: 10 }];
-      server = await runserver(backend, { LECTERN_AUTH_CREDENTIALS_REFRESH: '0', LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20' }, 0, [], [OPERATOR, B_ADMIN, B_USER]);
+      server = await runserver(
+        backend,
+        { LECTERN_AUTH_CREDENTIALS_REFRESH: '0', LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20' },
+        0,
+        [],
+        [OPERATOR, B_ADMIN, B_USER],
+      );
       const context = await browser.newContext({ viewport: { width: 1200, height: 900 } });
       page = await context.newPage();
       page.on('console', (m) => {
@@ -200,7 +209,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       }
     });
 
-    test('Overview: the working store\'s figures, the chart with its numbers as a table (opened by keyboard), top verbs, every store; a store administrator sees its own', async () => {
+    test("Overview: the working store's figures, the chart with its numbers as a table (opened by keyboard), top verbs, every store; a store administrator sees its own", async () => {
       // The operator works in store b (the test before switched to it).
       await page.getByRole('link', { name: 'Overview' }).click();
       await page.waitForURL(/\/console\/overview$/);

@@ -43,8 +43,15 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     let t: TestLrs;
     const auditFile = join(mkdtempSync(join(tmpdir(), 'lectern-console-audit-')), 'audit.log');
     before(async () => {
-      t = await startTestLrs(backend, { users: [ADMIN, TENANT_B, OPERATOR, B_ADMIN, C_USER], env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_AUTH_CREDENTIALS_REFRESH: '0', LECTERN_AUDIT_FILE: auditFile } });
-      for (const [user, store] of [[ADMIN, 'default'], [TENANT_B, 'b'], [C_USER, 'c']] as const) {
+      t = await startTestLrs(backend, {
+        users: [ADMIN, TENANT_B, OPERATOR, B_ADMIN, C_USER],
+        env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_AUTH_CREDENTIALS_REFRESH: '0', LECTERN_AUDIT_FILE: auditFile },
+      });
+      for (const [user, store] of [
+        [ADMIN, 'default'],
+        [TENANT_B, 'b'],
+        [C_USER, 'c'],
+      ] as const) {
         const res = await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: `http://example.com/verbs/in-${store}` } }), { user }));
         assert.equal(res.status, 200);
       }
@@ -108,17 +115,29 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         assert.equal(sw.headers.get('set-cookie'), null);
       }
       // Another store's statement is not found, by id or through the learner page.
-      const [inC] = (await (await t.fetch(`/xAPI/statements?verb=${encodeURIComponent('http://example.com/verbs/in-c')}`, { user: C_USER })).json() as { statements: { id: string }[] }).statements;
+      const [inC] = (
+        (await (await t.fetch(`/xAPI/statements?verb=${encodeURIComponent('http://example.com/verbs/in-c')}`, { user: C_USER })).json()) as { statements: { id: string }[] }
+      ).statements;
       assert.equal((await get(t, `/console/statements/${inC.id}`, s)).status, 404);
       assert.deepEqual(verbs(await (await get(t, '/console/learner?agent=ben%40example.com', s)).text()), ['in-b']);
       // Query parameters do not choose a store either.
       assert.deepEqual(verbs(await (await get(t, '/console/statements?store=c&target=c', s)).text()), ['in-b']);
       // Another store's credential is out of reach: listed nowhere, not revocable.
-      const other = await createCredential(t.lrs.store, { scopes: ['statements/write'], agent: { objectType: 'Agent', mbox: 'mailto:lms-c@example.com' }, target: 'c', label: 'in c' });
+      const other = await createCredential(t.lrs.store, {
+        scopes: ['statements/write'],
+        agent: { objectType: 'Agent', mbox: 'mailto:lms-c@example.com' },
+        target: 'c',
+        label: 'in c',
+      });
       const access = await (await get(t, '/console/access', s)).text();
       assert.doesNotMatch(access, new RegExp(other.key));
-      for (const confirm of [{}, { confirm: 'yes' }] as Record<string, string>[]) assert.equal((await post(t, '/console/access/revoke', s, { key: other.key, ...confirm })).status, 404);
-      assert.equal((await t.fetch('/xAPI/statements', { user: { ...C_USER, username: other.key, password: other.secret } })).status, 403, 'still a working credential (without read scope)');
+      for (const confirm of [{}, { confirm: 'yes' }] as Record<string, string>[])
+        assert.equal((await post(t, '/console/access/revoke', s, { key: other.key, ...confirm })).status, 404);
+      assert.equal(
+        (await t.fetch('/xAPI/statements', { user: { ...C_USER, username: other.key, password: other.secret } })).status,
+        403,
+        'still a working credential (without read scope)',
+      );
     });
 
     test('changes need the session’s CSRF token and no foreign Origin', async () => {
@@ -127,14 +146,25 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal((await post(t, '/console/access/create', { ...s, csrf: 'wrong' }, fields)).status, 403);
       assert.equal((await post(t, '/console/access/create', s, fields, { origin: 'https://evil.example' })).status, 403);
       assert.equal((await post(t, '/console/store', { ...s, csrf: '' }, { store: 'c' })).status, 403);
-      const noSession = await fetch(`${t.url}/console/access/create`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams(fields) });
+      const noSession = await fetch(`${t.url}/console/access/create`, {
+        method: 'POST',
+        redirect: 'manual',
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams(fields),
+      });
       assert.equal(noSession.status, 401);
       assert.doesNotMatch(await (await get(t, '/console/access', s)).text(), /csrf-check/);
     });
 
     test('Access: create a credential (its secret shown once), use it, rotate with a grace, revoke it; each change audited', async () => {
       const s = await signIn(t, B_ADMIN);
-      const created = await post(t, '/console/access/create', s, { label: 'LMS in b', agent: 'lms-b@example.com', 'scope.statements/write': 'on', 'scope.statements/read': 'on', expires: '2999-01-01' });
+      const created = await post(t, '/console/access/create', s, {
+        label: 'LMS in b',
+        agent: 'lms-b@example.com',
+        'scope.statements/write': 'on',
+        'scope.statements/read': 'on',
+        expires: '2999-01-01',
+      });
       assert.equal(created.status, 200);
       assert.equal(created.headers.get('cache-control'), 'no-store');
       const page = await created.text();
@@ -159,7 +189,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       // Revoke asks first: the row's button answers the question, and nothing is revoked yet.
       const asked = await post(t, '/console/access/revoke', s, { key });
       assert.equal(asked.status, 200);
-      assert.match(await asked.text(), new RegExp(`<h1>Revoke <code>${key}</code>\\?</h1>[\\s\\S]*LMS in b[\\s\\S]*name="confirm" value="yes"[\\s\\S]*Revoke for good[\\s\\S]*href="/console/access">Cancel`));
+      assert.match(
+        await asked.text(),
+        new RegExp(`<h1>Revoke <code>${key}</code>\\?</h1>[\\s\\S]*LMS in b[\\s\\S]*name="confirm" value="yes"[\\s\\S]*Revoke for good[\\s\\S]*href="/console/access">Cancel`),
+      );
       assert.equal((await t.fetch('/xAPI/statements', { user: { ...lms, password: newSecret } })).status, 200, 'not revoked by the question');
       const revoked = await post(t, '/console/access/revoke', s, { key, confirm: 'yes' });
       assert.equal(revoked.status, 303);
@@ -167,7 +200,11 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.match(await (await get(t, '/console/access', s)).text(), /revoked \d{4}-/);
 
       const audit = (await t.lrs.store.listAudit({ target: 'b', actor: 'b-admin', limit: 10 })).map((e) => [e.action, e.role, e.details.key]);
-      assert.deepEqual(audit.slice(0, 3), [['credentials.revoke', 'store', key], ['credentials.rotate', 'store', key], ['credentials.create', 'store', key]]);
+      assert.deepEqual(audit.slice(0, 3), [
+        ['credentials.revoke', 'store', key],
+        ['credentials.rotate', 'store', key],
+        ['credentials.create', 'store', key],
+      ]);
       const shown = await (await get(t, '/console/access', s)).text();
       assert.match(shown, /credentials\.rotate/);
       assert.match(shown, /b-admin <span class="hint">\(file user, store, http, /, 'who, and what kind of name');
@@ -230,7 +267,9 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const [entry] = await t.lrs.store.listAudit({ target: 'b', action: 'rejections.replay', limit: 1 });
       const { startId: _, ...details } = entry.details;
       assert.deepEqual(details, { phase: 'end', ids: [extraId, iriId], validation: 'lax', replayed: 2, stored: 1, refused: 1, notReplayable: 0, skipped: 0, claimed: 0 });
-      const stored = await (await t.fetch('/xAPI/statements?verb=http%3A%2F%2Fexample.com%2Fverbs%2Fin-b', { user: TENANT_B })).json() as { statements: Record<string, unknown>[] };
+      const stored = (await (await t.fetch('/xAPI/statements?verb=http%3A%2F%2Fexample.com%2Fverbs%2Fin-b', { user: TENANT_B })).json()) as {
+        statements: Record<string, unknown>[];
+      };
       assert.ok(stored.statements.some((st) => st.lms_course_code === 'BIO-101'));
 
       assert.equal((await post(t, '/console/rejections/clear', { ...s, csrf: 'x' }, {})).status, 403);
@@ -266,15 +305,25 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.match(await run.text(), /<h1>Erased<\/h1>[\s\S]*<dd id="n-statements">2<\/dd>/);
       const dora = encodeURIComponent(agent);
       assert.deepEqual(((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: TENANT_B })).json()) as { statements: unknown[] }).statements, []);
-      assert.equal(((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: C_USER })).json()) as { statements: unknown[] }).statements.length, 1, 'another store’s untouched');
+      assert.equal(
+        ((await (await t.fetch(`/xAPI/statements?agent=${dora}`, { user: C_USER })).json()) as { statements: unknown[] }).statements.length,
+        1,
+        'another store’s untouched',
+      );
       const [entry, start] = await t.lrs.store.listAudit({ action: 'erase', limit: 5 });
       assert.deepEqual([entry.actor, entry.role, entry.target, entry.details.phase, entry.details.statements], ['b-admin', 'store', 'b', 'end', 2]);
       assert.deepEqual([start.actor, start.details], ['b-admin', { phase: 'start', dryRun: false }]);
-      const lines = readFileSync(auditFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Record<string, unknown>);
-      assert.deepEqual(lines.map((l) => [l.phase, l.command, l.user, l.userKind, l.statements, l.dryRun]), [
-        ['start', 'erase', 'b-admin', 'file-user', undefined, false],
-        ['end', 'erase', 'b-admin', 'file-user', 2, false],
-      ]);
+      const lines = readFileSync(auditFile, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as Record<string, unknown>);
+      assert.deepEqual(
+        lines.map((l) => [l.phase, l.command, l.user, l.userKind, l.statements, l.dryRun]),
+        [
+          ['start', 'erase', 'b-admin', 'file-user', undefined, false],
+          ['end', 'erase', 'b-admin', 'file-user', 2, false],
+        ],
+      );
       assert.doesNotMatch(readFileSync(auditFile, 'utf8'), /dora/, 'never the agent');
       // Pseudonymizing needs the key this server lacks; a plain user may not erase.
       const pseudo = await post(t, '/console/learner/erase', s, { agent, mode: 'pseudonymize' });
@@ -301,7 +350,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       receiver = await new Receiver().listen();
       receiver.respond = () => ({ status: 403 });
       const forwardings = [{ is_active: true, url: receiver.url, basic_username: 'fw', basic_password: 'fw-target-password', max_retries: 0, timeout: 10 }];
-      t = await startTestLrs(backend, { users: [ADMIN, OPERATOR], env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20' } });
+      t = await startTestLrs(backend, {
+        users: [ADMIN, OPERATOR],
+        env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20' },
+      });
     });
     after(async () => {
       await t?.close();
@@ -346,7 +398,12 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     before(async () => {
       t = await startTestLrs(backend, { users: [ADMIN, OPERATOR, D_ADMIN], env: { LECTERN_CONSOLE_SECRET: SECRET, LECTERN_AUTH_CREDENTIALS_REFRESH: '0' } });
       const agent = { objectType: 'Agent' as const, mbox: 'mailto:lms@example.com' };
-      for (const [key, scopes] of [['ops-key', ['admin']], ['fellow', ['admin/store']], ['lms', ['statements/write']], ['planter', ['statements/write', 'define']]] as const) {
+      for (const [key, scopes] of [
+        ['ops-key', ['admin']],
+        ['fellow', ['admin/store']],
+        ['lms', ['statements/write']],
+        ['planter', ['statements/write', 'define']],
+      ] as const) {
         secrets.set(key, (await createCredential(t.lrs.store, { key, scopes: [...scopes], agent })).secret);
       }
     });
@@ -358,7 +415,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       return ((await res.json()) as { definition?: { name?: Record<string, string> } }).definition?.name?.['en-US'];
     };
 
-    test('Access: a store administrator is offered Rotate and Revoke only for its store\'s credentials without an admin scope; the others are a 404', async () => {
+    test("Access: a store administrator is offered Rotate and Revoke only for its store's credentials without an admin scope; the others are a 404", async () => {
       const s = await signIn(t, D_ADMIN);
       const page = await (await get(t, '/console/access', s)).text();
       for (const key of ['ops-key', 'fellow']) {
@@ -373,12 +430,12 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         assert.doesNotMatch(await rotate.text(), /issued-secret/);
         for (const confirm of [{}, { confirm: 'yes' }] as Record<string, string>[]) assert.equal((await post(t, '/console/access/revoke', s, { key, ...confirm })).status, 404);
       }
-      assert.equal((await t.fetch('/admin/api/status', { user: as('ops-key'), version: null })).status, 200, 'the operator\'s key untouched');
+      assert.equal((await t.fetch('/admin/api/status', { user: as('ops-key'), version: null })).status, 200, "the operator's key untouched");
       const operator = await (await get(t, '/console/access', await signIn(t, OPERATOR))).text();
       assert.match(row(operator, 'ops-key'), /action="\/console\/access\/rotate"/, 'the operator may');
     });
 
-    test('Rejections: a revoked writer\'s kept writes are skipped by Replay all (its name not planted); replayed only by the override, audited', async () => {
+    test("Rejections: a revoked writer's kept writes are skipped by Replay all (its name not planted); replayed only by the override, audited", async () => {
       const define = (name: string, extra: Record<string, unknown> = {}) =>
         statement({ object: { objectType: 'Activity', id: PLANTED, definition: { name: { 'en-US': name } } }, ...extra });
       assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', define('Original')))).status, 200);
@@ -405,8 +462,39 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.match(await overridden.text(), /3 replayed as lax, whatever their writer: 3 stored/);
       // Newest first: each replay's end, then its start.
       const [entry, , before] = (await t.lrs.store.listAudit({ action: 'rejections.replay', limit: 4 })).map((e) => ({ ...e, details: { ...e.details, startId: undefined } }));
-      assert.deepEqual([entry.actor, entry.via, entry.details], ['d-admin', 'http', { phase: 'end', startId: undefined, all: true, validation: 'lax', overrideWriter: true, overridden: 3, replayed: 3, stored: 3, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 }]);
-      assert.deepEqual(before.details, { phase: 'end', startId: undefined, all: true, validation: 'lax', replayed: 0, stored: 0, refused: 0, notReplayable: 0, skipped: 3, claimed: 0 });
+      assert.deepEqual(
+        [entry.actor, entry.via, entry.details],
+        [
+          'd-admin',
+          'http',
+          {
+            phase: 'end',
+            startId: undefined,
+            all: true,
+            validation: 'lax',
+            overrideWriter: true,
+            overridden: 3,
+            replayed: 3,
+            stored: 3,
+            refused: 0,
+            notReplayable: 0,
+            skipped: 0,
+            claimed: 0,
+          },
+        ],
+      );
+      assert.deepEqual(before.details, {
+        phase: 'end',
+        startId: undefined,
+        all: true,
+        validation: 'lax',
+        replayed: 0,
+        stored: 0,
+        refused: 0,
+        notReplayable: 0,
+        skipped: 3,
+        claimed: 0,
+      });
     });
   });
 }

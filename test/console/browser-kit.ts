@@ -57,7 +57,12 @@ export async function widthProblems(page: Page): Promise<string[]> {
       }
     }
     const name = (e: Element) => `${e.tagName.toLowerCase()}${e.className && typeof e.className === 'string' ? `.${e.className.split(' ').join('.')}` : ''}`;
-    return [`the page is ${doc.scrollWidth} px wide in ${doc.clientWidth}: ${deepest.slice(0, 5).map((e) => `${name(e)} “${(e.textContent ?? '').trim().slice(0, 40)}”`).join(', ')}`];
+    return [
+      `the page is ${doc.scrollWidth} px wide in ${doc.clientWidth}: ${deepest
+        .slice(0, 5)
+        .map((e) => `${name(e)} “${(e.textContent ?? '').trim().slice(0, 40)}”`)
+        .join(', ')}`,
+    ];
   });
 }
 

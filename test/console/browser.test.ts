@@ -36,7 +36,11 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       server = await runserver(backend, {}, 0, [], [LAX_LMS]);
       ids = await server.post([
         statement({ verb: VERB('attempted'), actor: { name: 'Ada', mbox: 'mailto:ada@example.com' } }),
-        statement({ verb: VERB('experienced'), actor: { name: 'Ada', mbox: 'mailto:ada@example.com' }, object: { id: 'http://example.com/course/intro', definition: { name: { 'en-US': 'Introduction' } } } }),
+        statement({
+          verb: VERB('experienced'),
+          actor: { name: 'Ada', mbox: 'mailto:ada@example.com' },
+          object: { id: 'http://example.com/course/intro', definition: { name: { 'en-US': 'Introduction' } } },
+        }),
         statement({ verb: VERB('passed') }),
         statement({ verb: VERB('failed') }),
         statement({ verb: VERB('completed') }),
@@ -48,7 +52,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const doc = { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"theme":"dark"}' };
       const put = await server.xapi(`/xAPI/agents/profile?agent=${ada}&profileId=preferences`, { ...doc, headers: { ...doc.headers, 'if-none-match': '*' } });
       assert.equal(put.status, 204, await put.text());
-      assert.equal((await server.xapi(`/xAPI/activities/state?agent=${ada}&activityId=${encodeURIComponent('http://example.com/course/intro')}&stateId=bookmark`, doc)).status, 204);
+      assert.equal(
+        (await server.xapi(`/xAPI/activities/state?agent=${ada}&activityId=${encodeURIComponent('http://example.com/course/intro')}&stateId=bookmark`, doc)).status,
+        204,
+      );
       const context = await browser.newContext({ acceptDownloads: true, viewport: { width: 1200, height: 900 } });
       page = await context.newPage();
       page.on('console', (m) => {
@@ -112,7 +119,9 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(await verbs(), 'voided');
       assert.equal(await page.getByRole('link', { name: 'Next page' }).count(), 0);
       // Ada appears in no statement about Ben, anywhere: related agents widens nothing here.
-      await page.goto(`${server.url}/console/statements?agent=ada%40example.com&related_agents=true&related_activities=true&activity=${encodeURIComponent('http://example.com/course/intro')}&since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z`);
+      await page.goto(
+        `${server.url}/console/statements?agent=ada%40example.com&related_agents=true&related_activities=true&activity=${encodeURIComponent('http://example.com/course/intro')}&since=2000-01-01T00:00:00Z&until=2999-01-01T00:00:00Z`,
+      );
       assert.equal(await page.locator('#rows tr').count(), 1);
       assert.equal(await page.getByLabel('Agent anywhere in the statement (related agents)').isChecked(), true);
     });
@@ -137,7 +146,11 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
 
     test('a statement stored under lax validation: flagged in the list, the learner page and the live tail; its page lists the rules it broke', async () => {
       const lax = async (body: unknown) => {
-        const res = await fetch(`${server.url}/xAPI/statements`, { method: 'POST', headers: { authorization: basic(LAX_LMS), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' }, body: JSON.stringify(body) });
+        const res = await fetch(`${server.url}/xAPI/statements`, {
+          method: 'POST',
+          headers: { authorization: basic(LAX_LMS), 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' },
+          body: JSON.stringify(body),
+        });
         assert.equal(res.status, 200, await res.clone().text());
         return ((await res.json()) as string[])[0];
       };

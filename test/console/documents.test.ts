@@ -62,7 +62,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     test('opened: JSON as a tree with its paths, text as text (escaped), other types offered as a download', async () => {
       const state = await (await get(t, `/console/documents/state?${q({ activityId: COURSE, agent: ADA, stateId: 'bookmark' })}`, admin)).text();
       assert.match(state, /<h1>State <code>bookmark<\/code><\/h1>/);
-      assert.match(state, /<li class="json-node" data-path="visited\[1\]"><span class="json-line"><span class="json-index">1<\/span>: <span class="json-string">&quot;quiz&quot;<\/span>/);
+      assert.match(
+        state,
+        /<li class="json-node" data-path="visited\[1\]"><span class="json-line"><span class="json-index">1<\/span>: <span class="json-string">&quot;quiz&quot;<\/span>/,
+      );
       assert.match(state, /<dt>Content type<\/dt><dd><code>application\/json<\/code><\/dd>/);
       const notes = await (await get(t, `/console/documents/agent-profile?${q({ agent: ADA, profileId: 'notes' })}`, admin)).text();
       assert.match(notes, /<pre class="json"[^>]*><code>Likes &lt;b&gt;maths&lt;\/b&gt;\.<\/code><\/pre>/);

@@ -31,10 +31,12 @@ after(() => browser?.close());
 /** The datalist's options ([value, label]) once they are `expected`: the answer to what was typed last, not to an earlier keystroke. */
 async function optionsBecome(page: Page, list: string, expected: [string, string][]): Promise<[string, string][]> {
   const read = () => page.locator(`${list} option`).evaluateAll((os) => os.map((o) => [(o as HTMLOptionElement).value, (o as HTMLOptionElement).label] as [string, string]));
-  await page.waitForFunction(
-    ([sel, want]) => JSON.stringify([...document.querySelectorAll(`${sel} option`)].map((o) => [(o as HTMLOptionElement).value, (o as HTMLOptionElement).label])) === want,
-    [list, JSON.stringify(expected)] as const,
-  ).catch(() => undefined);
+  await page
+    .waitForFunction(
+      ([sel, want]) => JSON.stringify([...document.querySelectorAll(`${sel} option`)].map((o) => [(o as HTMLOptionElement).value, (o as HTMLOptionElement).label])) === want,
+      [list, JSON.stringify(expected)] as const,
+    )
+    .catch(() => undefined);
   return read();
 }
 
@@ -56,8 +58,15 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     before(async () => {
       server = await runserver(backend, { LECTERN_XAPI_FORWARDINGS: JSON.stringify(FORWARDINGS) }, 0, [], [OPERATOR]);
       [id] = await server.post([
-        statement({ actor: ADA, verb: { id: `${ADL}passed`, display: { 'en-US': 'passed' } }, object: { id: COURSE, definition: { name: { 'en-US': 'Introduction' } } }, result: { score: { scaled: 0.9 } } }),
-        ...Array.from({ length: 4 }, (_, i) => statement({ verb: { id: `${ADL}attempted`, display: { 'en-US': 'attempted' } }, object: { id: `http://example.com/course/part-${i}` } })),
+        statement({
+          actor: ADA,
+          verb: { id: `${ADL}passed`, display: { 'en-US': 'passed' } },
+          object: { id: COURSE, definition: { name: { 'en-US': 'Introduction' } } },
+          result: { score: { scaled: 0.9 } },
+        }),
+        ...Array.from({ length: 4 }, (_, i) =>
+          statement({ verb: { id: `${ADL}attempted`, display: { 'en-US': 'attempted' } }, object: { id: `http://example.com/course/part-${i}` } }),
+        ),
       ]);
       const ada = encodeURIComponent(JSON.stringify({ mbox: ADA.mbox }));
       const put = async (path: string, type: string, body: string) => {

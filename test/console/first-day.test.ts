@@ -84,7 +84,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const section = page.slice(page.indexOf('id="configured-title"'), page.indexOf('</section>', page.indexOf('id="configured-title"')));
       assert.match(section, /LECTERN_XAPI_FORWARDINGS/);
       assert.match(section, /environment or the <code>\.env<\/code> file/);
-      assert.match(section, /<td data-label="Target"><code>https:\/\/lrs\.example\.com\/xAPI\/statements<\/code><\/td><td data-label="Active">yes<\/td><td data-label="Batch size">250<\/td><td data-label="Retries">3<\/td><td data-label="Timeout">7\.5 s<\/td><td data-label="Authentication">HTTP Basic as <code>fw-user<\/code><\/td>/);
+      assert.match(
+        section,
+        /<td data-label="Target"><code>https:\/\/lrs\.example\.com\/xAPI\/statements<\/code><\/td><td data-label="Active">yes<\/td><td data-label="Batch size">250<\/td><td data-label="Retries">3<\/td><td data-label="Timeout">7\.5 s<\/td><td data-label="Authentication">HTTP Basic as <code>fw-user<\/code><\/td>/,
+      );
       assert.match(section, /old\.example\.com[\s\S]*?<td data-label="Active">no<\/td>[\s\S]*?<td data-label="Authentication">HTTP Basic, no username<\/td>/);
       assert.doesNotMatch(page, /fw-very-secret-password/);
       assert.match(section, /not from the console/);
@@ -100,7 +103,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const bAdmin = await (await get(t, '/console/access', await signIn(t, B_ADMIN))).text();
       assert.deepEqual(users(bAdmin), ['b-admin', 'b-reader'], 'a store administrator’s own store’s');
       const file = bAdmin.slice(bAdmin.indexOf('id="file-users-title"'), bAdmin.indexOf('</section>', bAdmin.indexOf('id="file-users-title"')));
-      assert.match(file, /<tr data-user="b-reader"><td data-label="User"><code>b-reader<\/code><\/td><td data-label="Scopes">statements\/read<\/td><td data-label="Agent">b-reader@example\.com<\/td><td data-label="Store">b<\/td><td data-label="Kind"><span class="badge">credentials file<\/span>/);
+      assert.match(
+        file,
+        /<tr data-user="b-reader"><td data-label="User"><code>b-reader<\/code><\/td><td data-label="Scopes">statements\/read<\/td><td data-label="Agent">b-reader@example\.com<\/td><td data-label="Store">b<\/td><td data-label="Kind"><span class="badge">credentials file<\/span>/,
+      );
       assert.match(file, /lectern auth/);
       assert.doesNotMatch(file, /<form/, 'read-only');
       for (const page of [operator, bAdmin]) assert.doesNotMatch(page, /\$2[aby]\$/, 'no bcrypt hash');

@@ -101,7 +101,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         await page.getByRole('button', { name: 'Sign in' }).click();
         await page.waitForURL(/\/console\/statements$/);
         for (const [name, path] of ADMIN_PAGES) {
-          const [response] = await Promise.all([page.waitForEvent('response', (r) => r.url().endsWith(path)), page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name, exact: true }).click()]);
+          const [response] = await Promise.all([
+            page.waitForEvent('response', (r) => r.url().endsWith(path)),
+            page.getByRole('navigation', { name: 'Console' }).getByRole('link', { name, exact: true }).click(),
+          ]);
           assert.equal(response.status(), 200, path);
           assert.equal(await page.locator('h1').innerText(), name);
           assert.deepEqual(await axeViolations(page), [], path);

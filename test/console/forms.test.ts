@@ -73,7 +73,12 @@ const postForm = (t: TestLrs, path: string, form: Record<string, string>, header
   fetch(`${t.url}${path}`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: new URLSearchParams(form) });
 
 /** The characters a Location header must never carry. */
-const BREAKS: [string, string][] = [['CR', '\r'], ['LF', '\n'], ['U+2028', '\u2028'], ['U+2029', '\u2029']];
+const BREAKS: [string, string][] = [
+  ['CR', '\r'],
+  ['LF', '\n'],
+  ['U+2028', '\u2028'],
+  ['U+2029', '\u2029'],
+];
 
 for (const backend of BACKENDS) {
   describe(`console bodies and next (${backend.name})`, () => {
@@ -85,7 +90,9 @@ for (const backend of BACKENDS) {
     });
     after(() => t.close());
 
-    test('every console form and the admin API: a body trickled under LECTERN_REQUEST_BODY_MIN_RATE, or stalled for LECTERN_REQUEST_BODY_TIMEOUT, gets 408 and its connection closed', { timeout: 60_000 }, async () => {
+    test('every console form and the admin API: a body trickled under LECTERN_REQUEST_BODY_MIN_RATE, or stalled for LECTERN_REQUEST_BODY_TIMEOUT, gets 408 and its connection closed', {
+      timeout: 60_000,
+    }, async () => {
       const session = { cookie: ops.cookie, 'x-csrf-token': ops.csrf };
       const bodies: [string, string, Record<string, string>][] = [
         ['sign-in', '/console/sign-in', {}],
@@ -150,7 +157,12 @@ describe('console sign-in through OpenID Connect: next', () => {
   test('a next a Location header cannot carry is a 400 sign-in page naming it, before the provider is asked', async () => {
     const op = await startProvider({ browserClient: { id: 'lectern-console', redirectUri: 'http://127.0.0.1/console/oidc/callback' } });
     const t = await startTestLrs(sqliteBackend, {
-      env: { LECTERN_RUNSERVER_AUTH_BACKENDS: 'basic,oidc', LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI: op.issuer, LECTERN_RUNSERVER_AUTH_OIDC_AUDIENCE: LRS_AUDIENCE, LECTERN_CONSOLE_OIDC_CLIENT_ID: 'lectern-console' },
+      env: {
+        LECTERN_RUNSERVER_AUTH_BACKENDS: 'basic,oidc',
+        LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI: op.issuer,
+        LECTERN_RUNSERVER_AUTH_OIDC_AUDIENCE: LRS_AUDIENCE,
+        LECTERN_CONSOLE_OIDC_CLIENT_ID: 'lectern-console',
+      },
     });
     try {
       for (const [name, c] of BREAKS) {

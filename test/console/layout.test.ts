@@ -21,7 +21,13 @@ import { axeViolations, launchBrowser, pageProblems, WIDTHS } from './browser-ki
 /** A store named as a university names its continuing-education tenant. */
 const STORE = 'acme-university-continuing-education-emea';
 const OPERATOR: TestUser = { username: 'operator', password: 'operator-layout-pass', scopes: ['all', 'admin'], agent: { mbox: 'mailto:operator@example.com' } };
-const LMS: TestUser = { username: 'moodle-continuing-education', password: 'lms-layout-pass', scopes: ['all'], agent: { name: 'Moodle', mbox: 'mailto:moodle@continuing-education.acme-university.example.com' }, target: STORE };
+const LMS: TestUser = {
+  username: 'moodle-continuing-education',
+  password: 'lms-layout-pass',
+  scopes: ['all'],
+  agent: { name: 'Moodle', mbox: 'mailto:moodle@continuing-education.acme-university.example.com' },
+  target: STORE,
+};
 const LEARNER = { objectType: 'Agent', name: 'Maximiliane Oyelaran-Fitzgerald', mbox: 'mailto:maximiliane.oyelaran-fitzgerald@continuing-education.acme-university.example.com' };
 const LEAVER = { objectType: 'Agent', name: 'Jean-Baptiste Nakamura-Lindqvist', mbox: 'mailto:jb.nakamura-lindqvist@alumni.acme-university.example.com' };
 const LONG_ACTIVITY = 'https://lms.acme-university.example.com/courses/continuing-education/2026/spring/organic-chemistry-101/module-3/lesson-12';
@@ -43,13 +49,26 @@ async function fill(t: TestLrs): Promise<Data> {
     return (await res.json()) as string[];
   };
   const verb = (v: string) => ({ id: `http://adlnet.gov/expapi/verbs/${v}`, display: { 'en-US': v } });
-  const named = { objectType: 'Activity', id: 'https://lms.acme-university.example.com/courses/chem-101', definition: { name: { 'en-US': 'Introduction to Organic Chemistry: Functional Groups and Reaction Mechanisms' } } };
+  const named = {
+    objectType: 'Activity',
+    id: 'https://lms.acme-university.example.com/courses/chem-101',
+    definition: { name: { 'en-US': 'Introduction to Organic Chemistry: Functional Groups and Reaction Mechanisms' } },
+  };
   const ids = await post([
     statement({ actor: LEARNER, verb: verb('attempted'), object: named, context: { registration: '6f0e2c1a-3b4d-4e5f-8a9b-0c1d2e3f4a5b' } }),
-    statement({ actor: LEARNER, verb: { id: LONG_VERB }, object: { objectType: 'Activity', id: LONG_ACTIVITY }, result: { score: { scaled: 0.87 }, success: true, duration: 'PT1H12M30S' } }),
+    statement({
+      actor: LEARNER,
+      verb: { id: LONG_VERB },
+      object: { objectType: 'Activity', id: LONG_ACTIVITY },
+      result: { score: { scaled: 0.87 }, success: true, duration: 'PT1H12M30S' },
+    }),
     statement({ actor: { objectType: 'Group', name: 'Study group 7 (Tuesday evening, remote)', member: [LEARNER] }, verb: verb('experienced'), object: named }),
     statement({ actor: LEARNER, verb: verb('failed'), object: { objectType: 'Activity', id: LONG_ACTIVITY } }),
-    statement({ actor: { objectType: 'Agent', account: { homePage: 'https://sso.acme-university.example.com/identity', name: 'student-2026-000123456' } }, verb: verb('completed'), object: { objectType: 'Agent', mbox: 'mailto:tutor.ramanathan-okonkwo@acme-university.example.com' } }),
+    statement({
+      actor: { objectType: 'Agent', account: { homePage: 'https://sso.acme-university.example.com/identity', name: 'student-2026-000123456' } },
+      verb: verb('completed'),
+      object: { objectType: 'Agent', mbox: 'mailto:tutor.ramanathan-okonkwo@acme-university.example.com' },
+    }),
   ]);
   await post(statement({ actor: LEARNER, verb: verb('voided'), object: { objectType: 'StatementRef', id: ids[3] } }));
   await post(statement({ actor: LEARNER, verb: verb('commented'), object: { objectType: 'StatementRef', id: ids[0] } }));
@@ -60,10 +79,32 @@ async function fill(t: TestLrs): Promise<Data> {
   const ctx = { store: t.lrs.store, config: t.config, clock: systemClock };
   const by = cliActor();
   const agent = (name: string) => ({ objectType: 'Agent' as const, account: { homePage: 'https://lms.acme-university.example.com/integrations', name } });
-  const scorm = await createCredential(ctx, by, { target: STORE, label: 'Legacy SCORM 1.2 player (chemistry labs, to retire in 2027)', scopes: ['statements/write'], agent: agent('scorm-player'), validation: 'lax' });
-  const [lax] = await post(statement({ actor: LEARNER, verb: verb('answered'), object: { objectType: 'Activity', id: LONG_ACTIVITY }, lms_course_code: 'CHEM-101-SPRING', context: { contextActivities: { parent: [{ id: '0b7c3c4e-0000-4000-8000-000000000000' }] } } }), { username: scorm.key, password: scorm.secret, scopes: [], agent: {} });
+  const scorm = await createCredential(ctx, by, {
+    target: STORE,
+    label: 'Legacy SCORM 1.2 player (chemistry labs, to retire in 2027)',
+    scopes: ['statements/write'],
+    agent: agent('scorm-player'),
+    validation: 'lax',
+  });
+  const [lax] = await post(
+    statement({
+      actor: LEARNER,
+      verb: verb('answered'),
+      object: { objectType: 'Activity', id: LONG_ACTIVITY },
+      lms_course_code: 'CHEM-101-SPRING',
+      context: { contextActivities: { parent: [{ id: '0b7c3c4e-0000-4000-8000-000000000000' }] } },
+    }),
+    { username: scorm.key, password: scorm.secret, scopes: [], agent: {} },
+  );
   // Credentials: generated keys, a long chosen one, an expiry, a revoked one, a rotation's grace, an administrator's.
-  const ingest = await createCredential(ctx, by, { target: STORE, key: LONG_KEY, label: 'Moodle production (EU West, primary ingest)', scopes: ['statements/write', 'statements/read/mine', 'state', 'profile'], agent: agent('moodle-production-ingest'), expires: '2027-06-30' });
+  const ingest = await createCredential(ctx, by, {
+    target: STORE,
+    key: LONG_KEY,
+    label: 'Moodle production (EU West, primary ingest)',
+    scopes: ['statements/write', 'statements/read/mine', 'state', 'profile'],
+    agent: agent('moodle-production-ingest'),
+    expires: '2027-06-30',
+  });
   const dashboard = await createCredential(ctx, by, { target: STORE, label: 'Learning analytics dashboard', scopes: ['statements/read'], agent: agent('analytics') });
   await rotateCredential(ctx, by, { key: dashboard.key, target: STORE, graceSeconds: 86_400 });
   const old = await createCredential(ctx, by, { target: STORE, label: 'Old reporting export', scopes: ['statements/read'], agent: agent('reporting') });
@@ -73,8 +114,19 @@ async function fill(t: TestLrs): Promise<Data> {
   const who = encodeURIComponent(JSON.stringify({ mbox: LEARNER.mbox }));
   const doc = { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"fontSize":"large"}', user: LMS };
   const profile = { ...doc, headers: { ...doc.headers, 'if-none-match': '*' } };
-  assert.equal((await t.fetch(`/xAPI/agents/profile?agent=${who}&profileId=${encodeURIComponent('https://lms.acme-university.example.com/xapi/profiles/learner-preferences/accessibility')}`, profile)).status, 204);
-  assert.equal((await t.fetch(`/xAPI/activities/state?agent=${who}&activityId=${encodeURIComponent(LONG_ACTIVITY)}&stateId=suspend-data-cmi-core-lesson-location`, doc)).status, 204);
+  assert.equal(
+    (
+      await t.fetch(
+        `/xAPI/agents/profile?agent=${who}&profileId=${encodeURIComponent('https://lms.acme-university.example.com/xapi/profiles/learner-preferences/accessibility')}`,
+        profile,
+      )
+    ).status,
+    204,
+  );
+  assert.equal(
+    (await t.fetch(`/xAPI/activities/state?agent=${who}&activityId=${encodeURIComponent(LONG_ACTIVITY)}&stateId=suspend-data-cmi-core-lesson-location`, doc)).status,
+    204,
+  );
   // Refused writes, as clients send them (the LMS's production credential, a long key, as the writer).
   const writer: TestUser = { username: ingest.key, password: ingest.secret, scopes: [], agent: {} };
   const bad = [statement({ verb: { id: 'completed' } }), statement({ timestamp: 'yesterday at noon' }), statement({ lms_course_code: 'CHEM-101', lms_section: 'evening' })];
@@ -103,38 +155,53 @@ const PAGES: Step[] = [
   { name: 'statement (voided)', open: go((d) => `/console/statements/${d.voided}`) },
   { name: 'no such statement', open: go('/console/statements/00000000-0000-4000-8000-000000000000') },
   { name: 'learner', open: go(learner) },
-  { name: 'erase: the dry run', open: async (page, url) => {
+  {
+    name: 'erase: the dry run',
+    open: async (page, url) => {
       await page.goto(`${url}${learner}`);
       await page.getByRole('button', { name: 'Dry run' }).click();
       await page.locator('#confirm').waitFor();
-    } },
-  { name: 'erased', open: async (page, url) => {
+    },
+  },
+  {
+    name: 'erased',
+    open: async (page, url) => {
       await page.goto(`${url}/console/learner?agent=${encodeURIComponent(LEAVER.mbox)}`);
       await page.getByRole('button', { name: 'Dry run' }).click();
       await page.locator('#confirm').fill(LEAVER.mbox.replace('mailto:', ''));
       await page.getByRole('button', { name: 'Erase for good' }).click();
       await page.locator('h1', { hasText: 'Erased' }).waitFor();
-    } },
+    },
+  },
   { name: 'access', open: go('/console/access') },
-  { name: 'revoke: the question', open: async (page, url) => {
+  {
+    name: 'revoke: the question',
+    open: async (page, url) => {
       await page.goto(`${url}/console/access`);
       await page.getByRole('button', { name: `Revoke ${LONG_KEY}` }).click();
       await page.getByRole('button', { name: 'Revoke for good' }).waitFor();
-    } },
-  { name: 'rotated: the new secret', open: async (page, url) => {
+    },
+  },
+  {
+    name: 'rotated: the new secret',
+    open: async (page, url) => {
       await page.goto(`${url}/console/access`);
       await page.locator(`tr[data-key="${LONG_KEY}"] input[name="grace"]`).fill('3600');
       await page.getByRole('button', { name: `Rotate ${LONG_KEY}` }).click();
       await page.locator('#issued-secret').waitFor();
-    } },
+    },
+  },
   { name: 'rejections', open: go('/console/rejections') },
   { name: 'rejections of a reason', open: go((d) => `/console/rejections?reason=${encodeURIComponent(d.reason)}`) },
   { name: 'rejection', open: go((d) => `/console/rejections/${d.rejection}`) },
-  { name: 'replayed', open: async (page, url, d) => {
+  {
+    name: 'replayed',
+    open: async (page, url, d) => {
       await page.goto(`${url}/console/rejections/${d.rejection}`);
       await page.getByRole('button', { name: 'Replay this one' }).click();
       await page.locator('#replay-summary').waitFor();
-    } },
+    },
+  },
   { name: 'forwarding', open: go('/console/forwarding') },
   { name: 'forwarding, after a retry', open: go('/console/forwarding?retried=12') },
   { name: 'stores', open: go('/console/stores') },
@@ -168,8 +235,20 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     before(async () => {
       receiver = await new Receiver().listen();
       receiver.respond = () => ({ status: 503 });
-      const forwardings = [{ is_active: true, url: `${receiver.url}/data/xAPI/forwarded/acme-university-continuing-education`, basic_username: 'fw', basic_password: 'fw-target-password', max_retries: 0, timeout: 10 }];
-      t = await startTestLrs(backend, { users: [ADMIN, OPERATOR, LMS], env: { LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_AUTH_CREDENTIALS_REFRESH: '0' } });
+      const forwardings = [
+        {
+          is_active: true,
+          url: `${receiver.url}/data/xAPI/forwarded/acme-university-continuing-education`,
+          basic_username: 'fw',
+          basic_password: 'fw-target-password',
+          max_retries: 0,
+          timeout: 10,
+        },
+      ];
+      t = await startTestLrs(backend, {
+        users: [ADMIN, OPERATOR, LMS],
+        env: { LECTERN_XAPI_FORWARDINGS: JSON.stringify(forwardings), LECTERN_XAPI_FORWARDING_BACKOFF: '20', LECTERN_AUTH_CREDENTIALS_REFRESH: '0' },
+      });
       data = await fill(t);
       await eventually('dead letters', async () => (await t.lrs.store.outbox.deadLetters({ limit: 1 })).length > 0, 60_000);
       contexts.operator = await signedIn(browser, t.url, OPERATOR);

@@ -15,7 +15,12 @@ import { signIn } from './sign-in.ts';
 
 const B_ADMIN: TestUser = { username: 'b-admin', password: 'b-admin-secret', scopes: ['admin/store'], agent: { mbox: 'mailto:b-admin@example.com' }, target: 'b' };
 const STORE_ADMIN: TestUser = { username: 'default-admin', password: 'default-admin-pass', scopes: ['all', 'admin/store'], agent: { mbox: 'mailto:da@example.com' } };
-const NAMED: TestUser = { username: 'reporting', password: 'reporting-pass', scopes: ['statements/read'], agent: { name: 'Reports (nightly)', account: { homePage: 'https://lms.example.com', name: 'reports' } } };
+const NAMED: TestUser = {
+  username: 'reporting',
+  password: 'reporting-pass',
+  scopes: ['statements/read'],
+  agent: { name: 'Reports (nightly)', account: { homePage: 'https://lms.example.com', name: 'reports' } },
+};
 
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
 const unescape = (s: string) => s.replace(/&(amp|lt|gt|quot|#39);/g, (e) => ENTITIES[e]);
@@ -44,7 +49,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(r.command, 'lectern auth -u admin -s all -s admin -M mailto:admin@example.com -w');
       assert.match(r.text, /a user of the credentials file/);
       const argv = r.command!.split(' ').slice(1);
-      const run = spawnSync(process.execPath, [CLI, ...argv, '-p', ADMIN.password], { env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: t.env.LECTERN_AUTH_FILE }, encoding: 'utf8' });
+      const run = spawnSync(process.execPath, [CLI, ...argv, '-p', ADMIN.password], {
+        env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: t.env.LECTERN_AUTH_FILE },
+        encoding: 'utf8',
+      });
       assert.equal(run.status, 0, run.stderr);
       for (const path of ['/console/overview', '/console/access', '/console/rejections', '/console/forwarding', '/console/stores']) {
         assert.equal((await refusal(t, path, ADMIN)).status, 200, path);
@@ -80,7 +88,11 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(other.command, undefined);
       // A change of the operator's (JSON answer) names what is missing too.
       const s = await signIn(t, STORE_ADMIN);
-      const retry = await fetch(`${t.url}/console/forwarding/retry`, { method: 'POST', headers: { cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ csrf: s.csrf }) });
+      const retry = await fetch(`${t.url}/console/forwarding/retry`, {
+        method: 'POST',
+        headers: { cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded' },
+        body: new URLSearchParams({ csrf: s.csrf }),
+      });
       assert.equal(retry.status, 403);
       assert.match(((await retry.json()) as { detail: string }).detail, /Retrying dead letters needs the admin scope, which default-admin does not hold/);
     });

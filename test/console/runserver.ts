@@ -46,4 +46,3 @@ export async function runserver(backend: Backend, env: Record<string, string> = 
     },
   };
 }
-

@@ -54,11 +54,15 @@ const SHOTS: Shot[] = [
   { name: 'statements', path: '/console/statements', viewport: { width: 1280, height: 960 } },
   { name: 'statement', path: (d) => `/console/statements/${d.statementId}` },
   { name: 'learner', path: (d) => `/console/learner?agent=${encodeURIComponent(d.learner)}` },
-  { name: 'erase', path: (d) => `/console/learner?agent=${encodeURIComponent(d.learner)}`, prepare: async (page) => {
+  {
+    name: 'erase',
+    path: (d) => `/console/learner?agent=${encodeURIComponent(d.learner)}`,
+    prepare: async (page) => {
       // The dry run is a form POST: the screenshot waits for its answer, the typed confirmation.
       await page.getByRole('button', { name: 'Dry run' }).click();
       await page.locator('#confirm').waitFor();
-    } },
+    },
+  },
   { name: 'access', path: '/console/access' },
   { name: 'rejections', path: '/console/rejections' },
   { name: 'forwarding', path: '/console/forwarding' },
@@ -122,23 +126,48 @@ describe('console screenshots', () => {
     const mbox = [...counts].sort((x, y) => y[1] - x[1])[0][0];
     // A few more of theirs, for a Learner page with a history.
     const theirs = statements.find((s) => (s.actor as { mbox?: string }).mbox === mbox)!.actor;
-    const more = Array.from({ length: 12 }, (_, i) => generated(7, 5000 + i)).filter((s) => (s.actor as { objectType?: string }).objectType !== 'Group' && (s.object as { objectType?: string }).objectType !== 'StatementRef');
-    assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', more.slice(0, 5).map((s) => ({ ...s, actor: theirs }))))).status, 200);
+    const more = Array.from({ length: 12 }, (_, i) => generated(7, 5000 + i)).filter(
+      (s) => (s.actor as { objectType?: string }).objectType !== 'Group' && (s.object as { objectType?: string }).objectType !== 'StatementRef',
+    );
+    assert.equal(
+      (
+        await t.fetch(
+          '/xAPI/statements',
+          jsonInit(
+            'POST',
+            more.slice(0, 5).map((s) => ({ ...s, actor: theirs })),
+          ),
+        )
+      ).status,
+      200,
+    );
     data = { statementId: statements[statements.length - 1].id, learner: mbox.replace('mailto:', '') };
     // Credentials of the LMSs and a report, one revoked; refused writes as clients send them.
     const agent = (name: string) => ({ objectType: 'Agent' as const, account: { homePage: 'https://lms.example.com', name } });
     await createCredential(t.lrs.store, { label: 'Moodle (production)', scopes: ['statements/write', 'state'], agent: agent('moodle') }, { clock });
-    await createCredential(t.lrs.store, { label: 'Analytics dashboard', scopes: ['statements/read'], agent: agent('analytics'), expires: new Date(clock.now() + 90 * 86_400_000).toISOString().slice(0, 10) }, { clock });
+    await createCredential(
+      t.lrs.store,
+      { label: 'Analytics dashboard', scopes: ['statements/read'], agent: agent('analytics'), expires: new Date(clock.now() + 90 * 86_400_000).toISOString().slice(0, 10) },
+      { clock },
+    );
     const old = await createCredential(t.lrs.store, { label: 'Old SCORM player', scopes: ['statements/write'], agent: agent('scorm'), validation: 'lax' }, { clock });
     await revokeCredential(t.lrs.store, old.key, { clock });
     const base = generated(7, 1000);
-    for (const bad of [{ ...base, id: undefined, verb: { id: 'completed' } }, { ...base, id: undefined, timestamp: 'yesterday' }, { ...base, id: undefined, lms_course_code: 'BIO-101' }]) {
+    for (const bad of [
+      { ...base, id: undefined, verb: { id: 'completed' } },
+      { ...base, id: undefined, timestamp: 'yesterday' },
+      { ...base, id: undefined, lms_course_code: 'BIO-101' },
+    ]) {
       assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', bad))).status, 400);
     }
-    await eventually('dead letters of the refusing target', async () => {
-      const res = await t.fetch('/admin/api/forwarding', { user: OPERATOR });
-      return ((await res.json()) as { targets: { dead: number }[] }).targets[0]?.dead > 0;
-    }, 60_000);
+    await eventually(
+      'dead letters of the refusing target',
+      async () => {
+        const res = await t.fetch('/admin/api/forwarding', { user: OPERATOR });
+        return ((await res.json()) as { targets: { dead: number }[] }).targets[0]?.dead > 0;
+      },
+      60_000,
+    );
 
     const res = await fetch(`${t.url}/console/sign-in`, {
       method: 'POST',

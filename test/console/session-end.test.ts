@@ -32,7 +32,11 @@ async function assertEnded(t: TestLrs, s: Signed, what: string): Promise<void> {
   assert.match(signInPage, /<form method="post" action="\/console\/sign-in"/, `${what}: the sign-in form, not a redirect back`);
   assert.equal((await get(t, '/console/session', s)).status, 401, what);
   assert.equal((await get(t, '/console/statements/tail?after=2026-01-01T00:00:00Z', s)).status, 401, what);
-  const change = await fetch(`${t.url}/console/store`, { method: 'POST', headers: { cookie: s.cookie, 'x-csrf-token': s.csrf, 'content-type': 'application/x-www-form-urlencoded' }, body: 'store=b' });
+  const change = await fetch(`${t.url}/console/store`, {
+    method: 'POST',
+    headers: { cookie: s.cookie, 'x-csrf-token': s.csrf, 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'store=b',
+  });
   assert.equal(change.status, 401, what);
 }
 

@@ -34,7 +34,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(res.headers.get('location'), `/console/sign-in?next=${encodeURIComponent('/console/statements?verb=x')}`);
       const tail = await get(t, '/console/statements/tail?after=2026-01-01T00:00:00Z');
       assert.equal(tail.status, 401);
-      assert.match((await tail.json() as { detail: string }).detail, /sign in/);
+      assert.match(((await tail.json()) as { detail: string }).detail, /sign in/);
     });
 
     test('the sign-in gives an HttpOnly, SameSite=Strict cookie, Secure when a trusted proxy says https', async () => {
@@ -67,7 +67,12 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
 
     test('a sign-in from another site’s page is refused; from this host’s, over a TLS proxy or not, accepted', async () => {
       const from = (origin: string) =>
-        fetch(`${t.url}/console/sign-in`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', origin }, body: 'username=admin&password=admin-pass' });
+        fetch(`${t.url}/console/sign-in`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', origin },
+          body: 'username=admin&password=admin-pass',
+        });
       const host = new URL(t.url).host;
       assert.equal((await from('https://evil.example')).status, 403);
       assert.equal((await from('null')).status, 403);
@@ -90,7 +95,12 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     test('sign-out needs the session’s CSRF token; without it (or from another origin) it is refused', async () => {
       const s = await signIn(t, TENANT_B);
       const out = (body: string, headers: Record<string, string> = {}) =>
-        fetch(`${t.url}/console/sign-out`, { method: 'POST', redirect: 'manual', headers: { cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body });
+        fetch(`${t.url}/console/sign-out`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+          body,
+        });
       assert.equal((await out('')).status, 403);
       assert.equal((await out('csrf=not-the-token')).status, 403);
       assert.equal((await out(`csrf=${s.csrf}`, { origin: 'https://evil.example' })).status, 403);
@@ -113,7 +123,9 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
     });
 
     test('a session reads with its user’s scopes: only its own statements, or a page naming the scope it lacks', async () => {
-      const [own] = (await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://example.com/verbs/by-mine' } }), { user: MINE }))).json()) as string[];
+      const [own] = (await (
+        await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://example.com/verbs/by-mine' } }), { user: MINE }))
+      ).json()) as string[];
       await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://example.com/verbs/by-admin' } })));
       const mine = await signIn(t, MINE);
       const page = await (await get(t, '/console/statements', mine)).text();
@@ -137,7 +149,14 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.deepEqual([session.username, session.scopes, session.store], [issued.key, ['statements/read'], 'b']);
       await revokeCredential(t.lrs.store, issued.key);
       // LECTERN_AUTH_CREDENTIALS_REFRESH=0: the server sees the revocation at the next sign-in.
-      const status = (await fetch(`${t.url}/console/sign-in`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: new URLSearchParams({ username: issued.key, password: issued.secret }) })).status;
+      const status = (
+        await fetch(`${t.url}/console/sign-in`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          body: new URLSearchParams({ username: issued.key, password: issued.secret }),
+        })
+      ).status;
       assert.equal(status, 401);
     });
 
@@ -171,16 +190,37 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
 
     test('a download streams the query as CSV of the chosen fields; a bad filter is a 400 before any byte', async () => {
       const s = await signIn(t, ADMIN);
-      const ids = (await (await t.fetch('/xAPI/statements', jsonInit('POST', [1, 2, 3].map((n) => statement({ verb: { id: 'http://example.com/verbs/csv' }, result: { score: { scaled: n / 10 } } }))))).json()) as string[];
-      const csv = await get(t, `/console/statements/download?verb=${encodeURIComponent('http://example.com/verbs/csv')}&format=csv&fields=id&fields=result.score.scaled&fields=actor&limit=1`, s);
+      const ids = (await (
+        await t.fetch(
+          '/xAPI/statements',
+          jsonInit(
+            'POST',
+            [1, 2, 3].map((n) => statement({ verb: { id: 'http://example.com/verbs/csv' }, result: { score: { scaled: n / 10 } } })),
+          ),
+        )
+      ).json()) as string[];
+      const csv = await get(
+        t,
+        `/console/statements/download?verb=${encodeURIComponent('http://example.com/verbs/csv')}&format=csv&fields=id&fields=result.score.scaled&fields=actor&limit=1`,
+        s,
+      );
       assert.equal(csv.status, 200);
       assert.match(csv.headers.get('content-disposition')!, /^attachment; filename="statements-[\dT-]+\.csv"$/);
-      assert.deepEqual((await csv.text()).trimEnd().split('\r\n'), ['id,result.score.scaled,actor', ...ids.toReversed().map((id, i) => `${id},${(3 - i) / 10},mailto:ben@example.com`)]);
+      assert.deepEqual((await csv.text()).trimEnd().split('\r\n'), [
+        'id,result.score.scaled,actor',
+        ...ids.toReversed().map((id, i) => `${id},${(3 - i) / 10},mailto:ben@example.com`),
+      ]);
       const nd = await get(t, `/console/statements/download?verb=${encodeURIComponent('http://example.com/verbs/csv')}&format=ndjson`, s);
-      assert.deepEqual((await nd.text()).trimEnd().split('\n').map((l) => (JSON.parse(l) as { id: string }).id), ids.toReversed());
+      assert.deepEqual(
+        (await nd.text())
+          .trimEnd()
+          .split('\n')
+          .map((l) => (JSON.parse(l) as { id: string }).id),
+        ids.toReversed(),
+      );
       const bad = await get(t, '/console/statements/download?since=yesterday', s);
       assert.equal(bad.status, 400);
-      assert.match((await bad.json() as { detail: string }).detail, /since/);
+      assert.match(((await bad.json()) as { detail: string }).detail, /since/);
       assert.equal((await get(t, '/console/statements/download?fields=password', s)).status, 400);
     });
 
@@ -207,7 +247,11 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.match(await res.text(), /role="alert"/);
       assert.equal((await get(t, '/console/statements/not-a-uuid', s)).status, 400);
       // Malformed requests: the client's 4xx with a JSON body, never a 500.
-      for (const [path, status] of [['/console/statements?verb=a&verb=b', 400], ['/console/learner?agent=%FF', 400], ['/console/statements/tail?after=%E0%A4', 400]] as const) {
+      for (const [path, status] of [
+        ['/console/statements?verb=a&verb=b', 400],
+        ['/console/learner?agent=%FF', 400],
+        ['/console/statements/tail?after=%E0%A4', 400],
+      ] as const) {
         const res = await get(t, path, s);
         assert.equal(res.status, status, path);
         assert.ok(((await res.json()) as { detail: unknown }).detail, path);
@@ -277,15 +321,17 @@ describe('console sessions across worker processes', { skip: postgresSkipped() &
       const cookie = res.headers.get('set-cookie')!.split(';')[0];
       // A new connection each time: the cluster hands connections to the workers in turn.
       const statuses = await Promise.all(
-        Array.from({ length: 8 }, () =>
-          new Promise<number>((resolve, reject) => {
-            const req = request(`${server.url}/console/session`, { agent: false, headers: { cookie } }, (r) => {
-              r.resume();
-              resolve(r.statusCode ?? 0);
-            });
-            req.on('error', reject);
-            req.end();
-          }),
+        Array.from(
+          { length: 8 },
+          () =>
+            new Promise<number>((resolve, reject) => {
+              const req = request(`${server.url}/console/session`, { agent: false, headers: { cookie } }, (r) => {
+                r.resume();
+                resolve(r.statusCode ?? 0);
+              });
+              req.on('error', reject);
+              req.end();
+            }),
         ),
       );
       assert.deepEqual(statuses, Array(8).fill(200));

@@ -22,11 +22,21 @@ const OPS: TestUser = { username: 'ops', password: 'ops-pass', scopes: ['admin']
 const get = (t: { url: string }, path: string, s: Signed) => fetch(`${t.url}${path}`, { redirect: 'manual', headers: { cookie: s.cookie } });
 
 const signOut = (t: { url: string }, s: Signed, headers: Record<string, string> = {}) =>
-  fetch(`${t.url}/console/sign-out`, { method: 'POST', redirect: 'manual', headers: { cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: `csrf=${s.csrf}` });
+  fetch(`${t.url}/console/sign-out`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: s.cookie, 'content-type': 'application/x-www-form-urlencoded', ...headers },
+    body: `csrf=${s.csrf}`,
+  });
 
 /** A change with the session's token: the store switcher. */
 const switchStore = (t: { url: string }, s: Signed) =>
-  fetch(`${t.url}/console/store`, { method: 'POST', redirect: 'manual', headers: { cookie: s.cookie, 'x-csrf-token': s.csrf, 'content-type': 'application/x-www-form-urlencoded' }, body: 'store=b' });
+  fetch(`${t.url}/console/store`, {
+    method: 'POST',
+    redirect: 'manual',
+    headers: { cookie: s.cookie, 'x-csrf-token': s.csrf, 'content-type': 'application/x-www-form-urlencoded' },
+    body: 'store=b',
+  });
 
 /** The copy of a signed-out session is refused: the page goes to the sign-in page (no notice of a credential), the script gets 401, a change 401. */
 async function assertSignedOut(t: TestLrs, copy: Signed, what: string): Promise<void> {
@@ -85,7 +95,12 @@ for (const backend of BACKENDS) {
       for (const headers of foreign) {
         const what = JSON.stringify(headers);
         // A cross-site auto-submitted form: SameSite=Strict keeps the cookie back, so none is sent.
-        const bare = await fetch(`${a.url}/console/sign-out`, { method: 'POST', redirect: 'manual', headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers }, body: '' });
+        const bare = await fetch(`${a.url}/console/sign-out`, {
+          method: 'POST',
+          redirect: 'manual',
+          headers: { 'content-type': 'application/x-www-form-urlencoded', ...headers },
+          body: '',
+        });
         assert.equal(bare.status, 403, what);
         assert.equal(bare.headers.get('set-cookie'), null, what);
         assert.match(((await bare.json()) as { detail: string }).detail, /own pages/, what);
@@ -138,15 +153,21 @@ describe('console sign-out across worker processes', { skip: postgresSkipped() &
       // A new connection each time: the cluster hands connections to the workers in turn.
       const statuses = (method: 'GET' | 'POST', path: string, n: number) =>
         Promise.all(
-          Array.from({ length: n }, () =>
-            new Promise<number>((resolve, reject) => {
-              const req = request(`${server.url}${path}`, { method, agent: false, headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/x-www-form-urlencoded' } }, (r) => {
-                r.resume();
-                resolve(r.statusCode ?? 0);
-              });
-              req.on('error', reject);
-              req.end(method === 'POST' ? 'store=b' : undefined);
-            }),
+          Array.from(
+            { length: n },
+            () =>
+              new Promise<number>((resolve, reject) => {
+                const req = request(
+                  `${server.url}${path}`,
+                  { method, agent: false, headers: { cookie, 'x-csrf-token': csrf, 'content-type': 'application/x-www-form-urlencoded' } },
+                  (r) => {
+                    r.resume();
+                    resolve(r.statusCode ?? 0);
+                  },
+                );
+                req.on('error', reject);
+                req.end(method === 'POST' ? 'store=b' : undefined);
+              }),
           ),
         );
       assert.deepEqual(await statuses('GET', '/console/session', 8), Array(8).fill(200));

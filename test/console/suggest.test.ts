@@ -19,7 +19,8 @@ const WRITER: TestUser = { username: 'writer', password: 'writer-pass', scopes: 
 const ADL = 'http://adlnet.gov/expapi/verbs/';
 
 type Suggested = { suggestions: { value: string; name?: string }[] };
-const get = (t: TestLrs, path: string, s: Signed, headers: Record<string, string> = {}) => fetch(`${t.url}${path}`, { redirect: 'manual', headers: { cookie: s.cookie, ...headers } });
+const get = (t: TestLrs, path: string, s: Signed, headers: Record<string, string> = {}) =>
+  fetch(`${t.url}${path}`, { redirect: 'manual', headers: { cookie: s.cookie, ...headers } });
 const suggest = async (t: TestLrs, s: Signed, kind: string, q: string) => {
   const res = await get(t, `/console/suggest?kind=${kind}&q=${encodeURIComponent(q)}`, s);
   assert.equal(res.status, 200, await res.clone().text());
@@ -35,7 +36,11 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const statements = [
         statement({ verb: { id: `${ADL}passed`, display: { 'en-US': 'passed', fr: 'réussi' } } }),
         statement({ actor: { name: 'Ada Lovelace', mbox: 'mailto:ada@example.com' }, verb: { id: `${ADL}completed`, display: { 'en-US': 'completed' } } }),
-        statement({ actor: { name: 'Grace', account: { homePage: 'https://lms.example.com', name: 'grace' } }, verb: { id: `${ADL}experienced` }, object: { id: 'http://example.com/course/quiz', definition: { name: { 'en-US': 'The quiz' } } } }),
+        statement({
+          actor: { name: 'Grace', account: { homePage: 'https://lms.example.com', name: 'grace' } },
+          verb: { id: `${ADL}experienced` },
+          object: { id: 'http://example.com/course/quiz', definition: { name: { 'en-US': 'The quiz' } } },
+        }),
         // Many verbs containing "bulk": more than one answer carries.
         ...Array.from({ length: 25 }, (_, i) => statement({ verb: { id: `http://example.com/verbs/bulk-${String(i).padStart(2, '0')}` } })),
       ];
@@ -58,7 +63,10 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.deepEqual(ada, [{ value: 'ada@example.com', name: 'Ada Lovelace' }]);
       const grace = await suggest(t, admin, 'agent', 'grace');
       assert.deepEqual(grace, [{ value: JSON.stringify({ account: { homePage: 'https://lms.example.com', name: 'grace' } }), name: 'Grace' }]);
-      for (const [value, verb] of [[ada[0].value, 'completed'], [grace[0].value, 'experienced']]) {
+      for (const [value, verb] of [
+        [ada[0].value, 'completed'],
+        [grace[0].value, 'experienced'],
+      ]) {
         const page = await get(t, `/console/statements?agent=${encodeURIComponent(value)}`, admin);
         assert.equal(page.status, 200);
         assert.match(await page.text(), new RegExp(`verbs/${verb}"`));
@@ -81,8 +89,11 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         assert.doesNotMatch(values, /-in-b|course-b|bea@/, kind);
       }
       const b = await signIn(t, TENANT_B);
-      assert.deepEqual((await suggest(t, b, 'verb', 'passed')).map((x) => x.value), [`${ADL}passed-in-b`]);
-      assert.deepEqual((await suggest(t, b, 'agent', 'ada')), []);
+      assert.deepEqual(
+        (await suggest(t, b, 'verb', 'passed')).map((x) => x.value),
+        [`${ADL}passed-in-b`],
+      );
+      assert.deepEqual(await suggest(t, b, 'agent', 'ada'), []);
       // A reader of its own statements only, and a writer, get none: they are drawn from every statement.
       for (const user of [MINE, WRITER]) assert.equal((await get(t, '/console/suggest?kind=verb&q=passed', await signIn(t, user))).status, 403, user.username);
       assert.equal((await fetch(`${t.url}/console/suggest?kind=verb&q=passed`)).status, 401);
@@ -98,14 +109,20 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       assert.equal(followed.status, 200);
       assert.equal((await followed.text()).match(/<tr data-id=/g)?.length, 1);
       // An agent typed as a part of its address is answered the same way, with its name; a text nothing contains says so.
-      assert.match(await (await get(t, '/console/statements?agent=ada', admin)).text(), /Did you mean[\s\S]*?agent=ada%40example\.com">Ada Lovelace<\/a> <code class="iri">ada@example\.com</);
+      assert.match(
+        await (await get(t, '/console/statements?agent=ada', admin)).text(),
+        /Did you mean[\s\S]*?agent=ada%40example\.com">Ada Lovelace<\/a> <code class="iri">ada@example\.com</,
+      );
       assert.match(await (await get(t, '/console/statements?activity=nothing-here', admin)).text(), /No activities of this store contain “nothing-here”/);
     });
 
     test('the Overview’s top verbs show their display names beside their IRIs', async () => {
       const page = await (await get(t, '/console/overview', await signIn(t, OPERATOR))).text();
       const verbs = page.slice(page.indexOf('id="verbs-title"'));
-      assert.match(verbs, /<a href="\/console\/statements\?verb=http%3A%2F%2Fadlnet\.gov%2Fexpapi%2Fverbs%2Fpassed">passed<\/a> <code class="iri">http:\/\/adlnet\.gov\/expapi\/verbs\/passed<\/code>/);
+      assert.match(
+        verbs,
+        /<a href="\/console\/statements\?verb=http%3A%2F%2Fadlnet\.gov%2Fexpapi%2Fverbs%2Fpassed">passed<\/a> <code class="iri">http:\/\/adlnet\.gov\/expapi\/verbs\/passed<\/code>/,
+      );
       // A verb sent without a display is shown by its IRI alone.
       assert.match(verbs, /<a href="[^"]+bulk-00">http:\/\/example\.com\/verbs\/bulk-00<\/a><\/td>/);
     });

@@ -178,10 +178,21 @@ for (const backend of REPLICA_BACKENDS) {
         const mbox = `mailto:${randomUUID()}@example.com`;
         await post([statement({ actor: { name: 'Ben', mbox } })]);
         await post([statement({ context: { instructor: { name: 'B. Smith', mbox } } })]);
-        await post([statement({ actor: { objectType: 'Group', name: 'Team', member: [{ name: 'Benjamin', mbox }, { mbox: 'mailto:other@example.com', name: 'Other' }] } })]);
+        await post([
+          statement({
+            actor: {
+              objectType: 'Group',
+              name: 'Team',
+              member: [
+                { name: 'Benjamin', mbox },
+                { mbox: 'mailto:other@example.com', name: 'Other' },
+              ],
+            },
+          }),
+        ]);
         await post([statement({ actor: { name: 'Ben', mbox } })]);
         assert.deepEqual(await (await agents({ mbox })).json(), { objectType: 'Person', name: ['Ben', 'Benjamin', 'B. Smith'], mbox: [mbox] });
-        assert.deepEqual((await (await agents({ name: 'Asked', mbox })).json()).name, ['Asked', 'Ben', 'Benjamin', 'B. Smith'], 'the request\'s own name first');
+        assert.deepEqual((await (await agents({ name: 'Asked', mbox })).json()).name, ['Asked', 'Ben', 'Benjamin', 'B. Smith'], "the request's own name first");
         // Another tenant's statements are not seen.
         assert.deepEqual(await (await agents({ mbox }, { user: TENANT_B })).json(), { objectType: 'Person', mbox: [mbox] });
       });

@@ -42,7 +42,9 @@ for (const backend of BACKENDS) {
     test('more activities than the cap: 200, the first ones canonical, the rest their own; one bounded store call', async () => {
       const base = `http://example.com/activities/many-${randomUUID()}/`;
       const ids = Array.from({ length: CANONICAL_DEFINITIONS_MAX + 300 }, (_, i) => `${base}${i}`);
-      const withName = (name: string) => (id: string): Activity => ({ id, definition: { name: { en: name } } });
+      const withName =
+        (name: string) =>
+        (id: string): Activity => ({ id, definition: { name: { en: name } } });
       const shaped = (make: (id: string) => Activity) => statement({ object: make(ids[0]), context: { contextActivities: { other: ids.slice(1).map(make) } } });
       const post = async (u: TestUser, body: unknown) => {
         const res = await t.fetch('/xAPI/statements', jsonInit('POST', body, { user: u }));

@@ -67,7 +67,7 @@ for (const backend of BACKENDS) {
     const canonical = (id: string, acceptLanguage: string) =>
       t.fetch(`/xAPI/statements?statementId=${id}&format=canonical`, { user: WRITER, headers: { 'accept-language': acceptLanguage } });
 
-    test("another client is answered while one statement is rewritten for 3,876 ranges; the ranges past the bound are ignored", async () => {
+    test('another client is answered while one statement is rewritten for 3,876 ranges; the ranges past the bound are ignored', async () => {
       const activities = 12_000;
       assert.ok((activities * 4) / CANONICAL_KEYS_PER_STEP >= 20, 'the rewrite takes many steps');
       const id = await post(withActivities(activities));

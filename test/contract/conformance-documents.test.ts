@@ -132,7 +132,11 @@ for (const backend of BACKENDS) {
         const json = { ...p, [path === '/xAPI/activities/state' ? 'stateId' : 'profileId']: randomUUID() };
         const jsonUrl = `${path}?${qs(json)}`;
         assert.equal((await t.fetch(jsonUrl, { method: 'POST', headers: { 'content-type': 'application/json' }, body: '{"car":"Honda"}' })).status, 204);
-        for (const [type, body] of [['application/x-www-form-urlencoded', 'abc'], ['not/json', 'abcdefg'], ['application/json', '{"a":1}{']]) {
+        for (const [type, body] of [
+          ['application/x-www-form-urlencoded', 'abc'],
+          ['not/json', 'abcdefg'],
+          ['application/json', '{"a":1}{'],
+        ]) {
           assert.equal((await t.fetch(jsonUrl, { method: 'POST', headers: { 'content-type': type }, body })).status, 400, `${path} ${type}`);
         }
         assert.deepEqual(await (await t.fetch(jsonUrl)).json(), { car: 'Honda' }, 'unchanged');
@@ -143,8 +147,7 @@ for (const backend of BACKENDS) {
       for (const path of ['/xAPI/activities/profile', '/xAPI/agents/profile']) {
         const p: Record<string, string> = path === '/xAPI/agents/profile' ? { agent: AGENT, profileId: randomUUID() } : { activityId: ACTIVITY, profileId: randomUUID() };
         const url = `${path}?${qs(p)}`;
-        const put = (headers: Record<string, string> = {}) =>
-          t.fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: '{"v":1}' });
+        const put = (headers: Record<string, string> = {}) => t.fetch(url, { method: 'PUT', headers: { 'content-type': 'application/json', ...headers }, body: '{"v":1}' });
         assert.equal((await put()).status, 400, path);
         assert.equal((await t.fetch(url)).status, 404, 'nothing stored');
         assert.equal((await put({ 'if-none-match': '*' })).status, 204);

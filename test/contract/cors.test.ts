@@ -29,7 +29,8 @@ for (const backend of BACKENDS) {
         const methods = list(res.headers.get('access-control-allow-methods'));
         for (const m of ['get', 'head', 'put', 'post', 'delete']) assert.ok(methods.includes(m), `${path} ${m}`);
         const headers = list(res.headers.get('access-control-allow-headers'));
-        for (const h of ['authorization', 'content-type', 'x-experience-api-version', 'if-match', 'if-none-match', 'accept-language']) assert.ok(headers.includes(h), `${path} ${h}`);
+        for (const h of ['authorization', 'content-type', 'x-experience-api-version', 'if-match', 'if-none-match', 'accept-language'])
+          assert.ok(headers.includes(h), `${path} ${h}`);
         assert.ok(Number(res.headers.get('access-control-max-age')) > 0, path);
       }
     });

@@ -48,7 +48,7 @@ for (const backend of BACKENDS) {
       await a?.close();
     });
 
-    test('a known key with a wrong secret costs one bcrypt check at the users\' cost and gets the answer an unknown name gets', async () => {
+    test("a known key with a wrong secret costs one bcrypt check at the users' cost and gets the answer an unknown name gets", async () => {
       const made = await createCredential(a.lrs.store, { scopes: ['all'], agent });
       const compare = mock.method(bcrypt, 'compare');
       try {

@@ -84,10 +84,10 @@ for (const backend of BACKENDS) {
       const body = (await got.json()) as { authority: Record<string, unknown> };
       assert.deepEqual(body.authority, { objectType: 'Agent', ...AGENT });
       // Its scopes hold: no state/write.
-      const state = await t.fetch(
-        `/xAPI/activities/state?activityId=${encodeURIComponent('http://example.com/a')}&agent=${encodeURIComponent(JSON.stringify(AGENT))}&stateId=s`,
-        { ...jsonInit('PUT', { a: 1 }), user: me },
-      );
+      const state = await t.fetch(`/xAPI/activities/state?activityId=${encodeURIComponent('http://example.com/a')}&agent=${encodeURIComponent(JSON.stringify(AGENT))}&stateId=s`, {
+        ...jsonInit('PUT', { a: 1 }),
+        user: me,
+      });
       assert.equal(state.status, 403);
       // A wrong secret, and a file user's password under the key, get 401.
       assert.equal((await post(user(key, `${secret}x`))).status, 401);
@@ -179,7 +179,10 @@ for (const backend of BACKENDS) {
         [['create', '-s', 'nope', '-M', AGENT.mbox], /unknown scope "nope"/],
         [['create', '-M', AGENT.mbox], /give at least one scope/],
         [['create', '-s', 'all'], /give exactly one agent identifier/],
-        [['create', '-s', 'all', '-M', AGENT.mbox, '--expires', 'tomorrow'], /--expires must be a date, 2026-12-01 \(that day's start in UTC\), or a date-time with its offset, .* not "tomorrow"/],
+        [
+          ['create', '-s', 'all', '-M', AGENT.mbox, '--expires', 'tomorrow'],
+          /--expires must be a date, 2026-12-01 \(that day's start in UTC\), or a date-time with its offset, .* not "tomorrow"/,
+        ],
         [['create', '-s', 'all', '-M', AGENT.mbox, '--expires', '2001-01-01'], /expires: "2001-01-01T00:00:00.000Z" is in the past/],
         [['create', '-s', 'all', '-M', AGENT.mbox, '--validation', 'loose'], /validation must be strict or lax, got "loose"/],
         [['create', '-s', 'all', '-M', AGENT.mbox, '--key', 'a:b'], /contains ":"/],

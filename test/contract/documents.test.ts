@@ -298,7 +298,11 @@ for (const backend of BACKENDS) {
             await create(p, '{"a": 1}');
             const current = await etagNow(p);
             const stale = sha1('something else');
-            for (const [method, body] of [['PUT', '{"a": 2}'], ['POST', '{"b": 2}'], ['DELETE', undefined]] as const) {
+            for (const [method, body] of [
+              ['PUT', '{"a": 2}'],
+              ['POST', '{"b": 2}'],
+              ['DELETE', undefined],
+            ] as const) {
               const res = await send(method, p, body, { 'if-match': stale });
               assert.equal(res.status, 412, method);
               assert.ok((await res.json()).detail, method);
@@ -402,7 +406,14 @@ for (const backend of BACKENDS) {
             bad.push(['GET', { ...p, activityId: 'nope' }, 'activityId']);
           }
           if (p.agent) {
-            for (const value of ['not JSON', '1', 'true', '{"name":"no identifier"}', '{"mbox":"ben@example.com"}', '{"mbox":"mailto:a@example.com","openid":"http://example.com/a"}']) {
+            for (const value of [
+              'not JSON',
+              '1',
+              'true',
+              '{"name":"no identifier"}',
+              '{"mbox":"ben@example.com"}',
+              '{"mbox":"mailto:a@example.com","openid":"http://example.com/a"}',
+            ]) {
               bad.push(['POST', { ...p, agent: value }, 'agent']);
             }
             bad.push(['GET', { ...p, agent: '{}' }, 'agent']);

@@ -51,8 +51,16 @@ for (const backend of BACKENDS) {
       ['a user without statements/write', { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(READER) } }, 403],
       ['a method the resource does not define', { method: 'DELETE', path: '/xAPI/statements', headers: JSON_HEADERS }, 405],
       ['a method the About resource does not define', { path: '/xAPI/about', headers: JSON_HEADERS }, 405],
-      ['an alternate-syntax method not defined, credentials in the header', { path: '/xAPI/agents?method=PUT', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(ADMIN) } }, 405],
-      ['an alternate-syntax request with wrong credentials in the header', { path: '/xAPI/statements?method=POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic({ ...ADMIN, password: 'wrong' }) } }, 401],
+      [
+        'an alternate-syntax method not defined, credentials in the header',
+        { path: '/xAPI/agents?method=PUT', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic(ADMIN) } },
+        405,
+      ],
+      [
+        'an alternate-syntax request with wrong credentials in the header',
+        { path: '/xAPI/statements?method=POST', headers: { 'content-type': 'application/x-www-form-urlencoded', authorization: basic({ ...ADMIN, password: 'wrong' }) } },
+        401,
+      ],
       ['/whoami with wrong credentials (and a body)', { method: 'GET', path: '/whoami', headers: { ...JSON_HEADERS, authorization: basic({ ...ADMIN, password: 'wrong' }) } }, 401],
       ['/metrics without the all scope (and a body)', { method: 'GET', path: '/metrics', headers: { ...JSON_HEADERS, authorization: basic(READER) } }, 403],
       ['a path that does not exist', { path: '/nowhere', headers: JSON_HEADERS }, 404],
@@ -89,7 +97,13 @@ for (const backend of BACKENDS) {
       assert.equal(refused.status, 401);
       assert.equal(refused.continued, false, 'no 100 Continue before the 401');
       assert.equal(refused.sent, 0);
-      const allowed = await rawRequest(t, sockets, { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN) }, size: body.length, fill: body, expectContinue: true }).answer;
+      const allowed = await rawRequest(t, sockets, {
+        path: '/xAPI/statements',
+        headers: { ...JSON_HEADERS, authorization: basic(ADMIN) },
+        size: body.length,
+        fill: body,
+        expectContinue: true,
+      }).answer;
       assert.equal(allowed.status, 200, allowed.body);
       assert.equal(allowed.continued, true);
     });
@@ -118,7 +132,9 @@ for (const backend of BACKENDS) {
     const budget = 1.5 * MiB;
     before(async () => {
       // One user may hold it all here: these tests are about the whole budget (its per-user share: below).
-      t = await startTestLrs(backend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(budget), LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER: String(budget) } });
+      t = await startTestLrs(backend, {
+        env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(budget), LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER: String(budget) },
+      });
       sockets = serverSockets(t);
     });
     after(async () => t?.close());
@@ -157,7 +173,7 @@ for (const backend of BACKENDS) {
       assert.equal((await post(full, { chunked: true }).answer).status, 200);
     });
 
-    test('clients declaring the largest body and trickling it hold what they sent, not what they declared: another user\'s largest POST passes', async () => {
+    test("clients declaring the largest body and trickling it hold what they sent, not what they declared: another user's largest POST passes", async () => {
       const full = statementOfSize(MiB);
       // The review's scenario (4 × 64 MiB declared, a byte now and then), scaled to this budget:
       // each declares the largest body (every one fits in what is free) and sends a few bytes.
@@ -224,7 +240,13 @@ for (const backend of BACKENDS) {
     test('alternate-syntax forms with their credentials inside are read before authentication: at most 1 MiB and a quarter of the budget between them', async () => {
       const fields = { Authorization: basic(ADMIN), 'X-Experience-API-Version': '1.0.3' };
       const form = (size: number, holdAt?: number) =>
-        rawRequest(t, sockets, { path: '/xAPI/statements?method=POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, size, fill: formOfSize(size, fields), holdAt });
+        rawRequest(t, sockets, {
+          path: '/xAPI/statements?method=POST',
+          headers: { 'content-type': 'application/x-www-form-urlencoded' },
+          size,
+          fill: formOfSize(size, fields),
+          holdAt,
+        });
       const quarter = budget / 4;
 
       const tooLarge = await form(quarter + 1).answer;
@@ -246,7 +268,9 @@ for (const backend of BACKENDS) {
 }
 
 describe('a stalled body (LECTERN_REQUEST_BODY_TIMEOUT, LECTERN_REQUEST_BODY_MIN_RATE)', () => {
-  test('a body trickled a byte at a time (never idle for the timeout) gets 408 once it has been read for the timeout at less than the least rate, and gives its share back', { timeout: 60_000 }, async () => {
+  test('a body trickled a byte at a time (never idle for the timeout) gets 408 once it has been read for the timeout at less than the least rate, and gives its share back', {
+    timeout: 60_000,
+  }, async () => {
     const t = await startTestLrs(sqliteBackend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(MiB), LECTERN_REQUEST_BODY_TIMEOUT: '1' } });
     try {
       const url = new URL(t.url);
@@ -257,7 +281,9 @@ describe('a stalled body (LECTERN_REQUEST_BODY_TIMEOUT, LECTERN_REQUEST_BODY_MIN
         socket.on('close', () => resolve(got));
         socket.on('error', () => resolve(got));
       });
-      socket.write(`POST /xAPI/statements HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Experience-API-Version: 1.0.3\r\nAuthorization: ${basic(ADMIN)}\r\nContent-Length: ${MiB}\r\n\r\n`);
+      socket.write(
+        `POST /xAPI/statements HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nX-Experience-API-Version: 1.0.3\r\nAuthorization: ${basic(ADMIN)}\r\nContent-Length: ${MiB}\r\n\r\n`,
+      );
       // A byte every 100 ms: never a second without one, 10 bytes per second.
       let sent = 0;
       const trickle = setInterval(() => {
@@ -271,13 +297,13 @@ describe('a stalled body (LECTERN_REQUEST_BODY_TIMEOUT, LECTERN_REQUEST_BODY_MIN
       assert.match(text, /LECTERN_REQUEST_BODY_MIN_RATE/);
       assert.ok(sent < 100, 'refused while it was still trickling');
       const body = statementOfSize(MiB);
-      const next = await rawRequest(t, serverSockets(t), { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN) }, size: body.length, fill: body }).answer;
+      const next = await rawRequest(t, serverSockets(t), { path: '/xAPI/statements', headers: { ...JSON_HEADERS, authorization: basic(ADMIN) }, size: body.length, fill: body })
+        .answer;
       assert.equal(next.status, 200, next.body);
     } finally {
       await t.close();
     }
   });
-
 
   test('gets 408 once no byte came for the timeout, and gives its share back', { timeout: 60_000 }, async () => {
     const t = await startTestLrs(sqliteBackend, { env: { LECTERN_MAX_REQUEST_SIZE: String(MiB), LECTERN_MAX_BODIES_IN_FLIGHT: String(MiB), LECTERN_REQUEST_BODY_TIMEOUT: '1' } });

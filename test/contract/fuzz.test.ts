@@ -117,7 +117,11 @@ function rich(g: Gen): Record<string, Json> {
       registration: g.uuid(),
       instructor: { mbox: 'mailto:teacher@example.com' },
       team: { objectType: 'Group', name: 'T', member: [{ mbox: 'mailto:m@example.com' }] },
-      contextActivities: { parent: [{ id: 'http://example.com/p' }], grouping: { id: 'http://example.com/g' }, other: [{ id: 'http://example.com/o', definition: { name: { 'en-US': 'o' } } }] },
+      contextActivities: {
+        parent: [{ id: 'http://example.com/p' }],
+        grouping: { id: 'http://example.com/g' },
+        other: [{ id: 'http://example.com/o', definition: { name: { 'en-US': 'o' } } }],
+      },
       language: 'en-US',
       statement: { objectType: 'StatementRef', id: g.uuid() },
       extensions: { 'http://example.com/c': 1 },
@@ -170,12 +174,36 @@ function request(g: Gen): FuzzRequest {
     const id = g.chance(0.8) ? g.uuid() : g.string();
     return {
       path: put ? `/xAPI/statements?statementId=${enc(id)}` : '/xAPI/statements',
-      init: { method: put ? 'PUT' : 'POST', version, headers: { 'content-type': g.chance(0.9) ? 'application/json' : g.pick(['text/plain', 'application/json; charset=latin1', '']) }, body: JSON.stringify(body) },
+      init: {
+        method: put ? 'PUT' : 'POST',
+        version,
+        headers: { 'content-type': g.chance(0.9) ? 'application/json' : g.pick(['text/plain', 'application/json; charset=latin1', '']) },
+        body: JSON.stringify(body),
+      },
     };
   }
   if (kind === 2) {
     // Statement queries with random parameters and values.
-    const names = ['agent', 'verb', 'activity', 'registration', 'related_activities', 'related_agents', 'since', 'until', 'limit', 'format', 'attachments', 'ascending', 'search_after', 'statementId', 'voidedStatementId', 'mine', 'method', g.string()];
+    const names = [
+      'agent',
+      'verb',
+      'activity',
+      'registration',
+      'related_activities',
+      'related_agents',
+      'since',
+      'until',
+      'limit',
+      'format',
+      'attachments',
+      'ascending',
+      'search_after',
+      'statementId',
+      'voidedStatementId',
+      'mine',
+      'method',
+      g.string(),
+    ];
     const values = () =>
       g.pick([
         g.string(),
@@ -195,7 +223,10 @@ function request(g: Gen): FuzzRequest {
         '2026-01-01T00:00:00Z',
       ]);
     const qs = Array.from({ length: g.int(4) }, () => `${enc(g.pick(names))}=${g.chance(0.9) ? enc(values()) : values()}`).join('&');
-    return { path: `/xAPI/statements?${qs}`, init: { method: g.pick(['GET', 'GET', 'HEAD']), version, headers: { 'accept-language': g.pick(['en', '*', 'fr;q=0.5, en;q=x', '', '!!']) } } };
+    return {
+      path: `/xAPI/statements?${qs}`,
+      init: { method: g.pick(['GET', 'GET', 'HEAD']), version, headers: { 'accept-language': g.pick(['en', '*', 'fr;q=0.5, en;q=x', '', '!!']) } },
+    };
   }
   if (kind === 3) {
     // Documents: random parameters, content types, preconditions and bodies (JSON, not JSON, bad UTF-8).
@@ -241,7 +272,9 @@ function request(g: Gen): FuzzRequest {
       parts.push(`--${boundary}\r\n${headers}\r\n${data}\r\n`);
     }
     const end = g.chance(0.85) ? `--${boundary}--\r\n` : '';
-    const contentType = g.chance(0.8) ? `multipart/mixed; boundary=${boundary}` : g.pick(['multipart/mixed', 'multipart/form-data; boundary=b0undary', 'multipart/mixed; boundary=']);
+    const contentType = g.chance(0.8)
+      ? `multipart/mixed; boundary=${boundary}`
+      : g.pick(['multipart/mixed', 'multipart/form-data; boundary=b0undary', 'multipart/mixed; boundary=']);
     return { path: '/xAPI/statements', init: { method: 'POST', version, headers: { 'content-type': contentType }, body: parts.join('') + end } };
   }
   if (kind === 5) {
@@ -271,7 +304,12 @@ function request(g: Gen): FuzzRequest {
   const raw = new Uint8Array(Array.from({ length: g.int(64) }, () => g.int(256)));
   return {
     path,
-    init: { method, version, headers: { 'content-type': g.pick(['application/json', 'multipart/mixed; boundary=x', 'text/plain']) }, ...(method === 'GET' || method === 'OPTIONS' ? {} : { body: raw }) },
+    init: {
+      method,
+      version,
+      headers: { 'content-type': g.pick(['application/json', 'multipart/mixed; boundary=x', 'text/plain']) },
+      ...(method === 'GET' || method === 'OPTIONS' ? {} : { body: raw }),
+    },
   };
 }
 
@@ -303,7 +341,10 @@ for (const backend of BACKENDS) {
       }
       assert.deepEqual(failures, []);
       // The generator reaches the handlers, not only the validators: some requests were stored or served.
-      assert.ok([200, 204].some((s) => statuses.get(s)), `statuses seen: ${JSON.stringify([...statuses])}`);
+      assert.ok(
+        [200, 204].some((s) => statuses.get(s)),
+        `statuses seen: ${JSON.stringify([...statuses])}`,
+      );
       const alive = await t.fetch('/xAPI/statements?limit=1');
       assert.equal(alive.status, 200);
     });

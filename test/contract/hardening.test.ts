@@ -16,7 +16,7 @@ const enc = encodeURIComponent;
 const deep = (n: number) => '['.repeat(n) + ']'.repeat(n);
 
 describe('no user enumeration by timing', () => {
-  test('an unknown user costs one bcrypt check at the users\' cost, as a wrong password does', async () => {
+  test("an unknown user costs one bcrypt check at the users' cost, as a wrong password does", async () => {
     const t = await startTestLrs(sqliteBackend);
     const compare = mock.method(bcrypt, 'compare');
     try {
@@ -51,7 +51,10 @@ for (const backend of BACKENDS) {
       const res = await t.fetch('/xAPI/statements', jsonInit('POST', big));
       assert.equal(res.status, 413);
       assert.match((await res.json()).detail, /LECTERN_MAX_REQUEST_SIZE/);
-      const doc = await t.fetch(`/xAPI/activities/profile?activityId=${enc('http://example.com/a')}&profileId=big`, jsonInit('PUT', { x: 'y'.repeat(3000) }, { headers: { 'if-none-match': '*' } }));
+      const doc = await t.fetch(
+        `/xAPI/activities/profile?activityId=${enc('http://example.com/a')}&profileId=big`,
+        jsonInit('PUT', { x: 'y'.repeat(3000) }, { headers: { 'if-none-match': '*' } }),
+      );
       assert.equal(doc.status, 413);
       assert.match((await doc.json()).detail, /LECTERN_MAX_DOCUMENT_SIZE/);
     });

@@ -77,8 +77,7 @@ for (const backend of BACKENDS) {
 
     test('item 1: one statement holding more than LECTERN_MAX_JSON_VALUES values is a 413 before parsing; at the limit it is stored', async () => {
       assert.equal(t.config.maxJsonValues, 2_000_000);
-      const withExtension = (values: string) =>
-        JSON.stringify(statement({ result: { extensions: { 'http://example.com/e': [] } } })).replace('[]', `[${values}]`);
+      const withExtension = (values: string) => JSON.stringify(statement({ result: { extensions: { 'http://example.com/e': [] } } })).replace('[]', `[${values}]`);
       // The statement itself holds 15 values, the extension's array included.
       const over = withExtension(many('{}', 2_000_000 - 14));
       const res = await post(over);
@@ -124,9 +123,13 @@ for (const backend of BACKENDS) {
       // A real attachment request is served next.
       const data = Buffer.from('attachment data');
       const sha2 = createHash('sha256').update(data).digest('hex');
-      const withAttachment = JSON.stringify(statement({ attachments: [{ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: data.length, sha2 }] }));
+      const withAttachment = JSON.stringify(
+        statement({ attachments: [{ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: data.length, sha2 }] }),
+      );
       const good = Buffer.concat([
-        Buffer.from(`--${B}\r\nContent-Type: application/json\r\n\r\n${withAttachment}\r\n--${B}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha2}\r\n\r\n`),
+        Buffer.from(
+          `--${B}\r\nContent-Type: application/json\r\n\r\n${withAttachment}\r\n--${B}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha2}\r\n\r\n`,
+        ),
         data,
         Buffer.from(`\r\n--${B}--\r\n`),
       ]);
@@ -142,7 +145,9 @@ for (const backend of BACKENDS) {
       const s = statement({ attachments: [{ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: data.length, sha2 }] });
       return Buffer.concat([
         Buffer.from(`--${boundary}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(s)}\r\n`),
-        Buffer.from(`--${boundary}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha2}\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`),
+        Buffer.from(
+          `--${boundary}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha2}\r\n${headers.map((h) => `${h}\r\n`).join('')}\r\n`,
+        ),
         data,
         Buffer.from(`\r\n--${boundary}--\r\n`),
       ]);
@@ -175,7 +180,7 @@ for (const backend of BACKENDS) {
       stored.push(...(await ok.json()));
     });
 
-    test('review item 10: a part\'s headers are bounded in bytes (4 KiB) and fields (16), and all parts\' headers together', async () => {
+    test("review item 10: a part's headers are bounded in bytes (4 KiB) and fields (16), and all parts' headers together", async () => {
       // Before, a part could carry 16 KiB of headers in any number of fields: 60 MB of parts each
       // with 2,000 tiny distinct fields grew the heap by 1.1 GB before the request was refused.
       const tooLong = await post(attachmentRequest(B, [`X-Pad: ${'y'.repeat(4_100)}`]), multipart(B));
@@ -254,7 +259,11 @@ for (const backend of BACKENDS) {
           const res = await t.fetch(url, { method, headers: { 'content-type': 'application/json' }, ...(method === 'PUT' && { body: '{"x":1}' }) });
           assert.equal(res.status, 400, `${method} ${url}`);
           const { detail } = await res.json();
-          assert.deepEqual(detail.map((d: { loc: unknown; type: string }) => [d.loc, d.type]), [[['query', 'agent', ...where[i]!], 'value_error.surrogate']], `${method} ${url}`);
+          assert.deepEqual(
+            detail.map((d: { loc: unknown; type: string }) => [d.loc, d.type]),
+            [[['query', 'agent', ...where[i]!], 'value_error.surrogate']],
+            `${method} ${url}`,
+          );
         }
       }
       // U+FFFD written as itself stays an ordinary character, and names its own document.
@@ -310,7 +319,10 @@ for (const backend of BACKENDS) {
           const res = await post(JSON.stringify(statement(overrides)), undefined, version);
           assert.equal(res.status, 400, `${version} ${JSON.stringify(overrides)}`);
           const { detail } = await res.json();
-          assert.deepEqual(detail.map((i: { loc: unknown }) => i.loc), [loc]);
+          assert.deepEqual(
+            detail.map((i: { loc: unknown }) => i.loc),
+            [loc],
+          );
           assert.equal(detail[0].type, 'value_error.datetime_range');
         }
       }
@@ -335,7 +347,12 @@ for (const backend of BACKENDS) {
           stored.push(id);
           const back = await (await t.fetch(`/xAPI/statements?statementId=${id}`, { version })).json();
           // The stored statement, sent again as it is served, is the same statement (204 or 200, never 400).
-          const again = await t.fetch(`/xAPI/statements?statementId=${id}`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: JSON.stringify(back), version });
+          const again = await t.fetch(`/xAPI/statements?statementId=${id}`, {
+            method: 'PUT',
+            headers: { 'content-type': 'application/json' },
+            body: JSON.stringify(back),
+            version,
+          });
           assert.equal(again.status, 204, `${version} ${timestamp} → ${back.timestamp}`);
           if (version === '2.0.0') assert.match(back.timestamp, /^\d{4}-.*Z$/);
         }

@@ -144,7 +144,11 @@ const REFUSED: { name: string; loc: (string | number)[]; make(tag: string): Json
     make: (t) => ({ ...base(t), verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { id: 'http://example.com/x' }, result: { score: { raw: '1' } } }),
   },
   { name: 'a timestamp that is not one', loc: ['timestamp'], make: (t) => ({ ...base(t), timestamp: 'yesterday', lms: 1 }) },
-  { name: 'an attachment without its sha2', loc: ['attachments', 0, 'sha2'], make: (t) => ({ ...base(t), attachments: [{ usageType: 'http://example.com/u', display: { 'en-US': 'a' }, contentType: 'text/plain', length: 1 }], lms: 1 }) },
+  {
+    name: 'an attachment without its sha2',
+    loc: ['attachments', 0, 'sha2'],
+    make: (t) => ({ ...base(t), attachments: [{ usageType: 'http://example.com/u', display: { 'en-US': 'a' }, contentType: 'text/plain', length: 1 }], lms: 1 }),
+  },
 ];
 
 const LRS_SET = ['id', 'stored', 'authority', 'version', 'timestamp'];
@@ -195,7 +199,10 @@ for (const backend of BACKENDS) {
         const res = await post(c.make(randomUUID()), ADMIN);
         assert.equal(res.status, 400, c.name);
         const body = (await res.json()) as { detail: { loc: unknown[]; type: string }[] };
-        assert.ok(body.detail.some((d) => d.type === c.rule && JSON.stringify(d.loc) === JSON.stringify([0, ...c.loc])), `${c.name}: ${JSON.stringify(body)}`);
+        assert.ok(
+          body.detail.some((d) => d.type === c.rule && JSON.stringify(d.loc) === JSON.stringify([0, ...c.loc])),
+          `${c.name}: ${JSON.stringify(body)}`,
+        );
       }
     });
 
@@ -222,18 +229,33 @@ for (const backend of BACKENDS) {
         for (const version of ['1.0.3', '2.0.0']) assert.equal((await post({ ...sent, id }, LAX, version)).status, 200, version);
         // The rule it broke, kept with it (what `lectern violations` prints).
         const violations = await t.lrs.store.statementViolations('', id);
-        assert.ok(violations?.some((v) => v.type === c.rule && JSON.stringify(v.loc) === JSON.stringify(c.loc)), JSON.stringify(violations));
+        assert.ok(
+          violations?.some((v) => v.type === c.rule && JSON.stringify(v.loc) === JSON.stringify(c.loc)),
+          JSON.stringify(violations),
+        );
 
         // Every filter, by what the statement carries.
         const actor = sent.actor as Json;
         const byAgent = await get({ agent: JSON.stringify(actor.objectType === 'Group' ? { objectType: 'Group', mbox: actor.mbox } : actor) });
-        assert.deepEqual(byAgent.statements.map((s) => s.id), [id], 'agent');
+        assert.deepEqual(
+          byAgent.statements.map((s) => s.id),
+          [id],
+          'agent',
+        );
         const byVerb = await get({ verb: (sent.verb as Json).id as string });
-        assert.deepEqual(byVerb.statements.map((s) => s.id), [id], 'verb');
+        assert.deepEqual(
+          byVerb.statements.map((s) => s.id),
+          [id],
+          'verb',
+        );
         const object = sent.object as Json;
         if (typeof object.id === 'string') {
           const byActivity = await get({ activity: object.id });
-          assert.deepEqual(byActivity.statements.map((s) => s.id), [id], 'activity');
+          assert.deepEqual(
+            byActivity.statements.map((s) => s.id),
+            [id],
+            'activity',
+          );
         }
         // The other formats and the canonical definitions serve it too.
         for (const format of ['ids', 'canonical']) {
@@ -254,9 +276,15 @@ for (const backend of BACKENDS) {
       const [id] = (await res.json()) as string[];
       // The activity parameter must be an IRI: a statement's non-IRI ids are found through its others.
       const byRelated = await get({ activity: `http://example.com/activities/${tag}`, related_activities: 'true' });
-      assert.deepEqual(byRelated.statements.map((s) => s.id), [id]);
+      assert.deepEqual(
+        byRelated.statements.map((s) => s.id),
+        [id],
+      );
       const byRegistration = await get({ registration });
-      assert.deepEqual(byRegistration.statements.map((s) => s.id), [id]);
+      assert.deepEqual(
+        byRegistration.statements.map((s) => s.id),
+        [id],
+      );
       const canonical = await get({ registration, format: 'canonical' });
       assert.deepEqual((canonical.statements[0].context as Json).contextActivities, { parent: [{ id: tag }], grouping: { id: `course-${tag}` } });
     });

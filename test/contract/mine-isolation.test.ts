@@ -75,13 +75,16 @@ for (const backend of BACKENDS) {
       const single = await (await t.fetch(`/xAPI/statements?statementId=${own}&format=canonical`, { user: MINE, ...german })).json();
       assert.deepEqual(single.object.definition, { name: { de: 'mein Name' } }, 'its own definition, one language');
       const list = await (await t.fetch(`/xAPI/statements?activity=${enc(activity)}&format=canonical`, { user: MINE, ...german })).json();
-      assert.deepEqual(list.statements.map((s: { object: { definition: unknown } }) => s.object.definition), [{ name: { de: 'mein Name' } }]);
+      assert.deepEqual(
+        list.statements.map((s: { object: { definition: unknown } }) => s.object.definition),
+        [{ name: { de: 'mein Name' } }],
+      );
       // A full reader gets the canonical definition (the MINE user may not define one).
       const full = await (await t.fetch(`/xAPI/statements?statementId=${own}&format=canonical`, { user: READER, ...german })).json();
       assert.deepEqual(full.object.definition, { name: { de: 'ihr Name' }, extensions: theirs.extensions });
     });
 
-    test('attachments by hash: declaring another authority\'s sha2 with a fileUrl gives no data (item 7)', async () => {
+    test("attachments by hash: declaring another authority's sha2 with a fileUrl gives no data (item 7)", async () => {
       const secret = `the owner's report ${randomUUID()}`;
       const hash = sha256(secret);
       const res = await t.fetch('/xAPI/statements', multipartPost([statement({ attachments: [attachment(secret)] })], [secret], OWNER));
@@ -150,7 +153,11 @@ for (const backend of BACKENDS) {
       await post(t, MINE, voiding(theirs));
       await post(t, MINE, voiding(own));
       await post(t, ADMIN, voiding(byAdmin));
-      for (const [id, u] of [[theirs, OWNER], [own, MINE], [byAdmin, OWNER]] as const) {
+      for (const [id, u] of [
+        [theirs, OWNER],
+        [own, MINE],
+        [byAdmin, OWNER],
+      ] as const) {
         assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', statement({ id }), { user: u }))).status, 204);
       }
       assert.equal((await t.fetch(`/xAPI/statements?statementId=${theirs}`, { user: OWNER })).status, 200, "another authority's statement arrives unvoided");
@@ -160,7 +167,7 @@ for (const backend of BACKENDS) {
   });
 
   describe(`LECTERN_LRS_RESTRICT_BY_AUTHORITY=true: format=canonical and voiding [${backend.name}]`, () => {
-    test('even an `all` user gets its own definitions, may not void another authority\'s statement, nor read the Activities and Agents views', async () => {
+    test("even an `all` user gets its own definitions, may not void another authority's statement, nor read the Activities and Agents views", async () => {
       const t = await startTestLrs(backend, { users: USERS, env: { LECTERN_LRS_RESTRICT_BY_AUTHORITY: 'true' } });
       try {
         const activity = `http://example.com/activities/restricted-${randomUUID()}`;

@@ -48,7 +48,7 @@ for (const backend of BACKENDS) {
       await op?.close();
     });
 
-    test('a token from the provider\'s token endpoint: whoami, and statements stored with the openid authority', async () => {
+    test("a token from the provider's token endpoint: whoami, and statements stored with the openid authority", async () => {
       const token = await op.token({ scope: 'openid email profile statements/read statements/write' });
       const who = await t.fetch('/whoami', { ...bearer(token), version: null });
       assert.equal(who.status, 200);
@@ -74,7 +74,10 @@ for (const backend of BACKENDS) {
       const profile = await t.fetch(`/xAPI/activities/profile?activityId=${encodeURIComponent('http://example.com/a')}&profileId=p`, bearer(reader));
       assert.equal(profile.status, 403);
       const writer = await op.token({ scope: 'profile/write profile/read' });
-      const put = await t.fetch(`/xAPI/activities/profile?activityId=${encodeURIComponent('http://example.com/a')}&profileId=p`, jsonInit('PUT', { a: 1 }, { ...bearer(writer), headers: { ...bearer(writer).headers, 'if-none-match': '*' } }));
+      const put = await t.fetch(
+        `/xAPI/activities/profile?activityId=${encodeURIComponent('http://example.com/a')}&profileId=p`,
+        jsonInit('PUT', { a: 1 }, { ...bearer(writer), headers: { ...bearer(writer).headers, 'if-none-match': '*' } }),
+      );
       assert.equal(put.status, 204);
       // An array claim works too.
       const arrayScopes = await op.sign({ scope: ['statements/read', 'openid'] });
@@ -94,7 +97,10 @@ for (const backend of BACKENDS) {
       assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign({ xapi_validation: 'lax' }))))).status, 200);
       assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign({ xapi_validation: 'strict' }))))).status, 400);
       assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign())))).status, 400, 'absent: the default, strict');
-      await refused(await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign({ xapi_validation: 'loose' })))), /xapi_validation claim must be "strict" or "lax"/);
+      await refused(
+        await t.fetch('/xAPI/statements', jsonInit('POST', broken, bearer(await op.sign({ xapi_validation: 'loose' })))),
+        /xapi_validation claim must be "strict" or "lax"/,
+      );
     });
 
     test('a token for another audience is refused', async () => {
@@ -126,7 +132,7 @@ for (const backend of BACKENDS) {
       const claims = { iss: op.issuer, aud: LRS_AUDIENCE, sub: 'x', scope: 'all', exp: Math.floor(Date.now() / 1000) + 600 };
       const none = `${b64url({ alg: 'none', typ: 'JWT' })}.${b64url(claims)}.`;
       await refused(await t.fetch('/xAPI/statements', bearer(none)), /./);
-      const pem = await exportSPKI(await importJWK(op.current().publicJwk, 'RS256', { extractable: true }) as CryptoKey);
+      const pem = await exportSPKI((await importJWK(op.current().publicJwk, 'RS256', { extractable: true })) as CryptoKey);
       for (const secret of [pem, JSON.stringify(op.current().publicJwk)]) {
         const head = `${b64url({ alg: 'HS256', typ: 'JWT', kid: op.current().kid })}.${b64url(claims)}`;
         const hs = `${head}.${createHmac('sha256', secret).update(head).digest('base64url')}`;
@@ -199,7 +205,9 @@ describe('OpenID Connect only, and start-up', () => {
     });
     const issuer = `http://127.0.0.1:${port}`;
     await assert.rejects(
-      startTestLrs(sqliteBackend, { env: { LECTERN_RUNSERVER_AUTH_BACKEND: 'oidc', LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI: issuer, LECTERN_RUNSERVER_AUTH_OIDC_DISCOVERY_RETRIES: '1' } }),
+      startTestLrs(sqliteBackend, {
+        env: { LECTERN_RUNSERVER_AUTH_BACKEND: 'oidc', LECTERN_RUNSERVER_AUTH_OIDC_ISSUER_URI: issuer, LECTERN_RUNSERVER_AUTH_OIDC_DISCOVERY_RETRIES: '1' },
+      }),
       /cannot discover the OpenID provider .* \(gave up after 2 attempts\)/,
     );
     const cli = fileURLToPath(new URL('../../dist/cli/main.js', import.meta.url));

@@ -85,10 +85,19 @@ for (const backend of BACKENDS) {
       const b = `b${randomUUID()}`;
       const chunks: Buffer[] = [Buffer.from(`--${b}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(body)}\r\n`)];
       for (const p of parts) {
-        chunks.push(Buffer.from(`--${b}\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha256(p)}\r\n\r\n`), p, Buffer.from('\r\n'));
+        chunks.push(
+          Buffer.from(`--${b}\r\nContent-Type: application/octet-stream\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha256(p)}\r\n\r\n`),
+          p,
+          Buffer.from('\r\n'),
+        );
       }
       chunks.push(Buffer.from(`--${b}--`));
-      const res = await t.fetch('/xAPI/statements', { method: 'POST', user: u, headers: { 'content-type': `multipart/mixed; boundary=${b}` }, body: new Uint8Array(Buffer.concat(chunks)) });
+      const res = await t.fetch('/xAPI/statements', {
+        method: 'POST',
+        user: u,
+        headers: { 'content-type': `multipart/mixed; boundary=${b}` },
+        body: new Uint8Array(Buffer.concat(chunks)),
+      });
       assert.equal(res.status, 200, await res.clone().text());
       return ((await res.json()) as string[])[0];
     };
@@ -171,34 +180,36 @@ for (const backend of BACKENDS) {
     // (the same readPage the sqlite run counts), so these two run on the other backends only.
     const countable = backend.name !== 'sqlite-threads';
 
-    if (countable) test('the store reads about one page of statement JSON, not every row of the page query and cut afterwards', async () => {
-      const verb = `http://example.com/verbs/read-${randomUUID()}`;
-      const ids: string[] = [];
-      for (let i = 0; i < 30; i++) ids.push(await post(READER, sized(verb, 8000)));
-      for (const limit of ['0', '5']) {
+    if (countable)
+      test('the store reads about one page of statement JSON, not every row of the page query and cut afterwards', async () => {
+        const verb = `http://example.com/verbs/read-${randomUUID()}`;
+        const ids: string[] = [];
+        for (let i = 0; i < 30; i++) ids.push(await post(READER, sized(verb, 8000)));
+        for (const limit of ['0', '5']) {
+          counted = 0;
+          counting = true;
+          const page = await read(`/xAPI/statements?verb=${encodeURIComponent(verb)}&limit=${limit}`, READER);
+          counting = false;
+          assert.ok(page.ids.length >= 1 && page.ids.length < 30 && page.more);
+          // 30 × 8 KB = 240 KB match; one page is at most BOUND (16 KB), the rows read with the page
+          // query at most BOUND more (inlineBytes), and a few small rows besides.
+          assert.ok(counted <= 2 * BOUND + 8 * 1024, `limit=${limit}: ${counted} bytes read from the database for a page of ${sum(page.jsonBytes)} bytes`);
+        }
+      });
+
+    if (countable)
+      test("GET /agents reads about a page of the agent's statements, the newest first", async () => {
+        const mbox = `mailto:${randomUUID()}@example.com`;
+        for (let i = 0; i < 30; i++) await post(READER, sized('http://example.com/verbs/named', 8000, { actor: { mbox, name: `name ${i}` } }));
         counted = 0;
         counting = true;
-        const page = await read(`/xAPI/statements?verb=${encodeURIComponent(verb)}&limit=${limit}`, READER);
+        const res = await t.fetch(`/xAPI/agents?agent=${encodeURIComponent(JSON.stringify({ mbox }))}`, { user: READER });
         counting = false;
-        assert.ok(page.ids.length >= 1 && page.ids.length < 30 && page.more);
-        // 30 × 8 KB = 240 KB match; one page is at most BOUND (16 KB), the rows read with the page
-        // query at most BOUND more (inlineBytes), and a few small rows besides.
-        assert.ok(counted <= 2 * BOUND + 8 * 1024, `limit=${limit}: ${counted} bytes read from the database for a page of ${sum(page.jsonBytes)} bytes`);
-      }
-    });
-
-    if (countable) test('GET /agents reads about a page of the agent\'s statements, the newest first', async () => {
-      const mbox = `mailto:${randomUUID()}@example.com`;
-      for (let i = 0; i < 30; i++) await post(READER, sized('http://example.com/verbs/named', 8000, { actor: { mbox, name: `name ${i}` } }));
-      counted = 0;
-      counting = true;
-      const res = await t.fetch(`/xAPI/agents?agent=${encodeURIComponent(JSON.stringify({ mbox }))}`, { user: READER });
-      counting = false;
-      assert.equal(res.status, 200);
-      const person = (await res.json()) as { name?: string[] };
-      assert.ok(person.name?.includes('name 29'), JSON.stringify(person));
-      assert.ok(counted <= 2 * BOUND + 8 * 1024, `${counted} bytes read from the database for the Person object`);
-    });
+        assert.equal(res.status, 200);
+        const person = (await res.json()) as { name?: string[] };
+        assert.ok(person.name?.includes('name 29'), JSON.stringify(person));
+        assert.ok(counted <= 2 * BOUND + 8 * 1024, `${counted} bytes read from the database for the Person object`);
+      });
 
     test('attachments=true: a page counts the attachment data; a statement with more data than the bound is alone on its page with its data', async () => {
       const verb = `http://example.com/verbs/attached-${randomUUID()}`;
@@ -229,7 +240,14 @@ for (const backend of BACKENDS) {
       }
       // One statement naming all three by hash (their data carried by the others), and 12 KB of its own.
       const own = Buffer.alloc(12_000, 9);
-      const declared = blobs.map((b) => ({ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'application/octet-stream', length: b.length, sha2: sha256(b), fileUrl: 'http://example.com/f' }));
+      const declared = blobs.map((b) => ({
+        usageType: 'http://example.com/u',
+        display: { en: 'a' },
+        contentType: 'application/octet-stream',
+        length: b.length,
+        sha2: sha256(b),
+        fileUrl: 'http://example.com/f',
+      }));
       const ownAtt = { usageType: 'http://example.com/u', display: { en: 'own' }, contentType: 'application/octet-stream', length: own.length, sha2: sha256(own) };
       const id = await postParts(READER, statement({ verb: { id: verb }, attachments: [...declared, ownAtt] }), [own]);
       for (const path of [`/xAPI/statements?statementId=${id}&attachments=true`, `/xAPI/statements?verb=${encodeURIComponent(verb)}&attachments=true`]) {

@@ -66,7 +66,10 @@ describe('password checks: bounded, fair between addresses, failures limited per
     // Two checks run (LECTERN_AUTH_BCRYPT_CONCURRENCY), six wait: eight per address; the rest is refused unchecked.
     await until(() => state.held.length === 2 && early.length === 24, 'the flood to be checked or refused');
     assert.equal(state.calls.length, 2, 'only the pool runs bcrypt');
-    assert.ok(early.every((r) => r.status === 429 && r.headers['retry-after']), JSON.stringify(early.map((r) => r.status)));
+    assert.ok(
+      early.every((r) => r.status === 429 && r.headers['retry-after']),
+      JSON.stringify(early.map((r) => r.status)),
+    );
 
     const real = whoami(t, '127.0.0.3', REAL);
     await arrived(t, sockets, '127.0.0.3', 1);
@@ -126,7 +129,10 @@ describe('password checks: bounded, fair between addresses, failures limited per
       }
     }
     await until(() => answered.length === 80 - 66, 'the requests beyond the queue to be refused');
-    assert.ok(answered.every((r) => r.status === 503 && r.headers['retry-after']), JSON.stringify(answered.map((r) => r.status)));
+    assert.ok(
+      answered.every((r) => r.status === 503 && r.headers['retry-after']),
+      JSON.stringify(answered.map((r) => r.status)),
+    );
     assert.equal(state.calls.length, 2);
     state.holding = false;
     while (state.held.length) state.held.shift()!.resolve(false);

@@ -174,7 +174,9 @@ for (const backend of BACKENDS) {
     const postMultipart = async (u: TestUser, s: Record<string, unknown>, data: { sha2: string; content: Buffer }) => {
       const boundary = 'b0undary';
       const body = Buffer.concat([
-        Buffer.from(`--${boundary}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(s)}\r\n--${boundary}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${data.sha2}\r\n\r\n`),
+        Buffer.from(
+          `--${boundary}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(s)}\r\n--${boundary}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${data.sha2}\r\n\r\n`,
+        ),
         data.content,
         Buffer.from(`\r\n--${boundary}--\r\n`),
       ]);
@@ -225,7 +227,7 @@ for (const backend of BACKENDS) {
     });
     after(async () => t?.close());
 
-    test('by id: another authority\'s statement is 404, voided ones too; its own are found', async () => {
+    test("by id: another authority's statement is 404, voided ones too; its own are found", async () => {
       assert.equal((await t.fetch(`/xAPI/statements?statementId=${ids.admin1}`, { user: MINE })).status, 404);
       assert.equal((await t.fetch(`/xAPI/statements?statementId=${ids.mine1}`, { user: MINE })).status, 200);
       assert.equal((await t.fetch(`/xAPI/statements?voidedStatementId=${ids.adminVoided}`, { user: MINE })).status, 404);
@@ -253,13 +255,13 @@ for (const backend of BACKENDS) {
       for (const s of next.statements) assert.equal(s.authority.mbox, 'mailto:mine@example.com');
     });
 
-    test('StatementRef targeting never reveals that another authority\'s statement matches', async () => {
+    test("StatementRef targeting never reveals that another authority's statement matches", async () => {
       const byLearner = `agent=${enc(JSON.stringify(learner))}`;
-      assert.deepEqual(await list(MINE, byLearner), [ids.mine2, ids.mine1], 'mineRef targets the admin\'s statement: not a match');
+      assert.deepEqual(await list(MINE, byLearner), [ids.mine2, ids.mine1], "mineRef targets the admin's statement: not a match");
       assert.deepEqual(await list(READER, byLearner), [ids.mineRef, ids.admin2, ids.mine2, ids.admin1, ids.mine1]);
     });
 
-    test('attachments=true serves only the attachments of the caller\'s statements', async () => {
+    test("attachments=true serves only the attachments of the caller's statements", async () => {
       const res = await t.fetch(`/xAPI/statements?verb=${enc(verb)}&attachments=true`, { user: MINE });
       assert.equal(res.status, 200);
       const text = Buffer.from(await res.arrayBuffer()).toString('utf8');
@@ -290,7 +292,7 @@ for (const backend of BACKENDS) {
       }
     });
 
-    test('restriction by authority hides other authorities\' statements even from `all` users', async () => {
+    test("restriction by authority hides other authorities' statements even from `all` users", async () => {
       const t = await startTestLrs(backend, { users: USERS, env: { LECTERN_LRS_RESTRICT_BY_AUTHORITY: 'true' } });
       try {
         const [mine] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement(), { user: MINE }))).json();

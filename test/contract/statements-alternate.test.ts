@@ -52,11 +52,17 @@ for (const backend of BACKENDS) {
       const page = await alt('GET', { ...auth, verb, limit: '1', ascending: 'true', format: 'ids' });
       assert.equal(page.status, 200);
       const body = await page.json();
-      assert.deepEqual(body.statements.map((s: { id: string }) => s.id), [posted[0]]);
+      assert.deepEqual(
+        body.statements.map((s: { id: string }) => s.id),
+        [posted[0]],
+      );
       assert.deepEqual(body.statements[0].verb, { id: verb });
       assert.ok(body.more, 'the more link is a plain GET');
       const next = await (await t.fetch(body.more)).json();
-      assert.deepEqual(next.statements.map((s: { id: string }) => s.id), [posted[1]]);
+      assert.deepEqual(
+        next.statements.map((s: { id: string }) => s.id),
+        [posted[1]],
+      );
     });
 
     test('method=HEAD: the GET headers and no body', async () => {

@@ -110,7 +110,10 @@ for (const backend of REPLICA_BACKENDS) {
       const data = Buffer.from(Array.from({ length: 600 }, (_, i) => (i * 37) % 256));
       const id = randomUUID();
       const s = statement({ attachments: [attachment(data, { contentType: 'application/octet-stream' })] });
-      const res = await t.fetch(`/xAPI/statements?statementId=${id}`, multipartInit('PUT', [jsonPart(s), { ...dataPart(data), headers: { ...dataPart(data).headers, 'Content-Type': 'application/octet-stream' } }]));
+      const res = await t.fetch(
+        `/xAPI/statements?statementId=${id}`,
+        multipartInit('PUT', [jsonPart(s), { ...dataPart(data), headers: { ...dataPart(data).headers, 'Content-Type': 'application/octet-stream' } }]),
+      );
       assert.equal(res.status, 204, await res.clone().text());
       const parts = await readMultipart(await getOne(id, '&attachments=true'));
       assert.equal(parts.length, 2);
@@ -134,9 +137,18 @@ for (const backend of REPLICA_BACKENDS) {
       assert.equal(q.status, 200);
       const parts = await readMultipart(q);
       const result = JSON.parse(parts[0].body.toString('utf8'));
-      assert.deepEqual(result.statements.map((s: { id: string }) => s.id), [...ids].reverse());
+      assert.deepEqual(
+        result.statements.map((s: { id: string }) => s.id),
+        [...ids].reverse(),
+      );
       assert.equal(result.more, '');
-      assert.deepEqual(parts.slice(1).map((p) => p.body.toString()).sort(), [own, shared].sort());
+      assert.deepEqual(
+        parts
+          .slice(1)
+          .map((p) => p.body.toString())
+          .sort(),
+        [own, shared].sort(),
+      );
 
       const plain = await t.fetch(`/xAPI/statements?verb=${encodeURIComponent(verb)}`);
       assert.match(plain.headers.get('content-type') ?? '', /^application\/json/);
@@ -212,10 +224,34 @@ for (const backend of REPLICA_BACKENDS) {
     const rejected: [string, () => RequestInit][] = [
       ['an attachment with neither fileUrl nor part', () => multipartInit('POST', [jsonPart(statement({ attachments: [attachment(text)] }))])],
       ['a part that matches no attachment', () => multipartInit('POST', [jsonPart(statement({ attachments: [attachment(text)] })), dataPart(text), dataPart('extra')])],
-      ['a part whose hash is not the hash of its content', () => multipartInit('POST', [jsonPart(statement({ attachments: [attachment(text)] })), { ...dataPart('other data'), headers: { ...dataPart(text).headers } }])],
-      ['a part without X-Experience-API-Hash', () => multipartInit('POST', [jsonPart(statement({ attachments: [attachment(text)] })), { headers: { 'Content-Type': 'text/plain', 'Content-Transfer-Encoding': 'binary' }, body: text }])],
-      ['a part without Content-Transfer-Encoding', () => multipartInit('POST', [jsonPart(statement({ attachments: [attachment(text)] })), { headers: { 'Content-Type': 'text/plain', 'X-Experience-API-Hash': sha256(text) }, body: text }])],
-      ['a base64 part', () => multipartInit('POST', [jsonPart(statement({ attachments: [attachment(text)] })), dataPart(Buffer.from(text).toString('base64'), { 'X-Experience-API-Hash': sha256(text), 'Content-Transfer-Encoding': 'base64' })])],
+      [
+        'a part whose hash is not the hash of its content',
+        () => multipartInit('POST', [jsonPart(statement({ attachments: [attachment(text)] })), { ...dataPart('other data'), headers: { ...dataPart(text).headers } }]),
+      ],
+      [
+        'a part without X-Experience-API-Hash',
+        () =>
+          multipartInit('POST', [
+            jsonPart(statement({ attachments: [attachment(text)] })),
+            { headers: { 'Content-Type': 'text/plain', 'Content-Transfer-Encoding': 'binary' }, body: text },
+          ]),
+      ],
+      [
+        'a part without Content-Transfer-Encoding',
+        () =>
+          multipartInit('POST', [
+            jsonPart(statement({ attachments: [attachment(text)] })),
+            { headers: { 'Content-Type': 'text/plain', 'X-Experience-API-Hash': sha256(text) }, body: text },
+          ]),
+      ],
+      [
+        'a base64 part',
+        () =>
+          multipartInit('POST', [
+            jsonPart(statement({ attachments: [attachment(text)] })),
+            dataPart(Buffer.from(text).toString('base64'), { 'X-Experience-API-Hash': sha256(text), 'Content-Transfer-Encoding': 'base64' }),
+          ]),
+      ],
       ['no boundary', () => multipartInit('POST', [jsonPart(statement()), dataPart(text)], 'multipart/mixed')],
       ['a boundary absent from the body', () => multipartInit('POST', [jsonPart(statement())], 'multipart/mixed; boundary=nothere')],
       ['a first part that is not JSON', () => multipartInit('POST', [{ headers: { 'Content-Type': 'text/plain' }, body: JSON.stringify(statement()) }])],
@@ -227,7 +263,9 @@ for (const backend of REPLICA_BACKENDS) {
         const id = randomUUID();
         const req = init();
         // Put a fresh id in the statements so that "nothing stored" can be checked.
-        const body = Buffer.from(req.body as Uint8Array).toString('latin1').replace('"actor":', `"id":"${id}","actor":`);
+        const body = Buffer.from(req.body as Uint8Array)
+          .toString('latin1')
+          .replace('"actor":', `"id":"${id}","actor":`);
         const res = await t.fetch('/xAPI/statements', { ...req, body: new Uint8Array(Buffer.from(body, 'latin1')) });
         assert.equal(res.status, 400, name);
         const detail = (await res.json()).detail;
@@ -437,12 +475,24 @@ for (const backend of REPLICA_BACKENDS) {
         const anonymous = statement({ timestamp: '2024-05-01T10:00:00.000Z' });
         const shared = await sign(anonymous);
         const sharedSig = attachment(shared, { usageType: SIGNATURE, contentType: 'application/octet-stream', display: { 'en-US': 'Signature' } });
-        const batch = await t.fetch('/xAPI/statements', multipartInit('POST', [jsonPart(Array(50).fill({ ...anonymous, attachments: [sharedSig] })), dataPart(shared, { 'Content-Type': 'application/octet-stream' })]));
+        const batch = await t.fetch(
+          '/xAPI/statements',
+          multipartInit('POST', [jsonPart(Array(50).fill({ ...anonymous, attachments: [sharedSig] })), dataPart(shared, { 'Content-Type': 'application/octet-stream' })]),
+        );
         assert.equal(batch.status, 200, await batch.clone().text());
         assert.equal((await batch.json()).length, 50);
         assert.equal(verify.mock.callCount(), 2, 'one more verification for the batch');
         // Each is still compared with its statement: a batch whose second statement differs is refused.
-        const differs = await t.fetch('/xAPI/statements', multipartInit('POST', [jsonPart([{ ...anonymous, attachments: [sharedSig] }, { ...anonymous, result: { success: true }, attachments: [sharedSig] }]), dataPart(shared, { 'Content-Type': 'application/octet-stream' })]));
+        const differs = await t.fetch(
+          '/xAPI/statements',
+          multipartInit('POST', [
+            jsonPart([
+              { ...anonymous, attachments: [sharedSig] },
+              { ...anonymous, result: { success: true }, attachments: [sharedSig] },
+            ]),
+            dataPart(shared, { 'Content-Type': 'application/octet-stream' }),
+          ]),
+        );
         assert.equal(differs.status, 400);
         assert.match((await differs.json()).detail, /does not match the received statement \(they differ at \$\.result\)/);
       } finally {

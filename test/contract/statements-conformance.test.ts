@@ -121,9 +121,15 @@ for (const backend of BACKENDS) {
       assert.equal((await post(statement({ id: voidingId, verb: { id: VOIDED }, object: { objectType: 'StatementRef', id: voidedId } }))).status, 200);
       assert.equal((await post(statement({ id: refId, verb: { id: verb }, object: { objectType: 'StatementRef', id: voidedId } }))).status, 200);
       const all = await (await t.fetch(`/xAPI/statements?verb=${encodeURIComponent(verb)}`)).json();
-      assert.deepEqual(all.statements.map((s: { id: string }) => s.id), [refId, voidingId]);
+      assert.deepEqual(
+        all.statements.map((s: { id: string }) => s.id),
+        [refId, voidingId],
+      );
       const one = await (await t.fetch(`/xAPI/statements?verb=${encodeURIComponent(verb)}&limit=1`)).json();
-      assert.deepEqual(one.statements.map((s: { id: string }) => s.id), [refId]);
+      assert.deepEqual(
+        one.statements.map((s: { id: string }) => s.id),
+        [refId],
+      );
       assert.notEqual(one.more, '');
       assert.equal((await t.fetch(`/xAPI/statements?statementId=${voidedId}`)).status, 404);
       assert.equal((await t.fetch(`/xAPI/statements?voidedStatementId=${voidedId}`)).status, 200);

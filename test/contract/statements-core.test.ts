@@ -71,10 +71,7 @@ for (const backend of REPLICA_BACKENDS) {
       const { actor: _drop, ...noActor } = statement();
       const invalid = await put(randomUUID(), { ...noActor, verb: { id: 'not an IRI' } });
       assert.equal(invalid.status, 400);
-      assert.deepEqual(
-        ((await invalid.json()).detail as { loc: string[] }[]).map((d) => d.loc.join('.')).sort(),
-        ['actor', 'verb.id'],
-      );
+      assert.deepEqual(((await invalid.json()).detail as { loc: string[] }[]).map((d) => d.loc.join('.')).sort(), ['actor', 'verb.id']);
       const missing = await t.fetch('/xAPI/statements', jsonInit('PUT', statement()));
       assert.equal(missing.status, 400);
       assert.deepEqual((await missing.json()).detail[0].loc, ['query', 'statementId']);
@@ -117,7 +114,10 @@ for (const backend of REPLICA_BACKENDS) {
         i === 5 ? [statement({ id: randomUUID() }), statement({ id: taken, result: { success: false } })] : [statement({ id: randomUUID() }), statement({ id: randomUUID() })],
       );
       const responses = await Promise.all(batches.map((b) => post(b)));
-      assert.deepEqual(responses.map((r) => r.status), batches.map((_, i) => (i === 5 ? 409 : 200)));
+      assert.deepEqual(
+        responses.map((r) => r.status),
+        batches.map((_, i) => (i === 5 ? 409 : 200)),
+      );
       for (const [i, b] of batches.entries()) {
         for (const s of b) {
           if (s.id === taken) continue;
@@ -146,7 +146,10 @@ for (const backend of REPLICA_BACKENDS) {
       assert.ok((await missing.json()).detail.some((d: { loc: unknown[] }) => JSON.stringify(d.loc) === JSON.stringify([0, 'actor'])));
 
       const second = await post([statement(), { ...noActor }]);
-      assert.ok((await second.json()).detail.some((d: { loc: unknown[] }) => d.loc[0] === 1), 'loc carries the index in the batch');
+      assert.ok(
+        (await second.json()).detail.some((d: { loc: unknown[] }) => d.loc[0] === 1),
+        'loc carries the index in the batch',
+      );
 
       const badId = await post(statement({ id: 'nope' }));
       assert.equal(badId.status, 400);
@@ -252,19 +255,28 @@ for (const backend of REPLICA_BACKENDS) {
 
     test('250 statements, limit=100: 3 full-then-partial pages, newest first, nothing missing or repeated', async () => {
       const pages = await walk(`verb=${encodeURIComponent(verb)}&limit=100`);
-      assert.deepEqual(pages.map((p) => p.length), [100, 100, 50]);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [100, 100, 50],
+      );
       assert.deepEqual(pages.flat(), [...ids].reverse());
     });
 
     test('ascending=true pages oldest first', async () => {
       const pages = await walk(`verb=${encodeURIComponent(verb)}&limit=100&ascending=true`);
-      assert.deepEqual(pages.map((p) => p.length), [100, 100, 50]);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [100, 100, 50],
+      );
       assert.deepEqual(pages.flat(), ids);
     });
 
     test('an exact multiple of the page size ends without an empty extra page', async () => {
       const pages = await walk(`verb=${encodeURIComponent(verb)}&limit=50`);
-      assert.deepEqual(pages.map((p) => p.length), [50, 50, 50, 50, 50]);
+      assert.deepEqual(
+        pages.map((p) => p.length),
+        [50, 50, 50, 50, 50],
+      );
     });
 
     test('limit=0 and a limit above the maximum give the server maximum; no limit gives 100', async () => {

@@ -34,10 +34,22 @@ for (const backend of BACKENDS) {
       ['the verb display differs', (s) => ({ ...s, verb: { id: 'http://adlnet.gov/expapi/verbs/completed', display: { fr: 'a terminé' } } })],
       ['the activity definition differs', (s) => ({ ...s, object: { id: 'http://example.com/activities/immutable', definition: { name: { fr: 'Autre nom' } } } })],
       ['the timestamp is written in another time zone', (s) => ({ ...s, timestamp: '2024-05-01T14:00:00+02:00' })],
-      ['group members come in another order', (s) => ({ ...s, actor: { objectType: 'Group', name: 'Pair', member: [{ mbox: 'mailto:two@example.com' }, { mbox: 'mailto:one@example.com' }] } })],
-      ['the single context activity is an array', (s) => ({ ...s, context: { registration: 'EC531277-B57B-4C15-8D91-D292C5B2B8F7', contextActivities: { parent: [{ id: 'http://example.com/activities/parent' }] } } })],
+      [
+        'group members come in another order',
+        (s) => ({ ...s, actor: { objectType: 'Group', name: 'Pair', member: [{ mbox: 'mailto:two@example.com' }, { mbox: 'mailto:one@example.com' }] } }),
+      ],
+      [
+        'the single context activity is an array',
+        (s) => ({ ...s, context: { registration: 'EC531277-B57B-4C15-8D91-D292C5B2B8F7', contextActivities: { parent: [{ id: 'http://example.com/activities/parent' }] } } }),
+      ],
       ['objectType is written out', (s) => ({ ...s, object: { objectType: 'Activity', id: 'http://example.com/activities/immutable' } })],
-      ['attachments differ', (s) => ({ ...s, attachments: [{ usageType: 'http://example.com/u', display: { en: 'x' }, contentType: 'text/plain', length: 1, sha2: 'a'.repeat(64), fileUrl: 'http://example.com/x' }] })],
+      [
+        'attachments differ',
+        (s) => ({
+          ...s,
+          attachments: [{ usageType: 'http://example.com/u', display: { en: 'x' }, contentType: 'text/plain', length: 1, sha2: 'a'.repeat(64), fileUrl: 'http://example.com/x' }],
+        }),
+      ],
       ['the authority and stored the client sent differ', (s) => ({ ...s, authority: { mbox: 'mailto:someone@example.com' }, stored: '2000-01-01T00:00:00Z' })],
       ['the version is given as the 1.0.0 the LRS assigned', (s) => ({ ...s, version: '1.0.0' })],
     ];
@@ -58,7 +70,10 @@ for (const backend of BACKENDS) {
     const different: [string, (s: Record<string, unknown>) => Record<string, unknown>][] = [
       ['the result differs', (s) => ({ ...s, result: { duration: 'PT1H', success: false } })],
       ['the duration is written differently (PT60M)', (s) => ({ ...s, result: { duration: 'PT60M', success: true } })],
-      ['the local part of an mbox differs in case', (s) => ({ ...s, actor: { objectType: 'Group', name: 'Pair', member: [{ mbox: 'mailto:ONE@example.com' }, { mbox: 'mailto:two@example.com' }] } })],
+      [
+        'the local part of an mbox differs in case',
+        (s) => ({ ...s, actor: { objectType: 'Group', name: 'Pair', member: [{ mbox: 'mailto:ONE@example.com' }, { mbox: 'mailto:two@example.com' }] } }),
+      ],
       ['the timestamp is another instant', (s) => ({ ...s, timestamp: '2024-05-01T12:00:00.001Z' })],
       ['a version other than the assigned one is given', (s) => ({ ...s, version: '1.0.3' })],
     ];

@@ -128,7 +128,14 @@ for (const backend of REPLICA_BACKENDS) {
         const who = { mbox: mbox() };
         const other = verbId();
         // d: direct matches; t: targeting (directly or through a chain); n: not matching.
-        const d1 = randomUUID(), t1 = randomUUID(), n1 = randomUUID(), d2 = randomUUID(), t2 = randomUUID(), n2 = randomUUID(), t3 = randomUUID(), d3 = randomUUID();
+        const d1 = randomUUID(),
+          t1 = randomUUID(),
+          n1 = randomUUID(),
+          d2 = randomUUID(),
+          t2 = randomUUID(),
+          n2 = randomUUID(),
+          t3 = randomUUID(),
+          d3 = randomUUID();
         await post(statement({ id: d1, actor: who, verb: { id: other } }));
         await post([statement({ id: t1, verb: { id: other }, object: ref(d1) }), statement({ id: n1, verb: { id: other } })]);
         await post([statement({ id: d2, actor: who, verb: { id: other } }), statement({ id: t2, verb: { id: other }, object: ref(t1) })]);
@@ -208,12 +215,25 @@ for (const backend of REPLICA_BACKENDS) {
         const ann = { mbox: mbox() };
         const bob = { mbox: mbox() };
         const as = (role: 'object' | 'parent' | 'grouping', actor: unknown) =>
-          statement({ actor, ...(role === 'object' ? { object: { id: course } } : { object: { id: activityId() }, context: { contextActivities: { [role]: [{ id: course }] } } }) });
+          statement({
+            actor,
+            ...(role === 'object' ? { object: { id: course } } : { object: { id: activityId() }, context: { contextActivities: { [role]: [{ id: course }] } } }),
+          });
         // Ann's statements about the course in every role, interleaved with Bob's; then a run of
         // Ann's as the course's context only, and older ones as its object only.
         const pattern: ['object' | 'parent' | 'grouping', unknown][] = [
-          ['object', ann], ['parent', bob], ['object', ann], ['grouping', ann], ['object', bob], ['parent', ann],
-          ['object', ann], ['parent', ann], ['grouping', bob], ['parent', ann], ['grouping', ann], ['parent', ann],
+          ['object', ann],
+          ['parent', bob],
+          ['object', ann],
+          ['grouping', ann],
+          ['object', bob],
+          ['parent', ann],
+          ['object', ann],
+          ['parent', ann],
+          ['grouping', bob],
+          ['parent', ann],
+          ['grouping', ann],
+          ['parent', ann],
         ];
         const got = await postApart(pattern.map(([role, actor]) => as(role, actor)));
         const annIds = got.filter((_, i) => pattern[i][1] === ann).reverse();
@@ -272,7 +292,10 @@ for (const backend of REPLICA_BACKENDS) {
         const window = posted.slice(2, 6);
         assert.deepEqual((await walk(`verb=${enc(verb)}&since=${enc(since)}&until=${enc(until)}&limit=1`)).flat(), [...window].reverse());
         const pages = await walk(`verb=${enc(verb)}&since=${enc(since)}&until=${enc(until)}&limit=3&ascending=true`);
-        assert.deepEqual(pages.map((p) => p.length), [3, 1]);
+        assert.deepEqual(
+          pages.map((p) => p.length),
+          [3, 1],
+        );
         assert.deepEqual(pages.flat(), window);
         // A timestamp in another time zone denotes the same instant.
         const shifted = new Date(Date.parse(since)).toISOString().replace('Z', '+00:00');
@@ -331,7 +354,10 @@ for (const backend of REPLICA_BACKENDS) {
           for (const [k, v] of Object.entries(OTHERS)) {
             const res = await t.fetch(`/xAPI/statements?${single}=${id}&${k}=${v}`);
             assert.equal(res.status, 400, k);
-            assert.ok((await res.json()).detail.some((d: { loc: string[] }) => d.loc[1] === k), k);
+            assert.ok(
+              (await res.json()).detail.some((d: { loc: string[] }) => d.loc[1] === k),
+              k,
+            );
           }
           const res = await t.fetch(`/xAPI/statements?${single}=${id}&format=ids&attachments=false`);
           assert.equal(res.status, 404, 'format and attachments are allowed');
@@ -437,7 +463,10 @@ for (const backend of REPLICA_BACKENDS) {
 
       test('formats apply to queries and to voidedStatementId', async () => {
         const q = await (await t.fetch(`/xAPI/statements?activity=${enc(act)}&format=canonical`, { headers: { 'accept-language': 'fr' } })).json();
-        assert.deepEqual(q.statements.map((s: { id: string }) => s.id), [id2, id1]);
+        assert.deepEqual(
+          q.statements.map((s: { id: string }) => s.id),
+          [id2, id1],
+        );
         for (const s of q.statements) assert.deepEqual(s.object.definition.name, { fr: 'Question FR' });
         const ids1 = await (await t.fetch(`/xAPI/statements?activity=${enc(act)}&format=ids`)).json();
         for (const s of ids1.statements) assert.deepEqual(s.object, { id: act });
@@ -492,7 +521,10 @@ for (const backend of REPLICA_BACKENDS) {
           assert.ok(v && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?Z$/.test(v), `${name}: ${v}`);
           assert.ok(!Number.isNaN(Date.parse(v)), name);
         }
-        assert.deepEqual(responses.map(([, r]) => r.status), [204, 409, 200, 400, 200, 404, 200, 400, 200, 405, 401, 400, 400, 200]);
+        assert.deepEqual(
+          responses.map(([, r]) => r.status),
+          [204, 409, 200, 400, 200, 404, 200, 400, 200, 405, 401, 400, 400, 200],
+        );
       });
     });
   });

@@ -133,12 +133,18 @@ for (const backend of REPLICA_BACKENDS) {
       const verb = `http://example.com/verbs/${randomUUID()}`;
       const posted: string[] = await (await post(Array.from({ length: 6 }, () => statement({ verb: { id: verb } })))).json();
       const first = await (await t.fetch(`/xAPI/statements?verb=${encodeURIComponent(verb)}&limit=3`)).json();
-      assert.deepEqual(first.statements.map((s: { id: string }) => s.id), posted.slice(3).reverse());
+      assert.deepEqual(
+        first.statements.map((s: { id: string }) => s.id),
+        posted.slice(3).reverse(),
+      );
       assert.ok(first.more);
       // Void one from the next page.
       assert.equal((await post(voiding(posted[1]))).status, 200);
       const second = await (await t.fetch(`/xAPI/statements?${first.more.split('?')[1]}`)).json();
-      assert.deepEqual(second.statements.map((s: { id: string }) => s.id), [posted[2], posted[0]]);
+      assert.deepEqual(
+        second.statements.map((s: { id: string }) => s.id),
+        [posted[2], posted[0]],
+      );
       assert.equal(second.more, '');
     });
   });

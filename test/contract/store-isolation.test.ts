@@ -30,8 +30,16 @@ async function fill(t: TestLrs, between: () => Promise<void>): Promise<void> {
   await post(t, ADMIN, ADMIN_IDS.slice(0, 3).map(own));
   await post(t, MINE, MINE_IDS.slice(0, 2).map(own));
   await between();
-  await post(t, ADMIN, ADMIN_IDS.slice(3).map((id, i) => own(id, i + 3)));
-  await post(t, MINE, MINE_IDS.slice(2).map((id, i) => own(id, i + 2)));
+  await post(
+    t,
+    ADMIN,
+    ADMIN_IDS.slice(3).map((id, i) => own(id, i + 3)),
+  );
+  await post(
+    t,
+    MINE,
+    MINE_IDS.slice(2).map((id, i) => own(id, i + 2)),
+  );
 }
 
 interface Page {
@@ -81,7 +89,14 @@ for (const backend of BACKENDS) {
       await fill(quiet, async () => {});
       // Another store writes 40 statements between the default store's writes.
       await fill(busy, async () => {
-        for (let i = 0; i < 2; i++) otherIds.push(...(await post(busy, TENANT_B, Array.from({ length: 20 }, () => statement()))));
+        for (let i = 0; i < 2; i++)
+          otherIds.push(
+            ...(await post(
+              busy,
+              TENANT_B,
+              Array.from({ length: 20 }, () => statement()),
+            )),
+          );
       });
     });
     after(async () => {
@@ -106,7 +121,13 @@ for (const backend of BACKENDS) {
       const first = async () => (await (await busy.fetch('/xAPI/statements?limit=2')).json()) as { statements: { id: string }[]; more: string };
       const page1 = await first();
       const page2 = await (await busy.fetch(page1.more)).json();
-      otherIds.push(...(await post(busy, TENANT_B, Array.from({ length: 10 }, () => statement()))));
+      otherIds.push(
+        ...(await post(
+          busy,
+          TENANT_B,
+          Array.from({ length: 10 }, () => statement()),
+        )),
+      );
       const again = await first();
       assert.equal(again.more, page1.more);
       assert.deepEqual(await (await busy.fetch(page1.more)).json(), page2);
@@ -117,12 +138,18 @@ for (const backend of BACKENDS) {
       try {
         const ids = await post(t, ADMIN, [statement(), statement(), statement()]);
         const page1 = (await (await t.fetch('/xAPI/statements?limit=1')).json()) as { statements: { id: string }[]; more: string };
-        assert.deepEqual(page1.statements.map((s) => s.id), [ids[2]]);
+        assert.deepEqual(
+          page1.statements.map((s) => s.id),
+          [ids[2]],
+        );
         const voiding = statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id: ids[2] } });
         await post(t, ADMIN, [voiding]);
         const res = await t.fetch(page1.more);
         assert.equal(res.status, 200, await res.clone().text());
-        assert.deepEqual(((await res.json()) as { statements: { id: string }[] }).statements.map((s) => s.id), [ids[1]]);
+        assert.deepEqual(
+          ((await res.json()) as { statements: { id: string }[] }).statements.map((s) => s.id),
+          [ids[1]],
+        );
         // Erased (lectern erase): the cursor names nothing any more; the client starts again.
         await t.lrs.store.deleteStatements('', [ids[2]]);
         const gone = await t.fetch(page1.more);
@@ -138,7 +165,11 @@ for (const backend of BACKENDS) {
         const res = await busy.fetch(`/xAPI/statements?${query}search_after=${encodeURIComponent(cursor)}`, { user });
         assert.equal(res.status, 400, `${cursor}: ${await res.clone().text()}`);
         const detail = (await res.json()).detail as { loc: string[]; msg: string }[];
-        assert.deepEqual(detail.map((d) => d.loc), [['query', 'search_after']], cursor);
+        assert.deepEqual(
+          detail.map((d) => d.loc),
+          [['query', 'search_after']],
+          cursor,
+        );
         return detail[0].msg;
       };
       // Positions of the former numeric cursors, up to 2^63 … 10^19 - 1 (once a 500) and beyond.

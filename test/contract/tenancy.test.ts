@@ -38,7 +38,10 @@ for (const backend of BACKENDS) {
       const id = randomUUID();
       const verb = `http://example.com/verbs/tenancy-${randomUUID()}`;
       assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', statement({ verb: { id: verb }, result: { score: { raw: 1 } } })))).status, 204);
-      assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', statement({ verb: { id: verb }, result: { score: { raw: 2 } } }), { user: TENANT_B }))).status, 204);
+      assert.equal(
+        (await t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', statement({ verb: { id: verb }, result: { score: { raw: 2 } } }), { user: TENANT_B }))).status,
+        204,
+      );
       const a = await (await t.fetch(`/xAPI/statements?statementId=${id}`)).json();
       const b = await (await t.fetch(`/xAPI/statements?statementId=${id}`, { user: TENANT_B2 })).json();
       assert.equal(a.result.score.raw, 1);
@@ -49,7 +52,10 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await ids(TENANT_C, `&verb=${enc(verb)}`), []);
       // A conflict is decided within the store: b's id again with other content is b's 409 only.
       assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', statement({ verb: { id: verb } }), { user: TENANT_B }))).status, 409);
-      assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', statement({ verb: { id: verb }, result: { score: { raw: 3 } } }), { user: TENANT_C }))).status, 204);
+      assert.equal(
+        (await t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', statement({ verb: { id: verb }, result: { score: { raw: 3 } } }), { user: TENANT_C }))).status,
+        204,
+      );
     });
 
     test('statements: voiding in one store leaves the same id in another alone; StatementRefs do not cross stores', async () => {
@@ -74,10 +80,15 @@ for (const backend of BACKENDS) {
       const content = Buffer.from(`tenant attachment ${randomUUID()}`);
       const sha2 = createHash('sha256').update(content).digest('hex');
       const verb = `http://example.com/verbs/att-${randomUUID()}`;
-      const s = statement({ verb: { id: verb }, attachments: [{ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: content.length, sha2 }] });
+      const s = statement({
+        verb: { id: verb },
+        attachments: [{ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: content.length, sha2 }],
+      });
       const boundary = 'tenancyboundary';
       const body = Buffer.concat([
-        Buffer.from(`--${boundary}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(s)}\r\n--${boundary}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha2}\r\n\r\n`),
+        Buffer.from(
+          `--${boundary}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(s)}\r\n--${boundary}\r\nContent-Type: text/plain\r\nContent-Transfer-Encoding: binary\r\nX-Experience-API-Hash: ${sha2}\r\n\r\n`,
+        ),
         content,
         Buffer.from(`\r\n--${boundary}--\r\n`),
       ]);
@@ -86,10 +97,13 @@ for (const backend of BACKENDS) {
       const fetched = Buffer.from(await (await t.fetch(`/xAPI/statements?verb=${enc(verb)}&attachments=true`, { user: TENANT_B2 })).arrayBuffer());
       assert.ok(fetched.includes(content));
       // The default store has the statement text (sent with a fileUrl-less attachment it cannot store): no data from b.
-      const plain = statement({ verb: { id: verb }, attachments: [{ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: content.length, sha2, fileUrl: 'http://example.com/f' }] });
+      const plain = statement({
+        verb: { id: verb },
+        attachments: [{ usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: content.length, sha2, fileUrl: 'http://example.com/f' }],
+      });
       assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', plain))).status, 200);
       const other = Buffer.from(await (await t.fetch(`/xAPI/statements?verb=${enc(verb)}&attachments=true`)).arrayBuffer());
-      assert.ok(!other.includes(content), 'the default store never serves tenant b\'s bytes');
+      assert.ok(!other.includes(content), "the default store never serves tenant b's bytes");
     });
 
     for (const [name, base, scope] of [
@@ -180,14 +194,31 @@ for (const backend of BACKENDS) {
         const agent = enc(JSON.stringify({ mbox: 'mailto:l@example.com' }));
         const activity = enc('http://example.com/act');
         const attachment = { usageType: 'http://example.com/u', display: { en: 'a' }, contentType: 'text/plain', length: 1, sha2: 'a'.repeat(64), fileUrl: 'http://example.com/f' };
-        const [id] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ object: { id: 'http://example.com/act', definition: { name: { en: 'x' } } } }), { user: TENANT_B }))).json();
-        await t.fetch('/xAPI/statements', jsonInit('POST', statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id } }), { user: TENANT_B }));
+        const [id] = await (
+          await t.fetch('/xAPI/statements', jsonInit('POST', statement({ object: { id: 'http://example.com/act', definition: { name: { en: 'x' } } } }), { user: TENANT_B }))
+        ).json();
+        await t.fetch(
+          '/xAPI/statements',
+          jsonInit('POST', statement({ verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id } }), { user: TENANT_B }),
+        );
         // The newest: first on the `mine` page below (its attachment's size is read).
         assert.equal((await t.fetch('/xAPI/statements', jsonInit('POST', statement({ attachments: [attachment] }), { user: TENANT_B }))).status, 200);
-        for (const q of [`statementId=${id}`, `voidedStatementId=${id}`, `agent=${agent}`, `activity=${activity}&related_activities=true`, 'verb=http%3A%2F%2Fexample.com%2Fv&since=2020-01-01T00:00:00Z&until=2100-01-01T00:00:00Z', 'mine=true&format=canonical&attachments=true', 'limit=1']) {
+        for (const q of [
+          `statementId=${id}`,
+          `voidedStatementId=${id}`,
+          `agent=${agent}`,
+          `activity=${activity}&related_activities=true`,
+          'verb=http%3A%2F%2Fexample.com%2Fv&since=2020-01-01T00:00:00Z&until=2100-01-01T00:00:00Z',
+          'mine=true&format=canonical&attachments=true',
+          'limit=1',
+        ]) {
           await t.fetch(`/xAPI/statements?${q}`, { user: TENANT_B });
         }
-        for (const base of [`/xAPI/activities/state?activityId=${activity}&agent=${agent}`, `/xAPI/activities/profile?activityId=${activity}`, `/xAPI/agents/profile?agent=${agent}`]) {
+        for (const base of [
+          `/xAPI/activities/state?activityId=${activity}&agent=${agent}`,
+          `/xAPI/activities/profile?activityId=${activity}`,
+          `/xAPI/agents/profile?agent=${agent}`,
+        ]) {
           const one = `${base}&${base.includes('state') ? 'stateId' : 'profileId'}=d`;
           await t.fetch(one, jsonInit('PUT', { a: 1 }, { user: TENANT_B, headers: { 'if-none-match': '*' } }));
           await t.fetch(one, jsonInit('POST', { b: 1 }, { user: TENANT_B }));

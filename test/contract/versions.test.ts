@@ -28,8 +28,7 @@ for (const backend of BACKENDS) {
 
     const post = (body: unknown, version: string) => t.fetch('/xAPI/statements', jsonInit('POST', body, { version }));
     const put = (id: string, body: unknown, version: string) => t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', body, { version }));
-    const postRaw = (text: string, version: string) =>
-      t.fetch('/xAPI/statements', { method: 'POST', version, headers: { 'content-type': 'application/json' }, body: text });
+    const postRaw = (text: string, version: string) => t.fetch('/xAPI/statements', { method: 'POST', version, headers: { 'content-type': 'application/json' }, body: text });
     const get = async (id: string, version: string, qs = '') => {
       const res = await t.fetch(`/xAPI/statements?statementId=${id}${qs}`, { version });
       assert.equal(res.status, 200);
@@ -101,7 +100,8 @@ for (const backend of BACKENDS) {
       const detail = (await res.json()).detail[0];
       assert.deepEqual(detail.loc, ['body', 'actor', 'mbox']);
       assert.equal(detail.type, 'value_error.duplicate_key');
-      const nested = '[{"actor":{"mbox":"mailto:a@example.com"},"verb":{"id":"http://example.com/v"},"object":{"id":"http://example.com/o"},"result":{"extensions":{"http://example.com/x":{"k":1,"k":2}}}}]';
+      const nested =
+        '[{"actor":{"mbox":"mailto:a@example.com"},"verb":{"id":"http://example.com/v"},"object":{"id":"http://example.com/o"},"result":{"extensions":{"http://example.com/x":{"k":1,"k":2}}}}]';
       assert.equal((await postRaw(nested, V2)).status, 400, 'inside extensions too');
       assert.equal((await postRaw('[{"a":1},{"a":1}]', V2)).status, 400, 'a repeated key in sibling objects is no duplicate: the 400 is for the statements');
       const ok = await postRaw(text, V1);
@@ -112,7 +112,12 @@ for (const backend of BACKENDS) {
 
     test('properties outside extensions that the version does not define are a 400 under both', async () => {
       for (const v of [V1, V2]) {
-        for (const extra of [{ foo: 1 }, { verb: { id: 'http://example.com/v', foo: 1 } }, { context: { contextActivities: { foo: [] } } }, { result: { score: { raw: 1, foo: 2 } } }]) {
+        for (const extra of [
+          { foo: 1 },
+          { verb: { id: 'http://example.com/v', foo: 1 } },
+          { context: { contextActivities: { foo: [] } } },
+          { result: { score: { raw: 1, foo: 2 } } },
+        ]) {
           const res = await post(statement(extra), v);
           assert.equal(res.status, 400, `${v} ${JSON.stringify(extra)}`);
           assert.equal((await res.json()).detail[0].type, 'value_error.extra');
@@ -197,7 +202,12 @@ for (const backend of BACKENDS) {
     });
 
     test('format=ids reduces every Activity to {id}, inside a SubStatement too', async () => {
-      const sub = { objectType: 'SubStatement', actor: TEAM, verb: { id: 'http://example.com/v' }, object: { objectType: 'Activity', id: 'http://example.com/in-sub', definition: { name: { en: 'x' } } } };
+      const sub = {
+        objectType: 'SubStatement',
+        actor: TEAM,
+        verb: { id: 'http://example.com/v' },
+        object: { objectType: 'Activity', id: 'http://example.com/in-sub', definition: { name: { en: 'x' } } },
+      };
       const [id] = await (await post(statement({ object: sub }), V1)).json();
       for (const v of [V1, V2]) {
         const got = await get(id, v, '&format=ids');
@@ -231,7 +241,14 @@ for (const backend of BACKENDS) {
         const body = `--${boundary}\r\nContent-Type: application/json\r\n\r\n${JSON.stringify(statement())}\r\n--${boundary}--\r\n`;
         const res = await t.fetch('/xAPI/statements', { method: 'POST', version: v, headers: { 'content-type': `multipart/mixed; boundary=${boundary}` }, body });
         assert.equal(res.status, 200, v);
-        const att = { usageType: 'http://example.com/u', display: { en: 'x' }, contentType: 'text/plain', length: 3, sha2: createHash('sha256').update('abc').digest('hex'), fileUrl: 'http://example.com/abc.txt' };
+        const att = {
+          usageType: 'http://example.com/u',
+          display: { en: 'x' },
+          contentType: 'text/plain',
+          length: 3,
+          sha2: createHash('sha256').update('abc').digest('hex'),
+          fileUrl: 'http://example.com/abc.txt',
+        };
         assert.equal((await post(statement({ attachments: [att] }), v)).status, 200, v);
       }
     });
@@ -248,8 +265,7 @@ for (const backend of BACKENDS) {
     const AGENT = JSON.stringify({ mbox: 'mailto:doc@example.com' });
     const stateUrl = (id: string) => `/xAPI/activities/state?activityId=${enc(ACT)}&agent=${enc(AGENT)}&stateId=${id}`;
     const profileUrl = (id: string) => `/xAPI/activities/profile?activityId=${enc(ACT)}&profileId=${id}`;
-    const write = (url: string, method: string, body: unknown, version: string, headers: Record<string, string> = {}) =>
-      t.fetch(url, jsonInit(method, body, { version, headers }));
+    const write = (url: string, method: string, body: unknown, version: string, headers: Record<string, string> = {}) => t.fetch(url, jsonInit(method, body, { version, headers }));
     const read = async (url: string, version: string) => t.fetch(url, { version });
 
     test('a PUT with neither If-Match nor If-None-Match on an existing State: 409 under 2.0, replaces under 1.0.3', async () => {
@@ -313,12 +329,24 @@ for (const backend of BACKENDS) {
       await t.restart();
       const q = (who: unknown, related: boolean) =>
         t.fetch(`/xAPI/statements?agent=${enc(JSON.stringify(who))}&activity=${enc(act)}${related ? '&related_agents=true' : ''}`, { version: V2 });
-      assert.deepEqual((await (await q(instructor, true)).json()).statements.map((s: { id: string }) => s.id), [id], 'the old related row');
+      assert.deepEqual(
+        (await (await q(instructor, true)).json()).statements.map((s: { id: string }) => s.id),
+        [id],
+        'the old related row',
+      );
       assert.deepEqual((await (await q(instructor, false)).json()).statements, []);
       assert.equal((await (await q({ mbox: 'mailto:ben@example.com' }, false)).json()).statements[0].id, id, 'the old direct row');
       // New 2.0 statements are linked by role next to the old rows.
-      const [id2] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ object: { id: act }, context: { contextAgents: [{ objectType: 'contextAgent', agent: instructor }] } }), { version: V2 }))).json();
-      assert.deepEqual((await (await q(instructor, true)).json()).statements.map((s: { id: string }) => s.id), [id2, id]);
+      const [id2] = await (
+        await t.fetch(
+          '/xAPI/statements',
+          jsonInit('POST', statement({ object: { id: act }, context: { contextAgents: [{ objectType: 'contextAgent', agent: instructor }] } }), { version: V2 }),
+        )
+      ).json();
+      assert.deepEqual(
+        (await (await q(instructor, true)).json()).statements.map((s: { id: string }) => s.id),
+        [id2, id],
+      );
     } finally {
       await t.close();
     }
@@ -329,7 +357,12 @@ for (const backend of BACKENDS) {
       const t = await startTestLrs(backend, { env: { LECTERN_XAPI_STRICT_VERSION: 'true' } });
       try {
         const sub = statement({ context: { contextGroups } });
-        const [id] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ context: { contextAgents, registration: randomUUID() }, object: { objectType: 'SubStatement', ...sub } }), { version: V2 }))).json();
+        const [id] = await (
+          await t.fetch(
+            '/xAPI/statements',
+            jsonInit('POST', statement({ context: { contextAgents, registration: randomUUID() }, object: { objectType: 'SubStatement', ...sub } }), { version: V2 }),
+          )
+        ).json();
         const [old] = await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ version: '1.0.3' }), { version: V1 }))).json();
         const as1 = await (await t.fetch(`/xAPI/statements?statementId=${id}`, { version: V1 })).json();
         assert.equal(as1.version, '1.0.0');

@@ -36,7 +36,7 @@ test('promtool test rules: each alert fires on its unit test series, and not bef
   }
 });
 
-test('every metric the rules use, and every label they match on, is on a running server\'s /metrics', async () => {
+test("every metric the rules use, and every label they match on, is on a running server's /metrics", async () => {
   const receiver = await new Receiver().listen();
   // Forwarding configured, so that its per-target series exist.
   const target = { is_active: true, url: receiver.url, basic_username: 'u', basic_password: 'p', max_retries: 1, timeout: 5 };
@@ -103,8 +103,13 @@ test('LecternDatabaseDown fires on the /metrics of a server whose PostgreSQL sto
       assert.equal((await t.fetch('/heartbeat', { user: null })).status, 500);
       scrapes.push(await scrape());
     }
-    const names = new Set(scrapes.flatMap((s) => [...s.keys()]).filter((k) => k.startsWith('lectern_db_query_duration_seconds_count') || k.startsWith('lectern_http_requests_total')));
-    assert.ok([...names].some((k) => k.includes('outcome="error"')), 'failed storage operations are counted');
+    const names = new Set(
+      scrapes.flatMap((s) => [...s.keys()]).filter((k) => k.startsWith('lectern_db_query_duration_seconds_count') || k.startsWith('lectern_http_requests_total')),
+    );
+    assert.ok(
+      [...names].some((k) => k.includes('outcome="error"')),
+      'failed storage operations are counted',
+    );
     const series = [...names].map((name) => {
       const labelled = name.includes('{') ? name.replace('{', '{job="lectern",instance="real:8100",') : `${name}{job="lectern",instance="real:8100"}`;
       const values = scrapes.map((s) => (s.has(name) ? String(s.get(name)) : '_')).join(' ');

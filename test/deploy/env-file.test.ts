@@ -27,7 +27,7 @@ after(() => rmSync(dir, { recursive: true, force: true }));
 const parsed = (text: string) => Object.fromEntries(parseEnvironmentFile(text).vars);
 
 describe("systemd's EnvironmentFile= format", () => {
-  test('the rules of systemd.exec(5), each where Node\'s .env parser reads otherwise', () => {
+  test("the rules of systemd.exec(5), each where Node's .env parser reads otherwise", () => {
     const cases: [string, Record<string, string>][] = [
       // `#` starts a comment only at the start of a line.
       ['A=b # not a comment\n', { A: 'b # not a comment' }],
@@ -70,7 +70,10 @@ describe('deploy/lectern.env', () => {
   const enabled = text.replace(/^# (LECTERN_\w+=)/gm, '$1');
 
   test('sh and lectern read the same settings from it, as shipped and with every example enabled', () => {
-    for (const [name, content] of [['shipped', text], ['enabled', enabled]]) {
+    for (const [name, content] of [
+      ['shipped', text],
+      ['enabled', enabled],
+    ]) {
       const file = join(dir, `${name}.env`);
       writeFileSync(file, content);
       const ours = parseEnvironmentFile(content);
@@ -110,7 +113,10 @@ describe('lectern --env-file', () => {
     const file = join(dir, 'service.env');
     writeFileSync(file, `# as the service has it\nLECTERN_SQLITE_PATH=${db}\nLECTERN_LOG_LEVEL=warn\n`);
     const elsewhere = join(dir, 'elsewhere.sqlite');
-    for (const args of [['--env-file', file, 'credentials', 'create', '-s', 'all', '-M', 'mailto:ops@example.com', '--key', 'first'], ['credentials', 'create', '--key', 'second', '-s', 'all', '-M', 'mailto:ops@example.com', '--env-file', file]]) {
+    for (const args of [
+      ['--env-file', file, 'credentials', 'create', '-s', 'all', '-M', 'mailto:ops@example.com', '--key', 'first'],
+      ['credentials', 'create', '--key', 'second', '-s', 'all', '-M', 'mailto:ops@example.com', '--env-file', file],
+    ]) {
       const r = lectern(args, { LECTERN_SQLITE_PATH: elsewhere });
       assert.equal(r.code, 0, r.stderr);
     }
@@ -122,7 +128,7 @@ describe('lectern --env-file', () => {
     assert.equal(JSON.parse(lectern(['credentials', 'list', '--json']).stdout).length, 0);
   });
 
-  test("a bad value names the file it came from; an assignment systemd ignores is warned of; -h shows the option on every command", () => {
+  test('a bad value names the file it came from; an assignment systemd ignores is warned of; -h shows the option on every command', () => {
     const file = join(dir, 'bad.env');
     writeFileSync(file, `LECTERN_SQLITE_PATH=${join(dir, 'bad.sqlite')}\nexport LECTERN_LOG_LEVEL=debug\nLECTERN_XAPI_FORWARDINGS=[{"is_active": true}]\n`);
     const r = lectern(['forwarding', 'status', '--env-file', file]);

@@ -42,7 +42,7 @@ function rootWith(name: string, bin?: string): string {
 
 const verify = (root: string) => run(requireTool('systemd-analyze', 'systemd'), ['verify', `--root=${root}`, 'lectern.service']);
 
-test('systemd-analyze verify: no unknown key, no bad value, with `lectern` where npm installs it (prefix /usr: Debian and NodeSource; /usr/local: npm\'s default)', () => {
+test("systemd-analyze verify: no unknown key, no bad value, with `lectern` where npm installs it (prefix /usr: Debian and NodeSource; /usr/local: npm's default)", () => {
   for (const bin of ['usr/bin', 'usr/local/bin']) {
     const r = verify(rootWith(bin.replaceAll('/', '-'), bin));
     // verify exits 0 on unknown keys: anything it prints is a finding.
@@ -82,5 +82,8 @@ test('the hardening the operations page describes is in the unit', () => {
 });
 
 test('the unit sets no setting of its own: they are all in the file it reads, which the command line reads too (test/deploy/env-file.test.ts)', () => {
-  assert.deepEqual(UNIT.split('\n').filter((l) => /^Environment=/.test(l)), []);
+  assert.deepEqual(
+    UNIT.split('\n').filter((l) => /^Environment=/.test(l)),
+    [],
+  );
 });

@@ -100,7 +100,25 @@ function makeCertificate(dir: string): { cert: string; key: string } {
   const openssl = requireTool('openssl', 'openssl');
   const cert = join(dir, 'cert.pem');
   const key = join(dir, 'key.pem');
-  const r = run(openssl, ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:prime256v1', '-nodes', '-keyout', key, '-out', cert, '-days', '2', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1,DNS:localhost']);
+  const r = run(openssl, [
+    'req',
+    '-x509',
+    '-newkey',
+    'ec',
+    '-pkeyopt',
+    'ec_paramgen_curve:prime256v1',
+    '-nodes',
+    '-keyout',
+    key,
+    '-out',
+    cert,
+    '-days',
+    '2',
+    '-subj',
+    '/CN=127.0.0.1',
+    '-addext',
+    'subjectAltName=IP:127.0.0.1,DNS:localhost',
+  ]);
   assert.equal(r.status, 0, r.out);
   return { cert, key };
 }

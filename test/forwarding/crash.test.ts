@@ -49,7 +49,12 @@ for (const backend of BACKENDS) {
       for (let i = 0; i < 10; i++) acked.push(...(await postStatements(base, [statement(), statement()])));
       await eventually('a second batch in flight', () => rec.requests.length >= 2);
       // More writes in flight as the process dies: stored or not, each either arrives or is not stored.
-      const inflight = Array.from({ length: 6 }, () => postStatements(base, [statement()]).then((ids) => acked.push(...ids), () => undefined));
+      const inflight = Array.from({ length: 6 }, () =>
+        postStatements(base, [statement()]).then(
+          (ids) => acked.push(...ids),
+          () => undefined,
+        ),
+      );
       await srv.stop('SIGKILL');
       await Promise.all(inflight);
       crashed = true;
@@ -67,7 +72,7 @@ for (const backend of BACKENDS) {
         const value = (name: string) => Number(new RegExp(`^${name}\\{target="[^"]*"\\} (\\d+)$`, 'm').exec(text)?.[1] ?? NaN);
         return value('lectern_forwarding_queued') === 0 ? { delivered: value('lectern_forwarding_delivered_total') } : undefined;
       });
-      assert.equal(hb.delivered, stored.size, "each stored statement counted once as delivered");
+      assert.equal(hb.delivered, stored.size, 'each stored statement counted once as delivered');
       assert.deepEqual(new Set(rec.ids()), stored, 'nothing forwarded that was not stored');
       await srv.stop();
     } finally {

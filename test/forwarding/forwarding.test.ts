@@ -52,7 +52,11 @@ async function heartbeatTargets(lrs: TestLrs): Promise<{ entry: number; dead_let
 async function stats(lrs: TestLrs): Promise<Map<string, Omit<TargetStats, 'entry'>>> {
   const listed = await heartbeatTargets(lrs);
   const byUrl = await lrs.lrs.forwarder.stats();
-  assert.deepEqual(listed.map((s) => s.entry), byUrl.map((s) => s.entry), 'the heartbeat lists every active target by entry');
+  assert.deepEqual(
+    listed.map((s) => s.entry),
+    byUrl.map((s) => s.entry),
+    'the heartbeat lists every active target by entry',
+  );
   return new Map(byUrl.map(({ entry: _, ...s }) => [s.target, s]));
 }
 
@@ -113,7 +117,10 @@ for (const backend of BACKENDS) {
       const putId = '6d1f3e59-0b5c-4e3e-9b1a-2f0b5d7a9c11';
       assert.equal((await src.fetch(`/xAPI/statements?statementId=${putId}`, jsonInit('PUT', statement()))).status, 204);
       // The same statements again: stored already, so not forwarded again; a conflicting one is not stored at all.
-      await post(src, batch.map((s, i) => ({ ...s, id: ids[i] })));
+      await post(
+        src,
+        batch.map((s, i) => ({ ...s, id: ids[i] })),
+      );
       const conflict = await src.fetch(`/xAPI/statements?statementId=${putId}`, jsonInit('PUT', statement({ verb: { id: 'http://example.com/other' } })));
       assert.equal(conflict.status, 409);
       // A statement with its attachment's data (multipart): the data goes along.
@@ -215,7 +222,17 @@ for (const backend of BACKENDS) {
       assert.match(log, /statements moved to dead letters/);
       const heartbeat = await (await fetch(`${src.url}/heartbeat`)).text();
       const recorded = { log, status: status.stdout + status.stderr, json: json.stdout + json.stderr, heartbeat };
-      for (const secret of [FORWARDER.password, encodeURIComponent(FORWARDER.password), b64, b64.replace(/=+$/, ''), b64.slice(12, 24), Buffer.from(pair).toString('hex').toUpperCase(), 'Zm9vOmJhcg', bearer, bearer.split('.')[2]]) {
+      for (const secret of [
+        FORWARDER.password,
+        encodeURIComponent(FORWARDER.password),
+        b64,
+        b64.replace(/=+$/, ''),
+        b64.slice(12, 24),
+        Buffer.from(pair).toString('hex').toUpperCase(),
+        'Zm9vOmJhcg',
+        bearer,
+        bearer.split('.')[2],
+      ]) {
         for (const [where, text] of Object.entries(recorded)) assert.ok(!text.includes(secret), `${secret.slice(0, 10)}… in ${where}`);
       }
     });
@@ -267,7 +284,11 @@ for (const backend of BACKENDS) {
       const r = await figures(src, refusing.url, '403 dead-lettered', (s) => s.dead === 3);
       assert.equal(r.retried, 0);
       assert.equal(refusing.requests.length, 1, 'a 4xx is not retried');
-      assert.deepEqual(await heartbeatTargets(src), [0, 1, 2].map((entry) => ({ entry, dead_letters: true })), 'the heartbeat flags each target holding dead letters');
+      assert.deepEqual(
+        await heartbeatTargets(src),
+        [0, 1, 2].map((entry) => ({ entry, dead_letters: true })),
+        'the heartbeat flags each target holding dead letters',
+      );
 
       picky.respond = () => ({ status: 200 });
       if (backend.name === 'sqlite') {
@@ -298,7 +319,10 @@ for (const backend of BACKENDS) {
       await figures(src, picky.url, 'the re-queued dead letter delivered', (s) => s.delivered === 3 && s.dead === 0 && s.queued === 0);
       assert.ok(picky.ids().includes(ids[1]));
       assert.equal((await stats(src)).get(failing.url)?.dead, 3, 'other targets keep their dead letters');
-      assert.deepEqual((await heartbeatTargets(src)).map((s) => s.dead_letters), [false, true, true]);
+      assert.deepEqual(
+        (await heartbeatTargets(src)).map((s) => s.dead_letters),
+        [false, true, true],
+      );
     });
 
     test('two targets, one dead: the healthy one receives everything while the dead one hangs', async () => {

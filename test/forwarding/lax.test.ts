@@ -9,7 +9,13 @@ import { after, describe, test } from 'node:test';
 import { ADMIN, BACKENDS, jsonInit, sqliteBackend, startTestLrs, type TestLrs, type TestUser } from '../helpers/lrs.ts';
 import { eventually } from '../helpers/receiver.ts';
 
-const LAX_FORWARDER: TestUser = { username: 'forwarder', password: 'fw-secret-pw', scopes: ['statements/write'], agent: { mbox: 'mailto:forwarder@example.com' }, validation: 'lax' };
+const LAX_FORWARDER: TestUser = {
+  username: 'forwarder',
+  password: 'fw-secret-pw',
+  scopes: ['statements/write'],
+  agent: { mbox: 'mailto:forwarder@example.com' },
+  validation: 'lax',
+};
 const STRICT_FORWARDER: TestUser = { ...LAX_FORWARDER, validation: undefined };
 
 const target = (url: string) => ({ is_active: true, url, basic_username: 'forwarder', basic_password: 'fw-secret-pw', max_retries: 0, timeout: 10 });

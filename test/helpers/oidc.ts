@@ -59,7 +59,15 @@ export async function startProvider(opts: { browserClient?: { id: string; redire
       clients: [
         ...CLIENTS.map((id) => ({ client_id: id, client_secret: `${id}-secret`, grant_types: ['client_credentials'], redirect_uris: [], response_types: [] })),
         ...(opts.browserClient
-          ? [{ client_id: opts.browserClient.id, token_endpoint_auth_method: 'none' as const, grant_types: ['authorization_code'], redirect_uris: [opts.browserClient.redirectUri], response_types: ['code' as const] }]
+          ? [
+              {
+                client_id: opts.browserClient.id,
+                token_endpoint_auth_method: 'none' as const,
+                grant_types: ['authorization_code'],
+                redirect_uris: [opts.browserClient.redirectUri],
+                response_types: ['code' as const],
+              },
+            ]
           : []),
       ],
       jwks,

@@ -101,7 +101,9 @@ export function rawRequest(t: TestLrs, sockets: Map<string, Socket>, r: RawReque
       res.on('data', (c: Buffer) => parts.push(c));
       const done = () => {
         // The server may close its side first: let its socket settle before reading its count.
-        setImmediate(() => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString(), sent: atAnswer, serverRead: serverRead(), continued }));
+        setImmediate(() =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(parts).toString(), sent: atAnswer, serverRead: serverRead(), continued }),
+        );
         req.destroy();
         agent.destroy();
       };

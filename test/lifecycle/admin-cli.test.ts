@@ -40,8 +40,15 @@ for (const backend of BACKENDS) {
     };
 
     test('credentials create, rotate, revoke', async () => {
-      const created = JSON.parse(await lectern(['credentials', 'create', '-s', 'statements/write', '-M', 'mailto:lms@example.com', '--key', 'cli-lms', '--label', 'LMS', '--json'])) as { secret: string };
-      assert.deepEqual(await audited('credentials.create'), { ...WHO, action: 'credentials.create', target: '', details: { key: 'cli-lms', scopes: ['statements/write'], label: 'LMS' } });
+      const created = JSON.parse(
+        await lectern(['credentials', 'create', '-s', 'statements/write', '-M', 'mailto:lms@example.com', '--key', 'cli-lms', '--label', 'LMS', '--json']),
+      ) as { secret: string };
+      assert.deepEqual(await audited('credentials.create'), {
+        ...WHO,
+        action: 'credentials.create',
+        target: '',
+        details: { key: 'cli-lms', scopes: ['statements/write'], label: 'LMS' },
+      });
       const rotated = JSON.parse(await lectern(['credentials', 'rotate', 'cli-lms', '--grace', '60', '--json'])) as { secret: string };
       assert.notEqual(rotated.secret, created.secret);
       assert.deepEqual(await audited('credentials.rotate'), { ...WHO, action: 'credentials.rotate', target: '', details: { key: 'cli-lms', grace: 60 } });
@@ -51,7 +58,7 @@ for (const backend of BACKENDS) {
       for (const secret of [created.secret, rotated.secret]) assert.ok(!audit.includes(secret), 'never a secret');
     });
 
-    test('rejections replay (a revoked writer\'s skipped unless --override-writer) and clear', async () => {
+    test("rejections replay (a revoked writer's skipped unless --override-writer) and clear", async () => {
       const made = JSON.parse(await lectern(['credentials', 'create', '-s', 'statements/write', '-M', 'mailto:gone@example.com', '--key', 'gone', '--json'])) as { secret: string };
       const gone: TestUser = { username: 'gone', password: made.secret, scopes: [], agent: {} };
       // Refused under strict validation (a property xAPI does not define).
@@ -77,7 +84,19 @@ for (const backend of BACKENDS) {
       const forced = await lectern(['rejections', 'replay', byGone.id, '--validation', 'lax', '--override-writer']);
       assert.match(forced, new RegExp(`^${byGone.id} stored \\(by --override-writer: its writer, the credential "gone", is revoked\\)$`, 'm'));
       const { startId: _, ...forcedDetails } = (await audited('rejections.replay')).details;
-      assert.deepEqual(forcedDetails, { phase: 'end', ids: [byGone.id], validation: 'lax', overrideWriter: true, overridden: 1, replayed: 1, stored: 1, refused: 0, notReplayable: 0, skipped: 0, claimed: 0 });
+      assert.deepEqual(forcedDetails, {
+        phase: 'end',
+        ids: [byGone.id],
+        validation: 'lax',
+        overrideWriter: true,
+        overridden: 1,
+        replayed: 1,
+        stored: 1,
+        refused: 0,
+        notReplayable: 0,
+        skipped: 0,
+        claimed: 0,
+      });
 
       assert.match(await lectern(['rejections', 'clear', '-t', '']), /^removed 1 kept rejection of the store \(default\)$/m);
       assert.deepEqual(await audited('rejections.clear'), { ...WHO, action: 'rejections.clear', target: '', details: { cleared: 1 } });
@@ -96,7 +115,10 @@ for (const backend of BACKENDS) {
       assert.deepEqual(await lrs.lrs.store.listAudit({ action: 'erase', limit: 1 }), [], 'a dry run is not audited');
       await lectern(['erase', '--agent', JSON.stringify(cal)]);
       const entry = await audited('erase');
-      assert.deepEqual({ ...entry, details: { phase: entry.details.phase, statements: entry.details.statements, dryRun: entry.details.dryRun } }, { ...WHO, action: 'erase', target: '', details: { phase: 'end', statements: 2, dryRun: false } });
+      assert.deepEqual(
+        { ...entry, details: { phase: entry.details.phase, statements: entry.details.statements, dryRun: entry.details.dryRun } },
+        { ...WHO, action: 'erase', target: '', details: { phase: 'end', statements: 2, dryRun: false } },
+      );
       assert.ok(!JSON.stringify(entry).includes('cal@example.com'), 'never the person');
       const line = JSON.parse(readFileSync(resolve(lrs.dir, lrs.config.auditFile), 'utf8').trim().split('\n').at(-1)!) as Record<string, unknown>;
       assert.deepEqual([line.phase, line.command, line.user, line.userKind, line.host, line.statements], ['end', 'erase', OS_USER, 'os-user', hostname(), 2]);

@@ -36,7 +36,13 @@ for (const backend of BACKENDS) {
     test('lectern erase killed while it deletes: its start entry and start line; a re-run finishes, recorded start and end', async () => {
       const total = 2000;
       for (let i = 0; i < total; i += 500) {
-        const res = await t.fetch('/xAPI/statements', jsonInit('POST', Array.from({ length: 500 }, () => statement({ actor: DANA }))));
+        const res = await t.fetch(
+          '/xAPI/statements',
+          jsonInit(
+            'POST',
+            Array.from({ length: 500 }, () => statement({ actor: DANA })),
+          ),
+        );
         assert.equal(res.status, 200);
       }
       const agent = JSON.stringify({ mbox: DANA.mbox });
@@ -51,16 +57,34 @@ for (const backend of BACKENDS) {
       const left = await stored();
       assert.ok(left > 0 && left < total, `cut mid-way: ${left} of ${total} left`);
       assert.deepEqual(phases(await audit('erase')), [['start', 'cli', 'os-user']], 'what was begun, and nothing said to have ended');
-      const lines = () => readFileSync(resolve(t.dir, t.config.auditFile), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as Json);
-      assert.deepEqual(lines().map((l) => [l.phase, l.command, l.target]), [['start', 'erase', '']]);
+      const lines = () =>
+        readFileSync(resolve(t.dir, t.config.auditFile), 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l) as Json);
+      assert.deepEqual(
+        lines().map((l) => [l.phase, l.command, l.target]),
+        [['start', 'erase', '']],
+      );
 
       const again = await runCli(t, ['erase', '--agent', agent]);
       assert.equal(again.code, 0, again.stderr);
       assert.equal(await stored(), 0);
       const entries = await audit('erase');
-      assert.deepEqual(phases(entries), [['end', 'cli', 'os-user'], ['start', 'cli', 'os-user'], ['start', 'cli', 'os-user']]);
+      assert.deepEqual(phases(entries), [
+        ['end', 'cli', 'os-user'],
+        ['start', 'cli', 'os-user'],
+        ['start', 'cli', 'os-user'],
+      ]);
       assert.deepEqual([(entries[0].details as Json).startId, (entries[0].details as Json).statements, (entries[0].details as Json).complete], [entries[1].id, left, true]);
-      assert.deepEqual(lines().map((l) => [l.phase, l.statements]), [['start', undefined], ['start', undefined], ['end', left]]);
+      assert.deepEqual(
+        lines().map((l) => [l.phase, l.statements]),
+        [
+          ['start', undefined],
+          ['start', undefined],
+          ['end', left],
+        ],
+      );
     });
 
     test('lectern rejections replay --all killed mid-way: its start entry; the rest claimed until the claims expire; run again, every statement stored once', async () => {

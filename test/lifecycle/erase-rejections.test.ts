@@ -15,8 +15,7 @@ const MAX_BODY = 2048;
 const sha1 = (text: string): string => createHash('sha1').update(text).digest('hex');
 /** Refused for its verb: kept with its body. */
 const refused = (extra: Record<string, unknown>) => statement({ verb: { id: 'not an iri' }, ...extra });
-const state = (agent: unknown) =>
-  `/xAPI/activities/state?activityId=${encodeURIComponent('http://example.com/act')}&agent=${encodeURIComponent(JSON.stringify(agent))}&stateId=s1`;
+const state = (agent: unknown) => `/xAPI/activities/state?activityId=${encodeURIComponent('http://example.com/act')}&agent=${encodeURIComponent(JSON.stringify(agent))}&stateId=s1`;
 
 for (const backend of BACKENDS) {
   describe(`lectern erase --agent and kept rejections (${backend.name})`, () => {
@@ -39,13 +38,16 @@ for (const backend of BACKENDS) {
       return r.stdout;
     };
 
-    test('given by mbox_sha1sum: the rejections that carry the plain mbox go, wherever it stands; another person\'s stay', async () => {
+    test("given by mbox_sha1sum: the rejections that carry the plain mbox go, wherever it stands; another person's stay", async () => {
       await lrs.lrs.rejections.flush();
       await lrs.lrs.store.clearRejections();
       const mbox = `mailto:Sha.${randomUUID().slice(0, 8)}@example.com`;
       const upper = mbox.replace('example.com', 'EXAMPLE.COM');
       await keep('/xAPI/statements', jsonInit('POST', refused({ actor: { mbox }, result: { response: 'marker-actor' } })));
-      await keep('/xAPI/statements', jsonInit('POST', refused({ actor: { objectType: 'Group', member: [{ mbox: 'mailto:x@example.com' }, { mbox: upper }] }, result: { response: 'marker-member' } })));
+      await keep(
+        '/xAPI/statements',
+        jsonInit('POST', refused({ actor: { objectType: 'Group', member: [{ mbox: 'mailto:x@example.com' }, { mbox: upper }] }, result: { response: 'marker-member' } })),
+      );
       // Cut at MAX_BODY: no longer JSON, searched as text.
       await keep('/xAPI/statements', jsonInit('POST', refused({ actor: { mbox }, result: { response: `marker-cut ${'x'.repeat(2 * MAX_BODY)}` } })));
       await keep(`${state({ mbox })}&marker-param=1`, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"not json' });

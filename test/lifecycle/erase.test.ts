@@ -54,7 +54,10 @@ for (const backend of BACKENDS) {
       assert.equal(dry.code, 0, dry.stderr);
       const dryReport = JSON.parse(dry.stdout.trim().split('\n').at(-1)!);
       assert.match(dry.stdout, /^would erase 8 statements \(1 of them voiding or targeting the agent's statements\), 1 attachments no other statement uses, and 3 /m);
-      const listed = dry.stdout.split('\n').filter((l) => /^statement [0-9a-f-]{36}$/.test(l)).map((l) => l.slice(10));
+      const listed = dry.stdout
+        .split('\n')
+        .filter((l) => /^statement [0-9a-f-]{36}$/.test(l))
+        .map((l) => l.slice(10));
       assert.equal(listed.length, 8);
       assert.ok(listed.includes(benStatement));
       assert.equal(dry.stdout.split('\n').filter((l) => l.startsWith('document {')).length, 3);
@@ -68,12 +71,15 @@ for (const backend of BACKENDS) {
       const report = JSON.parse(r.stdout.trim().split('\n').at(-1)!);
       // Actor, instructor, SubStatement actor, Group member, the attachment one, the shared
       // attachment one, the mixed-case mbox one; plus Ann's statement voiding Ben's.
-      assert.deepEqual({ statements: report.statements, referring: report.referring, attachments: report.attachments, documents: report.documents }, {
-        statements: 8,
-        referring: 1,
-        attachments: 1,
-        documents: 3,
-      });
+      assert.deepEqual(
+        { statements: report.statements, referring: report.referring, attachments: report.attachments, documents: report.documents },
+        {
+          statements: 8,
+          referring: 1,
+          attachments: 1,
+          documents: 3,
+        },
+      );
       assert.ok(!r.stdout.includes('ben@example.com'));
 
       const now = await allStatements(lrs);
@@ -85,7 +91,10 @@ for (const backend of BACKENDS) {
       assert.equal((await allStatements(lrs, `&agent=${q(BEN)}&related_agents=true`)).length, 0);
       // The shared attachment stays (Ann's statement links it); Ben's certificate goes.
       assert.equal(await countRows(lrs, 'attachments'), attachmentsBefore - 1);
-      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
+      assert.deepEqual(
+        Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0),
+        [],
+      );
       // Paging is exact: pages of 1 give every remaining statement once.
       assert.deepEqual(await allStatements(lrs, '', 1), now);
       // Ben's State and Agent Profile documents are gone; Ann's and the Activity Profile stay.
@@ -125,19 +134,28 @@ for (const backend of BACKENDS) {
 
     test('pseudonymization keeps the carrier; erasing the last carrier removes the data, whoever still declares its hash', async () => {
       const report = 'Ben sent this report';
-      const sent = await lrs.fetch('/xAPI/statements', { ...multipartPost([statement({ actor: ANN, attachments: [attachmentOf(report, 'text/plain')] })], [{ data: report, contentType: 'text/plain' }]), user: BEN_USER });
+      const sent = await lrs.fetch('/xAPI/statements', {
+        ...multipartPost([statement({ actor: ANN, attachments: [attachmentOf(report, 'text/plain')] })], [{ data: report, contentType: 'text/plain' }]),
+        user: BEN_USER,
+      });
       assert.equal(sent.status, 200);
       // Someone else declares the hash with a fileUrl: its statement carries nothing.
       const [declared] = await post(lrs, statement({ actor: ANN, attachments: [{ ...attachmentOf(report, 'text/plain'), fileUrl: 'http://example.com/r' }] }));
       const data = async () => {
         const res = await lrs.fetch(`/xAPI/statements?statementId=${declared}&attachments=true`);
-        return parseMultipartMixed(res.headers.get('content-type')!, Buffer.from(await res.arrayBuffer())).slice(1).map((p) => p.body.toString('utf8'));
+        return parseMultipartMixed(res.headers.get('content-type')!, Buffer.from(await res.arrayBuffer()))
+          .slice(1)
+          .map((p) => p.body.toString('utf8'));
       };
-      assert.deepEqual(await data(), [report], 'a full reader gets the data carried by Ben\'s statement');
+      assert.deepEqual(await data(), [report], "a full reader gets the data carried by Ben's statement");
 
       const pseudo = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN), '--pseudonymize'], { env: { LECTERN_PSEUDONYMIZE_KEY: KEY } });
       assert.equal(pseudo.code, 0, pseudo.stderr);
-      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), [], 'the carrier follows the authority');
+      assert.deepEqual(
+        Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0),
+        [],
+        'the carrier follows the authority',
+      );
       assert.deepEqual(await data(), [report]);
 
       const pseudonym = (await allStatements(lrs)).find((s) => s.id !== declared)!.authority;
@@ -149,13 +167,21 @@ for (const backend of BACKENDS) {
       assert.equal(await countRows(lrs, 'attachments'), 0);
       assert.deepEqual(await data(), []);
       assert.equal((await allStatements(lrs))[0].id, declared, 'the declaring statement stays, its attachment object too');
-      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
+      assert.deepEqual(
+        Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0),
+        [],
+      );
     });
 
     test('the data a statement targeting the person carried is counted by the dry run and removed with it', async () => {
       const [target] = await post(lrs, statement({ actor: BEN }));
       const comment = 'Ann commented on this';
-      const ref = statement({ actor: ANN, verb: { id: 'http://example.com/verbs/commented' }, object: { objectType: 'StatementRef', id: target }, attachments: [attachmentOf(comment, 'text/plain')] });
+      const ref = statement({
+        actor: ANN,
+        verb: { id: 'http://example.com/verbs/commented' },
+        object: { objectType: 'StatementRef', id: target },
+        attachments: [attachmentOf(comment, 'text/plain')],
+      });
       assert.equal((await lrs.fetch('/xAPI/statements', multipartPost([ref], [{ data: comment, contentType: 'text/plain' }]))).status, 200);
       const dry = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN), '--dry-run']);
       assert.equal(dry.code, 0, dry.stderr);
@@ -164,7 +190,10 @@ for (const backend of BACKENDS) {
       const erased = await runCli(lrs, ['erase', '--agent', JSON.stringify(BEN)]);
       assert.equal(erased.code, 0, erased.stderr);
       assert.equal(JSON.parse(erased.stdout.trim().split('\n').at(-1)!).attachments, 1, 'the erase removes what the dry run counted');
-      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
+      assert.deepEqual(
+        Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0),
+        [],
+      );
     });
   });
 
@@ -196,8 +225,11 @@ for (const backend of BACKENDS) {
         now.map((s) => [s.id, s.stored]),
         before.map((s) => [s.id, s.stored]),
       );
-      assert.deepEqual(now.filter((s, i) => !mentionsBen(before[i])), before.filter((s) => !mentionsBen(s)));
-      const pseudonym = (now.find((s) => s.id === before.find((b) => mentionsBen(b) && (b.actor as { mbox?: string }).mbox)!.id)!.actor) as Record<string, unknown>;
+      assert.deepEqual(
+        now.filter((s, i) => !mentionsBen(before[i])),
+        before.filter((s) => !mentionsBen(s)),
+      );
+      const pseudonym = now.find((s) => s.id === before.find((b) => mentionsBen(b) && (b.actor as { mbox?: string }).mbox)!.id)!.actor as Record<string, unknown>;
       assert.equal((pseudonym.account as { homePage: string }).homePage, 'https://pseudonym.lectern.invalid');
       assert.match((pseudonym.account as { name: string }).name, /^[0-9a-f]{64}$/);
       assert.equal(pseudonym.name, undefined, 'the name goes too');
@@ -214,7 +246,10 @@ for (const backend of BACKENDS) {
       assert.equal(moved.status, 200);
       assert.equal(await moved.text(), '{"page":3}');
       assert.equal((await lrs.fetch(`/xAPI/agents/profile?agent=${q(BEN)}&profileId=prefs`)).status, 404);
-      assert.deepEqual(Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0), []);
+      assert.deepEqual(
+        Object.entries(await danglingRows(lrs)).filter(([, n]) => n > 0),
+        [],
+      );
 
       // Someone else pseudonymized with the same key gets another pseudonym; the same person the same one.
       const id = randomUUID();

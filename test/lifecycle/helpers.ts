@@ -107,7 +107,10 @@ export async function seed(lrs: TestLrs): Promise<{ cert: string; voidedId: stri
     statement({ actor: { objectType: 'Group', name: 'team', member: [ANN, BEN] }, timestamp: '2024-01-02T03:04:05.678+02:00' }),
     statement({ actor: ANN, verb: { id: 'http://adlnet.gov/expapi/verbs/attempted' } }),
   ]);
-  const res = await lrs.fetch('/xAPI/statements', multipartPost([statement({ actor: BEN, attachments: [attachmentOf(cert, 'application/pdf')] })], [{ data: cert, contentType: 'application/pdf' }]));
+  const res = await lrs.fetch(
+    '/xAPI/statements',
+    multipartPost([statement({ actor: BEN, attachments: [attachmentOf(cert, 'application/pdf')] })], [{ data: cert, contentType: 'application/pdf' }]),
+  );
   assert.equal(res.status, 200, await res.clone().text());
   await post(lrs, statement({ actor: ANN, object: { objectType: 'StatementRef', id: ids[4] } }));
   await post(lrs, statement({ actor: ANN, verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id: ids[4] } }));

@@ -47,7 +47,10 @@ describe('lectern import (files)', () => {
     const r = await runCli(lrs, ['import', file, '--batch-size', '3']);
     assert.equal(r.code, 1, 'rejects make the exit code 1');
     assert.match(r.stderr, /imported 9 statements: 3 stored, 0 already stored, 6 rejected \(reasons in .*mixed\.rejects\.ndjson\)/);
-    const rejects = readFileSync(join(lrs.dir, 'mixed.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const rejects = readFileSync(join(lrs.dir, 'mixed.rejects.ndjson'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.deepEqual(
       rejects.map((x) => [x.line, x.status]),
       [
@@ -79,7 +82,10 @@ describe('lectern import (files)', () => {
     const r = await runCli(lrs, ['import', file]);
     assert.equal(r.code, 1);
     assert.match(r.stderr, /imported 2 statements: 1 stored, 0 already stored, 1 rejected/);
-    const [reject] = readFileSync(join(lrs.dir, 'surrogate.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const [reject] = readFileSync(join(lrs.dir, 'surrogate.rejects.ndjson'), 'utf8')
+      .trim()
+      .split('\n')
+      .map((l) => JSON.parse(l));
     assert.equal(reject.line, 2);
     assert.match(reject.error, /^at actor\.mbox: this string holds an unpaired UTF-16 surrogate/);
   });

@@ -27,8 +27,14 @@ const BROKEN = [
       context: { contextActivities: { parent: [{ id: randomUUID() }] } },
     },
   },
-  { rule: 'value_error.range', statement: { id: randomUUID(), actor: ann, verb: { id: 'http://example.com/verbs/did' }, object: { id: 'http://example.com/a/2' }, result: { score: { min: 1, max: 1 } } } },
-  { rule: 'value_error.enum', statement: { id: randomUUID(), actor: ann, verb: { id: 'http://example.com/verbs/did' }, object: { objectType: 'Lesson', id: 'http://example.com/a/3' } } },
+  {
+    rule: 'value_error.range',
+    statement: { id: randomUUID(), actor: ann, verb: { id: 'http://example.com/verbs/did' }, object: { id: 'http://example.com/a/2' }, result: { score: { min: 1, max: 1 } } },
+  },
+  {
+    rule: 'value_error.enum',
+    statement: { id: randomUUID(), actor: ann, verb: { id: 'http://example.com/verbs/did' }, object: { objectType: 'Lesson', id: 'http://example.com/a/3' } },
+  },
 ];
 const VALID = { id: randomUUID(), actor: ann, verb: { id: 'http://example.com/verbs/did' }, object: { id: 'http://example.com/a/4' } };
 /** A credential of its own validation: the server's default stays strict. */
@@ -67,7 +73,10 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
         assert.equal(json.code, 0, json.stderr);
         const out = JSON.parse(json.stdout) as { id: string; violations: { type: string; loc: unknown[]; msg: string }[] };
         assert.equal(out.id, b.statement.id);
-        assert.deepEqual(out.violations.map((v) => v.type), [b.rule]);
+        assert.deepEqual(
+          out.violations.map((v) => v.type),
+          [b.rule],
+        );
       }
       const valid = await runCli(source, ['violations', VALID.id]);
       assert.equal(valid.code, 0);
@@ -83,7 +92,10 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
       assert.equal(exp.code, 0, exp.stderr);
       assert.match(exp.stderr, /exported 4 statements to .*lax\.ndjson, 3 of them stored under lax validation: their violations in .*lax\.violations\.ndjson/);
       assert.equal(readFileSync(file, 'utf8').trim().split('\n').length, 4);
-      const marks = readFileSync(join(source.dir, 'lax.violations.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; violations: Violations });
+      const marks = readFileSync(join(source.dir, 'lax.violations.ndjson'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: string; violations: Violations });
       assert.deepEqual(marks.map((m) => m.id).sort(), BROKEN.map((b) => b.statement.id).sort());
 
       // The copy's default is strict and the import gives no --validation.
@@ -100,11 +112,14 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
       assert.match(again.stderr, /imported 4 statements: 0 stored, 4 already stored, 0 rejected; 3 of them stored under lax validation at the source/);
     });
 
-    test('a tampered violations file: violations recomputed, never the file\'s; a statement it does not name is validated as before', async () => {
+    test("a tampered violations file: violations recomputed, never the file's; a statement it does not name is validated as before", async () => {
       const file = join(source.dir, 'tampered.ndjson');
       assert.equal((await runCli(source, ['export', '-o', file])).code, 0);
       const marksFile = join(source.dir, 'tampered.violations.ndjson');
-      const marks = readFileSync(marksFile, 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string; violations: Violations });
+      const marks = readFileSync(marksFile, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: string; violations: Violations });
       const fake = [{ type: 'made_up', loc: ['nowhere'], msg: 'not what it broke' }];
       const edited = marks
         .filter((m) => m.id !== BROKEN[2].statement.id)
@@ -115,10 +130,19 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
       const r = await runCli(copy, ['import', file, '-t', 'tampered', '--rejects', join(copy.dir, 'tampered.rejects.ndjson')]);
       assert.equal(r.code, 1);
       assert.match(r.stderr, /imported 4 statements: 3 stored, 0 already stored, 1 rejected; 3 of them stored under lax validation at the source/);
-      assert.deepEqual((await violationsOf(copy, BROKEN[1].statement.id, 'tampered')).map((v) => v.type), ['value_error.range']);
+      assert.deepEqual(
+        (await violationsOf(copy, BROKEN[1].statement.id, 'tampered')).map((v) => v.type),
+        ['value_error.range'],
+      );
       assert.deepEqual(await violationsOf(copy, VALID.id, 'tampered'), []);
-      const rejected = readFileSync(join(copy.dir, 'tampered.rejects.ndjson'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { id: string });
-      assert.deepEqual(rejected.map((x) => x.id), [BROKEN[2].statement.id]);
+      const rejected = readFileSync(join(copy.dir, 'tampered.rejects.ndjson'), 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l) as { id: string });
+      assert.deepEqual(
+        rejected.map((x) => x.id),
+        [BROKEN[2].statement.id],
+      );
 
       // A line that names no statement stops the import before it stores anything.
       writeFileSync(marksFile, `${JSON.stringify({ id: VALID.id, violations: [] })}\n{"violations": []}\n`);
@@ -127,7 +151,7 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
       assert.match(bad.stderr, /tampered\.violations\.ndjson, line 2: each line needs the "id" of a statement \(a UUID\)/);
     });
 
-    test('an export without its violations file (an older Lectern\'s, a foreign file): refused under strict, stored with --validation lax', async () => {
+    test("an export without its violations file (an older Lectern's, a foreign file): refused under strict, stored with --validation lax", async () => {
       const file = join(source.dir, 'old.ndjson');
       assert.equal((await runCli(source, ['export', '-o', file])).code, 0);
       rmSync(join(source.dir, 'old.violations.ndjson'));
@@ -138,7 +162,10 @@ for (const backend of BACKENDS.filter((b) => b.name !== 'sqlite-threads')) {
       const lax = await runCli(copy, ['import', file, '-t', 'old', '--validation', 'lax']);
       assert.equal(lax.code, 0, lax.stderr);
       assert.match(lax.stderr, /imported 4 statements: 3 stored, 1 already stored, 0 rejected\n/);
-      assert.deepEqual((await violationsOf(copy, BROKEN[1].statement.id, 'old')).map((x) => x.type), ['value_error.range']);
+      assert.deepEqual(
+        (await violationsOf(copy, BROKEN[1].statement.id, 'old')).map((x) => x.type),
+        ['value_error.range'],
+      );
 
       const bad = await runCli(copy, ['import', file, '--validation', 'sloppy']);
       assert.equal(bad.code, 2);
@@ -173,7 +200,9 @@ describe('lectern auth --validation', () => {
 
   test('writes the choice into the entry; the server applies it to that user', async () => {
     const file = join(lrs.dir, 'auth.json');
-    const r = await runCli(lrs, ['auth', '-u', 'lms', '-p', 'lms-pass', '-s', 'all', '-M', 'mailto:lms@example.com', '--validation', 'lax', '-w'], { env: { LECTERN_AUTH_FILE: file } });
+    const r = await runCli(lrs, ['auth', '-u', 'lms', '-p', 'lms-pass', '-s', 'all', '-M', 'mailto:lms@example.com', '--validation', 'lax', '-w'], {
+      env: { LECTERN_AUTH_FILE: file },
+    });
     assert.equal(r.code, 0, r.stderr);
     const entry = (JSON.parse(readFileSync(file, 'utf8')) as { username: string; validation?: string }[]).find((e) => e.username === 'lms');
     assert.equal(entry?.validation, 'lax');

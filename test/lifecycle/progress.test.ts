@@ -37,7 +37,11 @@ test('not on a terminal: a plain line per interval, nothing in between', () => {
   p.update(3, { extra: '3 new' });
   p.finish();
   assert.deepEqual(
-    out.text().trim().split('\n').map((l) => l.replace(/, [\d,]+\/s/, '')),
+    out
+      .text()
+      .trim()
+      .split('\n')
+      .map((l) => l.replace(/, [\d,]+\/s/, '')),
     ['import: 3 statements, 3 new', 'import: 3 statements, 3 new'],
   );
 });

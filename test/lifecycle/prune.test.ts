@@ -58,10 +58,16 @@ interface Seeded {
 async function seedOldAndNew(lrs: TestLrs): Promise<Seeded> {
   const onlyOld = 'only the old statement carried this';
   const shared = 'carried by an old and a new statement';
-  const res1 = await lrs.fetch('/xAPI/statements', multipartPost([statement({ actor: ANN, attachments: [attachmentOf(onlyOld, 'text/plain')] })], [{ data: onlyOld, contentType: 'text/plain' }]));
+  const res1 = await lrs.fetch(
+    '/xAPI/statements',
+    multipartPost([statement({ actor: ANN, attachments: [attachmentOf(onlyOld, 'text/plain')] })], [{ data: onlyOld, contentType: 'text/plain' }]),
+  );
   assert.equal(res1.status, 200, await res1.clone().text());
   const [a] = (await res1.json()) as string[];
-  const res2 = await lrs.fetch('/xAPI/statements', multipartPost([statement({ actor: ANN, attachments: [attachmentOf(shared, 'text/plain')] })], [{ data: shared, contentType: 'text/plain' }]));
+  const res2 = await lrs.fetch(
+    '/xAPI/statements',
+    multipartPost([statement({ actor: ANN, attachments: [attachmentOf(shared, 'text/plain')] })], [{ data: shared, contentType: 'text/plain' }]),
+  );
   assert.equal(res2.status, 200);
   const [b] = (await res2.json()) as string[];
   const plain = await post(lrs, [statement(), statement({ verb: { id: 'http://example.com/verbs/old' } })]);
@@ -75,7 +81,10 @@ async function seedOldAndNew(lrs: TestLrs): Promise<Seeded> {
   await lrs.lrs.rejections.flush();
   await pastMs(Math.max(await storedMs(lrs, target), await storedMs(lrs, a)));
 
-  const res3 = await lrs.fetch('/xAPI/statements', multipartPost([statement({ actor: ANN, attachments: [attachmentOf(shared, 'text/plain')] })], [{ data: shared, contentType: 'text/plain' }]));
+  const res3 = await lrs.fetch(
+    '/xAPI/statements',
+    multipartPost([statement({ actor: ANN, attachments: [attachmentOf(shared, 'text/plain')] })], [{ data: shared, contentType: 'text/plain' }]),
+  );
   assert.equal(res3.status, 200);
   const [c] = (await res3.json()) as string[];
   const [refToPruned] = await post(lrs, statement({ object: { objectType: 'StatementRef', id: target } }));
@@ -104,7 +113,10 @@ for (const backend of BACKENDS) {
 
       const dry = await runCli(lrs, ['prune', '--before', s.beforeIso, '--dry-run', '--json']);
       assert.equal(dry.code, 0, dry.stderr);
-      const dryReports = dry.stdout.trim().split('\n').map((l) => JSON.parse(l));
+      const dryReports = dry.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       const byStore = new Map(dryReports.map((r) => [r.target, r]));
       assert.equal(byStore.get('').statements, 4);
       assert.equal(byStore.get('').rejections, 1);
@@ -121,12 +133,22 @@ for (const backend of BACKENDS) {
 
       const r = await runCli(lrs, ['prune', '--before', s.beforeIso, '--json']);
       assert.equal(r.code, 0, r.stderr);
-      const report = r.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((x) => x.target === '');
-      assert.deepEqual({ statements: report.statements, attachments: report.attachments, rejections: report.rejections, complete: report.complete }, { statements: 4, attachments: 1, rejections: 1, complete: true });
+      const report = r.stdout
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l))
+        .find((x) => x.target === '');
+      assert.deepEqual(
+        { statements: report.statements, attachments: report.attachments, rejections: report.rejections, complete: report.complete },
+        { statements: 4, attachments: 1, rejections: 1, complete: true },
+      );
       for (const id of s.old) assert.equal(await getById(lrs, id), 404, id);
       for (const id of s.kept) assert.equal(await getById(lrs, id), 200, id);
       const served = (await allStatements(lrs)).map((x) => x.id);
-      assert.deepEqual(served.filter((id) => s.old.includes(id as string)), []);
+      assert.deepEqual(
+        served.filter((id) => s.old.includes(id as string)),
+        [],
+      );
       for (const id of s.kept) assert.ok(served.includes(id));
       // The StatementRef to a pruned statement stays, its target simply gone.
       const ref = await lrs.fetch(`/xAPI/statements?statementId=${s.refToPruned}`);
@@ -137,11 +159,21 @@ for (const backend of BACKENDS) {
       assert.equal(await countSql(lrs, 'SELECT count(*) AS n FROM forward_outbox o WHERE NOT EXISTS (SELECT 1 FROM statements s WHERE s.seq = o.seq)'), 0);
       assert.deepEqual(await danglingRows(lrs), { agents: 0, activities: 0, links: 0, attachments: 0, carriers: 0, ...(lrs.config.backend === 'sqlite' ? { ids: 0 } : {}) });
       const again = await runCli(lrs, ['prune', '--before', s.beforeIso, '--json']);
-      assert.equal(again.stdout.trim().split('\n').map((l) => JSON.parse(l)).find((x) => x.target === '').statements, 0);
+      assert.equal(
+        again.stdout
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l))
+          .find((x) => x.target === '').statements,
+        0,
+      );
     });
 
     test('Ctrl-C stops after the batch in hand; the same command finishes; the store stays consistent', async () => {
-      const ids = await post(lrs, Array.from({ length: 300 }, (_, i) => statement({ verb: { id: `http://example.com/verbs/bulk/${i}` } })));
+      const ids = await post(
+        lrs,
+        Array.from({ length: 300 }, (_, i) => statement({ verb: { id: `http://example.com/verbs/bulk/${i}` } })),
+      );
       await pastMs(await storedMs(lrs, ids[299]));
       const [later] = await post(lrs, statement());
       const beforeIso = new Date(await storedMs(lrs, later)).toISOString();
@@ -241,9 +273,7 @@ async function statementBlocks(lrs: TestLrs): Promise<Record<string, number>> {
   await c.connect();
   try {
     for (let i = 0; ; i++) {
-      const others = await c.query(
-        "SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()",
-      );
+      const others = await c.query("SELECT 1 FROM pg_stat_activity WHERE datname = current_database() AND backend_type = 'client backend' AND pid <> pg_backend_pid()");
       if (!others.rowCount) break;
       assert.ok(i < 1000, `sessions still open on the database: ${others.rowCount}`);
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -273,10 +303,17 @@ describe('lectern prune reads in proportion to what it removes (postgres)', { sk
     await c.connect();
     // Only the prune's reads are counted: no autovacuum pass over these tables meanwhile.
     for (const t of MEASURED) await c.query(`ALTER TABLE ${t} SET (autovacuum_enabled = off)`);
-    const old = await post(lrs, Array.from({ length: 200 }, (_, i) => statement({ actor: { mbox: `mailto:learner-${i}@example.com` } })));
+    const old = await post(
+      lrs,
+      Array.from({ length: 200 }, (_, i) => statement({ actor: { mbox: `mailto:learner-${i}@example.com` } })),
+    );
     await pastMs(await storedMs(lrs, old[199]));
     const [first] = await post(lrs, statement());
-    for (let i = 0; i < 16; i++) await post(lrs, Array.from({ length: 500 }, () => statement()));
+    for (let i = 0; i < 16; i++)
+      await post(
+        lrs,
+        Array.from({ length: 500 }, () => statement()),
+      );
     // The statistics autovacuum would have: one authority, one verb (after the server's own ANALYZE, which this one waits for).
     await c.query('ANALYZE');
     await c.end();
@@ -298,7 +335,7 @@ describe('lectern prune reads in proportion to what it removes (postgres)', { sk
     // here); before, the key checks walked the authority's 8,000 entries and their rows (≈ 1,000
     // a statement). The link tables are left out: at this size the planner may merge-join them
     // whole, which is cheap here.
-    assert.ok(total(after) > total(before), 'the prune\'s reads are reported');
+    assert.ok(total(after) > total(before), "the prune's reads are reported");
     assert.ok(blocks < 200 * 100, `${blocks} buffers of statements for 200 statements (${byTable})`);
     for (const id of old.slice(0, 3)) assert.equal(await getById(lrs, id), 404);
     assert.equal(await getById(lrs, first), 200);
@@ -315,23 +352,32 @@ describe('after a prune, autovacuum reclaims the space (postgres)', { skip: post
   });
   after(async () => lrs?.close());
 
-  test('pruning a tenth leaves every statement table past its autovacuum threshold (PostgreSQL\'s default waits for a fifth)', async () => {
-    const old = await post(lrs, Array.from({ length: 150 }, () => statement()));
+  test("pruning a tenth leaves every statement table past its autovacuum threshold (PostgreSQL's default waits for a fifth)", async () => {
+    const old = await post(
+      lrs,
+      Array.from({ length: 150 }, () => statement()),
+    );
     await pastMs(await storedMs(lrs, old[149]));
     const [first] = await post(lrs, statement());
-    for (let i = 0; i < 3; i++) await post(lrs, Array.from({ length: 450 }, () => statement()));
+    for (let i = 0; i < 3; i++)
+      await post(
+        lrs,
+        Array.from({ length: 450 }, () => statement()),
+      );
     const c = new pg.Client({ connectionString: lrs.config.postgresUrl });
     await c.connect();
     try {
       // The row counts autovacuum's threshold is taken from.
       await c.query(`ANALYZE ${VACUUMED.join(', ')}`);
       const vacuums = async () =>
-        (await c.query<{ relname: string; dead: string; tuples: number; scale: string; vacuums: string }>(
-          `SELECT s.relname, s.n_dead_tup AS dead, c.reltuples AS tuples, s.autovacuum_count AS vacuums,
+        (
+          await c.query<{ relname: string; dead: string; tuples: number; scale: string; vacuums: string }>(
+            `SELECT s.relname, s.n_dead_tup AS dead, c.reltuples AS tuples, s.autovacuum_count AS vacuums,
              coalesce((SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o WHERE o LIKE 'autovacuum_vacuum_scale_factor=%'), current_setting('autovacuum_vacuum_scale_factor')) AS scale
            FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relname = ANY($1) ORDER BY s.relname`,
-          [VACUUMED],
-        )).rows;
+            [VACUUMED],
+          )
+        ).rows;
       const before = new Map((await vacuums()).map((r) => [r.relname, Number(r.vacuums)]));
       const r = await runCli(lrs, ['prune', '--before', new Date(await storedMs(lrs, first)).toISOString(), '--json']);
       assert.equal(r.code, 0, r.stderr);

@@ -36,7 +36,12 @@ for (const backend of BACKENDS) {
       });
       lrs = await startTestLrs(backend, {
         users: [ADMIN, OTHER, TENANT_B, READER],
-        env: { LECTERN_REJECTIONS_MAX: String(MAX), LECTERN_REJECTIONS_MAX_BODY: String(MAX_BODY), LECTERN_MAX_STATEMENTS_PER_REQUEST: '5', LECTERN_MAX_REQUEST_SIZE: String(64 * 1024) },
+        env: {
+          LECTERN_REJECTIONS_MAX: String(MAX),
+          LECTERN_REJECTIONS_MAX_BODY: String(MAX_BODY),
+          LECTERN_MAX_STATEMENTS_PER_REQUEST: '5',
+          LECTERN_MAX_REQUEST_SIZE: String(64 * 1024),
+        },
         logger: createLogger('info', sink),
       });
     });
@@ -66,7 +71,18 @@ for (const backend of BACKENDS) {
       const id = randomUUID();
       assert.equal((await lrs.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', statement()))).status, 204);
       assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', [statement({ id, verb: { id: 'http://example.com/other' } })]))).status, 409);
-      assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', Array.from({ length: 6 }, () => statement())))).status, 413);
+      assert.equal(
+        (
+          await lrs.fetch(
+            '/xAPI/statements',
+            jsonInit(
+              'POST',
+              Array.from({ length: 6 }, () => statement()),
+            ),
+          )
+        ).status,
+        413,
+      );
       const doc = await lrs.fetch(STATE, { method: 'PUT', headers: { 'content-type': 'application/json' }, body: '{"not json' });
       assert.equal(doc.status, 400);
       // Not kept: a wrong password, a user without the write scope.
@@ -74,12 +90,15 @@ for (const backend of BACKENDS) {
       assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', bad, { user: READER }))).status, 403);
 
       const rows = await kept();
-      assert.deepEqual(rows.map((r) => [r.status, r.method, r.path, r.username]), [
-        [400, 'POST', '/xAPI/statements', 'admin'],
-        [409, 'POST', '/xAPI/statements', 'admin'],
-        [413, 'POST', '/xAPI/statements', 'admin'],
-        [400, 'PUT', '/xAPI/activities/state', 'admin'],
-      ]);
+      assert.deepEqual(
+        rows.map((r) => [r.status, r.method, r.path, r.username]),
+        [
+          [400, 'POST', '/xAPI/statements', 'admin'],
+          [409, 'POST', '/xAPI/statements', 'admin'],
+          [413, 'POST', '/xAPI/statements', 'admin'],
+          [400, 'PUT', '/xAPI/activities/state', 'admin'],
+        ],
+      );
       const [invalid, conflict, tooLarge, document] = rows;
       assert.deepEqual(JSON.parse(invalid.body!.toString()), bad);
       const verbReason = invalid.reasons.find((r) => r.loc.includes('verb'));
@@ -96,7 +115,15 @@ for (const backend of BACKENDS) {
 
       const logged = lines.filter((l) => l.includes('"write refused"')).map((l) => JSON.parse(l) as Record<string, unknown>);
       assert.equal(logged.length, 4);
-      assert.deepEqual(logged.map((l) => [l.status, l.user]), [[400, 'admin'], [409, 'admin'], [413, 'admin'], [400, 'admin']]);
+      assert.deepEqual(
+        logged.map((l) => [l.status, l.user]),
+        [
+          [400, 'admin'],
+          [409, 'admin'],
+          [413, 'admin'],
+          [400, 'admin'],
+        ],
+      );
       assert.ok((logged[0].reasons as string[]).includes('value_error.iri'));
       assert.ok(!lines.some((l) => l.includes(marker)), 'no body in the log');
     });
@@ -125,8 +152,19 @@ for (const backend of BACKENDS) {
       const huge = JSON.stringify(statement({ result: { response: 'x'.repeat(70 * 1024) } }));
       assert.equal((await lrs.fetch('/xAPI/statements', { method: 'POST', headers: { 'content-type': 'application/json' }, body: huge })).status, 413);
       const content = JSON.stringify(badVerb());
-      const form = new URLSearchParams({ Authorization: `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`, 'X-Experience-API-Version': '1.0.3', 'Content-Type': 'application/json', content });
-      const alt = await lrs.fetch('/xAPI/statements?method=POST', { method: 'POST', user: null, version: null, headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
+      const form = new URLSearchParams({
+        Authorization: `Basic ${Buffer.from(`${ADMIN.username}:${ADMIN.password}`).toString('base64')}`,
+        'X-Experience-API-Version': '1.0.3',
+        'Content-Type': 'application/json',
+        content,
+      });
+      const alt = await lrs.fetch('/xAPI/statements?method=POST', {
+        method: 'POST',
+        user: null,
+        version: null,
+        headers: { 'content-type': 'application/x-www-form-urlencoded' },
+        body: form.toString(),
+      });
       assert.equal(alt.status, 400);
       const [tooLarge, alternate] = await kept();
       assert.equal(tooLarge.status, 413);
@@ -149,18 +187,34 @@ for (const backend of BACKENDS) {
       await kept();
 
       const all = JSON.parse(await cli(['list', '--json'])) as Record<string, unknown>[];
-      assert.deepEqual(all.map((r) => [r.status, r.store, r.user]), [[400, '', 'admin'], [409, '', 'admin'], [400, 'b', 'tenant-b']]);
-      assert.ok(all.every((r) => !('body' in r)), 'list --json leaves the bodies to show');
+      assert.deepEqual(
+        all.map((r) => [r.status, r.store, r.user]),
+        [
+          [400, '', 'admin'],
+          [409, '', 'admin'],
+          [400, 'b', 'tenant-b'],
+        ],
+      );
+      assert.ok(
+        all.every((r) => !('body' in r)),
+        'list --json leaves the bodies to show',
+      );
       const text = await cli(['list']);
       assert.match(text, /^id\s+time\s+store\s+user\s+request\s+status\s+reasons$/m);
       assert.match(text, /\(default\)\s+admin\s+PUT \/xAPI\/statements\s+409\s+conflict$/m);
 
       const byReason = JSON.parse(await cli(['list', '--json', '--reason', 'value_error'])) as Record<string, unknown>[];
-      assert.deepEqual(byReason.map((r) => r.status), [400, 400]);
+      assert.deepEqual(
+        byReason.map((r) => r.status),
+        [400, 400],
+      );
       assert.deepEqual((JSON.parse(await cli(['list', '--json', '--reason', 'conflict'])) as unknown[]).length, 1);
       assert.deepEqual((JSON.parse(await cli(['list', '--json', '--reason', 'value_err'])) as unknown[]).length, 0);
       const inB = JSON.parse(await cli(['list', '--json', '-t', 'b'])) as Record<string, unknown>[];
-      assert.deepEqual(inB.map((r) => r.user), ['tenant-b']);
+      assert.deepEqual(
+        inB.map((r) => r.user),
+        ['tenant-b'],
+      );
       assert.equal((JSON.parse(await cli(['list', '--json', '--since', '2999-01-01T00:00:00Z'])) as unknown[]).length, 0);
       assert.equal((JSON.parse(await cli(['list', '--json', '--since', '2000-01-01T00:00:00Z'])) as unknown[]).length, 3);
       const badSince = await runCli(lrs, ['rejections', 'list', '--since', 'yesterday']);
@@ -207,7 +261,10 @@ for (const backend of BACKENDS) {
       assert.equal(doc.status, 200);
       assert.deepEqual(await doc.json(), { progress: 3 });
       const left = await kept();
-      assert.deepEqual(left.map((r) => r.id), [invalid.id]);
+      assert.deepEqual(
+        left.map((r) => r.id),
+        [invalid.id],
+      );
       assert.equal(left[0].status, 400);
       assert.equal(left[0].username, 'other');
       assert.ok(left[0].reasons.some((r) => r.type === 'value_error.iri'));
@@ -247,7 +304,10 @@ for (const backend of BACKENDS) {
       assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', badVerb(), { user: TENANT_B }))).status, 400);
       await kept();
       assert.match(await cli(['clear', '-t', 'b']), /^removed 1 kept rejection of the store b$/m);
-      assert.deepEqual((await kept()).map((r) => r.tenant), ['']);
+      assert.deepEqual(
+        (await kept()).map((r) => r.tenant),
+        [''],
+      );
       assert.match(await cli(['clear']), /^removed 1 kept rejection$/m);
       assert.equal((await kept()).length, 0);
     });

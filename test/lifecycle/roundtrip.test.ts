@@ -107,9 +107,18 @@ for (const backend of BACKENDS) {
       const exp = await runCli(source, ['export', '-o', '-', '--agent', JSON.stringify(BEN), '--documents', docs]);
       assert.equal(exp.code, 0, exp.stderr);
       const viaApi = await allStatements(source, `&agent=${encodeURIComponent(JSON.stringify(BEN))}`);
-      assert.deepEqual(exp.stdout.trim().split('\n').map((l) => JSON.parse(l).id), viaApi.map((s) => s.id));
+      assert.deepEqual(
+        exp.stdout
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).id),
+        viaApi.map((s) => s.id),
+      );
       // With --agent, the documents are that agent's: State and Agent Profile.
-      const lines = readFileSync(docs, 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+      const lines = readFileSync(docs, 'utf8')
+        .trim()
+        .split('\n')
+        .map((l) => JSON.parse(l));
       assert.deepEqual(lines.map((d) => `${d.kind}/${d.id}`).sort(), ['agent_profile/prefs', 'state/bookmark', 'state/photo']);
       const photo = lines.find((d) => d.id === 'photo');
       assert.equal(photo.contentType, 'image/png');
@@ -132,7 +141,12 @@ for (const backend of BACKENDS) {
   });
 
   describe(`export → import keeps who carried attachment data (${backend.name})`, () => {
-    const mineUser = (name: string): TestUser => ({ username: name, password: `${name}-pw`, scopes: ['statements/write', 'statements/read/mine'], agent: { mbox: `mailto:${name}@example.com` } });
+    const mineUser = (name: string): TestUser => ({
+      username: name,
+      password: `${name}-pw`,
+      scopes: ['statements/write', 'statements/read/mine'],
+      agent: { mbox: `mailto:${name}@example.com` },
+    });
     const OWNER = mineUser('owner');
     const MINE = mineUser('mine');
     let source: TestLrs;
@@ -147,11 +161,17 @@ for (const backend of BACKENDS) {
     });
 
     test('a statement that only declared a hash does not carry the data after an import', async () => {
-      const report = 'the owner\'s report';
-      const sent = await source.fetch('/xAPI/statements', { ...multipartPost([statement({ attachments: [attachmentOf(report, 'text/plain')] })], [{ data: report, contentType: 'text/plain' }]), user: OWNER });
+      const report = "the owner's report";
+      const sent = await source.fetch('/xAPI/statements', {
+        ...multipartPost([statement({ attachments: [attachmentOf(report, 'text/plain')] })], [{ data: report, contentType: 'text/plain' }]),
+        user: OWNER,
+      });
       assert.equal(sent.status, 200);
       const [carrier] = (await sent.json()) as string[];
-      const declaring = await source.fetch('/xAPI/statements', jsonInit('POST', statement({ attachments: [{ ...attachmentOf(report, 'text/plain'), fileUrl: 'http://example.com/r' }] }), { user: MINE }));
+      const declaring = await source.fetch(
+        '/xAPI/statements',
+        jsonInit('POST', statement({ attachments: [{ ...attachmentOf(report, 'text/plain'), fileUrl: 'http://example.com/r' }] }), { user: MINE }),
+      );
       assert.equal(declaring.status, 200);
       const [declared] = (await declaring.json()) as string[];
 
@@ -167,7 +187,9 @@ for (const backend of BACKENDS) {
       const data = async (id: string, u: TestUser) => {
         const res = await copy.fetch(`/xAPI/statements?statementId=${id}&attachments=true`, { user: u });
         assert.equal(res.status, 200);
-        return parseMultipartMixed(res.headers.get('content-type')!, Buffer.from(await res.arrayBuffer())).slice(1).map((p) => p.body.toString('utf8'));
+        return parseMultipartMixed(res.headers.get('content-type')!, Buffer.from(await res.arrayBuffer()))
+          .slice(1)
+          .map((p) => p.body.toString('utf8'));
       };
       assert.deepEqual(await data(declared, MINE), []);
       assert.deepEqual(await data(carrier, OWNER), [report]);

@@ -39,9 +39,14 @@ describe('times on the command line', () => {
   });
   after(async () => lrs?.close());
 
-  const ids = (stdout: string) => stdout.trim().split('\n').filter(Boolean).map((l) => (JSON.parse(l) as { id: string }).id);
+  const ids = (stdout: string) =>
+    stdout
+      .trim()
+      .split('\n')
+      .filter(Boolean)
+      .map((l) => (JSON.parse(l) as { id: string }).id);
 
-  test('a bare date is that day\'s start in UTC: export --since/--until and prune --before cut at that midnight', async () => {
+  test("a bare date is that day's start in UTC: export --since/--until and prune --before cut at that midnight", async () => {
     const since = await runCli(lrs, ['export', '-o', '-', '--since', '2026-12-01']);
     assert.equal(since.code, 0, since.stderr);
     assert.deepEqual(ids(since.stdout), [late]);
@@ -87,7 +92,13 @@ describe('times on the command line', () => {
   });
 
   test("each time option's help gives the rule", async () => {
-    for (const [command, option] of [[['prune'], '--before'], [['export'], '--since'], [['export'], '--until'], [['rejections', 'list'], '--since'], [['credentials', 'create'], '--expires']] as const) {
+    for (const [command, option] of [
+      [['prune'], '--before'],
+      [['export'], '--since'],
+      [['export'], '--until'],
+      [['rejections', 'list'], '--since'],
+      [['credentials', 'create'], '--expires'],
+    ] as const) {
       const r = await runCli(lrs, [...command, '--help']);
       assert.equal(r.code, 0, r.stderr);
       // Help lines wrap at the terminal's width.

@@ -42,13 +42,19 @@ describe('logs', () => {
     const s = await runserver({ LECTERN_AUTH_FILE: authFile });
     try {
       const headers = { authorization: AUTH, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
-      const posted = await fetch(`${s.url}/xAPI/statements`, { method: 'POST', headers: { ...headers, 'x-request-id': 'client-id-42' }, body: JSON.stringify(statement({ result: { response: MARKER } })) });
+      const posted = await fetch(`${s.url}/xAPI/statements`, {
+        method: 'POST',
+        headers: { ...headers, 'x-request-id': 'client-id-42' },
+        body: JSON.stringify(statement({ result: { response: MARKER } })),
+      });
       assert.equal(posted.status, 200);
       assert.equal(posted.headers.get('x-request-id'), 'client-id-42');
       const sqlite = new DatabaseSync(s.db);
       sqlite.exec('DROP TABLE documents');
       sqlite.close();
-      const failed = await fetch(`${s.url}/xAPI/activities/state?activityId=http://example.com/a&stateId=s&agent=${encodeURIComponent('{"mbox":"mailto:ben@example.com"}')}`, { headers });
+      const failed = await fetch(`${s.url}/xAPI/activities/state?activityId=http://example.com/a&stateId=s&agent=${encodeURIComponent('{"mbox":"mailto:ben@example.com"}')}`, {
+        headers,
+      });
       assert.equal(failed.status, 500);
       const id = failed.headers.get('x-request-id') ?? '';
       assert.match(id, /^[0-9a-f-]{36}$/);
@@ -110,11 +116,15 @@ describe('logs', () => {
     const command = `LECTERN_AUTH_FILE=${JSON.stringify(authFile)} lectern auth --username admin --scope all --scope admin --agent-mbox mailto:admin@example.com -w`;
     assert.ok(msg.endsWith(command), msg);
     // The command as printed (plus a password: there is no terminal to ask in) creates the user.
-    const r = spawnSync(process.execPath, [CLI, 'auth', '--username', 'admin', '--scope', 'all', '--scope', 'admin', '--agent-mbox', 'mailto:admin@example.com', '-w', '-p', 'pw'], {
-      cwd: dir,
-      env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: authFile },
-      encoding: 'utf8',
-    });
+    const r = spawnSync(
+      process.execPath,
+      [CLI, 'auth', '--username', 'admin', '--scope', 'all', '--scope', 'admin', '--agent-mbox', 'mailto:admin@example.com', '-w', '-p', 'pw'],
+      {
+        cwd: dir,
+        env: { PATH: process.env.PATH ?? '', LECTERN_AUTH_FILE: authFile },
+        encoding: 'utf8',
+      },
+    );
     assert.equal(r.status, 0, r.stderr);
     assert.ok(existsSync(authFile));
     // An empty list is no user either; a user silences the hint.
@@ -134,7 +144,11 @@ describe('the command line on any Node', () => {
     const hook = `data:text/javascript,${encodeURIComponent(
       "import { registerHooks } from 'node:module'; const seen = new Set(); registerHooks({ resolve(s, c, next) { seen.add(s); return next(s, c); } }); process.on('exit', () => process.stderr.write('RESOLVED ' + JSON.stringify([...seen]) + '\\n'));",
     )}`;
-    const r = spawnSync(process.execPath, ['--import', hook, CLI, 'auth', '-u', 'x', '-p', 'p', '-s', 'all', '-M', 'mailto:x@example.com'], { cwd: dir, env: { PATH: process.env.PATH ?? '' }, encoding: 'utf8' });
+    const r = spawnSync(process.execPath, ['--import', hook, CLI, 'auth', '-u', 'x', '-p', 'p', '-s', 'all', '-M', 'mailto:x@example.com'], {
+      cwd: dir,
+      env: { PATH: process.env.PATH ?? '' },
+      encoding: 'utf8',
+    });
     assert.equal(r.status, 0, r.stderr);
     const resolved = JSON.parse(/RESOLVED (.*)/.exec(r.stderr)![1]) as string[];
     assert.ok(resolved.includes('bcrypt') && resolved.includes('commander'), resolved.join(' '));

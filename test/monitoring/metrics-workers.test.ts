@@ -100,9 +100,17 @@ describe('GET /metrics with two worker processes (postgres)', { skip: postgresSk
     for (let i = 0; i < 6; i++) {
       const samples = parse(await scrape());
       const stored = named(samples, 'lectern_statements_stored_total');
-      assert.deepEqual(stored.map((s) => [s.labels, s.value]), [[{}, N]], `scrape ${i + 1}`);
+      assert.deepEqual(
+        stored.map((s) => [s.labels, s.value]),
+        [[{}, N]],
+        `scrape ${i + 1}`,
+      );
       const posts = named(samples, 'lectern_http_requests_total').filter((s) => s.labels.route === '/xAPI/statements' && s.labels.method === 'POST');
-      assert.deepEqual(posts.map((s) => [s.labels.status, s.value]), [['200', N]], `scrape ${i + 1}`);
+      assert.deepEqual(
+        posts.map((s) => [s.labels.status, s.value]),
+        [['200', N]],
+        `scrape ${i + 1}`,
+      );
       // Summed series carry no worker label.
       assert.ok(posts.every((s) => !('worker' in s.labels)));
     }
@@ -114,7 +122,10 @@ describe('GET /metrics with two worker processes (postgres)', { skip: postgresSk
       const series = named(samples, name);
       assert.equal(series.length, 2, `${name}: ${JSON.stringify(series)}`);
       assert.equal(new Set(series.map((s) => s.labels.worker)).size, 2, `${name}: ${JSON.stringify(series)}`);
-      assert.ok(series.every((s) => /^\d+$/.test(s.labels.worker ?? '')), name);
+      assert.ok(
+        series.every((s) => /^\d+$/.test(s.labels.worker ?? '')),
+        name,
+      );
     }
   });
 
@@ -124,7 +135,10 @@ describe('GET /metrics with two worker processes (postgres)', { skip: postgresSk
     assert.equal(waiting('lectern_forwarding_queued') + waiting('lectern_forwarding_dead'), N);
     assert.equal(named(samples, 'lectern_forwarding_queued').length, 1);
     // Two workers of LECTERN_POSTGRES_POOL_SIZE=2: what the server may open against max_connections.
-    assert.deepEqual(named(samples, 'lectern_db_pool_max').map((s) => [s.labels, s.value]), [[{}, 4]]);
+    assert.deepEqual(
+      named(samples, 'lectern_db_pool_max').map((s) => [s.labels, s.value]),
+      [[{}, 4]],
+    );
   });
 
   test('a worker that dies: scrapes keep answering, its counts stay in the sums, its replacement reports under a new worker id', async () => {
@@ -144,7 +158,10 @@ describe('GET /metrics with two worker processes (postgres)', { skip: postgresSk
       await new Promise((r) => setTimeout(r, 50));
     }
     assert.equal(workers.size, 2, [...workers].join());
-    assert.ok([...workers].some((w) => !before.has(w)), 'the replacement reports under its own worker id');
+    assert.ok(
+      [...workers].some((w) => !before.has(w)),
+      'the replacement reports under its own worker id',
+    );
   });
 
   test('every metric and label the alert rules read is on the scrape', async () => {
@@ -156,7 +173,10 @@ describe('GET /metrics with two worker processes (postgres)', { skip: postgresSk
     for (const [, name, matchers] of rules.matchAll(/\b(lectern_\w+)\{([^}]*)\}/g)) {
       for (const [, label] of matchers!.matchAll(/(\w+)\s*=~?/g)) {
         if (label === 'job' || label === 'instance') continue;
-        assert.ok(named(samples, name!).some((s) => label! in s.labels), `${name} has no label ${label}`);
+        assert.ok(
+          named(samples, name!).some((s) => label! in s.labels),
+          `${name} has no label ${label}`,
+        );
       }
     }
   });

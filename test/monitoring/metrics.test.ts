@@ -73,8 +73,13 @@ for (const backend of BACKENDS) {
       assert.ok(moved('lectern_http_request_duration_seconds_bucket', { route: '/xAPI/statements', method: 'POST', status: '200', le: '+Inf' }) === 1);
       assert.equal(moved('lectern_auth_failures_total', { status: '401' }), 1);
       for (const operation of ['write', 'read', 'delete']) assert.equal(moved('lectern_documents_total', { resource: 'state', operation }), 1, operation);
-      assert.ok(moved('lectern_db_query_duration_seconds_count', { backend: backend.name.startsWith('sqlite') ? 'sqlite' : backend.name, operation: 'insertStatements', outcome: 'ok' }) >= 1);
-      assert.ok(moved('lectern_db_query_duration_seconds_count', { backend: backend.name.startsWith('sqlite') ? 'sqlite' : backend.name, operation: 'getDocument', outcome: 'ok' }) === 1);
+      assert.ok(
+        moved('lectern_db_query_duration_seconds_count', { backend: backend.name.startsWith('sqlite') ? 'sqlite' : backend.name, operation: 'insertStatements', outcome: 'ok' }) >=
+          1,
+      );
+      assert.ok(
+        moved('lectern_db_query_duration_seconds_count', { backend: backend.name.startsWith('sqlite') ? 'sqlite' : backend.name, operation: 'getDocument', outcome: 'ok' }) === 1,
+      );
       assert.ok(sample(text, 'process_resident_memory_bytes') > 0, 'process metrics');
       assert.ok(sample(text, 'nodejs_eventloop_lag_seconds') >= 0);
       if (backend.name === 'postgres') {

@@ -116,7 +116,12 @@ async function traffic(url: string): Promise<void> {
   const get = await fetch(`${url}/xAPI/statements?agent=${encodeURIComponent('{"mbox":"mailto:ben@example.com"}')}`, { headers: xapi });
   assert.equal(get.status, 200);
   // The alternate syntax puts the Authorization header and the statement in the form body.
-  const form = new URLSearchParams({ Authorization: AUTH, 'X-Experience-API-Version': '1.0.3', 'Content-Type': 'application/json', content: JSON.stringify(statement({ result: { response: BODY_MARKER } })) });
+  const form = new URLSearchParams({
+    Authorization: AUTH,
+    'X-Experience-API-Version': '1.0.3',
+    'Content-Type': 'application/json',
+    content: JSON.stringify(statement({ result: { response: BODY_MARKER } })),
+  });
   const alt = await fetch(`${url}/xAPI/statements?method=POST`, { method: 'POST', headers: { 'content-type': 'application/x-www-form-urlencoded' }, body: form.toString() });
   assert.equal(alt.status, 200);
   for (const path of ['/lbheartbeat', '/heartbeat', '/__heartbeat__']) assert.equal((await fetch(`${url}${path}`)).status, 200);

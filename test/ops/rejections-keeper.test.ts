@@ -46,7 +46,7 @@ test('keeps after the answer, in a batch, the body cut to a copy of maxBody byte
   const body = Buffer.from('0123456789');
   keeper.keep(refused(body));
   keeper.keep(refused());
-  assert.equal(written.length, 0, 'nothing is written on the caller\'s turn');
+  assert.equal(written.length, 0, "nothing is written on the caller's turn");
   await keeper.flush();
   assert.equal(written.length, 1);
   const [first] = written[0];
@@ -95,7 +95,7 @@ test('a flood beyond the queue is dropped and counted; a failed write is counted
   assert.equal(warned.length, 1);
 });
 
-test('a fair queue: taken one of each key in turn; when full, the longest queue\'s oldest makes room', () => {
+test("a fair queue: taken one of each key in turn; when full, the longest queue's oldest makes room", () => {
   const q = new FairQueue<string>(6);
   for (const item of ['f1', 'f2', 'f3', 'f4', 'q1', 'r1']) assert.equal(q.push(item[0], item), false);
   assert.equal(q.push('q', 'q2'), true, 'full: an item was dropped');
@@ -127,8 +127,11 @@ test('a flood from one credential drops its own: every refused write of a quiet 
   const kept = written.flat();
   const of = (u: string) => kept.filter((r) => r.username === u);
   assert.equal(of('quiet').length, 4);
-  assert.deepEqual(of('b-writer').map((r) => r.tenant), ['b', 'b', 'b', 'b']);
+  assert.deepEqual(
+    of('b-writer').map((r) => r.tenant),
+    ['b', 'b', 'b', 'b'],
+  );
   assert.ok(counts.dropped >= flood - QUEUE_MAX - RAW_MAX - 200, `${counts.dropped} dropped`);
   assert.equal(kept.length + counts.dropped, flood + 8, 'each one kept or counted as dropped');
-  assert.equal(of('flood').length + counts.dropped, flood, 'only the flooder\'s were dropped');
+  assert.equal(of('flood').length + counts.dropped, flood, "only the flooder's were dropped");
 });

@@ -49,7 +49,10 @@ for (const backend of storeBackends) {
       const tenant = 'store';
       const batch = [statement(BEN), statement(BEN)];
       const out = await storeStatements(store, tenant, { value: batch, parts: new Map() }, '1.0.3', writer);
-      assert.deepEqual(out.ids, batch.map((s) => s.id));
+      assert.deepEqual(
+        out.ids,
+        batch.map((s) => s.id),
+      );
       assert.equal(out.inserted, 2);
       const job = new StatementImport({ store, tenant, authority: IMPORT_AUTHORITY, rejects: memory() });
       assert.equal(await job.run(items(batch), { batchSize: 10 }), true);
@@ -73,8 +76,11 @@ for (const backend of storeBackends) {
       assert.deepEqual({ complete: stopped.complete, written: stopped.written, after: stopped.after }, { complete: false, written: 0, after: done.after });
     });
 
-    test('export: a bad filter is the Statement resource\'s ValidationFailed', () => {
-      assert.throws(() => exportQuery({ since: 'yesterday' }), (err: LrsError) => err.name === 'ValidationFailed' && err.issues?.[0].loc[1] === 'since');
+    test("export: a bad filter is the Statement resource's ValidationFailed", () => {
+      assert.throws(
+        () => exportQuery({ since: 'yesterday' }),
+        (err: LrsError) => err.name === 'ValidationFailed' && err.issues?.[0].loc[1] === 'since',
+      );
     });
 
     test('erase: a dry run scans and changes nothing; the erasure has a delete phase', async () => {
@@ -84,7 +90,10 @@ for (const backend of storeBackends) {
       const events: ProgressEvent<'scan' | 'delete', { found?: number }>[] = [];
       const dry = await erasePerson(store, { tenant, person: BEN, dryRun: true, list: true, onProgress: (e) => events.push(e) });
       assert.deepEqual(trace(events), ['start scan 3', 'advance scan 3', 'end scan']);
-      assert.deepEqual(events.filter((e) => e.type === 'advance').map((e) => (e as { found?: number }).found), [2]);
+      assert.deepEqual(
+        events.filter((e) => e.type === 'advance').map((e) => (e as { found?: number }).found),
+        [2],
+      );
       assert.equal(dry.report.statements, 2);
       assert.equal(dry.listed.statements.length, 2);
       assert.equal(await store.countStatements(tenant, {}), 3);
@@ -132,9 +141,15 @@ for (const backend of storeBackends) {
       // `done` and `rejected` count the statements read, the next batch's included (it is read and
       // validated while one is stored); `inserted` what was stored.
       assert.deepEqual(trace(events), ['start statements', 'advance statements 4', 'advance statements 4', 'end statements']);
-      assert.deepEqual(events.flatMap((e) => (e.type === 'advance' ? [e.inserted] : [])), [1, 2]);
       assert.deepEqual(
-        rejects.text.trim().split('\n').map((l) => JSON.parse(l).line),
+        events.flatMap((e) => (e.type === 'advance' ? [e.inserted] : [])),
+        [1, 2],
+      );
+      assert.deepEqual(
+        rejects.text
+          .trim()
+          .split('\n')
+          .map((l) => JSON.parse(l).line),
         [2, 3],
       );
       const rest = new StatementImport({ store, tenant, authority: IMPORT_AUTHORITY, rejects });
@@ -160,10 +175,23 @@ describe('validation modes', () => {
     const { createCredential } = await import('../../src/ops/credentials.ts');
     const { credentialEntry } = await import('../../src/ops/users.ts');
     // A store that fails any use: a refused create must not reach it.
-    const untouched = new Proxy({}, { get: () => { throw new Error('the store was used'); } }) as Parameters<typeof createCredential>[0];
+    const untouched = new Proxy(
+      {},
+      {
+        get: () => {
+          throw new Error('the store was used');
+        },
+      },
+    ) as Parameters<typeof createCredential>[0];
     const refusals = async (validation: string) => {
-      const file = await credentialEntry({ username: 'u', password: 'p', scopes: ['all'], agent: BEN as never, validation }).then(() => 'accepted', (e: Error) => e);
-      const db = await createCredential(untouched, { scopes: ['all'], agent: BEN as never, validation }).then(() => 'accepted', (e: Error) => e);
+      const file = await credentialEntry({ username: 'u', password: 'p', scopes: ['all'], agent: BEN as never, validation }).then(
+        () => 'accepted',
+        (e: Error) => e,
+      );
+      const db = await createCredential(untouched, { scopes: ['all'], agent: BEN as never, validation }).then(
+        () => 'accepted',
+        (e: Error) => e,
+      );
       return [file, db];
     };
     for (const mode of ['loose', 'Strict', '']) {
@@ -172,6 +200,7 @@ describe('validation modes', () => {
       assert.equal(file.message, `validation must be strict or lax, got ${JSON.stringify(mode)}`);
       assert.equal(db.message, file.message);
     }
-    for (const mode of ['strict', 'lax']) assert.equal((await credentialEntry({ username: 'u', password: 'p', scopes: ['all'], agent: BEN as never, validation: mode })).validation, mode);
+    for (const mode of ['strict', 'lax'])
+      assert.equal((await credentialEntry({ username: 'u', password: 'p', scopes: ['all'], agent: BEN as never, validation: mode })).validation, mode);
   });
 });

@@ -92,7 +92,10 @@ describe('PostgreSQL: statement JSON compressed in its row', { skip: postgresSki
     assert.notEqual(rewritten.actor.mbox, BEN.mbox, 'the pseudonymised row is the new text');
     assert.equal(await served(one), before.get(one), 'a row nobody rewrote is served byte for byte');
     const page = (await (await t.fetch('/xAPI/statements?limit=10')).json()) as { statements: { id: string }[] };
-    assert.deepEqual(page.statements.map((s) => s.id), [all[4].id, one, posted[2], posted[0]]);
+    assert.deepEqual(
+      page.statements.map((s) => s.id),
+      [all[4].id, one, posted[2], posted[0]],
+    );
   });
 
   test('a database written before migration 9 is compressed in place at start-up, and serves the same bytes', async () => {
@@ -108,11 +111,17 @@ describe('PostgreSQL: statement JSON compressed in its row', { skip: postgresSki
     await db.query('ALTER TABLE statements DROP COLUMN toast_pad, RESET (toast_tuple_target), ALTER COLUMN "full" SET STORAGE EXTENDED, ALTER COLUMN "full" SET COMPRESSION pglz');
     await db.query('UPDATE statements SET "full" = "full"::text::json');
     const old = await rows(db);
-    assert.ok(old.every((r) => r.method === null), 'the rows of the old schema are not compressed');
+    assert.ok(
+      old.every((r) => r.method === null),
+      'the rows of the old schema are not compressed',
+    );
 
     await t.restart();
     const now = await rows(db);
-    assert.deepEqual(now.map((r) => r.id), old.map((r) => r.id));
+    assert.deepEqual(
+      now.map((r) => r.id),
+      old.map((r) => r.id),
+    );
     for (const r of now) assert.equal(r.method, 'lz4', `statement ${r.id} is compressed by the migration`);
     for (const id of ids) assert.equal(await served(id), before.get(id));
     const [added] = (await (await t.fetch('/xAPI/statements', jsonInit('POST', typical(7)))).json()) as string[];

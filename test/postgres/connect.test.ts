@@ -40,7 +40,10 @@ const PATIENT = { LECTERN_POSTGRES_CONNECT_RETRIES: '5', LECTERN_POSTGRES_CONNEC
  */
 async function refusedAtOnce(dir: string, url: string, expected: RegExp, password?: string): Promise<void> {
   const env = { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: url, LECTERN_AUTH_FILE: join(dir, 'auth.json'), ...PATIENT };
-  for (const args of [['runserver', '--port', '0'], ['credentials', 'list']]) {
+  for (const args of [
+    ['runserver', '--port', '0'],
+    ['credentials', 'list'],
+  ]) {
     const r = await lectern(args, env);
     assert.equal(r.code, 2, `${args[0]}: ${r.stderr}`);
     const line = errorLine(r.stderr);
@@ -77,7 +80,12 @@ describe('start-up against a PostgreSQL that is unreachable or refuses', { skip:
     const srv = spawnRunserver({
       cwd: dir,
       args: ['--port', '0'],
-      env: { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: `postgres://lectern:closed-pw@127.0.0.1:${port}/lrs`, LECTERN_AUTH_FILE: join(dir, 'auth.json'), ...PATIENT },
+      env: {
+        LECTERN_RUNSERVER_BACKEND: 'postgres',
+        LECTERN_POSTGRES_URL: `postgres://lectern:closed-pw@127.0.0.1:${port}/lrs`,
+        LECTERN_AUTH_FILE: join(dir, 'auth.json'),
+        ...PATIENT,
+      },
       // Its first wait is the backoff's cap, 30 s: the line comes before it, or not in time.
       until: new RegExp(`waiting for PostgreSQL at 127\\.0\\.0\\.1:${port}: connection refused, retrying in 30000 ms`),
       timeoutMs: 20_000,
@@ -95,10 +103,17 @@ describe('start-up against a PostgreSQL that is unreachable or refuses', { skip:
   test('a closed port: a command gives up after a short wait, with exit code 2 and a line naming the setting and the host', { timeout: 60_000 }, async () => {
     const port = await freePort();
     // The defaults: runserver would wait ≈ 2½ minutes.
-    const r = await lectern(['credentials', 'list'], { LECTERN_RUNSERVER_BACKEND: 'postgres', LECTERN_POSTGRES_URL: `postgres://lectern:closed-pw@127.0.0.1:${port}/lrs`, LECTERN_AUTH_FILE: join(dir, 'auth.json') });
+    const r = await lectern(['credentials', 'list'], {
+      LECTERN_RUNSERVER_BACKEND: 'postgres',
+      LECTERN_POSTGRES_URL: `postgres://lectern:closed-pw@127.0.0.1:${port}/lrs`,
+      LECTERN_AUTH_FILE: join(dir, 'auth.json'),
+    });
     assert.equal(r.code, 2, r.stderr);
     const line = errorLine(r.stderr);
-    assert.match(line, new RegExp(`^lectern: error: .*cannot reach PostgreSQL at postgres://lectern:\\*\\*\\*@127\\.0\\.0\\.1:${port}/lrs \\(LECTERN_POSTGRES_URL\\): connection refused`));
+    assert.match(
+      line,
+      new RegExp(`^lectern: error: .*cannot reach PostgreSQL at postgres://lectern:\\*\\*\\*@127\\.0\\.0\\.1:${port}/lrs \\(LECTERN_POSTGRES_URL\\): connection refused`),
+    );
     assert.match(line, /a command waits at most 5 s/);
     // It said it was waiting, on stderr (stdout is a command's output).
     assert.match(r.stderr, new RegExp(`waiting for PostgreSQL at 127\\.0\\.0\\.1:${port}: connection refused, retrying`));
@@ -132,7 +147,12 @@ describe('start-up against a PostgreSQL that checks passwords', { skip }, () => 
   const url = (password: string, database: string) => `postgres://lectern:${password}@127.0.0.1:${cluster.port}/${database}`;
 
   test('a wrong password is not retried: runserver and a command name the setting and the user, never the password', { timeout: 60_000 }, async () => {
-    await refusedAtOnce(dir, url('wrong-pw', 'lrs'), new RegExp(`127\\.0\\.0\\.1:${cluster.port}.*password authentication failed for user "lectern".*user and password`), 'wrong-pw');
+    await refusedAtOnce(
+      dir,
+      url('wrong-pw', 'lrs'),
+      new RegExp(`127\\.0\\.0\\.1:${cluster.port}.*password authentication failed for user "lectern".*user and password`),
+      'wrong-pw',
+    );
   });
 
   test('a database that does not exist and that the user may not create is not retried', { timeout: 60_000 }, async () => {

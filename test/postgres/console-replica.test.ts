@@ -50,7 +50,10 @@ describe('the console reads through the read replicas', { skip, timeout: 600_000
         LECTERN_POSTGRES_REPLICA_MAX_LAG: '86400000',
       }),
     );
-    await until(async () => ((await (await t.fetch('/heartbeat', { user: null })).json()) as { replicas?: { state: string }[] }).replicas?.[0]?.state === 'up', 'the replica is up');
+    await until(
+      async () => ((await (await t.fetch('/heartbeat', { user: null })).json()) as { replicas?: { state: string }[] }).replicas?.[0]?.state === 'up',
+      'the replica is up',
+    );
     s = await signIn(t);
   });
   after(async () => {
@@ -83,7 +86,10 @@ describe('the console reads through the read replicas', { skip, timeout: 600_000
       assert.equal(again.through, first.through, 'Consistent-Through stops while replay is paused');
       // The download and the live tail read there too.
       let csv!: Awaited<ReturnType<typeof page>>;
-      await until(async () => !(csv = await page(`/console/statements/download?verb=${encodeURIComponent(VERB)}&format=csv&fields=id`)).text.includes(b.id), 'a download served by the standby');
+      await until(
+        async () => !(csv = await page(`/console/statements/download?verb=${encodeURIComponent(VERB)}&format=csv&fields=id`)).text.includes(b.id),
+        'a download served by the standby',
+      );
       assert.match(csv.text, new RegExp(a.id));
       assert.equal(csv.through, first.through);
       const since = encodeURIComponent(new Date(Date.parse(a.stored) - 1).toISOString());

@@ -46,7 +46,13 @@ describe('PostgreSQL going away and coming back', { skip, timeout: 120_000 }, ()
     const poster = async () => {
       while (!stop) {
         const ids = [randomUUID(), randomUUID(), randomUUID()];
-        const res = await t.fetch('/xAPI/statements', jsonInit('POST', ids.map((id) => statement({ id }))));
+        const res = await t.fetch(
+          '/xAPI/statements',
+          jsonInit(
+            'POST',
+            ids.map((id) => statement({ id })),
+          ),
+        );
         statuses.set(res.status, (statuses.get(res.status) ?? 0) + 1);
         const body = await res.json();
         if (res.status === 200) acked.push(...ids);
@@ -79,7 +85,11 @@ describe('PostgreSQL going away and coming back', { skip, timeout: 120_000 }, ()
       await Promise.all(posters);
     }
 
-    assert.deepEqual([...statuses.keys()].filter((s) => s !== 200 && s !== 503), [], `unexpected statuses: ${JSON.stringify([...statuses])}`);
+    assert.deepEqual(
+      [...statuses.keys()].filter((s) => s !== 200 && s !== 503),
+      [],
+      `unexpected statuses: ${JSON.stringify([...statuses])}`,
+    );
     for (const id of acked) assert.equal((await t.fetch(`/xAPI/statements?statementId=${id}`)).status, 200, `acknowledged ${id} lost`);
 
     const db = new pg.Client({ connectionString: url });

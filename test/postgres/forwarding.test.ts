@@ -8,8 +8,7 @@ import { jsonInit, postgresBackend, startTestLrs, statement, type TestLrs } from
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { eventually, Receiver } from '../helpers/receiver.ts';
 
-const forwardings = (url: string, username: string) =>
-  JSON.stringify([{ is_active: true, url, basic_username: username, basic_password: 'pw', max_retries: 5, timeout: 5 }]);
+const forwardings = (url: string, username: string) => JSON.stringify([{ is_active: true, url, basic_username: username, basic_password: 'pw', max_retries: 5, timeout: 5 }]);
 
 test('two servers on one PostgreSQL deliver one shared queue, each statement exactly once', { skip: postgresSkipped() }, async () => {
   const rec = await new Receiver().listen();
@@ -31,7 +30,13 @@ test('two servers on one PostgreSQL deliver one shared queue, each statement exa
     b = await startTestLrs(postgresBackend, { shareWith: a, env: env('b') });
     const ids: string[] = [];
     const post = async (lrs: TestLrs) => {
-      const res = await lrs.fetch('/xAPI/statements', jsonInit('POST', Array.from({ length: 5 }, () => statement())));
+      const res = await lrs.fetch(
+        '/xAPI/statements',
+        jsonInit(
+          'POST',
+          Array.from({ length: 5 }, () => statement()),
+        ),
+      );
       assert.equal(res.status, 200);
       ids.push(...((await res.json()) as string[]));
     };

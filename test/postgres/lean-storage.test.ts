@@ -137,7 +137,14 @@ describe('PostgreSQL lean storage', { skip: postgresSkipped() }, () => {
         pages.push(body.statements.map((s) => s.id));
         next = body.more || undefined;
       }
-      assert.deepEqual(pages.filter((p) => p.length), [[r1, a5], [a4, a3], [a2, a1]]);
+      assert.deepEqual(
+        pages.filter((p) => p.length),
+        [
+          [r1, a5],
+          [a4, a3],
+          [a2, a1],
+        ],
+      );
 
       // Stored as they were: seq kept (cursors, the outbox), the JSON byte for byte; one key row per key.
       for (const o of old) {
@@ -146,7 +153,7 @@ describe('PostgreSQL lean storage', { skip: postgresSkipped() }, () => {
       }
       assert.deepEqual(await tenantsWithKey(db, BEN_KEY), ['', 'b']);
       assert.deepEqual(await tenantsWithKey(db, PASSED.id), ['', 'b']);
-      assert.equal((await db.query("SELECT count(*)::int AS n FROM schema_migrations WHERE version = 7")).rows[0].n, 1);
+      assert.equal((await db.query('SELECT count(*)::int AS n FROM schema_migrations WHERE version = 7')).rows[0].n, 1);
 
       // New statements join the old keys.
       const [fresh] = (await (await t.fetch('/xAPI/statements', jsonInit('POST', statement({ actor: BEN, verb: PASSED, object: { id: act1 } })))).json()) as string[];

@@ -37,13 +37,14 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
   const put = (t: TestLrs, id: string, body: unknown) => t.fetch(`/xAPI/statements?statementId=${id}`, jsonInit('PUT', body));
   const post = (t: TestLrs, body: unknown) => t.fetch('/xAPI/statements', jsonInit('POST', body));
   const rowsFor = async (ids: string[]) =>
-    (await db.query<{ id: string; verb: string }>('SELECT s.id::text AS id, k.key AS verb FROM statements s JOIN keys k ON k.id = s.verb WHERE s.id = ANY($1::uuid[])', [ids])).rows;
+    (await db.query<{ id: string; verb: string }>('SELECT s.id::text AS id, k.key AS verb FROM statements s JOIN keys k ON k.id = s.verb WHERE s.id = ANY($1::uuid[])', [ids]))
+      .rows;
 
   /** Every statement row has its index rows, and no index row exists twice. */
   async function assertIndexesWhole() {
     const orphans = await db.query(
       'SELECT count(*)::int AS n FROM statements s WHERE NOT EXISTS (SELECT 1 FROM statement_agents x WHERE x.seq = s.seq) ' +
-        "OR (s.ref_id IS NULL AND NOT EXISTS (SELECT 1 FROM statement_activities x WHERE x.seq = s.seq))",
+        'OR (s.ref_id IS NULL AND NOT EXISTS (SELECT 1 FROM statement_activities x WHERE x.seq = s.seq))',
     );
     assert.equal(orphans.rows[0].n, 0, 'statements without their index rows');
     const dups = await db.query('SELECT count(*)::int AS n FROM (SELECT seq, agent FROM statement_agents GROUP BY 1, 2 HAVING count(*) > 1) d');
@@ -102,18 +103,13 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
     assert.equal((await a.fetch(path, json({ n: 0 }))).status, 204);
     for (let i = 1; i <= 10; i++) {
       const etag = (await a.fetch(path)).headers.get('etag')!;
-      const [ra, rb] = await Promise.all([
-        a.fetch(path, json({ n: i, by: 'a' }, { 'if-match': etag })),
-        b.fetch(path, json({ n: i, by: 'b' }, { 'if-match': etag })),
-      ]);
+      const [ra, rb] = await Promise.all([a.fetch(path, json({ n: i, by: 'a' }, { 'if-match': etag })), b.fetch(path, json({ n: i, by: 'b' }, { 'if-match': etag }))]);
       assert.deepEqual([ra.status, rb.status].sort(), [204, 412], `round ${i}`);
       const doc = await (await b.fetch(path)).json();
       assert.deepEqual(doc, { n: i, by: ra.status === 204 ? 'a' : 'b' });
     }
     // POST merges from both sides at once: each read-merge-write sees the other's result.
-    const merges = await Promise.all(
-      Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).fetch(path, { ...json({ [`k${i}`]: i }), method: 'POST' })),
-    );
+    const merges = await Promise.all(Array.from({ length: 20 }, (_, i) => (i % 2 ? a : b).fetch(path, { ...json({ [`k${i}`]: i }), method: 'POST' })));
     assert.deepEqual(new Set(merges.map((r) => r.status)), new Set([204]));
     const doc = await (await a.fetch(path)).json();
     for (let i = 0; i < 20; i++) assert.equal(doc[`k${i}`], i, `merge ${i} was lost`);
@@ -197,7 +193,11 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
     assert.equal(acked.size, 800);
     const missing = [...acked].filter((id) => !got.has(id));
     assert.deepEqual(missing, [], 'statements never returned by since/until rounds');
-    assert.deepEqual([...got].filter(([, n]) => n > 1), [], 'statements returned twice');
+    assert.deepEqual(
+      [...got].filter(([, n]) => n > 1),
+      [],
+      'statements returned twice',
+    );
     assert.equal(got.size, acked.size);
   });
 
@@ -264,13 +264,19 @@ describe('two servers on one PostgreSQL database', { skip: postgresSkipped() }, 
     for (let i = 0; i < 5; i++) cases.push({ body: [fresh(), statement({ id: stored, verb: VERB_B }), fresh()], expect: [409] });
     // Voiding a voiding statement: 400.
     for (let i = 0; i < 3; i++) {
-      cases.push({ body: [fresh(), statement({ id: randomUUID(), verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id: voiding } })], expect: [400] });
+      cases.push({
+        body: [fresh(), statement({ id: randomUUID(), verb: { id: 'http://adlnet.gov/expapi/verbs/voided' }, object: { objectType: 'StatementRef', id: voiding } })],
+        expect: [400],
+      });
     }
     // Two requests of the burst sharing an id: same content both 200, different content one 409.
     const shared = randomUUID();
     cases.push({ body: [statement({ id: shared }), fresh()], expect: [200] }, { body: [fresh(), statement({ id: shared })], expect: [200] });
     const contested = randomUUID();
-    cases.push({ body: [statement({ id: contested, verb: VERB_A }), fresh()], expect: [200, 409] }, { body: [fresh(), statement({ id: contested, verb: VERB_B })], expect: [200, 409] });
+    cases.push(
+      { body: [statement({ id: contested, verb: VERB_A }), fresh()], expect: [200, 409] },
+      { body: [fresh(), statement({ id: contested, verb: VERB_B })], expect: [200, 409] },
+    );
     // A voiding statement and its target in two requests of the burst.
     const target = randomUUID();
     cases.push(

@@ -81,7 +81,10 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
       assert.equal(await srv.stop(), 0, srv.stderr());
       for (const pid of workers) assert.ok(!alive(pid), `worker ${pid} outlived the primary`);
     } finally {
-      await started.then((srv) => srv.stop('SIGKILL'), () => undefined);
+      await started.then(
+        (srv) => srv.stop('SIGKILL'),
+        () => undefined,
+      );
       await dropDatabase(url);
     }
   });
@@ -114,7 +117,13 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
   test("read replicas in the environment, the backend on runserver's command line (a unit file's `runserver --backend postgres`): it serves; auth needs no backend; export takes its own --backend, and without one says both ways", async () => {
     const url = await createDatabase();
     // The "replica" is the primary itself: never read from (it is not a standby), enough for the settings.
-    const env = { LECTERN_POSTGRES_URL: url, LECTERN_POSTGRES_READ_URLS: url, LECTERN_AUTH_FILE: authFile, LECTERN_POSTGRES_POOL_SIZE: '2', LECTERN_SQLITE_PATH: join(dir, 'never.sqlite') };
+    const env = {
+      LECTERN_POSTGRES_URL: url,
+      LECTERN_POSTGRES_READ_URLS: url,
+      LECTERN_AUTH_FILE: authFile,
+      LECTERN_POSTGRES_POOL_SIZE: '2',
+      LECTERN_SQLITE_PATH: join(dir, 'never.sqlite'),
+    };
     const srv = await spawnRunserver({ args: ['--port', '0', '--backend', 'postgres'], env, cwd: dir });
     try {
       const headers = { authorization: `Basic ${Buffer.from('u:p').toString('base64')}`, 'x-experience-api-version': '1.0.3', 'content-type': 'application/json' };
@@ -131,7 +140,13 @@ describe('lectern runserver on PostgreSQL', { skip: postgresSkipped() }, () => {
       const file = join(dir, 'replicas-export.ndjson');
       const exported = lectern(['export', '--backend', 'postgres', '-o', file], env);
       assert.equal(await exported.exited, 0, exported.err());
-      assert.deepEqual(readFileSync(file, 'utf8').trim().split('\n').map((l) => (JSON.parse(l) as { id: string }).id), [id]);
+      assert.deepEqual(
+        readFileSync(file, 'utf8')
+          .trim()
+          .split('\n')
+          .map((l) => (JSON.parse(l) as { id: string }).id),
+        [id],
+      );
       const refused = lectern(['export', '-o', join(dir, 'refused.ndjson')], env);
       assert.equal(await refused.exited, 2);
       assert.equal(refused.err().trim().split('\n').length, 1, refused.err());

@@ -41,8 +41,9 @@ class Proxy {
   }
   freeze(frozen: boolean): void {
     this.frozen = frozen;
-    for (const s of this.sockets) if (frozen) s.pause();
-    else s.resume();
+    for (const s of this.sockets)
+      if (frozen) s.pause();
+      else s.resume();
   }
   close(): void {
     for (const s of this.sockets) s.destroy();
@@ -89,8 +90,14 @@ function silentServer(database: () => Promise<string>, params: string, tls: bool
     const c = new pg.Client({ connectionString: url });
     await c.connect();
     try {
-      const r = await c.query<{ ssl: boolean }>("SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'lectern' AND a.datname = current_database()");
-      assert.deepEqual(r.rows.map((row) => row.ssl), [tls], "the server's one connection, encrypted or not as asked");
+      const r = await c.query<{ ssl: boolean }>(
+        "SELECT s.ssl FROM pg_stat_ssl s JOIN pg_stat_activity a USING (pid) WHERE a.application_name = 'lectern' AND a.datname = current_database()",
+      );
+      assert.deepEqual(
+        r.rows.map((row) => row.ssl),
+        [tls],
+        "the server's one connection, encrypted or not as asked",
+      );
     } finally {
       await c.end();
     }
@@ -131,7 +138,20 @@ describe('PostgreSQL that stops answering, over TLS', { skip: tlsSkip, timeout: 
     async () => {
       const dir = mkdtempSync(join(tmpdir(), 'lectern-tls-'));
       try {
-        const made = spawnSync('openssl', ['req', '-new', '-x509', '-days', '2', '-nodes', '-subj', '/CN=localhost', '-out', join(dir, 'server.crt'), '-keyout', join(dir, 'server.key')]);
+        const made = spawnSync('openssl', [
+          'req',
+          '-new',
+          '-x509',
+          '-days',
+          '2',
+          '-nodes',
+          '-subj',
+          '/CN=localhost',
+          '-out',
+          join(dir, 'server.crt'),
+          '-keyout',
+          join(dir, 'server.key'),
+        ]);
         assert.equal(made.status, 0, made.stderr?.toString());
         cluster = await startCluster({
           settings: ['ssl = on'],

@@ -103,7 +103,21 @@ for (const backend of [...storeBackends, threaded]) {
       assert.equal(await store.rotateCredential('k1', 'hash3', undefined, audit('credentials.rotate', { key: 'k1', revoked: true })), false, 'a revoked key is not rotated');
       assert.deepEqual(await entries('credentials.rotate'), [{ key: 'k1' }]);
       const [entry] = await store.listAudit({ action: 'credentials.revoke', limit: 1 });
-      assert.deepEqual({ ...entry, id: undefined }, { id: undefined, time: new Date(1_000).toISOString(), actor: 'ops', actorKind: 'os-user', role: 'operator', via: 'cli', client: 'host', action: 'credentials.revoke', target: '', details: { key: 'k1' } });
+      assert.deepEqual(
+        { ...entry, id: undefined },
+        {
+          id: undefined,
+          time: new Date(1_000).toISOString(),
+          actor: 'ops',
+          actorKind: 'os-user',
+          role: 'operator',
+          via: 'cli',
+          client: 'host',
+          action: 'credentials.revoke',
+          target: '',
+          details: { key: 'k1' },
+        },
+      );
     });
 
     test('an entry the database refuses undoes its change: no credential, no revocation', async () => {

@@ -13,7 +13,12 @@ import { ADMIN, jsonInit, postgresBackend, sqliteBackend, startTestLrs, statemen
 import { postgresSkipped } from '../helpers/postgres.ts';
 import { attachmentOf, danglingRows, multipartPost } from '../lifecycle/helpers.ts';
 
-const mineUser = (name: string): TestUser => ({ username: name, password: `${name}-pw`, scopes: ['statements/write', 'statements/read/mine'], agent: { mbox: `mailto:${name}@example.com` } });
+const mineUser = (name: string): TestUser => ({
+  username: name,
+  password: `${name}-pw`,
+  scopes: ['statements/write', 'statements/read/mine'],
+  agent: { mbox: `mailto:${name}@example.com` },
+});
 const OWNER = mineUser('owner');
 const MINE = mineUser('mine');
 
@@ -43,10 +48,16 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
       const t = await startTestLrs(backend, { users: [ADMIN, OWNER, MINE] });
       try {
         const report = 'a report stored before migration 11';
-        const sent = await t.fetch('/xAPI/statements', { ...multipartPost([statement({ attachments: [attachmentOf(report, 'text/plain')] })], [{ data: report, contentType: 'text/plain' }]), user: OWNER });
+        const sent = await t.fetch('/xAPI/statements', {
+          ...multipartPost([statement({ attachments: [attachmentOf(report, 'text/plain')] })], [{ data: report, contentType: 'text/plain' }]),
+          user: OWNER,
+        });
         assert.equal(sent.status, 200);
         const [carried] = (await sent.json()) as string[];
-        const declaring = await t.fetch('/xAPI/statements', jsonInit('POST', statement({ attachments: [{ ...attachmentOf(report, 'text/plain'), fileUrl: 'http://example.com/r' }] }), { user: MINE }));
+        const declaring = await t.fetch(
+          '/xAPI/statements',
+          jsonInit('POST', statement({ attachments: [{ ...attachmentOf(report, 'text/plain'), fileUrl: 'http://example.com/r' }] }), { user: MINE }),
+        );
         const [declared] = (await declaring.json()) as string[];
         await t.lrs.close();
         await beforeMigration11(t);
@@ -55,11 +66,16 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         const data = async (id: string, u: TestUser) => {
           const res = await t.fetch(`/xAPI/statements?statementId=${id}&attachments=true`, { user: u });
           assert.equal(res.status, 200);
-          return parseMultipartMixed(res.headers.get('content-type')!, Buffer.from(await res.arrayBuffer())).slice(1).map((p) => p.body.toString('utf8'));
+          return parseMultipartMixed(res.headers.get('content-type')!, Buffer.from(await res.arrayBuffer()))
+            .slice(1)
+            .map((p) => p.body.toString('utf8'));
         };
         assert.deepEqual(await data(carried, OWNER), [report]);
         assert.deepEqual(await data(declared, MINE), [report], 'served as before the migration: which request brought the data is not known');
-        assert.deepEqual(Object.entries(await danglingRows(t)).filter(([, n]) => n > 0), []);
+        assert.deepEqual(
+          Object.entries(await danglingRows(t)).filter(([, n]) => n > 0),
+          [],
+        );
       } finally {
         await t.close();
       }

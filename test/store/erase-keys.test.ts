@@ -83,7 +83,7 @@ for (const backend of BACKENDS) {
       assert.ok((await keys(lrs)).has(`|${zoeKey}`));
     });
 
-    test("a query by a person erased and stored again since the server last looked them up finds the new statements", async () => {
+    test('a query by a person erased and stored again since the server last looked them up finds the new statements', async () => {
       const kim = { mbox: `mailto:kim-${randomUUID()}@example.com` };
       await post(lrs, statement({ actor: kim }));
       // The server now knows Kim's key id (PostgreSQL keeps filter values' ids between queries).
@@ -102,7 +102,10 @@ for (const backend of BACKENDS) {
       const id = randomUUID();
       await post(lrs, statement({ id, actor: shared }));
       // Xan's statement, then one conflicting with a stored id: the whole request is rejected.
-      const res = await lrs.fetch('/xAPI/statements', jsonInit('POST', [statement({ actor: xan }), statement({ id, actor: shared, verb: { id: 'http://example.com/verbs/other' } })]));
+      const res = await lrs.fetch(
+        '/xAPI/statements',
+        jsonInit('POST', [statement({ actor: xan }), statement({ id, actor: shared, verb: { id: 'http://example.com/verbs/other' } })]),
+      );
       assert.equal(res.status, 409);
       const now = await keys(lrs);
       assert.ok(!now.has(`|${ifiKey(xan)!}`), "the rejected request's agent is not kept");

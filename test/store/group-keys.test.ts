@@ -25,7 +25,9 @@ for (const backend of storeBackends) {
       ({ id, actor: { mbox: agent }, verb: { id: verb }, object: { id: activity } }) as Statement;
     const insert = (statements: Statement[]) => store.insertStatements('', prepareBatch(statements, AUTHORITY, '1.0.3'), []);
     const ids = async (filter: StatementQuery['filter']) =>
-      (await store.queryStatements('', { limit: 10, maxBytes: 4 * 1024 * 1024, ascending: true, format: 'exact', attachments: false, filter })).rows.map((r) => (JSON.parse(r.json) as Statement).id);
+      (await store.queryStatements('', { limit: 10, maxBytes: 4 * 1024 * 1024, ascending: true, format: 'exact', attachments: false, filter })).rows.map(
+        (r) => (JSON.parse(r.json) as Statement).id,
+      );
 
     test('the committed request is found by its new keys; the conflicting one left nothing', async () => {
       const taken = made('mailto:first@example.com', 'http://example.com/verbs/first', 'http://example.com/first');
@@ -52,10 +54,14 @@ for (const backend of storeBackends) {
       const taken = made('mailto:second@example.com', 'http://example.com/verbs/second', 'http://example.com/second');
       await insert([taken]);
       const activity = `http://example.com/activities/${randomUUID()}`;
-      const defined = (name: string): Statement => ({ ...made('mailto:d@example.com', 'http://example.com/verbs/d', activity), object: { id: activity, definition: { name: { en: name } } } }) as Statement;
+      const defined = (name: string): Statement =>
+        ({ ...made('mailto:d@example.com', 'http://example.com/verbs/d', activity), object: { id: activity, definition: { name: { en: name } } } }) as Statement;
       await insert([defined('first')]);
       // Issued together: one group on SQLite; the conflicting request's definition is rolled back.
-      const [a, b] = await Promise.allSettled([insert([defined('rolled back'), { ...taken, result: { success: true } }]), insert([made('mailto:e@example.com', 'http://example.com/verbs/e', activity)])]);
+      const [a, b] = await Promise.allSettled([
+        insert([defined('rolled back'), { ...taken, result: { success: true } }]),
+        insert([made('mailto:e@example.com', 'http://example.com/verbs/e', activity)]),
+      ]);
       assert.equal(a.status, 'rejected');
       assert.equal(b.status, 'fulfilled');
       assert.deepEqual((await store.getActivityDefinitions('', [activity])).get(activity), { name: { en: 'first' } });

@@ -38,7 +38,9 @@ for (const backend of storeBackends) {
       ]);
       // A large newest statement: its verb and actor are left unnamed rather than read.
       const big = 'x'.repeat(NAMED_STATEMENT_BYTES);
-      await write(store, '', [{ actor: { name: 'Huge', mbox: 'mailto:huge@example.com' }, verb: { id: 'http://example.com/verbs/bulky', display: { en: 'bulky' } }, result: { response: big } }]);
+      await write(store, '', [
+        { actor: { name: 'Huge', mbox: 'mailto:huge@example.com' }, verb: { id: 'http://example.com/verbs/bulky', display: { en: 'bulky' } }, result: { response: big } },
+      ]);
       // Another store's verb, activity and agent, under names the default store also has in part.
       await write(store, 'b', [{ actor: { name: 'Bea', mbox: 'mailto:bea@example.com' }, verb: { id: `${ADLNET}passed-in-b` }, object: { id: 'http://example.com/course-b' } }]);
     });
@@ -47,7 +49,10 @@ for (const backend of storeBackends) {
     test('verbs containing the text, ignoring case, with the display of their newest statement', async () => {
       assert.deepEqual(await store.findKeys('', { kind: 'verb', contains: 'PASSED', limit: 20 }), [{ key: `${ADLNET}passed`, display: { 'en-US': 'passed', fr: 'réussi' } }]);
       const all = await store.findKeys('', { kind: 'verb', contains: '', limit: 20 });
-      assert.deepEqual(all.map((k) => k.key), [`${ADLNET}attempted`, `${ADLNET}failed`, `${ADLNET}passed`, 'http://example.com/verbs/bulky']);
+      assert.deepEqual(
+        all.map((k) => k.key),
+        [`${ADLNET}attempted`, `${ADLNET}failed`, `${ADLNET}passed`, 'http://example.com/verbs/bulky'],
+      );
       assert.equal(all.find((k) => k.key === `${ADLNET}failed`)!.display, undefined, 'no display sent: none');
       assert.equal(all.find((k) => k.key.endsWith('bulky'))!.display, undefined, 'too large a statement is not read');
     });
@@ -64,9 +69,15 @@ for (const backend of storeBackends) {
     });
 
     test('LIKE characters in the text are taken literally', async () => {
-      assert.deepEqual((await store.findKeys('', { kind: 'activity', contains: '100%25', limit: 20 })).map((k) => k.key), ['http://example.com/100%25-done']);
+      assert.deepEqual(
+        (await store.findKeys('', { kind: 'activity', contains: '100%25', limit: 20 })).map((k) => k.key),
+        ['http://example.com/100%25-done'],
+      );
       assert.deepEqual(await store.findKeys('', { kind: 'activity', contains: 'e%c', limit: 20 }), [], '% is no wildcard');
-      assert.deepEqual((await store.findKeys('', { kind: 'activity', contains: 'quiz_', limit: 20 })).map((k) => k.key), ['http://example.com/course/quiz_1']);
+      assert.deepEqual(
+        (await store.findKeys('', { kind: 'activity', contains: 'quiz_', limit: 20 })).map((k) => k.key),
+        ['http://example.com/course/quiz_1'],
+      );
       assert.deepEqual(await store.findKeys('', { kind: 'activity', contains: 'course_', limit: 20 }), [], '_ is no wildcard');
     });
 
@@ -93,7 +104,10 @@ for (const backend of storeBackends) {
         const keys = (await store.findKeys('', { kind, contains: '', limit: 50 })).map((k) => k.key);
         assert.ok(!keys.some((k) => /-b$|bea@/.test(k)), `${kind}: ${keys.join(' ')}`);
       }
-      assert.deepEqual((await store.findKeys('b', { kind: 'verb', contains: 'passed', limit: 20 })).map((k) => k.key), [`${ADLNET}passed-in-b`]);
+      assert.deepEqual(
+        (await store.findKeys('b', { kind: 'verb', contains: 'passed', limit: 20 })).map((k) => k.key),
+        [`${ADLNET}passed-in-b`],
+      );
       assert.deepEqual(await store.findKeys('nowhere', { kind: 'verb', contains: '', limit: 20 }), []);
     });
   });
@@ -107,7 +121,11 @@ for (const backend of storeBackends) {
       ({ store, dispose } = await backend.open());
       for (let i = 0; i < KEYS_CHUNK + 500; i += 1000) {
         const n = Math.min(1000, KEYS_CHUNK + 500 - i);
-        await write(store, '', Array.from({ length: n }, (_, j) => ({ actor: { mbox: `mailto:l${String(i + j).padStart(6, '0')}@example.com` } })));
+        await write(
+          store,
+          '',
+          Array.from({ length: n }, (_, j) => ({ actor: { mbox: `mailto:l${String(i + j).padStart(6, '0')}@example.com` } })),
+        );
       }
       await write(store, '', [{ actor: { name: 'Zoe', mbox: 'mailto:zoe@example.com' } }]);
     });
@@ -118,7 +136,10 @@ for (const backend of storeBackends) {
       assert.deepEqual(await store.findKeys('', { kind: 'agent', contains: 'nobody', limit: 20 }), []);
       // The first step ends at the tenant's 10,000th key (a verb, an activity and the authority sort first): l009996.
       const across = (await store.findKeys('', { kind: 'agent', contains: 'l00999', limit: 20 })).map((k) => k.key);
-      assert.deepEqual(across, Array.from({ length: 10 }, (_, i) => `mbox:mailto:l00999${i}@example.com`));
+      assert.deepEqual(
+        across,
+        Array.from({ length: 10 }, (_, i) => `mbox:mailto:l00999${i}@example.com`),
+      );
       const limited = (await store.findKeys('', { kind: 'agent', contains: 'l0099', limit: 50 })).map((k) => k.key);
       assert.equal(limited.length, 50);
       assert.equal(limited[49], 'mbox:mailto:l009949@example.com');

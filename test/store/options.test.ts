@@ -19,7 +19,7 @@ const ADMIN: Actor = { objectType: 'Agent', mbox: 'mailto:admin@example.com' };
 const made = (): Statement => ({ id: randomUUID(), actor: ADMIN, verb: { id: 'http://example.com/verbs/did' }, object: { id: 'http://example.com/o' } }) as Statement;
 const START = Date.UTC(2020, 0, 1);
 
-test('the settings document the SQLite backend\'s own tuning defaults', () => {
+test("the settings document the SQLite backend's own tuning defaults", () => {
   assert.equal(Number(SETTINGS.sqliteWalAutocheckpoint.default), WAL_AUTOCHECKPOINT);
   // Empty: CACHE_MIB, and for the writer writerCacheMiB (test/store/sqlite-pages.test.ts).
   assert.equal(SETTINGS.sqliteCacheSize.default, '');
@@ -58,6 +58,9 @@ for (const writerThread of [false, true]) {
     );
     for (const ms of [...stored, updated]) assert.ok(ms >= START && ms < START + 3_600_000, new Date(ms).toISOString());
     assert.equal(new Set(stored).size, 3, 'each group reads the clock once: distinct stored times without sleeping');
-    assert.deepEqual([...stored].sort((a, b) => a - b), stored);
+    assert.deepEqual(
+      [...stored].sort((a, b) => a - b),
+      stored,
+    );
   });
 }

@@ -27,7 +27,8 @@ import type { Actor, Statement } from '../../src/xapi/types.ts';
 import { createDatabase, dropDatabase, postgresSkipped } from '../helpers/postgres.ts';
 
 const ADMIN: Actor = { objectType: 'Agent', mbox: 'mailto:admin@example.com' };
-const made = (verb: string): Statement => ({ id: randomUUID(), actor: ADMIN, verb: { id: `http://example.com/verbs/${verb}` }, object: { id: 'http://example.com/o' } }) as Statement;
+const made = (verb: string): Statement =>
+  ({ id: randomUUID(), actor: ADMIN, verb: { id: `http://example.com/verbs/${verb}` }, object: { id: 'http://example.com/o' } }) as Statement;
 const CAL: Actor = { objectType: 'Agent', mbox: 'mailto:cal@example.com' };
 /** Writes one statement per verb (one group); answers their ids. */
 async function write(store: Store, tenant: string, verbs: string[], actor = ADMIN): Promise<string[]> {
@@ -123,10 +124,24 @@ describe('Overview counts on SQLite: a statement counts on the UTC day of its `s
     await write(store, 'other', ['a']);
     const o = await store.storeOverview('', query(clock.now()));
     assert.equal(o.statements, 7);
-    assert.deepEqual(perDay(o.days, clock.now()), [[2, 2], [1, 4], [0, 1]]);
-    assert.deepEqual(o.topVerbs.map((v) => [v.verb.slice(-1), v.statements]), [['a', 3], ['b', 2], ['c', 2]]);
+    assert.deepEqual(perDay(o.days, clock.now()), [
+      [2, 2],
+      [1, 4],
+      [0, 1],
+    ]);
+    assert.deepEqual(
+      o.topVerbs.map((v) => [v.verb.slice(-1), v.statements]),
+      [
+        ['a', 3],
+        ['b', 2],
+        ['c', 2],
+      ],
+    );
     assert.equal(o.lastStoredMs, clock.now());
-    assert.deepEqual(await store.storeTotals(dayOf(clock.now()) - 1), [{ target: '', statements: 7, recent: 5 }, { target: 'other', statements: 1, recent: 1 }]);
+    assert.deepEqual(await store.storeTotals(dayOf(clock.now()) - 1), [
+      { target: '', statements: 7, recent: 5 },
+      { target: 'other', statements: 1, recent: 1 },
+    ]);
   });
 });
 
@@ -156,15 +171,33 @@ UPDATE statements SET stored_ms = stored_ms - ${DAY_MS} WHERE seq = (SELECT seq 
       opened.store = store = await opened.reopen();
       const o = await store.storeOverview('', query(nowMs));
       assert.equal(o.statements, 5);
-      assert.deepEqual(perDay(o.days, nowMs), [[3, 2], [1, 1], [0, 2]]);
-      assert.deepEqual(o.topVerbs.map((v) => [v.verb.slice(-1), v.statements]), [['a', 2], ['b', 2], ['c', 1]]);
+      assert.deepEqual(perDay(o.days, nowMs), [
+        [3, 2],
+        [1, 1],
+        [0, 2],
+      ]);
+      assert.deepEqual(
+        o.topVerbs.map((v) => [v.verb.slice(-1), v.statements]),
+        [
+          ['a', 2],
+          ['b', 2],
+          ['c', 1],
+        ],
+      );
       assert.deepEqual(o.minutes, [], 'the minutes count arrivals from the migration on');
       assert.equal((await store.storeOverview('t2', query(nowMs))).statements, 1);
       // Counting goes on from the backfilled counts.
       await write(store, '', ['c']);
       const later = await store.storeOverview('', query(nowMs));
       assert.equal(later.statements, 6);
-      assert.deepEqual(later.topVerbs.map((v) => [v.verb.slice(-1), v.statements]), [['a', 2], ['b', 2], ['c', 2]]);
+      assert.deepEqual(
+        later.topVerbs.map((v) => [v.verb.slice(-1), v.statements]),
+        [
+          ['a', 2],
+          ['b', 2],
+          ['c', 2],
+        ],
+      );
     });
   });
 }
@@ -197,20 +230,26 @@ for (const [name, open, version] of backends) {
       // VERBS_PER_DAY verbs of two statements each: the day is full, nothing folded yet.
       const twice = names('v', VERBS_PER_DAY);
       await write(store, '', [...twice, ...twice]);
-      assert.deepEqual((await countRows(opened, '')), [[VERBS_PER_DAY, 0]]);
+      assert.deepEqual(await countRows(opened, ''), [[VERBS_PER_DAY, 0]]);
       // One more verb (Cal's): the day folds to the FOLD_TO heaviest, the older key first among equals.
       const calIds = await write(store, '', ['late'], CAL);
-      assert.deepEqual((await countRows(opened, '')), [[FOLD_TO, 2 * (VERBS_PER_DAY - FOLD_TO) + 1]]);
+      assert.deepEqual(await countRows(opened, ''), [[FOLD_TO, 2 * (VERBS_PER_DAY - FOLD_TO) + 1]]);
       let o = await store.storeOverview('', query(nowMs));
       assert.equal(o.statements, 2 * VERBS_PER_DAY + 1);
-      assert.deepEqual(o.topVerbs.slice(0, 2).map((v) => [v.verb.split('/').pop(), v.statements]), [['v0000', 2], ['v0001', 2]]);
+      assert.deepEqual(
+        o.topVerbs.slice(0, 2).map((v) => [v.verb.split('/').pop(), v.statements]),
+        [
+          ['v0000', 2],
+          ['v0001', 2],
+        ],
+      );
       assert.equal(o.otherVerbs, 2 * VERBS_PER_DAY + 1 - 10 * 2, 'every statement not of the ten listed');
       // Cal's verb again: it gets a row now (there is room), its first statement staying in "other".
       calIds.push(...(await write(store, '', ['late'], CAL)));
-      assert.deepEqual((await countRows(opened, '')), [[FOLD_TO + 1, 2 * (VERBS_PER_DAY - FOLD_TO) + 1]]);
+      assert.deepEqual(await countRows(opened, ''), [[FOLD_TO + 1, 2 * (VERBS_PER_DAY - FOLD_TO) + 1]]);
       // Deleting Cal's two takes one off its row (all it holds: the row goes) and the other off "other".
       assert.equal((await store.deleteStatements('', calIds)).statements, 2);
-      assert.deepEqual((await countRows(opened, '')), [[FOLD_TO, 2 * (VERBS_PER_DAY - FOLD_TO)]]);
+      assert.deepEqual(await countRows(opened, ''), [[FOLD_TO, 2 * (VERBS_PER_DAY - FOLD_TO)]]);
       o = await store.storeOverview('', query(nowMs));
       assert.equal(o.statements, 2 * VERBS_PER_DAY);
       assert.equal(o.otherVerbs, 2 * VERBS_PER_DAY - 10 * 2);
@@ -221,7 +260,13 @@ for (const [name, open, version] of backends) {
       await write(store, 'g', [...names('w', 3 * VERBS_PER_DAY), 'heavy', 'heavy', 'heavy', 'next', 'next']);
       assert.deepEqual(await countRows(opened!, 'g'), [[FOLD_TO, 3 * VERBS_PER_DAY + 5 - FOLD_TO - 3]], 'heavy (3), next (2) and 48 others keep a row');
       const o = await store.storeOverview('g', query(Date.now()));
-      assert.deepEqual(o.topVerbs.slice(0, 2).map((v) => [v.verb.split('/').pop(), v.statements]), [['heavy', 3], ['next', 2]]);
+      assert.deepEqual(
+        o.topVerbs.slice(0, 2).map((v) => [v.verb.split('/').pop(), v.statements]),
+        [
+          ['heavy', 3],
+          ['next', 2],
+        ],
+      );
       assert.equal(o.statements, 3 * VERBS_PER_DAY + 5);
       assert.equal(o.topVerbs.reduce((n, v) => n + v.statements, 0) + o.otherVerbs, o.statements);
     });
@@ -239,7 +284,13 @@ INSERT INTO statement_counts (tenant, day, verb, n) SELECT tenant, stored_ms / 8
       assert.deepEqual(await countRows(opened!, 'g'), [[VERBS_PER_DAY, 3 * VERBS_PER_DAY + 5 - VERBS_PER_DAY - 3]]);
       assert.deepEqual(await countRows(opened!, ''), [[VERBS_PER_DAY, 0]], 'a day within the bound is left as it was');
       const o = await opened!.store.storeOverview('m', query(Date.now()));
-      assert.deepEqual(o.topVerbs.slice(0, 2).map((v) => [v.verb.split('/').pop(), v.statements]), [['top', 2], ['m0000', 1]]);
+      assert.deepEqual(
+        o.topVerbs.slice(0, 2).map((v) => [v.verb.split('/').pop(), v.statements]),
+        [
+          ['top', 2],
+          ['m0000', 1],
+        ],
+      );
       assert.equal(o.statements, VERBS_PER_DAY + 32);
       assert.equal(o.otherVerbs, VERBS_PER_DAY + 32 - 2 - 9);
     });

@@ -17,18 +17,29 @@ import { storeBackends } from '../helpers/stores.ts';
 const ADMIN: Actor = { objectType: 'Agent', mbox: 'mailto:admin@example.com' };
 const VERB = { id: 'http://example.com/verbs/pipeline' };
 const VOIDED = { id: 'http://adlnet.gov/expapi/verbs/voided' };
-const made = (object: Record<string, unknown>, verb = VERB): Statement =>
-  ({ id: randomUUID(), actor: { mbox: 'mailto:learner@example.com' }, verb, object }) as Statement;
+const made = (object: Record<string, unknown>, verb = VERB): Statement => ({ id: randomUUID(), actor: { mbox: 'mailto:learner@example.com' }, verb, object }) as Statement;
 const ref = (id: string) => ({ objectType: 'StatementRef', id });
 
 describe('GroupQueue', () => {
   test('groups in arrival order up to the statement cap, a larger request alone; the scheduler hears of the first of each queue', () => {
     const firsts: [string, boolean][] = [];
     const q = new GroupQueue(3, (key, first) => firsts.push([key, first]));
-    const batch = (n: number) => prepareBatch(Array.from({ length: n }, () => made({ id: 'http://example.com/a' })), ADMIN, '1.0.3');
+    const batch = (n: number) =>
+      prepareBatch(
+        Array.from({ length: n }, () => made({ id: 'http://example.com/a' })),
+        ADMIN,
+        '1.0.3',
+      );
     for (const n of [1, 2, 2, 5, 1]) void q.add('t', 't', batch(n), []);
     void q.add('u', 'u', batch(1), []);
-    assert.deepEqual(firsts, [['t', true], ['t', false], ['t', false], ['t', false], ['t', false], ['u', true]]);
+    assert.deepEqual(firsts, [
+      ['t', true],
+      ['t', false],
+      ['t', false],
+      ['t', false],
+      ['t', false],
+      ['u', true],
+    ]);
     const sizes = () => q.take('t').map((r) => r.batch.length);
     assert.deepEqual([sizes(), sizes(), sizes(), sizes()], [[1, 2], [2], [5], [1]]);
     assert.equal(q.has('t'), false);
@@ -40,12 +51,26 @@ describe('GroupQueue', () => {
 describe('KeyCache', () => {
   test('a tenant learned at another epoch starts again; past the bound every id is forgotten', () => {
     const c = new KeyCache<string>(3);
-    c.add(1, 'e1', new Map([['a', 1], ['b', 2]]));
+    c.add(
+      1,
+      'e1',
+      new Map([
+        ['a', 1],
+        ['b', 2],
+      ]),
+    );
     assert.deepEqual(c.lookup(1, ['a', 'x']), { ids: new Map([['a', 1]]), missing: new Set(['x']), epoch: 'e1' });
     assert.equal(c.lookup(2, ['a']), undefined);
     c.set(1, 'e2', 'c', 3);
     assert.deepEqual([c.get(1, 'a'), c.get(1, 'c')], [undefined, 3]);
-    c.add(2, 'e2', new Map([['a', 4], ['b', 5]]));
+    c.add(
+      2,
+      'e2',
+      new Map([
+        ['a', 4],
+        ['b', 5],
+      ]),
+    );
     c.set(2, 'e2', 'd', 6); // a fourth id: the cache starts again
     assert.deepEqual([c.get(1, 'c'), c.get(2, 'a'), c.get(2, 'd')], [undefined, undefined, 6]);
     c.forget(2);
@@ -65,7 +90,14 @@ for (const backend of storeBackends) {
       await dispose?.();
     });
     const ids = async (filter: Partial<StatementQuery['filter']>) => {
-      const query: StatementQuery = { limit: 100, maxBytes: 4 * 1024 * 1024, ascending: true, format: 'exact', attachments: false, filter: { relatedAgents: false, relatedActivities: false, ...filter } };
+      const query: StatementQuery = {
+        limit: 100,
+        maxBytes: 4 * 1024 * 1024,
+        ascending: true,
+        format: 'exact',
+        attachments: false,
+        filter: { relatedAgents: false, relatedActivities: false, ...filter },
+      };
       return (await store.queryStatements('', query)).rows.map((row) => (JSON.parse(row.json) as Statement).id);
     };
 

@@ -20,7 +20,16 @@ const postgres = storeBackends.find((b) => b.name === 'postgres');
 /** `n` new statements, each with its own actor and activity, in batches of 250. */
 async function insertNew(store: Store, n: number): Promise<void> {
   for (let left = n; left > 0; left -= 250) {
-    const batch = Array.from({ length: Math.min(250, left) }, () => ({ id: randomUUID(), actor: { mbox: `mailto:${randomUUID()}@example.com` }, verb: { id: 'http://example.com/v' }, object: { id: `http://example.com/a/${randomUUID()}` } }) as Statement);
+    const batch = Array.from(
+      { length: Math.min(250, left) },
+      () =>
+        ({
+          id: randomUUID(),
+          actor: { mbox: `mailto:${randomUUID()}@example.com` },
+          verb: { id: 'http://example.com/v' },
+          object: { id: `http://example.com/a/${randomUUID()}` },
+        }) as Statement,
+    );
     await store.insertStatements('', prepareBatch(batch, { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
   }
 }
@@ -90,7 +99,16 @@ describe('PostgreSQL planner statistics keep up with a growing store', { skip: p
     try {
       const before = await analyzes();
       const batch = () =>
-        Array.from({ length: 250 }, () => ({ id: randomUUID(), actor: { mbox: `mailto:${randomUUID()}@example.com` }, verb: { id: 'http://example.com/v' }, object: { id: 'http://example.com/a' } }) as Statement);
+        Array.from(
+          { length: 250 },
+          () =>
+            ({
+              id: randomUUID(),
+              actor: { mbox: `mailto:${randomUUID()}@example.com` },
+              verb: { id: 'http://example.com/v' },
+              object: { id: 'http://example.com/a' },
+            }) as Statement,
+        );
       for (let i = 0; i < 4; i++) await store.insertStatements('', prepareBatch(batch(), { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
       // The ANALYZE runs in the background: wait for it (autovacuum would take a minute or more).
       for (let i = 0; i < 400 && (await analyzes()) <= before; i++) await new Promise((r) => setTimeout(r, 50));
@@ -148,7 +166,7 @@ describe('PostgreSQL planner statistics keep up with a growing store', { skip: p
 });
 
 describe('PostgreSQL autovacuum keeps the newest statements readable from the indexes alone', { skip: postgres ? false : 'PostgreSQL skipped' }, () => {
-  test('a statement table is due for a vacuum once 1 % of its rows are new (PostgreSQL\'s default waits for a fifth)', async () => {
+  test("a statement table is due for a vacuum once 1 % of its rows are new (PostgreSQL's default waits for a fifth)", async () => {
     const { store, dispose } = await postgres!.open();
     const url = (store as unknown as { opts: { url: string } }).opts.url;
     const c = new pg.Client({ connectionString: url });
@@ -169,20 +187,22 @@ describe('PostgreSQL autovacuum keeps the newest statements readable from the in
       await c.query(`VACUUM ${tables.join(', ')}`);
       await insert(1100);
       const state = async () =>
-        (await c.query<{ relname: string; inserted: string; tuples: number; scale: string; threshold: string }>(
-          `SELECT s.relname, s.n_ins_since_vacuum AS inserted, c.reltuples AS tuples,
+        (
+          await c.query<{ relname: string; inserted: string; tuples: number; scale: string; threshold: string }>(
+            `SELECT s.relname, s.n_ins_since_vacuum AS inserted, c.reltuples AS tuples,
              coalesce((SELECT split_part(o, '=', 2) FROM unnest(c.reloptions) o WHERE o LIKE 'autovacuum_vacuum_insert_scale_factor=%'), current_setting('autovacuum_vacuum_insert_scale_factor')) AS scale,
              current_setting('autovacuum_vacuum_insert_threshold') AS threshold
            FROM pg_stat_user_tables s JOIN pg_class c ON c.oid = s.relid WHERE s.relname = ANY($1) ORDER BY s.relname`,
-          [tables],
-        )).rows.map((r) => ({ table: r.relname, inserted: Number(r.inserted), limit: (scale: number) => Number(r.threshold) + scale * r.tuples, scale: Number(r.scale) }));
+            [tables],
+          )
+        ).rows.map((r) => ({ table: r.relname, inserted: Number(r.inserted), limit: (scale: number) => Number(r.threshold) + scale * r.tuples, scale: Number(r.scale) }));
       for (let i = 0; ; i++) {
         await c.query('SELECT pg_stat_clear_snapshot()');
         const rows = await state();
         const notDue = rows.filter((t) => t.inserted <= t.limit(t.scale));
         if (rows.length === tables.length && notDue.length === 0) {
           const statements = rows.find((t) => t.table === 'statements')!;
-          assert.ok(statements.inserted <= statements.limit(0.2), 'with PostgreSQL\'s default the statements table would not be due yet');
+          assert.ok(statements.inserted <= statements.limit(0.2), "with PostgreSQL's default the statements table would not be due yet");
           break;
         }
         assert.ok(i < 1000, `not due for autovacuum: ${JSON.stringify(notDue)}`);

@@ -45,16 +45,26 @@ for (const backend of storeBackends) {
     test('trimmed to max per store, oldest first; older than keepSinceMs dropped; ids never reused', async () => {
       await store.keepRejections([rejection('b', 1_000, 'conflict')], { max: 5, keepSinceMs: 0 });
       for (let i = 0; i < 4; i++) {
-        await store.keepRejections(Array.from({ length: 4 }, (_, j) => rejection('', 10_000 + i, 'value_error.iri', i * 4 + j)), { max: 5, keepSinceMs: 0 });
+        await store.keepRejections(
+          Array.from({ length: 4 }, (_, j) => rejection('', 10_000 + i, 'value_error.iri', i * 4 + j)),
+          { max: 5, keepSinceMs: 0 },
+        );
       }
       const kept = await store.listRejections({ tenant: '', limit: 100 });
-      assert.deepEqual(kept.map((r) => r.reasons[0].loc[0]), [11, 12, 13, 14, 15]);
+      assert.deepEqual(
+        kept.map((r) => r.reasons[0].loc[0]),
+        [11, 12, 13, 14, 15],
+      );
       assert.equal((await store.listRejections({ tenant: 'b', limit: 100 })).length, 1, 'another store is not trimmed by this one');
       const lastId = Number(kept.at(-1)!.id);
       await store.clearRejections('');
       await store.keepRejections([rejection('', 20_000)], { max: 5, keepSinceMs: 5_000 });
       const now = await store.listRejections({ limit: 100 });
-      assert.deepEqual(now.map((r) => r.tenant), [''], "b's old row is dropped by age");
+      assert.deepEqual(
+        now.map((r) => r.tenant),
+        [''],
+        "b's old row is dropped by age",
+      );
       assert.ok(Number(now[0].id) > lastId);
       assert.deepEqual(now[0].body, Buffer.from('{"n":0}'));
     });
@@ -64,7 +74,10 @@ for (const backend of storeBackends) {
       const at = (username: string, n: number, tenant = '') => rejection(tenant, 1_000 + n, 'value_error.iri', n, username);
       await store.keepRejections([at('quiet', 0), at('quiet', 1), at('other', 2), at('flood', 0, 'b')], { max: 10, keepSinceMs: 0 });
       for (let wave = 0; wave < 5; wave++) {
-        await store.keepRejections(Array.from({ length: 8 }, (_, i) => at('flood', 100 + wave * 8 + i)), { max: 10, keepSinceMs: 0 });
+        await store.keepRejections(
+          Array.from({ length: 8 }, (_, i) => at('flood', 100 + wave * 8 + i)),
+          { max: 10, keepSinceMs: 0 },
+        );
       }
       await store.keepRejections([at('quiet', 200)], { max: 10, keepSinceMs: 0 });
       const kept = await store.listRejections({ tenant: '', limit: 100 });
@@ -72,16 +85,16 @@ for (const backend of storeBackends) {
       const of = (u: string) => kept.filter((r) => r.username === u).map((r) => r.reasons[0].loc[0]);
       assert.deepEqual(of('quiet'), [0, 1, 200], "the quiet producer's rows are all kept");
       assert.deepEqual(of('other'), [2]);
-      assert.deepEqual(of('flood'), [134, 135, 136, 137, 138, 139], "the flooder keeps its newest, within what is left");
+      assert.deepEqual(of('flood'), [134, 135, 136, 137, 138, 139], 'the flooder keeps its newest, within what is left');
       assert.equal((await store.listRejections({ tenant: 'b', limit: 100 })).length, 1, 'another store is not trimmed by this one');
     });
 
     test('the reason filter: a whole type or its prefix up to a dot, wildcards taken literally; since; paging', async () => {
       await store.clearRejections();
-      await store.keepRejections(
-        [rejection('', 1, 'value_error.iri'), rejection('', 2, 'conflict'), rejection('', 3, 'value_error'), rejection('', 4, 'type_error.object')],
-        { max: 10, keepSinceMs: 0 },
-      );
+      await store.keepRejections([rejection('', 1, 'value_error.iri'), rejection('', 2, 'conflict'), rejection('', 3, 'value_error'), rejection('', 4, 'type_error.object')], {
+        max: 10,
+        keepSinceMs: 0,
+      });
       const types = async (reason: string) => (await store.listRejections({ reason, limit: 10 })).map((r) => r.reasons[0].type);
       assert.deepEqual(await types('value_error'), ['value_error.iri', 'value_error']);
       assert.deepEqual(await types('value_error.iri'), ['value_error.iri']);
@@ -89,9 +102,15 @@ for (const backend of storeBackends) {
       assert.deepEqual(await types('value_error%'), []);
       assert.deepEqual(await types('%'), []);
       assert.deepEqual(await types('_onflict'), []);
-      assert.deepEqual((await store.listRejections({ sinceMs: 3, limit: 10 })).map((r) => r.atMs), [3, 4]);
+      assert.deepEqual(
+        (await store.listRejections({ sinceMs: 3, limit: 10 })).map((r) => r.atMs),
+        [3, 4],
+      );
       const first = await store.listRejections({ limit: 2 });
-      assert.deepEqual((await store.listRejections({ afterId: first[1].id, limit: 10 })).map((r) => r.atMs), [3, 4]);
+      assert.deepEqual(
+        (await store.listRejections({ afterId: first[1].id, limit: 10 })).map((r) => r.atMs),
+        [3, 4],
+      );
       assert.equal(await store.deleteRejections([first[0].id, first[0].id]), 1);
       await store.updateRejection(first[1].id, { status: 409, reasons: [{ loc: [], msg: 'x', type: 'conflict' }], atMs: 9 });
       assert.deepEqual(await store.getRejection(first[1].id).then((r) => [r?.status, r?.atMs]), [409, 9]);
@@ -109,9 +128,22 @@ for (const backend of storeBackends) {
       assert.equal(await store.renewRejectionClaim('a', 5_000), 2);
       assert.deepEqual(await store.claimRejections(ids, { token: 'c', untilMs: 9_000, nowMs: 999 }), [], "b's held until 1,000, a's renewed");
       assert.deepEqual(await store.claimRejections(ids, { token: 'c', untilMs: 9_000, nowMs: 1_001 }), [ids[2]], "b's expired");
-      const audit = { timeMs: 7, actor: 'ops', actorKind: 'os-user', role: 'operator', via: 'cli', client: 'host', action: 'rejections.replay', target: null, details: { phase: 'end' } } as const;
+      const audit = {
+        timeMs: 7,
+        actor: 'ops',
+        actorKind: 'os-user',
+        role: 'operator',
+        via: 'cli',
+        client: 'host',
+        action: 'rejections.replay',
+        target: null,
+        details: { phase: 'end' },
+      } as const;
       assert.equal(await store.releaseRejections('a', audit), 2);
-      assert.deepEqual((await store.listAudit({ action: 'rejections.replay', limit: 5 })).map((e) => e.details), [{ phase: 'end' }]);
+      assert.deepEqual(
+        (await store.listAudit({ action: 'rejections.replay', limit: 5 })).map((e) => e.details),
+        [{ phase: 'end' }],
+      );
       assert.deepEqual(await store.claimRejections(ids, { token: 'd', untilMs: 9_000, nowMs: 1_001 }), [ids[0], ids[1]], "a's released");
       assert.equal(await store.clearRejections(), 3);
     });

@@ -91,7 +91,10 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
     /** The ids of the posted statements matching `match` (directly, or through the StatementRef's target), newest first. */
     const expected = (match: (p: Posted) => boolean): string[] => {
       const byId = new Map(posted.map((p) => [p.id, p]));
-      return posted.filter((p) => match(p) || (p.ref !== undefined && match(byId.get(p.ref)!))).map((p) => p.id).reverse();
+      return posted
+        .filter((p) => match(p) || (p.ref !== undefined && match(byId.get(p.ref)!)))
+        .map((p) => p.id)
+        .reverse();
     };
 
     test('the seqs straddle the bucket boundaries, and each link row is in its seq bucket', () => {

@@ -154,7 +154,10 @@ for (const how of DISKS) {
           assert.deepEqual(JSON.parse(String(check.stdout)), ['ok', acked.size]);
           assert.equal(await srv.stop(), 0);
         } finally {
-          await started.then((srv) => srv.stop('SIGKILL'), () => undefined);
+          await started.then(
+            (srv) => srv.stop('SIGKILL'),
+            () => undefined,
+          );
           rmSync(dir, { recursive: true, force: true });
         }
       });

@@ -107,7 +107,10 @@ for (const backend of [sqliteBackend, sqliteThreadBackend]) {
       await store(ref, { verb: { id: 'http://example.com/verbs/commented' }, object: { objectType: 'StatementRef', id: id.b } });
       const res = await get(`verb=${encodeURIComponent(RARE)}`);
       assert.equal(res.status, 200);
-      assert.deepEqual(((await res.json()) as { statements: { id: string }[] }).statements.map((s) => s.id), [ref, id.b]);
+      assert.deepEqual(
+        ((await res.json()) as { statements: { id: string }[] }).statements.map((s) => s.id),
+        [ref, id.b],
+      );
     });
 
     test('erasure removes a statement from whichever level holds its id, and the id can be used again', async () => {

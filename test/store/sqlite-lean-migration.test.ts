@@ -84,7 +84,13 @@ function writeVersion5(path: string, rows: ReturnType<typeof history>): string[]
     for (const d of p.definitions) db.prepare('INSERT INTO activities (tenant, id, definition) VALUES (?, ?, ?)').run(r.tenant, d.id, JSON.stringify(d.definition));
     return full;
   });
-  db.prepare('INSERT INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)').run('', sha256(ATTACHMENT), 'text/plain', ATTACHMENT.length, Buffer.from(ATTACHMENT));
+  db.prepare('INSERT INTO attachments (tenant, sha2, content_type, length, content) VALUES (?, ?, ?, ?, ?)').run(
+    '',
+    sha256(ATTACHMENT),
+    'text/plain',
+    ATTACHMENT.length,
+    Buffer.from(ATTACHMENT),
+  );
   // The tenant-b statement still queued for a forwarding target.
   db.prepare('INSERT INTO forward_outbox (target, seq) VALUES (?, ?)').run('http://target.example', rows.length);
   db.close();
@@ -137,20 +143,32 @@ describe('SQLite migration 6: a version-5 database upgraded in place [sqlite]', 
   });
 
   test('start-up announces the rebuild; seqs and JSON are kept byte for byte; the old tables are gone', () => {
-    assert.ok(logged.some((l) => l.includes(`rebuilding statements for lean storage: ${rows.length} statements`)), logged.join(''));
+    assert.ok(
+      logged.some((l) => l.includes(`rebuilding statements for lean storage: ${rows.length} statements`)),
+      logged.join(''),
+    );
     const db = new DatabaseSync(path, { readOnly: true });
     try {
       const stored = (db.prepare('SELECT seq, full FROM statements ORDER BY seq').all() as { seq: number; full: string }[]).map((r) => ({ seq: r.seq, full: r.full }));
-      assert.deepEqual(stored, fulls.map((full, i) => ({ seq: i + 1, full })));
+      assert.deepEqual(
+        stored,
+        fulls.map((full, i) => ({ seq: i + 1, full })),
+      );
       const columns = (table: string) => (db.prepare(`SELECT name FROM pragma_table_info('${table}')`).all() as { name: string }[]).map((c) => c.name);
       // Migration 8 put the link rows into seq buckets.
       assert.deepEqual(columns('statement_agents'), ['tenant', 'bucket', 'agent', 'seq', 'role']);
       assert.deepEqual(columns('statement_activities'), ['tenant', 'bucket', 'activity', 'seq', 'direct']);
-      assert.ok(logged.some((l) => l.includes(`putting link rows into seq buckets: ${rows.length} statements`)), logged.join(''));
+      assert.ok(
+        logged.some((l) => l.includes(`putting link rows into seq buckets: ${rows.length} statements`)),
+        logged.join(''),
+      );
       assert.ok(columns('statements').includes('authority') && !columns('statements').includes('authority_key'));
       assert.equal((db.prepare("SELECT count(*) AS n FROM sqlite_schema WHERE name LIKE '%_lean'").get() as { n: number }).n, 0);
-      assert.equal((db.prepare('SELECT count(*) AS n FROM pragma_foreign_key_list(\'statement_agents\')').get() as { n: number }).n, 0);
-      assert.deepEqual((db.prepare('SELECT name FROM tenants ORDER BY id').all() as { name: string }[]).map((r) => r.name), ['', 'b']);
+      assert.equal((db.prepare("SELECT count(*) AS n FROM pragma_foreign_key_list('statement_agents')").get() as { n: number }).n, 0);
+      assert.deepEqual(
+        (db.prepare('SELECT name FROM tenants ORDER BY id').all() as { name: string }[]).map((r) => r.name),
+        ['', 'b'],
+      );
     } finally {
       db.close();
     }
@@ -203,13 +221,19 @@ describe('SQLite migration 6: a version-5 database upgraded in place [sqlite]', 
       assert.deepEqual(await ids(migrated, q), await ids(fresh, q), q);
       assert.deepEqual(await ids(migrated, q, TENANT_B), await ids(fresh, q, TENANT_B), `${q} (tenant b)`);
     }
-    assert.deepEqual(await ids(migrated, `agent=${enc(ANN)}`), [rows[3], rows[2], rows[0]].map((r) => r.statement.id));
+    assert.deepEqual(
+      await ids(migrated, `agent=${enc(ANN)}`),
+      [rows[3], rows[2], rows[0]].map((r) => r.statement.id),
+    );
   });
 
   test('since and until on migrated stored times', async () => {
     const iso = (ms: number) => new Date(ms).toISOString();
     const got = await ids(migrated, `since=${enc(iso(storedMsOf(2) - 1))}&until=${enc(iso(storedMsOf(5)))}&ascending=true`);
-    assert.deepEqual(got, [2, 3, 4].map((i) => rows[i].statement.id)); // statement 5 was voided above
+    assert.deepEqual(
+      got,
+      [2, 3, 4].map((i) => rows[i].statement.id),
+    ); // statement 5 was voided above
   });
 
   test('attachments, activity definitions and the outbox survive', async () => {
@@ -233,17 +257,29 @@ describe('SQLite migration 6: a version-5 database upgraded in place [sqlite]', 
     const run = await runCli(migrated, ['erase', '--agent', JSON.stringify(CAROL)]);
     assert.equal(run.code, 0, run.stderr);
     assert.deepEqual(await ids(migrated, `agent=${enc(CAROL)}&related_agents=true`), []);
-    assert.deepEqual(Object.entries(await danglingRows(migrated)).filter(([, n]) => n > 0), []);
+    assert.deepEqual(
+      Object.entries(await danglingRows(migrated)).filter(([, n]) => n > 0),
+      [],
+    );
     const db = new DatabaseSync(path, { readOnly: true });
     try {
       assert.equal((db.prepare("SELECT count(*) AS n FROM keys WHERE key = 'mbox:mailto:carol@example.com'").get() as { n: number }).n, 0);
-      assert.ok((db.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').get('statements') as { seq: number }).seq > rows.length + 1, `a seq after ${rows.length + 1} for ${id}`);
+      assert.ok(
+        (db.prepare('SELECT seq FROM sqlite_sequence WHERE name = ?').get('statements') as { seq: number }).seq > rows.length + 1,
+        `a seq after ${rows.length + 1} for ${id}`,
+      );
       // No link row of the erased statements is left (erasure deleted them by primary key).
-      assert.equal((db.prepare('SELECT count(*) AS n FROM statement_agents a JOIN keys k ON k.id = a.agent WHERE k.key = ?').get('mbox:mailto:carol@example.com') as { n: number }).n, 0);
+      assert.equal(
+        (db.prepare('SELECT count(*) AS n FROM statement_agents a JOIN keys k ON k.id = a.agent WHERE k.key = ?').get('mbox:mailto:carol@example.com') as { n: number }).n,
+        0,
+      );
     } finally {
       db.close();
     }
     // Everything else still answers as before.
-    assert.deepEqual(await ids(migrated, `agent=${enc(ANN)}`), [rows[3], rows[2], rows[0]].map((r) => r.statement.id));
+    assert.deepEqual(
+      await ids(migrated, `agent=${enc(ANN)}`),
+      [rows[3], rows[2], rows[0]].map((r) => r.statement.id),
+    );
   });
 });

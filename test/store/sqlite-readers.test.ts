@@ -62,8 +62,14 @@ describe('SQLite reader threads', () => {
     for (const lrs of [threaded, plain]) assert.equal((await lrs.fetch('/xAPI/statements', jsonInit('POST', batch))).status, 200);
     const path = `/xAPI/statements?verb=${encodeURIComponent(VERB.id)}&limit=10&ascending=true`;
     const [a, b] = [await walk(threaded, path), await walk(plain, path)];
-    assert.deepEqual(a.slice(-35), batch.map((s) => s.id));
-    assert.deepEqual(b, batch.map((s) => s.id));
+    assert.deepEqual(
+      a.slice(-35),
+      batch.map((s) => s.id),
+    );
+    assert.deepEqual(
+      b,
+      batch.map((s) => s.id),
+    );
     const other = await threaded.fetch(path, { user: TENANT_B });
     assert.deepEqual(((await other.json()) as { statements: unknown[] }).statements, [], 'another tenant sees none of them');
   });
@@ -85,7 +91,14 @@ test('closing the store while a reader query runs answers it (result or 503), ne
   try {
     await store.migrate();
     await store.insertStatements('', prepareBatch([st() as unknown as Statement], { mbox: 'mailto:auth@example.com' }, '1.0.3'), []);
-    const query = { filter: { verb: VERB.id, relatedAgents: false, relatedActivities: false }, limit: 10, maxBytes: 4 * 1024 * 1024, ascending: false, format: 'exact' as const, attachments: false };
+    const query = {
+      filter: { verb: VERB.id, relatedAgents: false, relatedActivities: false },
+      limit: 10,
+      maxBytes: 4 * 1024 * 1024,
+      ascending: false,
+      format: 'exact' as const,
+      attachments: false,
+    };
     await store.queryStatements('', query); // the reader is up
     const answered = Promise.all(Array.from({ length: 20 }, () => store.queryStatements('', query))).then(
       () => 'answered',

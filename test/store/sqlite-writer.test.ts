@@ -48,7 +48,11 @@ describe('SQLite writer thread', () => {
     const ids = new Set(served.map((s) => s.id));
     for (const b of batches) for (const s of b) assert.ok(ids.has(s.id as string));
     const stored = served.map((s) => Date.parse(s.stored));
-    assert.deepEqual(stored, [...stored].sort((a, b) => a - b), 'stored never decreases in seq order');
+    assert.deepEqual(
+      stored,
+      [...stored].sort((a, b) => a - b),
+      'stored never decreases in seq order',
+    );
   });
 
   test("bytes sent to the writer are the request's own, and the caller's memory stays usable", async () => {
@@ -62,7 +66,9 @@ describe('SQLite writer thread', () => {
     assert.equal(body.toString(), 'a'.repeat(100));
     assert.ok(Buffer.isBuffer(stored.content));
     assert.equal(stored.content.toString(), 'a'.repeat(100));
-    const res = await lrs.fetch(`/xAPI/activities/state?activityId=${encodeURIComponent(key.activityId)}&agent=${encodeURIComponent(JSON.stringify({ mbox: 'mailto:bytes@example.com' }))}&stateId=bytes`);
+    const res = await lrs.fetch(
+      `/xAPI/activities/state?activityId=${encodeURIComponent(key.activityId)}&agent=${encodeURIComponent(JSON.stringify({ mbox: 'mailto:bytes@example.com' }))}&stateId=bytes`,
+    );
     assert.equal(res.status, 200);
     assert.equal(await res.text(), 'a'.repeat(100));
   });

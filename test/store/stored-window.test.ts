@@ -73,7 +73,10 @@ for (const backend of storeBackends) {
           assert.deepEqual(scanned, since);
         }
         const [lo, hi] = [times[2], times[times.length - 3]];
-        assert.deepEqual(await query(tenant, { since: lo, until: hi }), rows.filter(([, ms]) => ms > lo && ms <= hi).map(([id]) => id));
+        assert.deepEqual(
+          await query(tenant, { since: lo, until: hi }),
+          rows.filter(([, ms]) => ms > lo && ms <= hi).map(([id]) => id),
+        );
       }
       assert.deepEqual(await query('t3', { since: 0 }), []); // a tenant without statements
       assert.deepEqual(await query('t3', { until: Date.now() }), []);

@@ -29,8 +29,7 @@ const RARE = { id: 'http://example.com/verbs/rare' };
 const E: Actor = { objectType: 'Agent', mbox: 'mailto:e@example.com' };
 const RARE_ACTIVITY = 'http://example.com/rare-activity';
 
-const made = (actor: Actor, object: Record<string, unknown> = { id: 'http://example.com/o' }, verb = VERB): Statement =>
-  ({ id: randomUUID(), actor, verb, object }) as Statement;
+const made = (actor: Actor, object: Record<string, unknown> = { id: 'http://example.com/o' }, verb = VERB): Statement => ({ id: randomUUID(), actor, verb, object }) as Statement;
 const ref = (id: string) => ({ objectType: 'StatementRef', id });
 
 for (const backend of storeBackends) {
@@ -114,21 +113,43 @@ for (const backend of storeBackends) {
     };
 
     test('a rarely matched agent (backward walk): targeting statements, recursively, voided targets too', async () => {
-      assert.deepEqual((await page({ filter: { agent: key(B) } })).ids, [s.m1, s.v1, s.r2, s.r1, s.b1].map((x) => x.id));
+      assert.deepEqual(
+        (await page({ filter: { agent: key(B) } })).ids,
+        [s.m1, s.v1, s.r2, s.r1, s.b1].map((x) => x.id),
+      );
     });
 
     test('mine applies to every statement of a chain; since to the targeting statement', async () => {
       // m1 is mine but targets b1, another authority's statement: invisible, so no reason to match.
       assert.deepEqual((await page({ filter: { agent: key(B), authority: key(MINE) } })).ids, []);
-      assert.deepEqual((await page({ filter: { agent: key(D), authority: key(MINE) } })).ids, [s.m2, s.d1].map((x) => x.id));
-      assert.deepEqual((await page({ filter: { agent: key(D) } })).ids, [s.m3, s.a2, s.m2, s.d1].map((x) => x.id));
-      assert.deepEqual((await page({ filter: { agent: key(B) }, since: await stored(s.r1) })).ids, [s.m1, s.v1, s.r2].map((x) => x.id));
-      assert.deepEqual((await page({ filter: { agent: key(B) }, since: await stored(s.b1), until: await stored(s.r2), ascending: true })).ids, [s.r1, s.r2].map((x) => x.id));
+      assert.deepEqual(
+        (await page({ filter: { agent: key(D), authority: key(MINE) } })).ids,
+        [s.m2, s.d1].map((x) => x.id),
+      );
+      assert.deepEqual(
+        (await page({ filter: { agent: key(D) } })).ids,
+        [s.m3, s.a2, s.m2, s.d1].map((x) => x.id),
+      );
+      assert.deepEqual(
+        (await page({ filter: { agent: key(B) }, since: await stored(s.r1) })).ids,
+        [s.m1, s.v1, s.r2].map((x) => x.id),
+      );
+      assert.deepEqual(
+        (await page({ filter: { agent: key(B) }, since: await stored(s.b1), until: await stored(s.r2), ascending: true })).ids,
+        [s.r1, s.r2].map((x) => x.id),
+      );
     });
 
     test('a broadly matched agent (forward walk): a new StatementRef to an old match leads the first page', async () => {
       const first = await page({ filter: { agent: key(A) }, limit: 10 });
-      assert.deepEqual(first.ids, [s.m4.id, s.r3.id, ...as.slice(-8).reverse().map((x) => x.id)]);
+      assert.deepEqual(first.ids, [
+        s.m4.id,
+        s.r3.id,
+        ...as
+          .slice(-8)
+          .reverse()
+          .map((x) => x.id),
+      ]);
       const everything = await all({ filter: { agent: key(A) }, limit: 70 });
       assert.equal(everything.length, 602);
       assert.equal(new Set(everything).size, 602);
@@ -138,8 +159,18 @@ for (const backend of storeBackends) {
 
     test('a verb with few StatementRefs among its matches (forward walk, chosen by cost): chains, pages, since', async () => {
       const first = await page({ filter: { verb: RARE.id }, limit: 10 });
-      assert.deepEqual(first.ids, [s.e2.id, s.e1.id, ...es.slice(-8).reverse().map((x) => x.id)]);
-      assert.deepEqual(await all({ filter: { verb: RARE.id }, limit: 7 }), [s.e2, s.e1, ...[...es].reverse()].map((x) => x.id));
+      assert.deepEqual(first.ids, [
+        s.e2.id,
+        s.e1.id,
+        ...es
+          .slice(-8)
+          .reverse()
+          .map((x) => x.id),
+      ]);
+      assert.deepEqual(
+        await all({ filter: { verb: RARE.id }, limit: 7 }),
+        [s.e2, s.e1, ...[...es].reverse()].map((x) => x.id),
+      );
       assert.deepEqual((await page({ filter: { verb: RARE.id }, since: await stored(es[39]) })).ids, [s.e2.id, s.e1.id]);
       assert.deepEqual((await page({ filter: { verb: RARE.id }, until: await stored(s.e1), limit: 3 })).ids, [s.e1.id, es[39].id, es[38].id]);
     });
@@ -147,19 +178,37 @@ for (const backend of storeBackends) {
     test('agent + verb + activity: driven from whichever value is rarest, the same statements', async () => {
       const o = 'http://example.com/o';
       // The agent is rarest (B: 2 statements; the verb and the activity: hundreds).
-      assert.deepEqual((await page({ filter: { agent: key(B), verb: VERB.id, activity: o } })).ids, [s.m1, s.v1, s.r2, s.r1, s.b1].map((x) => x.id));
+      assert.deepEqual(
+        (await page({ filter: { agent: key(B), verb: VERB.id, activity: o } })).ids,
+        [s.m1, s.v1, s.r2, s.r1, s.b1].map((x) => x.id),
+      );
       // The activity is rarest (2), then the agent (42), then the verb (hundreds).
-      assert.deepEqual((await page({ filter: { agent: key(E), verb: VERB.id, activity: RARE_ACTIVITY } })).ids, [s.x2, s.x1].map((x) => x.id));
+      assert.deepEqual(
+        (await page({ filter: { agent: key(E), verb: VERB.id, activity: RARE_ACTIVITY } })).ids,
+        [s.x2, s.x1].map((x) => x.id),
+      );
       // The verb is rarest (40), with chains of StatementRefs to its matches.
-      assert.deepEqual((await page({ filter: { agent: key(E), verb: RARE.id, activity: o }, limit: 7 })).ids, [s.e2, s.e1, ...es.slice(-5).reverse()].map((x) => x.id));
-      assert.deepEqual(await all({ filter: { agent: key(E), verb: RARE.id, activity: o }, limit: 7 }), [s.e2, s.e1, ...[...es].reverse()].map((x) => x.id));
+      assert.deepEqual(
+        (await page({ filter: { agent: key(E), verb: RARE.id, activity: o }, limit: 7 })).ids,
+        [s.e2, s.e1, ...es.slice(-5).reverse()].map((x) => x.id),
+      );
+      assert.deepEqual(
+        await all({ filter: { agent: key(E), verb: RARE.id, activity: o }, limit: 7 }),
+        [s.e2, s.e1, ...[...es].reverse()].map((x) => x.id),
+      );
       // Nothing matches all three.
       assert.deepEqual((await page({ filter: { agent: key(A), verb: RARE.id, activity: o } })).ids, []);
     });
 
     test('a broadly matched agent with until before the StatementRef, or mine: no targeting statement', async () => {
       const until = await page({ filter: { agent: key(A) }, limit: 5, until: await stored(as[599]) });
-      assert.deepEqual(until.ids, as.slice(-5).reverse().map((x) => x.id));
+      assert.deepEqual(
+        until.ids,
+        as
+          .slice(-5)
+          .reverse()
+          .map((x) => x.id),
+      );
       assert.deepEqual((await page({ filter: { agent: key(A), authority: key(MINE) } })).ids, []);
       const since = await page({ filter: { agent: key(A) }, since: await stored(s.m1) });
       assert.deepEqual(since.ids, [s.m4.id, s.r3.id]);
@@ -186,7 +235,14 @@ for (const backend of storeBackends) {
       await store.insertStatements('', prepareBatch(statements, authority, '1.0.3'), []);
     };
     const ids = async (filter: Partial<StatementQuery['filter']>) => {
-      const query: StatementQuery = { limit: 100, maxBytes: 4 * 1024 * 1024, ascending: false, format: 'exact', attachments: false, filter: { relatedAgents: false, relatedActivities: false, ...filter } };
+      const query: StatementQuery = {
+        limit: 100,
+        maxBytes: 4 * 1024 * 1024,
+        ascending: false,
+        format: 'exact',
+        attachments: false,
+        filter: { relatedAgents: false, relatedActivities: false, ...filter },
+      };
       return (await store.queryStatements('', query)).rows.map((row) => (JSON.parse(row.json) as Statement).id);
     };
     const target = (): Statement => ({ ...made(F, { id: LATE_ACTIVITY }, LATE), context: { registration: randomUUID() } }) as Statement;
@@ -212,17 +268,32 @@ for (const backend of storeBackends) {
       const t3 = target();
       const q3 = made(C, ref(t3.id!));
       await put(ADMIN, q2, t2, t3, q3);
-      assert.deepEqual(await ids({ verb: LATE.id }), [q3, t3, t2, q2, t, r, q].map((x) => x.id));
+      assert.deepEqual(
+        await ids({ verb: LATE.id }),
+        [q3, t3, t2, q2, t, r, q].map((x) => x.id),
+      );
 
       // Erasing the target ends the chains through it; stored again, they reach it again.
       await store.deleteStatements('', [t.id!]);
-      assert.deepEqual(await ids({ verb: LATE.id }), [q3, t3, t2, q2].map((x) => x.id));
-      assert.deepEqual(await ids({ agent: key(F) }), [q3, t3, t2, q2].map((x) => x.id));
+      assert.deepEqual(
+        await ids({ verb: LATE.id }),
+        [q3, t3, t2, q2].map((x) => x.id),
+      );
+      assert.deepEqual(
+        await ids({ agent: key(F) }),
+        [q3, t3, t2, q2].map((x) => x.id),
+      );
       await put(ADMIN, t);
-      assert.deepEqual(await ids({ verb: LATE.id }), [t, q3, t3, t2, q2, r, q].map((x) => x.id));
+      assert.deepEqual(
+        await ids({ verb: LATE.id }),
+        [t, q3, t3, t2, q2, r, q].map((x) => x.id),
+      );
       // Erasing a link of the chain: what reached through it no longer does.
       await store.deleteStatements('', [r.id!]);
-      assert.deepEqual(await ids({ verb: LATE.id }), [t, q3, t3, t2, q2].map((x) => x.id));
+      assert.deepEqual(
+        await ids({ verb: LATE.id }),
+        [t, q3, t3, t2, q2].map((x) => x.id),
+      );
     });
 
     test('a cycle of ids ends the walk', async () => {

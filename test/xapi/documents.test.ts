@@ -4,15 +4,7 @@ import { createHash } from 'node:crypto';
 import { describe, test } from 'node:test';
 import { LrsError, ValidationFailed } from '../../src/errors.ts';
 import type { StoredDocument } from '../../src/store/types.ts';
-import {
-  checkJsonDocument,
-  checkPrecondition,
-  etagOf,
-  mergeJsonDocuments,
-  parseDocumentParams,
-  parsePreconditions,
-  planDocumentWrite,
-} from '../../src/xapi/documents.ts';
+import { checkJsonDocument, checkPrecondition, etagOf, mergeJsonDocuments, parseDocumentParams, parsePreconditions, planDocumentWrite } from '../../src/xapi/documents.ts';
 import { personOf } from '../../src/xapi/person.ts';
 import { isJsonType } from '../../src/xapi/media.ts';
 
@@ -50,9 +42,18 @@ describe('etag and content types', () => {
   });
 
   test('a document labelled JSON must parse; other documents are not looked at', () => {
-    assert.equal(kindOf(() => checkJsonDocument({ content: Buffer.from('{"a":'), contentType: 'application/json' })), 'bad_request');
-    assert.equal(kindOf(() => checkJsonDocument({ content: Buffer.from('{"a":'), contentType: 'text/plain' })), undefined);
-    assert.equal(kindOf(() => checkJsonDocument({ content: Buffer.from('[1, "x"]'), contentType: 'application/json' })), undefined);
+    assert.equal(
+      kindOf(() => checkJsonDocument({ content: Buffer.from('{"a":'), contentType: 'application/json' })),
+      'bad_request',
+    );
+    assert.equal(
+      kindOf(() => checkJsonDocument({ content: Buffer.from('{"a":'), contentType: 'text/plain' })),
+      undefined,
+    );
+    assert.equal(
+      kindOf(() => checkJsonDocument({ content: Buffer.from('[1, "x"]'), contentType: 'application/json' })),
+      undefined,
+    );
   });
 });
 
@@ -64,11 +65,26 @@ describe('merging (§2.2.s7)', () => {
 
   test('either side not application/json, or not a JSON object, is a 400', () => {
     const text = { content: Buffer.from('{"a":1}'), contentType: 'text/plain' };
-    assert.equal(kindOf(() => mergeJsonDocuments(text, jsonDoc({ b: 1 }))), 'bad_request');
-    assert.equal(kindOf(() => mergeJsonDocuments(jsonDoc({ b: 1 }), text)), 'bad_request');
-    assert.equal(kindOf(() => mergeJsonDocuments(jsonDoc([1]), jsonDoc({ b: 1 }))), 'bad_request');
-    assert.equal(kindOf(() => mergeJsonDocuments(jsonDoc({ a: 1 }), jsonDoc('str'))), 'bad_request');
-    assert.equal(kindOf(() => mergeJsonDocuments(jsonDoc({ a: 1 }), jsonDoc(null))), 'bad_request');
+    assert.equal(
+      kindOf(() => mergeJsonDocuments(text, jsonDoc({ b: 1 }))),
+      'bad_request',
+    );
+    assert.equal(
+      kindOf(() => mergeJsonDocuments(jsonDoc({ b: 1 }), text)),
+      'bad_request',
+    );
+    assert.equal(
+      kindOf(() => mergeJsonDocuments(jsonDoc([1]), jsonDoc({ b: 1 }))),
+      'bad_request',
+    );
+    assert.equal(
+      kindOf(() => mergeJsonDocuments(jsonDoc({ a: 1 }), jsonDoc('str'))),
+      'bad_request',
+    );
+    assert.equal(
+      kindOf(() => mergeJsonDocuments(jsonDoc({ a: 1 }), jsonDoc(null))),
+      'bad_request',
+    );
   });
 });
 
@@ -91,7 +107,12 @@ describe('preconditions (§3.1)', () => {
     ['nothing', E, {}, undefined],
   ];
   for (const [name, current, pre, expected] of cases) {
-    test(name, () => assert.equal(kindOf(() => checkPrecondition(current, pre)), expected));
+    test(name, () =>
+      assert.equal(
+        kindOf(() => checkPrecondition(current, pre)),
+        expected,
+      ),
+    );
   }
 
   test('the 409 explains how to resolve the conflict', () => {
@@ -139,13 +160,22 @@ describe('planDocumentWrite', () => {
 
   test('maxSize bounds what the write leaves stored: the merged document, not only the body', () => {
     const big = jsonDoc({ c: 'x'.repeat(20) });
-    assert.equal(kindOf(() => planDocumentWrite(stored, big, { merge: true, pre: {}, maxSize: 30 }, 2)), 'too_large');
+    assert.equal(
+      kindOf(() => planDocumentWrite(stored, big, { merge: true, pre: {}, maxSize: 30 }, 2)),
+      'too_large',
+    );
     assert.equal(planDocumentWrite(stored, big, { merge: false, pre: {}, maxSize: 30 }, 2).content.length, big.content.length, 'a PUT of the body alone fits');
-    assert.equal(kindOf(() => planDocumentWrite(undefined, big, { merge: true, pre: {}, maxSize: 20 }, 2)), 'too_large');
+    assert.equal(
+      kindOf(() => planDocumentWrite(undefined, big, { merge: true, pre: {}, maxSize: 20 }, 2)),
+      'too_large',
+    );
   });
 
   test('the precondition is checked before anything else', () => {
-    assert.equal(kindOf(() => planDocumentWrite(stored, jsonDoc({ b: 2 }), { merge: true, pre: { ifMatch: ['"x"'] } }, 2)), 'precondition_failed');
+    assert.equal(
+      kindOf(() => planDocumentWrite(stored, jsonDoc({ b: 2 }), { merge: true, pre: { ifMatch: ['"x"'] } }, 2)),
+      'precondition_failed',
+    );
   });
 });
 
@@ -162,16 +192,28 @@ describe('document parameters', () => {
   });
 
   test('missing required parameters are listed together', () => {
-    assert.deepEqual(locs(() => parseDocumentParams('state', 'PUT', {})), ['query.activityId', 'query.agent', 'query.stateId']);
-    assert.deepEqual(locs(() => parseDocumentParams('activity_profile', 'POST', {})), ['query.activityId', 'query.profileId']);
-    assert.deepEqual(locs(() => parseDocumentParams('agent_profile', 'DELETE', {})), ['query.agent', 'query.profileId']);
+    assert.deepEqual(
+      locs(() => parseDocumentParams('state', 'PUT', {})),
+      ['query.activityId', 'query.agent', 'query.stateId'],
+    );
+    assert.deepEqual(
+      locs(() => parseDocumentParams('activity_profile', 'POST', {})),
+      ['query.activityId', 'query.profileId'],
+    );
+    assert.deepEqual(
+      locs(() => parseDocumentParams('agent_profile', 'DELETE', {})),
+      ['query.agent', 'query.profileId'],
+    );
   });
 
   test('the id is optional for GET, and for DELETE on State only', () => {
     const { stateId: _s, ...noId } = state;
     assert.equal(parseDocumentParams('state', 'GET', noId).docId, undefined);
     assert.equal(parseDocumentParams('state', 'DELETE', noId).docId, undefined);
-    assert.deepEqual(locs(() => parseDocumentParams('activity_profile', 'DELETE', { activityId: 'http://example.com/a' })), ['query.profileId']);
+    assert.deepEqual(
+      locs(() => parseDocumentParams('activity_profile', 'DELETE', { activityId: 'http://example.com/a' })),
+      ['query.profileId'],
+    );
     assert.equal(parseDocumentParams('agent_profile', 'GET', { agent }).docId, undefined);
   });
 
@@ -186,26 +228,43 @@ describe('document parameters', () => {
       [{ ...state, Agent: agent }, 'query.Agent'],
       [{ ...state, profileId: 'p' }, 'query.profileId'],
     ];
-    for (const [params, loc] of bad) assert.deepEqual(locs(() => parseDocumentParams('state', 'PUT', params)), [loc], JSON.stringify(params));
+    for (const [params, loc] of bad)
+      assert.deepEqual(
+        locs(() => parseDocumentParams('state', 'PUT', params)),
+        [loc],
+        JSON.stringify(params),
+      );
   });
 
   test('since is a GET parameter: a timestamp, in ms', () => {
     const { stateId: _s, ...noId } = state;
     assert.equal(parseDocumentParams('state', 'GET', { ...noId, since: '2020-01-01T00:00:00.123+01:00' }).since, Date.UTC(2019, 11, 31, 23, 0, 0, 123));
-    assert.deepEqual(locs(() => parseDocumentParams('state', 'GET', { ...noId, since: 'yesterday' })), ['query.since']);
-    assert.deepEqual(locs(() => parseDocumentParams('state', 'PUT', { ...state, since: '2020-01-01T00:00:00Z' })), ['query.since']);
+    assert.deepEqual(
+      locs(() => parseDocumentParams('state', 'GET', { ...noId, since: 'yesterday' })),
+      ['query.since'],
+    );
+    assert.deepEqual(
+      locs(() => parseDocumentParams('state', 'PUT', { ...state, since: '2020-01-01T00:00:00Z' })),
+      ['query.since'],
+    );
     assert.equal(parseDocumentParams('state', 'HEAD', { ...state, since: '2020-01-01T00:00:00Z' }).docId, 's', 'accepted with an id');
   });
 
   test('the Agent Profile agent is an Agent, not a Group; Activity Profile takes no agent', () => {
     const group = JSON.stringify({ objectType: 'Group', mbox: 'mailto:g@example.com' });
-    assert.deepEqual(locs(() => parseDocumentParams('agent_profile', 'GET', { agent: group, profileId: 'p' })), ['query.agent.objectType']);
-    assert.deepEqual(locs(() => parseDocumentParams('activity_profile', 'GET', { activityId: 'http://example.com/a', agent, profileId: 'p' })), ['query.agent']);
+    assert.deepEqual(
+      locs(() => parseDocumentParams('agent_profile', 'GET', { agent: group, profileId: 'p' })),
+      ['query.agent.objectType'],
+    );
+    assert.deepEqual(
+      locs(() => parseDocumentParams('activity_profile', 'GET', { activityId: 'http://example.com/a', agent, profileId: 'p' })),
+      ['query.agent'],
+    );
   });
 });
 
 describe('Person (§2.4)', () => {
-  test('arrays of the agent\'s name and identifier only', () => {
+  test("arrays of the agent's name and identifier only", () => {
     assert.deepEqual(personOf({ objectType: 'Agent', name: 'Ann', mbox: 'mailto:ann@example.com' }), { objectType: 'Person', name: ['Ann'], mbox: ['mailto:ann@example.com'] });
     assert.deepEqual(personOf({ account: { homePage: 'http://example.com', name: 'ann' } }), {
       objectType: 'Person',

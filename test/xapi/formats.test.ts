@@ -43,7 +43,7 @@ describe('parseAcceptLanguage', () => {
 
 describe('the cost of choosing languages (counted, never timed)', () => {
   // 3,876 ranges naming languages none of the maps has (xa-a, xa-b, …).
-  const many = Array.from({ length: 3876 }, (_, i) => `x${String.fromCharCode(97 + (i % 26))}-${String.fromCharCode(97 + Math.floor(i / 26) % 26)}`).join(',');
+  const many = Array.from({ length: 3876 }, (_, i) => `x${String.fromCharCode(97 + (i % 26))}-${String.fromCharCode(97 + (Math.floor(i / 26) % 26))}`).join(',');
   it(`a header's first ${ACCEPT_LANGUAGE_MAX_RANGES} well-formed ranges are kept, the rest ignored`, () => {
     assert.equal(parseAcceptLanguage(`${many},fr`).length, ACCEPT_LANGUAGE_MAX_RANGES);
     assert.deepEqual(pick(`${many},fr`, { 'en-US': 'color', fr: 'couleur' }), ['en-US']);
@@ -135,13 +135,29 @@ const FULL: Statement = {
   context: {
     registration: 'ec531277-b57b-4c15-8d91-d292c5b2b8f7',
     instructor: { name: 'Ms Smith', account: { homePage: 'http://example.com', name: 'smith' } },
-    team: { objectType: 'Group', name: 'Team', member: [{ mbox: 'mailto:a@example.com', name: 'A' }, { openid: 'http://example.com/b', name: 'B' }] },
-    contextActivities: { parent: [{ id: 'http://example.com/quiz', definition: { name: { 'en-US': 'Quiz', fr: 'Quiz FR' } } }], category: [{ objectType: 'Activity', id: 'http://example.com/cat' }] },
+    team: {
+      objectType: 'Group',
+      name: 'Team',
+      member: [
+        { mbox: 'mailto:a@example.com', name: 'A' },
+        { openid: 'http://example.com/b', name: 'B' },
+      ],
+    },
+    contextActivities: {
+      parent: [{ id: 'http://example.com/quiz', definition: { name: { 'en-US': 'Quiz', fr: 'Quiz FR' } } }],
+      category: [{ objectType: 'Activity', id: 'http://example.com/cat' }],
+    },
     extensions: { 'http://example.com/ext': { name: 'not a language map' } },
   },
   timestamp: '2024-05-01T10:00:00.000Z',
   stored: '2024-05-01T10:00:01.000Z',
-  authority: { objectType: 'Group', member: [{ name: 'App', account: { homePage: 'http://example.com/oauth', name: 'app' } }, { mbox: 'mailto:boss@example.com', name: 'Boss' }] },
+  authority: {
+    objectType: 'Group',
+    member: [
+      { name: 'App', account: { homePage: 'http://example.com/oauth', name: 'app' } },
+      { mbox: 'mailto:boss@example.com', name: 'Boss' },
+    ],
+  },
   version: '1.0.0',
   attachments: [
     {
@@ -175,7 +191,11 @@ describe('idsStatement (format=ids)', () => {
     assert.deepEqual(out.verb, { id: 'http://adlnet.gov/expapi/verbs/answered' });
     assert.deepEqual(out.object, { id: 'http://example.com/q1' });
     assert.deepEqual(out.context?.instructor, { account: { homePage: 'http://example.com', name: 'smith' } });
-    assert.deepEqual(out.context?.team, { objectType: 'Group', member: [{ mbox: 'mailto:a@example.com' }, { openid: 'http://example.com/b' }] }, 'anonymous group: its members’ IFIs');
+    assert.deepEqual(
+      out.context?.team,
+      { objectType: 'Group', member: [{ mbox: 'mailto:a@example.com' }, { openid: 'http://example.com/b' }] },
+      'anonymous group: its members’ IFIs',
+    );
     assert.deepEqual(out.context?.contextActivities, { parent: [{ id: 'http://example.com/quiz' }], category: [{ id: 'http://example.com/cat' }] });
     assert.deepEqual(out.authority, {
       objectType: 'Group',
@@ -214,7 +234,13 @@ describe('activityIdsOf', () => {
   });
 
   it('across statements each once, in order of appearance, the first `max` only', () => {
-    assert.deepEqual(activityIdsOf([FULL, SUB, FULL]), ['http://example.com/q1', 'http://example.com/quiz', 'http://example.com/cat', 'http://example.com/museum', 'http://example.com/trip']);
+    assert.deepEqual(activityIdsOf([FULL, SUB, FULL]), [
+      'http://example.com/q1',
+      'http://example.com/quiz',
+      'http://example.com/cat',
+      'http://example.com/museum',
+      'http://example.com/trip',
+    ]);
     assert.deepEqual(activityIdsOf([FULL, SUB], 4), ['http://example.com/q1', 'http://example.com/quiz', 'http://example.com/cat', 'http://example.com/museum']);
   });
 });

@@ -27,7 +27,10 @@ const kind = (fn: () => unknown) => {
 describe('planInsert', () => {
   test('new statements are stored, stamped with the default version of their request', () => {
     const a = make();
-    for (const [v, version] of [['1.0.3', '1.0.0'], ['2.0.0', '2.0.0']] as const) {
+    for (const [v, version] of [
+      ['1.0.3', '1.0.0'],
+      ['2.0.0', '2.0.0'],
+    ] as const) {
       const plan = planInsert(prepareBatch([a], AUTH, v), [], new Map(), new Map(), STORED);
       assert.deepEqual(plan.outcome, { ids: [a.id], inserted: 1 });
       assert.equal(plan.fresh[0].full.version, version);
@@ -40,21 +43,39 @@ describe('planInsert', () => {
     const batch = prepareBatch([a], AUTH, '1.0.3');
     assert.deepEqual(planInsert(batch, [], known([a, false]), new Map(), STORED).outcome, { ids: [a.id], inserted: 0 });
     const changed = prepareBatch([{ ...a, object: { id: 'http://example.com/other' } }], AUTH, '1.0.3');
-    assert.equal(kind(() => planInsert(changed, [], known([a, false]), new Map(), STORED)), 'conflict');
+    assert.equal(
+      kind(() => planInsert(changed, [], known([a, false]), new Map(), STORED)),
+      'conflict',
+    );
   });
 
   test('voiding a voiding statement (stored or in the batch) is a 400', () => {
     const target = make();
     const v1 = voiding(target.id!);
-    assert.equal(kind(() => planInsert(prepareBatch([voiding(v1.id!)], AUTH, '1.0.3'), [], known([v1, true]), new Map(), STORED)), 'bad_request');
-    assert.equal(kind(() => planInsert(prepareBatch([v1, voiding(v1.id!)], AUTH, '1.0.3'), [], new Map(), new Map(), STORED)), 'bad_request');
+    assert.equal(
+      kind(() => planInsert(prepareBatch([voiding(v1.id!)], AUTH, '1.0.3'), [], known([v1, true]), new Map(), STORED)),
+      'bad_request',
+    );
+    assert.equal(
+      kind(() => planInsert(prepareBatch([v1, voiding(v1.id!)], AUTH, '1.0.3'), [], new Map(), new Map(), STORED)),
+      'bad_request',
+    );
   });
 
   test('voided on arrival: by a stored voiding statement, or by one in the batch; unknown targets are fine', () => {
     const a = make();
     const b = make();
-    const plan = planInsert(prepareBatch([a, voiding(b.id!), b, voiding(randomUUID())], AUTH, '2.0.0'), [], new Map(), new Map([[a.id!, [{ authorityKey: 'mbox::mailto:someone@example.com', mineOnly: false }]]]), STORED);
-    assert.deepEqual(plan.fresh.map((f) => f.voided), [true, false, true, false]);
+    const plan = planInsert(
+      prepareBatch([a, voiding(b.id!), b, voiding(randomUUID())], AUTH, '2.0.0'),
+      [],
+      new Map(),
+      new Map([[a.id!, [{ authorityKey: 'mbox::mailto:someone@example.com', mineOnly: false }]]]),
+      STORED,
+    );
+    assert.deepEqual(
+      plan.fresh.map((f) => f.voided),
+      [true, false, true, false],
+    );
     assert.equal(plan.voids.length, 2);
     assert.ok(plan.voids.includes(b.id!));
   });
@@ -65,7 +86,11 @@ describe('planInsert', () => {
     const a = make({ attachments: [att] });
     const blob = { sha2, contentType: 'text/plain', content: Buffer.from('x') };
     assert.equal(planInsert(prepareBatch([a], AUTH, '1.0.3', { define: true, received: new Set([sha2]) }), [blob], new Map(), new Map(), STORED).attachments.length, 1);
-    assert.equal(planInsert(prepareBatch([a], AUTH, '1.0.3', { define: true, received: new Set([sha2]) }), [blob], known([a, false]), new Map(), STORED).attachments.length, 0, 're-sent: no orphan');
+    assert.equal(
+      planInsert(prepareBatch([a], AUTH, '1.0.3', { define: true, received: new Set([sha2]) }), [blob], known([a, false]), new Map(), STORED).attachments.length,
+      0,
+      're-sent: no orphan',
+    );
   });
 
   test('attachments: a statement carried the data its request brought, not what it only declared', () => {
@@ -73,7 +98,10 @@ describe('planInsert', () => {
     const [x, y] = ['a'.repeat(64), 'b'.repeat(64)];
     const blob = { sha2: x, contentType: 'text/plain', content: Buffer.from('x') };
     const batch = prepareBatch([make({ attachments: [att(x), att(y)] }), make({ attachments: [att(y)] })], AUTH, '1.0.3', { define: true, received: new Set([x]) });
-    assert.deepEqual(batch.map((p) => p.carried), [[x], []]);
+    assert.deepEqual(
+      batch.map((p) => p.carried),
+      [[x], []],
+    );
     // Data kept: only what a new statement carried.
     assert.deepEqual(planInsert(batch, [blob, { ...blob, sha2: y }], new Map(), new Map(), STORED).attachments, [blob]);
   });
@@ -84,14 +112,20 @@ describe('planInsert', () => {
 
     test("another authority's id: 409 whatever the content; its own: the usual comparison", () => {
       const a = make();
-      assert.equal(kind(() => planInsert(mineBatch(a), [], known([a, false]), new Map(), STORED)), 'conflict');
+      assert.equal(
+        kind(() => planInsert(mineBatch(a), [], known([a, false]), new Map(), STORED)),
+        'conflict',
+      );
       const own = new Map<string, KnownStatement>([[a.id!, { isVoiding: false, statement: stamp(mineBatch(a)[0], STORED) }]]);
       assert.equal(planInsert(mineBatch(a), [], own, new Map(), STORED).outcome.inserted, 0);
     });
 
     test("voiding another authority's stored statement: 403; its own, or an unknown id: accepted", () => {
       const a = make();
-      assert.equal(kind(() => planInsert(mineBatch(voiding(a.id!)), [], known([a, false]), new Map(), STORED)), 'forbidden');
+      assert.equal(
+        kind(() => planInsert(mineBatch(voiding(a.id!)), [], known([a, false]), new Map(), STORED)),
+        'forbidden',
+      );
       const own = new Map<string, KnownStatement>([[a.id!, { isVoiding: false, statement: stamp(mineBatch(a)[0], STORED) }]]);
       assert.deepEqual(planInsert(mineBatch(voiding(a.id!)), [], own, new Map(), STORED).voids, [a.id]);
       assert.equal(planInsert(mineBatch(voiding(randomUUID())), [], new Map(), new Map(), STORED).outcome.inserted, 1);

@@ -44,29 +44,56 @@ test("a Group's members are only violations; the member list and the group's ide
   assert.deepEqual(r.issues, []);
   assert.equal(r.violations[0]![0].type, 'value_error.ifi');
   r = validateStatementsLax(base({ actor: { objectType: 'Group', member: 'everyone' } }), '1.0.3');
-  assert.deepEqual(r.issues.map((i) => i.loc), [[0, 'actor', 'member']]);
+  assert.deepEqual(
+    r.issues.map((i) => i.loc),
+    [[0, 'actor', 'member']],
+  );
   r = validateStatementsLax(base({ actor: { objectType: 'Group', member: [], name: 'x' } }), '1.0.3');
-  assert.deepEqual(r.issues.map((i) => i.type), ['value_error.empty']);
+  assert.deepEqual(
+    r.issues.map((i) => i.type),
+    ['value_error.empty'],
+  );
 });
 
 test('a SubStatement needs the minimal form too; its other problems are violations', () => {
   const sub = (over: Record<string, unknown>) => base({ object: { objectType: 'SubStatement', ...base(), ...over } });
   let r = validateStatementsLax(sub({ result: { duration: '5 minutes' } }), '1.0.3');
   assert.deepEqual(r.issues, []);
-  assert.deepEqual(r.violations[0]!.map((v) => v.loc), [['object', 'result', 'duration']]);
+  assert.deepEqual(
+    r.violations[0]!.map((v) => v.loc),
+    [['object', 'result', 'duration']],
+  );
   r = validateStatementsLax(sub({ verb: { id: 'did' } }), '1.0.3');
-  assert.deepEqual(r.issues.map((i) => i.loc), [[0, 'object', 'verb', 'id']]);
+  assert.deepEqual(
+    r.issues.map((i) => i.loc),
+    [[0, 'object', 'verb', 'id']],
+  );
   r = validateStatementsLax(sub({ object: { objectType: 'SubStatement', ...base() } }), '1.0.3');
-  assert.deepEqual(r.issues.map((i) => i.loc), [[0, 'object', 'object', 'objectType']]);
+  assert.deepEqual(
+    r.issues.map((i) => i.loc),
+    [[0, 'object', 'object', 'objectType']],
+  );
 });
 
 test('a signed statement that breaks a rule is refused; one id twice in a batch is refused', () => {
-  const signature = { usageType: 'http://adlnet.gov/expapi/attachments/signature', display: { 'en-US': 's' }, contentType: 'application/octet-stream', length: 1, sha2: 'a'.repeat(64) };
+  const signature = {
+    usageType: 'http://adlnet.gov/expapi/attachments/signature',
+    display: { 'en-US': 's' },
+    contentType: 'application/octet-stream',
+    length: 1,
+    sha2: 'a'.repeat(64),
+  };
   const r = validateStatementsLax(base({ attachments: [signature], lms: 1 }), '1.0.3');
-  assert.deepEqual(r.issues.map((i) => i.type), ['value_error.signed']);
+  assert.deepEqual(
+    r.issues.map((i) => i.type),
+    ['value_error.signed'],
+  );
   const id = randomUUID();
   const d = validateStatementsLax([base({ id, lms: 1 }), base({ id, lms: 2 })], '1.0.3');
-  assert.deepEqual(d.issues.map((i) => [i.loc, i.type]), [[[1, 'id'], 'value_error.duplicate']]);
+  assert.deepEqual(
+    d.issues.map((i) => [i.loc, i.type]),
+    [[[1, 'id'], 'value_error.duplicate']],
+  );
 });
 
 test('a 2.0 property under 1.0.3 is a violation; the version is still checked', () => {
@@ -74,5 +101,8 @@ test('a 2.0 property under 1.0.3 is a violation; the version is still checked', 
   assert.deepEqual(r.issues, []);
   assert.equal(r.violations[0]![0].type, 'value_error.extra');
   r = validateStatementsLax(base({ version: '0.9', lms: 1 }), '1.0.3');
-  assert.deepEqual(r.issues.map((i) => i.loc), [[0, 'version']]);
+  assert.deepEqual(
+    r.issues.map((i) => i.loc),
+    [[0, 'version']],
+  );
 });

@@ -2,11 +2,7 @@ import { describe, it } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHash, randomBytes } from 'node:crypto';
 import { LrsError } from '../../src/errors.ts';
-import {
-  buildMultipartMixed,
-  buildStatementsMultipart,
-  parseMultipartMixed,
-} from '../../src/xapi/multipart.ts';
+import { buildMultipartMixed, buildStatementsMultipart, parseMultipartMixed } from '../../src/xapi/multipart.ts';
 import { type AttachmentPart, matchAttachments, statementParts } from '../../src/xapi/attachments.ts';
 import { mediaTypeOf, parseContentType } from '../../src/xapi/media.ts';
 import type { Attachment, Statement } from '../../src/xapi/types.ts';
@@ -65,11 +61,7 @@ const SPEC_BODY = crlf(
 );
 
 /** A statement request body with the given attachment parts (CRLF, no preamble). */
-function statementRequest(
-  json: string,
-  attachments: { headers: string[]; body: Buffer | string }[],
-  boundary = B,
-): Buffer {
+function statementRequest(json: string, attachments: { headers: string[]; body: Buffer | string }[], boundary = B): Buffer {
   const chunks: Buffer[] = [crlf(`--${boundary}`, 'Content-Type: application/json', '', json, '')];
   for (const a of attachments) {
     chunks.push(crlf(`--${boundary}`, ...a.headers, '', ''));
@@ -158,24 +150,7 @@ describe('parseMultipartMixed', () => {
   });
 
   it('parses parts without headers, headers without body, empty parts and folded headers', () => {
-    const body = crlf(
-      `--${B}`,
-      '',
-      'no headers here',
-      `--${B}`,
-      'Only: headers',
-      `--${B}`,
-      '',
-      '',
-      `--${B}`,
-      'X-Long: first',
-      '  second',
-      '\tthird',
-      'Y:',
-      '',
-      'body',
-      `--${B}--`,
-    );
+    const body = crlf(`--${B}`, '', 'no headers here', `--${B}`, 'Only: headers', `--${B}`, '', '', `--${B}`, 'X-Long: first', '  second', '\tthird', 'Y:', '', 'body', `--${B}--`);
     const parts = parseMultipartMixed(CT, body);
     assert.deepEqual(
       parts.map((p) => [p.headers, p.body.toString()]),
@@ -195,7 +170,10 @@ describe('parseMultipartMixed', () => {
       Buffer.from(`\r\n--${B}-not-a-delimiter\r\n`, 'latin1'),
       Buffer.from('\r\n'),
     ]);
-    const body = statementRequest('{}', [{ headers: ['X: 1'], body: tricky }, { headers: ['X: 2'], body: '\r\n' }]);
+    const body = statementRequest('{}', [
+      { headers: ['X: 1'], body: tricky },
+      { headers: ['X: 2'], body: '\r\n' },
+    ]);
     const parts = parseMultipartMixed(CT, body);
     assert.equal(parts.length, 3);
     assert.ok(parts[1]!.body.equals(tricky));
@@ -257,13 +235,7 @@ describe('parseMultipartMixed', () => {
 
 describe('buildMultipartMixed', () => {
   it('round-trips binary bodies through parseMultipartMixed', () => {
-    const bodies = [
-      Buffer.from('{"statements":[]}'),
-      randomBytes(70_000),
-      Buffer.from('\r\n--lectern-\r\n--\r\n\r\n'),
-      Buffer.alloc(0),
-      Buffer.from([0x0d]),
-    ];
+    const bodies = [Buffer.from('{"statements":[]}'), randomBytes(70_000), Buffer.from('\r\n--lectern-\r\n--\r\n\r\n'), Buffer.alloc(0), Buffer.from([0x0d])];
     const built = buildMultipartMixed(bodies.map((body, i) => ({ headers: { 'Content-Type': 'application/octet-stream', 'X-Index': String(i) }, body })));
     assert.match(built.boundary, /^lectern-[A-Za-z0-9_-]{24}$/);
     assert.equal(built.contentType, `multipart/mixed; boundary=${built.boundary}`);
@@ -401,9 +373,7 @@ describe('extractStatementParts', () => {
     });
 
     it('a part header line without colon (ADL conformance suite "excess multipart sections" case)', () => {
-      const body = statementRequest('{}', [
-        { headers: ['Content-Type: text/plain', 'Content-Transfer-Encoding: binary', sha256('x')], body: 'x' },
-      ]);
+      const body = statementRequest('{}', [{ headers: ['Content-Type: text/plain', 'Content-Transfer-Encoding: binary', sha256('x')], body: 'x' }]);
       rejects400(() => extractStatementParts(CT, body), /part 2: malformed header line/);
     });
   });
@@ -424,14 +394,10 @@ describe('matchAttachments', () => {
     object: object ?? { id: 'http://example.com/activity' },
     attachments,
   });
-  const partsOf = (...data: string[]): Map<string, AttachmentPart> =>
-    new Map(data.map((d) => [sha256(d), { contentType: 'text/plain', body: Buffer.from(d) }]));
+  const partsOf = (...data: string[]): Map<string, AttachmentPart> => new Map(data.map((d) => [sha256(d), { contentType: 'text/plain', body: Buffer.from(d) }]));
 
   it('accepts attachments matched by parts or carrying a fileUrl', () => {
-    matchAttachments(
-      [statement([attachment('a'), attachment('b', { fileUrl: 'http://example.com/b' })]), statement([attachment('c'), attachment('a')])],
-      partsOf('a', 'c'),
-    );
+    matchAttachments([statement([attachment('a'), attachment('b', { fileUrl: 'http://example.com/b' })]), statement([attachment('c'), attachment('a')])], partsOf('a', 'c'));
     // a part may also supply the data of an attachment that has a fileUrl
     matchAttachments([statement([attachment('a', { fileUrl: 'http://example.com/a' })])], partsOf('a'));
     // statements without attachments, no parts
@@ -447,17 +413,11 @@ describe('matchAttachments', () => {
       () => matchAttachments([statement([attachment('a'), attachment('missing')])], partsOf('a')),
       new RegExp(`attachments\\[1\\] has no fileUrl and no multipart part has X-Experience-API-Hash ${sha256('missing')}`),
     );
-    rejects400(
-      () => matchAttachments([statement([]), statement([attachment('missing')])], partsOf('a')),
-      /statements\[1\]\.attachments\[0\] has no fileUrl/,
-    );
+    rejects400(() => matchAttachments([statement([]), statement([attachment('missing')])], partsOf('a')), /statements\[1\]\.attachments\[0\] has no fileUrl/);
   });
 
   it('rejects, for an application/json request (no parts), an attachment without fileUrl', () => {
-    rejects400(
-      () => matchAttachments([statement([attachment('a')])], new Map()),
-      /attachments\[0\] has no fileUrl, so its data must be sent as a multipart\/mixed part/,
-    );
+    rejects400(() => matchAttachments([statement([attachment('a')])], new Map()), /attachments\[0\] has no fileUrl, so its data must be sent as a multipart\/mixed part/);
   });
 
   it('rejects a part that matches no attachment', () => {
@@ -483,9 +443,7 @@ describe('matchAttachments', () => {
 
   it('works end to end with extractStatementParts', () => {
     const stmt = statement([attachment('here is a simple attachment')]);
-    const body = statementRequest(JSON.stringify(stmt), [
-      { headers: attachmentHeaders('here is a simple attachment'), body: 'here is a simple attachment' },
-    ]);
+    const body = statementRequest(JSON.stringify(stmt), [{ headers: attachmentHeaders('here is a simple attachment'), body: 'here is a simple attachment' }]);
     const { json, attachments } = extractStatementParts(CT, body);
     matchAttachments([JSON.parse(json.toString()) as Statement], attachments);
   });
@@ -500,7 +458,7 @@ describe('parseMultipartMixed: bounded work (issue 27, item 6)', () => {
     rejects400(() => parseMultipartMixed(CT, parts(6).subarray(0, -10), { maxParts: 5 }), /more than 5 parts/);
   });
 
-  it('a part\'s header block is bounded (4 KiB), and folded lines within it are joined', () => {
+  it("a part's header block is bounded (4 KiB), and folded lines within it are joined", () => {
     const folded = Array.from({ length: 400 }, (_, i) => ` v${i}`).join('\r\n');
     const [part] = parseMultipartMixed(CT, crlf(`--${B}`, `X-Long: v`, folded, '', 'body', `--${B}--`));
     assert.equal(part.headers['x-long'], ['v', ...Array.from({ length: 400 }, (_, i) => `v${i}`)].join(' '));

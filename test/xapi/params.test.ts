@@ -43,10 +43,20 @@ test('every problem is reported at once, saying where and what', () => {
       'query.attachments: must be true or false',
     ],
   );
-  assert.deepEqual(issues(() => parseParams('statements', 'POST', { statementId: 'x' })), ['query.statementId: only GET/HEAD/PUT take statementId, not POST']);
-  assert.deepEqual(issues(() => parseParams('statements', 'PUT', {})), ['query.statementId: field required']);
-  assert.deepEqual(issues(() => parseParams('agents', 'GET', { agent: '{"objectType":"Group","mbox":"mailto:g@example.com"}' })), [
-    "query.agent.objectType: must be an Agent, not a Group (use the Group's identifier in an Agent object)",
-  ]);
-  assert.deepEqual(issues(() => parseParams('about', 'GET', { x: '1' })), ['query.x: unknown parameter']);
+  assert.deepEqual(
+    issues(() => parseParams('statements', 'POST', { statementId: 'x' })),
+    ['query.statementId: only GET/HEAD/PUT take statementId, not POST'],
+  );
+  assert.deepEqual(
+    issues(() => parseParams('statements', 'PUT', {})),
+    ['query.statementId: field required'],
+  );
+  assert.deepEqual(
+    issues(() => parseParams('agents', 'GET', { agent: '{"objectType":"Group","mbox":"mailto:g@example.com"}' })),
+    ["query.agent.objectType: must be an Agent, not a Group (use the Group's identifier in an Agent object)"],
+  );
+  assert.deepEqual(
+    issues(() => parseParams('about', 'GET', { x: '1' })),
+    ['query.x: unknown parameter'],
+  );
 });

@@ -43,10 +43,7 @@ const STATEMENT: Statement = {
     team: {
       objectType: 'Group',
       name: 'Team',
-      member: [
-        { mbox: 'mailto:one@example.com' },
-        { mbox: 'mailto:two@example.com', name: 'Two' },
-      ],
+      member: [{ mbox: 'mailto:one@example.com' }, { mbox: 'mailto:two@example.com', name: 'Two' }],
     },
     contextActivities: { parent: [{ id: 'http://example.com/program' }] },
   },
@@ -54,11 +51,7 @@ const STATEMENT: Statement = {
 };
 
 /** Builds what the LRS receives: the statement plus a signature attachment, and the parts map. */
-function signedRequest(
-  statement: Statement,
-  jws: string | Buffer,
-  attachment: Partial<Attachment> = {},
-): { statement: Statement; parts: Parts } {
+function signedRequest(statement: Statement, jws: string | Buffer, attachment: Partial<Attachment> = {}): { statement: Statement; parts: Parts } {
   const body = typeof jws === 'string' ? Buffer.from(jws, 'latin1') : jws;
   const sig: Attachment = {
     usageType: SIGNATURE_USAGE_TYPE,
@@ -75,9 +68,7 @@ function signedRequest(
 }
 
 const sign = (payload: unknown, key: Key, header: Record<string, unknown>): Promise<string> =>
-  new CompactSign(new TextEncoder().encode(typeof payload === 'string' ? payload : JSON.stringify(payload)))
-    .setProtectedHeader({ alg: 'RS256', ...header })
-    .sign(key);
+  new CompactSign(new TextEncoder().encode(typeof payload === 'string' ? payload : JSON.stringify(payload))).setProtectedHeader({ alg: 'RS256', ...header }).sign(key);
 
 let signerKey: Key;
 let x5c: string[];
@@ -149,9 +140,7 @@ describe('verifySignedStatement', () => {
     it('a payload that already listed other (non-signature) attachments', async () => {
       const withFile: Statement = {
         ...clone(STATEMENT),
-        attachments: [
-          { usageType: 'http://example.com/u', display: { en: 'f' }, contentType: 'text/plain', length: 1, sha2: sha256(Buffer.from('x')) },
-        ],
+        attachments: [{ usageType: 'http://example.com/u', display: { en: 'f' }, contentType: 'text/plain', length: 1, sha2: sha256(Buffer.from('x')) }],
       };
       const jws = await sign(withFile, signerKey, { x5c });
       const { statement, parts } = signedRequest(withFile, jws);
@@ -182,10 +171,7 @@ describe('verifySignedStatement', () => {
           team: {
             objectType: 'Group',
             name: 'Team',
-            member: [
-              { objectType: 'Agent', name: 'Two', mbox: 'mailto:two@example.com' },
-              { mbox: 'mailto:one@example.com' },
-            ],
+            member: [{ objectType: 'Agent', name: 'Two', mbox: 'mailto:two@example.com' }, { mbox: 'mailto:one@example.com' }],
           },
           // a single Activity instead of an array
           contextActivities: { parent: { id: 'http://example.com/program', definition: { name: { en: 'P' } } } as never },
@@ -201,7 +187,10 @@ describe('verifySignedStatement', () => {
     it('a signature attachment whose contentType is not application/octet-stream', async () => {
       const jws = await sign(STATEMENT, signerKey, { x5c });
       const { statement, parts } = signedRequest(STATEMENT, jws, { contentType: 'text/plain; charset=ascii' });
-      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /attachments\[0\] \(signature\): a signature attachment must have contentType application\/octet-stream, not "text\/plain; charset=ascii"/);
+      await rejects400(
+        verifySignedStatement(statement, parts, '1.0.3'),
+        /attachments\[0\] \(signature\): a signature attachment must have contentType application\/octet-stream, not "text\/plain; charset=ascii"/,
+      );
     });
 
     it('a signature attachment whose data was not sent', async () => {
@@ -231,7 +220,10 @@ describe('verifySignedStatement', () => {
 
     it('algorithm "none" and a missing alg', async () => {
       const payload = base64url.encode(JSON.stringify(STATEMENT));
-      for (const [header, shown] of [[{ alg: 'none' }, '"none"'], [{}, 'null']] as const) {
+      for (const [header, shown] of [
+        [{ alg: 'none' }, '"none"'],
+        [{}, 'null'],
+      ] as const) {
         const jws = `${base64url.encode(JSON.stringify(header))}.${payload}.AAAA`;
         const { statement, parts } = signedRequest(STATEMENT, jws);
         await rejects400(verifySignedStatement(statement, parts, '1.0.3'), new RegExp(`JWS algorithm ${shown} is not allowed`));
@@ -266,7 +258,10 @@ describe('verifySignedStatement', () => {
       const jws = await sign(STATEMENT, otherKeys.privateKey, {});
       const changed = { ...clone(STATEMENT), result: { completion: false, duration: 'PT1H', score: { scaled: 0.9 } } };
       const { statement, parts } = signedRequest(changed, jws);
-      await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /the statement in the JWS payload does not match the received statement \(they differ at \$\.result\.completion\)/);
+      await rejects400(
+        verifySignedStatement(statement, parts, '1.0.3'),
+        /the statement in the JWS payload does not match the received statement \(they differ at \$\.result\.completion\)/,
+      );
     });
 
     it('a non-JSON payload, a JSON payload that is not an object, a non-UTF-8 payload', async () => {
@@ -301,9 +296,7 @@ describe('verifySignedStatement', () => {
     });
 
     it('a crit header', async () => {
-      const jws = await new CompactSign(new TextEncoder().encode(JSON.stringify(STATEMENT)))
-        .setProtectedHeader({ alg: 'RS256', crit: ['b64'], b64: true })
-        .sign(signerKey);
+      const jws = await new CompactSign(new TextEncoder().encode(JSON.stringify(STATEMENT))).setProtectedHeader({ alg: 'RS256', crit: ['b64'], b64: true }).sign(signerKey);
       const { statement, parts } = signedRequest(STATEMENT, jws);
       await rejects400(verifySignedStatement(statement, parts, '1.0.3'), /critical extensions/);
     });

@@ -54,10 +54,7 @@ const attachment = (): Any => ({
 
 const oauthAuthority = (): Any => ({
   objectType: 'Group',
-  member: [
-    { account: { homePage: 'http://example.com/xAPI/OAuth/Token', name: 'oauth_consumer_x75db' } },
-    { mbox: 'mailto:bob@example.com' },
-  ],
+  member: [{ account: { homePage: 'http://example.com/xAPI/OAuth/Token', name: 'oauth_consumer_x75db' } }, { mbox: 'mailto:bob@example.com' }],
 });
 
 const component = (id: string): Any => ({ id, description: { 'en-US': id } });
@@ -209,10 +206,15 @@ const CASES: Record<string, Case[]> = {
     bad('MUST use "actor" (2.2.s2.b3)', (s) => void delete s.actor, [[0, 'actor'], MISSING]),
     bad('MUST use "verb" (2.2.s2.b3)', (s) => void delete s.verb, [[0, 'verb'], MISSING]),
     bad('MUST use "object" (2.2.s2.b3)', (s) => void delete s.object, [[0, 'object'], MISSING]),
-    bad('key case must match: "Actor" (2.2.s4.b1.b5)', (s) => {
-      s.Actor = s.actor;
-      delete s.actor;
-    }, [[0, 'Actor'], EXTRA], [[0, 'actor'], MISSING]),
+    bad(
+      'key case must match: "Actor" (2.2.s4.b1.b5)',
+      (s) => {
+        s.Actor = s.actor;
+        delete s.actor;
+      },
+      [[0, 'Actor'], EXTRA],
+      [[0, 'actor'], MISSING],
+    ),
     bad('key case must match: "iD"', (s) => void (s.iD = UUID), [[0, 'iD'], EXTRA]),
     bad('additional properties are rejected (2.2.s4.b8)', (s) => void (s.foo = 'bar'), [[0, 'foo'], EXTRA]),
     bad('a statement has no objectType', (s) => void (s.objectType = 'Statement'), [[0, 'objectType'], EXTRA]),
@@ -222,11 +224,17 @@ const CASES: Record<string, Case[]> = {
     bad('null moreInfo', (s) => void (s.object.definition = { moreInfo: null }), [[0, 'object', 'definition', 'moreInfo'], NULL]),
     bad('null registration', (s) => void (s.context = { registration: null }), [[0, 'context', 'registration'], NULL]),
     bad('a statement in a batch must be an object', () => ['statement'], [[0], 'type_error.object']),
-    bad('every problem is reported, not just the first', (s) => {
-      s.id = 'nope';
-      s.verb.id = 'nope';
-      s.timestamp = 'nope';
-    }, [[0, 'verb', 'id'], 'value_error.iri'], [[0, 'id'], 'value_error.uuid'], [[0, 'timestamp'], 'value_error.datetime']),
+    bad(
+      'every problem is reported, not just the first',
+      (s) => {
+        s.id = 'nope';
+        s.verb.id = 'nope';
+        s.timestamp = 'nope';
+      },
+      [[0, 'verb', 'id'], 'value_error.iri'],
+      [[0, 'id'], 'value_error.uuid'],
+      [[0, 'timestamp'], 'value_error.datetime'],
+    ),
   ],
   'id (2.4.1, 4.4)': [
     ok('lowercase UUID', (s) => void (s.id = UUID)),
@@ -252,12 +260,21 @@ const CASES: Record<string, Case[]> = {
     bad('mbox must be a mailto IRI', (s) => void (s.actor.mbox = 'http://should.fail.com'), [[0, 'actor', 'mbox'], 'value_error.mbox']),
     bad('mbox must hold an email address', (s) => void (s.actor.mbox = 'mailto:should.fail.com'), [[0, 'actor', 'mbox'], 'value_error.mbox']),
     bad('mbox without the mailto: scheme', (s) => void (s.actor.mbox = 'xapi@adlnet.gov'), [[0, 'actor', 'mbox'], 'value_error.mbox']),
-    bad('mbox_sha1sum must be 40 hex digits', (s) => void (s.actor = { mbox_sha1sum: 'cd9b00a5611f94eaa7b1661edab976068e36497' }), [[0, 'actor', 'mbox_sha1sum'], 'value_error.sha1']),
+    bad('mbox_sha1sum must be 40 hex digits', (s) => void (s.actor = { mbox_sha1sum: 'cd9b00a5611f94eaa7b1661edab976068e36497' }), [
+      [0, 'actor', 'mbox_sha1sum'],
+      'value_error.sha1',
+    ]),
     bad('openid must be a URI', (s) => void (s.actor = { openid: 'ab=c://should.fail.com' }), [[0, 'actor', 'openid'], 'value_error.iri']),
     bad('account homePage is required', (s) => void (s.actor = { account: { name: 'x' } }), [[0, 'actor', 'account', 'homePage'], MISSING]),
     bad('account name is required', (s) => void (s.actor = { account: { homePage: 'http://www.example.com' } }), [[0, 'actor', 'account', 'name'], MISSING]),
-    bad('account homePage must be an IRL', (s) => void (s.actor = { account: { homePage: 'ab=c://should.fail.com', name: 'x' } }), [[0, 'actor', 'account', 'homePage'], 'value_error.irl']),
-    bad('account name must be a string', (s) => void (s.actor = { account: { homePage: 'http://www.example.com', name: { key: 'value' } } }), [[0, 'actor', 'account', 'name'], 'type_error.string']),
+    bad('account homePage must be an IRL', (s) => void (s.actor = { account: { homePage: 'ab=c://should.fail.com', name: 'x' } }), [
+      [0, 'actor', 'account', 'homePage'],
+      'value_error.irl',
+    ]),
+    bad('account name must be a string', (s) => void (s.actor = { account: { homePage: 'http://www.example.com', name: { key: 'value' } } }), [
+      [0, 'actor', 'account', 'name'],
+      'type_error.string',
+    ]),
     bad('account rejects extra properties', (s) => void (s.actor = { account: { homePage: 'http://www.example.com', name: 'x', id: 1 } }), [[0, 'actor', 'account', 'id'], EXTRA]),
     bad('Agent name must be a string', (s) => void (s.actor.name = 123), [[0, 'actor', 'name'], 'type_error.string']),
     bad('an Agent has no member list', (s) => void (s.actor.member = []), [[0, 'actor', 'member'], EXTRA]),
@@ -267,28 +284,50 @@ const CASES: Record<string, Case[]> = {
   'actor: Group (2.4.2.2)': [
     ok('Anonymous Group with members', (s) => void (s.actor = { objectType: 'Group', member: [{ mbox: 'mailto:a@example.com' }, { openid: 'http://openid.example.org/b' }] })),
     ok('Identified Group without members', (s) => void (s.actor = { objectType: 'Group', name: 'Group Identified', mbox: 'mailto:xapi@adlnet.gov' })),
-    ok('Identified Group with members (Appendix B example)', (s) => void (s.actor = {
-      name: 'Example Group',
-      account: { homePage: 'http://example.com/homePage', name: 'GroupAccount' },
-      objectType: 'Group',
-      member: [
-        { name: 'Andrew Downes', mbox: 'mailto:andrew@example.com', objectType: 'Agent' },
-        { name: 'Aaron Silvers', openid: 'http://aaron.openid.example.org', objectType: 'Agent' },
-      ],
-    })),
+    ok(
+      'Identified Group with members (Appendix B example)',
+      (s) =>
+        void (s.actor = {
+          name: 'Example Group',
+          account: { homePage: 'http://example.com/homePage', name: 'GroupAccount' },
+          objectType: 'Group',
+          member: [
+            { name: 'Andrew Downes', mbox: 'mailto:andrew@example.com', objectType: 'Agent' },
+            { name: 'Aaron Silvers', openid: 'http://aaron.openid.example.org', objectType: 'Agent' },
+          ],
+        }),
+    ),
     ok('Identified Group with an empty member list', (s) => void (s.actor = { objectType: 'Group', mbox: 'mailto:g@example.com', member: [] })),
     bad('an Anonymous Group MUST include "member" (2.4.2.2.s4.b1)', (s) => void (s.actor = { objectType: 'Group', name: 'x' }), [[0, 'actor', 'member'], MISSING]),
     bad('an Anonymous Group with no members', (s) => void (s.actor = { objectType: 'Group', member: [] }), [[0, 'actor', 'member'], 'value_error.empty']),
-    bad('an Identified Group MUST include exactly one IFI (2.4.2.2.s5.b1)', (s) => void (s.actor = { objectType: 'Group', mbox: 'mailto:g@example.com', openid: 'http://openid.example.org/g' }), [[0, 'actor'], 'value_error.ifi']),
-    bad('a Group MUST NOT contain Groups (2.4.2.2.s4.b2)', (s) => void (s.actor = { objectType: 'Group', member: [{ objectType: 'Group', mbox: 'mailto:g@example.com' }] }), [[0, 'actor', 'member', 0, 'objectType'], 'value_error.not_allowed']),
-    bad('members must be valid Agents', (s) => void (s.actor = { objectType: 'Group', member: [{ mbox: 'mailto:a@example.com' }, { name: 'no ifi' }] }), [[0, 'actor', 'member', 1], 'value_error.ifi']),
+    bad(
+      'an Identified Group MUST include exactly one IFI (2.4.2.2.s5.b1)',
+      (s) => void (s.actor = { objectType: 'Group', mbox: 'mailto:g@example.com', openid: 'http://openid.example.org/g' }),
+      [[0, 'actor'], 'value_error.ifi'],
+    ),
+    bad('a Group MUST NOT contain Groups (2.4.2.2.s4.b2)', (s) => void (s.actor = { objectType: 'Group', member: [{ objectType: 'Group', mbox: 'mailto:g@example.com' }] }), [
+      [0, 'actor', 'member', 0, 'objectType'],
+      'value_error.not_allowed',
+    ]),
+    bad('members must be valid Agents', (s) => void (s.actor = { objectType: 'Group', member: [{ mbox: 'mailto:a@example.com' }, { name: 'no ifi' }] }), [
+      [0, 'actor', 'member', 1],
+      'value_error.ifi',
+    ]),
     bad('member must be an array', (s) => void (s.actor = { objectType: 'Group', member: { mbox: 'mailto:a@example.com' } }), [[0, 'actor', 'member'], 'type_error.array']),
-    bad('a Group without objectType is read as an Agent', (s) => void (s.actor = { member: [{ mbox: 'mailto:a@example.com' }] }), [[0, 'actor', 'member'], EXTRA], [[0, 'actor'], 'value_error.ifi']),
+    bad(
+      'a Group without objectType is read as an Agent',
+      (s) => void (s.actor = { member: [{ mbox: 'mailto:a@example.com' }] }),
+      [[0, 'actor', 'member'], EXTRA],
+      [[0, 'actor'], 'value_error.ifi'],
+    ),
   ],
   'verb (2.4.3)': [
     ok('verb without display', (s) => void delete s.verb.display),
     ok('IRI with non-ASCII characters (2.4.3.1)', (s) => void (s.verb.id = 'http://example.com/فعل/خواندن')),
-    ok('display in several languages (2.4.3.s8 example)', (s) => void (s.verb = { id: 'http://example.com/xapi/verbs#defenestrated', display: { 'en-US': 'defenestrated', es: 'defenestrado' } })),
+    ok(
+      'display in several languages (2.4.3.s8 example)',
+      (s) => void (s.verb = { id: 'http://example.com/xapi/verbs#defenestrated', display: { 'en-US': 'defenestrated', es: 'defenestrado' } }),
+    ),
     bad('verb id is required', (s) => void delete s.verb.id, [[0, 'verb', 'id'], MISSING]),
     bad('verb id must be an IRI', (s) => void (s.verb.id = 'should fail'), [[0, 'verb', 'id'], 'value_error.iri']),
     bad('verb id must not be relative', (s) => void (s.verb.id = '/verbs/attempted'), [[0, 'verb', 'id'], 'value_error.iri']),
@@ -300,7 +339,15 @@ const CASES: Record<string, Case[]> = {
   ],
   'object: Activity (2.4.4.1)': [
     ok('objectType omitted defaults to Activity (2.4.4.s2)', (s) => void delete s.object.objectType),
-    ok('Appendix B Activity', (s) => void (s.object = { id: 'http://www.example.co.uk/exampleactivity', definition: { name: { 'en-GB': 'example activity' }, type: 'http://www.example.co.uk/types/exampleactivitytype' }, objectType: 'Activity' })),
+    ok(
+      'Appendix B Activity',
+      (s) =>
+        void (s.object = {
+          id: 'http://www.example.co.uk/exampleactivity',
+          definition: { name: { 'en-GB': 'example activity' }, type: 'http://www.example.co.uk/types/exampleactivitytype' },
+          objectType: 'Activity',
+        }),
+    ),
     ok('Activity id may be a URN', (s) => void (s.object.id = 'urn:uuid:fd41c918-b88b-4b20-a0a5-a4c32391aaa0')),
     bad('objectType must be "Activity" exactly', (s) => void (s.object.objectType = 'activity'), [[0, 'object', 'objectType'], 'value_error.enum']),
     bad('unknown objectType', (s) => void (s.object.objectType = 'Thing'), [[0, 'object', 'objectType'], 'value_error.enum']),
@@ -311,17 +358,24 @@ const CASES: Record<string, Case[]> = {
     bad('object must be an object', (s) => void (s.object = 'http://example.com/a'), [[0, 'object'], 'type_error.object']),
   ],
   'activity definition (2.4.4.1.s2)': [
-    ok('definition with every plain property', (s) => void (s.object.definition = {
-      name: { 'en-US': 'n' },
-      description: { 'en-US': 'd' },
-      type: 'http://adlnet.gov/expapi/activities/course',
-      moreInfo: 'https://example.com/info',
-      extensions: { 'http://example.com/ext': { any: ['json', 1, null] } },
-    })),
+    ok(
+      'definition with every plain property',
+      (s) =>
+        void (s.object.definition = {
+          name: { 'en-US': 'n' },
+          description: { 'en-US': 'd' },
+          type: 'http://adlnet.gov/expapi/activities/course',
+          moreInfo: 'https://example.com/info',
+          extensions: { 'http://example.com/ext': { any: ['json', 1, null] } },
+        }),
+    ),
     bad('definition must be an object', (s) => void (s.object.definition = 'should error'), [[0, 'object', 'definition'], 'type_error.object']),
     bad('name must be a language map', (s) => void (s.object.definition = { name: 'should error' }), [[0, 'object', 'definition', 'name'], 'type_error.object']),
     bad('name needs one entry', (s) => void (s.object.definition = { name: {} }), [[0, 'object', 'definition', 'name'], 'value_error.empty']),
-    bad('description with an invalid tag (region twice)', (s) => void (s.object.definition = { description: { 'en-US': 'ok', 'de-419-DE': 'x' } }), [[0, 'object', 'definition', 'description', 'de-419-DE'], 'value_error.language_tag']),
+    bad('description with an invalid tag (region twice)', (s) => void (s.object.definition = { description: { 'en-US': 'ok', 'de-419-DE': 'x' } }), [
+      [0, 'object', 'definition', 'description', 'de-419-DE'],
+      'value_error.language_tag',
+    ]),
     bad('type must be an IRI', (s) => void (s.object.definition = { type: 'should error' }), [[0, 'object', 'definition', 'type'], 'value_error.iri']),
     bad('moreInfo must be an IRL', (s) => void (s.object.definition = { moreInfo: 'should error' }), [[0, 'object', 'definition', 'moreInfo'], 'value_error.irl']),
     bad('definition rejects unknown properties', (s) => void (s.object.definition = { title: 'x' }), [[0, 'object', 'definition', 'title'], EXTRA]),
@@ -331,29 +385,67 @@ const CASES: Record<string, Case[]> = {
     ok('interactionType without component lists or pattern', withDefinition({ interactionType: 'likert' })),
     ok('empty correctResponsesPattern (no correct answer)', withDefinition({ interactionType: 'choice', correctResponsesPattern: [] })),
     ok('the same id in source and target lists', withDefinition({ interactionType: 'matching', source: [component('a')], target: [component('a')] })),
-    bad('interactionType is case-sensitive (2.2.s4.b1.b6)', withDefinition({ interactionType: 'true-faLse' }), [[0, 'object', 'definition', 'interactionType'], 'value_error.enum']),
+    bad('interactionType is case-sensitive (2.2.s4.b1.b6)', withDefinition({ interactionType: 'true-faLse' }), [
+      [0, 'object', 'definition', 'interactionType'],
+      'value_error.enum',
+    ]),
     bad('interactionType must be from the list', withDefinition({ interactionType: 'essay' }), [[0, 'object', 'definition', 'interactionType'], 'value_error.enum']),
     bad('interactionType must be a string', withDefinition({ interactionType: 12345 }), [[0, 'object', 'definition', 'interactionType'], 'type_error.string']),
     bad('choices without interactionType', withDefinition({ choices: [component('a')] }), [[0, 'object', 'definition', 'interactionType'], MISSING]),
     bad('correctResponsesPattern without interactionType', withDefinition({ correctResponsesPattern: ['a'] }), [[0, 'object', 'definition', 'interactionType'], MISSING]),
-    bad('scale is not allowed for choice', withDefinition({ interactionType: 'choice', scale: [component('a')] }), [[0, 'object', 'definition', 'scale'], 'value_error.not_allowed']),
-    bad('choices are not allowed for true-false', withDefinition({ interactionType: 'true-false', choices: [component('a')] }), [[0, 'object', 'definition', 'choices'], 'value_error.not_allowed']),
-    bad('steps are not allowed for matching', withDefinition({ interactionType: 'matching', steps: [component('a')] }), [[0, 'object', 'definition', 'steps'], 'value_error.not_allowed']),
-    bad('correctResponsesPattern must be an array', withDefinition({ interactionType: 'other', correctResponsesPattern: 'a' }), [[0, 'object', 'definition', 'correctResponsesPattern'], 'type_error.array']),
-    bad('correctResponsesPattern holds strings', withDefinition({ interactionType: 'numeric', correctResponsesPattern: ['4[:]', 4] }), [[0, 'object', 'definition', 'correctResponsesPattern', 1], 'type_error.string']),
-    bad('component ids MUST be distinct (2.4.4.1.s16.b1)', withDefinition({ interactionType: 'choice', choices: [component('a'), component('a')] }), [[0, 'object', 'definition', 'choices', 1, 'id'], 'value_error.duplicate']),
-    bad('component id is required', withDefinition({ interactionType: 'likert', scale: [{ description: { 'en-US': 'x' } }] }), [[0, 'object', 'definition', 'scale', 0, 'id'], MISSING]),
-    bad('component rejects unknown properties', withDefinition({ interactionType: 'performance', steps: [{ id: 'a', name: 'x' }] }), [[0, 'object', 'definition', 'steps', 0, 'name'], EXTRA]),
-    bad('component description is a language map', withDefinition({ interactionType: 'sequencing', choices: [{ id: 'a', description: { 'en-US': 'x', 'not a tag': 'y' } }] }), [[0, 'object', 'definition', 'choices', 0, 'description', 'not a tag'], 'value_error.language_tag']),
+    bad('scale is not allowed for choice', withDefinition({ interactionType: 'choice', scale: [component('a')] }), [
+      [0, 'object', 'definition', 'scale'],
+      'value_error.not_allowed',
+    ]),
+    bad('choices are not allowed for true-false', withDefinition({ interactionType: 'true-false', choices: [component('a')] }), [
+      [0, 'object', 'definition', 'choices'],
+      'value_error.not_allowed',
+    ]),
+    bad('steps are not allowed for matching', withDefinition({ interactionType: 'matching', steps: [component('a')] }), [
+      [0, 'object', 'definition', 'steps'],
+      'value_error.not_allowed',
+    ]),
+    bad('correctResponsesPattern must be an array', withDefinition({ interactionType: 'other', correctResponsesPattern: 'a' }), [
+      [0, 'object', 'definition', 'correctResponsesPattern'],
+      'type_error.array',
+    ]),
+    bad('correctResponsesPattern holds strings', withDefinition({ interactionType: 'numeric', correctResponsesPattern: ['4[:]', 4] }), [
+      [0, 'object', 'definition', 'correctResponsesPattern', 1],
+      'type_error.string',
+    ]),
+    bad('component ids MUST be distinct (2.4.4.1.s16.b1)', withDefinition({ interactionType: 'choice', choices: [component('a'), component('a')] }), [
+      [0, 'object', 'definition', 'choices', 1, 'id'],
+      'value_error.duplicate',
+    ]),
+    bad('component id is required', withDefinition({ interactionType: 'likert', scale: [{ description: { 'en-US': 'x' } }] }), [
+      [0, 'object', 'definition', 'scale', 0, 'id'],
+      MISSING,
+    ]),
+    bad('component rejects unknown properties', withDefinition({ interactionType: 'performance', steps: [{ id: 'a', name: 'x' }] }), [
+      [0, 'object', 'definition', 'steps', 0, 'name'],
+      EXTRA,
+    ]),
+    bad('component description is a language map', withDefinition({ interactionType: 'sequencing', choices: [{ id: 'a', description: { 'en-US': 'x', 'not a tag': 'y' } }] }), [
+      [0, 'object', 'definition', 'choices', 0, 'description', 'not a tag'],
+      'value_error.language_tag',
+    ]),
     bad('component list must be an array', withDefinition({ interactionType: 'matching', source: component('a') }), [[0, 'object', 'definition', 'source'], 'type_error.array']),
   ],
   'object: Agent, Group, StatementRef (2.4.4.2, 2.4.4.3)': [
     ok('Agent object with objectType (Appendix B)', (s) => void (s.object = { name: 'Andrew Downes', mbox: 'mailto:andrew@example.co.uk', objectType: 'Agent' })),
     ok('Group object', (s) => void (s.object = { objectType: 'Group', member: [{ mbox: 'mailto:a@example.com' }] })),
     ok('StatementRef object (2.4.4.3.s5 example)', (s) => void (s.object = { objectType: 'StatementRef', id: '8f87ccde-bb56-4c2e-ab83-44982ef22df0' })),
-    bad('an Agent object MUST specify objectType (2.4.4.2.s1.b1)', (s) => void (s.object = { mbox: 'mailto:andrew@example.co.uk' }), [[0, 'object', 'mbox'], EXTRA], [[0, 'object', 'id'], MISSING]),
+    bad(
+      'an Agent object MUST specify objectType (2.4.4.2.s1.b1)',
+      (s) => void (s.object = { mbox: 'mailto:andrew@example.co.uk' }),
+      [[0, 'object', 'mbox'], EXTRA],
+      [[0, 'object', 'id'], MISSING],
+    ),
     bad('an Agent object still needs one IFI', (s) => void (s.object = { objectType: 'Agent', name: 'x' }), [[0, 'object'], 'value_error.ifi']),
-    bad('StatementRef id MUST be a UUID (2.4.4.3.s4.b2)', (s) => void (s.object = { objectType: 'StatementRef', id: 'http://example.com/s' }), [[0, 'object', 'id'], 'value_error.uuid']),
+    bad('StatementRef id MUST be a UUID (2.4.4.3.s4.b2)', (s) => void (s.object = { objectType: 'StatementRef', id: 'http://example.com/s' }), [
+      [0, 'object', 'id'],
+      'value_error.uuid',
+    ]),
     bad('StatementRef id is required', (s) => void (s.object = { objectType: 'StatementRef' }), [[0, 'object', 'id'], MISSING]),
     bad('StatementRef rejects other properties', (s) => void (s.object = { objectType: 'StatementRef', id: UUID, definition: {} }), [[0, 'object', 'definition'], EXTRA]),
   ],
@@ -363,55 +455,106 @@ const CASES: Record<string, Case[]> = {
       verb: { id: 'http://adlnet.gov/expapi/verbs/voided', display: { 'en-US': 'voided' } },
       object: { objectType: 'StatementRef', id: 'e05aa883-acaf-40ad-bf54-02c8ce485fb0' },
     })),
-    bad('the object of a voiding statement MUST be a StatementRef (2.3.2.s2.b1)', (s) => void (s.verb.id = 'http://adlnet.gov/expapi/verbs/voided'), [[0, 'object', 'objectType'], 'value_error.voiding']),
+    bad('the object of a voiding statement MUST be a StatementRef (2.3.2.s2.b1)', (s) => void (s.verb.id = 'http://adlnet.gov/expapi/verbs/voided'), [
+      [0, 'object', 'objectType'],
+      'value_error.voiding',
+    ]),
   ],
   'object: SubStatement (2.4.4.3.s6-s9)': [
-    ok('SubStatement (2.4.4.3.s9 example)', (s) => void (s.object = {
-      objectType: 'SubStatement',
-      actor: { objectType: 'Agent', mbox: 'mailto:test@example.com' },
-      verb: { id: 'http://example.com/visited', display: { 'en-US': 'will visit' } },
-      object: { objectType: 'Activity', id: 'http://example.com/website', definition: { name: { 'en-US': 'Some Awesome Website' } } },
-    })),
-    ok('SubStatement with a StatementRef object (Appendix B)', (s) => void (s.object = {
-      objectType: 'SubStatement',
-      actor: { objectType: 'Agent', mbox: 'mailto:agent@example.com' },
-      verb: { id: 'http://example.com/confirmed', display: { en: 'confirmed' } },
-      object: { objectType: 'StatementRef', id: '9e13cefd-53d3-4eac-b5ed-2cf6693903bb' },
-    })),
-    ok('SubStatement MAY have a future timestamp, result, context, attachments (2.4.7.s3.b5)', (s) => void (s.object = {
-      objectType: 'SubStatement',
-      actor: { mbox: 'mailto:test@example.com' },
-      verb: { id: 'http://example.com/planned' },
-      object: { id: 'http://example.com/website' },
-      timestamp: '2999-01-01T00:00:00Z',
-      result: { completion: false },
-      context: { platform: 'web', contextActivities: { parent: { id: 'http://example.com/p' } } },
-      attachments: [attachment()],
-    })),
+    ok(
+      'SubStatement (2.4.4.3.s9 example)',
+      (s) =>
+        void (s.object = {
+          objectType: 'SubStatement',
+          actor: { objectType: 'Agent', mbox: 'mailto:test@example.com' },
+          verb: { id: 'http://example.com/visited', display: { 'en-US': 'will visit' } },
+          object: { objectType: 'Activity', id: 'http://example.com/website', definition: { name: { 'en-US': 'Some Awesome Website' } } },
+        }),
+    ),
+    ok(
+      'SubStatement with a StatementRef object (Appendix B)',
+      (s) =>
+        void (s.object = {
+          objectType: 'SubStatement',
+          actor: { objectType: 'Agent', mbox: 'mailto:agent@example.com' },
+          verb: { id: 'http://example.com/confirmed', display: { en: 'confirmed' } },
+          object: { objectType: 'StatementRef', id: '9e13cefd-53d3-4eac-b5ed-2cf6693903bb' },
+        }),
+    ),
+    ok(
+      'SubStatement MAY have a future timestamp, result, context, attachments (2.4.7.s3.b5)',
+      (s) =>
+        void (s.object = {
+          objectType: 'SubStatement',
+          actor: { mbox: 'mailto:test@example.com' },
+          verb: { id: 'http://example.com/planned' },
+          object: { id: 'http://example.com/website' },
+          timestamp: '2999-01-01T00:00:00Z',
+          result: { completion: false },
+          context: { platform: 'web', contextActivities: { parent: { id: 'http://example.com/p' } } },
+          attachments: [attachment()],
+        }),
+    ),
     ...(['id', 'stored', 'version', 'authority'] as const).map((k) =>
-      bad(`a SubStatement MUST NOT have "${k}" (2.4.4.3.s8.b3)`, (s: Any) => {
-        const values = { id: UUID, stored: '2013-05-18T05:32:34.804Z', version: '1.0.0', authority: { mbox: 'mailto:a@example.com' } };
-        s.object = { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { id: 'http://example.com/a' }, [k]: values[k] };
-      }, [[0, 'object', k], 'value_error.not_allowed'])),
-    bad('a SubStatement MUST NOT contain a SubStatement (2.4.4.3.s8.b4)', (s) => void (s.object = {
-      objectType: 'SubStatement', actor: s.actor, verb: s.verb,
-      object: { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { id: 'http://example.com/a' } },
-    }), [[0, 'object', 'object', 'objectType'], 'value_error.not_allowed']),
-    bad('a SubStatement is validated as a Statement: verb required (2.4.4.3.s8.b2)', (s) => void (s.object = { objectType: 'SubStatement', actor: s.actor, object: { id: 'http://example.com/a' } }), [[0, 'object', 'verb'], MISSING]),
-    bad('SubStatement actor is validated', (s) => void (s.object = { objectType: 'SubStatement', actor: { name: 'x' }, verb: s.verb, object: { id: 'http://example.com/a' } }), [[0, 'object', 'actor'], 'value_error.ifi']),
-    bad('SubStatement object Agent needs objectType', (s) => void (s.object = { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { mbox: 'mailto:a@example.com' } }), [[0, 'object', 'object', 'mbox'], EXTRA], [[0, 'object', 'object', 'id'], MISSING]),
-    bad('SubStatement timestamp is validated', (s) => void (s.object = { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { id: 'http://example.com/a' }, timestamp: 'should fail' }), [[0, 'object', 'timestamp'], 'value_error.datetime']),
-    bad('SubStatement rejects unknown properties', (s) => void (s.object = { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { id: 'http://example.com/a' }, foo: 1 }), [[0, 'object', 'foo'], EXTRA]),
+      bad(
+        `a SubStatement MUST NOT have "${k}" (2.4.4.3.s8.b3)`,
+        (s: Any) => {
+          const values = { id: UUID, stored: '2013-05-18T05:32:34.804Z', version: '1.0.0', authority: { mbox: 'mailto:a@example.com' } };
+          s.object = { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { id: 'http://example.com/a' }, [k]: values[k] };
+        },
+        [[0, 'object', k], 'value_error.not_allowed'],
+      ),
+    ),
+    bad(
+      'a SubStatement MUST NOT contain a SubStatement (2.4.4.3.s8.b4)',
+      (s) =>
+        void (s.object = {
+          objectType: 'SubStatement',
+          actor: s.actor,
+          verb: s.verb,
+          object: { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { id: 'http://example.com/a' } },
+        }),
+      [[0, 'object', 'object', 'objectType'], 'value_error.not_allowed'],
+    ),
+    bad(
+      'a SubStatement is validated as a Statement: verb required (2.4.4.3.s8.b2)',
+      (s) => void (s.object = { objectType: 'SubStatement', actor: s.actor, object: { id: 'http://example.com/a' } }),
+      [[0, 'object', 'verb'], MISSING],
+    ),
+    bad('SubStatement actor is validated', (s) => void (s.object = { objectType: 'SubStatement', actor: { name: 'x' }, verb: s.verb, object: { id: 'http://example.com/a' } }), [
+      [0, 'object', 'actor'],
+      'value_error.ifi',
+    ]),
+    bad(
+      'SubStatement object Agent needs objectType',
+      (s) => void (s.object = { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { mbox: 'mailto:a@example.com' } }),
+      [[0, 'object', 'object', 'mbox'], EXTRA],
+      [[0, 'object', 'object', 'id'], MISSING],
+    ),
+    bad(
+      'SubStatement timestamp is validated',
+      (s) => void (s.object = { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { id: 'http://example.com/a' }, timestamp: 'should fail' }),
+      [[0, 'object', 'timestamp'], 'value_error.datetime'],
+    ),
+    bad(
+      'SubStatement rejects unknown properties',
+      (s) => void (s.object = { objectType: 'SubStatement', actor: s.actor, verb: s.verb, object: { id: 'http://example.com/a' }, foo: 1 }),
+      [[0, 'object', 'foo'], EXTRA],
+    ),
   ],
   'result (2.4.5)': [
-    ok('result with every property', (s) => void (s.result = {
-      score: { scaled: 0.95, raw: 95, min: 0, max: 100 },
-      success: true,
-      completion: false,
-      response: 'We agreed on some example actions.',
-      duration: 'PT4H35M59.14S',
-      extensions: { 'http://example.com/null': null },
-    })),
+    ok(
+      'result with every property',
+      (s) =>
+        void (s.result = {
+          score: { scaled: 0.95, raw: 95, min: 0, max: 100 },
+          success: true,
+          completion: false,
+          response: 'We agreed on some example actions.',
+          duration: 'PT4H35M59.14S',
+          extensions: { 'http://example.com/null': null },
+        }),
+    ),
     ok('scaled at the lower bound -1', (s) => void (s.result = { score: { scaled: -1 } })),
     ok('scaled at the upper bound 1', (s) => void (s.result = { score: { scaled: 1 } })),
     ok('raw equal to min and max bounds', (s) => void (s.result = { score: { raw: 0, min: 0, max: 10 } })),
@@ -432,41 +575,78 @@ const CASES: Record<string, Case[]> = {
     bad('extensions must be an object', (s) => void (s.result = { extensions: [] }), [[0, 'result', 'extensions'], 'type_error.object']),
   ],
   'context (2.4.6)': [
-    ok('context with every property', (s) => void (s.context = {
-      registration: 'ec531277-b57b-4c15-8d91-d292c5b2b8f7',
-      instructor: { objectType: 'Group', member: [{ mbox: 'mailto:i@example.com' }] },
-      team: { objectType: 'Group', member: [{ mbox: 'mailto:t@example.com' }] },
-      contextActivities: { parent: [{ id: 'http://example.com/p' }], grouping: { id: 'http://example.com/g' }, category: [], other: [] },
-      revision: 'r2',
-      platform: 'web',
-      language: 'zh-Hant-TW',
-      statement: { objectType: 'StatementRef', id: UUID },
-      extensions: { 'http://example.com/altitude': 1000 },
-    })),
+    ok(
+      'context with every property',
+      (s) =>
+        void (s.context = {
+          registration: 'ec531277-b57b-4c15-8d91-d292c5b2b8f7',
+          instructor: { objectType: 'Group', member: [{ mbox: 'mailto:i@example.com' }] },
+          team: { objectType: 'Group', member: [{ mbox: 'mailto:t@example.com' }] },
+          contextActivities: { parent: [{ id: 'http://example.com/p' }], grouping: { id: 'http://example.com/g' }, category: [], other: [] },
+          revision: 'r2',
+          platform: 'web',
+          language: 'zh-Hant-TW',
+          statement: { objectType: 'StatementRef', id: UUID },
+          extensions: { 'http://example.com/altitude': 1000 },
+        }),
+    ),
     bad('registration must be a UUID', (s) => void (s.context = { registration: 'abc' }), [[0, 'context', 'registration'], 'value_error.uuid']),
     bad('instructor must be a valid Agent', (s) => void (s.context = { instructor: { name: 'x' } }), [[0, 'context', 'instructor'], 'value_error.ifi']),
-    bad('team must be a Group, not an Agent', (s) => void (s.context = { team: { objectType: 'Agent', mbox: 'mailto:t@example.com' } }), [[0, 'context', 'team', 'objectType'], 'value_error.not_allowed']),
+    bad('team must be a Group, not an Agent', (s) => void (s.context = { team: { objectType: 'Agent', mbox: 'mailto:t@example.com' } }), [
+      [0, 'context', 'team', 'objectType'],
+      'value_error.not_allowed',
+    ]),
     bad('team must have objectType Group', (s) => void (s.context = { team: { mbox: 'mailto:t@example.com' } }), [[0, 'context', 'team', 'objectType'], MISSING]),
-    bad('contextActivities keys are parent/grouping/category/other (2.4.6.2.s4.b1)', (s) => void (s.context = { contextActivities: { Parent: [] } }), [[0, 'context', 'contextActivities', 'Parent'], EXTRA]),
-    bad('contextActivities values are Activities (2.4.6.2.s4.b2)', (s) => void (s.context = { contextActivities: { parent: [{ objectType: 'Agent', mbox: 'mailto:a@example.com' }] } }), [[0, 'context', 'contextActivities', 'parent', 0, 'objectType'], 'value_error.enum']),
-    bad('a context Activity needs an id', (s) => void (s.context = { contextActivities: { other: [{ id: 'http://example.com/o' }, { objectType: 'Activity' }] } }), [[0, 'context', 'contextActivities', 'other', 1, 'id'], MISSING]),
-    bad('a single context Activity is validated too', (s) => void (s.context = { contextActivities: { category: { id: 'not an iri' } } }), [[0, 'context', 'contextActivities', 'category', 'id'], 'value_error.iri']),
-    bad('contextActivities value must be an object or an array', (s) => void (s.context = { contextActivities: { grouping: 'http://example.com/g' } }), [[0, 'context', 'contextActivities', 'grouping'], 'type_error.array']),
+    bad('contextActivities keys are parent/grouping/category/other (2.4.6.2.s4.b1)', (s) => void (s.context = { contextActivities: { Parent: [] } }), [
+      [0, 'context', 'contextActivities', 'Parent'],
+      EXTRA,
+    ]),
+    bad(
+      'contextActivities values are Activities (2.4.6.2.s4.b2)',
+      (s) => void (s.context = { contextActivities: { parent: [{ objectType: 'Agent', mbox: 'mailto:a@example.com' }] } }),
+      [[0, 'context', 'contextActivities', 'parent', 0, 'objectType'], 'value_error.enum'],
+    ),
+    bad('a context Activity needs an id', (s) => void (s.context = { contextActivities: { other: [{ id: 'http://example.com/o' }, { objectType: 'Activity' }] } }), [
+      [0, 'context', 'contextActivities', 'other', 1, 'id'],
+      MISSING,
+    ]),
+    bad('a single context Activity is validated too', (s) => void (s.context = { contextActivities: { category: { id: 'not an iri' } } }), [
+      [0, 'context', 'contextActivities', 'category', 'id'],
+      'value_error.iri',
+    ]),
+    bad('contextActivities value must be an object or an array', (s) => void (s.context = { contextActivities: { grouping: 'http://example.com/g' } }), [
+      [0, 'context', 'contextActivities', 'grouping'],
+      'type_error.array',
+    ]),
     ok('revision and platform when the object is an Activity', (s) => void (s.context = { revision: '1', platform: 'x' })),
-    bad('"revision" only with an Activity object (2.4.6.s4.b1)', (s) => {
-      s.object = { objectType: 'StatementRef', id: UUID };
-      s.context = { revision: '1' };
-    }, [[0, 'context', 'revision'], 'value_error.not_allowed']),
-    bad('"platform" only with an Activity object (2.4.6.s4.b2)', (s) => {
-      s.object = { objectType: 'Agent', mbox: 'mailto:a@example.com' };
-      s.context = { platform: 'x' };
-    }, [[0, 'context', 'platform'], 'value_error.not_allowed']),
+    bad(
+      '"revision" only with an Activity object (2.4.6.s4.b1)',
+      (s) => {
+        s.object = { objectType: 'StatementRef', id: UUID };
+        s.context = { revision: '1' };
+      },
+      [[0, 'context', 'revision'], 'value_error.not_allowed'],
+    ),
+    bad(
+      '"platform" only with an Activity object (2.4.6.s4.b2)',
+      (s) => {
+        s.object = { objectType: 'Agent', mbox: 'mailto:a@example.com' };
+        s.context = { platform: 'x' };
+      },
+      [[0, 'context', 'platform'], 'value_error.not_allowed'],
+    ),
     bad('revision must be a string', (s) => void (s.context = { revision: 2 }), [[0, 'context', 'revision'], 'type_error.string']),
     bad('language must be an RFC 5646 tag', (s) => void (s.context = { language: 'english!' }), [[0, 'context', 'language'], 'value_error.language_tag']),
     bad('context statement must be a StatementRef', (s) => void (s.context = { statement: { id: UUID } }), [[0, 'context', 'statement', 'objectType'], MISSING]),
-    bad('context statement objectType must be StatementRef', (s) => void (s.context = { statement: { objectType: 'SubStatement', id: UUID } }), [[0, 'context', 'statement', 'objectType'], 'value_error.enum']),
+    bad('context statement objectType must be StatementRef', (s) => void (s.context = { statement: { objectType: 'SubStatement', id: UUID } }), [
+      [0, 'context', 'statement', 'objectType'],
+      'value_error.enum',
+    ]),
     bad('context rejects unknown properties', (s) => void (s.context = { location: 'x' }), [[0, 'context', 'location'], EXTRA]),
-    bad('context extension keys are IRIs', (s) => void (s.context = { extensions: { 'http://example.com/ok': 1, 'not an iri': 2 } }), [[0, 'context', 'extensions', 'not an iri'], 'value_error.iri']),
+    bad('context extension keys are IRIs', (s) => void (s.context = { extensions: { 'http://example.com/ok': 1, 'not an iri': 2 } }), [
+      [0, 'context', 'extensions', 'not an iri'],
+      'value_error.iri',
+    ]),
   ],
   'timestamp and stored (2.4.7, 2.4.8, 4.5)': [
     ok('UTC timestamp with milliseconds', (s) => void (s.timestamp = '2013-05-18T05:32:34.804Z')),
@@ -487,18 +667,30 @@ const CASES: Record<string, Case[]> = {
   'authority (2.4.9)': [
     ok('authority Agent (Appendix A)', (s) => void (s.authority = { account: { homePage: 'http://cloud.scorm.com/', name: 'anonymous' }, objectType: 'Agent' })),
     ok('3-legged OAuth authority Group of two Agents (2.4.9.s8 example)', (s) => void (s.authority = oauthAuthority())),
-    bad('an authority Group must be anonymous', (s) => {
-      s.authority = oauthAuthority();
-      s.authority.mbox = 'mailto:bob@example.com';
-    }, [[0, 'authority'], 'value_error.authority']),
-    bad('an authority Group has exactly two members: one', (s) => {
-      s.authority = oauthAuthority();
-      s.authority.member.pop();
-    }, [[0, 'authority', 'member'], 'value_error.authority']),
-    bad('an authority Group has exactly two members: three', (s) => {
-      s.authority = oauthAuthority();
-      s.authority.member.push({ mbox: 'mailto:james@example.com' });
-    }, [[0, 'authority', 'member'], 'value_error.authority']),
+    bad(
+      'an authority Group must be anonymous',
+      (s) => {
+        s.authority = oauthAuthority();
+        s.authority.mbox = 'mailto:bob@example.com';
+      },
+      [[0, 'authority'], 'value_error.authority'],
+    ),
+    bad(
+      'an authority Group has exactly two members: one',
+      (s) => {
+        s.authority = oauthAuthority();
+        s.authority.member.pop();
+      },
+      [[0, 'authority', 'member'], 'value_error.authority'],
+    ),
+    bad(
+      'an authority Group has exactly two members: three',
+      (s) => {
+        s.authority = oauthAuthority();
+        s.authority.member.push({ mbox: 'mailto:james@example.com' });
+      },
+      [[0, 'authority', 'member'], 'value_error.authority'],
+    ),
     bad('an authority Group needs members', (s) => void (s.authority = { objectType: 'Group' }), [[0, 'authority', 'member'], MISSING]),
     bad('an authority Agent needs one IFI', (s) => void (s.authority = { objectType: 'Agent', name: 'x' }), [[0, 'authority'], 'value_error.ifi']),
   ],
@@ -522,28 +714,48 @@ const CASES: Record<string, Case[]> = {
     bad('attachments must be an array', (s) => void (s.attachments = attachment()), [[0, 'attachments'], 'type_error.array']),
     bad('an attachment must be an object', (s) => void (s.attachments = ['should fail']), [[0, 'attachments', 0], 'type_error.object']),
     bad('usageType must be an IRI', (s) => void (s.attachments = [{ ...attachment(), usageType: 'should fail' }]), [[0, 'attachments', 0, 'usageType'], 'value_error.iri']),
-    bad('contentType must be a media type', (s) => void (s.attachments = [{ ...attachment(), contentType: 'should fail' }]), [[0, 'attachments', 0, 'contentType'], 'value_error.media_type']),
+    bad('contentType must be a media type', (s) => void (s.attachments = [{ ...attachment(), contentType: 'should fail' }]), [
+      [0, 'attachments', 0, 'contentType'],
+      'value_error.media_type',
+    ]),
     bad('length must be an integer, not a string', (s) => void (s.attachments = [{ ...attachment(), length: '27' }]), [[0, 'attachments', 0, 'length'], 'type_error.integer']),
     bad('length must be a non-negative integer', (s) => void (s.attachments = [{ ...attachment(), length: 2.5 }]), [[0, 'attachments', 0, 'length'], 'value_error.integer']),
     bad('sha2 must be a string', (s) => void (s.attachments = [{ ...attachment(), sha2: 12345 }]), [[0, 'attachments', 0, 'sha2'], 'type_error.string']),
     bad('sha2 must be a hex SHA-2 digest', (s) => void (s.attachments = [{ ...attachment(), sha2: 'not-a-hash' }]), [[0, 'attachments', 0, 'sha2'], 'value_error.sha2']),
     bad('fileUrl must be an IRL', (s) => void (s.attachments = [{ ...attachment(), fileUrl: 'should fail' }]), [[0, 'attachments', 0, 'fileUrl'], 'value_error.irl']),
-    bad('display is required', (s) => {
-      const a = attachment();
-      delete a.display;
-      s.attachments = [attachment(), a];
-    }, [[0, 'attachments', 1, 'display'], MISSING]),
-    bad('sha2 is required even with fileUrl', (s) => {
-      const a = attachment();
-      delete a.sha2;
-      s.attachments = [a];
-    }, [[0, 'attachments', 0, 'sha2'], MISSING]),
-    bad('description language map tags are checked', (s) => void (s.attachments = [{ ...attachment(), description: { 'de-419-DE': 'x' } }]), [[0, 'attachments', 0, 'description', 'de-419-DE'], 'value_error.language_tag']),
+    bad(
+      'display is required',
+      (s) => {
+        const a = attachment();
+        delete a.display;
+        s.attachments = [attachment(), a];
+      },
+      [[0, 'attachments', 1, 'display'], MISSING],
+    ),
+    bad(
+      'sha2 is required even with fileUrl',
+      (s) => {
+        const a = attachment();
+        delete a.sha2;
+        s.attachments = [a];
+      },
+      [[0, 'attachments', 0, 'sha2'], MISSING],
+    ),
+    bad('description language map tags are checked', (s) => void (s.attachments = [{ ...attachment(), description: { 'de-419-DE': 'x' } }]), [
+      [0, 'attachments', 0, 'description', 'de-419-DE'],
+      'value_error.language_tag',
+    ]),
     bad('attachment rejects unknown properties', (s) => void (s.attachments = [{ ...attachment(), data: 'x' }]), [[0, 'attachments', 0, 'data'], EXTRA]),
   ],
   'extensions (4.1)': [
-    ok('extension values may be any JSON, null included', (s) => void (s.result = { extensions: { 'http://example.com/a': null, 'http://example.com/b': [1, { c: null }], 'urn:x:y': 'z' } })),
-    bad('extension keys must be absolute IRIs', (s) => void (s.object.definition = { extensions: { '/relative': 1 } }), [[0, 'object', 'definition', 'extensions', '/relative'], 'value_error.iri']),
+    ok(
+      'extension values may be any JSON, null included',
+      (s) => void (s.result = { extensions: { 'http://example.com/a': null, 'http://example.com/b': [1, { c: null }], 'urn:x:y': 'z' } }),
+    ),
+    bad('extension keys must be absolute IRIs', (s) => void (s.object.definition = { extensions: { '/relative': 1 } }), [
+      [0, 'object', 'definition', 'extensions', '/relative'],
+      'value_error.iri',
+    ]),
   ],
 };
 
@@ -652,11 +864,7 @@ describe('validateStatements: batches and copies', () => {
     const { issues } = validateStatements(s, '1.0.3');
     assert.deepEqual(
       issues.map((i) => i.msg),
-      [
-        'an Agent must have exactly one inverse functional identifier, found 2: mbox, openid',
-        'extra field not permitted',
-        'field required',
-      ],
+      ['an Agent must have exactly one inverse functional identifier, found 2: mbox, openid', 'extra field not permitted', 'field required'],
     );
   });
 });
@@ -846,7 +1054,11 @@ describe('timestamps: the UTC range, and stored forms accepted back', () => {
       assert.equal(timestampOutOfRange(ts), true, ts);
       const issues: ValidationIssue[] = [];
       validateStatement({ ...base(), timestamp: ts }, [0], issues, '2.0.0');
-      assert.deepEqual(issues.map((i) => [i.loc, i.type]), [[[0, 'timestamp'], 'value_error.datetime_range']], ts);
+      assert.deepEqual(
+        issues.map((i) => [i.loc, i.type]),
+        [[[0, 'timestamp'], 'value_error.datetime_range']],
+        ts,
+      );
     }
     assert.equal(timestampOutOfRange('9999-13-01T00:00:00Z'), false, 'malformed is not out of range');
     for (const ts of ['0000-01-01T00:00:00Z', '9999-12-31T23:59:59.999Z', '9999-12-31T23:59:59+23:59', '0000-01-01T23:59:59-00:01']) {

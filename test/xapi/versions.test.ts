@@ -45,10 +45,16 @@ describe('the validator takes the version', () => {
     assert.deepEqual(issues(ok, '2.0.0'), []);
     assert.deepEqual(issues(ok, '1.0.3'), [['0.context.contextAgents', 'value_error.extra']]);
     const group = { objectType: 'Group', mbox: 'mailto:g@example.com' };
-    assert.deepEqual(issues({ contextAgents: [{ objectType: 'contextAgent', agent: group }] }, '2.0.0'), [['0.context.contextAgents.0.agent.objectType', 'value_error.not_allowed']]);
+    assert.deepEqual(issues({ contextAgents: [{ objectType: 'contextAgent', agent: group }] }, '2.0.0'), [
+      ['0.context.contextAgents.0.agent.objectType', 'value_error.not_allowed'],
+    ]);
     assert.deepEqual(issues({ contextGroups: [{ objectType: 'contextGroup', group }] }, '2.0.0'), []);
-    assert.deepEqual(issues({ contextGroups: [{ objectType: 'contextGroup', group: { mbox: 'mailto:g@example.com' } }] }, '2.0.0'), [['0.context.contextGroups.0.group.objectType', 'value_error.missing']]);
-    assert.deepEqual(issues({ contextGroups: [{ objectType: 'contextGroup', group, relevantTypes: [] }] }, '2.0.0'), [['0.context.contextGroups.0.relevantTypes', 'value_error.empty']]);
+    assert.deepEqual(issues({ contextGroups: [{ objectType: 'contextGroup', group: { mbox: 'mailto:g@example.com' } }] }, '2.0.0'), [
+      ['0.context.contextGroups.0.group.objectType', 'value_error.missing'],
+    ]);
+    assert.deepEqual(issues({ contextGroups: [{ objectType: 'contextGroup', group, relevantTypes: [] }] }, '2.0.0'), [
+      ['0.context.contextGroups.0.relevantTypes', 'value_error.empty'],
+    ]);
   });
 });
 

@@ -9,15 +9,16 @@ import { validateAgentParam } from '../../xapi/validate.ts';
 import { parseQuery, rawQuery } from '../request.ts';
 
 /** A 400 about one query parameter or body field. */
-export const issue = (where: 'query' | 'body', name: string, msg: string, type = 'value_error'): ValidationFailed =>
-  new ValidationFailed([{ loc: [where, name], msg, type }]);
+export const issue = (where: 'query' | 'body', name: string, msg: string, type = 'value_error'): ValidationFailed => new ValidationFailed([{ loc: [where, name], msg, type }]);
 
 /** The query parameters of `url`, only those of `allowed` (another is a 400 naming it). */
 export function routeQuery(url: string, allowed: readonly string[]): Record<string, string> {
   const query = parseQuery(rawQuery(url));
   const unknown = Object.keys(query).filter((k) => !allowed.includes(k));
   if (unknown.length) {
-    throw new ValidationFailed(unknown.map((k) => ({ loc: ['query', k], msg: `unknown parameter (this route takes ${allowed.join(', ') || 'none'})`, type: 'value_error.unknown_parameter' })));
+    throw new ValidationFailed(
+      unknown.map((k) => ({ loc: ['query', k], msg: `unknown parameter (this route takes ${allowed.join(', ') || 'none'})`, type: 'value_error.unknown_parameter' })),
+    );
   }
   return query;
 }
@@ -36,7 +37,9 @@ export function parseBody(raw: Buffer | undefined, contentType: string | undefin
   const body = value as Record<string, unknown>;
   const unknown = Object.keys(body).filter((k) => !allowed.includes(k));
   if (unknown.length) {
-    throw new ValidationFailed(unknown.map((k) => ({ loc: ['body', k], msg: `unknown field (this route takes ${allowed.join(', ') || 'none'})`, type: 'value_error.unknown_field' })));
+    throw new ValidationFailed(
+      unknown.map((k) => ({ loc: ['body', k], msg: `unknown field (this route takes ${allowed.join(', ') || 'none'})`, type: 'value_error.unknown_field' })),
+    );
   }
   return body;
 }

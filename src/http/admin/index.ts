@@ -65,7 +65,8 @@ const ROUTES: AdminRoute[] = [
     method: 'GET',
     path: '/overview',
     params: ['target'],
-    handler: async ({ ctx, by, query }) => json(200, await storeOverview(ctx.store, by.role, query.target, { clock: ctx.clock, activeTargets: activeTargets(ctx.config.xapiForwardings) })),
+    handler: async ({ ctx, by, query }) =>
+      json(200, await storeOverview(ctx.store, by.role, query.target, { clock: ctx.clock, activeTargets: activeTargets(ctx.config.xapiForwardings) })),
   },
   { method: 'GET', path: '/forwarding', handler: async ({ ctx, by }) => json(200, { targets: await forwardingStatus(ctx, by) }) },
   {
@@ -113,9 +114,18 @@ const ROUTES: AdminRoute[] = [
       const b = await body();
       const target = optionalString(b, 'target');
       const scopes = stringList(b, 'scopes');
-      if (b.agent === undefined) throw issue('body', 'agent', 'is required: the credential\'s Agent, the authority of what it stores', 'value_error.missing');
-      if (typeof b.agent !== 'object' || b.agent === null || Array.isArray(b.agent)) throw issue('body', 'agent', 'must be an Agent object, e.g. {"mbox": "mailto:reports@example.com"}', 'type_error.dict');
-      const input = { scopes, agent: b.agent as Agent, target, key: optionalString(b, 'key'), label: optionalString(b, 'label'), expires: optionalString(b, 'expires'), validation: optionalString(b, 'validation') };
+      if (b.agent === undefined) throw issue('body', 'agent', "is required: the credential's Agent, the authority of what it stores", 'value_error.missing');
+      if (typeof b.agent !== 'object' || b.agent === null || Array.isArray(b.agent))
+        throw issue('body', 'agent', 'must be an Agent object, e.g. {"mbox": "mailto:reports@example.com"}', 'type_error.dict');
+      const input = {
+        scopes,
+        agent: b.agent as Agent,
+        target,
+        key: optionalString(b, 'key'),
+        label: optionalString(b, 'label'),
+        expires: optionalString(b, 'expires'),
+        validation: optionalString(b, 'validation'),
+      };
       return json(201, await createCredential(ctx, by, input));
     },
   },
@@ -152,7 +162,13 @@ const ROUTES: AdminRoute[] = [
       const ids = b.ids === undefined ? undefined : stringList(b, 'ids');
       const validation = optionalString(b, 'validation');
       if (validation !== undefined && validation !== 'strict' && validation !== 'lax') throw issue('body', 'validation', 'must be strict or lax');
-      const input: ReplayInput = { ids, all: optionalBoolean(b, 'all') ?? false, target: optionalString(b, 'target'), validation, overrideWriter: optionalBoolean(b, 'overrideWriter') ?? false };
+      const input: ReplayInput = {
+        ids,
+        all: optionalBoolean(b, 'all') ?? false,
+        target: optionalString(b, 'target'),
+        validation,
+        overrideWriter: optionalBoolean(b, 'overrideWriter') ?? false,
+      };
       return json(200, await replayRejections(ctx, by, input));
     },
   },
@@ -166,7 +182,8 @@ const ROUTES: AdminRoute[] = [
       const all = optionalBoolean(b, 'all') ?? false;
       if (all && target !== undefined) throw issue('body', 'all', 'give a target or "all": true, not both');
       // The operator says which: one store, or every one (a forgotten field never clears them all).
-      if (by.role.kind === 'operator' && !all && target === undefined) throw issue('body', 'target', 'is required: the store to clear ("" for the default store), or "all": true for every store', 'value_error.missing');
+      if (by.role.kind === 'operator' && !all && target === undefined)
+        throw issue('body', 'target', 'is required: the store to clear ("" for the default store), or "all": true for every store', 'value_error.missing');
       return json(200, { cleared: await clearRejections(ctx, by, all ? { all } : { target }) });
     },
   },

@@ -90,7 +90,11 @@ const grantAdmin =
   (user) => {
     const by = httpActor(user, client, /^\s*bearer\s/i.test(authorization ?? '') ? 'token' : 'basic');
     if (by) return { access: by };
-    return { refusal: json(403, { detail: `the admin API needs the admin or admin/store scope, which the user ${user.username} does not hold (xAPI scopes, all included, do not reach it)` }) };
+    return {
+      refusal: json(403, {
+        detail: `the admin API needs the admin or admin/store scope, which the user ${user.username} does not hold (xAPI scopes, all included, do not reach it)`,
+      }),
+    };
   };
 
 /** A refusal of an admin action that names its input field: answered as the body's field it came from. */

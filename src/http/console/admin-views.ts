@@ -39,7 +39,9 @@ export function storesPage(ctx: PageContext, v: { stores: StoreSummary[]; operat
 <caption>Stores with statements or documents</caption>
 <thead><tr><th scope="col">Store</th><th scope="col">Statements</th><th scope="col">Documents</th><th scope="col">Last statement</th><th scope="col">Switch</th></tr></thead>
 <tbody>${v.stores.map(
-    (s) => html`<tr><td data-label="Store">${s.target === '' ? html`<em>default</em>` : s.target}</td><td data-label="Statements">${s.statements}</td><td data-label="Documents">${s.documents}</td>
+    (
+      s,
+    ) => html`<tr><td data-label="Store">${s.target === '' ? html`<em>default</em>` : s.target}</td><td data-label="Statements">${s.statements}</td><td data-label="Documents">${s.documents}</td>
 <td data-label="Last statement">${s.lastStoredMs === null ? '—' : whenCell(new Date(s.lastStoredMs).toISOString())}</td>
 <td data-label="Switch">${s.target === current ? html`current` : html`<form method="post" action="/console/store" class="inline"><input type="hidden" name="csrf" value="${ctx.session!.csrf}"><input type="hidden" name="store" value="${s.target}"><input type="hidden" name="next" value="${v.next ?? '/console/statements'}"><button type="submit" aria-label="Work here: the ${storeName(s.target)}">Work here</button></form>`}</td></tr>`,
   )}</tbody>
@@ -69,7 +71,8 @@ function credentialState(c: CredentialInfo): string {
 function credentialsSection(store: string, v: AccessView, csrf: Html): Html {
   return html`<section aria-labelledby="credentials-title">
 <h2 id="credentials-title">Credentials</h2>
-${v.credentials.length
+${
+  v.credentials.length
     ? html`<table class="list credentials">
 <caption>Credentials in the ${storeName(store)}</caption>
 <thead><tr><th scope="col">Key</th><th scope="col">Label</th><th scope="col">Scopes</th><th scope="col">Agent</th><th scope="col">Created</th><th scope="col">Expires</th><th scope="col">Last used</th><th scope="col">State</th><th scope="col">Actions</th></tr></thead>
@@ -78,19 +81,22 @@ ${v.credentials.length
 <td data-label="Key">${keyCode(c.key)}</td><td data-label="Label">${c.label}</td><td data-label="Scopes">${c.scopes.join(' ')}${c.validation ? html` <span class="badge">${c.validation}</span>` : ''}</td>
 <td data-label="Agent">${agentLabel(c.agent)}</td><td data-label="Created">${whenCell(c.created)}</td><td data-label="Expires">${whenCell(c.expires, 'never')}</td>
 <td data-label="Last used">${whenCell(c.lastUsed, 'never')}</td><td data-label="State">${credentialState(c)}</td>
-<td data-label="Actions">${c.revoked
-          ? ''
-          : !v.manageable.has(c.key)
-            ? html`<span class="hint">an administrator’s: the operator rotates or revokes it</span>`
-            : html`<form method="post" action="/console/access/rotate" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}">
+<td data-label="Actions">${
+          c.revoked
+            ? ''
+            : !v.manageable.has(c.key)
+              ? html`<span class="hint">an administrator’s: the operator rotates or revokes it</span>`
+              : html`<form method="post" action="/console/access/rotate" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}">
 <label for="grace-${c.key}">Grace (s)</label> <input id="grace-${c.key}" name="grace" type="number" min="0" max="2592000" value="0" class="short" aria-describedby="h-grace">
 <button type="submit" aria-label="Rotate ${c.key}">Rotate</button></form>
-<form method="post" action="/console/access/revoke" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}"><button type="submit" class="danger" aria-label="Revoke ${c.key}">Revoke</button></form>`}</td>
+<form method="post" action="/console/access/revoke" class="row-action">${csrf}<input type="hidden" name="key" value="${c.key}"><button type="submit" class="danger" aria-label="Revoke ${c.key}">Revoke</button></form>`
+        }</td>
 </tr>`,
       )}</tbody>
 </table>
 <p class="hint" id="h-grace">Rotating gives a new secret; for the grace’s seconds the old one still works (up to 30 days).</p>`
-    : html`<p class="empty">No credentials in the database for this store (the credentials file’s users are listed below).</p>`}
+    : html`<p class="empty">No credentials in the database for this store (the credentials file’s users are listed below).</p>`
+}
 </section>`;
 }
 
@@ -100,17 +106,20 @@ function fileUsersSection(store: string, v: AccessView): Html {
   return html`<section aria-labelledby="file-users-title">
 <h2 id="file-users-title">Users of the credentials file</h2>
 <p class="hint">HTTP Basic users kept in the server’s credentials file (<code>LECTERN_AUTH_FILE</code>), not in the database: listed here, changed with <code>lectern auth</code> on the server (a new password, scopes or store; the file is re-read when it changes). Their passwords are never shown.</p>
-${'problem' in f
+${
+  'problem' in f
     ? html`<p class="error">The credentials file cannot be read: ${f.problem}</p>`
     : f.users.length
       ? html`<table class="list file-users">
 <caption>Users of the credentials file in the ${storeName(store)}</caption>
 <thead><tr><th scope="col">User</th><th scope="col">Scopes</th><th scope="col">Agent</th><th scope="col">Store</th><th scope="col">Kind</th></tr></thead>
 <tbody>${f.users.map(
-          (u) => html`<tr data-user="${u.username}"><td data-label="User"><code>${u.username}</code></td><td data-label="Scopes">${u.scopes.join(' ')}${u.validation ? html` <span class="badge">${u.validation}</span>` : ''}</td><td data-label="Agent">${agentLabel(u.agent)}</td><td data-label="Store">${u.target === '' ? 'default' : u.target}</td><td data-label="Kind"><span class="badge">credentials file</span></td></tr>`,
+          (u) =>
+            html`<tr data-user="${u.username}"><td data-label="User"><code>${u.username}</code></td><td data-label="Scopes">${u.scopes.join(' ')}${u.validation ? html` <span class="badge">${u.validation}</span>` : ''}</td><td data-label="Agent">${agentLabel(u.agent)}</td><td data-label="Store">${u.target === '' ? 'default' : u.target}</td><td data-label="Kind"><span class="badge">credentials file</span></td></tr>`,
         )}</tbody>
 </table>`
-      : html`<p class="empty">No user of the credentials file works in this store.</p>`}
+      : html`<p class="empty">No user of the credentials file works in this store.</p>`
+}
 </section>`;
 }
 
@@ -140,17 +149,21 @@ function createSection(operator: boolean, csrf: Html): Html {
 function auditSection(store: string, v: AccessView): Html {
   return html`<section aria-labelledby="audit-title">
 <h2 id="audit-title">Audit</h2>
-${v.audit.length
+${
+  v.audit.length
     ? html`<table class="list audit">
 <caption>Admin actions in the ${storeName(store)}, newest first</caption>
 <thead><tr><th scope="col">Time</th><th scope="col">Who</th><th scope="col">Action</th><th scope="col">Store</th><th scope="col">Details</th></tr></thead>
 <tbody>${v.audit.map(
-        (e) => html`<tr><td data-label="Time">${whenCell(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.actorKind.replace('-', ' ')}, ${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code class="token">${e.action}</code></td>
+        (
+          e,
+        ) => html`<tr><td data-label="Time">${whenCell(e.time)}</td><td data-label="Who">${e.actor} <span class="hint">(${e.actorKind.replace('-', ' ')}, ${e.role}, ${e.via}, ${e.client})</span></td><td data-label="Action"><code class="token">${e.action}</code></td>
 <td data-label="Store">${e.target === null ? 'every store' : e.target === '' ? 'default' : e.target}</td><td data-label="Details"><code>${JSON.stringify(e.details)}</code></td></tr>`,
       )}</tbody>
 </table>
 ${v.more ? html`<p class="paging"><a href="${v.more}" rel="next">Older entries</a></p>` : ''}`
-    : html`<p class="empty">No admin action recorded yet.</p>`}
+    : html`<p class="empty">No admin action recorded yet.</p>`
+}
 </section>`;
 }
 

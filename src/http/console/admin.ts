@@ -92,7 +92,15 @@ export function refusal(err: unknown): { status: number; message: string } {
 }
 
 /** The session's admin actor (its user, from the request's address, over HTTP); without the role `need` asks, a 403 page (or JSON answer) and undefined. */
-export function adminActorOf(kit: ConsoleKit, request: FastifyRequest, reply: FastifyReply, s: Session, what: string, json = false, need: AdminNeed = 'admin'): AdminActor | undefined {
+export function adminActorOf(
+  kit: ConsoleKit,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  s: Session,
+  what: string,
+  json = false,
+  need: AdminNeed = 'admin',
+): AdminActor | undefined {
   if (!adminRoleOf(kit, reply, s, what, json, need)) return undefined;
   return httpActor(s.user, request.ip, s.stamp === TOKEN_STAMP ? 'token' : 'basic');
 }
@@ -204,7 +212,15 @@ const rotateFromForm: AccessChange = async (ctx, { kit, session, form, by, targe
 };
 
 /** The Access page of the working store (credentials, with the forms the actor may use, and the audit list); after a refused change, with its status and message. */
-async function showAccess(kit: ConsoleKit, ctx: AdminContext, request: FastifyRequest, reply: FastifyReply, s: Session, by: AdminActor, refused?: { status: number; message: string }): Promise<FastifyReply> {
+async function showAccess(
+  kit: ConsoleKit,
+  ctx: AdminContext,
+  request: FastifyRequest,
+  reply: FastifyReply,
+  s: Session,
+  by: AdminActor,
+  refused?: { status: number; message: string },
+): Promise<FastifyReply> {
   const target = kit.workingStore(s);
   const before = Number(kit.queryOf(request).before);
   const { credentials, manageable } = await listCredentials(ctx, by, { target });

@@ -32,8 +32,10 @@ const TEXT_TYPES = /^(text\/|application\/(xml|.+\+xml)$)/;
 function content(doc: StoredDocument, title: string): Html {
   const type = mediaTypeOf(doc.contentType);
   const json = isJsonType(doc.contentType);
-  if (!json && !TEXT_TYPES.test(type)) return html`<p class="empty">A ${type || 'typeless'} document of ${doc.content.length.toLocaleString('en')} bytes: download it to open it.</p>`;
-  if (doc.content.length > DOCUMENT_SHOWN_MAX) return html`<p class="empty">${doc.content.length.toLocaleString('en')} bytes, more than the page shows: download it to read it.</p>`;
+  if (!json && !TEXT_TYPES.test(type))
+    return html`<p class="empty">A ${type || 'typeless'} document of ${doc.content.length.toLocaleString('en')} bytes: download it to open it.</p>`;
+  if (doc.content.length > DOCUMENT_SHOWN_MAX)
+    return html`<p class="empty">${doc.content.length.toLocaleString('en')} bytes, more than the page shows: download it to read it.</p>`;
   const text = doc.content.toString('utf8');
   if (json) {
     try {
@@ -55,7 +57,10 @@ export function documentPage(ctx: PageContext, name: DocumentKindName, params: R
 ${row('Activity', params.activityId)}${row('Agent', params.agent)}${row('Registration', params.registration)}
 <dt>Content type</dt><dd><code>${doc.contentType}</code></dd>
 <dt>Size</dt><dd>${doc.content.length.toLocaleString('en')} bytes</dd>
-<dt>Updated</dt><dd>${new Date(doc.updatedMs).toISOString().replace('T', ' ').replace(/\.\d+Z$/, ' UTC')}</dd>
+<dt>Updated</dt><dd>${new Date(doc.updatedMs)
+    .toISOString()
+    .replace('T', ' ')
+    .replace(/\.\d+Z$/, ' UTC')}</dd>
 <dt>ETag</dt><dd><code>${doc.etag}</code></dd>
 </dl>
 <p><a class="button" href="${documentUrl(name, params, true)}" download>Download</a>${learner ? html` <a href="${learner}">Back to the learner</a>` : ''}</p>

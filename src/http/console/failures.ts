@@ -66,7 +66,11 @@ async function replayRoute(kit: ConsoleKit, ctx: AdminContext, request: FastifyR
   const { form, session } = c;
   try {
     const all = form.all === 'on';
-    const ids = all ? undefined : Object.keys(form).filter((k) => k.startsWith('id.') && form[k] === 'on').map((k) => k.slice(3));
+    const ids = all
+      ? undefined
+      : Object.keys(form)
+          .filter((k) => k.startsWith('id.') && form[k] === 'on')
+          .map((k) => k.slice(3));
     const validation = form.validation === 'lax' ? 'lax' : undefined;
     const input = { ids, all, target: kit.workingStore(session), validation, overrideWriter: form.overrideWriter === 'on' } as const;
     const replayed = await replayRejections(ctx, by, input);

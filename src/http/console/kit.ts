@@ -51,8 +51,14 @@ function loadAssets(): { urls: AssetUrls; files: Map<string, Buffer>; hash: stri
 }
 
 const CSP = [
-  "default-src 'none'", "script-src 'self'", "style-src 'self'", "img-src 'self'", "connect-src 'self'", "form-action 'self'",
-  "frame-ancestors 'none'", "base-uri 'none'",
+  "default-src 'none'",
+  "script-src 'self'",
+  "style-src 'self'",
+  "img-src 'self'",
+  "connect-src 'self'",
+  "form-action 'self'",
+  "frame-ancestors 'none'",
+  "base-uri 'none'",
 ].join('; ');
 const PAGE_HEADERS = {
   'content-type': 'text/html; charset=utf-8',

@@ -102,7 +102,8 @@ class OidcSignIn {
     const params = new URL(request.url, 'http://x').searchParams;
     const flow = this.door.sealer.open('oidc', parseCookies(request.headers.cookie).get(OIDC_COOKIE) ?? '') as Flow | undefined;
     reply.header('set-cookie', this.flowCookie(request, '', 0));
-    if (!flow || flow.expires < Date.now() || params.get('state') !== flow.state) return this.page(reply, 400, 'This sign-in was not started here, or took too long: sign in again.');
+    if (!flow || flow.expires < Date.now() || params.get('state') !== flow.state)
+      return this.page(reply, 400, 'This sign-in was not started here, or took too long: sign in again.');
     if (params.get('error')) return this.page(reply, 401, `The OpenID provider refused the sign-in (${params.get('error')}).`);
     const code = params.get('code');
     if (!code) return this.page(reply, 400, 'The OpenID provider sent no authorization code.');
@@ -130,7 +131,13 @@ class OidcSignIn {
   private async exchange(request: FastifyRequest, code: string, verifier: string): Promise<string> {
     const { config } = this;
     const ep = await this.discover();
-    const body = new URLSearchParams({ grant_type: 'authorization_code', code, redirect_uri: this.redirectUri(request), code_verifier: verifier, client_id: config.consoleOidcClientId });
+    const body = new URLSearchParams({
+      grant_type: 'authorization_code',
+      code,
+      redirect_uri: this.redirectUri(request),
+      code_verifier: verifier,
+      client_id: config.consoleOidcClientId,
+    });
     if (config.oidcAudience) body.set('resource', config.oidcAudience);
     const headers: Record<string, string> = { 'content-type': 'application/x-www-form-urlencoded', accept: 'application/json' };
     if (config.consoleOidcClientSecret) {

@@ -24,7 +24,12 @@ export function registerConsoleOverview(app: FastifyInstance, kit: ConsoleKit): 
     // The working store is always in the role's reach (a store administrator's is its own).
     const o = await storeOverview(store, role, kit.workingStore(s), { clock, activeTargets: activeTargets(config.xapiForwardings) });
     // An administrator reads all of its store (ConsoleDoor.actor): the displays are its to read.
-    const displays = await verbDisplays(store, kit.reader(s, RESOURCE_SCOPES.statements), o.topVerbs.map((v) => v.verb), request.headers['accept-language']);
+    const displays = await verbDisplays(
+      store,
+      kit.reader(s, RESOURCE_SCOPES.statements),
+      o.topVerbs.map((v) => v.verb),
+      request.headers['accept-language'],
+    );
     return kit.sendPage(reply, 200, overviewPage(kit.ctx(s), o, displays));
   });
 }
@@ -84,13 +89,23 @@ function dayChart(days: Overview['days']): Html {
   const summary = total
     ? `Statements per day over the last ${days.length} days: ${count(total)} in all; the most on ${busiest.date} (${count(busiest.statements)}); ${count(days[days.length - 1].statements)} today.`
     : `No statements in the last ${days.length} days.`;
-  return barChart('days', days.map((d) => ({ label: d.date, statements: d.statements })), summary, { caption: 'Statements per UTC day', head: 'Day' });
+  return barChart(
+    'days',
+    days.map((d) => ({ label: d.date, statements: d.statements })),
+    summary,
+    { caption: 'Statements per UTC day', head: 'Day' },
+  );
 }
 
 function minuteChart(minutes: Overview['ingest']['minutes']): Html {
   const total = minutes.reduce((n, m) => n + m.statements, 0);
   const summary = `Statements stored per minute over the last ${minutes.length} minutes, by every server process: ${count(total)} in all; ${count(minutes[minutes.length - 1].statements)} this minute so far.`;
-  return barChart('minutes', minutes.map((m) => ({ label: m.minute.slice(11, 16), statements: m.statements })), summary, { caption: 'Statements per minute (UTC)', head: 'Minute' });
+  return barChart(
+    'minutes',
+    minutes.map((m) => ({ label: m.minute.slice(11, 16), statements: m.statements })),
+    summary,
+    { caption: 'Statements per minute (UTC)', head: 'Minute' },
+  );
 }
 
 /** A top verb: its display name as the link to its statements, its IRI beside it (the IRI alone when it has no display). */
@@ -111,12 +126,18 @@ ${figure('Statements', count(o.statements), `${count(last30)} in the last ${o.da
 ${figure('Ingest now', html`${count(o.ingest.perMinute)} <abbr title="statements per minute">/min</abbr>`, `mean of the last 5 minutes, every server process; ${count(lastMinute.statements)} this minute so far`)}
 ${figure('Last statement', o.lastStored ? when(o.lastStored) : 'none yet')}
 ${figure('Rejections, last 24 h', count(o.rejectionsLastDay), html`refused writes kept: <a href="/console/rejections">Rejections</a>`)}
-${f
+${
+  f
     ? [
         figure('Forwarding lag', f.lagMs === null ? 'none' : duration(f.lagMs), `${count(f.queued)} queued, every store`),
-        figure('Dead letters', count(f.dead), html`${f.targets.length ? `${f.targets.length} target${f.targets.length === 1 ? '' : 's'}` : 'no forwarding target'}: <a href="/console/forwarding">Forwarding</a>`),
+        figure(
+          'Dead letters',
+          count(f.dead),
+          html`${f.targets.length ? `${f.targets.length} target${f.targets.length === 1 ? '' : 's'}` : 'no forwarding target'}: <a href="/console/forwarding">Forwarding</a>`,
+        ),
       ]
-    : ''}
+    : ''
+}
 </dl>
 <section aria-labelledby="days-title" class="card">
 <h2 id="days-title">Statements per day</h2>
@@ -124,29 +145,35 @@ ${dayChart(o.days)}
 </section>
 <section aria-labelledby="verbs-title" class="card">
 <h2 id="verbs-title">Top verbs</h2>
-${o.topVerbs.length || o.otherVerbs
+${
+  o.topVerbs.length || o.otherVerbs
     ? html`<table class="counts"><caption>The verbs of the most statements in the last ${o.days.length} days</caption>
 <thead><tr><th scope="col">Verb</th><th scope="col">Statements</th></tr></thead>
 <tbody>${o.topVerbs.map(
         (v) => html`<tr><td>${verbCell(v.verb, displays.get(v.verb))}</td><td>${count(v.statements)}</td></tr>`,
       )}${o.otherVerbs ? html`<tr><td>Other verbs</td><td>${count(o.otherVerbs)}</td></tr>` : ''}</tbody></table>`
-    : html`<p class="empty">No statements in the last ${o.days.length} days.</p>`}
+    : html`<p class="empty">No statements in the last ${o.days.length} days.</p>`
+}
 </section>
 <section aria-labelledby="ingest-title" class="card">
 <h2 id="ingest-title">Ingest, last ${o.ingest.minutes.length} minutes</h2>
 ${minuteChart(o.ingest.minutes)}
 </section>
-${o.stores
+${
+  o.stores
     ? html`<section aria-labelledby="stores-title" class="card">
 <h2 id="stores-title">Every store</h2>
-${o.stores.length
-        ? html`<table class="counts"><caption>Stores with statements (<a href="/console/stores">switch store</a>)</caption>
+${
+  o.stores.length
+    ? html`<table class="counts"><caption>Stores with statements (<a href="/console/stores">switch store</a>)</caption>
 <thead><tr><th scope="col">Store</th><th scope="col">Statements</th><th scope="col">Last ${o.days.length} days</th></tr></thead>
 <tbody>${o.stores.map(
-            (s) => html`<tr><td>${s.target === '' ? html`<em>default</em>` : s.target}</td><td>${count(s.statements)}</td><td>${count(s.recent)}</td></tr>`,
-          )}</tbody></table>`
-        : html`<p class="empty">No store holds statements yet.</p>`}
+        (s) => html`<tr><td>${s.target === '' ? html`<em>default</em>` : s.target}</td><td>${count(s.statements)}</td><td>${count(s.recent)}</td></tr>`,
+      )}</tbody></table>`
+    : html`<p class="empty">No store holds statements yet.</p>`
+}
 </section>`
-    : ''}`;
+    : ''
+}`;
   return page(ctx, 'Overview', 'overview', main);
 }

@@ -78,7 +78,8 @@ export function page(ctx: PageContext, title: string, section: Section, main: Ht
 </div>`
     : '';
   return `<!doctype html>
-${html`<html lang="en">
+${
+  html`<html lang="en">
 <head>
 <meta charset="utf-8">
 <meta name="viewport" content="width=device-width, initial-scale=1">
@@ -98,7 +99,8 @@ ${s ? html`<meta name="csrf-token" content="${s.csrf}">` : ''}
 ${main}
 </main>
 </body>
-</html>`.text}
+</html>`.text
+}
 `;
 }
 
@@ -106,7 +108,8 @@ export function signInPage(ctx: PageContext, opts: { error?: string; notice?: st
   const main = html`<h1>Sign in</h1>
 ${opts.notice ? html`<p class="notice" role="status">${opts.notice}</p>` : ''}
 ${opts.error ? html`<p class="error" role="alert" id="sign-in-error">${opts.error}</p>` : ''}
-${opts.basic
+${
+  opts.basic
     ? html`<form method="post" action="/console/sign-in" class="card sign-in"${opts.error ? html` aria-describedby="sign-in-error"` : ''}>
   <input type="hidden" name="next" value="${opts.next ?? ''}">
   <div class="field"><label for="username">Username</label>
@@ -115,7 +118,8 @@ ${opts.basic
   <input id="password" name="password" type="password" autocomplete="current-password" required${opts.username ? html` autofocus` : ''}></div>
   <button type="submit" class="primary">Sign in</button>
 </form>`
-    : ''}
+    : ''
+}
 ${opts.oidc ? html`<p><a class="button" href="/console/oidc/start${opts.next ? `?next=${encodeURIComponent(opts.next)}` : ''}">Sign in with OpenID Connect</a></p>` : ''}`;
   return page(ctx, 'Sign in', 'sign-in', main);
 }

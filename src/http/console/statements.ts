@@ -13,7 +13,19 @@ import { errorPage } from './pages.ts';
 import type { ConsoleDoor } from './kit.ts';
 import type { Session } from './session.ts';
 import {
-  agentParam, agentText, DEFAULT_EXPORT_FIELDS, type DidYouMean, EXPORT_FIELDS, FILTERS, ifiOf, learnerPage, statementPage, statementRow, statementsPage, statementsUrl, type Filters,
+  agentParam,
+  agentText,
+  DEFAULT_EXPORT_FIELDS,
+  type DidYouMean,
+  EXPORT_FIELDS,
+  FILTERS,
+  ifiOf,
+  learnerPage,
+  statementPage,
+  statementRow,
+  statementsPage,
+  statementsUrl,
+  type Filters,
 } from './views.ts';
 
 /** Most statements one download carries: narrow the query (since/until) for more. */
@@ -60,7 +72,13 @@ type Page = { statements: Record<string, unknown>[]; more: string; through: stri
 async function statementsOf(door: ConsoleDoor, s: Session, params: Record<string, string>, reads: StatementReads): Promise<{ ok: true; page: Page } | Refused> {
   try {
     const { config } = door.deps;
-    const opts = { maxSearchHits: config.maxSearchHits, maxPageBytes: config.maxPageBytes, strictVersion: config.xapiStrictVersion, version: door.version, basePath: STATEMENTS_PAGE };
+    const opts = {
+      maxSearchHits: config.maxSearchHits,
+      maxPageBytes: config.maxPageBytes,
+      strictVersion: config.xapiStrictVersion,
+      version: door.version,
+      basePath: STATEMENTS_PAGE,
+    };
     const read: StatementsRead = await readStatements(reads, door.reader(s, RESOURCE_SCOPES.statements), params, opts);
     const statements = read.jsons.map((j) => JSON.parse(j) as Record<string, unknown>);
     return { ok: true, page: { statements, more: read.more, through: read.through.toISOString() } };
@@ -74,7 +92,10 @@ async function statementsOf(door: ConsoleDoor, s: Session, params: Record<string
  * on the primary (a statement a replica shows is there too), in the store the session reads.
  */
 function laxOf(door: ConsoleDoor, s: Session, statements: Record<string, unknown>[]): Promise<Set<string>> {
-  return door.deps.store.statementsWithViolations(door.workingStore(s), statements.map((st) => String(st.id)));
+  return door.deps.store.statementsWithViolations(
+    door.workingStore(s),
+    statements.map((st) => String(st.id)),
+  );
 }
 
 /** The parameters of the page a `more` link points at. */
@@ -327,7 +348,13 @@ async function learnerRoute(door: ConsoleDoor, request: FastifyRequest, reply: F
 }
 
 /** The ids of each activity's documents of `kind` (with `agent`: the agent's states in it), or why they cannot be read. */
-async function perActivity(door: ConsoleDoor, s: Session, kind: 'state' | 'activity_profile', activities: string[], agent?: string): Promise<{ activityId: string; ids: string[] }[] | string> {
+async function perActivity(
+  door: ConsoleDoor,
+  s: Session,
+  kind: 'state' | 'activity_profile',
+  activities: string[],
+  agent?: string,
+): Promise<{ activityId: string; ids: string[] }[] | string> {
   const out: { activityId: string; ids: string[] }[] = [];
   for (const activityId of activities) {
     const ids = await documentIds(door, s, kind, agent === undefined ? { activityId } : { activityId, agent });

@@ -10,7 +10,18 @@ export type Filters = Partial<Record<(typeof FILTERS)[number], string>>;
 
 /** Fields a download may carry, each a path into the statement. */
 export const EXPORT_FIELDS = [
-  'id', 'stored', 'timestamp', 'actor', 'verb', 'object', 'registration', 'result.success', 'result.completion', 'result.score.scaled', 'result.duration', 'authority',
+  'id',
+  'stored',
+  'timestamp',
+  'actor',
+  'verb',
+  'object',
+  'registration',
+  'result.success',
+  'result.completion',
+  'result.score.scaled',
+  'result.duration',
+  'authority',
 ] as const;
 export const DEFAULT_EXPORT_FIELDS = ['id', 'stored', 'timestamp', 'actor', 'verb', 'object'];
 
@@ -104,7 +115,10 @@ export function statementRow(statement: Json, lax = false): Html {
   const actor = agentLabel(statement.actor);
   const voids = verbId === VOIDED_VERB ? str(obj(statement.object).id) : undefined;
   return html`<tr data-id="${id}" data-stored="${stored}">
-<td data-label="Stored"><time datetime="${stored}">${stored.replace('T', ' ').replace(/\.\d+/, '').replace(/Z|[+-]\d\d:\d\d$/, ' UTC')}</time></td>
+<td data-label="Stored"><time datetime="${stored}">${stored
+    .replace('T', ' ')
+    .replace(/\.\d+/, '')
+    .replace(/Z|[+-]\d\d:\d\d$/, ' UTC')}</time></td>
 <td data-label="Actor">${actorIfi ? html`<a href="${statementsUrl({ agent: JSON.stringify(actorIfi) })}" title="Statements of this actor">${actor}</a>` : actor}</td>
 <td data-label="Verb"><a href="${statementsUrl({ verb: verbId })}" title="Statements with the verb ${verbId}">${verbLabel(verb)}</a>${voids ? html` <span class="badge voiding">voids a statement</span>` : ''}</td>
 <td data-label="Object">${objectCell(statement)}</td>
@@ -210,10 +224,12 @@ ${v.error ? html`<p class="error" role="alert">${v.error}</p>` : ''}
 ${v.didYouMean ? didYouMean(f, v.didYouMean) : ''}
 <section aria-labelledby="results-title">
 <h2 id="results-title">Results</h2>
-${v.tailSince !== undefined && f.ascending !== 'true' && !f.until
+${
+  v.tailSince !== undefined && f.ascending !== 'true' && !f.until
     ? html`<div class="tail"><button type="button" id="tail" aria-pressed="false" data-since="${v.tailSince}" data-url="${statementsUrl(f).replace('/console/statements', '/console/statements/tail')}">Live tail</button>
 <span id="tail-status" role="status" aria-live="polite"></span></div>`
-    : ''}
+    : ''
+}
 ${statementsTable(v.statements, filtered ? 'Statements matching the filters' : 'Latest statements', v.lax)}
 ${v.through ? html`<p class="context">Complete through <time id="consistent-through" datetime="${v.through}">${v.through}</time>: a statement stored later may not be shown yet.</p>` : ''}
 ${paging(v)}
@@ -288,7 +304,8 @@ function perActivity(found: { activityId: string; ids: string[] }[] | string, na
     return name === undefined ? html`<code>${id}</code>` : html`${name} <code class="iri">${id}</code>`;
   };
   return html`<dl class="states">${found.map(
-    (s) => html`<dt>${activity(s.activityId)}</dt><dd>${s.ids.length ? html`<ul class="documents">${s.ids.map((id) => html`<li><a href="${link(s.activityId, id)}">${id}</a></li>`)}</ul>` : 'none'}</dd>`,
+    (s) =>
+      html`<dt>${activity(s.activityId)}</dt><dd>${s.ids.length ? html`<ul class="documents">${s.ids.map((id) => html`<li><a href="${link(s.activityId, id)}">${id}</a></li>`)}</ul>` : 'none'}</dd>`,
   )}</dl>`;
 }
 
@@ -301,7 +318,9 @@ export function learnerPage(ctx: PageContext, v: LearnerView): string {
     if (typeof o.id === 'string' && name !== undefined && !names.has(o.id)) names.set(o.id, name);
   }
   const list = (items: string[], empty: string) =>
-    items.length ? html`<ul class="documents">${items.map((id) => html`<li><a href="${documentUrl('agent-profile', { agent, profileId: id })}">${id}</a></li>`)}</ul>` : html`<p class="empty">${empty}</p>`;
+    items.length
+      ? html`<ul class="documents">${items.map((id) => html`<li><a href="${documentUrl('agent-profile', { agent, profileId: id })}">${id}</a></li>`)}</ul>`
+      : html`<p class="empty">${empty}</p>`;
   const person = obj(v.person);
   const personRows = (['name', 'mbox', 'mbox_sha1sum', 'openid'] as const).filter((k) => Array.isArray(person[k]) && (person[k] as unknown[]).length);
   const accounts = Array.isArray(person.account) ? (person.account as Json[]) : [];
@@ -312,7 +331,8 @@ export function learnerPage(ctx: PageContext, v: LearnerView): string {
   <div class="actions"><button type="submit" class="primary">Show</button></div>
 </form>
 ${v.error ? html`<p class="error" role="alert">${v.error}</p>` : ''}
-${v.agent
+${
+  v.agent
     ? html`<section aria-labelledby="person-title" class="card">
 <h2 id="person-title">Person</h2>
 <dl class="person">${personRows.map((k) => html`<dt>${k}</dt><dd>${(person[k] as string[]).join(', ')}</dd>`)}${accounts.map((a) => html`<dt>account</dt><dd>${str(a.name) ?? ''} at ${str(a.homePage) ?? ''}</dd>`)}</dl>
@@ -331,8 +351,9 @@ ${perActivity(v.states, names, (activityId, stateId) => documentUrl('state', { a
 <h3>Activity profiles, per activity in the statements above</h3>
 ${perActivity(v.activityProfiles, names, (activityId, profileId) => documentUrl('activity-profile', { activityId, profileId }))}
 </section>
-${ctx.session!.role
-      ? html`<section aria-labelledby="erase-title" class="card">
+${
+  ctx.session!.role
+    ? html`<section aria-labelledby="erase-title" class="card">
 <h2 id="erase-title">Erase or pseudonymize</h2>
 <p>First a dry run: it counts what would change (statements, documents, kept rejections) and changes nothing; then you confirm.</p>
 <form method="post" action="/console/learner/erase">
@@ -344,7 +365,9 @@ ${ctx.session!.role
 <button type="submit">Dry run</button>
 </form>
 </section>`
-      : ''}`
-    : ''}`;
+    : ''
+}`
+    : ''
+}`;
   return page(ctx, 'Learner', 'learner', main);
 }

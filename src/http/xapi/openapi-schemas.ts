@@ -12,7 +12,10 @@ export const SCHEMAS: Record<string, Json> = {
       detail: {
         oneOf: [
           { type: 'string' },
-          { type: 'array', items: { type: 'object', properties: { loc: { type: 'array', items: { type: ['string', 'integer'] } }, msg: { type: 'string' }, type: { type: 'string' } } } },
+          {
+            type: 'array',
+            items: { type: 'object', properties: { loc: { type: 'array', items: { type: ['string', 'integer'] } }, msg: { type: 'string' }, type: { type: 'string' } } },
+          },
         ],
       },
     },
@@ -84,7 +87,7 @@ export const SCHEMAS: Record<string, Json> = {
   Statement: {
     type: 'object',
     required: ['actor', 'verb', 'object'],
-    description: 'An xAPI 1.0.3 statement (xAPI-Data §2.4); the LRS sets stored, authority (the user\'s agent), version, id and timestamp when absent.',
+    description: "An xAPI 1.0.3 statement (xAPI-Data §2.4); the LRS sets stored, authority (the user's agent), version, id and timestamp when absent.",
     properties: {
       id: { type: 'string', format: 'uuid' },
       actor: ref('Actor'),
@@ -122,7 +125,11 @@ export const SCHEMAS: Record<string, Json> = {
       attachments: { type: 'array', items: ref('Attachment') },
     },
   },
-  StatementResult: { type: 'object', required: ['statements', 'more'], properties: { statements: { type: 'array', items: ref('Statement') }, more: { type: 'string', description: 'Relative URL of the next page, or empty' } } },
+  StatementResult: {
+    type: 'object',
+    required: ['statements', 'more'],
+    properties: { statements: { type: 'array', items: ref('Statement') }, more: { type: 'string', description: 'Relative URL of the next page, or empty' } },
+  },
   Person: {
     type: 'object',
     properties: {

@@ -80,8 +80,18 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
     HEAD: { summary: 'As GET, headers only', responses: { '200': { description: 'The headers a GET would send' }, '404': { $ref: '#/components/responses/NotFound' } } },
     PUT: {
       summary: 'Store one statement under the given id',
-      requestBody: { required: true, content: { 'application/json': { schema: ref('Statement') }, 'multipart/mixed': { schema: { type: 'string', format: 'binary', description: 'The statement, then each attachment\'s data in a part with X-Experience-API-Hash' } } } },
-      responses: { '204': { description: 'Stored (or already stored, identical)' }, '409': { $ref: '#/components/responses/Conflict' }, '413': { $ref: '#/components/responses/TooLarge' } },
+      requestBody: {
+        required: true,
+        content: {
+          'application/json': { schema: ref('Statement') },
+          'multipart/mixed': { schema: { type: 'string', format: 'binary', description: "The statement, then each attachment's data in a part with X-Experience-API-Hash" } },
+        },
+      },
+      responses: {
+        '204': { description: 'Stored (or already stored, identical)' },
+        '409': { $ref: '#/components/responses/Conflict' },
+        '413': { $ref: '#/components/responses/TooLarge' },
+      },
     },
     POST: {
       summary: 'Store one or many statements',
@@ -89,7 +99,7 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
         required: true,
         content: {
           'application/json': { schema: { oneOf: [ref('Statement'), { type: 'array', items: ref('Statement') }] } },
-          'multipart/mixed': { schema: { type: 'string', format: 'binary', description: 'The statements, then each attachment\'s data in a part with X-Experience-API-Hash' } },
+          'multipart/mixed': { schema: { type: 'string', format: 'binary', description: "The statements, then each attachment's data in a part with X-Experience-API-Hash" } },
         },
       },
       responses: {
@@ -106,7 +116,11 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
         GET: {
           summary: `Get a ${RESOURCES[r].name} document, or list document ids`,
           responses: {
-            '200': { description: 'The document as stored (with its Content-Type), or a JSON array of ids', headers: { ...etagHeaders, 'Last-Modified': { schema: { type: 'string' } } }, content: { '*/*': { schema: {} } } },
+            '200': {
+              description: 'The document as stored (with its Content-Type), or a JSON array of ids',
+              headers: { ...etagHeaders, 'Last-Modified': { schema: { type: 'string' } } },
+              content: { '*/*': { schema: {} } },
+            },
             '404': { $ref: '#/components/responses/NotFound' },
           },
         },
@@ -115,13 +129,22 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
           summary: `Store a ${RESOURCES[r].name} document (replacing it)`,
           parameters: preconditions,
           requestBody: documentBody,
-          responses: { '204': { description: 'Stored', headers: etagHeaders }, '409': { $ref: '#/components/responses/Conflict' }, '412': { $ref: '#/components/responses/PreconditionFailed' }, '413': { $ref: '#/components/responses/TooLarge' } },
+          responses: {
+            '204': { description: 'Stored', headers: etagHeaders },
+            '409': { $ref: '#/components/responses/Conflict' },
+            '412': { $ref: '#/components/responses/PreconditionFailed' },
+            '413': { $ref: '#/components/responses/TooLarge' },
+          },
         },
         POST: {
           summary: `Merge a JSON object into a ${RESOURCES[r].name} document (or create it)`,
           parameters: preconditions,
           requestBody: documentBody,
-          responses: { '204': { description: 'Stored', headers: etagHeaders }, '412': { $ref: '#/components/responses/PreconditionFailed' }, '413': { $ref: '#/components/responses/TooLarge' } },
+          responses: {
+            '204': { description: 'Stored', headers: etagHeaders },
+            '412': { $ref: '#/components/responses/PreconditionFailed' },
+            '413': { $ref: '#/components/responses/TooLarge' },
+          },
         },
         DELETE: {
           summary: r === 'state' ? 'Delete a State document, or every document of the activity and agent' : `Delete a ${RESOURCES[r].name} document`,
@@ -132,7 +155,10 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
     ]),
   ),
   '/xAPI/activities': {
-    GET: { summary: 'The Activity with the definition the LRS has assembled', responses: { '200': { description: 'The Activity', headers: etagHeaders, content: jsonContent(ref('Activity')) } } },
+    GET: {
+      summary: 'The Activity with the definition the LRS has assembled',
+      responses: { '200': { description: 'The Activity', headers: etagHeaders, content: jsonContent(ref('Activity')) } },
+    },
     HEAD: { summary: 'As GET, headers only', responses: { '200': { description: 'The headers a GET would send' } } },
   },
   '/xAPI/agents': {
@@ -143,13 +169,25 @@ const XAPI_OPERATIONS: Record<string, Partial<Record<Method, Json>>> = {
     GET: {
       summary: 'Supported xAPI versions (no credentials needed)',
       security: [],
-      responses: { '200': { description: 'About', content: jsonContent({ type: 'object', properties: { version: { type: 'array', items: { type: 'string' } }, extensions: { type: 'object' } } }) } },
+      responses: {
+        '200': {
+          description: 'About',
+          content: jsonContent({ type: 'object', properties: { version: { type: 'array', items: { type: 'string' } }, extensions: { type: 'object' } } }),
+        },
+      },
     },
     HEAD: { summary: 'As GET, headers only', security: [], responses: { '200': { description: 'The headers a GET would send' } } },
   },
 };
 
-const healthCheck = (summary: string, body: Json): Json => ({ get: { tags: ['Operations'], summary, security: [], responses: { '200': { description: 'Up', content: jsonContent(body) }, '500': { description: 'The database does not answer', content: jsonContent(body) } } } });
+const healthCheck = (summary: string, body: Json): Json => ({
+  get: {
+    tags: ['Operations'],
+    summary,
+    security: [],
+    responses: { '200': { description: 'Up', content: jsonContent(body) }, '500': { description: 'The database does not answer', content: jsonContent(body) } },
+  },
+});
 
 /** /heartbeat's body: `replicas` with LECTERN_POSTGRES_READ_URLS (docs/scaling.md, "Read replicas"). */
 const HEARTBEAT: Json = {
@@ -173,26 +211,47 @@ const OTHER_PATHS: Record<string, Json> = {
     get: {
       tags: ['Operations'],
       summary: 'The authenticated user',
-      responses: { '200': { description: 'The user', content: jsonContent({ type: 'object', properties: { username: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } }, agent: ref('Agent') } }) }, '401': ERRORS['401'], '429': ERRORS['429'] },
+      responses: {
+        '200': {
+          description: 'The user',
+          content: jsonContent({ type: 'object', properties: { username: { type: 'string' }, scopes: { type: 'array', items: { type: 'string' } }, agent: ref('Agent') } }),
+        },
+        '401': ERRORS['401'],
+        '429': ERRORS['429'],
+      },
     },
   },
   '/lbheartbeat': healthCheck('Liveness: 200 while the process is up (no credentials)', { type: 'object' }),
   '/__lbheartbeat__': healthCheck('Alias of /lbheartbeat', { type: 'object' }),
-  '/heartbeat': healthCheck('Readiness: checks the database with a real query, and shows each read replica\'s state (no credentials)', HEARTBEAT),
+  '/heartbeat': healthCheck("Readiness: checks the database with a real query, and shows each read replica's state (no credentials)", HEARTBEAT),
   '/__heartbeat__': healthCheck('Alias of /heartbeat', HEARTBEAT),
   '/metrics': {
     get: {
       tags: ['Operations'],
       summary: 'Prometheus metrics (LECTERN_METRICS_ACCESS: the all scope in the default store by default, or open)',
-      responses: { '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } }, '401': ERRORS['401'], '403': ERRORS['403'], '429': ERRORS['429'] },
+      responses: {
+        '200': { description: 'Prometheus text exposition format', content: { 'text/plain': { schema: { type: 'string' } } } },
+        '401': ERRORS['401'],
+        '403': ERRORS['403'],
+        '429': ERRORS['429'],
+      },
     },
   },
-  '/openapi.json': { get: { tags: ['Operations'], summary: 'This description', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: jsonContent({ type: 'object' }) } } } },
-  '/docs': { get: { tags: ['Operations'], summary: 'Interactive documentation of this API', security: [], responses: { '200': { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } } } } },
+  '/openapi.json': {
+    get: { tags: ['Operations'], summary: 'This description', security: [], responses: { '200': { description: 'OpenAPI 3.1', content: jsonContent({ type: 'object' }) } } },
+  },
+  '/docs': {
+    get: {
+      tags: ['Operations'],
+      summary: 'Interactive documentation of this API',
+      security: [],
+      responses: { '200': { description: 'An HTML page', content: { 'text/html': { schema: { type: 'string' } } } } },
+    },
+  },
   '/docs/assets/{file}': {
     get: {
       tags: ['Operations'],
-      summary: 'The documentation page\'s scripts and styles',
+      summary: "The documentation page's scripts and styles",
       security: [],
       parameters: [{ name: 'file', in: 'path', required: true, schema: { type: 'string' } }],
       responses: { '200': { description: 'The file' }, '404': { $ref: '#/components/responses/NotFound' } },
@@ -234,9 +293,18 @@ function resourceItem(resource: (typeof RESOURCES)[keyof typeof RESOURCES], url:
 
 /** What the paths refer to. */
 const COMPONENTS: Json = {
-  securitySchemes: { basicAuth: { type: 'http', scheme: 'basic' }, bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OpenID Connect access token (LECTERN_RUNSERVER_AUTH_BACKENDS=oidc)' } },
+  securitySchemes: {
+    basicAuth: { type: 'http', scheme: 'basic' },
+    bearerAuth: { type: 'http', scheme: 'bearer', description: 'An OpenID Connect access token (LECTERN_RUNSERVER_AUTH_BACKENDS=oidc)' },
+  },
   parameters: {
-    XapiVersion: { name: 'X-Experience-API-Version', in: 'header', required: true, schema: { type: 'string', enum: ['1.0.3', '2.0.0'], default: '2.0.0' }, description: 'The xAPI version the request is made under: 1.0.x (served as 1.0.3) or 2.0.x (served as 2.0.0).' },
+    XapiVersion: {
+      name: 'X-Experience-API-Version',
+      in: 'header',
+      required: true,
+      schema: { type: 'string', enum: ['1.0.3', '2.0.0'], default: '2.0.0' },
+      description: 'The xAPI version the request is made under: 1.0.x (served as 1.0.3) or 2.0.x (served as 2.0.0).',
+    },
   },
   responses: {
     BadRequest: error('Malformed request: the body says what and where'),

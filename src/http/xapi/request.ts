@@ -48,9 +48,7 @@ export const readerOf = (req: XapiRequest): Reader => ({ target: req.user!.targe
 const UTF8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true });
 
 /** Headers the alternate syntax may carry as form fields (§1.3.s3.b6), by lower-cased name. */
-const FORM_HEADERS = new Map(
-  ['Authorization', 'X-Experience-API-Version', 'Content-Type', 'Content-Length', 'If-Match', 'If-None-Match'].map((h) => [h.toLowerCase(), h]),
-);
+const FORM_HEADERS = new Map(['Authorization', 'X-Experience-API-Version', 'Content-Type', 'Content-Length', 'If-Match', 'If-None-Match'].map((h) => [h.toLowerCase(), h]));
 
 /**
  * What a request is before its body is read: enough to check the method, authenticate and

@@ -43,7 +43,7 @@ export interface ResourceDeps {
 
 const PARSED_BUSY = {
   total: 'the server holds as much request data as it may at once (LECTERN_MAX_BODIES_IN_FLIGHT: bodies, and the parsed size of the JSON they carry); try again shortly',
-  user: 'this user\'s requests hold as much as one user\'s may at once (LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER: bodies, and the parsed size of the JSON they carry); try again shortly',
+  user: "this user's requests hold as much as one user's may at once (LECTERN_MAX_BODIES_IN_FLIGHT_PER_USER: bodies, and the parsed size of the JSON they carry); try again shortly",
 };
 
 /**

@@ -43,7 +43,7 @@ async function serveMetrics(deps: SystemDeps, metrics: Metrics, request: Fastify
     const admitted = await admit(deps.auth, request.headers.authorization, request.ip);
     if ('refusal' in admitted) return send(reply, admitted.refusal);
     if (!admitted.user.scopes.includes('all') || admitted.user.target !== '') {
-      return send(reply, json(403, { detail: 'reading /metrics needs the all scope in the default store, the operator\'s (or LECTERN_METRICS_ACCESS=open)' }));
+      return send(reply, json(403, { detail: "reading /metrics needs the all scope in the default store, the operator's (or LECTERN_METRICS_ACCESS=open)" }));
     }
   }
   return reply.type(metrics.contentType).send(await metrics.render());
@@ -91,8 +91,7 @@ export async function heartbeat(store: Store, forwarder?: Pick<Forwarder, 'activ
   }
 }
 
-export const whoami = (user: AuthUser): Answer =>
-  json(200, { username: user.username, scopes: ['authenticated', ...user.scopes], agent: user.agent });
+export const whoami = (user: AuthUser): Answer => json(200, { username: user.username, scopes: ['authenticated', ...user.scopes], agent: user.agent });
 
 /** The About resource (§2.8): it takes no parameters, so any is a 400 (§3.2.s3.b7). */
 export function about(req: XapiRequest, served: readonly XapiVersion[]): Answer {

@@ -92,7 +92,15 @@ export interface CredentialKey {
 async function manageable(ctx: AdminContext, by: AdminActor, which: CredentialKey): Promise<CredentialRow> {
   const row = await ctx.store.getCredential(which.key);
   const inStore = row !== undefined && (which.target === undefined || row.target === reachableStore(by.role, which.target));
-  if (!row || !inStore || !mayManageCredential(by, row, signedInWith(by, row.key, () => fileUsers(ctx)))) {
+  if (
+    !row ||
+    !inStore ||
+    !mayManageCredential(
+      by,
+      row,
+      signedInWith(by, row.key, () => fileUsers(ctx)),
+    )
+  ) {
     throw new OpsError(`no credential has the key ${JSON.stringify(which.key)}`, 'not_found');
   }
   return row;

@@ -24,7 +24,11 @@ export async function erase(ctx: AdminContext, by: AdminActor, input: EraseInput
   const tenant = reachableStore(by.role, input.target);
   const key = ctx.config.pseudonymizeKey;
   if (input.pseudonymize && key === '') {
-    throw new OpsError('pseudonymize: this server has no LECTERN_PSEUDONYMIZE_KEY (a secret of at least 16 characters, in the environment or .env): it cannot pseudonymize', 'bad_request', 'pseudonymize');
+    throw new OpsError(
+      'pseudonymize: this server has no LECTERN_PSEUDONYMIZE_KEY (a secret of at least 16 characters, in the environment or .env): it cannot pseudonymize',
+      'bad_request',
+      'pseudonymize',
+    );
   }
   const { person, dryRun, list, signal, onProgress } = input;
   const request = { tenant, person, pseudonymizeKey: input.pseudonymize ? key : undefined, dryRun, list, signal, onProgress };

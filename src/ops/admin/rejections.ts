@@ -45,7 +45,7 @@ export async function showRejection(ctx: AdminContext, by: AdminActor, input: { 
 /** Removes the kept rejections of one store (a store administrator: its own), or with `all` (the operator's) of every store; audited. */
 export async function clearRejections(ctx: AdminContext, by: AdminActor, input: { target?: string } | { all: true }): Promise<number> {
   const all = 'all' in input;
-  if (all) requireOperator(by.role, 'clearing every store\'s rejections');
+  if (all) requireOperator(by.role, "clearing every store's rejections");
   const tenant = all ? undefined : reachableStore(by.role, input.target);
   return kept.clearRejections(ctx.store, tenant, changeAudit(ctx, by, 'rejections.clear', tenant ?? null, { ...(all && { all: true }) }, 'cleared'));
 }

@@ -332,9 +332,7 @@ export abstract class PostgresConnection extends SharedStore {
     try {
       await c.query('SET statement_timeout = 0');
       await c.query('SELECT pg_advisory_lock($1, 0)', [LOCK_MIGRATE]);
-      await c.query(
-        'CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())',
-      );
+      await c.query('CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())');
       const applied = new Set((await c.query<{ version: number }>('SELECT version FROM schema_migrations')).rows.map((r) => r.version));
       for (const m of MIGRATIONS) {
         if (applied.has(m.version)) continue;
@@ -405,7 +403,9 @@ export abstract class PostgresConnection extends SharedStore {
   /** A program (../program.ts: the shared ones, the reach rows, key ids) on a pooled connection, or on a transaction's client. */
   protected runProgram<T>(program: Program<T>, c?: pg.PoolClient): Promise<T> {
     return runAsync(program, async (step) => {
-      const r = c ? await c.query(step.name ? { name: step.name, text: step.text, values: step.values } : { text: step.text, values: step.values }) : await this.query(step.text, step.values, step.name);
+      const r = c
+        ? await c.query(step.name ? { name: step.name, text: step.text, values: step.values } : { text: step.text, values: step.values })
+        : await this.query(step.text, step.values, step.name);
       return step.want === 'rows' ? r.rows : step.want === 'row' ? r.rows[0] : (r.rowCount ?? 0);
     });
   }

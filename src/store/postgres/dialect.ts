@@ -16,7 +16,11 @@ import { POSTGRES } from './query.ts';
 import { NOW_MS, resolveKeys } from './write.ts';
 
 function* lock(tenant: string, key: DocumentKey) {
-  yield* row({ name: 'lock_document', text: 'SELECT pg_advisory_xact_lock($1, $2)', values: [LOCK_DOCUMENT, lockKey(tenant, key.kind, key.activityId, key.agent, key.registration, key.docId)] });
+  yield* row({
+    name: 'lock_document',
+    text: 'SELECT pg_advisory_xact_lock($1, $2)',
+    values: [LOCK_DOCUMENT, lockKey(tenant, key.kind, key.activityId, key.agent, key.registration, key.docId)],
+  });
 }
 
 /**
@@ -68,7 +72,11 @@ const POSTGRES_OUTBOX: OutboxDialect = {
     return r.map((row) => ({ id: row.id as string, attempts: row.attempts as number, tenant: row.tenant as string, json: row.full as string }));
   },
   *renew(owner, ids, leaseMs) {
-    yield* run({ text: `UPDATE forward_outbox SET lease_until_ms = ${ONCE_NOW_MS} + $3 WHERE lease_owner = $1 AND id = ANY($2::bigint[])`, values: [owner, ids, Math.round(leaseMs)], name: 'forward_renew' });
+    yield* run({
+      text: `UPDATE forward_outbox SET lease_until_ms = ${ONCE_NOW_MS} + $3 WHERE lease_owner = $1 AND id = ANY($2::bigint[])`,
+      values: [owner, ids, Math.round(leaseMs)],
+      name: 'forward_renew',
+    });
   },
   *delivered(owner, ids) {
     return yield* run({ text: 'DELETE FROM forward_outbox WHERE lease_owner = $1 AND id = ANY($2::bigint[])', values: [owner, ids] });
@@ -101,7 +109,10 @@ const POSTGRES_OUTBOX: OutboxDialect = {
     });
   },
   *requeueDead(target) {
-    return yield* run({ text: 'UPDATE forward_outbox SET state = 0, attempts = 0, due_ms = 0, last_error = NULL WHERE state = 1 AND ($1::text IS NULL OR target = $1)', values: [target ?? null] });
+    return yield* run({
+      text: 'UPDATE forward_outbox SET state = 0, attempts = 0, due_ms = 0, last_error = NULL WHERE state = 1 AND ($1::text IS NULL OR target = $1)',
+      values: [target ?? null],
+    });
   },
   *deadLetters({ target, after, limit }) {
     const found = yield* rows({
@@ -118,7 +129,10 @@ const POSTGRES_OUTBOX: OutboxDialect = {
   },
   *stats() {
     return [
-      yield* rows({ text: 'SELECT target, count(*) FILTER (WHERE state = 0) AS queued, count(*) FILTER (WHERE state = 1) AS dead FROM forward_outbox GROUP BY target', values: [] }),
+      yield* rows({
+        text: 'SELECT target, count(*) FILTER (WHERE state = 0) AS queued, count(*) FILTER (WHERE state = 1) AS dead FROM forward_outbox GROUP BY target',
+        values: [],
+      }),
       yield* rows({ text: 'SELECT target, delivered, retried FROM forward_counters', values: [] }),
       yield* rows({ text: 'SELECT DISTINCT ON (target) target, last_error FROM forward_outbox WHERE state = 1 ORDER BY target, id DESC', values: [] }),
     ];
@@ -148,7 +162,11 @@ WHERE s.tenant = $1 AND s.ref_id IS NOT NULL`,
     return r.map((row) => ({ seq: Number(row.seq), refId: row.ref_id as string, authority: row.authority as number | null }));
   },
   *targets(tenant, ids) {
-    const r = yield* rows({ name: 'reach_targets', text: 'SELECT seq, id, ref_id, verb, registration, authority, "full" FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[])', values: [tenant, ids] });
+    const r = yield* rows({
+      name: 'reach_targets',
+      text: 'SELECT seq, id, ref_id, verb, registration, authority, "full" FROM statements WHERE tenant = $1 AND id = ANY($2::uuid[])',
+      values: [tenant, ids],
+    });
     return r.map((row) => ({
       seq: Number(row.seq),
       id: row.id as string,

@@ -174,7 +174,12 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
       const removed = (JSON.parse(head.rows ?? '[]') as [string, Statement][]).map(([seq, statement]) => ({ seq, statement }));
       const unlinked = await this.unlink(c, tid, removed);
       // Their own reach rows go, and the chains through them end there now.
-      await this.updateReach(c, tid, [], removed.map((r) => Number(r.seq)));
+      await this.updateReach(
+        c,
+        tid,
+        [],
+        removed.map((r) => Number(r.seq)),
+      );
       await this.dropUnusedKeys(c, tid, unlinked);
       // The CTE's deletions are not visible to its own reads: the orphan check runs after it.
       const orphans = await c.query({
@@ -230,7 +235,13 @@ SELECT (SELECT json_agg(json_build_array(seq::text, "full")) FROM s) AS rows, AR
         values: [agents.map((a) => a[0]), agents.map((a) => a[1]), agents.map((a) => a[2])],
       });
       // What reaches a rewritten statement copied its agents and authority: rebuilt.
-      await this.updateReach(c, tid, [], found.map((r) => Number(seqOf.get(r.id))), keyIds);
+      await this.updateReach(
+        c,
+        tid,
+        [],
+        found.map((r) => Number(seqOf.get(r.id))),
+        keyIds,
+      );
       // The old agents' keys, once nothing uses them (the new rows are in place).
       await this.dropUnusedKeys(c, tid, unlinked);
     });

@@ -293,8 +293,7 @@ ANALYZE tenants, keys, statements, statement_agents, statement_activities;
   {
     version: 8,
     name: 'StatementRef targeting written at insert time: what each StatementRef reaches (src/store/reach.ts)',
-    announce:
-      "SELECT 'indexing what StatementRefs target: ' || count(*) || ' statements' AS message FROM statements WHERE ref_id IS NOT NULL HAVING count(*) > 0",
+    announce: "SELECT 'indexing what StatementRefs target: ' || count(*) || ' statements' AS message FROM statements WHERE ref_id IS NOT NULL HAVING count(*) > 0",
     sql: `
 CREATE TABLE statement_reach (
   tenant integer NOT NULL,
@@ -525,7 +524,7 @@ COMMENT ON TABLE admin_audit IS 'admin actions: who, what, when, from where (nev
   },
   {
     version: 17,
-    name: 'statements counted per store, day and verb, and per minute, as they are written: the console\'s Overview',
+    name: "statements counted per store, day and verb, and per minute, as they are written: the console's Overview",
     announce:
       "SELECT 'counting statements per store, day and verb: ' || reltuples::bigint || ' statements (estimated)' AS message FROM pg_class WHERE oid = 'statements'::regclass AND reltuples > 100000",
     // As SQLite's migration 16 (src/store/overview.ts keeps them); the backfill is one
@@ -551,7 +550,7 @@ COMMENT ON TABLE statement_minutes IS 'statements stored per tenant and minute (
   },
   {
     version: 18,
-    name: 'forwarding outbox rows found by statement: erase and prune remove a statement\'s rows without reading the whole outbox',
+    name: "forwarding outbox rows found by statement: erase and prune remove a statement's rows without reading the whole outbox",
     // As SQLite's migration 17: a deletion batch's "seq IN (…)" otherwise reads the whole outbox.
     sql: `CREATE INDEX forward_outbox_seq ON forward_outbox (seq);`,
   },
@@ -625,7 +624,7 @@ ANALYZE statement_counts;
   },
   {
     version: 24,
-    name: 'the audit\'s actor says what kind it is; kept rejections claimed by the replay under way',
+    name: "the audit's actor says what kind it is; kept rejections claimed by the replay under way",
     // As SQLite's migration 23.
     sql: `
 ALTER TABLE admin_audit ADD COLUMN actor_kind text NOT NULL DEFAULT 'unknown';

@@ -40,7 +40,12 @@ function linkRoles(byAgent: boolean, f: StatementFilter): readonly number[] {
  */
 export function agentSeqsSql(key: string, limit: string): string {
   const t = LINK_ROLES.agent;
-  return byRoles(AGENT_ROLES, (r) => `SELECT seq FROM ${t.table} WHERE ${t.key} = ${key} AND ${t.role} = ${r} ORDER BY seq DESC LIMIT ${limit}`, 'DESC', () => limit);
+  return byRoles(
+    AGENT_ROLES,
+    (r) => `SELECT seq FROM ${t.table} WHERE ${t.key} = ${key} AND ${t.role} = ${r} ORDER BY seq DESC LIMIT ${limit}`,
+    'DESC',
+    () => limit,
+  );
 }
 
 /** The link filters of `f` on PostgreSQL's layout: each link table it filters by, its key value and roles. */
@@ -73,7 +78,11 @@ function byRoles(roles: readonly number[], branch: (role: number, bound?: SeqBou
   if (roles.length === 1) return branch(roles[0]);
   if (!sparse) return `SELECT seq FROM (${roles.map((r) => `(${branch(r)})`).join(' UNION ALL ')}) u ORDER BY seq ${order} LIMIT ${limit()}`;
   const names = roles.map((r) => `role_${r}`);
-  const union = (upTo: number) => names.slice(0, upTo).map((n) => `SELECT seq FROM ${n}`).join(' UNION ALL ');
+  const union = (upTo: number) =>
+    names
+      .slice(0, upTo)
+      .map((n) => `SELECT seq FROM ${n}`)
+      .join(' UNION ALL ');
   const ctes = roles.map((r, i) => {
     if (i === 0) return `${names[i]} AS (${branch(r)})`;
     const nth = `(SELECT seq FROM (${union(i)}) p ORDER BY seq ${order} OFFSET ${limit()} - 1 LIMIT 1)`;

@@ -10,7 +10,21 @@ import { LrsError, type ValidationIssue } from '../../errors.ts';
 import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import type { ActivityDefinition } from '../../xapi/types.ts';
 import { agentSeqsSql, POSTGRES } from './query.ts';
-import { DEFINITIONS_PER_QUERY, type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, inlineBytes, pageRowsKept, rarestDriver, type SeqWindow, sizedJson, statementPageSql, storedSeqSql } from '../sql.ts';
+import {
+  DEFINITIONS_PER_QUERY,
+  type Driver,
+  DRIVER_COUNT_CAP,
+  DriverChoices,
+  driverCountsSql,
+  drivers,
+  inlineBytes,
+  pageRowsKept,
+  rarestDriver,
+  type SeqWindow,
+  sizedJson,
+  statementPageSql,
+  storedSeqSql,
+} from '../sql.ts';
 import type { AttachmentBlob, QueryPage, StoredRow } from '../types.ts';
 import { PostgresConnection } from './connection.ts';
 import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey } from './locks.ts';

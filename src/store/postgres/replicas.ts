@@ -77,7 +77,11 @@ export class ReplicaReader extends PostgresReaders {
 
   /** Whether it is a standby, and where its replay stands. */
   async replayState(): Promise<{ recovery: boolean; lsn: bigint | null }> {
-    const r = await this.query<{ recovery: boolean; lsn: string | null }>("SELECT pg_is_in_recovery() AS recovery, (pg_last_wal_replay_lsn() - '0/0')::text AS lsn", [], 'replica_state');
+    const r = await this.query<{ recovery: boolean; lsn: string | null }>(
+      "SELECT pg_is_in_recovery() AS recovery, (pg_last_wal_replay_lsn() - '0/0')::text AS lsn",
+      [],
+      'replica_state',
+    );
     const row = r.rows[0];
     return { recovery: row.recovery, lsn: row.lsn === null ? null : BigInt(row.lsn.split('.')[0]) };
   }
@@ -197,7 +201,8 @@ export class Replicas {
     if (state === was) return;
     const fields = { replica: r.replica, server: r.server, state, lagMs };
     if (state === 'up') this.logger?.info(fields, `read replica ${r.replica} (${r.server}) is read from${was === 'starting' ? '' : ' again'}`);
-    else if (state !== 'starting') this.logger?.warn({ ...fields, reason }, `read replica ${r.replica} (${r.server}) is not read from: ${reason}; its reads go to another replica or the primary`);
+    else if (state !== 'starting')
+      this.logger?.warn({ ...fields, reason }, `read replica ${r.replica} (${r.server}) is not read from: ${reason}; its reads go to another replica or the primary`);
   }
 
   /** A read it failed: a connection failure or timeout takes it out until a check finds it healthy. */
@@ -226,7 +231,13 @@ export class Replicas {
 }
 
 /** The reads a replica answers as the primary would (ReplicaView makes them from this list). */
-const REPLICA_READS = ['queryStatements', 'getAttachments', 'attachmentSizes', 'statementsWithAgent', 'getActivityDefinitions'] as const satisfies readonly (keyof StatementReads)[];
+const REPLICA_READS = [
+  'queryStatements',
+  'getAttachments',
+  'attachmentSizes',
+  'statementsWithAgent',
+  'getActivityDefinitions',
+] as const satisfies readonly (keyof StatementReads)[];
 
 type Member = (...args: unknown[]) => Promise<unknown>;
 

@@ -25,10 +25,45 @@ export function namedParams<const N extends readonly string[]>(names: N): { ph: 
 
 /** INSERT_WRITE's parameters, in the order of their numbers. */
 const WRITE_PARAMS = namedParams([
-  'tenant', 'storedMs', 'count', 'ids', 'verbs', 'registrations', 'refs', 'isVoiding', 'voided', 'authorities', 'fulls',
-  'agentKeys', 'agentOrdinals', 'agentRoles', 'activityKeys', 'activityOrdinals', 'activityDirect', 'linkOrdinals', 'linkHashes', 'voids',
-  'definitionIds', 'definitions', 'blobHashes', 'blobTypes', 'blobContents', 'snapSeq', 'checkIds', 'reliedSeqs', 'reliedXmins', 'defIds',
-  'keptDefIds', 'keptDefXmins', 'tenantName', 'epoch', 'flightDefIds', 'flightDefTexts', 'carriers', 'violationOrdinals', 'violations',
+  'tenant',
+  'storedMs',
+  'count',
+  'ids',
+  'verbs',
+  'registrations',
+  'refs',
+  'isVoiding',
+  'voided',
+  'authorities',
+  'fulls',
+  'agentKeys',
+  'agentOrdinals',
+  'agentRoles',
+  'activityKeys',
+  'activityOrdinals',
+  'activityDirect',
+  'linkOrdinals',
+  'linkHashes',
+  'voids',
+  'definitionIds',
+  'definitions',
+  'blobHashes',
+  'blobTypes',
+  'blobContents',
+  'snapSeq',
+  'checkIds',
+  'reliedSeqs',
+  'reliedXmins',
+  'defIds',
+  'keptDefIds',
+  'keptDefXmins',
+  'tenantName',
+  'epoch',
+  'flightDefIds',
+  'flightDefTexts',
+  'carriers',
+  'violationOrdinals',
+  'violations',
 ] as const);
 const W = WRITE_PARAMS.ph;
 
@@ -315,7 +350,9 @@ export function* resolveKeys(tenantId: number, keys: Set<string>, own: boolean):
   const ids = new Map<string, number>();
   for (let attempt = 1; ; attempt++) {
     const missing = [...keys].filter((k) => !ids.has(k)).sort();
-    const [r] = yield* rows(own ? { text: RESOLVE_KEYS_OWN, values: [tenantId, missing], name: 'resolve_keys_own' } : { text: RESOLVE_KEYS, values: [tenantId, missing], name: 'resolve_keys' });
+    const [r] = yield* rows(
+      own ? { text: RESOLVE_KEYS_OWN, values: [tenantId, missing], name: 'resolve_keys_own' } : { text: RESOLVE_KEYS, values: [tenantId, missing], name: 'resolve_keys' },
+    );
     for (const [id, key] of JSON.parse((r.ids as string | null) ?? '[]') as [number, string][]) ids.set(key, id);
     if (ids.size === keys.size) return { ids, epoch: r.epoch as string };
     if (attempt >= 3) throw new Error('dictionary keys could not be resolved');

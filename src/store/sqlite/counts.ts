@@ -56,10 +56,7 @@ export class SqliteCounts {
       return;
     }
     const stored = this.q('SELECT verb, n FROM statement_counts WHERE tenant = ? AND day = ? AND verb > 0').all(tenant, day) as Row[];
-    const { keep, other } = fold([
-      ...stored.map((r) => ({ verb: Number(r.verb), n: Number(r.n), held: true })),
-      ...fresh.map(([verb, n]) => ({ verb, n, held: false })),
-    ]);
+    const { keep, other } = fold([...stored.map((r) => ({ verb: Number(r.verb), n: Number(r.n), held: true })), ...fresh.map(([verb, n]) => ({ verb, n, held: false }))]);
     for (const c of keep) if (!c.held) newDay.run(tenant, day, c.verb, c.n);
     const drop = this.q('DELETE FROM statement_counts WHERE tenant = ? AND day = ? AND verb = ?');
     let rest = 0;

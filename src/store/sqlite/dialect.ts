@@ -45,7 +45,10 @@ function documents(h: SqliteHandle): DocumentDialect {
     *lock() {},
     *current(tenant, key, etagOnly) {
       if (etagOnly) {
-        const r = yield* row({ text: 'SELECT etag FROM documents WHERE tenant = ? AND kind = ? AND activity_id = ? AND agent_key = ? AND registration = ? AND doc_id = ?', values: documentValues(tenant, key) });
+        const r = yield* row({
+          text: 'SELECT etag FROM documents WHERE tenant = ? AND kind = ? AND activity_id = ? AND agent_key = ? AND registration = ? AND doc_id = ?',
+          values: documentValues(tenant, key),
+        });
         return { etag: r ? String(r.etag) : undefined, nowMs: h.now() };
       }
       const r = yield* row({ text: DOCUMENT_SQL, values: documentValues(tenant, key) });
@@ -64,14 +67,12 @@ function outbox(h: SqliteHandle): OutboxDialect {
   return {
     *claim(target, owner, limit, leaseMs) {
       const now = h.now();
-      const ids = (
-        yield* rows({
-          text:
-            'UPDATE forward_outbox SET lease_owner = ?, lease_until_ms = ? WHERE id IN (SELECT id FROM forward_outbox ' +
-            'WHERE target = ? AND state = 0 AND due_ms <= ? AND lease_until_ms <= ? ORDER BY due_ms, id LIMIT ?) RETURNING id',
-          values: [owner, now + leaseMs, target, now, now, limit],
-        })
-      ).map((r) => Number(r.id));
+      const ids = (yield* rows({
+        text:
+          'UPDATE forward_outbox SET lease_owner = ?, lease_until_ms = ? WHERE id IN (SELECT id FROM forward_outbox ' +
+          'WHERE target = ? AND state = 0 AND due_ms <= ? AND lease_until_ms <= ? ORDER BY due_ms, id LIMIT ?) RETURNING id',
+        values: [owner, now + leaseMs, target, now, now, limit],
+      })).map((r) => Number(r.id));
       if (!ids.length) return [];
       const claimed = yield* rows({
         text:
@@ -83,7 +84,10 @@ function outbox(h: SqliteHandle): OutboxDialect {
     },
     claimBegin: 'BEGIN IMMEDIATE',
     *renew(owner, ids, leaseMs) {
-      yield* run({ text: 'UPDATE forward_outbox SET lease_until_ms = ? WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))', values: [h.now() + leaseMs, owner, JSON.stringify(ids.map(Number))] });
+      yield* run({
+        text: 'UPDATE forward_outbox SET lease_until_ms = ? WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))',
+        values: [h.now() + leaseMs, owner, JSON.stringify(ids.map(Number))],
+      });
     },
     *delivered(owner, ids) {
       return yield* run({ text: 'DELETE FROM forward_outbox WHERE lease_owner = ? AND id IN (SELECT value FROM json_each(?))', values: [owner, JSON.stringify(ids.map(Number))] });
@@ -92,13 +96,19 @@ function outbox(h: SqliteHandle): OutboxDialect {
       const now = h.now();
       let n = 0;
       for (const r of items) {
-        n += yield* run({ text: `UPDATE forward_outbox SET attempts = attempts + 1, due_ms = ?, last_error = ?, ${UNLEASE} WHERE id = ? AND lease_owner = ?`, values: [now + r.delayMs, r.error, Number(r.id), owner] });
+        n += yield* run({
+          text: `UPDATE forward_outbox SET attempts = attempts + 1, due_ms = ?, last_error = ?, ${UNLEASE} WHERE id = ? AND lease_owner = ?`,
+          values: [now + r.delayMs, r.error, Number(r.id), owner],
+        });
       }
       return n;
     },
     *dead(owner, items) {
       for (const d of items) {
-        yield* run({ text: `UPDATE forward_outbox SET state = ${DEAD}, attempts = attempts + 1, last_error = ?, ${UNLEASE} WHERE id = ? AND lease_owner = ?`, values: [d.error, Number(d.id), owner] });
+        yield* run({
+          text: `UPDATE forward_outbox SET state = ${DEAD}, attempts = attempts + 1, last_error = ?, ${UNLEASE} WHERE id = ? AND lease_owner = ?`,
+          values: [d.error, Number(d.id), owner],
+        });
       }
     },
     *release(owner, ids) {
@@ -114,7 +124,10 @@ function outbox(h: SqliteHandle): OutboxDialect {
     },
     *requeueDead(target) {
       const where = target === undefined ? '' : ' AND target = ?';
-      return yield* run({ text: `UPDATE forward_outbox SET state = ${QUEUED}, attempts = 0, due_ms = 0, last_error = NULL WHERE state = ${DEAD}${where}`, values: target === undefined ? [] : [target] });
+      return yield* run({
+        text: `UPDATE forward_outbox SET state = ${QUEUED}, attempts = 0, due_ms = 0, last_error = NULL WHERE state = ${DEAD}${where}`,
+        values: target === undefined ? [] : [target],
+      });
     },
     *deadLetters({ target, after, limit }) {
       const found = yield* rows({
@@ -157,7 +170,8 @@ function reach(h: SqliteHandle): ReachDialect {
   return {
     *forget(tenant, stored) {
       const seqs = new Set(stored);
-      for (const via of stored) for (const r of yield* rows({ text: 'SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?', values: [tenant, via] })) seqs.add(Number(r.seq));
+      for (const via of stored)
+        for (const r of yield* rows({ text: 'SELECT seq FROM statement_reach WHERE tenant = ? AND via = ?', values: [tenant, via] })) seqs.add(Number(r.seq));
       const seeds: ReachSeed[] = [];
       for (const seq of seqs) {
         for (const text of REACH_FORGET_SQL) yield* run({ text, values: [tenant, seq] });
@@ -172,7 +186,15 @@ function reach(h: SqliteHandle): ReachDialect {
         const r = yield* row({ text: `SELECT seq, id, ref_id, verb, registration, authority, full FROM statements WHERE ${BY_ID}`, values: [tenant, uuidBytes(id)] });
         if (!r) continue;
         const ref = r.ref_id === null ? null : uuidText(r.ref_id as Uint8Array);
-        out.push({ seq: Number(r.seq), id, refId: ref, verb: Number(r.verb), registration: r.registration, authority: r.authority === null ? null : Number(r.authority), full: String(r.full) });
+        out.push({
+          seq: Number(r.seq),
+          id,
+          refId: ref,
+          verb: Number(r.verb),
+          registration: r.registration,
+          authority: r.authority === null ? null : Number(r.authority),
+          full: String(r.full),
+        });
       }
       return out;
     },
@@ -182,10 +204,15 @@ function reach(h: SqliteHandle): ReachDialect {
     },
     *write(tenant, out) {
       for (const r of out.reach) {
-        yield* run({ text: 'INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)', values: [tenant, r.seq, r.via, r.verb, r.registration, r.authority] });
+        yield* run({
+          text: 'INSERT INTO statement_reach (tenant, seq, via, verb, registration, authority) VALUES (?, ?, ?, ?, ?, ?)',
+          values: [tenant, r.seq, r.via, r.verb, r.registration, r.authority],
+        });
       }
-      for (const a of out.agents) yield* run({ text: 'INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.agent, a.seq, a.via, a.role] });
-      for (const a of out.activities) yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
+      for (const a of out.agents)
+        yield* run({ text: 'INSERT INTO reach_agents (tenant, agent, seq, via, role) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.agent, a.seq, a.via, a.role] });
+      for (const a of out.activities)
+        yield* run({ text: 'INSERT INTO reach_activities (tenant, activity, seq, via, direct) VALUES (?, ?, ?, ?, ?)', values: [tenant, a.activity, a.seq, a.via, a.direct] });
     },
   };
 }

@@ -43,7 +43,8 @@ export const ID_LEVELS = ['statement_ids_new', 'statement_ids_mid', 'statement_i
 export const BY_ID = 'seq = (SELECT seq FROM statement_seqs WHERE tenant = ? AND id = ?)';
 
 /** BY_ID in the recent and middle levels only: for an id the filter says the merged levels do not have. */
-export const BY_RECENT_ID = 'seq = (SELECT seq FROM (SELECT tenant, id, seq FROM statement_ids_new UNION ALL SELECT tenant, id, seq FROM statement_ids_mid) WHERE tenant = ? AND id = ?)';
+export const BY_RECENT_ID =
+  'seq = (SELECT seq FROM (SELECT tenant, id, seq FROM statement_ids_new UNION ALL SELECT tenant, id, seq FROM statement_ids_mid) WHERE tenant = ? AND id = ?)';
 
 /** Where a build starts: tenant ids are positive. */
 const START: { tenant: number; id: Uint8Array } = { tenant: 0, id: new Uint8Array(0) };

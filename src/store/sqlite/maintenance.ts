@@ -72,7 +72,9 @@ export abstract class SqliteMaintenance extends SqliteReaders {
       let attachments = 0;
       // The data goes once no remaining statement of the tenant carried it (a declaration by hash keeps nothing).
       for (const h of hashes) {
-        const linked = this.q('SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND sa.carrier IS NOT NULL AND s.tenant = ? LIMIT 1').get(h, tid);
+        const linked = this.q(
+          'SELECT 1 FROM statement_attachments sa JOIN statements s ON s.seq = sa.seq WHERE sa.sha2 = ? AND sa.carrier IS NOT NULL AND s.tenant = ? LIMIT 1',
+        ).get(h, tid);
         if (!linked) attachments += Number(this.q('DELETE FROM attachments WHERE tenant = ? AND sha2 = ?').run(tenant, h).changes);
       }
       this.dropUnusedKeys(tid, agents);

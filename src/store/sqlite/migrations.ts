@@ -364,7 +364,7 @@ CREATE INDEX statements_registration ON statements(tenant, (seq >> 16), registra
   },
   {
     version: 9,
-    name: 'canonical activity definitions keyed by the activity IRI\'s key id',
+    name: "canonical activity definitions keyed by the activity IRI's key id",
     // A new activity's definition is then appended (key ids grow), not put at a random place
     // among long text keys.
     sql: `
@@ -510,7 +510,7 @@ CREATE INDEX admin_audit_target ON admin_audit(target, id);
   },
   {
     version: 16,
-    name: 'statements counted per store, day and verb, and per minute, as they are written: the console\'s Overview',
+    name: "statements counted per store, day and verb, and per minute, as they are written: the console's Overview",
     rebuilds: { count: 'SELECT count(*) AS n FROM statements', message: 'counting statements per store, day and verb' },
     // src/store/overview.ts keeps them. The backfill reads every statement once (the statements
     // table in seq order, a temporary B-tree for the groups): 200k statements 0.47 s,
@@ -534,7 +534,7 @@ CREATE TABLE statement_minutes (
   },
   {
     version: 17,
-    name: 'forwarding outbox rows found by statement: erase and prune remove a statement\'s rows without reading the whole outbox',
+    name: "forwarding outbox rows found by statement: erase and prune remove a statement's rows without reading the whole outbox",
     // A target down for a day holds every statement since in the outbox; without this index each
     // deleted statement scanned it all.
     sql: `CREATE INDEX forward_outbox_seq ON forward_outbox(seq);`,
@@ -626,7 +626,7 @@ DROP TABLE counts_folded;
   },
   {
     version: 23,
-    name: 'the audit\'s actor says what kind it is; kept rejections claimed by the replay under way',
+    name: "the audit's actor says what kind it is; kept rejections claimed by the replay under way",
     // Existing entries get the kind their row tells: the CLI's are the OS user's; an HTTP entry
     // whose actor is a database credential's key was that key (a key is never a credentials-file
     // user's name); the rest cannot be told apart (a file user or a token subject): unknown. A

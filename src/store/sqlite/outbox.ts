@@ -30,8 +30,9 @@ export class SqliteOutbox extends StoreOutbox {
   /** Inside the insert transaction: one row per active target for each statement stored after `seq`. */
   enqueueAfter(seq: number): number {
     return Number(
-      this.h.q('INSERT INTO forward_outbox (target, seq) SELECT t.value, s.seq FROM json_each(?) t CROSS JOIN statements s WHERE s.seq > ? ORDER BY t.key, s.seq').run(this.targets, seq)
-        .changes,
+      this.h
+        .q('INSERT INTO forward_outbox (target, seq) SELECT t.value, s.seq FROM json_each(?) t CROSS JOIN statements s WHERE s.seq > ? ORDER BY t.key, s.seq')
+        .run(this.targets, seq).changes,
     );
   }
 }

@@ -15,13 +15,25 @@ import { DatabaseSync, type SQLInputValue, type StatementSync } from 'node:sqlit
 import { isMainThread, parentPort, Worker, workerData } from 'node:worker_threads';
 import { LrsError, type LrsErrorKind, ValidationFailed, type ValidationIssue } from '../../errors.ts';
 import { type StatementQuery, unknownCursor } from '../../xapi/query.ts';
-import { type Driver, DRIVER_COUNT_CAP, DriverChoices, driverCountsSql, drivers, pageRowsKept, rarestDriver, type SeqWindow, statementPageSql, storedSeqSql, uuidBytes, uuidText } from '../sql.ts';
+import {
+  type Driver,
+  DRIVER_COUNT_CAP,
+  DriverChoices,
+  driverCountsSql,
+  drivers,
+  pageRowsKept,
+  rarestDriver,
+  type SeqWindow,
+  statementPageSql,
+  storedSeqSql,
+  uuidBytes,
+  uuidText,
+} from '../sql.ts';
 import type { QueryPage, StoredRow } from '../types.ts';
 import { cacheSize } from './migrations.ts';
 import { SQLITE, sqliteSql } from './query.ts';
 
 type Row = Record<string, unknown>;
-
 
 /** What a page read needs of a connection: its prepared statements and the tenants' ids. */
 export interface PageSource {
@@ -62,14 +74,7 @@ const PAGE_ATTEMPTS = 5;
  * the JSON of those too large to come with the query read by seq into their rows. Fewer when a
  * kept statement was erased since the query (by another connection): the page ends before it.
  */
-export function keptRows(
-  src: PageSource,
-  tenant: number,
-  raw: unknown[][],
-  q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>,
-  json: number,
-  data?: number,
-): number {
+export function keptRows(src: PageSource, tenant: number, raw: unknown[][], q: Pick<StatementQuery, 'limit' | 'maxBytes' | 'attachments'>, json: number, data?: number): number {
   const allInline = raw.every((r) => typeof r[json] === 'string');
   const bytes = (i: number) => {
     const j = raw[i][json];

@@ -5,7 +5,20 @@
  * the reader threads load (./pages.ts): nothing but the query builder.
  */
 import type { StatementFilter, StatementQuery } from '../../xapi/query.ts';
-import { bucketOf, bucketsIn, linkProbes, type QueryDialect, type DriverCounting, linkRange, type MatchParts, type Params, type SeqWindow, uuidBytes, verbCount, windowConds } from '../sql.ts';
+import {
+  bucketOf,
+  bucketsIn,
+  linkProbes,
+  type QueryDialect,
+  type DriverCounting,
+  linkRange,
+  type MatchParts,
+  type Params,
+  type SeqWindow,
+  uuidBytes,
+  verbCount,
+  windowConds,
+} from '../sql.ts';
 
 /** SQLite's spelling of a shared SQL text: its placeholders `$n` (../program.ts) as `?n`, the n-th value wherever it appears. */
 export const sqliteSql = (sql: string): string => sql.replace(/\$(\d+)/g, '?$1');

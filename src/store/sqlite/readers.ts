@@ -43,7 +43,9 @@ export abstract class SqliteReaders extends SqliteConnection {
   async statementViolations(tenant: string, id: string): Promise<ValidationIssue[] | undefined> {
     const tid = this.tenantId(tenant);
     if (tid === undefined) return undefined;
-    const r = this.q(`SELECT (SELECT violations FROM statement_violations v WHERE v.seq = s.seq) AS violations FROM statements s WHERE ${BY_ID}`).get(tid, uuidBytes(id)) as Row | undefined;
+    const r = this.q(`SELECT (SELECT violations FROM statement_violations v WHERE v.seq = s.seq) AS violations FROM statements s WHERE ${BY_ID}`).get(tid, uuidBytes(id)) as
+      | Row
+      | undefined;
     if (!r) return undefined;
     return r.violations === null ? [] : (JSON.parse(String(r.violations)) as ValidationIssue[]);
   }
@@ -105,10 +107,16 @@ export abstract class SqliteReaders extends SqliteConnection {
 
   async attachmentsNotCarried(tenant: string, positions: string[]): Promise<Map<string, string[]>> {
     const out = new Map<string, string[]>();
-    const st = this.q('SELECT l.sha2 FROM statement_attachments l WHERE l.seq = ? AND l.carrier IS NULL AND EXISTS (SELECT 1 FROM attachments a WHERE a.tenant = ? AND a.sha2 = l.sha2)');
+    const st = this.q(
+      'SELECT l.sha2 FROM statement_attachments l WHERE l.seq = ? AND l.carrier IS NULL AND EXISTS (SELECT 1 FROM attachments a WHERE a.tenant = ? AND a.sha2 = l.sha2)',
+    );
     for (const position of positions) {
       const rows = st.all(Number(position), tenant) as Row[];
-      if (rows.length) out.set(position, rows.map((r) => String(r.sha2)));
+      if (rows.length)
+        out.set(
+          position,
+          rows.map((r) => String(r.sha2)),
+        );
     }
     return out;
   }

@@ -259,17 +259,29 @@ export class SqliteStore extends SqliteMaintenance implements Store {
       if (known.has(p.id) || referrers.has(p.id)) continue;
       const rows = referredBy.all(tenant, uuidBytes(p.id)) as Row[];
       if (!rows.length) continue;
-      referrers.set(p.id, rows.map((r) => Number(r.seq)));
+      referrers.set(
+        p.id,
+        rows.map((r) => Number(r.seq)),
+      );
       const voiding = rows.filter((r) => Number(r.is_voiding) !== 0);
       if (voiding.length) {
-        voidedEarlier.set(p.id, voiding.map((r) => ({ authorityKey: r.authority === null ? null : String(r.authority), mineOnly: Number(r.is_voiding) === 2 })));
+        voidedEarlier.set(
+          p.id,
+          voiding.map((r) => ({ authorityKey: r.authority === null ? null : String(r.authority), mineOnly: Number(r.is_voiding) === 2 })),
+        );
       }
     }
     return { planner: new GroupPlanner({ known, voidedEarlier }, storedIso), referrers };
   }
 
   /** Writes a request's plan: the new statements, their reach rows, voidings, attachments. Returns its new StatementRefs. */
-  private writeBatch(tenantName: string, dict: { tenant: number; ids: Map<string, number> }, plan: InsertPlan, referrers: ReadonlyMap<string, number[]>, storedMs: number): ReachSeed[] {
+  private writeBatch(
+    tenantName: string,
+    dict: { tenant: number; ids: Map<string, number> },
+    plan: InsertPlan,
+    referrers: ReadonlyMap<string, number[]>,
+    storedMs: number,
+  ): ReachSeed[] {
     const { tenant } = dict;
     const seeds: ReachSeed[] = [];
     const reached: number[] = [];
@@ -292,9 +304,7 @@ export class SqliteStore extends SqliteMaintenance implements Store {
     const id = (key: string) => ids.get(key)!; // keysOf(p) were all resolved for the group
     const authority = p.authorityKey;
     const idBytes = uuidBytes(p.id);
-    const r = this.q(
-      'INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)',
-    ).run(
+    const r = this.q('INSERT INTO statements (tenant, id, stored_ms, verb, registration, ref_id, is_voiding, voided, authority, full) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)').run(
       tenant,
       idBytes,
       storedMs,
@@ -337,7 +347,6 @@ export class SqliteStore extends SqliteMaintenance implements Store {
     }
     return seq;
   }
-
 }
 
 /** statements.authority of a new statement: its key's id. */

@@ -1,23 +1,5 @@
 /** Activities and their definitions, interaction activities included (xAPI-Data §2.4.4.1). */
-import {
-  type Check,
-  type Ctx,
-  type J,
-  copy,
-  EXTENSIONS,
-  fields,
-  IRI,
-  IRL,
-  isObject,
-  LANGUAGE_MAP,
-  list,
-  missing,
-  OMIT,
-  report,
-  str,
-  walk,
-  wrongType,
-} from './walk.ts';
+import { type Check, type Ctx, type J, copy, EXTENSIONS, fields, IRI, IRL, isObject, LANGUAGE_MAP, list, missing, OMIT, report, str, walk, wrongType } from './walk.ts';
 
 const INTERACTION_TYPES = 'true-false, choice, fill-in, long-fill-in, matching, performance, sequencing, likert, numeric, other';
 
@@ -107,11 +89,7 @@ const components: Check<J> = (c, x, def, k) => {
   const it = def.interactionType;
   const allowed = typeof it === 'string' ? componentListsFor(it) : undefined;
   if (allowed !== undefined && !supportsList(it as string, k)) {
-    report(
-      c,
-      `"${k}" is not allowed for interactionType "${it as string}" (${allowed ? `only ${allowed}` : 'no component lists are supported'})`,
-      'value_error.not_allowed',
-    );
+    report(c, `"${k}" is not allowed for interactionType "${it as string}" (${allowed ? `only ${allowed}` : 'no component lists are supported'})`, 'value_error.not_allowed');
   }
   return COMPONENT_LIST(c, x, { ids: undefined }, k);
 };

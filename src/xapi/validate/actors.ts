@@ -4,26 +4,7 @@
  * table, which collects the inverse functional identifiers it meets for the rules that count them.
  */
 import { isIri, isMbox, isSha1Hex } from './syntax.ts';
-import {
-  type Check,
-  type Ctx,
-  type Fields,
-  type J,
-  copy,
-  fields,
-  format,
-  IRL,
-  isObject,
-  list,
-  missing,
-  object,
-  OMIT,
-  report,
-  reportAt,
-  STRING,
-  walk,
-  wrongType,
-} from './walk.ts';
+import { type Check, type Ctx, type Fields, type J, copy, fields, format, IRL, isObject, list, missing, object, OMIT, report, reportAt, STRING, walk, wrongType } from './walk.ts';
 
 /** Where an Agent/Group appears; decides what is allowed. */
 export const AS_ACTOR = 0; // actor, context.instructor: Agent (objectType optional) or Group
@@ -141,7 +122,7 @@ export function agentOrGroup(c: Ctx, v: unknown, as: Role): J | undefined {
     group = false;
   } else if (t === 'Group') {
     if (as === AS_MEMBER || as === AS_CONTEXT_AGENT) {
-      const msg = as === AS_MEMBER ? 'a Group member must be an Agent; Groups cannot contain Groups' : 'a contextAgent\'s agent must be an Agent (a Group goes in contextGroups)';
+      const msg = as === AS_MEMBER ? 'a Group member must be an Agent; Groups cannot contain Groups' : "a contextAgent's agent must be an Agent (a Group goes in contextGroups)";
       reportAt(c, 'objectType', msg, 'value_error.not_allowed');
       return undefined;
     }

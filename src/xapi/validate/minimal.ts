@@ -116,4 +116,3 @@ export function minimalStatement(c: Ctx, value: unknown): void {
   }
   minimalBody(c, value, false);
 }
-

@@ -282,7 +282,6 @@ const NON_ACTIVITY_OBJECT_TYPES = new Set(['Agent', 'Group', 'StatementRef', 'Su
 /** A statement (or a SubStatement) known to be an object. */
 export function statementBody(c: Ctx, s: J, sub: boolean): J {
   const o = s.object;
-  const objectIsNotActivity =
-    isObject(o) && typeof o.objectType === 'string' && NON_ACTIVITY_OBJECT_TYPES.has(o.objectType);
+  const objectIsNotActivity = isObject(o) && typeof o.objectType === 'string' && NON_ACTIVITY_OBJECT_TYPES.has(o.objectType);
   return walk(c, s, sub ? SUBSTATEMENT : STATEMENT, objectIsNotActivity);
 }

@@ -128,14 +128,11 @@ export function isMbox(s: string): boolean {
 
 export const isSha1Hex = (s: string): boolean => s.length === 40 && isHex(s);
 /** Hex SHA-2 digest: SHA-224/512-224 (56), SHA-256/512-256 (64), SHA-384 (96), SHA-512 (128). */
-export const isSha2Hex = (s: string): boolean =>
-  (s.length === 64 || s.length === 128 || s.length === 96 || s.length === 56) && isHex(s);
+export const isSha2Hex = (s: string): boolean => (s.length === 64 || s.length === 128 || s.length === 96 || s.length === 56) && isHex(s);
 
 // RFC 2045 / RFC 7231 media type: type "/" subtype *( OWS ";" OWS name "=" (token / quoted-string) )
 const TOKEN = "[!#$%&'*+.^_`|~0-9A-Za-z-]+";
-const MEDIA_TYPE_RE = new RegExp(
-  `^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[^"\\\\\\r\\n]|\\\\.)*"))*[ \\t]*$`,
-);
+const MEDIA_TYPE_RE = new RegExp(`^${TOKEN}/${TOKEN}(?:[ \\t]*;[ \\t]*${TOKEN}=(?:${TOKEN}|"(?:[^"\\\\\\r\\n]|\\\\.)*"))*[ \\t]*$`);
 export const isMediaType = (s: string): boolean => MEDIA_TYPE_RE.test(s);
 
 /** Two ASCII digits at `i` as a number, or -1. */
@@ -276,9 +273,7 @@ function localTimestamp(s: unknown): number | undefined {
     }
     if (i !== n) return undefined;
   }
-  return (
-    daysFromCivil(y, mo, d) * 86_400_000 + h * 3_600_000 + mi * 60_000 + sec * 1000 + ms - offset * 60_000
-  );
+  return daysFromCivil(y, mo, d) * 86_400_000 + h * 3_600_000 + mi * 60_000 + sec * 1000 + ms - offset * 60_000;
 }
 
 /** True when `s` is a timestamp {@link parseTimestamp} accepts. */
@@ -343,7 +338,8 @@ export function isDuration(s: unknown): s is string {
       c = s.charCodeAt(i);
     }
     let r: number;
-    if (!inTime) r = c === 89 ? 1 : c === 77 ? 2 : c === 87 ? 3 : c === 68 ? 4 : 0; // Y M W D
+    if (!inTime)
+      r = c === 89 ? 1 : c === 77 ? 2 : c === 87 ? 3 : c === 68 ? 4 : 0; // Y M W D
     else r = c === 72 ? 5 : c === 77 ? 6 : c === 83 ? 7 : 0; // H M S
     if (r === 0 || r <= rank) return false;
     if (r === 3) week = true;

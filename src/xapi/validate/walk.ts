@@ -60,8 +60,7 @@ export function reportAt(c: Ctx, key: string | number, msg: string, type: string
 
 export const EXTRA = 'extra field not permitted';
 export const extra = (c: Ctx): void => report(c, EXTRA, 'value_error.extra');
-export const missing = (c: Ctx, key: string, why?: string): void =>
-  reportAt(c, key, why ? `field required: ${why}` : 'field required', 'value_error.missing');
+export const missing = (c: Ctx, key: string, why?: string): void => reportAt(c, key, why ? `field required: ${why}` : 'field required', 'value_error.missing');
 
 export function jsonTypeName(v: unknown): string {
   if (v === null) return 'null';
@@ -123,10 +122,7 @@ export interface Fields<S> {
 }
 
 /** Builds a table; a bare function is a field with only a check. Required keys are reported in table order. */
-export function fields<S>(
-  table: Record<string, Field<S> | Check<S>>,
-  opts: { unknown?: string; rules?: (c: Ctx, v: J, out: J, s: S) => void } = {},
-): Fields<S> {
+export function fields<S>(table: Record<string, Field<S> | Check<S>>, opts: { unknown?: string; rules?: (c: Ctx, v: J, out: J, s: S) => void } = {}): Fields<S> {
   const keys = Object.keys(table);
   if (keys.length > 31) throw new Error('a table of fields has at most 31 fields');
   const checks: Check<S>[] = [];
@@ -222,10 +218,12 @@ export function list<S>(item: Check<S>, what: string, wrong: undefined | typeof 
 export const copy: Check<unknown> = (_c, x) => x;
 
 /** Refused wherever it appears (`msg`, a `value_error.not_allowed`). */
-export const forbidden = (msg: string): Check<unknown> => (c) => {
-  report(c, msg, 'value_error.not_allowed');
-  return OMIT;
-};
+export const forbidden =
+  (msg: string): Check<unknown> =>
+  (c) => {
+    report(c, msg, 'value_error.not_allowed');
+    return OMIT;
+  };
 
 export function str(c: Ctx, v: unknown): v is string {
   if (typeof v === 'string') return true;
@@ -253,21 +251,19 @@ function timestamp(c: Ctx, v: unknown): v is string {
     report(c, 'the instant it denotes is outside years 0000-9999 once converted to UTC (its offset takes it across a year boundary)', 'value_error.datetime_range');
     return false;
   }
-  report(
-    c,
-    'must be an ISO 8601 date-time such as "2013-05-18T05:32:34.804Z" (a full date and time; offset "-00:00" is not allowed)',
-    'value_error.datetime',
-  );
+  report(c, 'must be an ISO 8601 date-time such as "2013-05-18T05:32:34.804Z" (a full date and time; offset "-00:00" is not allowed)', 'value_error.datetime');
   return false;
 }
 
 /** A string that `test` accepts; otherwise `msg` as a `value_error.${type}`. */
-export const format = (test: (s: string) => boolean, msg: string, type: string): Check<unknown> => (c, x) => {
-  if (!str(c, x)) return OMIT;
-  if (test(x)) return x;
-  report(c, msg, `value_error.${type}`);
-  return OMIT;
-};
+export const format =
+  (test: (s: string) => boolean, msg: string, type: string): Check<unknown> =>
+  (c, x) => {
+    if (!str(c, x)) return OMIT;
+    if (test(x)) return x;
+    report(c, msg, `value_error.${type}`);
+    return OMIT;
+  };
 
 export const STRING: Check<unknown> = (c, x) => (str(c, x) ? x : OMIT);
 export const NUMBER: Check<unknown> = (c, x) => (num(c, x) ? x : OMIT);
