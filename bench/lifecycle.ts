@@ -10,7 +10,6 @@
  * `measureLifecycle` is exported for the benchmark harness; run directly, it prints a table.
  */
 import { spawn } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';

@@ -288,6 +288,7 @@ test('the scanner finds every kind of relative import, and none inside strings, 
     '// import { no } from "./comment.ts";',
     "/* export * from './block.ts'; */",
     'const s = "import { no } from \'./string.ts\'";',
+    // biome-ignore lint/suspicious/noTemplateCurlyInString: the scanner's input: a template literal, as source text
     "const t = `import('./template.ts') ${x ? `${'y'}` : '}'} and import('./template2.ts')`;",
     "const r = /from '.\\/regex.ts'/g; const q = a / b; const u = c / d; import('./after-regex.ts');",
     "type T = Parameters<typeof import('./typed.ts').f>[0];",

@@ -22,15 +22,17 @@ import { BACKENDS, jsonInit, startTestLrs } from './helpers/lrs.ts';
 import { validateStatements } from '../src/xapi/validate.ts';
 
 const SEED = 20261123;
+// biome-ignore lint/suspicious/noExplicitAny: generated statements read field by field
+type Loose = Record<string, any>;
 
 test('generated statements are valid xAPI, ≈ 1.2 KB, with the promised mix', () => {
   const n = 3000;
-  const batch = Array.from({ length: n }, (_, i) => statement(SEED, i)) as Record<string, any>[];
+  const batch = Array.from({ length: n }, (_, i) => statement(SEED, i)) as Loose[];
   const { issues } = validateStatements(batch, '1.0.3');
   assert.deepEqual(issues.slice(0, 3), []);
   const bytes = batch.reduce((a, s) => a + Buffer.byteLength(JSON.stringify(s)), 0) / n;
   assert.ok(bytes > 1000 && bytes < 1500, `average ${bytes} bytes`);
-  const has = (f: (s: Record<string, any>) => boolean) => batch.some(f);
+  const has = (f: (s: Loose) => boolean) => batch.some(f);
   assert.ok(
     has((s) => s.actor.objectType === 'Group' && s.actor.account),
     'identified groups',
@@ -65,12 +67,12 @@ test('the stream is a function of (seed, i): any process makes the same statemen
 test('voidings target earlier statements that are not voidings themselves', () => {
   const idx = new Map<string, number>();
   for (let i = 0; i < 8000; i++) {
-    const s = statement(SEED, i) as Record<string, any>;
+    const s = statement(SEED, i) as Loose;
     idx.set(s.id, i);
     if (!s.verb.id.endsWith('/voided')) continue;
     const target = idx.get(s.object.id);
     assert.ok(target !== undefined && target < i, `statement ${i} voids an earlier statement`);
-    assert.ok(!(statement(SEED, target) as Record<string, any>).verb.id.endsWith('/voided'));
+    assert.ok(!(statement(SEED, target) as Loose).verb.id.endsWith('/voided'));
   }
 });
 

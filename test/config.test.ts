@@ -4,7 +4,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { test } from 'node:test';
-import { bodiesInFlight, checkStoreSettings, ConfigError, environment, loadConfig, SETTINGS } from '../src/config.ts';
+import { bodiesInFlight, checkStoreSettings, ConfigError, environment, loadConfig } from '../src/config.ts';
 
 test('defaults', () => {
   const c = loadConfig({});

@@ -31,7 +31,10 @@ export interface CreateOptions extends Common {
 const out = (text: string): void => void process.stdout.write(`${text}\n`);
 
 function printIssued(c: IssuedCredential, json: boolean | undefined, what: string): void {
-  if (json) return out(JSON.stringify(c, null, 2));
+  if (json) {
+    out(JSON.stringify(c, null, 2));
+    return;
+  }
   out(`key:    ${c.key}\nsecret: ${c.secret}`);
   const grace = c.previousSecretUntil ? `; the previous secret works until ${c.previousSecretUntil}` : '';
   process.stderr.write(`${what} credential ${c.key}${grace}. The secret is shown only now: Lectern keeps only its hash.\n`);

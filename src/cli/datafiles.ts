@@ -5,7 +5,7 @@
  */
 import { once } from 'node:events';
 import { createReadStream, createWriteStream, existsSync, type ReadStream, statSync } from 'node:fs';
-import { type Readable, type Writable } from 'node:stream';
+import type { Readable, Writable } from 'node:stream';
 import { createGunzip, createGzip } from 'node:zlib';
 import { systemClock } from '../clock.ts';
 import { environment, loadConfig, unknownSettings, type Config } from '../config.ts';

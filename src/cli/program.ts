@@ -69,7 +69,7 @@ async function monitored(name: string, run: () => Promise<void>, secrets: (strin
  * itself, after the restart.
  */
 function restartWithMemorySettings(backend: string | undefined): void {
-  const given = process.execArgv.join(' ') + ' ' + (process.env.NODE_OPTIONS || '');
+  const given = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;
   const flags = ['--max-semi-space-size', '--heap-growing-percent', '--incremental-marking-soft-trigger'];
   if (flags.every((f) => given.includes(f)) || typeof process.execve !== 'function' || process.channel) return;
   let threads = false;

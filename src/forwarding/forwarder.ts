@@ -245,7 +245,7 @@ class TargetWorker {
       case 'delivered':
         s.delivered.push(...items.map((i) => i.id));
         return false;
-      case 'retry':
+      case 'retry': {
         if (this.stopped) {
           // Aborted by shutdown: not the target's fault; nothing is counted.
           s.release.push(...items.map((i) => i.id));
@@ -258,6 +258,7 @@ class TargetWorker {
         }
         this.opts.logger.warn({ target: this.url, count: items.length, error: outcome.error }, 'forwarding failed; will retry');
         return true;
+      }
       case 'split':
       case 'reject':
         for (const i of items) s.dead.push({ id: i.id, error: outcome.error });

@@ -79,12 +79,18 @@ export class WorkerScrapes {
   scrape(): Promise<string> {
     this.inFlight ??= new Promise<string>((resolve, reject) => {
       const id = this.next++;
-      const fail = (why: string) => (this.waiting.delete(id), reject(new Error(`cannot collect the worker processes' metrics: ${why}`)));
+      const fail = (why: string) => {
+        this.waiting.delete(id);
+        reject(new Error(`cannot collect the worker processes' metrics: ${why}`));
+      };
       // The primary answers within its own timeout; this one only guards against a primary gone quiet.
       const timer = setTimeout(() => fail('the primary process did not answer'), COLLECT_TIMEOUT_MS + 1000);
       const settle =
         <T>(fn: (v: T) => void) =>
-        (v: T) => (clearTimeout(timer), fn(v));
+        (v: T) => {
+          clearTimeout(timer);
+          fn(v);
+        };
       this.waiting.set(id, { resolve: settle(resolve), reject: settle(reject) });
       if (process.connected) {
         tellPrimary({ type: 'lectern:metrics:scrape', id });
@@ -126,8 +132,14 @@ export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
         pending.delete(id);
         w.off('exit', onExit);
       };
-      const onExit = () => (done(), resolve({ counted: previous, own: [] }));
-      const timer = setTimeout(() => (done(), reject(new Error(`worker ${w.id} did not answer within ${COLLECT_TIMEOUT_MS / 1000} s`))), COLLECT_TIMEOUT_MS);
+      const onExit = () => {
+        done();
+        resolve({ counted: previous, own: [] });
+      };
+      const timer = setTimeout(() => {
+        done();
+        reject(new Error(`worker ${w.id} did not answer within ${COLLECT_TIMEOUT_MS / 1000} s`));
+      }, COLLECT_TIMEOUT_MS);
       pending.set(id, (m) => {
         done();
         if (!m.figures) return reject(new Error(`worker ${w.id}: ${m.error ?? 'no figures'}`));

@@ -12,7 +12,6 @@ import { actorFromKey, actorKeys, ifiKey } from '../xapi/agents.ts';
 import { mentionsPerson, personKey, pseudonymFor, pseudonymizeStatement } from '../xapi/erasure.ts';
 import { indexRows } from '../xapi/statement.ts';
 import type { Actor, Agent, Statement } from '../xapi/types.ts';
-import { statementRules } from '../xapi/versions.ts';
 import type { OnProgress } from './progress.ts';
 
 const PAGE = 1000;

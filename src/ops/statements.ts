@@ -106,7 +106,7 @@ export function receiveStatements(
  */
 export async function prepareStatements(received: Received, version: XapiVersion, writer: Writer, statementId?: string, idOf?: (index: number) => string): Promise<PreparedBatch> {
   const { statements, blobs, violations } = await acceptStatements(received, version, statementId, writer.validation);
-  if (idOf) statements.forEach((s, i) => (s.id ??= idOf(i)));
+  if (idOf) for (const [i, s] of statements.entries()) s.id ??= idOf(i);
   const batch = prepareBatch(statements, writer.authority, version, { define: writer.define, mineOnly: writer.mineOnly, received: new Set(blobs.map((b) => b.sha2)), violations });
   return { batch, blobs };
 }

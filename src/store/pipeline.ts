@@ -167,7 +167,10 @@ export class KeyCache<E> {
   set(tenant: number, epoch: E, key: string, id: number): void {
     if (this.size >= this.max) this.forget();
     let cached = this.tenants.get(tenant);
-    if (cached && cached.epoch !== epoch) this.forget(tenant), (cached = undefined);
+    if (cached && cached.epoch !== epoch) {
+      this.forget(tenant);
+      cached = undefined;
+    }
     if (!cached) this.tenants.set(tenant, (cached = { epoch, ids: new Map() }));
     const before = cached.ids.size;
     cached.ids.set(key, id);

@@ -179,7 +179,9 @@ export function bucketsIn(w: SeqWindow = {}, p?: Params): string {
   const lowers = [w.after !== undefined ? w.after + 1n : undefined, w.from].filter((x) => x !== undefined);
   const bound = (x: bigint) => (p ? p.add(x >> shift) : String(x >> shift));
   let top = `(SELECT max(seq) FROM statements) >> ${SEQ_BUCKET_BITS}`;
+  // biome-ignore lint/complexity/useMathMinMax: bigints (Math.min takes numbers)
   if (uppers.length) top = `min(${top}, ${bound(uppers.reduce((a, b) => (a < b ? a : b)))})`;
+  // biome-ignore lint/complexity/useMathMinMax: bigints (Math.max takes numbers)
   const bottom = lowers.length ? bound(lowers.reduce((a, b) => (a > b ? a : b))) : '0';
   return `(WITH RECURSIVE b(x) AS (SELECT ${top} UNION ALL SELECT x - 1 FROM b WHERE x > ${bottom}) SELECT x FROM b)`;
 }

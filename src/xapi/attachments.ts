@@ -111,9 +111,9 @@ export function statementParts(parts: { headers: Record<string, string>; body: B
  */
 function located(statement: Statement): { attachment: Attachment; loc: string }[] {
   const out: { attachment: Attachment; loc: string }[] = [];
-  statement.attachments?.forEach((attachment, j) => out.push({ attachment, loc: `attachments[${j}]` }));
+  for (const [j, attachment] of (statement.attachments ?? []).entries()) out.push({ attachment, loc: `attachments[${j}]` });
   if (statement.object.objectType === 'SubStatement') {
-    statement.object.attachments?.forEach((attachment, j) => out.push({ attachment, loc: `object.attachments[${j}]` }));
+    for (const [j, attachment] of (statement.object.attachments ?? []).entries()) out.push({ attachment, loc: `object.attachments[${j}]` });
   }
   return out;
 }

@@ -95,7 +95,7 @@ function check(tag: string): boolean {
   let singletons: string | undefined;
   while (i < n && parts[i].length === 1 && lowerParts[i] !== 'x') {
     const s = lowerParts[i];
-    if (singletons !== undefined && singletons.includes(s)) return false;
+    if (singletons?.includes(s)) return false;
     singletons = (singletons ?? '') + s;
     i++;
     const start = i;

@@ -7,7 +7,7 @@ import { LrsError } from '../errors.ts';
 import { actorKeys } from './agents.ts';
 import { attachmentHashes } from './attachments.ts';
 import { canonicalJson, jsonDifference } from './compare.ts';
-import type { Activity, ActivityDefinition, Actor, Context, Statement, StatementObject, SubStatement } from './types.ts';
+import type { ActivityDefinition, Actor, Context, Statement, StatementObject, SubStatement } from './types.ts';
 import { VOIDED_VERB } from './types.ts';
 import { isUuid, isValidDefinition, parseTimestamp, type Violations } from './validate.ts';
 import { defaultStatementVersion, is2, type XapiVersion } from './versions.ts';

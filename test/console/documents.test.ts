@@ -20,7 +20,7 @@ const PNG = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a, 0, 1, 2
 
 const get = (t: TestLrs, path: string, s: Signed) => fetch(`${t.url}${path}`, { redirect: 'manual', headers: { cookie: s.cookie } });
 const q = (params: Record<string, string>) => new URLSearchParams(params).toString();
-const unescape = (href: string) => href.replaceAll('&amp;', '&');
+const decodeEntities = (href: string) => href.replaceAll('&amp;', '&');
 
 for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {
   describe(`console documents (${backend.name})`, () => {
@@ -47,7 +47,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
 
     test('the Learner page lists the three kinds, each a link to its document, by the activity’s name', async () => {
       const page = await (await get(t, `/console/learner?agent=ada%40example.com`, admin)).text();
-      const links = [...page.matchAll(/<a href="(\/console\/documents\/[^"]+)">([^<]+)<\/a>/g)].map((m) => [m[2], unescape(m[1])]);
+      const links = [...page.matchAll(/<a href="(\/console\/documents\/[^"]+)">([^<]+)<\/a>/g)].map((m) => [m[2], decodeEntities(m[1])]);
       assert.deepEqual(links, [
         ['notes', `/console/documents/agent-profile?${q({ agent: ADA, profileId: 'notes' })}`],
         ['page', `/console/documents/agent-profile?${q({ agent: ADA, profileId: 'page' })}`],

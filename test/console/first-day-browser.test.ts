@@ -204,7 +204,7 @@ for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, post
         `/console/statements/${id}`,
         `/console/documents/state?activityId=${encodeURIComponent(COURSE)}&agent=${encodeURIComponent(JSON.stringify({ mbox: ADA.mbox }))}&stateId=bookmark`,
         '/console/learner?agent=ada%40example.com',
-        '/console/statements?limit=2&search_after=' + id,
+        `/console/statements?limit=2&search_after=${id}`,
         '/console/overview',
         '/console/forwarding',
         '/console/access',

@@ -23,15 +23,15 @@ const NAMED: TestUser = {
 };
 
 const ENTITIES: Record<string, string> = { '&amp;': '&', '&lt;': '<', '&gt;': '>', '&quot;': '"', '&#39;': "'" };
-const unescape = (s: string) => s.replace(/&(amp|lt|gt|quot|#39);/g, (e) => ENTITIES[e]);
+const decodeEntities = (s: string) => s.replace(/&(amp|lt|gt|quot|#39);/g, (e) => ENTITIES[e]);
 /** The 403 page's alert and its command (HTML unescaped). */
 async function refusal(t: TestLrs, path: string, user: TestUser | { cookie: string }): Promise<{ status: number; alert: string; command?: string; text: string }> {
   const cookie = 'cookie' in user ? user.cookie : (await signIn(t, user)).cookie;
   const res = await fetch(`${t.url}${path}`, { headers: { cookie } });
   const text = await res.text();
-  const alert = unescape((/<p class="error" role="alert">([\s\S]*?)<\/p>/.exec(text)?.[1] ?? '').replace(/<[^>]+>/g, ''));
+  const alert = decodeEntities((/<p class="error" role="alert">([\s\S]*?)<\/p>/.exec(text)?.[1] ?? '').replace(/<[^>]+>/g, ''));
   const command = /<pre class="command"[^>]*><code>([^<]*)<\/code><\/pre>/.exec(text)?.[1];
-  return { status: res.status, alert, command: command && unescape(command), text };
+  return { status: res.status, alert, command: command && decodeEntities(command), text };
 }
 
 for (const backend of postgresSkipped() ? [sqliteBackend] : [sqliteBackend, postgresBackend]) {

@@ -248,7 +248,7 @@ function request(g: Gen): FuzzRequest {
       () => 'plain text',
     ])();
     const headers: Record<string, string> = { 'content-type': g.pick(['application/json', 'application/json; charset=utf-8', 'text/plain', 'application/octet-stream']) };
-    if (g.chance(0.3)) headers[g.pick(['if-match', 'if-none-match'])] = g.pick(['*', '"abc"', 'W/"x"', '', '"' + 'f'.repeat(40) + '"']);
+    if (g.chance(0.3)) headers[g.pick(['if-match', 'if-none-match'])] = g.pick(['*', '"abc"', 'W/"x"', '', `"${'f'.repeat(40)}"`]);
     const method = g.pick(['GET', 'PUT', 'POST', 'DELETE', 'HEAD']);
     return { path: `${resource}?${qs}`, init: { method, version, headers, ...(method === 'PUT' || method === 'POST' ? { body } : {}) } };
   }

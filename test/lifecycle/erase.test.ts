@@ -226,7 +226,7 @@ for (const backend of BACKENDS) {
         before.map((s) => [s.id, s.stored]),
       );
       assert.deepEqual(
-        now.filter((s, i) => !mentionsBen(before[i])),
+        now.filter((_s, i) => !mentionsBen(before[i])),
         before.filter((s) => !mentionsBen(s)),
       );
       const pseudonym = now.find((s) => s.id === before.find((b) => mentionsBen(b) && (b.actor as { mbox?: string }).mbox)!.id)!.actor as Record<string, unknown>;

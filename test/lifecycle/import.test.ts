@@ -114,7 +114,7 @@ describe('lectern import (files)', () => {
     });
     const killed = await run.done;
     assert.equal(killed.signal, 'SIGKILL');
-    const partial = (await allStatements(lrs, '&activity=' + encodeURIComponent('http://example.com/crash/0'))).length;
+    const partial = (await allStatements(lrs, `&activity=${encodeURIComponent('http://example.com/crash/0')}`)).length;
     assert.ok(partial <= 1);
     const r = await runCli(lrs, ['import', file]);
     assert.equal(r.code, 0, r.stderr);

@@ -4,7 +4,7 @@
  */
 import assert from 'node:assert/strict';
 import { execFileSync, spawnSync } from 'node:child_process';
-import { copyFileSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { DatabaseSync } from 'node:sqlite';
@@ -100,6 +100,7 @@ describe('logs', () => {
     });
     await server.stop();
     const out = server.output();
+    // biome-ignore lint/suspicious/noControlCharactersInRegex: ANSI colour codes start with ESC
     const plain = out.replace(/\x1b\[[0-9;]*m/g, '');
     assert.match(plain, /INFO.*Lectern LRS listening on http:/);
     assert.match(plain, /WARN.*no user in the credentials file/);

@@ -6,7 +6,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { after, describe, test } from 'node:test';
-import { LrsError } from '../../src/errors.ts';
+import type { LrsError } from '../../src/errors.ts';
 import { erasePerson } from '../../src/ops/erase.ts';
 import { OpsError } from '../../src/ops/errors.ts';
 import { exportQuery, exportStatements } from '../../src/ops/export.ts';

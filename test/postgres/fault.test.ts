@@ -11,7 +11,7 @@ import pg from 'pg';
 import { jsonInit, postgresAt, startTestLrs, statement, type TestLrs } from '../helpers/lrs.ts';
 import { findPgBin, type PgCluster, postgresSkipped, startCluster } from '../helpers/postgres.ts';
 
-const until = async (what: string, check: () => Promise<boolean>) => {
+const until = async (_what: string, check: () => Promise<boolean>) => {
   // Bounded by the test's own timeout, not by a clock assertion.
   while (!(await check())) await new Promise((r) => setTimeout(r, 20));
 };

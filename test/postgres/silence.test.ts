@@ -18,7 +18,7 @@ import { postgresAt, startTestLrs, type TestLrs } from '../helpers/lrs.ts';
 import { createDatabase, dropDatabase, findPgBin, type PgCluster, postgresSkipped, startCluster } from '../helpers/postgres.ts';
 
 /** Forwards TCP to PostgreSQL; frozen, it reads nothing from either side (the bytes wait in the kernel). */
-class Proxy {
+class TcpProxy {
   readonly server: Server;
   connections = 0;
   private frozen = false;
@@ -54,14 +54,14 @@ class Proxy {
 /** The tests, given a database URL (created and dropped by the caller) and query parameters for the server's connections. */
 function silentServer(database: () => Promise<string>, params: string, tls: boolean): void {
   let url: string;
-  let proxy: Proxy;
+  let proxy: TcpProxy;
   let t: TestLrs;
   const statements = async () => (await t.fetch('/xAPI/statements?limit=1')).status;
 
   before(async () => {
     url = await database();
     const target = new URL(url);
-    proxy = new Proxy({ host: target.hostname, port: Number(target.port) });
+    proxy = new TcpProxy({ host: target.hostname, port: Number(target.port) });
     await new Promise<void>((r) => proxy.server.listen(0, '127.0.0.1', r));
     const via = new URL(url);
     via.hostname = '127.0.0.1';

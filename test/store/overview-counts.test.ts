@@ -215,7 +215,7 @@ async function countRows(opened: Opened, store: string): Promise<[verbs: number,
 const foldVersion: Record<string, number> = { sqlite: 22, postgres: 23 };
 const names = (prefix: string, n: number, from = 0) => Array.from({ length: n }, (_, i) => `${prefix}${String(from + i).padStart(4, '0')}`);
 
-for (const [name, open, version] of backends) {
+for (const [name, open, _version] of backends) {
   describe(`a day's verbs bounded by VERBS_PER_DAY, the rest in "other" [${name}]`, () => {
     let opened: Opened | undefined;
     after(async () => {

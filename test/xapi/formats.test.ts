@@ -76,7 +76,7 @@ describe('the cost of choosing languages (counted, never timed)', () => {
     for (; !r.done; r = steps.next()) yields++;
     // 20,000 activity keys and the verb's 2.
     assert.equal(yields, Math.floor(20_002 / CANONICAL_KEYS_PER_STEP));
-    assert.deepEqual((r.value.context?.contextActivities?.other as { definition: unknown }[])[4999].definition, { name: { fr: 'b' }, description: { fr: 'd' } });
+    assert.deepEqual((r.value.context!.contextActivities!.other as { definition: unknown }[])[4999].definition, { name: { fr: 'b' }, description: { fr: 'd' } });
   });
 });
 

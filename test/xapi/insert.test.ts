@@ -2,7 +2,7 @@
 import assert from 'node:assert/strict';
 import { randomUUID } from 'node:crypto';
 import { describe, test } from 'node:test';
-import { LrsError } from '../../src/errors.ts';
+import type { LrsError } from '../../src/errors.ts';
 import { type KnownStatement, planInsert, rowsToRead } from '../../src/xapi/insert.ts';
 import { prepareBatch, stamp } from '../../src/xapi/statement.ts';
 import type { Actor, Statement } from '../../src/xapi/types.ts';

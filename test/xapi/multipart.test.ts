@@ -474,6 +474,7 @@ describe('parseMultipartMixed: bounded work (issue 27, item 6)', () => {
     rejects400(() => parseMultipartMixed(CT, crlf(`--${B}`, ...fields(17), '', 'body', `--${B}--`)), /part 1: more than 16 header fields/);
     const [part] = parseMultipartMixed(CT, crlf(`--${B}`, 'Constructor: c', '__proto__: p', '', 'body', `--${B}--`));
     assert.equal(part.headers['constructor'], 'c');
+    // biome-ignore lint/suspicious/noProto: a header named __proto__ must be an ordinary key
     assert.equal(part.headers['__proto__'], 'p');
   });
 

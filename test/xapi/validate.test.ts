@@ -20,7 +20,7 @@ import {
   validateStatements,
 } from '../../src/xapi/validate.ts';
 
-/* eslint-disable @typescript-eslint/no-explicit-any */
+// biome-ignore lint/suspicious/noExplicitAny: the tests reach into statements of any shape
 type Any = any;
 type Loc = (string | number)[];
 type Expected = [Loc, string];
@@ -833,7 +833,7 @@ describe('validateStatements: batches and copies', () => {
     );
     const { statements, issues } = validateStatements(s, '1.0.3');
     assert.deepEqual(issues, []);
-    const ext = (statements[0].result?.extensions as Any)['http://example.com/e'];
+    const ext = (statements[0].result!.extensions as Any)['http://example.com/e'];
     assert.equal(Object.getPrototypeOf(ext), Object.prototype);
     assert.ok(Object.hasOwn(ext, '__proto__'));
     assert.equal(({} as Any).polluted, undefined);

@@ -19,7 +19,7 @@ import { DEAD_LETTER_PAGE_MAX } from '../../ops/forwarding.ts';
 import { storeOverview } from '../../ops/overview.ts';
 import type { KeptRejection } from '../../store/types.ts';
 import type { Agent } from '../../xapi/types.ts';
-import { type Answer, json } from '../answer.ts';
+import { json } from '../answer.ts';
 import { bodyAgent, intParam, issue, optionalBoolean, optionalString, stringList, timeParam } from './fields.ts';
 import { ADMIN_PREFIX, type AdminDeps, type AdminRoute, serveAdminRoute, signInThrottle } from './serve.ts';
 

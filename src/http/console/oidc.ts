@@ -77,7 +77,7 @@ class OidcSignIn {
     const next = new URL(request.url, 'http://x').searchParams.get('next') ?? undefined;
     const problem = this.door.nextProblem(next);
     if (problem) return this.page(reply, 400, problem);
-    let ep;
+    let ep: Awaited<ReturnType<typeof this.discover>>;
     try {
       ep = await this.discover();
     } catch (err) {

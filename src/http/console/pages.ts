@@ -17,11 +17,11 @@ export class Html {
 }
 
 const ESCAPES: Record<string, string> = { '&': '&amp;', '<': '&lt;', '>': '&gt;', '"': '&quot;', "'": '&#39;' };
-export const escape = (s: string): string => s.replace(/[&<>"']/g, (c) => ESCAPES[c]);
+export const escapeHtml = (s: string): string => s.replace(/[&<>"']/g, (c) => ESCAPES[c]);
 
 type Part = Html | string | number | boolean | undefined | null | readonly Part[];
 const render = (p: Part): string =>
-  p instanceof Html ? p.text : Array.isArray(p) ? p.map(render).join('') : p === undefined || p === null || p === false ? '' : escape(String(p));
+  p instanceof Html ? p.text : Array.isArray(p) ? p.map(render).join('') : p === undefined || p === null || p === false ? '' : escapeHtml(String(p));
 
 /** A template whose interpolated values are escaped (Html values and arrays of them are inserted as they are). */
 export function html(strings: TemplateStringsArray, ...values: Part[]): Html {

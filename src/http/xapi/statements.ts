@@ -93,7 +93,10 @@ async function post(deps: StatementDeps, req: XapiRequest): Promise<Answer> {
 /** A StatementResult (Data §2.5) as pieces: `{"statements":[…],"more":"…"}`. */
 function statementsResult(jsons: string[], more: string): string[] {
   const pieces = ['{"statements":['];
-  jsons.forEach((j, i) => (i ? pieces.push(',', j) : pieces.push(j)));
+  for (const [i, j] of jsons.entries()) {
+    if (i) pieces.push(',');
+    pieces.push(j);
+  }
   pieces.push(`],"more":${JSON.stringify(more)}}`);
   return pieces;
 }

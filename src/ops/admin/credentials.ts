@@ -54,7 +54,7 @@ export interface FileUser {
  */
 export function listFileUsers(ctx: AdminContext, by: AdminActor, input: { target?: string } = {}): { users: FileUser[] } | { problem: string } {
   const target = listedStore(by.role, input.target);
-  let entries;
+  let entries: ReturnType<typeof readCredentialsFile>;
   try {
     entries = readCredentialsFile(ctx.config.authFile);
   } catch (err) {

@@ -93,8 +93,15 @@ export abstract class PostgresMaintenance extends PostgresReaders {
     const activities: [string[], string[]] = [[], []];
     for (const { seq, statement } of removed) {
       const rows = indexRows(statement);
-      for (const a of rows.agents) agents[0].push(a.key), agents[1].push(seq);
-      if (!agentsOnly) for (const a of rows.activities) activities[0].push(a.id), activities[1].push(seq);
+      for (const a of rows.agents) {
+        agents[0].push(a.key);
+        agents[1].push(seq);
+      }
+      if (agentsOnly) continue;
+      for (const a of rows.activities) {
+        activities[0].push(a.id);
+        activities[1].push(seq);
+      }
     }
     await c.query({ name: 'unlink_statements', text: UNLINK, values: [tenantId, ...agents, ...activities] });
     return [...new Set(agents[0])];

@@ -5,7 +5,7 @@
  * (documents and the admin figures are shared programs: ../shared.ts). Key ids are resolved per query before the page query (erasure deletes keys:
  * `keys_epoch`).
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { LrsError, type ValidationIssue } from '../../errors.ts';
 import { type StatementFilter, type StatementQuery, unknownCursor } from '../../xapi/query.ts';
 import type { ActivityDefinition } from '../../xapi/types.ts';

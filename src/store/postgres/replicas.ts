@@ -241,6 +241,7 @@ const REPLICA_READS = [
 
 type Member = (...args: unknown[]) => Promise<unknown>;
 
+// biome-ignore lint/correctness/noUnusedVariables: merged into the class ReplicaView below (its members come from REPLICA_READS)
 interface ReplicaView extends Pick<StatementReads, (typeof REPLICA_READS)[number]> {}
 
 /**
@@ -270,7 +271,7 @@ class ReplicaView implements StatementReads {
           () => (this.primary[op] as Member).apply(this.primary, args),
         );
       };
-      Object.defineProperty(this.prototype, op, { value: member, writable: true, configurable: true });
+      Object.defineProperty(ReplicaView.prototype, op, { value: member, writable: true, configurable: true });
     }
   }
 

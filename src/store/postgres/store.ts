@@ -18,7 +18,7 @@
  * PostgreSQL returns (./connection.ts). Reads: ./readers.ts; erasure and the dictionary's keys:
  * ./maintenance.ts; the shared programs' members: ../shared.ts; this module: the statement writes.
  */
-import pg from 'pg';
+import type pg from 'pg';
 import { LrsError } from '../../errors.ts';
 import type { EarlierVoiding, InsertPlan, KnownStatement } from '../../xapi/insert.ts';
 import type { PreparedStatement } from '../../xapi/statement.ts';
@@ -191,7 +191,10 @@ export class PostgresStore extends PostgresMaintenance implements Store {
     this.noteInserted(results.reduce((n, r) => n + (r instanceof LrsError ? 0 : r.inserted), 0));
     const rejected = group.filter((_, i) => results[i] instanceof LrsError);
     if (rejected.length) await this.dropRejectedKeys(tenant, tenantId, rejected);
-    results.forEach((r, i) => (r instanceof LrsError ? group[i].reject(r) : group[i].resolve(r)));
+    for (const [i, r] of results.entries()) {
+      if (r instanceof LrsError) group[i].reject(r);
+      else group[i].resolve(r);
+    }
     if (this.outbox.enabled && results.some((r) => !(r instanceof LrsError) && r.inserted > 0)) for (const listener of this.outboxListeners) listener();
   }
 

@@ -27,7 +27,6 @@ export class SqliteCounts {
     // An UPDATE first, as the row is there but for a day's or minute's first group: one seek, where
     // an upsert tries the insert first (a single-statement commit paid ≈ 22 µs for two upserts, 15 so).
     const addDay = this.q('UPDATE statement_counts SET n = n + ? WHERE tenant = ? AND day = ? AND verb = ?');
-    const newDay = this.q('INSERT INTO statement_counts (tenant, day, verb, n) VALUES (?, ?, ?, ?)');
     const addMinute = this.q('UPDATE statement_minutes SET n = n + ? WHERE tenant = ? AND minute = ?');
     const newMinute = this.q('INSERT INTO statement_minutes (tenant, minute, n) VALUES (?, ?, ?)');
     for (const [tenant, verbs] of counts.byTenant) {

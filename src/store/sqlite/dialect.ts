@@ -199,6 +199,7 @@ function reach(h: SqliteHandle): ReachDialect {
       return out;
     },
     // The writer's cache and its own inserts (in this transaction): no statement to yield.
+    // biome-ignore lint/correctness/useYield: a program step of the dialect's interface that needs no SQL here
     *keyIds(tenant, keys) {
       return h.keyIds(tenant, keys);
     },

@@ -24,7 +24,7 @@ import { SqliteMaintenance } from './maintenance.ts';
 import { cacheSize, writerCacheMiB } from './migrations.ts';
 import { BY_ID, BY_RECENT_ID, StatementIds } from './ids.ts';
 
-export { type SqliteOptions, type StoreLog } from './connection.ts';
+export type { SqliteOptions, StoreLog } from './connection.ts';
 
 type Row = Record<string, unknown>;
 

@@ -245,7 +245,7 @@ export class ThreadedSqliteStore implements Store {
               const reader = this.read();
               return (reader[op as Routed] as Member).apply(reader, args);
             };
-      Object.defineProperty(this.prototype, op, { value: member, writable: true, configurable: true });
+      Object.defineProperty(ThreadedSqliteStore.prototype, op, { value: member, writable: true, configurable: true });
     }
   }
 
