@@ -36,8 +36,8 @@ function recipes(): { where: string; args: string[] }[] {
   const found = [
     ['README.md', /^npm run lectern -- (auth .*)$/m],
     ['docs/authentication.md', /^npm run lectern -- (auth .*)$/m],
-    ['docs/operations.md', /^LECTERN_AUTH_FILE=\S+ lectern (auth .*)$/m],
-    ['deploy/lectern.service', /^#\s+LECTERN_AUTH_FILE=\S+ lectern (auth .*)$/m],
+    ['docs/operations.md', /^lectern --env-file \S+ (auth .*)$/m],
+    ['deploy/lectern.service', /^#\s+lectern --env-file \S+ (auth .*)$/m],
   ] as const;
   return found.map(([where, pattern]) => {
     const m = pattern.exec(read(where));

@@ -156,6 +156,22 @@ const PAGES: Step[] = [
   { name: 'no such statement', open: go('/console/statements/00000000-0000-4000-8000-000000000000') },
   { name: 'learner', open: go(learner) },
   {
+    name: "a learner's document",
+    open: async (page, url) => {
+      await page.goto(`${url}${learner}`);
+      await page.locator('ul.documents a').first().click();
+      await page.locator('h1 code').waitFor();
+    },
+  },
+  {
+    name: 'statements, a later page',
+    open: async (page, url) => {
+      await page.goto(`${url}/console/statements?limit=2`);
+      await page.getByRole('link', { name: 'Next page' }).click();
+      await page.getByRole('link', { name: 'Previous page' }).waitFor();
+    },
+  },
+  {
     name: 'erase: the dry run',
     open: async (page, url) => {
       await page.goto(`${url}${learner}`);
