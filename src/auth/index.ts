@@ -40,7 +40,7 @@ class EitherAuthenticator implements Authenticator {
 /** The OpenID Connect backend when enabled: discovery happens here (and may throw OidcDiscoveryError), before the database opens. */
 export async function discoverOidc(config: Config, logger: Logger): Promise<Authenticator | undefined> {
   if (!authBackends(config).includes('oidc')) return undefined;
-  // Loaded only when enabled: jose is ≈5 MB of a server's memory.
+  // Loaded only when enabled: jose costs a server memory that most deployments do not need.
   return (await import('./oidc.ts')).OidcAuthenticator.create({
     issuer: config.oidcIssuerUri,
     audience: config.oidcAudience,

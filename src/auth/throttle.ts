@@ -1,7 +1,7 @@
 /**
  * Bounds the bcrypt work password checks cost, and shares it fairly between clients. bcrypt runs
- * on libuv's thread pool (4 threads, shared with file I/O): unbounded, 32 clients sending unknown
- * users kept a real user's first sign-in waiting 8-11 s. Here at most `concurrency` checks run at
+ * on libuv's thread pool (shared with file I/O): unbounded, a few clients sending unknown users
+ * keep a real user's first sign-in waiting for seconds. Here at most `concurrency` checks run at
  * once; the others wait in one queue per client address, served round-robin, addresses without a
  * recent failure first (a real user's check starts as soon as a running one ends, however many an
  * attacker has queued). The queues are bounded (429 for one address, 503 in all: when full, a check

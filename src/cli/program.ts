@@ -37,36 +37,27 @@ async function monitored(name: string, run: () => Promise<void>, secrets: (strin
 
 /**
  * `lectern runserver` is long-lived, and Node's defaults size memory for throughput on a big
- * machine: a young generation of two semi-spaces of up to 64 MB each (V8 without pointer
- * compression), filled before each scavenge; an old generation let grow to up to 4 × what
- * survived the last full collection; a glibc malloc arena per busy thread. Measured under the
- * benchmark's load (docs/performance.md, "Memory"), 16 MB semi-spaces, an old generation let grow
- * by half of what survives, and two arenas cut the server's peak RSS by 40–55 % at the same speed
- * (≈ 3 % more of the main thread's time in GC pauses; growing to twice, 20 MB more). With an
- * old generation that small, V8's rule for starting a full collection (when the old generation's
- * headroom is less than the young generation) fired every ≈ 40 ms under PostgreSQL statement
- * pages: a quarter of the server's CPU. Started at half the old generation's limit instead, a
- * third as many: those pages +15–30 % req/s for ≈ 5 MB of peak RSS (at 80 %, ≈ 10 MB and no
- * faster; docs/performance.md, "Memory"). They are read at process start only, so the command
- * re-executes itself in place (execve: same pid, same stdio, signals reach it as before) with
- * them. glibc's threshold for giving a large block its own mapping is fixed at 1 MB: by default
- * it rises to the largest such block freed (up to 32 MB), and the big blocks that then come from
- * the heap leave it fragmented (native memory after the benchmark's writes with the SQLite writer
- * thread: 53–93 MB, fixed 16–27 MB). At 128 KB a 130 KB statement page would cost an mmap and
- * its page faults each time (≈ 75 µs more per page, measured); at 1 MB it comes from the heap.
- * A flag the user gives (in NODE_OPTIONS or on the node command line) or their own MALLOC_*
- * setting wins. It runs with Node's defaults where it cannot re-execute: without
- * process.execve (Windows, Node < 22.15), and when a parent talks to it over an IPC channel,
- * which execve would close (cluster workers inherit the primary's flags).
+ * machine: large young-generation semi-spaces filled before each scavenge, an old generation let
+ * grow to several times what survived the last full collection, a glibc malloc arena per busy
+ * thread, and an mmap threshold that rises to the largest large block freed (the big blocks that
+ * then come from the heap leave it fragmented). Smaller semi-spaces, an old generation grown by
+ * half of what survives, two arenas and a fixed 1 MB mmap threshold (a statement page stays below
+ * it, so it comes from the heap rather than its own mapping) cut the server's peak memory at the
+ * same speed. With an old generation that small, V8's own rule for starting a full collection
+ * fires far too often under PostgreSQL statement pages, so marking starts at half its limit.
+ * The figures and what was tried: docs/decisions.md, "HTTP and the server process".
+ *
+ * V8 reads these at process start only, so the command re-executes itself in place (execve: same
+ * pid, same stdio, signals reach it as before) with them. A flag the user gives (in NODE_OPTIONS
+ * or on the node command line) or their own MALLOC_* setting wins. It runs with Node's defaults
+ * where it cannot re-execute: without process.execve (Windows, Node < 22.15), and when a parent
+ * talks to it over an IPC channel, which execve would close (cluster workers inherit the
+ * primary's flags).
  *
  * With the SQLite writer thread (LECTERN_SQLITE_WRITER_THREAD) V8 flags apply to every thread, so
- * each of the two isolates gets a young generation of the flag's size. 8 MB semi-spaces and one
- * malloc arena for both threads (with two, the writer's arena held 30–40 MB more after the
- * benchmark's writes) keep the process's peak within ≈ 10 MB of one event loop with 16 MB and two
- * arenas under steady ingest, and faster than it in every workload up to a few hundred thousand
- * statements; 4 MB gave up that speed for no memory measurably saved (docs/performance.md,
- * "The SQLite writer and reader threads"). Settings that do not load are reported by runserver
- * itself, after the restart.
+ * each isolate gets a young generation of the flag's size: half the semi-space and one malloc
+ * arena for both threads keep the process near one event loop's memory. Settings that do not load
+ * are reported by runserver itself, after the restart.
  */
 function restartWithMemorySettings(backend: string | undefined): void {
   const given = `${process.execArgv.join(' ')} ${process.env.NODE_OPTIONS || ''}`;

@@ -105,7 +105,7 @@ async function bodyStart(body: AsyncIterable<Buffer> & { destroy(): unknown }, m
   return Buffer.concat(chunks).subarray(0, max).toString('utf8');
 }
 
-// undici (≈100 modules, ≈8 MB of a server's memory) loads with the first delivery, not at start-up:
+// undici (many modules, and memory a server not forwarding does not need) loads with the first delivery, not at start-up:
 // most servers forward nothing.
 let undici: Promise<typeof import('undici')> | undefined;
 

@@ -120,11 +120,10 @@ export interface BodyLimits {
 }
 
 /**
- * Memory a JSON value costs once parsed and while its request is worked on, in bytes (measured:
- * the peak above an idle server of one request, or the growth per request of concurrent ones).
- * One request of 2M values `{}`: ≈ 330 MB on SQLite and PostgreSQL (165 B/value; `[]` 120, short
- * strings 35, numbers 40-55). 10,000 generated statements of the bench (533k values): 100 MB
- * (SQLite) to 185 MB (PostgreSQL) alone, 76-91 MB more per concurrent one (140-170 B/value).
+ * Memory a JSON value costs once parsed and while its request is worked on, in bytes: measured as
+ * the peak above an idle server of one request, or the growth per request of concurrent ones, for
+ * objects, arrays, strings and numbers and for the bench's statements, on both backends; this is
+ * about the dearest of them (docs/security.md, "Input and resources").
  */
 export const PARSED_BYTES_PER_VALUE = 160;
 

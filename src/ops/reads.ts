@@ -94,7 +94,7 @@ const TURN_MS = 20;
 /**
  * `items.map(fn)`, giving the event loop back whenever a turn has run for TURN_MS: a statement
  * may be megabytes (tens of thousands of context activities), and a page of them parsed and
- * rewritten at once held every other request for up to a second (10 × 50,000 activities).
+ * rewritten at once would hold every other request meanwhile (docs/security.md, "Input and resources").
  */
 async function mapInTurns<T, R>(items: readonly T[], fn: (item: T) => R): Promise<R[]> {
   const out: R[] = [];

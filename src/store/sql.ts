@@ -60,8 +60,8 @@ export interface QueryDialect {
   readonly statementRange: (tenant: number, f: StatementFilter, w: SeqWindow, p: Params) => { head: string[]; indexed: string; bucket?: string };
   /**
    * The bytes of a statement row's JSON (`alias`.full), found without reading the JSON: SQLite's
-   * octet_length() of a TEXT column reads only the record header (40 rows of 20 MB: 0.3 ms,
-   * against 770 ms for length()); PostgreSQL keeps the figure in `full_bytes` (migration 12), as
+   * octet_length() of a TEXT column reads only the record header (length() reads the whole
+   * value); PostgreSQL keeps the figure in `full_bytes` (migration 12), as
    * its octet_length(full::text) decompresses and copies the whole value.
    */
   readonly fullBytes: (alias: string) => string;
@@ -234,7 +234,8 @@ export const DRIVER_COUNT_CAP = 2000;
  * One row with, per driver of the filter, how common the filter's value is in its index, read
  * from the index alone (the newest `cap` entries at most): the store drives a combined filter
  * (agent + verb + activity) from the rarest, as neither planner knows which one that is (a busy
- * learner's range walked for a rare activity took 184 ms at 1M; the activity's range, a few ms).
+ * learner's range walked for a rare activity costs many times the activity's range;
+ * docs/decisions.md, "Reads").
  * The figure is the count of entries when under `cap`; else `cap` plus `cap` times their density
  * (entries per seq over the span of those `cap`), so that of two values both past the cap the
  * sparser one is still told apart (at 1M a busy learner and a question both had more than 2,000

@@ -86,7 +86,8 @@ export const MAX_PART_HEADER_BYTES = 4 * 1024;
 
 /**
  * Most header fields in one part. Each field costs a property and two strings, many times its
- * bytes: parts each with thousands of tiny distinct fields made 60 MB of body 1.1 GB of heap.
+ * bytes, so parts of thousands of tiny distinct fields would turn a body into many times its
+ * size in heap (docs/security.md, "Input and resources").
  */
 export const MAX_PART_HEADER_FIELDS = 16;
 
@@ -184,9 +185,8 @@ function parsePart(body: Buffer, start: number, end: number, partNumber: number,
  * MAX_PART_HEADER_BYTES and MAX_PART_HEADER_FIELDS).
  *
  * The boundary must be 1 to 70 characters (RFC 2046 §5.1.1): the delimiter is looked for with
- * `Buffer.indexOf`, whose time grows with the needle's length on bodies of near-delimiters (an
- * 8,000-character boundary took 45 s over 20 MB; at 70 it is linear in practice, ≈ 5 ns a byte
- * at worst). Its characters are not checked beyond line breaks: a client's odd but harmless
+ * `Buffer.indexOf`, whose time grows with the needle's length on bodies of near-delimiters; at
+ * 70 characters it stays linear in practice (docs/security.md, "Input and resources"). Its characters are not checked beyond line breaks: a client's odd but harmless
  * boundary is accepted.
  */
 export function parseMultipartMixed(contentType: string, body: Buffer, opts: { maxParts?: number; maxHeaderBytes?: number } = {}): MultipartPart[] {

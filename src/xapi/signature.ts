@@ -34,13 +34,14 @@
  * - A statement may carry several signature attachments (neither the specification nor the ADL
  *   suite limits them to one, and countersignatures are a use): each must verify. Each distinct
  *   JWS (by its part's hash) is decoded and verified once per request however many attachment
- *   objects declare it, and compared once with each statement declaring it: 20,000 declarations
- *   of one JWS were 20,000 verifications (two minutes with the key below).
+ *   objects declare it, and compared once with each statement declaring it (one JWS declared by
+ *   every statement of a batch would otherwise be verified as many times).
  * - The x5c key is bounded before it is used: a modulus of at most 8,192 bits and an odd public
  *   exponent from 3 to 2^33 − 1 (BoringSSL's bound; Go's is 2^31 − 1). OpenSSL caps the exponent
- *   at 64 bits only above 3,072-bit moduli, so an RSA-3072 key with a 3,071-bit exponent took
- *   6 ms a verification. Within the bounds one takes at most ≈ 0.75 ms, and it runs on libuv's
- *   thread pool, one at a time per request: the event loop serves other requests meanwhile.
+ *   at 64 bits only above 3,072-bit moduli, so an RSA-3072 key with a huge exponent costs many
+ *   times a normal verification. Within the bounds a verification is cheap, and it runs on
+ *   libuv's thread pool, one at a time per request: the event loop serves other requests
+ *   meanwhile (docs/security.md, "Input and resources").
  */
 
 import { type KeyObject, X509Certificate, verify as cryptoVerify } from 'node:crypto';

@@ -47,8 +47,8 @@ const JSON_TYPE = 'application/json';
 const jsonBytes = (text: string): Buffer => Buffer.from(text, 'utf8');
 
 /**
- * The pieces of a body written straight into one buffer. A page of statements is ≈ 130 KB: joined
- * into a string first, it would cost two large-object strings (the join, then its flattening for
+ * The pieces of a body written straight into one buffer. A page of statements is a large string:
+ * joined into a string first, it would cost two large-object strings (the join, then its flattening for
  * the encoder) in V8's heap per response, which piled up as garbage under concurrent reads
  * (docs/performance.md, "Memory"); the buffer lives outside the heap and goes with the response.
  */

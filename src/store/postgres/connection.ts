@@ -56,10 +56,10 @@ export interface PostgresOptions {
  * The settings of every connection. Plan every execution for its parameters: one tenant may hold
  * most rows and another a few, and a generic plan picked for "any tenant" can walk the whole table
  * for a small one. No JIT: every query is a short index walk, but the cost estimates of recursive
- * queries pass jit_above_cost, and compiling took 70-170 ms of a 2 ms query. No bitmap scans:
- * they cannot return rows in index order, and with no statistics on `tenant` (migration 2) a
- * tenant's since/until window of 6,000 statements was estimated at 30 rows, read whole and
- * sorted for a page of 100 (4.7 ms at 100k, against 0.2 ms walking the index to the page).
+ * queries pass jit_above_cost, and compiling costs many times the query. No bitmap scans: they
+ * cannot return rows in index order, and with no statistics on the store column (migration 2) a
+ * store's since/until window was underestimated, read whole and sorted for a page instead of
+ * walking the index to the page (docs/decisions.md, "Reads").
  */
 export const SESSION_OPTIONS = '-c plan_cache_mode=force_custom_plan -c jit=off -c enable_bitmapscan=off';
 
@@ -68,9 +68,8 @@ export const SESSION_OPTIONS = '-c plan_cache_mode=force_custom_plan -c jit=off 
  * statement_timeout, after which the server itself answers) lost its server: it is destroyed,
  * which fails its query (503) and takes it out of the pool. One inactivity timer per socket,
  * which Node re-arms on every read and write. Not pg's query_timeout (a timer per query): with
- * it, measured, every statement page's rows outlived young-generation collections (4–7 MB
- * promoted per scavenge instead of ≈ 10 KB), a third of a PostgreSQL page's CPU
- * (docs/performance.md, "PostgreSQL").
+ * it, every statement page's rows outlived young-generation collections and were promoted, a
+ * large share of a PostgreSQL page's CPU (docs/decisions.md, "HTTP and the server process").
  */
 function watchSilence(pool: pg.Pool, limitMs: number): void {
   const checkedOut = new Set<pg.PoolClient>();

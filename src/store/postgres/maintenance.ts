@@ -21,7 +21,8 @@ import { resolveKeys, type ResolvedKeys } from './write.ts';
  * seqs), each probed by its whole primary key (key id, role, seq), every role tried (rows as
  * older versions wrote them go too). Given only the key id and seq, with the roles as a list, the
  * planner filtered on the role and walked every entry of the key — and the authority's key is in
- * every statement: a prune batch of 200 statements took 3 s at 300,000 statements. Key ids by one
+ * every statement, so a prune batch walked most of the index (docs/decisions.md, "Operations and
+ * the benchmark"). Key ids by one
  * probe each (LIMIT 1: a nested loop, not a hash of the whole dictionary); OFFSET 0 keeps the
  * (id, role, seq) rows whole for the join.
  */
@@ -117,7 +118,7 @@ export abstract class PostgresMaintenance extends PostgresReaders {
    * the tenant's whole dictionary. `BETWEEN id AND id` is `= id` for the two statements
    * columns, but estimated as a narrow range: where one authority (or verb) wrote everything,
    * its statistics say any id matches every row, and the planner walked the tenant's whole
-   * index for a key that is no authority (180 ms a key at 300,000 statements).
+   * index for a key that is no authority.
    */
   protected async dropUnusedKeys(c: pg.PoolClient, tenantId: number, keys: string[]): Promise<void> {
     const dropped = await c.query({

@@ -15,8 +15,8 @@ import { type QueryDialect, type DriverCounting, type MatchParts, type Params, t
  * tenants, so the key names the tenant. Without the tenant and with the role in the key, an entry
  * is 28 bytes, which lets PostgreSQL split a page where a key's newest entries keep arriving at
  * the full point rather than in the middle (nbtsplitloc.c, for entries of at most two 8-byte
- * columns): the keys' B-trees came out 76 % full against 52 %, and the heaps 15 % smaller
- * (docs/performance.md, "Disk"). The plain agent and activity filters read exactly their
+ * columns), so the keys' B-trees come out much fuller (docs/decisions.md, "Storage on
+ * PostgreSQL"). The plain agent and activity filters read exactly their
  * role's range; related_agents and related_activities merge one range per role.
  */
 const LINK_ROLES = {
@@ -71,8 +71,8 @@ type SeqBound = (seq: string) => string;
  * until its first match), unless `sparse`: a combined filter, whose entries in one role's range
  * may match rarely or never, so that range would be read to its end. Then the roles are read in
  * turn, each only past the limit-th seq the ones before it found: when the first filled the page,
- * the others are read only as far back as that page. (Chained, a plain related_agents page was
- * 10–20 % slower: a plan and a sort per role.)
+ * the others are read only as far back as that page. (Chained for plain filters too, they were
+ * slower: a plan and a sort per role; docs/decisions.md, "Reads".)
  */
 function byRoles(roles: readonly number[], branch: (role: number, bound?: SeqBound) => string, order: string, limit: () => string, sparse = false): string {
   if (roles.length === 1) return branch(roles[0]);
@@ -127,11 +127,10 @@ function twoColumnJson(json: string, bytes: string, inline: () => string): strin
 /**
  * PostgreSQL, one range per role (LINK_ROLES), each read in seq order with the statement row
  * probed per entry (fenced: the link table has statistics per key, `statements` none on the
- * tenant, so joined freely the planner walked the tenant's statements newest first and probed
- * the link key per row, 4,211 probes for a course's page at 200k). With a probe of the other
- * link table too, the probe and then the row, in that order (a CASE: it orders subplans by
- * estimated cost, and took the row first, 3,422 row reads for a busy learner's 100 matches
- * among the question's entries at 1M, 19 ms). The key names the tenant.
+ * store, so joined freely the planner walked the store's statements newest first and probed
+ * the link key per row). With a probe of the other link table too, the probe and then the row,
+ * in that order (a CASE: it orders subplans by estimated cost, and took the row first, reading
+ * a row for every entry of the range). The key names the store.
  */
 function roleLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, order: string, byAgent: boolean, m: MatchParts): string {
   const f = q.filter;

@@ -32,10 +32,10 @@ import { LOCK_INTENT, LOCK_STATEMENTS, tenantLockKey } from './locks.ts';
 /**
  * Now, and per tenant (its lock key) the start of the oldest transaction holding its intent or
  * statement lock: the inserts in flight. Without parameters, so a prepared statement keeps its
- * plan (with plan_cache_mode=force_custom_plan PostgreSQL planned it at every call: 0.4 ms of
- * its 0.6). The status of each lock holder only (pg_stat_get_activity(pid), the function behind
- * pg_stat_activity): the view builds every backend's row, 0.29 against 0.09 ms with no insert in
- * flight. xact_start shows only for the role's own sessions: the LRS processes share one role.
+ * plan (with plan_cache_mode=force_custom_plan PostgreSQL planned it at every call, most of its
+ * cost). The status of each lock holder only (pg_stat_get_activity(pid), the function behind
+ * pg_stat_activity): the view builds every backend's row (docs/decisions.md, "Reads").
+ * xact_start shows only for the role's own sessions: the LRS processes share one role.
  */
 export const CONSISTENT_THROUGH =
   'SELECT n.now_ms, b.objid, b.busy_ms FROM (SELECT floor(extract(epoch FROM now()) * 1000)::bigint AS now_ms) n LEFT JOIN (' +
@@ -99,8 +99,8 @@ export async function filterKeyIds(
 
 /**
  * The dictionary ids of filter values, kept per tenant so that a query whose values are known
- * costs no `filter_keys` round trip (0.14 ms of planning and a round trip per GET; the verb filter
- * +30 % req/s with them kept). Safe without checking `keys_epoch`: ids are never reused and no key
+ * costs no `filter_keys` round trip (its planning and a round trip per GET; docs/decisions.md,
+ * "Reads"). Safe without checking `keys_epoch`: ids are never reused and no key
  * is renamed, so a kept id is either the key's id or a deleted key's, which no row refers to any
  * more: a page read with it is empty, and queryStatements asks again when a page is empty.
  * Apart from `keyCache`, whose ids a write checks against `keys_epoch` in its own statement: a
@@ -345,8 +345,8 @@ export abstract class PostgresReaders extends PostgresConnection {
    * for all): the instant it finds is a lower bound on what is visible, and visibility only
    * grows, so it stays true for a request that arrived after the query started (at most one round
    * trip older than its own would be). Without this, every statement request cost a scan of
-   * pg_locks and pg_stat_activity on the server (0.38 ms each, the largest server time under
-   * single writes). Only a query in flight is shared, not a settled answer reused for a while: an
+   * pg_locks and pg_stat_activity on the server, the largest server time under single writes
+   * (docs/decisions.md, "Reads"). Only a query in flight is shared, not a settled answer reused for a while: an
    * answer older than another process's fresh one would take Consistent-Through back across
    * servers, and a client reading (previous through, through] windows would read some statements
    * twice.
@@ -423,7 +423,7 @@ export abstract class PostgresReaders extends PostgresConnection {
   /**
    * since/until as a seq (storedSeqSql); undefined when no statement is on that side. An answer
    * that can no longer change is kept (a client paging through a window, or polling from the same
-   * `since`, asks the same again; the bisection costs the server ≈ 1.4 ms, most of it planning):
+   * `since`, asks the same again; the bisection costs the server more than the page, mostly planning):
    * `since` once found, as later statements take later seqs; `until` once every statement stored
    * at or before it is visible (it is older than consistent-through: later ones are stored after
    * that). Erasure deletes statements, which a kept bound still bounds correctly.

@@ -138,8 +138,8 @@ export abstract class SqliteConnection extends SharedStore {
     if (path !== ':memory:') mkdirSync(dirname(path), { recursive: true });
     this.db = new DatabaseSync(path);
     // No foreign keys: a check costs a parent probe per link row (erasure deletes link rows itself).
-    // 8 KB pages for a new database (an existing one keeps its size): a ≈ 1.4 KB statement row
-    // leaves a third of a 4 KB page unused, of an 8 KB page a sixth (−14 % on disk, measured).
+    // 8 KB pages for a new database (an existing one keeps its size): a statement row leaves much
+    // less of an 8 KB page unused than of a 4 KB one (docs/decisions.md, "Storage on SQLite").
     // A checkpoint copies every page the WAL holds back into the database file: the fewer there
     // are, the more commits' writes to one page it merges (each random index entry dirties a whole
     // page; bench: bytes written per statement). The WAL is truncated back to that size after a reset.

@@ -72,8 +72,7 @@ const oneColumnJson = (json: string, bytes: string, inline: () => string): strin
 /**
  * SQLite, the key's range bucket by bucket. The other link table is probed by the driving row's
  * seq before the statement row is read (a probe of a small index against a row read, for every
- * entry of the range: a busy learner's 6,971 entries for a course and a verb, 19.5 → 4.0 ms at
- * 1M), which SQLite does in the order written when the row is an EXISTS after the probes.
+ * entry of the range; docs/decisions.md, "Reads"), which SQLite does in the order written when the row is an EXISTS after the probes.
  */
 function bucketLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: Params, _order: string, byAgent: boolean, m: MatchParts): string {
   const f = q.filter;
@@ -86,7 +85,7 @@ function bucketLinkMatches(tenant: number, q: StatementQuery, w: SeqWindow, p: P
 
 /**
  * SQLite, not knowing how common the value is, read a verb within since/until through the seq
- * range, row by row (5.9 ms at 1M); its own index holds the same window in order. A
+ * range, row by row; its own index holds the same window in order. A
  * registration (rarer than a verb) is read from its own index, bucket by bucket.
  */
 function bucketStatementRange(tenant: number, f: StatementFilter, w: SeqWindow, p: Params): { head: string[]; indexed: string; bucket?: string } {
