@@ -191,89 +191,113 @@ export function timestampOutOfRange(s: unknown): boolean {
 
 /** {@link parseTimestamp} without the range check. */
 function localTimestamp(s: unknown): number | undefined {
-  if (typeof s !== 'string') return undefined;
-  const n = s.length;
-  if (n < 11) return undefined;
+  if (typeof s !== 'string' || s.length < 11) return undefined;
+  const ext = s.charCodeAt(4) === 45; // '-': the extended format
+  const days = calendarDay(s, ext);
+  if (days === undefined) return undefined;
+  const i = ext ? 10 : 8;
+  const t = s.charCodeAt(i);
+  if (t !== 84 && t !== 116) return undefined; // 'T' / 't'
+  const time = timeOfDay(s, i + 1, ext);
+  if (time === undefined) return undefined;
+  const offset = offsetMinutes(s, partEnd);
+  if (offset === undefined) return undefined;
+  return days * 86_400_000 + time - offset * 60_000;
+}
+
+/**
+ * Where the last of timeOfDay and fraction stopped reading: they return their value and leave
+ * their end here, so that the accepting path allocates nothing.
+ */
+let partEnd = 0;
+
+/** `YYYY-MM-DD` or `YYYYMMDD` at the start of `s`, as days since 1970-01-01; undefined when it is no date. */
+function calendarDay(s: string, ext: boolean): number | undefined {
   let y = 0;
   for (let k = 0; k < 4; k++) {
     const c = s.charCodeAt(k);
     if (!isDigitCode(c)) return undefined;
     y = y * 10 + (c - 48);
   }
-  let mo: number;
-  let d: number;
-  let i: number;
-  const ext = s.charCodeAt(4) === 45; // '-'
-  if (ext) {
-    mo = d2(s, 5);
-    if (s.charCodeAt(7) !== 45) return undefined;
-    d = d2(s, 8);
-    i = 10;
-  } else {
-    mo = d2(s, 4);
-    d = d2(s, 6);
-    i = 8;
-  }
+  if (ext && s.charCodeAt(7) !== 45) return undefined;
+  const mo = d2(s, ext ? 5 : 4);
+  const d = d2(s, ext ? 8 : 6);
   if (mo < 1 || mo > 12 || d < 1 || d > daysInMonth(y, mo)) return undefined;
-  const t = s.charCodeAt(i);
-  if (t !== 84 && t !== 116) return undefined; // 'T' / 't'
-  i++;
+  return daysFromCivil(y, mo, d);
+}
+
+/** `hh[:mm[:ss[.f+]]]` (or without colons) from `i`, as milliseconds into the day; its end in partEnd. */
+function timeOfDay(s: string, i: number, ext: boolean): number | undefined {
   const h = d2(s, i);
   if (h < 0 || h > 23) return undefined;
   i += 2;
   let mi = 0;
   let sec = 0;
   let ms = 0;
-  if (ext ? s.charCodeAt(i) === 58 : isDigitCode(s.charCodeAt(i))) {
+  if (fieldFollows(s, i, ext)) {
     if (ext) i++;
     mi = d2(s, i);
     if (mi < 0 || mi > 59) return undefined;
     i += 2;
-    if (ext ? s.charCodeAt(i) === 58 : isDigitCode(s.charCodeAt(i))) {
+    if (fieldFollows(s, i, ext)) {
       if (ext) i++;
       sec = d2(s, i);
       if (sec < 0 || sec > 60) return undefined; // 60: leap second
       i += 2;
       const dm = s.charCodeAt(i);
       if (dm === 46 || dm === 44) {
-        i++;
-        const start = i;
-        while (i < n && isDigitCode(s.charCodeAt(i))) {
-          if (i - start < 3) ms = ms * 10 + (s.charCodeAt(i) - 48);
-          i++;
-        }
-        const digits = i - start;
-        if (digits === 0) return undefined;
-        if (digits === 1) ms *= 100;
-        else if (digits === 2) ms *= 10;
+        ms = fraction(s, i + 1);
+        if (ms < 0) return undefined;
+        i = partEnd;
       }
     }
   }
+  partEnd = i;
+  return h * 3_600_000 + mi * 60_000 + sec * 1000 + ms;
+}
+
+/** True when another field of the time begins at `at`: ':' in the extended format, a digit in the basic one. */
+const fieldFollows = (s: string, at: number, ext: boolean): boolean => (ext ? s.charCodeAt(at) === 58 : isDigitCode(s.charCodeAt(at)));
+
+/** A second's decimal fraction from `i` (at least one digit), in whole milliseconds (-1: no digit); its end in partEnd. */
+function fraction(s: string, i: number): number {
+  const start = i;
+  let ms = 0;
+  while (i < s.length && isDigitCode(s.charCodeAt(i))) {
+    if (i - start < 3) ms = ms * 10 + (s.charCodeAt(i) - 48);
+    i++;
+  }
+  partEnd = i;
+  const digits = i - start;
+  return digits === 0 ? -1 : digits === 1 ? ms * 100 : digits === 2 ? ms * 10 : ms;
+}
+
+/** What follows the time: nothing, `Z`/`z`, `±hh:mm`, `±hhmm` or `±hh`, and then the end; in minutes east of UTC. */
+function offsetMinutes(s: string, i: number): number | undefined {
+  const n = s.length;
+  if (i === n) return 0;
+  const c = s.charCodeAt(i);
   let offset = 0;
-  if (i < n) {
-    const c = s.charCodeAt(i);
-    if (c === 90 || c === 122) {
-      i++; // 'Z' / 'z'
-    } else if (c === 43 || c === 45) {
-      i++;
-      const oh = d2(s, i);
-      if (oh < 0 || oh > 23) return undefined;
+  if (c === 90 || c === 122) {
+    i++; // 'Z' / 'z'
+  } else if (c === 43 || c === 45) {
+    i++;
+    const oh = d2(s, i);
+    if (oh < 0 || oh > 23) return undefined;
+    i += 2;
+    let om = 0;
+    if (i < n) {
+      if (s.charCodeAt(i) === 58) i++;
+      om = d2(s, i);
+      if (om < 0 || om > 59) return undefined;
       i += 2;
-      let om = 0;
-      if (i < n) {
-        if (s.charCodeAt(i) === 58) i++;
-        om = d2(s, i);
-        if (om < 0 || om > 59) return undefined;
-        i += 2;
-      }
-      if (c === 45 && oh === 0 && om === 0) return undefined; // -00:00 "unknown local offset"
-      offset = (c === 45 ? -1 : 1) * (oh * 60 + om);
-    } else {
-      return undefined;
     }
-    if (i !== n) return undefined;
+    if (c === 45 && oh === 0 && om === 0) return undefined; // -00:00 "unknown local offset"
+    offset = (c === 45 ? -1 : 1) * (oh * 60 + om);
+  } else {
+    return undefined;
   }
-  return daysFromCivil(y, mo, d) * 86_400_000 + h * 3_600_000 + mi * 60_000 + sec * 1000 + ms - offset * 60_000;
+  return i === n ? offset : undefined;
 }
 
 /** True when `s` is a timestamp {@link parseTimestamp} accepts. */
