@@ -177,6 +177,43 @@ function checkKeySize(key: KeyObject, where: string): void {
   }
 }
 
+/** The JWS protected header (§2.6.s4.b4: "MUST use an algorithm of RS256, RS384, or RS512"), its algorithm and that algorithm's digest. */
+function protectedHeader(encoded: string, where: string): { header: Record<string, unknown>; alg: string; digest: string } {
+  const decoded = decodeJson(encoded);
+  if (decoded === null || typeof decoded !== 'object' || Array.isArray(decoded)) {
+    throw bad(`${where}: the JWS protected header is not base64url-encoded JSON (a JSON object)`);
+  }
+  const header = decoded as Record<string, unknown>;
+  const alg = header['alg'];
+  const digest = typeof alg === 'string' ? ALGORITHMS[alg] : undefined;
+  if (digest === undefined) {
+    throw bad(`${where}: JWS algorithm ${JSON.stringify(alg ?? null)} is not allowed; a signed statement must use RS256, RS384 or RS512`);
+  }
+  if (header['crit'] !== undefined) {
+    throw bad(`${where}: the JWS header has critical extensions ("crit"), which are not supported`);
+  }
+  return { header, alg: alg as string, digest };
+}
+
+/** The RSA public key of the first certificate of an x5c header, within the bounds checkKeySize sets. */
+function x5cKey(x5c: unknown, alg: string, where: string): KeyObject {
+  if (!Array.isArray(x5c) || x5c.length === 0 || !x5c.every((c) => typeof c === 'string' && BASE64.test(c))) {
+    throw bad(`${where}: the JWS x5c header must be a non-empty array of base64-encoded DER certificates`);
+  }
+  let certificate: X509Certificate;
+  try {
+    certificate = new X509Certificate(Buffer.from(x5c[0] as string, 'base64'));
+  } catch {
+    throw bad(`${where}: the first certificate of the JWS x5c header is not a valid X.509 certificate`);
+  }
+  const key = certificate.publicKey;
+  if (key.asymmetricKeyType !== 'rsa') {
+    throw bad(`${where}: the x5c certificate has a ${key.asymmetricKeyType ?? 'non-RSA'} key, which cannot verify an ${alg} signature`);
+  }
+  checkKeySize(key, where);
+  return key;
+}
+
 /** Decodes one JWS and, with x5c, verifies its signature: everything that does not depend on the statement. */
 async function checkJws(data: Buffer, where: string, version: XapiVersion): Promise<CheckedJws> {
   // §2.6.s5.b3.b1: decode the JWS signature.
@@ -188,21 +225,7 @@ async function checkJws(data: Buffer, where: string, version: XapiVersion): Prom
     throw bad(`${where}: the signature is not a JWS in Compact Serialization (three base64url segments separated by dots, with a payload)`);
   }
   const [encodedHeader, encodedPayload, encodedSignature] = text.split('.') as [string, string, string];
-  const decoded = decodeJson(encodedHeader);
-  if (decoded === null || typeof decoded !== 'object' || Array.isArray(decoded)) {
-    throw bad(`${where}: the JWS protected header is not base64url-encoded JSON (a JSON object)`);
-  }
-  const header = decoded as Record<string, unknown>;
-
-  // §2.6.s4.b4: "The JWS signature MUST use an algorithm of RS256, RS384, or RS512."
-  const alg = header['alg'];
-  const digest = typeof alg === 'string' ? ALGORITHMS[alg] : undefined;
-  if (digest === undefined) {
-    throw bad(`${where}: JWS algorithm ${JSON.stringify(alg ?? null)} is not allowed; a signed statement must use RS256, RS384 or RS512`);
-  }
-  if (header['crit'] !== undefined) {
-    throw bad(`${where}: the JWS header has critical extensions ("crit"), which are not supported`);
-  }
+  const { header, alg, digest } = protectedHeader(encodedHeader, where);
 
   // §2.6.s4.b3: "The JWS signature MUST have a payload of a valid JSON serialization of the
   // complete Statement before the signature was added."
@@ -215,21 +238,7 @@ async function checkJws(data: Buffer, where: string, version: XapiVersion): Prom
   // §2.6.s5.b3.b3: "If the JWS header includes an X.509 certificate, validate the signature
   // against that certificate as defined in JWS."
   if (header['x5c'] !== undefined) {
-    const x5c = header['x5c'];
-    if (!Array.isArray(x5c) || x5c.length === 0 || !x5c.every((c) => typeof c === 'string' && BASE64.test(c))) {
-      throw bad(`${where}: the JWS x5c header must be a non-empty array of base64-encoded DER certificates`);
-    }
-    let certificate: X509Certificate;
-    try {
-      certificate = new X509Certificate(Buffer.from(x5c[0] as string, 'base64'));
-    } catch {
-      throw bad(`${where}: the first certificate of the JWS x5c header is not a valid X.509 certificate`);
-    }
-    const key = certificate.publicKey;
-    if (key.asymmetricKeyType !== 'rsa') {
-      throw bad(`${where}: the x5c certificate has a ${key.asymmetricKeyType ?? 'non-RSA'} key, which cannot verify an ${alg} signature`);
-    }
-    checkKeySize(key, where);
+    const key = x5cKey(header['x5c'], alg, where);
     const valid = await verifyInPool(digest, Buffer.from(`${encodedHeader}.${encodedPayload}`, 'latin1'), key, Buffer.from(encodedSignature, 'base64url'));
     if (!valid) {
       throw bad(`${where}: the JWS signature does not verify with the public key of its x5c certificate`);
