@@ -35,69 +35,93 @@ type State = 'preKey' | 'key' | 'preValue' | 'value' | 'valueEscape' | 'single' 
  * give the character, a `\` at the end of a line continues it, and any other `\x` is kept whole.
  */
 export function parseEnvironmentFile(text: string): EnvironmentFile {
-  const file: EnvironmentFile = { vars: new Map(), ignored: [] };
-  let state: State = 'preKey';
-  let key = '';
-  let value = '';
-  let blanksFrom = -1; // where the unquoted value's trailing blanks start (-1: none)
-  let line = 1;
-  let keyLine = 1;
-  const push = () => {
-    const name = key.replace(/[ \t]+$/, '');
-    if (state === 'value' && blanksFrom >= 0) value = value.slice(0, blanksFrom);
-    if (NAME.test(name)) file.vars.set(name, value);
-    else file.ignored.push({ line: keyLine, name });
-    key = '';
-    value = '';
-  };
-  for (const c of text) {
-    switch (state) {
+  const parser = new Parser();
+  for (const c of text) parser.step(c);
+  return parser.end();
+}
+
+/** systemd's reading of the file, a character at a time. */
+class Parser {
+  readonly file: EnvironmentFile = { vars: new Map(), ignored: [] };
+  private state: State = 'preKey';
+  private key = '';
+  private value = '';
+  /** Where the unquoted value's trailing blanks start (-1: none). */
+  private blanksFrom = -1;
+  private line = 1;
+  private keyLine = 1;
+
+  step(c: string): void {
+    switch (this.state) {
       case 'preKey':
-        if (c === '#' || c === ';') state = 'comment';
-        else if (!isBlank(c) && !isNewline(c)) [state, key, keyLine] = ['key', c, line];
+        if (c === '#' || c === ';') this.state = 'comment';
+        else if (!isBlank(c) && !isNewline(c)) [this.state, this.key, this.keyLine] = ['key', c, this.line];
         break;
       case 'key':
-        if (isNewline(c)) [state, key] = ['preKey', ''];
-        else if (c === '=') [state, blanksFrom] = ['preValue', -1];
-        else key += c;
+        if (isNewline(c)) [this.state, this.key] = ['preKey', ''];
+        else if (c === '=') [this.state, this.blanksFrom] = ['preValue', -1];
+        else this.key += c;
         break;
       case 'preValue':
       case 'value':
-        if (isNewline(c)) {
-          push();
-          state = 'preKey';
-        } else if (c === '\\') [state, blanksFrom] = ['valueEscape', -1];
-        else if (state === 'preValue' && (c === "'" || c === '"')) state = c === "'" ? 'single' : 'double';
-        else if (state === 'preValue' && isBlank(c)) break;
-        else {
-          if (!isBlank(c)) blanksFrom = -1;
-          else if (blanksFrom < 0) blanksFrom = value.length;
-          [state, value] = ['value', value + c];
-        }
-        break;
-      case 'valueEscape':
-        [state, value] = ['value', isNewline(c) ? value : value + c];
-        break;
-      case 'single':
-        if (c === "'") state = 'preValue';
-        else value += c;
-        break;
-      case 'double':
-        if (c === '"') state = 'preValue';
-        else if (c === '\\') state = 'doubleEscape';
-        else value += c;
-        break;
-      case 'doubleEscape':
-        [state, value] = ['double', ESCAPED.has(c) ? value + c : c === '\n' ? value : `${value}\\${c}`];
+        this.unquoted(c);
         break;
       case 'comment':
-        if (isNewline(c)) state = 'preKey';
+        if (isNewline(c)) this.state = 'preKey';
+        break;
+      default:
+        this.escapedOrQuoted(c);
+    }
+    if (c === '\n') this.line++;
+  }
+
+  end(): EnvironmentFile {
+    if (this.state !== 'preKey' && this.state !== 'key' && this.state !== 'comment') this.push();
+    return this.file;
+  }
+
+  private unquoted(c: string): void {
+    if (isNewline(c)) {
+      this.push();
+      this.state = 'preKey';
+    } else if (c === '\\') [this.state, this.blanksFrom] = ['valueEscape', -1];
+    else if (this.state === 'preValue' && (c === "'" || c === '"')) this.state = c === "'" ? 'single' : 'double';
+    else if (this.state === 'preValue' && isBlank(c)) return;
+    else {
+      if (!isBlank(c)) this.blanksFrom = -1;
+      else if (this.blanksFrom < 0) this.blanksFrom = this.value.length;
+      [this.state, this.value] = ['value', this.value + c];
+    }
+  }
+
+  private escapedOrQuoted(c: string): void {
+    switch (this.state) {
+      case 'valueEscape':
+        [this.state, this.value] = ['value', isNewline(c) ? this.value : this.value + c];
+        break;
+      case 'single':
+        if (c === "'") this.state = 'preValue';
+        else this.value += c;
+        break;
+      case 'double':
+        if (c === '"') this.state = 'preValue';
+        else if (c === '\\') this.state = 'doubleEscape';
+        else this.value += c;
+        break;
+      case 'doubleEscape':
+        [this.state, this.value] = ['double', ESCAPED.has(c) ? this.value + c : c === '\n' ? this.value : `${this.value}\\${c}`];
         break;
     }
-    if (c === '\n') line++;
   }
-  if (state !== 'preKey' && state !== 'key' && state !== 'comment') push();
-  return file;
+
+  private push(): void {
+    const name = this.key.replace(/[ \t]+$/, '');
+    if (this.state === 'value' && this.blanksFrom >= 0) this.value = this.value.slice(0, this.blanksFrom);
+    if (NAME.test(name)) this.file.vars.set(name, this.value);
+    else this.file.ignored.push({ line: this.keyLine, name });
+    this.key = '';
+    this.value = '';
+  }
 }
 
 /** More than this is no file of settings (systemd reads at most a few MB of it too). */
