@@ -115,21 +115,68 @@ export class WorkerScrapes {
  * while the primary runs. Scrapes arriving while a collection runs share it.
  */
 export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
-  let next = 0;
-  let inFlight: Promise<string> | undefined;
-  const pending = new Map<number, (m: Extract<Message, { type: 'lectern:metrics:collected' }>) => void>();
-  /** Each worker's counters and histograms as last collected; those of the workers gone (summed at each scrape into one). */
-  const last = new Map<Worker, MetricsJson>();
-  let retired: MetricsJson[] = [];
+  const scrapes = new PrimaryScrapes(serving);
+  cluster.on('exit', (w: Worker) => scrapes.retire(w));
+  cluster.on('message', (w: Worker, m: unknown) => scrapes.onMessage(w, m));
+}
 
-  const collectOne = (w: Worker) =>
-    new Promise<WorkerFigures>((resolve, reject) => {
-      const id = next++;
+class PrimaryScrapes {
+  private next = 0;
+  private inFlight: Promise<string> | undefined;
+  private readonly pending = new Map<number, (m: Extract<Message, { type: 'lectern:metrics:collected' }>) => void>();
+  /** Each worker's counters and histograms as last collected. */
+  private readonly last = new Map<Worker, MetricsJson>();
+  /** Those of the workers gone (summed at each scrape into one). */
+  private retired: MetricsJson[] = [];
+
+  private readonly serving: () => Iterable<Worker>;
+
+  constructor(serving: () => Iterable<Worker>) {
+    this.serving = serving;
+  }
+
+  retire(w: Worker): void {
+    const gone = this.last.get(w);
+    this.last.delete(w);
+    if (gone?.length) this.retired.push(gone);
+  }
+
+  onMessage(w: Worker, m: unknown): void {
+    if (!isMessage(m)) return;
+    if (m.type === 'lectern:metrics:collected') this.pending.get(m.id)?.(m);
+    if (m.type !== 'lectern:metrics:scrape') return;
+    this.inFlight ??= this.collectAll().finally(() => (this.inFlight = undefined));
+    this.inFlight.then(
+      (text) => w.isConnected() && w.send({ type: 'lectern:metrics:scraped', id: m.id, text } satisfies Message),
+      (err: unknown) => w.isConnected() && w.send({ type: 'lectern:metrics:scraped', id: m.id, error: (err as Error).message } satisfies Message),
+    );
+  }
+
+  private async collectAll(): Promise<string> {
+    if (this.retired.length > 1) {
+      const parts = this.retired.length;
+      const sum = plain(await AggregatorRegistry.aggregate(this.retired.slice(0, parts)).getMetricsAsJSON());
+      this.retired = [sum, ...this.retired.slice(parts)];
+    }
+    // The workers gone before this collection; one that goes during it is counted by its answer
+    // (or its last one), and among the retired from the next.
+    const gone = [...this.retired];
+    const workers = [...this.serving()].filter((w) => w.isConnected());
+    const figures = await Promise.all(workers.map((w) => this.collectOne(w)));
+    // A process's own series differ by their worker label: summing keeps each as it is (their
+    // own aggregators would average them, keep the first worker's or drop them).
+    const own = figures.map((f) => f.own.map((m) => ({ ...m, aggregator: 'sum' as const })));
+    return AggregatorRegistry.aggregate([...gone, ...figures.map((f) => f.counted), ...own]).metrics();
+  }
+
+  private collectOne(w: Worker): Promise<WorkerFigures> {
+    return new Promise<WorkerFigures>((resolve, reject) => {
+      const id = this.next++;
       // Gone before it answers: counted as last collected (it is not in the retired yet).
-      const previous = last.get(w) ?? [];
+      const previous = this.last.get(w) ?? [];
       const done = () => {
         clearTimeout(timer);
-        pending.delete(id);
+        this.pending.delete(id);
         w.off('exit', onExit);
       };
       const onExit = () => {
@@ -140,10 +187,10 @@ export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
         done();
         reject(new Error(`worker ${w.id} did not answer within ${COLLECT_TIMEOUT_MS / 1000} s`));
       }, COLLECT_TIMEOUT_MS);
-      pending.set(id, (m) => {
+      this.pending.set(id, (m) => {
         done();
         if (!m.figures) return reject(new Error(`worker ${w.id}: ${m.error ?? 'no figures'}`));
-        last.set(
+        this.last.set(
           w,
           m.figures.counted.filter((f) => GROWING.has(String(f.type))),
         );
@@ -152,38 +199,5 @@ export function answerWorkerScrapes(serving: () => Iterable<Worker>): void {
       w.once('exit', onExit);
       w.send({ type: 'lectern:metrics:collect', id } satisfies Message);
     });
-
-  const collectAll = async () => {
-    if (retired.length > 1) {
-      const parts = retired.length;
-      const sum = plain(await AggregatorRegistry.aggregate(retired.slice(0, parts)).getMetricsAsJSON());
-      retired = [sum, ...retired.slice(parts)];
-    }
-    // The workers gone before this collection; one that goes during it is counted by its answer
-    // (or its last one), and among the retired from the next.
-    const gone = [...retired];
-    const workers = [...serving()].filter((w) => w.isConnected());
-    const figures = await Promise.all(workers.map(collectOne));
-    // A process's own series differ by their worker label: summing keeps each as it is (their
-    // own aggregators would average them, keep the first worker's or drop them).
-    const own = figures.map((f) => f.own.map((m) => ({ ...m, aggregator: 'sum' as const })));
-    return AggregatorRegistry.aggregate([...gone, ...figures.map((f) => f.counted), ...own]).metrics();
-  };
-
-  cluster.on('exit', (w: Worker) => {
-    const gone = last.get(w);
-    last.delete(w);
-    if (gone?.length) retired.push(gone);
-  });
-
-  cluster.on('message', (w: Worker, m: unknown) => {
-    if (!isMessage(m)) return;
-    if (m.type === 'lectern:metrics:collected') pending.get(m.id)?.(m);
-    if (m.type !== 'lectern:metrics:scrape') return;
-    inFlight ??= collectAll().finally(() => (inFlight = undefined));
-    inFlight.then(
-      (text) => w.isConnected() && w.send({ type: 'lectern:metrics:scraped', id: m.id, text } satisfies Message),
-      (err: unknown) => w.isConnected() && w.send({ type: 'lectern:metrics:scraped', id: m.id, error: (err as Error).message } satisfies Message),
-    );
-  });
+  }
 }
