@@ -126,12 +126,7 @@ export async function* fileItems(stream: Readable): AsyncGenerator<ImportItem> {
   let buf: Buffer = Buffer.alloc(0);
   let mode: 'ndjson' | 'array' | undefined;
   let line = 0;
-  // Array scanner state: nesting depth, inside a string, after a backslash, bytes already scanned.
-  let depth = 0;
-  let inString = false;
-  let escaped = false;
-  let scanned = 0;
-  let element = 0;
+  const array = new ArraySplitter();
   for await (const chunk of stream) {
     buf = buf.length ? Buffer.concat([buf, chunk as Buffer]) : (chunk as Buffer);
     if (mode === undefined) {
@@ -139,10 +134,7 @@ export async function* fileItems(stream: Readable): AsyncGenerator<ImportItem> {
       while (i < buf.length && WHITESPACE.has(buf[i])) i++;
       if (i === buf.length) continue;
       mode = buf[i] === 0x5b ? 'array' : 'ndjson';
-      if (mode === 'array') {
-        buf = buf.subarray(i + 1);
-        depth = 1;
-      }
+      if (mode === 'array') buf = buf.subarray(i + 1);
     }
     if (mode === 'ndjson') {
       let from = 0;
@@ -156,36 +148,59 @@ export async function* fileItems(stream: Readable): AsyncGenerator<ImportItem> {
       buf = Buffer.from(buf.subarray(from));
       continue;
     }
-    let start = 0;
-    for (let i = scanned; i < buf.length; i++) {
-      const c = buf[i];
-      if (inString) {
-        if (escaped) escaped = false;
-        else if (c === 0x5c) escaped = true;
-        else if (c === 0x22) inString = false;
-      } else if (c === 0x22) inString = true;
-      else if (c === 0x7b || c === 0x5b) depth++;
-      else if (c === 0x7d || c === 0x5d || c === 0x2c) {
-        if (c !== 0x2c) depth--;
-        if ((depth === 1 && c === 0x2c) || depth === 0) {
-          const item = parseItem(element + 1, buf.subarray(start, i));
-          if (item) {
-            element++;
-            yield item;
-          } else if (c === 0x2c) {
-            yield { n: ++element, malformed: 'an empty element in the JSON array' };
-          }
-          start = i + 1;
-          if (depth === 0) return;
-        }
-      }
-    }
-    buf = Buffer.from(buf.subarray(start));
-    scanned = buf.length;
+    const { items, rest } = array.split(buf);
+    yield* items;
+    if (array.closed) return;
+    buf = rest;
   }
   if (mode === 'ndjson' && buf.length) {
     const item = parseItem(line + 1, buf);
     if (item) yield item;
   }
-  if (mode === 'array') yield { n: element + 1, malformed: 'the JSON array is not closed (truncated file?)' };
+  if (mode === 'array') yield { n: array.elements + 1, malformed: 'the JSON array is not closed (truncated file?)' };
+}
+
+/** Splits the inside of a JSON array, as it streams in, into its elements (the `[` already read). */
+class ArraySplitter {
+  /** Elements split so far. */
+  elements = 0;
+  /** The array's `]` was read. */
+  closed = false;
+  private depth = 1;
+  private inString = false;
+  private escaped = false;
+  /** Bytes of the held rest already scanned. */
+  private scanned = 0;
+
+  /** The elements complete in `buf` (what the last call left, then more), and what remains of it. */
+  split(buf: Buffer): { items: ImportItem[]; rest: Buffer } {
+    const items: ImportItem[] = [];
+    let start = 0;
+    for (let i = this.scanned; i < buf.length && !this.closed; i++) {
+      const c = buf[i];
+      if (this.inString) {
+        if (this.escaped) this.escaped = false;
+        else if (c === 0x5c) this.escaped = true;
+        else if (c === 0x22) this.inString = false;
+      } else if (c === 0x22) this.inString = true;
+      else if (c === 0x7b || c === 0x5b) this.depth++;
+      else if (c === 0x7d || c === 0x5d || c === 0x2c) {
+        if (c !== 0x2c) this.depth--;
+        if ((this.depth === 1 && c === 0x2c) || this.depth === 0) {
+          const item = parseItem(this.elements + 1, buf.subarray(start, i));
+          if (item) {
+            this.elements++;
+            items.push(item);
+          } else if (c === 0x2c) {
+            items.push({ n: ++this.elements, malformed: 'an empty element in the JSON array' });
+          }
+          start = i + 1;
+          this.closed = this.depth === 0;
+        }
+      }
+    }
+    const rest = Buffer.from(buf.subarray(start));
+    this.scanned = rest.length;
+    return { items, rest };
+  }
 }
