@@ -4,8 +4,15 @@
  * never edited.
  */
 import { reachBuildSql } from '../sql.ts';
-import type { Migration } from './migrations.ts';
 import { POSTGRES } from './query.ts';
+
+export interface Migration {
+  version: number;
+  name: string;
+  sql: string;
+  /** A query run before a long migration: one row with `message` (logged) or none. */
+  announce?: string;
+}
 
 export const EARLY_MIGRATIONS: Migration[] = [
   {

@@ -11,15 +11,9 @@
  * writer's dirtied pages and checkpoints); every process shares the database, so `seq` is taken
  * under the tenant's advisory lock and times come from the database clock.
  */
-import { EARLY_MIGRATIONS } from './migrations-early.ts';
+import { EARLY_MIGRATIONS, type Migration } from './migrations-early.ts';
 
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-  /** A query run before a long migration: one row with `message` (logged) or none. */
-  announce?: string;
-}
+export type { Migration } from './migrations-early.ts';
 
 export const MIGRATIONS: Migration[] = [
   ...EARLY_MIGRATIONS,

@@ -1,4 +1,6 @@
-import { EARLY_MIGRATIONS } from './migrations-early.ts';
+import { EARLY_MIGRATIONS, type Migration } from './migrations-early.ts';
+
+export type { Migration } from './migrations-early.ts';
 
 /** The page size of a new database (the raw-limit baseline of `npm run bench` uses the same). */
 export const PAGE_SIZE = 8192;
@@ -26,26 +28,6 @@ export const writerCacheMiB = (statements: number): number => Math.min(32, Math.
 
 /** SQLite's `cache_size` pragma value for `mib` MiB (negative: in KiB). */
 export const cacheSize = (mib = CACHE_MIB): number => -mib * 1024;
-
-/**
- * Versioned SQLite schema. Append new versions; never edit an applied one.
- *
- * Where it differs from PostgreSQL's (../postgres/migrations.ts) on purpose: one process writes
- * the file through one connection, and what costs is the pages a commit dirties and the WAL
- * checkpoint writes back. So the link tables are keyed (tenant, bucket, key, seq) and the
- * registration index (tenant, seq >> 16, registration, seq) (version 8: writes dirty the newest
- * bucket's pages only, not a random page of each key's range); statement ids live in levels
- * (versions 10 and 18: recent ids in a small table merged in key order into a middle one, and that
- * into the large one, since random UUIDs dirtied a page of the one large index per statement). PostgreSQL, whose ingest kept its
- * pace as the store grew, needs neither, and keys its link tables without the tenant.
- */
-export interface Migration {
-  version: number;
-  name: string;
-  sql: string;
-  /** A migration that rewrites every statement: how many it will rewrite, logged before it starts. */
-  rebuilds?: { count: string; message: string };
-}
 
 export const MIGRATIONS: Migration[] = [
   ...EARLY_MIGRATIONS,
