@@ -1,3 +1,15 @@
+/**
+ * Versioned SQLite schema. Append new versions; never edit an applied one.
+ *
+ * Where it differs from PostgreSQL's (../postgres/migrations.ts) on purpose: one process writes
+ * the file through one connection, and what costs is the pages a commit dirties and the WAL
+ * checkpoint writes back. So the link tables are keyed (tenant, bucket, key, seq) and the
+ * registration index (tenant, seq >> 16, registration, seq) (version 8: writes dirty the newest
+ * bucket's pages only, not a random page of each key's range); statement ids live in levels
+ * (versions 10 and 18: recent ids in a small table merged in key order into a middle one, and that
+ * into the large one, since random UUIDs dirtied a page of the one large index per statement). PostgreSQL, whose ingest kept its
+ * pace as the store grew, needs neither, and keys its link tables without the tenant.
+ */
 import { EARLY_MIGRATIONS, type Migration } from './migrations-early.ts';
 
 export type { Migration } from './migrations-early.ts';
